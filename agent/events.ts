@@ -1,0 +1,68 @@
+/**
+ * The agent's public output types: the events a run emits, and the platform-neutral Card.
+ * Adapters import this file (and adapters/types.ts) and nothing else of agent/.
+ *
+ * Contract:
+ * - Events of one conversation are delivered in order; `text` events are streamed deltas of the
+ *   answer, `answer` carries the whole final text of the turn (render one or the other).
+ * - Exactly one of `answer` or `error` ends a run, followed by `run_finished`.
+ * - A Card carries only opaque tokens on its buttons; what a token means lives server-side.
+ */
+import type { Tier } from '../policies/tiers.js';
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** USD for this usage; 0 when costKnown is false (never read that as "free"). */
+  costUSD: number;
+  /** False when a model in this run has no price in the table. */
+  costKnown: boolean;
+}
+
+export type AgentEvent =
+  | { type: 'run_started'; runId: string }
+  | { type: 'text'; runId: string; delta: string }
+  | { type: 'tool_started'; runId: string; callId: string; tool: string; summary: string }
+  | { type: 'tool_finished'; runId: string; callId: string; tool: string; ok: boolean; summary: string }
+  | { type: 'approval_asked'; runId: string; callId: string; tool: string; summary: string }
+  | {
+      type: 'approval_resolved';
+      runId: string;
+      callId: string;
+      tool: string;
+      outcome: 'approved' | 'always' | 'denied' | 'expired' | 'declined';
+      by?: string;
+    }
+  | { type: 'question_asked'; runId: string; callId: string; question: string }
+  | { type: 'question_answered'; runId: string; callId: string; answer: string | null; by?: string }
+  | { type: 'answer'; runId: string; text: string }
+  | { type: 'error'; runId: string; message: string }
+  | { type: 'usage'; runId: string; usage: Usage; classifierUsage?: Usage }
+  | { type: 'run_finished'; runId: string; reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' };
+
+export type AgentEventType = AgentEvent['type'];
+
+export type ButtonStyle = 'primary' | 'danger' | 'default';
+
+export interface CardButton {
+  /** Opaque, unguessable, single-use; at most 40 characters ([A-Za-z0-9_-]). */
+  token: string;
+  /** Short label (adapters may cut it to the platform's limit; the card body never is). */
+  label: string;
+  style: ButtonStyle;
+}
+
+export interface Card {
+  kind: 'approval' | 'question' | 'picker' | 'approve_all';
+  title: string;
+  body: string;
+  /** A diff or a command, shown as preformatted text. */
+  preview?: string;
+  buttons: CardButton[];
+  /** Set once decided: buttons are then empty and this line records what happened, who and when. */
+  outcome?: string;
+  /** Informational: the tier the call was rated at, for the card's body. */
+  tier?: Tier;
+}

@@ -1,0 +1,34 @@
+/**
+ * The transcript shape: the Messages API's content blocks, as plain JSON (what the store saves).
+ * Invariant the runner keeps: every assistant `tool_use` is answered by a `tool_result` with the same
+ * id in the next user message, before any other message is appended.
+ */
+import { z } from 'zod';
+
+export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+export const ImageBlock = z.object({
+  type: z.literal('image'),
+  source: z.object({ type: z.literal('base64'), media_type: z.string(), data: z.string() }),
+});
+export const ToolUseBlock = z.object({
+  type: z.literal('tool_use'),
+  id: z.string(),
+  name: z.string(),
+  input: z.unknown(),
+});
+export const ToolResultBlock = z.object({
+  type: z.literal('tool_result'),
+  tool_use_id: z.string(),
+  content: z.union([z.string(), z.array(z.union([TextBlock, ImageBlock]))]),
+  is_error: z.boolean().optional(),
+});
+export const ContentBlock = z.union([TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock]);
+export const Message = z.object({ role: z.enum(['user', 'assistant']), content: z.array(ContentBlock) });
+export const Transcript = z.array(Message);
+
+export type TextBlock = z.infer<typeof TextBlock>;
+export type ImageBlock = z.infer<typeof ImageBlock>;
+export type ToolUseBlock = z.infer<typeof ToolUseBlock> & { input: unknown };
+export type ToolResultBlock = z.infer<typeof ToolResultBlock>;
+export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock;
+export type Message = { role: 'user' | 'assistant'; content: ContentBlock[] };

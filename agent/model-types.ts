@@ -1,0 +1,64 @@
+/**
+ * The model seam: what the runner needs from a model. agent/model.ts implements it on
+ * @anthropic-ai/sdk; tests use the real implementation against test/fakes/anthropic.ts.
+ *
+ * Contract:
+ * - `complete` streams: `onText` gets text deltas as they arrive; the promise resolves with the whole
+ *   assistant message (content blocks in order, tool_use inputs parsed) once the stream ends.
+ * - Retryable failures (429, 5xx, overloaded_error, connection resets) are retried inside, with
+ *   backoff that honours retry-after. What finally fails is a ModelError with a short,
+ *   secret-free `userMessage` fit to show in a chat.
+ * - Aborting `signal` rejects with ModelError code 'aborted'.
+ */
+import type { ContentBlock, Message } from './messages.js';
+import type { Usage } from './events.js';
+
+export interface ModelToolSpec {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  model: string;
+  system: string;
+  messages: Message[];
+  tools: ModelToolSpec[];
+  maxTokens: number;
+  signal?: AbortSignal;
+  /** Per-request timeout (ms); the classifier uses a short one. */
+  timeoutMs?: number;
+  onText?: (delta: string) => void;
+}
+
+export interface ModelResponse {
+  content: ContentBlock[];
+  stopReason: 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'refusal' | 'pause_turn' | string;
+  usage: Usage;
+}
+
+export interface ModelClient {
+  complete(req: ModelRequest): Promise<ModelResponse>;
+}
+
+export type ModelErrorCode =
+  | 'rate_limited'
+  | 'overloaded'
+  | 'server'
+  | 'auth'
+  | 'bad_request'
+  | 'timeout'
+  | 'network'
+  | 'aborted';
+
+export class ModelError extends Error {
+  override name = 'ModelError';
+  constructor(
+    readonly code: ModelErrorCode,
+    /** Safe to show a chat user: no keys, no URLs with secrets, says what happens next. */
+    readonly userMessage: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The tool seam. A tool is a zod schema plus functions, built by a factory with its dependencies
+ * injected (no globals), so tests build tools against a temp workspace.
+ *
+ * Lifecycle of one call (agent/tools/executor.ts):
+ *   lookup -> input.safeParse -> propose (optional; prepares, mutates NOTHING) -> gate -> execute.
+ * A tool never throws at the model: the executor turns a throw, a timeout or an abort into an
+ * error tool_result. Tools should still throw `ToolError` with a message that says what to do.
+ */
+import type { z } from 'zod';
+import type { ToolTier, Tier } from '../../policies/tiers.js';
+import type { ImageBlock, TextBlock } from '../messages.js';
+
+export const DEFAULT_TOOL_TIMEOUT_MS = 3 * 60_000;
+
+export interface QuestionSuggestion {
+  value: string;
+  label: string;
+  description?: string;
+}
+
+export interface QuestionRequest {
+  question: string;
+  suggestions: QuestionSuggestion[];
+  allowCustom: boolean;
+}
+
+/** `answer` null: nobody answered in time. */
+export interface QuestionAnswer {
+  answer: string | null;
+  by?: string;
+}
+
+export interface ToolContext {
+  /** Absolute, symlink-resolved workspace root every path is confined to. */
+  workspace: string;
+  /** Aborted on timeout or /stop: stop work, kill children. */
+  signal: AbortSignal;
+  conversationKey: string;
+  agentName: string;
+  /** Names the agent may pass through to child processes despite the secret filter. */
+  envAllowlist: readonly string[];
+  /** Present only where a human can answer (the tool is not offered otherwise). */
+  askUser?: (q: QuestionRequest) => Promise<QuestionAnswer>;
+  /** Per-conversation scratch state that lives with the transcript (e.g. todos). */
+  state: ConversationState;
+}
+
+/** Small per-conversation state (JSON), saved with the transcript. */
+export interface ConversationState {
+  get<T>(name: string): T | undefined;
+  set(name: string, value: unknown): void;
+}
+
+export interface ProposalOption {
+  id: string;
+  label: string;
+}
+
+/** What the propose half prepared: shown on the approval card and handed to execute. */
+export interface Proposal {
+  /** One line: "write_file src/a.ts (+12 -3)". */
+  summary: string;
+  /** A unified diff or a command, shown preformatted. */
+  preview?: string;
+  /** A picker: the approver chooses one; such a request is never auto-approved. */
+  options?: ProposalOption[];
+  /** For shell commands: the command the gate must judge. */
+  command?: string;
+  /** Anything execute needs from propose (JSON-serializable: it is persisted while waiting). */
+  data?: unknown;
+}
+
+export type ToolResultContent = string | Array<TextBlock | ImageBlock>;
+
+export interface ToolResult {
+  content: ToolResultContent;
+  isError?: boolean;
+}
+
+export interface Tool<I = unknown> {
+  name: string;
+  /** What the model reads to decide when to call it. */
+  description: string;
+  input: z.ZodType<I>;
+  tier: ToolTier;
+  /** Default DEFAULT_TOOL_TIMEOUT_MS; ignored when longRunning. */
+  timeoutMs?: number;
+  /** Waits on a human (ask_user_question): no timeout, waiting does not count against the run. */
+  longRunning?: boolean;
+  /** Offered to the model only where a human can answer. */
+  needsHuman?: boolean;
+  /** Prepares without mutating; required for gated tools so the card can show what will happen. */
+  propose?(input: I, ctx: ToolContext): Promise<Proposal>;
+  execute(input: I, ctx: ToolContext, prepared: Prepared): Promise<ToolResult>;
+}
+
+/** What execute receives besides the input: the proposal (if any) and the approver's choice. */
+export interface Prepared {
+  proposal?: Proposal;
+  /** The picker option an approver chose. Never settable by the model (stripped from its input). */
+  selectedOptionId?: string;
+}
+
+/** A failure with a message meant for the model (and a human reading the transcript). */
+export class ToolError extends Error {
+  override name = 'ToolError';
+}
+
+export type AnyTool = Tool<unknown>;
+
+/** The tier a proposal was rated at, when the gate resolved an `unknown` tool. */
+export type RatedTier = Tier;
