@@ -1,0 +1,663 @@
+/**
+ * Configuration: the environment (bot/env.ts) plus gatehouse.yaml, validated and resolved into one
+ * plain `Config` object.
+ *
+ * Contract:
+ * - `loadConfig` either returns a fully resolved Config (every default filled, workspaces absolute)
+ *   or throws ONE `ConfigError` listing every problem found, each with the key path or variable name
+ *   and what to do (`agents.ops.tier: expected one of read-only | low-risk | high-risk, got "admin"`).
+ *   Unknown keys are errors (a typo must not silently do nothing), as are unknown tool names,
+ *   unknown route agents, `SSH_*` in envAllowlist, a missing ANTHROPIC_API_KEY without a base URL.
+ * - `.env` in cwd is loaded first, never overriding variables already in `opts.env` (keys it adds are
+ *   written into `opts.env`, as process.loadEnvFile would into process.env).
+ * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
+ *   else none: one agent `default` (read-only file tools + ask_user_question, tier read-only, the
+ *   terminal user `local` bound as console approver, workspace = cwd).
+ * - Layering per agent: built-in defaults < `defaults:` < the agent's own keys. A key set on the agent
+ *   replaces the default's value as a whole (lists and `approvers` are not merged). An empty value
+ *   (`system:` with nothing after it) means "use the default".
+ * - The result is a plain, mutable object: the policy is read from it at decision time, so the lead
+ *   may append to an agent's allowlists ("Always approve") and every later decision sees it.
+ *   `agentForConversation` returns the live AgentConfig, not a copy.
+ * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
+ *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import type { Platform } from '../adapters/types.js';
+import { TIERS, type Tier } from '../policies/tiers.js';
+import type { RateLimit } from '../policies/access.js';
+import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
+
+export type { ConfigProblem } from './env.js';
+
+export interface AgentConfig {
+  name: string;
+  model: string;
+  classifierModel: string;
+  system: string;
+  /** The toolset: a tool not listed does not exist for this agent. */
+  tools: string[];
+  /** The highest tier that runs without asking. */
+  tier: Tier;
+  /** Approver ids per platform (`role:<id>` entries on Discord); every platform present, maybe empty. */
+  approvers: Record<Platform, string[]>;
+  autoApprovedTools: string[];
+  autoApprovedCommands: string[];
+  envAllowlist: string[];
+  /** Absolute path; created at start if missing (not by loadConfig). */
+  workspace: string;
+  maxIterations: number;
+  runTimeoutMs: number;
+  maxConversations: number;
+  approvalTimeoutMs: number;
+  questionTimeoutMs: number;
+  commandTimeoutMs: number;
+  maxTokens: number;
+}
+
+export interface Route {
+  /** A platform name, or a conversation-key prefix that matches at a ':' boundary. */
+  match: string;
+  agent: string;
+}
+
+export interface AccessConfig {
+  telegram: { users: string[]; chats: string[] };
+  slack: { users: string[]; channels: string[] };
+  discord: { users: string[]; channels: string[]; guilds: string[] };
+  rateLimit: RateLimit;
+}
+
+export interface Config {
+  /** Absolute path of the YAML file read, or undefined when running on built-in defaults. */
+  configFile: string | undefined;
+  /** Absolute path of the .env file loaded, if any. */
+  envFile: string | undefined;
+  anthropic: { apiKey: string | undefined; baseURL: string | undefined };
+  store: StoreSettings;
+  http: { host: string; port: number };
+  /** Chat platforms enabled by their environment (a token present). */
+  platforms: PlatformEnv;
+  agents: Record<string, AgentConfig>;
+  /** First match wins; no match: `defaultAgent`. */
+  routes: Route[];
+  defaultAgent: string;
+  access: AccessConfig;
+  runner: { maxConcurrentRuns: number };
+}
+
+export interface LoadConfigOptions {
+  env: Env;
+  cwd: string;
+  /** Names of the tools that exist (the registry's); anything else in a toolset is an error. */
+  knownTools: readonly string[];
+}
+
+/** Thrown by loadConfig with every problem found; `formatConfigError` renders it for the CLI. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(
+    readonly problems: ConfigProblem[],
+    /** Where the YAML came from, for the closing hint. */
+    readonly configFile?: string,
+  ) {
+    super(
+      `Gatehouse configuration has ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n` +
+        problems.map((p) => `  ${p.path}: ${p.message}`).join('\n'),
+    );
+  }
+}
+
+/** A CLI-ready text for any error thrown by loadConfig (ConfigError or an unexpected one). */
+export function formatConfigError(err: unknown): string {
+  if (err instanceof ConfigError) {
+    const where = err.configFile ? `${err.configFile} or the environment (.env)` : 'the environment (.env) or gatehouse.yaml';
+    return `${err.message}\n\nFix ${where}, then start again. gatehouse.example.yaml documents every key.`;
+  }
+  return `Could not load the configuration: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+export const PLATFORMS: readonly Platform[] = ['console', 'telegram', 'slack', 'discord'];
+export const DEFAULT_MODEL = 'claude-sonnet-5-5';
+export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
+export const DEFAULT_SYSTEM_PROMPT =
+  'You are Gatehouse, an assistant with tools, talking with people in a chat. ' +
+  'Be concise. Use your tools to check facts before answering; if a tool call is declined, ' +
+  'explain what you could not do instead of retrying it.';
+/** The no-config agent's toolset (filtered by the tools that exist). */
+export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'list_todos', 'ask_user_question'] as const;
+
+/** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** Gatehouse's own credentials: never handed to the agent's commands, whatever the allowlist says. */
+const OWN_SECRETS = new Set([
+  'ANTHROPIC_API_KEY',
+  'TELEGRAM_BOT_TOKEN',
+  'TELEGRAM_WEBHOOK_SECRET',
+  'SLACK_BOT_TOKEN',
+  'SLACK_APP_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'DISCORD_TOKEN',
+]);
+
+const HARD_DEFAULTS = {
+  classifierModel: DEFAULT_CLASSIFIER_MODEL,
+  system: DEFAULT_SYSTEM_PROMPT,
+  tools: [] as string[],
+  tier: 'read-only' as Tier,
+  autoApprovedTools: [] as string[],
+  autoApprovedCommands: [] as string[],
+  envAllowlist: [] as string[],
+  maxIterations: 100,
+  runTimeoutMs: 600_000,
+  maxConversations: 100,
+  approvalTimeoutMs: 1_800_000,
+  questionTimeoutMs: 900_000,
+  commandTimeoutMs: 300_000,
+  maxTokens: 8192,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+
+function describe(v: unknown): string {
+  if (v === null) return 'nothing';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (typeof v === 'object') return 'a mapping';
+  return String(v);
+}
+
+/** A whole number in [min, max]; YAML integers arrive as BigInt. */
+function int(min: number, max: number, hint = '') {
+  return z.preprocess(
+    (v) => (typeof v === 'bigint' ? Number(v) : v),
+    z.number().superRefine((n, ctx) => {
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${hint}, got ${describe(n)}` });
+      }
+    }),
+  );
+}
+const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
+
+const text = () =>
+  z.string().superRefine((s, ctx) => {
+    if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
+  });
+
+const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = {
+  console: { re: /^\S+$/, hint: 'a name without spaces, like local' },
+  telegram: { re: /^-?\d+$/, hint: 'Telegram ids are numbers like 123456789 (a @username does not work; the bot tells a stranger their id)' },
+  slack: { re: /^[A-Z0-9]+$/, hint: 'Slack ids look like U0123ABCD or C0123ABCD (a display name does not work)' },
+  discord: { re: /^\d+$/, hint: 'Discord ids are numbers like 123456789012345678 (turn on Developer Mode, then Copy ID)' },
+};
+
+/** An id: a string, or a YAML number turned into its exact digits. */
+function id(platform: Platform, opts: { roles?: boolean } = {}) {
+  const rule = ID_RULES[platform];
+  return z.preprocess(
+    (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
+    z.string().superRefine((s, ctx) => {
+      if (rule.re.test(s)) return;
+      if (opts.roles && /^role:\d+$/.test(s)) return;
+      if (/^role:/.test(s)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: opts.roles ? `expected role:<role id digits>, got ${describe(s)}` : `role:<id> entries only work for discord approvers, got ${describe(s)}`,
+        });
+        return;
+      }
+      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${describe(s)}` });
+    }),
+  );
+}
+const ids = (platform: Platform, opts?: { roles?: boolean }) => z.array(id(platform, opts)).optional();
+
+function buildSchema(knownTools: readonly string[]) {
+  const known = [...knownTools].sort();
+  const toolName = z.string().superRefine((s, ctx) => {
+    if (!knownTools.includes(s)) {
+      ctx.addIssue({ code: 'custom', message: `unknown tool ${describe(s)}${didYouMean(s, known)}; known tools: ${known.join(', ') || '(none)'}` });
+    }
+  });
+  const envName = z.string().superRefine((s, ctx) => {
+    if (/^SSH_/i.test(s)) {
+      ctx.addIssue({ code: 'custom', message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it` });
+    } else if (OWN_SECRETS.has(s.toUpperCase())) {
+      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential and is never passed to the agent's commands; remove it` });
+    } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
+      ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
+    }
+  });
+  const command = z.string().superRefine((s, ctx) => {
+    if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
+    else if (/[;&|<>`$()\n]/.test(s)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${describe(s)} would never match: an entry is a command prefix like "git status", and a command that chains, pipes, substitutes or redirects never matches as a whole`,
+      });
+    }
+  });
+
+  const agent = z.strictObject({
+    model: text().optional(),
+    classifierModel: text().optional(),
+    system: z.string().optional(),
+    tools: z.array(toolName).optional(),
+    tier: z.enum(TIERS).optional(),
+    approvers: z
+      .strictObject({
+        console: ids('console'),
+        telegram: ids('telegram'),
+        slack: ids('slack'),
+        discord: ids('discord', { roles: true }),
+      })
+      .optional(),
+    autoApprovedTools: z.array(text()).optional(),
+    autoApprovedCommands: z.array(command).optional(),
+    envAllowlist: z.array(envName).optional(),
+    workspace: text().optional(),
+    maxIterations: int(1, 100_000).optional(),
+    runTimeoutMs: ms().optional(),
+    maxConversations: int(1, 10_000_000).optional(),
+    approvalTimeoutMs: ms().optional(),
+    questionTimeoutMs: ms().optional(),
+    commandTimeoutMs: ms().optional(),
+    maxTokens: int(1, 1_000_000).optional(),
+  });
+
+  const agentName = z.string().superRefine((s, ctx) => {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(s)) {
+      ctx.addIssue({ code: 'custom', message: 'agent names are 1-64 letters, digits, "-" or "_", starting with a letter or digit' });
+    }
+  });
+
+  const routeMatch = z.string().superRefine((s, ctx) => {
+    const parts = s.split(':');
+    if (!PLATFORMS.includes(parts[0] as Platform) || parts.some((p) => p === '')) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a platform (${PLATFORMS.join(', ')}) or a conversation key prefix like "telegram:-1001234", got ${describe(s)}`,
+      });
+    }
+  });
+
+  return z.strictObject({
+    defaults: agent.optional(),
+    agents: z.record(agentName, agent).optional(),
+    routes: z.array(z.strictObject({ match: routeMatch, agent: text() })).optional(),
+    defaultAgent: text().optional(),
+    access: z
+      .strictObject({
+        telegram: z.strictObject({ users: ids('telegram'), chats: ids('telegram') }).optional(),
+        slack: z.strictObject({ users: ids('slack'), channels: ids('slack') }).optional(),
+        discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
+        rateLimit: z
+          .strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') })
+          .optional(),
+      })
+      .optional(),
+    runner: z.strictObject({ maxConcurrentRuns: int(1, 1000).optional() }).optional(),
+  });
+}
+
+type FileConfig = z.output<ReturnType<typeof buildSchema>>;
+type RawAgent = NonNullable<FileConfig['defaults']>;
+
+// ---------------------------------------------------------------------------------------------
+// Issue formatting
+
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else {
+      const s = String(seg);
+      out += /^[A-Za-z0-9_-]+$/.test(s) ? (out === '' ? s : `.${s}`) : `[${JSON.stringify(s)}]`;
+    }
+  }
+  return out === '' ? '(top level)' : out;
+}
+
+function levenshtein(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length]!;
+}
+
+function didYouMean(word: string, options: readonly string[]): string {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const o of options) {
+    const d = levenshtein(word, o);
+    if (d < bestD) [best, bestD] = [o, d];
+  }
+  return best !== undefined && bestD <= Math.max(2, Math.floor(word.length / 3)) ? ` (did you mean "${best}"?)` : '';
+}
+
+interface SchemaDef {
+  type?: string;
+  shape?: Record<string, unknown>;
+  innerType?: unknown;
+  valueType?: unknown;
+  element?: unknown;
+  in?: unknown;
+  out?: unknown;
+}
+const defOf = (s: unknown): SchemaDef => ((s as { _zod?: { def?: SchemaDef } })?._zod?.def ?? {});
+
+/** The keys an object schema at `path` accepts (for "unknown key" messages). */
+function knownKeysAt(schema: unknown, path: ReadonlyArray<PropertyKey>): string[] {
+  let s = schema;
+  let i = 0;
+  for (let guard = 0; guard < 100; guard++) {
+    const d = defOf(s);
+    if (d.type === 'optional' || d.type === 'nullable' || d.type === 'default') s = d.innerType;
+    else if (d.type === 'pipe') s = d.out;
+    else if (i >= path.length) return d.type === 'object' && d.shape ? Object.keys(d.shape) : [];
+    else if (d.type === 'object' && d.shape) s = d.shape[String(path[i++])];
+    else if (d.type === 'record') (s = d.valueType), i++;
+    else if (d.type === 'array') (s = d.element), i++;
+    else return [];
+  }
+  return [];
+}
+
+const EXPECTED: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  array: 'a list',
+  object: 'a mapping (key: value)',
+  record: 'a mapping (key: value)',
+  boolean: 'true or false',
+};
+
+function issueProblems(issue: z.core.$ZodIssue, schema: unknown): ConfigProblem[] {
+  const path = issue.path;
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const known = knownKeysAt(schema, path);
+      return issue.keys.map((k) => ({
+        path: formatPath([...path, k]),
+        message: `unknown key${didYouMean(k, known)}; allowed here: ${known.join(', ')}`,
+      }));
+    }
+    case 'invalid_type': {
+      const input = (issue as { input?: unknown }).input;
+      if (input === undefined) return [{ path: formatPath(path), message: 'required' }];
+      const want = EXPECTED[issue.expected] ?? issue.expected;
+      const quoted = issue.expected === 'number' && typeof input === 'string' ? '; write it without quotes' : '';
+      return [{ path: formatPath(path), message: `expected ${want}, got ${describe(input)}${quoted}` }];
+    }
+    case 'invalid_value':
+      return [
+        {
+          path: formatPath(path),
+          message: `expected one of ${issue.values.map(String).join(' | ')}, got ${describe((issue as { input?: unknown }).input)}`,
+        },
+      ];
+    case 'invalid_key': {
+      const inner = issue.issues[0];
+      return [{ path: formatPath(path), message: inner?.message ?? 'invalid key' }];
+    }
+    default:
+      return [{ path: formatPath(path), message: issue.message }];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+/**
+ * Empty YAML values mean "use the default": null map values are dropped, except an agent written with
+ * no keys (`agents: { ops: }`), which stays as an agent with every default.
+ */
+function dropNulls(v: unknown, path: readonly string[] = []): unknown {
+  if (Array.isArray(v)) return v.map((x) => dropNulls(x, path));
+  if (v !== null && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      if (x === null) {
+        if (path.length === 1 && path[0] === 'agents') out[k] = {};
+        continue;
+      }
+      out[k] = dropNulls(x, [...path, k]);
+    }
+    return out;
+  }
+  return v;
+}
+
+function readYaml(file: string, problems: ConfigProblem[]): unknown {
+  let source: string;
+  try {
+    source = readFileSync(file, 'utf8');
+  } catch (err) {
+    problems.push({ path: file, message: `cannot read it (${(err as Error).message})` });
+    return undefined;
+  }
+  const doc = parseDocument(source, { intAsBigInt: true });
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors) {
+      const pos = e.linePos?.[0];
+      problems.push({
+        path: pos ? `${file}:${pos.line}:${pos.col}` : file,
+        message: `YAML syntax: ${(e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`,
+      });
+    }
+    return undefined;
+  }
+  const data = doc.toJS({ maxAliasCount: 100 }) as unknown;
+  return data === null || data === undefined ? {} : data;
+}
+
+function uniq(list: readonly string[]): string[] {
+  return [...new Set(list)];
+}
+
+/** Loads, validates and resolves the configuration. Throws ConfigError listing every problem. */
+export function loadConfig(opts: LoadConfigOptions): Config {
+  const cwd = resolve(opts.cwd);
+  const problems: ConfigProblem[] = [];
+
+  const dot = loadDotEnv(opts.env, cwd);
+  problems.push(...dot.problems);
+  const { settings, problems: envProblems } = readEnv(opts.env, cwd);
+  problems.push(...envProblems);
+
+  // Which file, if any.
+  let configFile: string | undefined;
+  if (settings.configPath !== undefined) {
+    if (!existsSync(settings.configPath) || !statSync(settings.configPath).isFile()) {
+      problems.push({
+        path: 'GATEHOUSE_CONFIG',
+        message: `file not found: ${settings.configPath}; point it at your gatehouse.yaml or unset it to use ./gatehouse.yaml`,
+      });
+    } else configFile = settings.configPath;
+  } else {
+    const def = resolve(cwd, 'gatehouse.yaml');
+    if (existsSync(def) && statSync(def).isFile()) configFile = def;
+  }
+  const baseDir = configFile ? dirname(configFile) : cwd;
+
+  let file: FileConfig = {};
+  if (configFile !== undefined) {
+    const raw = readYaml(configFile, problems);
+    if (raw !== undefined) {
+      const schema = buildSchema(opts.knownTools);
+      const data = dropNulls(raw);
+      const parsed = schema.safeParse(data, { reportInput: true });
+      if (parsed.success) file = parsed.data;
+      else {
+        for (const issue of parsed.error.issues) problems.push(...issueProblems(issue, schema));
+        // Cross-references can still be checked on what parsed (names of agents are plain keys).
+        file = lenientCrossRefView(data);
+      }
+    }
+  }
+
+  // Agents: built-in defaults < (the built-in `default` agent when none is defined) < defaults < agent.
+  const agents: Record<string, AgentConfig> = {};
+  const defaults: RawAgent = file.defaults ?? {};
+  const defined: Record<string, RawAgent> = file.agents ?? {};
+  const base: Record<string, RawAgent> =
+    Object.keys(defined).length > 0
+      ? defined
+      : {
+          default: {},
+        };
+  const builtinDefault: RawAgent = {
+    model: DEFAULT_MODEL,
+    tools: DEFAULT_TOOLS.filter((t) => opts.knownTools.includes(t)),
+    approvers: { console: ['local'] },
+  };
+  const usingBuiltin = Object.keys(defined).length === 0;
+
+  for (const [name, own] of Object.entries(base)) {
+    const layer: RawAgent = usingBuiltin ? { ...builtinDefault, ...defaults, ...own } : { ...defaults, ...own };
+    const where = (key: keyof RawAgent): string => (own[key] !== undefined ? `agents.${name}` : 'defaults');
+    if (layer.model === undefined) {
+      problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
+    }
+    const tools = uniq(layer.tools ?? HARD_DEFAULTS.tools);
+    const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
+    autoTools.forEach((t, i) => {
+      if (!tools.includes(t)) {
+        problems.push({
+          path: `${where('autoApprovedTools')}.autoApprovedTools[${i}]`,
+          message: `${JSON.stringify(t)} is not in ${where('tools')}.tools; add it to the toolset first (an auto-approved tool the agent lacks does nothing)`,
+        });
+      }
+    });
+    const approvers = {} as Record<Platform, string[]>;
+    for (const p of PLATFORMS) approvers[p] = uniq(layer.approvers?.[p] ?? []);
+    const workspace = layer.workspace !== undefined ? resolve(baseDir, layer.workspace) : usingBuiltin && !configFile ? cwd : resolve(baseDir, 'workspace');
+    agents[name] = {
+      name,
+      model: layer.model ?? DEFAULT_MODEL,
+      classifierModel: layer.classifierModel ?? HARD_DEFAULTS.classifierModel,
+      system: layer.system !== undefined && layer.system.trim() !== '' ? layer.system : HARD_DEFAULTS.system,
+      tools,
+      tier: layer.tier ?? HARD_DEFAULTS.tier,
+      approvers,
+      autoApprovedTools: autoTools,
+      autoApprovedCommands: uniq(layer.autoApprovedCommands ?? []),
+      envAllowlist: uniq(layer.envAllowlist ?? []),
+      workspace,
+      maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
+      runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
+      maxConversations: layer.maxConversations ?? HARD_DEFAULTS.maxConversations,
+      approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
+      questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
+      commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
+      maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
+    };
+  }
+
+  const names = Object.keys(agents);
+  const routes: Route[] = (file.routes ?? []).map((r) => ({ match: r.match, agent: r.agent }));
+  routes.forEach((r, i) => {
+    if (r.agent !== '' && !Object.hasOwn(agents, r.agent)) {
+      problems.push({ path: `routes[${i}].agent`, message: `unknown agent ${JSON.stringify(r.agent)}${didYouMean(r.agent, names)}; defined agents: ${names.join(', ')}` });
+    }
+  });
+
+  let defaultAgent: string;
+  if (file.defaultAgent !== undefined) {
+    defaultAgent = file.defaultAgent;
+    if (!Object.hasOwn(agents, defaultAgent)) {
+      problems.push({ path: 'defaultAgent', message: `unknown agent ${JSON.stringify(defaultAgent)}${didYouMean(defaultAgent, names)}; defined agents: ${names.join(', ')}` });
+    }
+  } else if (Object.hasOwn(agents, 'default')) defaultAgent = 'default';
+  else if (names.length === 1) defaultAgent = names[0]!;
+  else {
+    defaultAgent = names[0] ?? 'default';
+    problems.push({
+      path: 'defaultAgent',
+      message: `required when there are several agents and none is named "default"; set it to one of: ${names.join(', ')}`,
+    });
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems, configFile);
+
+  const a = file.access ?? {};
+  return {
+    configFile,
+    envFile: dot.file,
+    anthropic: settings.anthropic,
+    store: settings.store,
+    http: settings.http,
+    platforms: settings.platforms,
+    agents,
+    routes,
+    defaultAgent,
+    access: {
+      telegram: { users: uniq(a.telegram?.users ?? []), chats: uniq(a.telegram?.chats ?? []) },
+      slack: { users: uniq(a.slack?.users ?? []), channels: uniq(a.slack?.channels ?? []) },
+      discord: {
+        users: uniq(a.discord?.users ?? []),
+        channels: uniq(a.discord?.channels ?? []),
+        guilds: uniq(a.discord?.guilds ?? []),
+      },
+      rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
+    },
+    runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
+  };
+}
+
+/**
+ * After a schema failure, a best-effort view with just what cross-reference checks need (agent names,
+ * route agents, defaultAgent), so those problems are reported in the same run. Values it cannot
+ * trust are left out; nothing here is used for a Config (loadConfig throws anyway).
+ */
+function lenientCrossRefView(data: unknown): FileConfig {
+  const out: FileConfig = {};
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return out;
+  const d = data as Record<string, unknown>;
+  const agents = d['agents'];
+  if (agents !== null && typeof agents === 'object' && !Array.isArray(agents)) {
+    // model: a placeholder, so a schema error elsewhere is not doubled by "model: required".
+    out.agents = Object.fromEntries(Object.keys(agents).map((k) => [k, { model: '?' }]));
+  }
+  if (Array.isArray(d['routes'])) {
+    // Same indices as the file; '' marks an entry the schema already reported.
+    out.routes = d['routes'].map((r: unknown) => {
+      const agent = r !== null && typeof r === 'object' ? (r as Record<string, unknown>)['agent'] : undefined;
+      return { match: '', agent: typeof agent === 'string' ? agent : '' };
+    });
+  }
+  if (typeof d['defaultAgent'] === 'string') out.defaultAgent = d['defaultAgent'];
+  return out;
+}
+
+/**
+ * The agent that serves a conversation: the first route whose `match` equals the key or is a prefix
+ * of it ending at a ':' boundary (`telegram:-100` matches `telegram:-100` and `telegram:-100:7`, not
+ * `telegram:-1001`); a bare platform name matches every key of that platform. No match: defaultAgent.
+ * Returns the live AgentConfig. Throws if the chosen agent was removed from `config.agents`.
+ */
+export function agentForConversation(config: Config, key: string): AgentConfig {
+  let name = config.defaultAgent;
+  for (const r of config.routes) {
+    if (key === r.match || key.startsWith(`${r.match}:`)) {
+      name = r.agent;
+      break;
+    }
+  }
+  const agent = Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;
+  if (!agent) throw new Error(`No agent named "${name}" for conversation ${key}; check routes and defaultAgent in the configuration`);
+  return agent;
+}

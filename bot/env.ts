@@ -1,0 +1,225 @@
+/**
+ * Environment settings: secrets and endpoints. All parsing of environment variables lives here,
+ * including each chat platform's (one table, `PLATFORM_ENV`, so Slack and Discord slot in beside
+ * Telegram).
+ *
+ * Contract:
+ * - `loadDotEnv(env, cwd)` reads `<cwd>/.env` when it exists (Node's own parser, `util.parseEnv`) and
+ *   adds each key that `env` does not already have; a variable set in the real environment always
+ *   wins. Pass `process.env` in production so child processes (through the env sanitizer) see them.
+ * - `readEnv(env, cwd)` never throws: it returns the settings plus every problem found, each naming
+ *   the variable. Messages never echo a secret (tokens, keys, URL credentials).
+ * - An empty value (`KEY=` in a .env file) counts as unset.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+
+/** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
+export type Env = Record<string, string | undefined>;
+
+export type StoreSettings =
+  | { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string }
+  | { kind: 'redis' | 'postgres'; url: string };
+
+export interface TelegramEnv {
+  token: string;
+  /** Bot API root without a trailing slash; undefined means grammy's default (api.telegram.org). */
+  apiRoot: string | undefined;
+  /** Set: webhook mode (the bot's HTTP server receives updates). Unset: long polling. */
+  webhookUrl: string | undefined;
+  /** The secret Telegram echoes in X-Telegram-Bot-Api-Secret-Token; undefined: generate one at start. */
+  webhookSecret: string | undefined;
+}
+
+/** A platform is enabled when its entry is present. */
+export interface PlatformEnv {
+  telegram?: TelegramEnv;
+}
+
+export interface EnvSettings {
+  anthropic: { apiKey: string | undefined; baseURL: string | undefined };
+  store: StoreSettings;
+  /** GATEHOUSE_CONFIG resolved against cwd, when set. */
+  configPath: string | undefined;
+  http: { host: string; port: number };
+  platforms: PlatformEnv;
+}
+
+export const DEFAULT_HTTP_PORT = 8080;
+export const DEFAULT_HTTP_HOST = '127.0.0.1';
+
+/** Reads `<cwd>/.env` into `env` without overriding what is set. Returns the file's path when loaded. */
+export function loadDotEnv(env: Env, cwd: string): { file: string | undefined; problems: ConfigProblem[] } {
+  const file = join(cwd, '.env');
+  if (!existsSync(file)) return { file: undefined, problems: [] };
+  let text: string;
+  try {
+    if (!statSync(file).isFile()) return { file: undefined, problems: [] };
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    return { file, problems: [{ path: file, message: `cannot read it (${(err as Error).message}); fix its permissions or remove it` }] };
+  }
+  const parsed = parseEnv(text);
+  for (const [name, value] of Object.entries(parsed)) {
+    if (value !== undefined && env[name] === undefined) env[name] = value;
+  }
+  return { file, problems: [] };
+}
+
+function get(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v;
+}
+
+function scheme(value: string): string {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(value);
+  return m ? `${m[1]}:` : '(none)';
+}
+
+/** An http(s) URL, or a problem. Never echoes credentials: only the scheme is quoted back. */
+function httpUrl(name: string, value: string, problems: ConfigProblem[]): URL | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push({ path: name, message: 'not a valid URL; expected something like https://host[:port][/path]' });
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    problems.push({ path: name, message: `expected an http:// or https:// URL, got scheme "${url.protocol}"` });
+    return undefined;
+  }
+  return url;
+}
+
+function parseStore(value: string | undefined, cwd: string, problems: ConfigProblem[]): StoreSettings {
+  if (value === undefined) {
+    const path = join(cwd, 'data', 'gatehouse.sqlite');
+    return { kind: 'sqlite', url: `sqlite://${path}`, path };
+  }
+  const s = scheme(value).toLowerCase();
+  const fallback: StoreSettings = { kind: 'sqlite', url: 'sqlite://:memory:', path: ':memory:' };
+  if (s === 'sqlite:') {
+    const rest = value.slice('sqlite://'.length);
+    if (!value.toLowerCase().startsWith('sqlite://') || rest === '') {
+      problems.push({ path: 'GATEHOUSE_STORE', message: 'expected sqlite://<path to a file>, e.g. sqlite://./data/gatehouse.sqlite' });
+      return fallback;
+    }
+    const path = rest === ':memory:' ? rest : isAbsolute(rest) ? rest : resolve(cwd, rest);
+    return { kind: 'sqlite', url: `sqlite://${path}`, path };
+  }
+  if (s === 'redis:' || s === 'rediss:' || s === 'postgres:' || s === 'postgresql:') {
+    try {
+      const url = new URL(value);
+      if (url.hostname === '') throw new Error('no host');
+    } catch {
+      problems.push({ path: 'GATEHOUSE_STORE', message: `not a valid ${s}// URL; expected ${s}//[user:password@]host[:port][/db]` });
+      return fallback;
+    }
+    return { kind: s.startsWith('redis') ? 'redis' : 'postgres', url: value };
+  }
+  problems.push({
+    path: 'GATEHOUSE_STORE',
+    message: `unsupported scheme "${s}"; use sqlite://<path>, redis://host[:port] or postgres://host[/db] (or unset it for the default SQLite file under ./data)`,
+  });
+  return fallback;
+}
+
+function parseTelegram(env: Env, problems: ConfigProblem[]): TelegramEnv | undefined {
+  const token = get(env, 'TELEGRAM_BOT_TOKEN');
+  const apiRoot = get(env, 'TELEGRAM_API_ROOT');
+  const webhookUrl = get(env, 'TELEGRAM_WEBHOOK_URL');
+  const webhookSecret = get(env, 'TELEGRAM_WEBHOOK_SECRET');
+  if (token === undefined) {
+    // A setting without the token would silently do nothing: say so.
+    for (const [name, v] of [['TELEGRAM_API_ROOT', apiRoot], ['TELEGRAM_WEBHOOK_URL', webhookUrl], ['TELEGRAM_WEBHOOK_SECRET', webhookSecret]] as const) {
+      if (v !== undefined) problems.push({ path: name, message: 'is set but TELEGRAM_BOT_TOKEN is not; set the token (from @BotFather) or remove this variable' });
+    }
+    return undefined;
+  }
+  const before = problems.length;
+  if (!/^\d+:[A-Za-z0-9_-]+$/.test(token)) {
+    problems.push({
+      path: 'TELEGRAM_BOT_TOKEN',
+      message: "doesn't look like a bot token (expected <digits>:<letters> as @BotFather gives it); check for stray quotes or spaces",
+    });
+  }
+  let root: string | undefined;
+  if (apiRoot !== undefined) {
+    const url = httpUrl('TELEGRAM_API_ROOT', apiRoot, problems);
+    if (url) root = apiRoot.replace(/\/+$/, '');
+  }
+  let hook: string | undefined;
+  if (webhookUrl !== undefined) {
+    const url = httpUrl('TELEGRAM_WEBHOOK_URL', webhookUrl, problems);
+    if (url) {
+      const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
+      if (url.protocol !== 'https:' && !loopback) {
+        problems.push({ path: 'TELEGRAM_WEBHOOK_URL', message: 'Telegram only delivers webhooks to https:// URLs; use https (or unset it for long polling)' });
+      } else hook = webhookUrl;
+    }
+  }
+  if (webhookSecret !== undefined) {
+    if (!/^[A-Za-z0-9_-]{1,256}$/.test(webhookSecret)) {
+      problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'Telegram accepts 1-256 characters of A-Z, a-z, 0-9, _ and -; choose another secret' });
+    }
+    if (webhookUrl === undefined) {
+      problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'is set but TELEGRAM_WEBHOOK_URL is not; set the URL for webhook mode or remove the secret (long polling needs none)' });
+    }
+  }
+  if (problems.length > before) return undefined;
+  return { token, apiRoot: root, webhookUrl: hook, webhookSecret };
+}
+
+/** Each platform's environment parser. A new platform adds one entry (and its key to PlatformEnv). */
+const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: ConfigProblem[]) => PlatformEnv[P] } = {
+  telegram: parseTelegram,
+};
+
+/** Parses the environment (after loadDotEnv). Never throws; problems are returned, one per variable. */
+export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+
+  const apiKey = get(env, 'ANTHROPIC_API_KEY');
+  const baseRaw = get(env, 'ANTHROPIC_BASE_URL');
+  let baseURL: string | undefined;
+  if (baseRaw !== undefined && httpUrl('ANTHROPIC_BASE_URL', baseRaw, problems)) baseURL = baseRaw;
+  if (apiKey === undefined && baseRaw === undefined) {
+    problems.push({
+      path: 'ANTHROPIC_API_KEY',
+      message: 'is not set; put your key in .env or the environment (or set ANTHROPIC_BASE_URL to a compatible server that needs none)',
+    });
+  }
+
+  const store = parseStore(get(env, 'GATEHOUSE_STORE'), cwd, problems);
+
+  const cfg = get(env, 'GATEHOUSE_CONFIG');
+  const configPath = cfg === undefined ? undefined : resolve(cwd, cfg);
+
+  const host = get(env, 'GATEHOUSE_HTTP_HOST') ?? DEFAULT_HTTP_HOST;
+  const portRaw = get(env, 'GATEHOUSE_HTTP_PORT');
+  let port = DEFAULT_HTTP_PORT;
+  if (portRaw !== undefined) {
+    const n = /^\d+$/.test(portRaw.trim()) ? Number(portRaw.trim()) : NaN;
+    if (!Number.isInteger(n) || n < 0 || n > 65535) {
+      problems.push({ path: 'GATEHOUSE_HTTP_PORT', message: `expected a port number from 0 to 65535, got ${JSON.stringify(portRaw)}` });
+    } else port = n;
+  }
+
+  const platforms: PlatformEnv = {};
+  for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
+    const parsed = PLATFORM_ENV[name](env, problems);
+    if (parsed !== undefined) platforms[name] = parsed;
+  }
+
+  return {
+    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms },
+    problems,
+  };
+}

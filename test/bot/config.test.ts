@@ -1,0 +1,457 @@
+import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  agentForConversation,
+  ConfigError,
+  formatConfigError,
+  loadConfig,
+  type Config,
+  type ConfigProblem,
+} from '../../bot/config.js';
+
+const KNOWN = [
+  'read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'execute_command',
+  'get_time', 'manage_todos', 'list_todos', 'ask_user_question',
+];
+const KEY = { ANTHROPIC_API_KEY: 'sk-test-not-real' };
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'gatehouse-config-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A temp cwd holding gatehouse.yaml (when given) and .env (when given). */
+function setup(yaml?: string, dotenv?: string): string {
+  const cwd = tempDir();
+  if (yaml !== undefined) writeFileSync(join(cwd, 'gatehouse.yaml'), yaml);
+  if (dotenv !== undefined) writeFileSync(join(cwd, '.env'), dotenv);
+  return cwd;
+}
+
+function load(cwd: string, env: Record<string, string | undefined> = { ...KEY }, knownTools = KNOWN): Config {
+  return loadConfig({ env, cwd, knownTools });
+}
+
+function problemsOf(fn: () => unknown): ConfigProblem[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected a ConfigError, but the configuration loaded');
+}
+
+function problemAt(problems: ConfigProblem[], path: string): string {
+  const found = problems.filter((p) => p.path === path);
+  if (found.length !== 1) {
+    throw new Error(`expected exactly one problem at ${path}, got:\n${problems.map((p) => `${p.path}: ${p.message}`).join('\n')}`);
+  }
+  return found[0]!.message;
+}
+
+describe('no config file', () => {
+  test('one read-only agent "default" for the terminal, workspace = cwd', () => {
+    const cwd = setup();
+    const c = load(cwd);
+    expect(c.configFile).toBeUndefined();
+    expect(Object.keys(c.agents)).toEqual(['default']);
+    expect(c.defaultAgent).toBe('default');
+    const a = c.agents['default']!;
+    expect(a).toMatchObject({
+      name: 'default',
+      model: 'claude-sonnet-5-5',
+      classifierModel: 'claude-haiku-5-5',
+      tier: 'read-only',
+      tools: ['read_file', 'ls', 'find', 'grep', 'get_time', 'list_todos', 'ask_user_question'],
+      autoApprovedTools: [],
+      autoApprovedCommands: [],
+      envAllowlist: [],
+      workspace: cwd,
+      maxIterations: 100,
+      runTimeoutMs: 600_000,
+      maxConversations: 100,
+      approvalTimeoutMs: 1_800_000,
+      questionTimeoutMs: 900_000,
+      commandTimeoutMs: 300_000,
+      maxTokens: 8192,
+    });
+    expect(a.system.length).toBeGreaterThan(20);
+    expect(a.approvers).toEqual({ console: ['local'], telegram: [], slack: [], discord: [] });
+    expect(c.routes).toEqual([]);
+    expect(c.access).toEqual({
+      telegram: { users: [], chats: [] },
+      slack: { users: [], channels: [] },
+      discord: { users: [], channels: [], guilds: [] },
+      rateLimit: { messages: 20, perSeconds: 60 },
+    });
+    expect(c.runner).toEqual({ maxConcurrentRuns: 8 });
+    expect(c.store).toEqual({
+      kind: 'sqlite',
+      path: join(cwd, 'data', 'gatehouse.sqlite'),
+      url: `sqlite://${join(cwd, 'data', 'gatehouse.sqlite')}`,
+    });
+    expect(c.http).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(c.platforms).toEqual({});
+    expect(c.anthropic).toEqual({ apiKey: 'sk-test-not-real', baseURL: undefined });
+  });
+
+  test('the default toolset keeps only tools that exist', () => {
+    const c = load(setup(), { ...KEY }, ['read_file', 'ls', 'write_file']);
+    expect(c.agents['default']!.tools).toEqual(['read_file', 'ls']);
+  });
+
+  test('an empty gatehouse.yaml also gives the default agent', () => {
+    const cwd = setup('# nothing yet\n');
+    const c = load(cwd);
+    expect(c.configFile).toBe(join(cwd, 'gatehouse.yaml'));
+    expect(Object.keys(c.agents)).toEqual(['default']);
+  });
+});
+
+describe('gatehouse.example.yaml', () => {
+  test('loads as documented (every key valid)', () => {
+    const cwd = tempDir();
+    copyFileSync(resolve('gatehouse.example.yaml'), join(cwd, 'gatehouse.yaml'));
+    const c = load(cwd);
+    expect(Object.keys(c.agents).sort()).toEqual(['helper', 'ops']);
+    const ops = c.agents['ops']!;
+    expect(ops.tier).toBe('low-risk');
+    expect(ops.workspace).toBe(join(cwd, 'workspace'));
+    expect(ops.approvers.discord).toEqual(['123456789012345678', 'role:876543210987654321']);
+    expect(ops.autoApprovedTools).toEqual(['write_file']);
+    expect(ops.system).toMatch(/^You are the ops assistant/);
+    const helper = c.agents['helper']!;
+    expect(helper.model).toBe('claude-sonnet-5-5'); // from defaults
+    expect(helper.tier).toBe('read-only');
+    expect(helper.approvers).toEqual({ console: [], telegram: [], slack: [], discord: [] });
+    expect(c.defaultAgent).toBe('helper');
+    expect(c.access.telegram.chats).toEqual(['-1001234567890']);
+    expect(agentForConversation(c, 'telegram:-1001234567890:5').name).toBe('ops');
+    expect(agentForConversation(c, 'telegram:42').name).toBe('helper');
+  });
+
+  test('.env.example names every variable the loader reads', async () => {
+    const { readFileSync } = await import('node:fs');
+    const example = readFileSync(resolve('.env.example'), 'utf8');
+    const source = readFileSync(resolve('bot/env.ts'), 'utf8');
+    const read = new Set([...source.matchAll(/'((?:ANTHROPIC|GATEHOUSE|TELEGRAM)_[A-Z_]+)'/g)].map((m) => m[1]!));
+    expect(read.size).toBeGreaterThanOrEqual(10);
+    for (const name of read) expect(example).toMatch(new RegExp(`^#? ?${name}=`, 'm'));
+  });
+});
+
+describe('resolution', () => {
+  test('defaults are merged under each agent; an agent key replaces the default as a whole', () => {
+    const cwd = setup(`
+defaults:
+  model: claude-opus-4
+  tier: low-risk
+  approvers: { telegram: [111], slack: [U1] }
+  maxTokens: 1000
+agents:
+  a: {}
+  b:
+    tier: high-risk
+    approvers: { telegram: ["222"] }
+    workspace: /srv/b
+  c:
+defaultAgent: a
+`);
+    const c = load(cwd);
+    expect(c.agents['a']).toMatchObject({ model: 'claude-opus-4', tier: 'low-risk', maxTokens: 1000, workspace: join(cwd, 'workspace') });
+    expect(c.agents['a']!.approvers).toEqual({ console: [], telegram: ['111'], slack: ['U1'], discord: [] });
+    expect(c.agents['b']!.tier).toBe('high-risk');
+    expect(c.agents['b']!.approvers).toEqual({ console: [], telegram: ['222'], slack: [], discord: [] });
+    expect(c.agents['b']!.workspace).toBe('/srv/b');
+    expect(c.agents['c']!.model).toBe('claude-opus-4'); // an agent with no keys gets every default
+    // A fresh agent gets the conservative built-ins, not the no-config toolset.
+    expect(c.agents['a']!.tools).toEqual([]);
+  });
+
+  test('workspace is resolved against the config file, not the cwd', () => {
+    const cwd = tempDir();
+    mkdirSync(join(cwd, 'etc'));
+    writeFileSync(join(cwd, 'etc', 'bot.yaml'), 'agents:\n  x: { model: m, workspace: ../ws }\n');
+    const c = load(cwd, { ...KEY, GATEHOUSE_CONFIG: 'etc/bot.yaml' });
+    expect(c.configFile).toBe(join(cwd, 'etc', 'bot.yaml'));
+    expect(c.agents['x']!.workspace).toBe(join(cwd, 'ws'));
+    expect(c.defaultAgent).toBe('x'); // the only agent
+  });
+
+  test('numeric ids become exact strings, even 19-digit Discord snowflakes', () => {
+    const c = load(setup(`
+agents:
+  default: { model: m, approvers: { discord: [1234567890123456789], telegram: [-1001234567890] } }
+access:
+  discord: { guilds: [9223372036854775807] }
+  telegram: { users: [123], chats: [-1001234567890] }
+`));
+    expect(c.agents['default']!.approvers.discord).toEqual(['1234567890123456789']);
+    expect(c.agents['default']!.approvers.telegram).toEqual(['-1001234567890']);
+    expect(c.access.discord.guilds).toEqual(['9223372036854775807']);
+    expect(c.access.telegram).toEqual({ users: ['123'], chats: ['-1001234567890'] });
+  });
+
+  test('the result is a live, mutable object (Always approve appends to it)', () => {
+    const c = load(setup('agents:\n  ops: { model: m, tools: [execute_command] }\nroutes: [{ match: slack, agent: ops }]\n'));
+    agentForConversation(c, 'slack:T1:C1').autoApprovedCommands.push('git log');
+    expect(c.agents['ops']!.autoApprovedCommands).toEqual(['git log']);
+  });
+
+  test('rate limit and runner settings', () => {
+    const c = load(setup('access:\n  rateLimit: { messages: 5, perSeconds: 10 }\nrunner: { maxConcurrentRuns: 2 }\n'));
+    expect(c.access.rateLimit).toEqual({ messages: 5, perSeconds: 10 });
+    expect(c.runner.maxConcurrentRuns).toBe(2);
+  });
+});
+
+describe('every problem names its key path', () => {
+  test('a value outside an enum', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, tier: admin }\n')));
+    expect(problemAt(p, 'agents.ops.tier')).toBe('expected one of read-only | low-risk | high-risk, got "admin"');
+  });
+
+  test('an unknown key, with a suggestion', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, tierr: low-risk }\nacces: {}\n')));
+    expect(problemAt(p, 'agents.ops.tierr')).toMatch(/^unknown key \(did you mean "tier"\?\); allowed here: model, .*tier/);
+    expect(problemAt(p, 'acces')).toMatch(/did you mean "access"/);
+  });
+
+  test('a wrong type', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, tools: read_file, maxIterations: "50" }\n')));
+    expect(problemAt(p, 'agents.ops.tools')).toBe('expected a list, got "read_file"');
+    expect(problemAt(p, 'agents.ops.maxIterations')).toBe('expected a number, got "50"; write it without quotes');
+  });
+
+  test('an unknown tool lists the known ones', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, tools: [read_file, rm_rf, gerp] }\n')));
+    expect(problemAt(p, 'agents.ops.tools[1]')).toBe(`unknown tool "rm_rf"; known tools: ${[...KNOWN].sort().join(', ')}`);
+    expect(problemAt(p, 'agents.ops.tools[2]')).toMatch(/^unknown tool "gerp" \(did you mean "grep"\?\)/);
+  });
+
+  test('an unknown route agent and an unknown defaultAgent', () => {
+    const p = problemsOf(() =>
+      load(setup('agents:\n  ops: { model: m }\n  dev: { model: m }\nroutes:\n  - { match: slack, agent: ops }\n  - { match: telegram, agent: opz }\ndefaultAgent: nobody\n')),
+    );
+    expect(problemAt(p, 'routes[1].agent')).toBe('unknown agent "opz" (did you mean "ops"?); defined agents: ops, dev');
+    expect(problemAt(p, 'defaultAgent')).toMatch(/^unknown agent "nobody"/);
+  });
+
+  test('several agents and no default: defaultAgent is required', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m }\n  dev: { model: m }\n')));
+    expect(problemAt(p, 'defaultAgent')).toBe('required when there are several agents and none is named "default"; set it to one of: ops, dev');
+  });
+
+  test('a route match that is no platform or key prefix', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m }\nroutes:\n  - { match: "tg:123", agent: ops }\n  - { match: "telegram:", agent: ops }\n')));
+    expect(problemAt(p, 'routes[0].match')).toMatch(/^expected a platform \(console, telegram, slack, discord\) or a conversation key prefix/);
+    expect(problemAt(p, 'routes[1].match')).toMatch(/got "telegram:"/);
+  });
+
+  test('missing ANTHROPIC_API_KEY without a base URL; none needed with one', () => {
+    const p = problemsOf(() => load(setup(), {}));
+    expect(problemAt(p, 'ANTHROPIC_API_KEY')).toMatch(/^is not set; .*ANTHROPIC_BASE_URL/);
+    const c = load(setup(), { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9999' });
+    expect(c.anthropic).toEqual({ apiKey: undefined, baseURL: 'http://127.0.0.1:9999' });
+    expect(problemAt(problemsOf(() => load(setup(), { ANTHROPIC_BASE_URL: 'localhost:9999' })), 'ANTHROPIC_BASE_URL')).toMatch(/http/);
+  });
+
+  test('SSH_* and Gatehouse credentials in envAllowlist are refused', () => {
+    const p = problemsOf(() =>
+      load(setup('defaults:\n  envAllowlist: [GITHUB_TOKEN, ssh_auth_sock]\nagents:\n  ops: { model: m, envAllowlist: [SSH_AGENT_PID, TELEGRAM_BOT_TOKEN, "BAD NAME"] }\n')),
+    );
+    expect(problemAt(p, 'defaults.envAllowlist[1]')).toMatch(/^ssh_auth_sock cannot be allowlisted: SSH_\* variables would let/);
+    expect(problemAt(p, 'agents.ops.envAllowlist[0]')).toMatch(/^SSH_AGENT_PID cannot be allowlisted/);
+    expect(problemAt(p, 'agents.ops.envAllowlist[1]')).toMatch(/Gatehouse's own credential/);
+    expect(problemAt(p, 'agents.ops.envAllowlist[2]')).toMatch(/environment variable name/);
+  });
+
+  test('a bad store URL names the variable and never echoes its credentials', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'mysql://admin:hunter2@db/x' }));
+    const msg = problemAt(p, 'GATEHOUSE_STORE');
+    expect(msg).toMatch(/unsupported scheme "mysql:"; use sqlite:\/\/<path>, redis:\/\/.* or postgres:\/\//);
+    expect(msg).not.toContain('hunter2');
+    const p2 = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@' }));
+    expect(problemAt(p2, 'GATEHOUSE_STORE')).not.toContain('hunter2');
+  });
+
+  test('store URLs: relative sqlite resolved against cwd, redis and postgres kept', () => {
+    const cwd = setup();
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://state/g.sqlite' }).store).toEqual({
+      kind: 'sqlite', path: join(cwd, 'state', 'g.sqlite'), url: `sqlite://${join(cwd, 'state', 'g.sqlite')}`,
+    });
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'redis://127.0.0.1:6379' }).store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379' });
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgresql://u:p@h/db' }).store).toEqual({ kind: 'postgres', url: 'postgresql://u:p@h/db' });
+  });
+
+  test('autoApprovedTools must be in the toolset', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, tools: [read_file], autoApprovedTools: [read_file, write_file] }\n')));
+    expect(problemAt(p, 'agents.ops.autoApprovedTools[1]')).toMatch(/^"write_file" is not in agents.ops.tools/);
+  });
+
+  test('an auto-approved command that could never match is refused', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, autoApprovedCommands: ["git status", "npm test && npm publish"] }\n')));
+    expect(problemAt(p, 'agents.ops.autoApprovedCommands[1]')).toMatch(/would never match/);
+  });
+
+  test('ids that are names, not ids, and role: outside discord', () => {
+    const p = problemsOf(() =>
+      load(setup('agents:\n  ops: { model: m, approvers: { telegram: ["@alice"], slack: ["role:1"], discord: ["role:x"] } }\naccess:\n  slack: { users: [alice] }\n')),
+    );
+    expect(problemAt(p, 'agents.ops.approvers.telegram[0]')).toMatch(/^Telegram ids are numbers .*got "@alice"/);
+    expect(problemAt(p, 'agents.ops.approvers.slack[0]')).toMatch(/role:<id> entries only work for discord/);
+    expect(problemAt(p, 'agents.ops.approvers.discord[0]')).toMatch(/expected role:<role id digits>/);
+    expect(problemAt(p, 'access.slack.users[0]')).toMatch(/Slack ids look like U0123ABCD/);
+  });
+
+  test('a model is required for a defined agent', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { tier: low-risk }\n')));
+    expect(problemAt(p, 'agents.ops.model')).toMatch(/^required \(set it here or in defaults.model\)/);
+  });
+
+  test('timers beyond what Node can wait, and non-integers', () => {
+    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m, approvalTimeoutMs: 3000000000, maxIterations: 1.5, maxTokens: 0 }\n')));
+    expect(problemAt(p, 'agents.ops.approvalTimeoutMs')).toMatch(/^expected a whole number from 1 to 2147483647 .*got 3000000000/);
+    expect(problemAt(p, 'agents.ops.maxIterations')).toMatch(/got 1.5/);
+    expect(problemAt(p, 'agents.ops.maxTokens')).toMatch(/got 0/);
+  });
+
+  test('a bad agent name', () => {
+    const p = problemsOf(() => load(setup('agents:\n  "my agent": { model: m }\n')));
+    expect(problemAt(p, 'agents["my agent"]')).toMatch(/agent names are/);
+  });
+
+  test('YAML syntax errors name file, line and column', () => {
+    const cwd = setup('agents:\n  ops: { model: m\n');
+    const p = problemsOf(() => load(cwd));
+    expect(p.length).toBeGreaterThan(0);
+    expect(p[0]!.path).toMatch(new RegExp(`^${join(cwd, 'gatehouse.yaml').replace(/[.]/g, '\\.')}:\\d+:\\d+$`));
+    expect(p[0]!.message).toMatch(/^YAML syntax: Flow map .* end with a }$/);
+    const dup = problemsOf(() => load(setup('agents:\n  ops: { model: m }\n  ops: { model: n }\n')));
+    expect(dup[0]!.path).toBe(`${join(dirs.at(-1)!, 'gatehouse.yaml')}:3:3`);
+    expect(dup[0]!.message).toBe('YAML syntax: Map keys must be unique');
+  });
+
+  test('GATEHOUSE_CONFIG set to a missing file is an error, not a silent fallback', () => {
+    const cwd = setup('agents:\n  ops: { model: m }\n');
+    const p = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_CONFIG: 'nope.yaml' }));
+    expect(problemAt(p, 'GATEHOUSE_CONFIG')).toBe(`file not found: ${join(cwd, 'nope.yaml')}; point it at your gatehouse.yaml or unset it to use ./gatehouse.yaml`);
+  });
+
+  test('several problems are reported at once, and formatConfigError lists them all', () => {
+    const cwd = setup('agents:\n  ops: { model: m, tier: admin, tools: [nope] }\nroutes: [{ match: slack, agent: ghost }]\nextra: 1\n');
+    let err: unknown;
+    try {
+      load(cwd, { GATEHOUSE_HTTP_PORT: '99999' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const paths = (err as ConfigError).problems.map((p) => p.path).sort();
+    expect(paths).toEqual(['ANTHROPIC_API_KEY', 'GATEHOUSE_HTTP_PORT', 'agents.ops.tier', 'agents.ops.tools[0]', 'extra', 'routes[0].agent']);
+    const text = formatConfigError(err);
+    expect(text).toMatch(/^Gatehouse configuration has 6 problems:/);
+    expect(text).toContain('  agents.ops.tier: expected one of read-only | low-risk | high-risk, got "admin"');
+    expect(text).toContain(join(cwd, 'gatehouse.yaml'));
+    expect(formatConfigError(new Error('disk on fire'))).toBe('Could not load the configuration: disk on fire');
+  });
+});
+
+describe('.env', () => {
+  test('is loaded from cwd without overriding variables already set', () => {
+    const cwd = setup(undefined, 'ANTHROPIC_API_KEY=from-dotenv\nGATEHOUSE_HTTP_PORT=9090\nGITHUB_TOKEN="quoted value"\nTELEGRAM_API_ROOT=\n');
+    const env: Record<string, string | undefined> = { GATEHOUSE_HTTP_PORT: '7070' };
+    const c = load(cwd, env);
+    expect(c.envFile).toBe(join(cwd, '.env'));
+    expect(c.anthropic.apiKey).toBe('from-dotenv');
+    expect(c.http.port).toBe(7070); // the real environment wins
+    expect(env['GATEHOUSE_HTTP_PORT']).toBe('7070');
+    expect(env['GITHUB_TOKEN']).toBe('quoted value'); // added for child processes (allowlist permitting)
+    expect(c.platforms).toEqual({}); // an empty value counts as unset
+  });
+
+  test('a variable set in the environment wins over .env even when it breaks the config', () => {
+    const cwd = setup(undefined, 'ANTHROPIC_API_KEY=from-dotenv\n');
+    const p = problemsOf(() => load(cwd, { ANTHROPIC_API_KEY: 'x', GATEHOUSE_STORE: 'ftp://x' }));
+    expect(p.map((x) => x.path)).toEqual(['GATEHOUSE_STORE']);
+  });
+});
+
+describe('Telegram environment', () => {
+  test('the token enables the platform; the API root loses its trailing slash', () => {
+    const c = load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: '123456:AAH-abc_DEF', TELEGRAM_API_ROOT: 'http://127.0.0.1:8081/' });
+    expect(c.platforms.telegram).toEqual({
+      token: '123456:AAH-abc_DEF', apiRoot: 'http://127.0.0.1:8081', webhookUrl: undefined, webhookSecret: undefined,
+    });
+  });
+
+  test('webhook settings', () => {
+    const c = load(setup(), {
+      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-',
+    });
+    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-' });
+    const p = problemsOf(() =>
+      load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'http://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 'has space' }),
+    );
+    expect(problemAt(p, 'TELEGRAM_WEBHOOK_URL')).toMatch(/https/);
+    expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(/1-256 characters/);
+  });
+
+  test('a malformed token is refused without echoing it; settings without a token are refused', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: 'secret-value-123' }));
+    expect(problemAt(p, 'TELEGRAM_BOT_TOKEN')).not.toContain('secret-value-123');
+    const p2 = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_WEBHOOK_URL: 'https://x.example/tg' }));
+    expect(problemAt(p2, 'TELEGRAM_WEBHOOK_URL')).toMatch(/TELEGRAM_BOT_TOKEN is not/);
+  });
+});
+
+describe('agentForConversation', () => {
+  const yaml = `
+agents:
+  ops: { model: m }
+  dev: { model: m }
+  fallback: { model: m }
+routes:
+  - { match: "telegram:-100", agent: ops }
+  - { match: "telegram", agent: dev }
+  - { match: "slack:T1:C1", agent: ops }
+  - { match: "slack:T1", agent: dev }
+defaultAgent: fallback
+`;
+  let c: Config;
+  beforeAll(() => {
+    c = load(setup(yaml));
+  });
+
+  test.each([
+    ['telegram:-100', 'ops'],
+    ['telegram:-100:7', 'ops'], // a topic inside the routed chat
+    ['telegram:-1001', 'dev'], // a prefix of the digits is not a match
+    ['telegram:42', 'dev'],
+    ['slack:T1:C1:1700000000.1', 'ops'],
+    ['slack:T1:C10', 'dev'],
+    ['slack:T2:C1', 'fallback'],
+    ['discord:dm:5', 'fallback'],
+    ['console:local', 'fallback'],
+  ])('%s -> %s', (key, agent) => {
+    expect(agentForConversation(c, key).name).toBe(agent);
+  });
+
+  test('the first match wins', () => {
+    const c2 = load(setup('agents:\n  a: { model: m }\n  b: { model: m }\nroutes:\n  - { match: telegram, agent: a }\n  - { match: "telegram:5", agent: b }\ndefaultAgent: b\n'));
+    expect(agentForConversation(c2, 'telegram:5').name).toBe('a');
+  });
+
+  test('a removed agent is an error that says where to look', () => {
+    const c2 = load(setup('agents:\n  a: { model: m }\n'));
+    delete c2.agents['a'];
+    expect(() => agentForConversation(c2, 'console:local')).toThrow(/No agent named "a".*routes and defaultAgent/);
+  });
+});
