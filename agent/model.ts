@@ -1,0 +1,335 @@
+/**
+ * The ModelClient on @anthropic-ai/sdk (see agent/model-types.ts for the seam's contract).
+ *
+ * Contract of this implementation:
+ * - Streams every call (`messages.create({ stream: true })`): text deltas go to `onText` in order;
+ *   the result holds the content blocks in index order (text, tool_use with its input parsed from
+ *   the streamed JSON), the stop reason and the usage priced by agent/pricing.ts.
+ * - The SDK's own retries are off (`maxRetries: 0`); this module retries, so every retry is
+ *   observable (`onRetry`) and testable. Retried: 429, 5xx, 529 / overloaded_error, connection
+ *   failures, a stream cut short. Not retried: 4xx (auth, bad request), timeouts (the attempt
+ *   already used its whole budget), aborts.
+ * - A retry happens ONLY while no text delta has been forwarded: once the user has seen part of an
+ *   answer, a retry would show it twice, so the failure surfaces instead.
+ * - The wait honours `retry-after-ms`, then `retry-after` (seconds or an HTTP date); without one it
+ *   is exponential backoff from `retryBaseMs` with jitter (50-100 %), capped at `maxRetryWaitMs`.
+ *   When the server asks for more than `maxRetryWaitMs`, we fail now rather than hold the run.
+ * - `timeoutMs` (or the request's own) bounds one attempt end to end, stream included.
+ * - Failures are ModelError: `userMessage` is short and chat-safe, `message` has the detail for the
+ *   log. Neither ever contains the API key (it is scrubbed from anything the server echoes).
+ */
+import Anthropic, { APIError, APIConnectionError, APIUserAbortError } from '@anthropic-ai/sdk';
+import type { ClassifierCompletion } from '../policies/classifier.js';
+import type { Usage } from './events.js';
+import type { ContentBlock } from './messages.js';
+import { ModelError } from './model-types.js';
+import type { ModelClient, ModelErrorCode, ModelRequest, ModelResponse } from './model-types.js';
+import { priceUsage } from './pricing.js';
+
+export interface RetryInfo {
+  /** 1 for the first retry. */
+  attempt: number;
+  delayMs: number;
+  code: ModelErrorCode;
+  /** The failure being retried (already scrubbed of the key). */
+  detail: string;
+}
+
+export interface AnthropicModelOptions {
+  apiKey: string;
+  /** Any server speaking the Messages API; default https://api.anthropic.com (or ANTHROPIC_BASE_URL). */
+  baseURL?: string;
+  /** Retries after the first attempt (default 3). */
+  maxRetries?: number;
+  /** One attempt's budget, stream included (default 10 minutes). */
+  timeoutMs?: number;
+  /** First backoff step (default 1000 ms); doubles per retry. */
+  retryBaseMs?: number;
+  /** The longest single wait (default 30 s). */
+  maxRetryWaitMs?: number;
+  onRetry?: (info: RetryInfo) => void;
+}
+
+export const USER_MESSAGES: Record<ModelErrorCode, string> = {
+  rate_limited: 'The model is rate-limited right now; try again in a minute.',
+  overloaded: 'The model is overloaded right now; try again in a minute.',
+  server: 'The model service had an error; try again in a moment.',
+  auth: "The model service rejected the bot's credentials; the operator needs to check the API key.",
+  bad_request: 'The model service refused this request; the operator can find the reason in the log.',
+  timeout: 'The model took too long to answer; try again, or ask for something smaller.',
+  network: 'Could not reach the model service; try again in a moment.',
+  aborted: 'Stopped.',
+};
+const TOO_LONG_MESSAGE = 'This conversation is too long for the model; send /reset to start a new one.';
+const BILLING_MESSAGE = "The model account has a billing problem; the operator needs to check it.";
+
+const RETRYABLE: ReadonlySet<ModelErrorCode> = new Set(['rate_limited', 'overloaded', 'server', 'network']);
+
+/** Thrown inside an attempt; carries what the retry loop needs beyond the ModelError. */
+class AttemptFailure extends Error {
+  constructor(
+    readonly error: ModelError,
+    readonly retryAfterMs?: number,
+  ) {
+    super(error.message);
+  }
+}
+
+export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
+  if (!opts.apiKey) throw new Error('createAnthropicModel: apiKey is empty; set ANTHROPIC_API_KEY.');
+  const client = new Anthropic({
+    apiKey: opts.apiKey,
+    ...(opts.baseURL ? { baseURL: opts.baseURL } : {}),
+    maxRetries: 0,
+  });
+  const maxRetries = opts.maxRetries ?? 3;
+  const defaultTimeoutMs = opts.timeoutMs ?? 10 * 60_000;
+  const retryBaseMs = opts.retryBaseMs ?? 1000;
+  const maxRetryWaitMs = opts.maxRetryWaitMs ?? 30_000;
+  const scrub = makeScrubber(opts.apiKey);
+
+  async function attempt(req: ModelRequest, seen: { text: boolean }): Promise<ModelResponse> {
+    const ac = new AbortController();
+    let timedOut = false;
+    const onAbort = () => ac.abort();
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort();
+    }, req.timeoutMs ?? defaultTimeoutMs);
+    try {
+      const stream = await client.messages.create(toParams(req), { signal: ac.signal, maxRetries: 0 });
+      const acc = new Accumulator();
+      for await (const event of stream) {
+        const delta = acc.add(event);
+        if (delta) {
+          seen.text = true;
+          req.onText?.(delta);
+        }
+      }
+      // The SDK ends iteration quietly when its signal aborts, so check before trusting the result.
+      if (ac.signal.aborted) throw new APIUserAbortError();
+      if (!acc.stopped) {
+        throw new AttemptFailure(new ModelError('network', USER_MESSAGES.network, 'The model stream ended before message_stop.'));
+      }
+      return acc.result(req.model);
+    } catch (err) {
+      if (req.signal?.aborted) throw new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted.');
+      if (timedOut) {
+        const ms = req.timeoutMs ?? defaultTimeoutMs;
+        throw new AttemptFailure(new ModelError('timeout', USER_MESSAGES.timeout, `The model call timed out after ${ms} ms.`));
+      }
+      throw toFailure(err, scrub);
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  return {
+    async complete(req: ModelRequest): Promise<ModelResponse> {
+      for (let retry = 0; ; retry++) {
+        if (req.signal?.aborted) throw new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted.');
+        const seen = { text: false };
+        try {
+          return await attempt(req, seen);
+        } catch (err) {
+          if (!(err instanceof AttemptFailure)) throw err;
+          const { error } = err;
+          if (!RETRYABLE.has(error.code) || seen.text || retry >= maxRetries) throw error;
+          const backoff = Math.min(maxRetryWaitMs, retryBaseMs * 2 ** retry) * (0.5 + Math.random() / 2);
+          const delayMs = err.retryAfterMs ?? backoff;
+          if (delayMs > maxRetryWaitMs) throw error;
+          opts.onRetry?.({ attempt: retry + 1, delayMs, code: error.code, detail: error.message });
+          await sleep(delayMs, req.signal);
+        }
+      }
+    },
+  };
+}
+
+/**
+ * A ClassifierCompletion (policies/classifier.ts) on a ModelClient: one user message holding the
+ * tagged command, no tools, a tiny max_tokens. `onUsage` gets the classifier's token usage, which
+ * the runner reports apart from the conversation's.
+ */
+export function classifierCompletionFrom(
+  model: ModelClient,
+  modelName: string,
+  onUsage?: (u: Usage) => void,
+): ClassifierCompletion {
+  return async ({ system, user, signal }) => {
+    const res = await model.complete({
+      model: modelName,
+      system,
+      messages: [{ role: 'user', content: [{ type: 'text', text: user }] }],
+      tools: [],
+      maxTokens: 10,
+      signal,
+    });
+    onUsage?.(res.usage);
+    const text = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    return { text, usage: res.usage };
+  };
+}
+
+function toParams(req: ModelRequest): Anthropic.MessageCreateParamsStreaming {
+  return {
+    model: req.model,
+    max_tokens: req.maxTokens,
+    // The transcript's blocks are the API's own JSON shapes (agent/messages.ts), validated on load.
+    messages: req.messages as unknown as Anthropic.MessageParam[],
+    stream: true,
+    ...(req.system ? { system: req.system } : {}),
+    ...(req.tools.length > 0
+      ? {
+          tools: req.tools.map((t) => ({
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema as Anthropic.Tool.InputSchema,
+          })),
+        }
+      : {}),
+  };
+}
+
+type Building =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; json: string; input?: unknown };
+
+/** Builds the final message from raw stream events; returns a text delta to forward, if any. */
+class Accumulator {
+  private blocks: Array<Building | undefined> = [];
+  private stopReason: string | null = null;
+  private tokens = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+  stopped = false;
+
+  add(event: Anthropic.RawMessageStreamEvent): string | undefined {
+    switch (event.type) {
+      case 'message_start': {
+        const u = event.message.usage;
+        this.tokens = {
+          inputTokens: u.input_tokens ?? 0,
+          outputTokens: u.output_tokens ?? 0,
+          cacheReadTokens: u.cache_read_input_tokens ?? 0,
+          cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
+        };
+        return undefined;
+      }
+      case 'content_block_start': {
+        const b = event.content_block;
+        // Other block kinds (thinking, server tools) are not requested by Gatehouse; skip them.
+        if (b.type === 'text') this.blocks[event.index] = { type: 'text', text: b.text };
+        else if (b.type === 'tool_use') this.blocks[event.index] = { type: 'tool_use', id: b.id, name: b.name, json: '' };
+        return undefined;
+      }
+      case 'content_block_delta': {
+        const b = this.blocks[event.index];
+        if (event.delta.type === 'text_delta' && b?.type === 'text') {
+          b.text += event.delta.text;
+          return event.delta.text === '' ? undefined : event.delta.text;
+        }
+        if (event.delta.type === 'input_json_delta' && b?.type === 'tool_use') b.json += event.delta.partial_json;
+        return undefined;
+      }
+      case 'content_block_stop': {
+        const b = this.blocks[event.index];
+        if (b?.type === 'tool_use') {
+          try {
+            b.input = b.json.trim() === '' ? {} : (JSON.parse(b.json) as unknown);
+          } catch {
+            throw new AttemptFailure(
+              new ModelError('server', USER_MESSAGES.server, `The model sent tool_use ${b.name} with malformed JSON input.`),
+            );
+          }
+        }
+        return undefined;
+      }
+      case 'message_delta': {
+        this.stopReason = event.delta.stop_reason ?? this.stopReason;
+        // Cumulative counts; input fields appear here only on some servers.
+        const u = event.usage as Partial<Anthropic.MessageDeltaUsage> | undefined;
+        if (typeof u?.output_tokens === 'number') this.tokens.outputTokens = u.output_tokens;
+        if (typeof u?.input_tokens === 'number') this.tokens.inputTokens = u.input_tokens;
+        if (typeof u?.cache_read_input_tokens === 'number') this.tokens.cacheReadTokens = u.cache_read_input_tokens;
+        if (typeof u?.cache_creation_input_tokens === 'number') this.tokens.cacheWriteTokens = u.cache_creation_input_tokens;
+        return undefined;
+      }
+      case 'message_stop':
+        this.stopped = true;
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  result(model: string): ModelResponse {
+    const content: ContentBlock[] = [];
+    for (const b of this.blocks) {
+      if (!b) continue;
+      if (b.type === 'text') content.push({ type: 'text', text: b.text });
+      else content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+    }
+    return { content, stopReason: this.stopReason ?? 'end_turn', usage: priceUsage(model, this.tokens) };
+  }
+}
+
+function makeScrubber(apiKey: string): (s: string) => string {
+  return (s) => s.split(apiKey).join('[redacted]').replace(/sk-ant-[A-Za-z0-9_-]+/g, 'sk-ant-[redacted]');
+}
+
+function headerRetryAfterMs(headers: Headers | undefined): number | undefined {
+  const ms = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = headers?.get('retry-after');
+  if (!raw) return undefined;
+  const sec = Number.parseFloat(raw);
+  if (Number.isFinite(sec) && sec >= 0) return sec * 1000;
+  const date = Date.parse(raw);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function toFailure(err: unknown, scrub: (s: string) => string): unknown {
+  if (err instanceof AttemptFailure) return err;
+  if (err instanceof APIUserAbortError) {
+    return new AttemptFailure(new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted.'));
+  }
+  if (err instanceof APIConnectionError) {
+    return new AttemptFailure(new ModelError('network', USER_MESSAGES.network, scrub(`Model connection failed: ${err.message}`)));
+  }
+  if (!(err instanceof APIError)) return err; // not the SDK's (e.g. onText threw): the caller's bug, not ours to map
+  const status = err.status;
+  const type = err.type ?? '';
+  const rid = err.requestID ? ` (request-id ${err.requestID})` : '';
+  const detail = scrub(`Anthropic API ${status ?? 'stream'} ${type || 'error'}: ${err.apiMessage ?? err.message}${rid}`).slice(0, 800);
+  const fail = (code: ModelErrorCode, userMessage = USER_MESSAGES[code]) =>
+    new AttemptFailure(new ModelError(code, userMessage, detail), headerRetryAfterMs(err.headers));
+  if (status === 429 || type === 'rate_limit_error') return fail('rate_limited');
+  if (status === 529 || type === 'overloaded_error') return fail('overloaded');
+  if (status === 401 || status === 403 || type === 'authentication_error' || type === 'permission_error') return fail('auth');
+  if (status === 402 || type === 'billing_error') return fail('auth', BILLING_MESSAGE);
+  if (status === 408 || status === 409 || (status !== undefined && status >= 500) || type === 'api_error' || type === 'timeout_error') {
+    return fail('server');
+  }
+  if (status === 413 || /prompt is too long|too many (input )?tokens|context (window|length)/i.test(err.apiMessage ?? '')) {
+    return fail('bad_request', TOO_LONG_MESSAGE);
+  }
+  if (status === undefined) return fail('server'); // an SSE `error` event of an unknown type
+  return fail('bad_request');
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const aborted = () => new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted while waiting to retry.');
+    if (signal?.aborted) return reject(aborted());
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(aborted());
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
