@@ -1,0 +1,47 @@
+/**
+ * Command allowlist matching (autoApprovedCommands, and keys added by "Always approve").
+ *
+ * An entry is a sequence of words ('git status', 'npm test', 'ls'). It matches one simple command when:
+ * - the command's approval key starts with it word by word ('git' and 'git status' match key
+ *   'git status'; 'git status' does not match key 'git statusfoo'), or
+ * - the command's words, after wrappers and assignments are skipped, start with it word by word: this
+ *   is how entries that name more than a key work ('git push origin' matches `git push origin main`,
+ *   not `git push --force origin main`; 'ls -la' matches `ls -la src`, not `ls -R /`).
+ * A whole command matches only when it parsed, the denylist passed, it has at least one simple
+ * command, it has no file redirection and no command/process substitution, it assigns no variable that
+ * changes what runs (PATH, LD_PRELOAD, GIT_SSH_COMMAND, ...: only SAFE_ASSIGNMENTS are tolerated), and
+ * EVERY simple command matches an entry: `git status && rm -rf x` never rides on a 'git status' entry.
+ */
+import type { ShellAnalysis } from './index.js';
+
+/** Variables that may be set in front of an auto-approved command: they change no program that runs. */
+export const SAFE_ASSIGNMENTS: ReadonlySet<string> = new Set([
+  'NODE_ENV', 'CI', 'DEBUG', 'FORCE_COLOR', 'NO_COLOR', 'TERM', 'COLUMNS', 'LINES', 'TZ', 'LANG', 'LANGUAGE',
+  'RUST_BACKTRACE', 'RUST_LOG', 'LOG_LEVEL', 'PYTHONUNBUFFERED', 'PYTHONDONTWRITEBYTECODE', 'GIT_PAGER_IN_USE',
+]);
+const isSafeAssignment = (name: string): boolean => SAFE_ASSIGNMENTS.has(name) || /^LC_[A-Z]+$/.test(name);
+
+const splitWords = (s: string): string[] => s.trim().split(/\s+/).filter(Boolean);
+
+function startsWith(words: readonly string[], prefix: readonly string[]): boolean {
+  return prefix.length > 0 && prefix.length <= words.length && prefix.every((w, i) => words[i] === w);
+}
+
+/** Does one simple command (its key and its unwrapped words) match one entry? */
+export function entryMatches(entry: string, key: string, words: readonly string[]): boolean {
+  const e = splitWords(entry);
+  const k = splitWords(key);
+  if (e.length === 0 || k.length === 0) return false;
+  return startsWith(k, e) || startsWith(words, e);
+}
+
+export function isCommandAllowlisted(analysis: ShellAnalysis, entries: readonly string[]): boolean {
+  if (!analysis.parsed || analysis.denied) return false;
+  if (analysis.hasFileRedirect || analysis.hasSubstitution) return false;
+  if (analysis.approvalKeys.length === 0) return false;
+  if (analysis.assignments.some((n) => !isSafeAssignment(n))) return false;
+  return analysis.approvalKeys.every((key, i) => {
+    const words = analysis.commandWords[i] ?? splitWords(key);
+    return key !== '' && entries.some((entry) => entryMatches(entry, key, words));
+  });
+}

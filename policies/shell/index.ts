@@ -1,0 +1,96 @@
+/**
+ * Shell command analysis for the policy gate (public API of policies/shell).
+ *
+ * `analyzeCommand(command)` parses the command with a real bash parser (mvdan/sh), evaluates it
+ * statically (quote removal, variables assigned earlier in the same command, brace expansion, pipes,
+ * lists, subshells, functions, command and process substitutions, here-strings, heredocs, redirections,
+ * xargs, find -exec, wrappers) and returns:
+ * - `denied`: the denylist verdict (absolute; no approval overrides it). A command that does not parse
+ *   is denied with rule 'unparseable'.
+ * - `approvalKeys`, `commandWords`: per simple command found (including inside substitutions and
+ *   find -exec), in source order: its approval key and its words after wrappers/assignments.
+ * - `compound`, `hasFileRedirect`, `hasSubstitution`, `assignments`: what makes auto-approval unsafe.
+ * It is async for the gate's sake (the parser may move to a worker); today it does no I/O.
+ *
+ * `commandApprovalKey(command)` is the key an "Always approve" button adds: null when the command is
+ * denied, compound, substitutes or redirects to a file. `isCommandAllowlisted` is in ./allowlist.ts.
+ */
+import { approvalKeyOf, unwrapCommand } from './approval-key.js';
+import { findDenial, type DenyVerdict } from './denylist.js';
+import { analyzeScript, displayField, type ScriptFacts } from './parse.js';
+
+export type { DenyVerdict } from './denylist.js';
+export { RULES } from './denylist.js';
+export { approvalKeyOf } from './approval-key.js';
+export { isCommandAllowlisted, SAFE_ASSIGNMENTS } from './allowlist.js';
+
+export interface ShellAnalysis {
+  /** false: the parser could not parse it -> denied with rule 'unparseable' */
+  parsed: boolean;
+  denied: DenyVerdict | null;
+  /** approval key of every simple command found (including inside substitutions), in order */
+  approvalKeys: string[];
+  /** per approval key (same index): the command's words after wrappers and VAR=value are skipped */
+  commandWords: string[][];
+  /** true if the command has a pipe, list (&&, ||, ;), subshell, etc.: more than one simple command */
+  compound: boolean;
+  /** > file, >> file, &> file ... (not >/dev/null, 2>&1) */
+  hasFileRedirect: boolean;
+  /** $(...), `...`, <(...), >(...) */
+  hasSubstitution: boolean;
+  /** every variable name the command assigns (FOO=1 cmd, env FOO=1 cmd, export FOO=1, read FOO, ...) */
+  assignments: string[];
+}
+
+const NOT_A_FILE = /^(\/dev\/(null|stdout|stderr|tty)|\/dev\/fd\/\d+|\d+|-)$/;
+const WRITE_OPS = new Set(['>', '>>', '>|', '&>', '&>>', '<>', '>&']);
+
+function hasFileRedirect(facts: ScriptFacts): boolean {
+  return facts.redirects.some((r) => WRITE_OPS.has(r.op) && r.targets.some((t) => !NOT_A_FILE.test(t)));
+}
+
+export async function analyzeCommand(command: string): Promise<ShellAnalysis> {
+  const res = analyzeScript(command);
+  if (!res.ok) {
+    return {
+      parsed: false,
+      denied: {
+        rule: 'unparseable',
+        reason: `Blocked by the shell denylist, rule 'unparseable': the command could not be parsed as shell (${res.error}). This rule is absolute: approval cannot override it. Fix the quoting or syntax.`,
+      },
+      approvalKeys: [],
+      commandWords: [],
+      compound: false,
+      hasFileRedirect: false,
+      hasSubstitution: false,
+      assignments: [],
+    };
+  }
+  const facts = res.facts;
+  const approvalKeys: string[] = [];
+  const commandWords: string[][] = [];
+  const assignments = [...facts.assigned];
+  for (const site of facts.sites) {
+    approvalKeys.push(approvalKeyOf(site.display));
+    const u = unwrapCommand(site.display);
+    commandWords.push(u.words.map(displayField));
+    assignments.push(...u.assigns);
+  }
+  return {
+    parsed: true,
+    denied: findDenial(facts),
+    approvalKeys,
+    commandWords,
+    compound: facts.structure || facts.sites.length > 1,
+    hasFileRedirect: hasFileRedirect(facts),
+    hasSubstitution: facts.hasSubstitution,
+    assignments: [...new Set(assignments)],
+  };
+}
+
+export async function commandApprovalKey(command: string): Promise<string | null> {
+  const a = await analyzeCommand(command);
+  if (!a.parsed || a.denied || a.compound || a.hasSubstitution || a.hasFileRedirect) return null;
+  if (a.approvalKeys.length !== 1 || a.approvalKeys[0] === '') return null;
+  return a.approvalKeys[0]!;
+}

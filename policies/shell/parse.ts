@@ -1,0 +1,1143 @@
+/**
+ * Shell parsing for the policy gate: a real bash parser (mvdan/sh) turned into a small, typed syntax
+ * tree (`parseShell`), and a static evaluator (`evaluateScript`) that walks it the way bash would run
+ * it and reports every simple command with its words expanded (see `ScriptFacts`).
+ *
+ * Contract:
+ * - `parseShell(text)` never throws: `{ ok: true, script }` or `{ ok: false, error }` where `error` is the
+ *   parser's own message (line:col included). Callers MUST treat `ok: false` as "deny" (fail closed).
+ * - The tree keeps only what a policy needs: statements, commands, words (as parts: literal text with its
+ *   quoting, parameter expansions, command/process substitutions, brace expansions), redirections
+ *   (operator, fd, target word, heredoc body), assignments, and source offsets for ordering/display.
+ * - Constructs whose inner words matter only for the substitutions they may hold ([[ ]], (( )), let,
+ *   $(( )), ${a[i]}, ${a:o:l}) are flattened to the words they contain.
+ * - A node type this module does not know becomes `{ k: 'unsupported' }`: callers deny it.
+ *
+ * Why mvdan-sh (GopherJS build of mvdan/sh) and not sh-syntax: sh-syntax 0.7 (the WASM build of the same
+ * parser) serialises only Stmt positions (`Cmd` is `{Pos, End}`, word parts carry no type or value), so
+ * there is no tree to walk; and it instantiates a fresh Go WASM runtime on every call (~20 ms a parse).
+ * mvdan-sh exposes the full syntax tree of the same parser in ~0.1-0.3 ms a parse.
+ */
+import { createRequire } from 'node:module';
+import { basename, unwrapCommand } from './approval-key.js';
+
+// ---------------------------------------------------------------------------------------------------
+// The tree
+
+export type Part =
+  /** Literal text as written (backslashes not yet removed). `dq` = inside double quotes or a heredoc. */
+  | { t: 'lit'; v: string; dq: boolean }
+  /** '...' (or $'...' when `ansi`, escapes not yet decoded). */
+  | { t: 'sq'; v: string; ansi: boolean }
+  | { t: 'dq'; parts: Part[] }
+  /**
+   * $name / ${name...}. `op`: expansion operator (':-', '#', '/', '^^', ...) or null; `arg`: its word;
+   * `repl`: for ${a/x/y}; `opaque`: length, indirection, index, slice or name listing (value unknowable
+   * here); `inner`: words inside index/slice, for the substitutions they may hold.
+   */
+  | {
+      t: 'param';
+      name: string;
+      op: string | null;
+      arg: Word | null;
+      repl: { all: boolean; orig: Word; with: Word | null } | null;
+      opaque: boolean;
+      index: Word | null;
+      inner: Word[];
+    }
+  | { t: 'cmdsubst'; stmts: Stmt[] }
+  | { t: 'procsubst'; op: '<(' | '>('; stmts: Stmt[] }
+  | { t: 'arith'; inner: Word[] }
+  | { t: 'extglob'; src: string }
+  | { t: 'brace'; seq: boolean; elems: Word[] };
+
+export interface Word {
+  parts: Part[];
+  /** source text of the word, for display (e.g. an approval key word that is not static) */
+  readonly src: string;
+}
+
+export interface Redirect {
+  op: string;
+  /** the fd written before the operator (`2>`), or null */
+  fd: string | null;
+  word: Word | null;
+  /** heredoc body (its parts are `dq` unless the delimiter was quoted) */
+  hdoc: Word | null;
+}
+
+export interface Assign {
+  name: string;
+  append: boolean;
+  /** `export X` with no `=` */
+  naked: boolean;
+  value: Word | null;
+  /** x=(a b c) */
+  array: Word[] | null;
+  /** words inside an index x[i]=... */
+  inner: Word[];
+}
+
+export interface Stmt {
+  cmd: Command | null;
+  redirs: Redirect[];
+  background: boolean;
+  negated: boolean;
+}
+
+export type Command =
+  | { k: 'call'; assigns: Assign[]; args: Word[] }
+  | { k: 'binary'; op: '&&' | '||' | '|' | '|&'; x: Stmt; y: Stmt }
+  | { k: 'group'; subshell: boolean; stmts: Stmt[] }
+  | { k: 'if'; cond: Stmt[]; then: Stmt[]; else: Command | null }
+  | { k: 'while'; until: boolean; cond: Stmt[]; body: Stmt[] }
+  /** for NAME in ITEMS (items null = "$@"); c-style loops have `cstyle` words and `infinite` if no condition */
+  | { k: 'for'; name: string | null; items: Word[] | null; cstyle: Word[] | null; infinite: boolean; body: Stmt[] }
+  | { k: 'case'; word: Word; items: { patterns: Word[]; stmts: Stmt[] }[] }
+  | { k: 'func'; name: string; body: Stmt }
+  | { k: 'decl'; variant: string; args: Assign[] }
+  | { k: 'words'; what: string; words: Word[] }
+  | { k: 'time'; stmt: Stmt | null }
+  | { k: 'coproc'; stmt: Stmt }
+  | { k: 'unsupported'; type: string };
+
+export interface Script {
+  stmts: Stmt[];
+  text: string;
+}
+
+export type ParseResult = { ok: true; script: Script } | { ok: false; error: string };
+
+// ---------------------------------------------------------------------------------------------------
+// mvdan-sh access. GopherJS objects: fields are plain properties, Pos()/End() are methods, slices are
+// arrays (or null when nil), enums are numbers (mapped to operator text by calibration below).
+
+type G = { readonly [k: string]: unknown };
+interface GoPos {
+  Offset(): number;
+}
+interface Syntax {
+  NewParser(...opts: unknown[]): { Parse(src: string, name: string): unknown };
+  NodeType(node: unknown): string;
+  Walk(node: unknown, fn: (node: unknown) => boolean): void;
+  SplitBraces(word: unknown): unknown;
+}
+
+const require = createRequire(import.meta.url);
+const syntax = (require('mvdan-sh') as { syntax: Syntax }).syntax;
+const parser = syntax.NewParser();
+
+const obj = (v: unknown): G | null => (v == null ? null : (v as G));
+const field = (n: G, k: string): G | null => obj(n[k]);
+const list = (n: G, k: string): G[] => (n[k] as G[] | null | undefined) ?? [];
+const str = (n: G | null, k: string): string => (n == null ? '' : String(n[k] ?? ''));
+const num = (n: G, k: string): number => Number(n[k]);
+const bool = (n: G, k: string): boolean => n[k] === true;
+const posOf = (n: G): number => (n['Pos'] as () => GoPos).call(n).Offset();
+const endOf = (n: G): number => (n['End'] as () => GoPos).call(n).Offset();
+// syntax.NodeType goes through Go reflection (~10 µs a call); the wrapper's `$type`
+// ('mvdan.cc/sh/v3/syntax.*CallExpr') says the same for free.
+const typeOf = (n: unknown): string => {
+  const t = (n as G)['$type'];
+  if (typeof t === 'string') {
+    const i = t.lastIndexOf('*');
+    return i >= 0 ? t.slice(i + 1) : t.slice(t.lastIndexOf('.') + 1);
+  }
+  return syntax.NodeType(n);
+};
+
+// Operator enums are numbers whose values changed between mvdan/sh releases: learn them once by
+// parsing samples whose operators are known.
+const BIN_OPS = new Map<number, string>();
+const REDIR_OPS = new Map<number, string>();
+const PARAM_OPS = new Map<number, string>();
+const PROC_OPS = new Map<number, string>();
+function calibrate(): void {
+  const raw = (src: string): G => parser.Parse(src, '') as G;
+  for (const op of ['&&', '||', '|', '|&']) {
+    const cmd = field(list(raw(`a ${op} b`), 'Stmts')[0]!, 'Cmd')!;
+    BIN_OPS.set(num(cmd, 'Op'), op);
+  }
+  for (const op of ['>', '>>', '<', '<>', '>&', '<&', '>|', '&>', '&>>', '<<<']) {
+    const r = list(list(raw(`a ${op} b`), 'Stmts')[0]!, 'Redirs')[0]!;
+    REDIR_OPS.set(num(r, 'Op'), op);
+  }
+  for (const op of ['<<', '<<-']) {
+    const r = list(list(raw(`a ${op}E\nE\n`), 'Stmts')[0]!, 'Redirs')[0]!;
+    REDIR_OPS.set(num(r, 'Op'), op);
+  }
+  for (const op of [':-', '-', ':=', '=', ':+', '+', ':?', '?', '##', '#', '%%', '%', '^^', '^', ',,', ',', '@']) {
+    const cmd = field(list(raw(`echo \${a${op}Q}`), 'Stmts')[0]!, 'Cmd')!;
+    const pe = list(list(cmd, 'Args')[1]!, 'Parts')[0]!;
+    PARAM_OPS.set(num(field(pe, 'Exp')!, 'Op'), op);
+  }
+  for (const op of ['<(', '>(']) {
+    const cmd = field(list(raw(`echo ${op}a)`), 'Stmts')[0]!, 'Cmd')!;
+    PROC_OPS.set(num(list(list(cmd, 'Args')[1]!, 'Parts')[0]!, 'Op'), op);
+  }
+}
+calibrate();
+
+// ---------------------------------------------------------------------------------------------------
+// Conversion
+
+class Converter {
+  constructor(private readonly text: string) {}
+
+  stmts(ns: G[]): Stmt[] {
+    return ns.map((n) => this.stmt(n));
+  }
+
+  stmt(n: G): Stmt {
+    const cmd = field(n, 'Cmd');
+    return {
+      cmd: cmd ? this.command(cmd) : null,
+      redirs: list(n, 'Redirs').map((r) => this.redirect(r)),
+      background: bool(n, 'Background'),
+      negated: bool(n, 'Negated'),
+    };
+  }
+
+  redirect(r: G): Redirect {
+    const n = field(r, 'N');
+    const w = field(r, 'Word');
+    const h = field(r, 'Hdoc');
+    return {
+      op: REDIR_OPS.get(num(r, 'Op')) ?? '?',
+      fd: n ? str(n, 'Value') : null,
+      word: w ? this.word(w) : null,
+      hdoc: h ? this.word(h, true) : null,
+    };
+  }
+
+  command(n: G): Command {
+    const type = typeOf(n);
+    switch (type) {
+      case 'CallExpr':
+        return { k: 'call', assigns: list(n, 'Assigns').map((a) => this.assign(a)), args: this.words(list(n, 'Args')) };
+      case 'BinaryCmd': {
+        const op = BIN_OPS.get(num(n, 'Op'));
+        if (!op) return { k: 'unsupported', type: 'BinaryCmd' };
+        return { k: 'binary', op: op as '&&' | '||' | '|' | '|&', x: this.stmt(field(n, 'X')!), y: this.stmt(field(n, 'Y')!) };
+      }
+      case 'Subshell':
+        return { k: 'group', subshell: true, stmts: this.stmts(list(n, 'Stmts')) };
+      case 'Block':
+        return { k: 'group', subshell: false, stmts: this.stmts(list(n, 'Stmts')) };
+      case 'IfClause': {
+        const els = field(n, 'Else');
+        return { k: 'if', cond: this.stmts(list(n, 'Cond')), then: this.stmts(list(n, 'Then')), else: els ? this.command(els) : null };
+      }
+      case 'WhileClause':
+        return { k: 'while', until: bool(n, 'Until'), cond: this.stmts(list(n, 'Cond')), body: this.stmts(list(n, 'Do')) };
+      case 'ForClause': {
+        const loop = field(n, 'Loop')!;
+        const body = this.stmts(list(n, 'Do'));
+        if (typeOf(loop) === 'WordIter') {
+          const items = loop['Items'] == null ? null : this.words(list(loop, 'Items'));
+          return { k: 'for', name: str(field(loop, 'Name'), 'Value'), items, cstyle: null, infinite: false, body };
+        }
+        return { k: 'for', name: null, items: null, cstyle: this.innerWords(loop), infinite: loop['Cond'] == null, body };
+      }
+      case 'CaseClause':
+        return {
+          k: 'case',
+          word: this.word(field(n, 'Word')!),
+          items: list(n, 'Items').map((it) => ({ patterns: this.words(list(it, 'Patterns')), stmts: this.stmts(list(it, 'Stmts')) })),
+        };
+      case 'FuncDecl':
+        return { k: 'func', name: str(field(n, 'Name'), 'Value'), body: this.stmt(field(n, 'Body')!) };
+      case 'DeclClause':
+        return { k: 'decl', variant: str(field(n, 'Variant'), 'Value'), args: list(n, 'Args').map((a) => this.assign(a)) };
+      case 'TestClause':
+      case 'ArithmCmd':
+      case 'LetClause':
+        return { k: 'words', what: type, words: this.innerWords(n) };
+      case 'TimeClause': {
+        const s = field(n, 'Stmt');
+        return { k: 'time', stmt: s ? this.stmt(s) : null };
+      }
+      case 'CoprocClause':
+        return { k: 'coproc', stmt: this.stmt(field(n, 'Stmt')!) };
+      default:
+        return { k: 'unsupported', type };
+    }
+  }
+
+  assign(a: G): Assign {
+    const value = field(a, 'Value');
+    const arr = field(a, 'Array');
+    const index = field(a, 'Index');
+    return {
+      name: str(field(a, 'Name'), 'Value'),
+      append: bool(a, 'Append'),
+      naked: bool(a, 'Naked'),
+      value: value ? this.word(value) : null,
+      array: arr ? list(arr, 'Elems').flatMap((e) => (field(e, 'Value') ? [this.word(field(e, 'Value')!)] : [])) : null,
+      inner: index ? this.innerWords(index) : [],
+    };
+  }
+
+  words(ns: G[]): Word[] {
+    return ns.map((w) => this.word(w));
+  }
+
+  word(w: G, hdoc = false): Word {
+    let node = w;
+    // Positions cost a Go->JS wrapper each: the source text is read only when asked for.
+    const text = this.text;
+    let src: string | undefined;
+    // Brace expansion ({a,b}, {1..3}) is bash's, done by the evaluator on the split form.
+    if (!hdoc && list(w, 'Parts').some((p) => typeOf(p) === 'Lit' && str(p, 'Value').includes('{'))) {
+      node = obj(syntax.SplitBraces(w)) ?? w;
+    }
+    return {
+      parts: this.parts(list(node, 'Parts'), hdoc),
+      get src(): string {
+        src ??= text.slice(posOf(w), endOf(w));
+        return src;
+      },
+    };
+  }
+
+  parts(ps: G[], dq: boolean): Part[] {
+    return ps.map((p) => this.part(p, dq));
+  }
+
+  part(p: G, dq: boolean): Part {
+    const type = typeOf(p);
+    switch (type) {
+      case 'Lit':
+        return { t: 'lit', v: str(p, 'Value'), dq };
+      case 'SglQuoted':
+        return { t: 'sq', v: str(p, 'Value'), ansi: bool(p, 'Dollar') };
+      case 'DblQuoted':
+        return { t: 'dq', parts: this.parts(list(p, 'Parts'), true) };
+      case 'ParamExp': {
+        const exp = field(p, 'Exp');
+        const repl = field(p, 'Repl');
+        const index = field(p, 'Index');
+        const slice = field(p, 'Slice');
+        const inner = [...(index ? this.innerWords(index) : []), ...(slice ? this.innerWords(slice) : [])];
+        let indexWord: Word | null = null;
+        if (index && typeOf(index) === 'Word') indexWord = this.word(index);
+        const opaque = bool(p, 'Length') || bool(p, 'Excl') || bool(p, 'Width') || p['Names'] !== 0 && p['Names'] != null || slice != null;
+        return {
+          t: 'param',
+          name: str(field(p, 'Param'), 'Value'),
+          op: exp ? (PARAM_OPS.get(num(exp, 'Op')) ?? '?') : null,
+          arg: exp && field(exp, 'Word') ? this.word(field(exp, 'Word')!) : null,
+          repl: repl
+            ? { all: bool(repl, 'All'), orig: this.word(field(repl, 'Orig')!), with: field(repl, 'With') ? this.word(field(repl, 'With')!) : null }
+            : null,
+          opaque: opaque || (index != null && indexWord == null),
+          index: indexWord,
+          inner,
+        };
+      }
+      case 'CmdSubst':
+        return { t: 'cmdsubst', stmts: this.stmts(list(p, 'Stmts')) };
+      case 'ProcSubst':
+        return { t: 'procsubst', op: (PROC_OPS.get(num(p, 'Op')) ?? '<(') as '<(' | '>(', stmts: this.stmts(list(p, 'Stmts')) };
+      case 'ArithmExp':
+        return { t: 'arith', inner: this.innerWords(p) };
+      case 'ExtGlob':
+        return { t: 'extglob', src: this.text.slice(posOf(p), endOf(p)) };
+      case 'BraceExp':
+        return { t: 'brace', seq: bool(p, 'Sequence'), elems: this.words(list(p, 'Elems')) };
+      default:
+        // Unknown word part: keep it as an unknowable substitution-free value.
+        return { t: 'extglob', src: this.text.slice(posOf(p), endOf(p)) };
+    }
+  }
+
+  /** Every Word directly inside an opaque construct (test, arithmetic, index), not descending into it. */
+  innerWords(n: G): Word[] {
+    const out: Word[] = [];
+    syntax.Walk(n, (child) => {
+      if (child == null || child === n) return true;
+      if (typeOf(child) === 'Word') {
+        out.push(this.word(child as G));
+        return false;
+      }
+      return true;
+    });
+    return out;
+  }
+}
+
+/** Parse `text` as bash. Never throws; `ok: false` carries the parser's message. */
+export function parseShell(text: string): ParseResult {
+  let file: G;
+  try {
+    file = parser.Parse(text, '') as G;
+  } catch (err) {
+    const e = err as { Error?: () => string; message?: string };
+    const msg = typeof e?.Error === 'function' ? e.Error() : String(e?.message ?? err);
+    return { ok: false, error: msg };
+  }
+  try {
+    return { ok: true, script: { stmts: new Converter(text).stmts(list(file, 'Stmts')), text } };
+  } catch (err) {
+    return { ok: false, error: `could not read the syntax tree: ${(err as Error).message}` };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Static evaluation: run the script "on paper".
+//
+// Expanded words are strings in which private-use characters stand for what cannot be known statically:
+// a value is a list of alternatives (a variable assigned in a branch may hold either value), and every
+// alternative is judged. Assignments made inside branches, loops, subshells, pipelines and functions add
+// alternatives instead of replacing (conservative: bash may or may not have run them).
+
+/** Markers inside expanded fields. */
+export const MARK = {
+  /** some text that cannot be known here (an outside variable, a command substitution's output) */
+  UNKNOWN: '\uE000',
+  /** a directory this command created with mktemp, or $TMPDIR */
+  TMP: '\uE001',
+  /** unquoted glob characters * ? [ */
+  STAR: '\uE002',
+  QMARK: '\uE003',
+  BRACKET: '\uE004',
+  /** a process substitution; the next char is String.fromCharCode(0xE100 + index into `procSubsts`) */
+  PSUB: '\uE005',
+} as const;
+const MARK_RE = /[\uE000-\uE005\uE100-\uE1FF]/;
+
+/** A field with no marker is fully static (its value is known exactly). */
+export const isStatic = (field: string): boolean => !MARK_RE.test(field);
+
+/** Human-readable form of a field: globs back to * ? [, unknown parts as `…`, mktemp dirs as $TMP. */
+export function displayField(field: string): string {
+  return field
+    .replace(/\uE000/g, '…')
+    .replace(/\uE001/g, '$TMP')
+    .replace(/\uE002/g, '*')
+    .replace(/\uE003/g, '?')
+    .replace(/\uE004/g, '[')
+    .replace(/\uE005[\uE100-\uE1FF]/g, '/dev/fd/63');
+}
+
+export type Stdin =
+  | { kind: 'none' }
+  /** fed by a pipe: every simple command upstream in the same pipeline */
+  | { kind: 'pipe'; upstream: CommandSite[] }
+  /** a here-string or heredoc: its possible texts */
+  | { kind: 'here'; heredoc: boolean; texts: string[] }
+  | { kind: 'file'; paths: string[] };
+
+export interface RedirectSite {
+  op: string;
+  fd: string | null;
+  /** possible targets (expanded, markers kept) */
+  targets: string[];
+  /** working directory alternatives at that point ('' = where the command started) */
+  cwd: string[];
+}
+
+export interface CommandSite {
+  /** possible argv lists after expansion (markers kept) */
+  argvs: string[][];
+  /** the words for display / approval keys: static value, or the source text of a word that is not */
+  display: string[];
+  /** names assigned in front of the command (FOO=1 cmd) */
+  assigns: string[];
+  redirs: RedirectSite[];
+  stdin: Stdin;
+  cwd: string[];
+  pos: number;
+  inPipeline: boolean;
+  background: boolean;
+  /** names of the functions whose body this is in (innermost last) */
+  functions: string[];
+  /** 'find-exec': the command of a find -exec; 'nested': from a string run later (trap, watch, alias) */
+  origin: 'shell' | 'find-exec' | 'nested';
+}
+
+export interface ScriptFacts {
+  sites: CommandSite[];
+  redirects: RedirectSite[];
+  procSubsts: { op: string; sites: CommandSite[] }[];
+  /** every variable name assigned anywhere (prefix, standalone, export/declare/local, read, for) */
+  assigned: string[];
+  hasSubstitution: boolean;
+  /** anything beyond one plain simple command: pipes, lists, groups, loops, functions, background... */
+  structure: boolean;
+  infiniteLoop: boolean;
+  forkBomb: string | null;
+  /** a construct the evaluator does not know, or a nested string that did not parse */
+  unsupported: string | null;
+  tooComplex: boolean;
+}
+
+const MAX_ALTS = 64;
+class TooComplex extends Error {}
+
+interface Ctx {
+  stdin: Stdin;
+  conditional: boolean;
+  inPipeline: boolean;
+  background: boolean;
+  functions: string[];
+  depth: number;
+}
+
+interface St {
+  fields: string[];
+  cur: string | null;
+}
+
+const SPECIAL_PARAM = /^([0-9]+|[@*#?$!-])$/;
+const CWD = '\u0000cwd';
+
+function uniq(xs: string[]): string[] {
+  const out = [...new Set(xs)];
+  if (out.length > MAX_ALTS) throw new TooComplex();
+  return out;
+}
+
+function product<T>(lists: T[][]): T[][] {
+  let acc: T[][] = [[]];
+  for (const l of lists) {
+    const next: T[][] = [];
+    for (const a of acc) for (const x of l) next.push([...a, x]);
+    if (next.length > MAX_ALTS) throw new TooComplex();
+    acc = next;
+  }
+  return acc;
+}
+
+/** Unquoted literal: backslash removal; glob characters become markers unless escaped. */
+function unquoteLit(v: string): string {
+  let out = '';
+  for (let i = 0; i < v.length; i++) {
+    const c = v[i]!;
+    if (c === '\\') {
+      const n = v[i + 1];
+      i++;
+      if (n === undefined || n === '\n') continue;
+      out += n;
+    } else if (c === '*') out += MARK.STAR;
+    else if (c === '?') out += MARK.QMARK;
+    else if (c === '[' && v.indexOf(']', i + 1) > i + 1) out += MARK.BRACKET;
+    else out += c;
+  }
+  return out;
+}
+
+/** Literal inside double quotes / unquoted heredoc: only \$ \` \" \\ \newline are escapes. */
+function unquoteDq(v: string): string {
+  return v.replace(/\\([$`"\\\n])/g, (_m, c: string) => (c === '\n' ? '' : c));
+}
+
+/** $'...' escapes. */
+export function decodeAnsiC(v: string): string {
+  const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', f: '\f', v: '\v', e: '\x1b', E: '\x1b', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+  return v.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)/gs, (m, e: string) => {
+    if (e[0] === 'x' || e[0] === 'u' || e[0] === 'U') return e.length > 1 ? String.fromCodePoint(parseInt(e.slice(1), 16)) : m;
+    if (/^[0-7]+$/.test(e)) return String.fromCharCode(parseInt(e, 8) & 0xff);
+    if (e[0] === 'c' && e.length === 2) return String.fromCharCode(e.charCodeAt(1) & 0x1f);
+    return simple[e] ?? m;
+  });
+}
+
+function globToRegex(pattern: string): RegExp {
+  let re = '';
+  for (const c of pattern) {
+    if (c === '*' || c === MARK.STAR) re += '[^]*?';
+    else if (c === '?' || c === MARK.QMARK) re += '[^]';
+    else re += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+function trimPattern(v: string, op: string, pattern: string): string {
+  const re = globToRegex(pattern);
+  const n = v.length;
+  if (op === '#') for (let i = 0; i <= n; i++) if (re.test(v.slice(0, i))) return v.slice(i);
+  if (op === '##') for (let i = n; i >= 0; i--) if (re.test(v.slice(0, i))) return v.slice(i);
+  if (op === '%') for (let i = n; i >= 0; i--) if (re.test(v.slice(i))) return v.slice(0, i);
+  if (op === '%%') for (let i = 0; i <= n; i++) if (re.test(v.slice(i))) return v.slice(0, i);
+  return v;
+}
+
+function replacePattern(v: string, orig: string, rep: string, all: boolean): string {
+  const body = globToRegex(orig).source.slice(1, -1).replace(/\*\?/g, '*');
+  if (body === '') return v;
+  const re = new RegExp(body, all ? 'g' : '');
+  return v.replace(re, () => rep);
+}
+
+function seqValues(elems: Word[]): string[] | null {
+  const lits = elems.map((e) => (e.parts.length === 1 && e.parts[0]!.t === 'lit' ? e.parts[0]!.v : null));
+  const [from, to, step] = lits;
+  if (from == null || to == null) return null;
+  const inc = Math.abs(Number(step ?? '1')) || 1;
+  const out: string[] = [];
+  if (/^-?\d+$/.test(from) && /^-?\d+$/.test(to)) {
+    const a = Number(from);
+    const b = Number(to);
+    for (let x = a; a <= b ? x <= b : x >= b; x += a <= b ? inc : -inc) {
+      out.push(String(x));
+      if (out.length > MAX_ALTS) throw new TooComplex();
+    }
+    return out;
+  }
+  if (from.length === 1 && to.length === 1) {
+    const a = from.charCodeAt(0);
+    const b = to.charCodeAt(0);
+    for (let x = a; a <= b ? x <= b : x >= b; x += a <= b ? inc : -inc) out.push(String.fromCharCode(x));
+    return out;
+  }
+  return null;
+}
+
+/** Brace expansion: one word becomes several part lists (bash expands {a,b} into separate words). */
+function braceSplit(parts: Part[]): Part[][] {
+  const lists: Part[][][] = [];
+  for (const p of parts) {
+    if (p.t !== 'brace') {
+      lists.push([[p]]);
+      continue;
+    }
+    if (p.seq) {
+      const vals = seqValues(p.elems);
+      lists.push(vals ? vals.map((v) => [{ t: 'sq', v, ansi: false } as Part]) : [[{ t: 'extglob', src: '{..}' }]]);
+    } else {
+      lists.push(p.elems.flatMap((e) => braceSplit(e.parts)));
+    }
+  }
+  return product(lists).map((seq) => seq.flat());
+}
+
+export class Evaluator {
+  readonly facts: ScriptFacts = {
+    sites: [],
+    redirects: [],
+    procSubsts: [],
+    assigned: [],
+    hasSubstitution: false,
+    structure: false,
+    infiniteLoop: false,
+    forkBomb: null,
+    unsupported: null,
+    tooComplex: false,
+  };
+  private readonly vars = new Map<string, string[]>();
+  private readonly arrays = new Map<string, string[] | null>();
+  /** pre-order counter: a command is numbered before the substitutions in its words = source order */
+  private seq = 0;
+
+  constructor(private readonly parse: (text: string) => ParseResult = parseShell) {}
+
+  run(script: Script): ScriptFacts {
+    const ctx: Ctx = { stdin: { kind: 'none' }, conditional: false, inPipeline: false, background: false, functions: [], depth: 0 };
+    try {
+      if (script.stmts.length > 1) this.facts.structure = true;
+      this.stmts(script.stmts, ctx);
+    } catch (err) {
+      if (err instanceof TooComplex) this.facts.tooComplex = true;
+      else throw err;
+    }
+    this.facts.sites.sort((a, b) => a.pos - b.pos);
+    this.facts.assigned = [...new Set(this.facts.assigned)];
+    return this.facts;
+  }
+
+  // ---- variables
+
+  get(name: string): string[] {
+    const v = this.vars.get(name);
+    if (v) return v;
+    if (name === 'HOME') return ['~'];
+    if (name === 'TMPDIR') return [MARK.TMP];
+    if (name === CWD) return [''];
+    return [MARK.UNKNOWN];
+  }
+
+  set(name: string, alts: string[], ctx: Ctx): void {
+    if (name !== CWD) this.facts.assigned.push(name);
+    // Field splitting is evaluated with the default IFS; a script that changes it is not judged.
+    if (name === 'IFS') this.facts.unsupported = 'IFS is changed, so word splitting cannot be judged';
+    this.vars.set(name, ctx.conditional ? uniq([...this.get(name), ...alts]) : uniq(alts));
+  }
+
+  // ---- statements
+
+  stmts(stmts: Stmt[], ctx: Ctx): void {
+    for (const s of stmts) this.stmt(s, ctx);
+  }
+
+  stmt(s: Stmt, ctx: Ctx): void {
+    let inner = ctx;
+    if (s.background) {
+      this.facts.structure = true;
+      inner = { ...ctx, background: true, conditional: true };
+    }
+    const redirs = s.redirs.map((r) => this.redirect(r, ctx));
+    const stdin = this.stdinOf(s.redirs, redirs, inner.stdin);
+    if (stdin !== inner.stdin) inner = { ...inner, stdin };
+    if (!s.cmd) return;
+    this.command(s.cmd, inner, redirs);
+  }
+
+  private redirect(r: Redirect, ctx: Ctx): RedirectSite {
+    let targets: string[] = [];
+    if (r.word) targets = this.expandString(r.word, ctx, false);
+    const site: RedirectSite = { op: r.op, fd: r.fd, targets, cwd: this.get(CWD) };
+    if (r.hdoc) this.expandString(r.hdoc, ctx, true);
+    this.facts.redirects.push(site);
+    return site;
+  }
+
+  private stdinOf(rs: Redirect[], sites: RedirectSite[], fallback: Stdin): Stdin {
+    let stdin = fallback;
+    rs.forEach((r, i) => {
+      const site = sites[i]!;
+      if (r.fd !== null && r.fd !== '0') return;
+      if (r.op === '<<<') stdin = { kind: 'here', heredoc: false, texts: site.targets };
+      else if (r.op === '<<' || r.op === '<<-') {
+        stdin = { kind: 'here', heredoc: true, texts: r.hdoc ? this.expandStringQuiet(r.hdoc) : [''] };
+      } else if (r.op === '<' || r.op === '<>') stdin = { kind: 'file', paths: site.targets };
+    });
+    return stdin;
+  }
+
+  private command(c: Command, ctx: Ctx, redirs: RedirectSite[]): void {
+    const cond: Ctx = { ...ctx, conditional: true };
+    switch (c.k) {
+      case 'call':
+        this.call(c, ctx, redirs);
+        return;
+      case 'binary': {
+        this.facts.structure = true;
+        if (c.op === '&&' || c.op === '||') {
+          this.stmt(c.x, ctx);
+          this.stmt(c.y, cond);
+          return;
+        }
+        const start = this.facts.sites.length;
+        const up = ctx.stdin.kind === 'pipe' ? ctx.stdin.upstream : [];
+        this.stmt(c.x, { ...cond, inPipeline: true });
+        const upstream = [...up, ...this.facts.sites.slice(start)];
+        this.stmt(c.y, { ...cond, inPipeline: true, stdin: { kind: 'pipe', upstream } });
+        return;
+      }
+      case 'group':
+        this.facts.structure = true;
+        this.stmts(c.stmts, c.subshell ? cond : ctx);
+        return;
+      case 'if':
+        this.facts.structure = true;
+        this.stmts(c.cond, cond);
+        this.stmts(c.then, cond);
+        if (c.else) this.command(c.else, cond, []);
+        return;
+      case 'while': {
+        this.facts.structure = true;
+        const start = this.facts.sites.length;
+        this.stmts(c.cond, cond);
+        const condSites = this.facts.sites.slice(start);
+        const forever = c.until ? ['false'] : ['true', ':'];
+        if (c.cond.length > 0 && condSites.length === c.cond.length && condSites.every((s) => s.argvs.every((a) => isForever(a, forever)))) {
+          this.facts.infiniteLoop = true;
+        }
+        if (c.cond.length === 1 && c.cond[0]!.cmd?.k === 'words' && c.cond[0]!.cmd.what === 'ArithmCmd' && !c.until) {
+          const w = c.cond[0]!.cmd.words;
+          if (w.length === 1 && w[0]!.src.trim() !== '0' && /^[1-9]\d*$/.test(w[0]!.src.trim())) this.facts.infiniteLoop = true;
+        }
+        this.stmts(c.body, cond);
+        return;
+      }
+      case 'for':
+        this.facts.structure = true;
+        if (c.infinite) this.facts.infiniteLoop = true;
+        if (c.cstyle) for (const w of c.cstyle) this.expandString(w, ctx, false);
+        if (c.name) {
+          const items = c.items ? c.items.flatMap((w) => this.expandFields(w, ctx).flat()) : [MARK.UNKNOWN];
+          // Inside the body the variable holds one of the items, whatever it held before.
+          this.set(c.name, items.length ? items : [''], ctx);
+        }
+        this.stmts(c.body, cond);
+        return;
+      case 'case':
+        this.facts.structure = true;
+        this.expandString(c.word, ctx, false);
+        for (const it of c.items) {
+          for (const p of it.patterns) this.expandString(p, ctx, false);
+          this.stmts(it.stmts, cond);
+        }
+        return;
+      case 'func':
+        this.facts.structure = true;
+        this.stmt(c.body, { ...cond, functions: [...ctx.functions, c.name] });
+        return;
+      case 'decl':
+        for (const a of c.args) {
+          if (!a.name) {
+            if (a.value) this.expandString(a.value, ctx, false);
+            continue;
+          }
+          this.facts.assigned.push(a.name);
+          if (!a.naked) this.assign(a, ctx);
+        }
+        return;
+      case 'words':
+        this.facts.structure = true;
+        for (const w of c.words) this.expandString(w, ctx, false);
+        return;
+      case 'time':
+        if (c.stmt) this.stmt(c.stmt, ctx);
+        return;
+      case 'coproc':
+        this.facts.structure = true;
+        this.stmt(c.stmt, { ...cond, background: true });
+        return;
+      case 'unsupported':
+        this.facts.unsupported = c.type;
+        return;
+    }
+  }
+
+  private assign(a: Assign, ctx: Ctx): void {
+    for (const w of a.inner) this.expandString(w, ctx, false);
+    if (a.array) {
+      const elems = a.array.map((w) => this.expandFields(w, ctx));
+      const single = elems.every((e) => e.length === 1) ? elems.flatMap((e) => e[0]!) : null;
+      this.arrays.set(a.name, single);
+      this.set(a.name, [single?.[0] ?? MARK.UNKNOWN], ctx);
+      return;
+    }
+    if (a.inner.length > 0) {
+      this.arrays.set(a.name, null);
+      this.set(a.name, [MARK.UNKNOWN], ctx);
+      return;
+    }
+    let vals = a.value ? this.expandString(a.value, ctx, true) : [''];
+    if (a.value && isMktemp(a.value)) vals = [MARK.TMP];
+    if (a.append) vals = uniq(this.get(a.name).flatMap((p) => vals.map((v) => p + v)));
+    this.arrays.delete(a.name);
+    this.set(a.name, vals, ctx);
+  }
+
+  private call(c: Extract<Command, { k: 'call' }>, ctx: Ctx, redirs: RedirectSite[]): void {
+    if (c.args.length === 0) {
+      for (const a of c.assigns) this.assign(a, ctx);
+      return;
+    }
+    const pos = this.seq++;
+    // Prefix assignments apply to the command only; their values may still hold substitutions.
+    for (const a of c.assigns) {
+      this.facts.assigned.push(a.name);
+      if (a.value) this.expandString(a.value, ctx, true);
+    }
+    const perWord = c.args.map((w) => this.expandFields(w, ctx));
+    const argvs = product(perWord).map((alt) => alt.flat());
+    const display = c.args.flatMap((w, i) => {
+      const alts = perWord[i]!;
+      // Quote removal only: a word with an expansion is shown as written ($HOME, not its value).
+      if (isPlainWord(w) && alts.length === 1 && alts[0]!.length <= 1) {
+        const f = alts[0]![0];
+        if (f === undefined) return [];
+        if (isStatic(f)) return [f];
+      }
+      return [w.src];
+    });
+    const site: CommandSite = {
+      argvs,
+      display,
+      assigns: c.assigns.map((a) => a.name),
+      redirs,
+      stdin: ctx.stdin,
+      cwd: this.get(CWD),
+      pos,
+      inPipeline: ctx.inPipeline,
+      background: ctx.background,
+      functions: ctx.functions,
+      origin: ctx.depth > 0 ? 'nested' : 'shell',
+    };
+    this.facts.sites.push(site);
+    this.effects(site, ctx);
+  }
+
+  /** What a command does to the evaluator's state, and commands it runs from its arguments. */
+  private effects(site: CommandSite, ctx: Ctx): void {
+    const cond: Ctx = { ...ctx, conditional: ctx.conditional || site.argvs.length > 1 };
+    for (const full of site.argvs) {
+      if (ctx.functions.includes(full[0] ?? '') && (site.inPipeline || site.background)) this.facts.forkBomb = full[0]!;
+      const argv = unwrapCommand(full).words;
+      const name = basename(argv[0] ?? '');
+      const args = argv.slice(1);
+      switch (name) {
+        case 'cd':
+        case 'pushd': {
+          const target = args.find((a) => !a.startsWith('-')) ?? '~';
+          const base = this.get(CWD);
+          const next = target.startsWith('/') || target.startsWith('~') || target.startsWith(MARK.TMP) ? [target] : base.map((b) => (b === '' ? (target === '.' ? '' : MARK.UNKNOWN + '/' + target) : `${b}/${target}`));
+          this.set(CWD, args[0] === '-' ? [MARK.UNKNOWN] : next, cond);
+          break;
+        }
+        case 'popd':
+          this.set(CWD, [MARK.UNKNOWN], cond);
+          break;
+        case 'read':
+        case 'mapfile':
+        case 'readarray':
+        case 'getopts':
+          for (const a of args) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(a)) this.set(a, [MARK.UNKNOWN], cond);
+          break;
+        case 'printf': {
+          const i = args.indexOf('-v');
+          if (i >= 0 && args[i + 1]) this.set(args[i + 1]!, [MARK.UNKNOWN], cond);
+          break;
+        }
+        case 'unset':
+          for (const a of args) if (!a.startsWith('-')) this.set(a, [''], cond);
+          break;
+        case 'alias':
+          for (const a of args) {
+            const eq = a.indexOf('=');
+            if (eq > 0) this.nested(a.slice(eq + 1), ctx);
+          }
+          break;
+        case 'trap': {
+          const action = args[0] === '--' ? args[1] : args[0];
+          if (action !== undefined && action !== '-' && !action.startsWith('-')) this.nested(action, ctx);
+          break;
+        }
+        case 'watch': {
+          let i = 0;
+          while (i < args.length && args[i]!.startsWith('-')) i += ['-n', '--interval', '-d'].includes(args[i]!) && !/^\d/.test(args[i]!) && args[i] !== '-d' ? 2 : 1;
+          if (i < args.length) this.nested(args.slice(i).join(' '), ctx);
+          break;
+        }
+        case 'find':
+          this.findExec(site, argv);
+          break;
+      }
+    }
+  }
+
+  private findExec(site: CommandSite, argv: string[]): void {
+    for (let i = 1; i < argv.length; i++) {
+      if (!['-exec', '-execdir', '-ok', '-okdir'].includes(argv[i]!)) continue;
+      let j = i + 1;
+      while (j < argv.length && argv[j] !== ';' && argv[j] !== '+') j++;
+      const inner = argv.slice(i + 1, j).map((w) => w.replace(/\{\}/g, MARK.UNKNOWN));
+      if (inner.length > 0) {
+        this.facts.structure = true;
+        this.facts.sites.push({ ...site, argvs: [inner], display: inner.map(displayField), assigns: [], pos: site.pos + 0.5, origin: 'find-exec' });
+      }
+      i = j;
+    }
+  }
+
+  /** A string that the shell will run later (trap action, watch command, alias value). */
+  private nested(text: string, ctx: Ctx): void {
+    this.facts.structure = true;
+    if (ctx.depth > 4) {
+      this.facts.unsupported = 'nesting too deep';
+      return;
+    }
+    if (!isStatic(text)) {
+      this.facts.unsupported = 'a command string that is not known statically';
+      return;
+    }
+    const res = this.parse(text);
+    if (!res.ok) {
+      this.facts.unsupported = `a nested command string that does not parse (${res.error})`;
+      return;
+    }
+    this.stmts(res.script.stmts, { ...ctx, conditional: true, depth: ctx.depth + 1 });
+  }
+
+  // ---- words
+
+  /** Expand a word to its possible field lists (split, globs marked). */
+  expandFields(w: Word, ctx: Ctx): string[][] {
+    const variants = braceSplit(w.parts);
+    const perVariant = variants.map((parts) => this.expandParts(parts, ctx, false));
+    return product(perVariant).map((alts) => alts.flat());
+  }
+
+  /** Expand a word without field splitting (assignment values, redirect targets, heredocs). */
+  expandString(w: Word, ctx: Ctx, quoted: boolean): string[] {
+    return uniq(this.expandParts(w.parts, ctx, quoted).map((f) => f.join(' ')));
+  }
+
+  private expandStringQuiet(w: Word): string[] {
+    const ctx: Ctx = { stdin: { kind: 'none' }, conditional: true, inPipeline: false, background: false, functions: [], depth: 0 };
+    const before = this.facts.sites.length;
+    const out = this.expandString(w, ctx, true);
+    // Substitutions in the heredoc were already walked by `redirect`: drop the duplicates.
+    this.facts.sites.length = before;
+    return out;
+  }
+
+  private expandParts(parts: Part[], ctx: Ctx, quoted: boolean): string[][] {
+    const states = this.expandInto([{ fields: [], cur: null }], parts, ctx, quoted);
+    return states.map((s) => (s.cur !== null ? [...s.fields, s.cur] : s.fields));
+  }
+
+  private expandInto(initial: St[], parts: Part[], ctx: Ctx, quoted: boolean): St[] {
+    let states = initial;
+    const appendQuoted = (s: St, text: string): St => ({ fields: s.fields, cur: (s.cur ?? '') + text });
+    const appendSplit = (s: St, v: string): St => {
+      const fields = [...s.fields];
+      let cur = s.cur;
+      const pieces = v.split(/[ \t\n]+/);
+      pieces.forEach((p, i) => {
+        if (i > 0) {
+          if (cur !== null) fields.push(cur);
+          cur = null;
+        }
+        if (p !== '') cur = (cur ?? '') + p.replace(/\*/g, MARK.STAR).replace(/\?/g, MARK.QMARK);
+      });
+      return { fields, cur };
+    };
+    const addAll = (vals: string[], split: boolean): void => {
+      const next: St[] = [];
+      for (const s of states) for (const v of vals) next.push(split ? appendSplit(s, v) : appendQuoted(s, v));
+      if (next.length > MAX_ALTS) throw new TooComplex();
+      states = next;
+    };
+    for (const p of parts) {
+      switch (p.t) {
+        case 'lit':
+          addAll([p.dq || quoted ? unquoteDq(p.v) : unquoteLit(p.v)], false);
+          break;
+        case 'sq':
+          addAll([p.ansi ? decodeAnsiC(p.v) : p.v], false);
+          break;
+        case 'dq':
+          addAll([''], false);
+          states = this.expandInto(states, p.parts, ctx, true);
+          break;
+        case 'param':
+          // "${a[@]}" expands to one field per element even inside quotes.
+          addAll(this.param(p, ctx), !quoted || p.index?.src === '@');
+          break;
+        case 'cmdsubst': {
+          this.facts.hasSubstitution = true;
+          this.facts.structure = true;
+          const mk = p.stmts.length === 1 && isMktempStmt(p.stmts[0]!);
+          this.stmts(p.stmts, { ...ctx, conditional: true, stdin: { kind: 'none' }, inPipeline: false });
+          addAll([mk ? MARK.TMP : MARK.UNKNOWN], false);
+          break;
+        }
+        case 'procsubst': {
+          this.facts.hasSubstitution = true;
+          this.facts.structure = true;
+          const start = this.facts.sites.length;
+          this.stmts(p.stmts, { ...ctx, conditional: true, stdin: { kind: 'none' }, inPipeline: true });
+          const idx = this.facts.procSubsts.length;
+          if (idx > 0xff) throw new TooComplex();
+          this.facts.procSubsts.push({ op: p.op, sites: this.facts.sites.slice(start) });
+          addAll([MARK.PSUB + String.fromCharCode(0xe100 + idx)], false);
+          break;
+        }
+        case 'arith':
+          for (const w of p.inner) this.expandString(w, ctx, false);
+          addAll([MARK.UNKNOWN], false);
+          break;
+        case 'extglob':
+          addAll([MARK.STAR], false);
+          break;
+        case 'brace':
+          // Only reachable inside a quoted context, where braces are literal.
+          addAll(['{' + p.elems.map((e) => e.src).join(',') + '}'], false);
+          break;
+      }
+    }
+    return states;
+  }
+
+  private param(p: Extract<Part, { t: 'param' }>, ctx: Ctx): string[] {
+    for (const w of p.inner) this.expandString(w, ctx, false);
+    const arg = p.arg ? this.expandString(p.arg, ctx, true) : [''];
+    if (p.opaque || SPECIAL_PARAM.test(p.name)) return [MARK.UNKNOWN];
+    let base: string[];
+    if (p.index) {
+      const arr = this.arrays.get(p.name);
+      const idx = p.index.src;
+      if (arr === undefined || arr === null) base = [MARK.UNKNOWN];
+      else if (idx === '@' || idx === '*') base = [arr.join(' ')];
+      else if (/^\d+$/.test(idx)) base = [arr[Number(idx)] ?? ''];
+      else base = [MARK.UNKNOWN];
+    } else base = this.get(p.name);
+    const known = (v: string): boolean => v !== MARK.UNKNOWN;
+    if (p.repl) {
+      const orig = this.expandString(p.repl.orig, ctx, true);
+      const rep = p.repl.with ? this.expandString(p.repl.with, ctx, true) : [''];
+      if (orig.length !== 1 || rep.length !== 1 || !isStatic(orig[0]!) || /^[#%]/.test(p.repl.orig.src)) return [MARK.UNKNOWN];
+      return uniq(base.map((v) => (known(v) ? replacePattern(v, orig[0]!, rep[0]!, p.repl!.all) : MARK.UNKNOWN)));
+    }
+    switch (p.op) {
+      case null:
+        return base;
+      case ':-':
+      case '-':
+      case ':=':
+      case '=': {
+        const out = uniq(base.flatMap((v) => (!known(v) ? [v, ...arg] : v === '' && p.op!.startsWith(':') ? arg : [v])));
+        if (p.op.endsWith('=')) this.set(p.name, out, { ...ctx, conditional: true });
+        return out;
+      }
+      case ':+':
+      case '+':
+        return uniq(base.flatMap((v) => (!known(v) ? ['', ...arg] : v !== '' ? arg : [''])));
+      case ':?':
+      case '?':
+        return base;
+      case '#':
+      case '##':
+      case '%':
+      case '%%':
+        if (arg.length !== 1 || !isStatic(arg[0]!.replace(/[*?]/g, ''))) return [MARK.UNKNOWN];
+        return uniq(base.map((v) => (known(v) ? trimPattern(v, p.op!, arg[0]!) : MARK.UNKNOWN)));
+      case '^^':
+        return base.map((v) => (known(v) ? v.toUpperCase() : v));
+      case ',,':
+        return base.map((v) => (known(v) ? v.toLowerCase() : v));
+      case '^':
+        return base.map((v) => (known(v) ? v.slice(0, 1).toUpperCase() + v.slice(1) : v));
+      case ',':
+        return base.map((v) => (known(v) ? v.slice(0, 1).toLowerCase() + v.slice(1) : v));
+      default:
+        return [MARK.UNKNOWN];
+    }
+  }
+}
+
+function isPlainWord(w: Word): boolean {
+  const plain = (p: Part): boolean => p.t === 'lit' || p.t === 'sq' || (p.t === 'dq' && p.parts.every(plain));
+  return w.parts.every(plain);
+}
+
+function isForever(argv: string[], words: string[]): boolean {
+  if (argv.length === 1 && words.includes(argv[0]!)) return true;
+  return (argv[0] === '[' && argv.length === 3 && argv[1] === '1') || (argv[0] === 'test' && argv.length === 2 && argv[1] === '1');
+}
+
+function isMktempStmt(s: Stmt): boolean {
+  const c = s.cmd;
+  if (!c || c.k !== 'call' || s.redirs.length > 0 || c.assigns.length > 0) return false;
+  const first = c.args[0];
+  return first !== undefined && first.parts.length === 1 && first.parts[0]!.t === 'lit' && first.parts[0]!.v === 'mktemp';
+}
+
+/** `$(mktemp ...)` or "$(mktemp ...)" as the whole value. */
+function isMktemp(w: Word): boolean {
+  let parts = w.parts;
+  if (parts.length === 1 && parts[0]!.t === 'dq') parts = parts[0]!.parts;
+  return parts.length === 1 && parts[0]!.t === 'cmdsubst' && parts[0]!.stmts.length === 1 && isMktempStmt(parts[0]!.stmts[0]!);
+}
+
+/** Parse and evaluate. `null` facts when it does not parse. */
+export function analyzeScript(text: string): { ok: true; facts: ScriptFacts } | { ok: false; error: string } {
+  const res = parseShell(text);
+  if (!res.ok) return res;
+  return { ok: true, facts: new Evaluator().run(res.script) };
+}
