@@ -1,0 +1,27 @@
+/**
+ * The built-in tool sets, as the registry takes them. Each call builds fresh tool objects (no
+ * shared state between agents); a tool's tier is declared on the tool itself.
+ */
+import type { AnyTool, Tool } from '../types.js';
+import { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from './files.js';
+import { getTimeTool, type GetTimeOptions } from './time.js';
+import { listTodosTool, manageTodosTool } from './todos.js';
+
+/** The registry stores tools untyped; each tool validates its own input before it is called. */
+function erase<I>(tool: Tool<I>): AnyTool {
+  return tool as unknown as AnyTool;
+}
+
+/** read_file, ls, find, grep (read-only); write_file, edit_file (low-risk, two-phase). */
+export function builtinFileTools(): AnyTool[] {
+  return [erase(readFileTool()), erase(lsTool()), erase(findTool()), erase(grepTool()), erase(writeFileTool()), erase(editFileTool())];
+}
+
+/** get_time, list_todos (read-only); manage_todos (low-risk). */
+export function builtinMiscTools(opts: { time?: GetTimeOptions } = {}): AnyTool[] {
+  return [erase(getTimeTool(opts.time)), erase(manageTodosTool()), erase(listTodosTool())];
+}
+
+export { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from './files.js';
+export { getTimeTool } from './time.js';
+export { listTodosTool, manageTodosTool } from './todos.js';
