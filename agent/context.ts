@@ -1,0 +1,59 @@
+/**
+ * Fitting a transcript into the model's context window.
+ *
+ * Trimming drops the oldest whole exchanges: it only cuts at a user message that starts a turn
+ * (one holding no tool_result), so a tool_use is never separated from its tool_result and the
+ * transcript still starts with a user turn. The most recent exchange is always kept.
+ * Token counts are estimates (about 4 characters a token; an image about 1,600 tokens): the point is
+ * to stay clear of the limit, not to count exactly.
+ */
+import type { ContentBlock, Message } from './messages.js';
+
+const IMAGE_TOKENS = 1600;
+
+export function estimateTokens(messages: readonly Message[]): number {
+  let chars = 0;
+  let images = 0;
+  for (const m of messages) for (const b of m.content) ({ chars, images } = countBlock(b, chars, images));
+  return Math.ceil(chars / 4) + images * IMAGE_TOKENS;
+}
+
+function countBlock(b: ContentBlock, chars: number, images: number): { chars: number; images: number } {
+  switch (b.type) {
+    case 'text':
+      return { chars: chars + b.text.length, images };
+    case 'image':
+      return { chars, images: images + 1 };
+    case 'tool_use':
+      return { chars: chars + b.name.length + JSON.stringify(b.input ?? {}).length, images };
+    case 'tool_result':
+      if (typeof b.content === 'string') return { chars: chars + b.content.length, images };
+      for (const c of b.content) ({ chars, images } = countBlock(c, chars, images));
+      return { chars, images };
+  }
+}
+
+function startsTurn(m: Message): boolean {
+  return m.role === 'user' && !m.content.some((b) => b.type === 'tool_result');
+}
+
+/** Returns the newest suffix of `messages` that starts a turn and fits `budgetTokens`. */
+export function fitToContext(messages: readonly Message[], budgetTokens: number): Message[] {
+  if (estimateTokens(messages) <= budgetTokens) return [...messages];
+  const cuts: number[] = [];
+  messages.forEach((m, i) => {
+    if (startsTurn(m)) cuts.push(i);
+  });
+  for (const cut of cuts) {
+    const rest = messages.slice(cut);
+    if (estimateTokens(rest) <= budgetTokens) return rest;
+  }
+  const last = cuts[cuts.length - 1];
+  return last === undefined ? [...messages] : messages.slice(last);
+}
+
+/** Context windows by model prefix, in tokens. Unknown models get the common 200k. */
+export function contextWindow(model: string): number {
+  if (/^claude-(sonnet-4|opus-4)/.test(model) && model.includes('1m')) return 1_000_000;
+  return 200_000;
+}

@@ -1,0 +1,91 @@
+/**
+ * The agent loop: a plain function over a run's context. Model call -> tool batch -> model call ...
+ * until the model answers without tools, `maxIterations` model calls were made, or the run is aborted.
+ *
+ * Contract:
+ * - `messages` is mutated in place; it is valid (every tool_use answered) whenever the loop returns
+ *   or throws, except while it is parked in a durable wait, when `checkpoint` has saved it together
+ *   with the call states that complete it.
+ * - A transcript whose last message is an assistant turn with unanswered tool_use blocks is resumed:
+ *   the batch runs first (a restart while waiting for an approval continues here).
+ * - Text deltas are emitted as they stream; the final answer text is returned, not emitted.
+ */
+import { fitToContext, contextWindow } from './context.js';
+import type { AgentEvent, Usage } from './events.js';
+import type { Message, ToolResultBlock, ToolUseBlock } from './messages.js';
+import type { ModelClient, ModelToolSpec } from './model-types.js';
+
+export interface LoopContext {
+  runId: string;
+  model: ModelClient;
+  modelName: string;
+  system: string;
+  tools: ModelToolSpec[];
+  maxTokens: number;
+  maxIterations: number;
+  messages: Message[];
+  signal: AbortSignal;
+  emit(event: AgentEvent): Promise<void>;
+  /** Runs the calls of one assistant turn; returns their results in order. */
+  runBatch(calls: ToolUseBlock[]): Promise<ToolResultBlock[]>;
+  /** Saves the transcript as it is (called before a batch and after it). */
+  checkpoint(): Promise<void>;
+  addUsage(u: Usage): void;
+}
+
+export type LoopOutcome = { kind: 'answer'; text: string } | { kind: 'max_iterations' } | { kind: 'stopped' };
+
+export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
+  let iterations = 0;
+  for (;;) {
+    if (ctx.signal.aborted) return { kind: 'stopped' };
+    const pending = unansweredToolUses(ctx.messages);
+    if (pending.length > 0) {
+      const results = await ctx.runBatch(pending);
+      ctx.messages.push({ role: 'user', content: results });
+      await ctx.checkpoint();
+      continue;
+    }
+    if (iterations >= ctx.maxIterations) return { kind: 'max_iterations' };
+    iterations++;
+    const budget = contextWindow(ctx.modelName) - ctx.maxTokens - Math.ceil(ctx.system.length / 4) - 2_000;
+    const response = await ctx.model.complete({
+      model: ctx.modelName,
+      system: ctx.system,
+      messages: fitToContext(ctx.messages, budget),
+      tools: ctx.tools,
+      maxTokens: ctx.maxTokens,
+      signal: ctx.signal,
+      onText: (delta) => void ctx.emit({ type: 'text', runId: ctx.runId, delta }),
+    });
+    ctx.addUsage(response.usage);
+    const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];
+    const uses = content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+    if (uses.length === 0) {
+      const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
+      if (text.trim() !== '') ctx.messages.push({ role: 'assistant', content });
+      return { kind: 'answer', text };
+    }
+    ctx.messages.push({ role: 'assistant', content });
+    if (response.stopReason !== 'tool_use') {
+      // Cut off mid-call (max_tokens): the inputs may be incomplete, so nothing runs.
+      ctx.messages.push({
+        role: 'user',
+        content: uses.map((u) => ({
+          type: 'tool_result' as const,
+          tool_use_id: u.id,
+          content: `Not run: your reply was cut off (${response.stopReason}) so the arguments may be incomplete. Call it again with shorter input.`,
+          is_error: true,
+        })),
+      });
+      continue;
+    }
+    await ctx.checkpoint();
+  }
+}
+
+export function unansweredToolUses(messages: readonly Message[]): ToolUseBlock[] {
+  const last = messages[messages.length - 1];
+  if (!last || last.role !== 'assistant') return [];
+  return last.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+}

@@ -1,0 +1,527 @@
+/**
+ * The runner: one serial lane per conversation key, a global cap on runs in progress, and the
+ * lifecycle of a run (events, timeout, /stop, durable waits, usage).
+ *
+ * Contract:
+ * - `submit` never drops a message: a turn that arrives while its conversation runs waits in that
+ *   conversation's lane (p-queue, concurrency 1). Different conversations run in parallel up to
+ *   `maxConcurrentRuns`. A run waiting on a human gives its global slot back while it waits.
+ * - Events of a run go to the conversation's output in order. Exactly one of `answer`/`error`
+ *   ends a run, then `usage` and `run_finished`.
+ * - `stop(key)` aborts the running turn: in-flight tools are interrupted, pending cards are settled,
+ *   and the saved transcript stays valid.
+ * - Durable waits: when a run enters a tool batch, its transcript and a run record (call states) are
+ *   saved; `resumeAll()` at start continues every run that was waiting when the process stopped.
+ * - A model failure after retries is shown to the user as a short message; the transcript is saved
+ *   only up to its last consistent point (a run that failed before any model reply saves nothing).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import PQueue from 'p-queue';
+import { z } from 'zod';
+import type { AgentPolicy } from '../policies/gate.js';
+import type { Tier } from '../policies/tiers.js';
+import type { PersistedAllowlists } from './allowlists.js';
+import { newToken, type ApprovalBroker } from './approvals.js';
+import { appendUserTurn, type ConversationStore, type StoredConversation } from './conversation-store.js';
+import type { AgentEvent, Usage } from './events.js';
+import type { KV } from './kv.js';
+import { runLoop, unansweredToolUses } from './loop.js';
+import type { ContentBlock } from './messages.js';
+import { ModelError, type ModelClient } from './model-types.js';
+import type { OutputResolver } from './output.js';
+import type { AgentDirectory, AgentSettings } from './settings.js';
+import { CallState, runToolBatch, type CallStates } from './tools/executor.js';
+import type { ToolRegistry } from './tools/registry.js';
+import { toolSpec } from './tools/registry.js';
+import type { ConversationState, QuestionAnswer, QuestionRequest, ToolContext } from './tools/types.js';
+
+export interface Turn {
+  agentName: string;
+  conversationKey: string;
+  platform: string;
+  sender: { id: string; name?: string };
+  text: string;
+  /** Extra content (images, text documents) sent along with the text. */
+  attachments?: ContentBlock[];
+  /** False where nobody can answer a question (ask_user_question is then not offered). */
+  humanAvailable?: boolean;
+}
+
+export interface RunnerOptions {
+  model: ModelClient;
+  store: ConversationStore;
+  runs: KV;
+  broker: ApprovalBroker;
+  /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
+  registry(agent: AgentSettings): ToolRegistry;
+  agents: AgentDirectory;
+  allowlists: PersistedAllowlists;
+  outputs: OutputResolver;
+  /** Rates a command for an agent; sees the command alone. */
+  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier }>;
+  maxConcurrentRuns?: number;
+  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+const RunRecord = z.object({
+  runId: z.string(),
+  agentName: z.string(),
+  conversationKey: z.string(),
+  platform: z.string(),
+  starter: z.object({ id: z.string(), name: z.string().optional() }),
+  humanAvailable: z.boolean(),
+  calls: z.record(z.string(), CallState),
+});
+type RunRecord = z.infer<typeof RunRecord>;
+
+const RunIndex = z.array(z.string());
+
+const EMPTY_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0, costKnown: true };
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    costUSD: a.costKnown && b.costKnown ? a.costUSD + b.costUSD : 0,
+    costKnown: a.costKnown && b.costKnown,
+  };
+}
+
+/** Classifier usage lands on the run whose gate asked for it. */
+const usageScope = new AsyncLocalStorage<{ classifier: Usage; used: boolean }>();
+
+export function reportClassifierUsage(u: Usage): void {
+  const scope = usageScope.getStore();
+  if (scope) {
+    scope.classifier = addUsage(scope.classifier, u);
+    scope.used = true;
+  }
+}
+
+/** A counting semaphore whose permits a waiting run can hand back. */
+class Slots {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+  constructor(n: number) {
+    this.free = n;
+  }
+  async acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((r) => this.waiting.push(r));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+/** A run's time budget; paused while it waits on a human. */
+class Deadline {
+  private timer: NodeJS.Timeout | undefined;
+  private remaining: number;
+  private startedAt = 0;
+  constructor(ms: number, private readonly onExpire: () => void) {
+    this.remaining = ms;
+    this.resume();
+  }
+  pause(): void {
+    if (!this.timer) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.remaining -= Date.now() - this.startedAt;
+  }
+  resume(): void {
+    if (this.timer) return;
+    this.startedAt = Date.now();
+    this.timer = setTimeout(this.onExpire, Math.max(0, this.remaining));
+  }
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+interface Lane {
+  queue: PQueue;
+  current?: AbortController;
+  /** The running turn is parked on an approval or a question. */
+  waitingOnHuman?: boolean;
+}
+
+export class Runner {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly slots: Slots;
+  private closed = false;
+
+  constructor(private readonly opts: RunnerOptions) {
+    this.slots = new Slots(opts.maxConcurrentRuns ?? 8);
+  }
+
+  /** Queues a turn in its conversation's lane. Resolves when the turn has finished (callers need not wait). */
+  submit(turn: Turn): Promise<void> {
+    return this.enqueue(turn.conversationKey, () => this.execute(turn, undefined));
+  }
+
+  /** Aborts the running turn of a conversation. Returns false when nothing was running. */
+  stop(conversationKey: string): boolean {
+    const lane = this.lanes.get(conversationKey);
+    if (!lane?.current) return false;
+    lane.current.abort(new Error('stopped'));
+    return true;
+  }
+
+  /** Starts a new conversation in that place, after whatever is running there. */
+  reset(conversationKey: string, agentName: string): Promise<void> {
+    this.stop(conversationKey);
+    return this.enqueue(conversationKey, async () => {
+      await this.opts.store.reset(conversationKey, agentName);
+      await this.dropRecord(conversationKey);
+    });
+  }
+
+  isBusy(conversationKey: string): boolean {
+    return this.lanes.has(conversationKey);
+  }
+
+  /** Continues every run that was waiting when the process stopped. Returns how many. */
+  async resumeAll(): Promise<number> {
+    const keys = RunIndex.safeParse(await this.opts.runs.get('index'));
+    let n = 0;
+    for (const key of keys.success ? keys.data : []) {
+      const rec = await this.loadRecord(key);
+      if (!rec) {
+        await this.dropRecord(key);
+        continue;
+      }
+      n++;
+      void this.enqueue(key, () => this.execute(undefined, rec));
+    }
+    return n;
+  }
+
+  /** Resolves when every lane is idle (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.lanes.size > 0) {
+      await Promise.all([...this.lanes.values()].map((l) => l.queue.onIdle()));
+    }
+  }
+
+  /**
+   * Stops accepting work, drops queued turns, and gives running turns up to `graceMs` to finish.
+   * Runs waiting on a human are left parked: their state is stored and a restart continues them.
+   */
+  async close(graceMs = 10_000): Promise<void> {
+    this.closed = true;
+    for (const lane of this.lanes.values()) lane.queue.clear();
+    const busy = () => [...this.lanes.values()].filter((l) => l.queue.pending > 0 && !l.waitingOnHuman);
+    const waitUntil = async (end: number) => {
+      while (Date.now() < end && busy().length > 0) await new Promise((r) => setTimeout(r, 10));
+    };
+    await waitUntil(Date.now() + graceMs);
+    // Past the grace: interrupt what still runs, so its transcript is closed properly.
+    for (const lane of busy()) lane.current?.abort(new Error('shutting down'));
+    await waitUntil(Date.now() + 2_000);
+  }
+
+  private enqueue(key: string, task: () => Promise<void>): Promise<void> {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { queue: new PQueue({ concurrency: 1 }) };
+      this.lanes.set(key, lane);
+    }
+    const l = lane;
+    const done = l.queue.add(task).then(
+      () => undefined,
+      (err: unknown) => this.log('error', `[${key}] run crashed: ${(err as Error).stack ?? String(err)}`),
+    );
+    // Idle lanes are dropped so 10,000 quiet conversations cost nothing here.
+    void done.finally(() => {
+      if (l.queue.size === 0 && l.queue.pending === 0 && this.lanes.get(key) === l) this.lanes.delete(key);
+    });
+    return done;
+  }
+
+  private log(level: 'info' | 'warn' | 'error', msg: string): void {
+    (this.opts.log ?? ((lvl, m) => (lvl === 'error' ? console.error(m) : undefined)))(level, msg);
+  }
+
+  /** One run: a new turn, or the continuation of a stored one. */
+  private async execute(turn: Turn | undefined, resumed: RunRecord | undefined): Promise<void> {
+    if (this.closed) return;
+    const key = turn?.conversationKey ?? resumed!.conversationKey;
+    const agentName = turn?.agentName ?? resumed!.agentName;
+    const output = this.opts.outputs(key);
+    const runId = resumed?.runId ?? randomUUID();
+    const emit = async (e: AgentEvent): Promise<void> => {
+      try {
+        await output.emit(e);
+      } catch (err) {
+        this.log('error', `[${key}] could not deliver ${e.type}: ${(err as Error).message}`);
+      }
+    };
+    const agent = this.opts.agents.get(agentName);
+    if (!agent) {
+      await emit({ type: 'error', runId, message: `This conversation's agent "${agentName}" is not configured any more.` });
+      await emit({ type: 'run_finished', runId, reason: 'failed' });
+      await this.dropRecord(key);
+      return;
+    }
+
+    const lane = this.lanes.get(key)!;
+    const controller = new AbortController();
+    lane.current = controller;
+    await this.slots.acquire();
+    let holdsSlot = true;
+    let timedOut = false;
+    const deadline = new Deadline(agent.runTimeoutMs, () => {
+      timedOut = true;
+      controller.abort(new Error('timeout'));
+    });
+    const scope = { classifier: { ...EMPTY_USAGE }, used: false };
+    let usage: Usage = { ...EMPTY_USAGE };
+
+    const stored = await this.opts.store.load(key, { raw: resumed !== undefined });
+    const conv: StoredConversation = stored ?? { agent: agentName, messages: [], state: {}, updatedAt: Date.now() };
+    const before = conv.messages.length;
+    const record: RunRecord = resumed ?? {
+      runId,
+      agentName,
+      conversationKey: key,
+      platform: turn!.platform,
+      starter: turn!.sender,
+      humanAvailable: turn!.humanAvailable ?? true,
+      calls: {},
+    };
+    if (turn) appendUserTurn(conv.messages, [...(turn.text ? [{ type: 'text' as const, text: turn.text }] : []), ...(turn.attachments ?? [])]);
+    if (resumed && conv.messages.at(-1)?.role !== 'user' && unansweredToolUses(conv.messages).length === 0) {
+      // It had already answered; nothing to continue.
+      await this.dropRecord(key);
+      deadline.clear();
+      this.slots.release();
+      lane.current = undefined;
+      return;
+    }
+
+    let checkpointed = resumed !== undefined;
+    const saveRecord = async () => {
+      await this.opts.runs.set(`run:${key}`, record);
+      await this.addToIndex(key);
+    };
+    const states: CallStates = {
+      get: (id) => record.calls[id],
+      set: async (id, s) => {
+        record.calls[id] = s;
+        await saveRecord();
+      },
+    };
+    const humanWait = async <T>(wait: () => Promise<T>): Promise<T> => {
+      deadline.pause();
+      lane.waitingOnHuman = true;
+      if (holdsSlot) {
+        this.slots.release();
+        holdsSlot = false;
+      }
+      try {
+        return await wait();
+      } finally {
+        lane.waitingOnHuman = false;
+        await this.slots.acquire();
+        holdsSlot = true;
+        deadline.resume();
+      }
+    };
+    const convState: ConversationState = {
+      get: <T>(name: string) => conv.state[name] as T | undefined,
+      set: (name, value) => {
+        conv.state[name] = value;
+      },
+    };
+    const tools = this.opts.registry(agent).toolset(agent.tools, { humanAvailable: record.humanAvailable });
+    const policy = (): AgentPolicy => {
+      const a = this.opts.agents.get(agentName) ?? agent;
+      return {
+        name: a.name,
+        tier: a.tier,
+        autoApprovedTools: [...a.autoApprovedTools, ...this.opts.allowlists.tools(a.name)],
+        autoApprovedCommands: [...a.autoApprovedCommands, ...this.opts.allowlists.commands(a.name)],
+        approvers: a.approvers,
+      };
+    };
+
+    const toolContext = (callId: string, signal: AbortSignal): ToolContext => {
+      const ctx: ToolContext = {
+        workspace: agent.workspace,
+        signal,
+        conversationKey: key,
+        agentName,
+        envAllowlist: agent.envAllowlist,
+        state: convState,
+      };
+      if (record.humanAvailable) ctx.askUser = (q) => this.askUser(q, { key, agent, record, callId, states, humanWait, emit, signal });
+      return ctx;
+    };
+
+    await emit({ type: 'run_started', runId });
+    let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
+    try {
+      const outcome = await usageScope.run(scope, () =>
+        runLoop({
+          runId,
+          model: this.opts.model,
+          modelName: agent.model,
+          system: agent.system,
+          tools: [...tools.values()].map(toolSpec),
+          maxTokens: agent.maxTokens,
+          maxIterations: agent.maxIterations,
+          messages: conv.messages,
+          signal: controller.signal,
+          emit,
+          addUsage: (u) => {
+            usage = addUsage(usage, u);
+          },
+          checkpoint: async () => {
+            checkpointed = true;
+            await this.opts.store.save(key, conv);
+            if (unansweredToolUses(conv.messages).length > 0) await saveRecord();
+            else if (Object.keys(record.calls).length > 0) {
+              record.calls = {};
+              await saveRecord();
+            }
+          },
+          runBatch: (calls) =>
+            runToolBatch(calls, {
+              runId,
+              conversationKey: key,
+              platform: record.platform,
+              agentName,
+              tools,
+              toolContext,
+              policy,
+              classify: (c) => this.opts.classify(this.opts.agents.get(agentName) ?? agent, c),
+              broker: this.opts.broker,
+              approvalTimeoutMs: agent.approvalTimeoutMs,
+              emit,
+              signal: controller.signal,
+              states,
+              addAlways: (a) => this.opts.allowlists.add(agentName, a),
+              humanWait,
+            }),
+        }),
+      );
+      if (outcome.kind === 'answer') {
+        await emit({ type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text });
+      } else if (outcome.kind === 'max_iterations') {
+        reason = 'max_iterations';
+        await emit({ type: 'error', runId, message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.` });
+      } else {
+        reason = timedOut ? 'timeout' : 'stopped';
+        await emit(stoppedEvent(runId, timedOut, agent.runTimeoutMs));
+      }
+      await this.opts.store.save(key, conv);
+    } catch (err) {
+      if (controller.signal.aborted) {
+        reason = timedOut ? 'timeout' : 'stopped';
+        await emit(stoppedEvent(runId, timedOut, agent.runTimeoutMs));
+      } else {
+        reason = 'failed';
+        const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';
+        this.log('error', `[${key}] run ${runId} failed: ${(err as Error).stack ?? String(err)}`);
+        await emit({ type: 'error', runId, message });
+      }
+      // Keep the transcript only up to a consistent point: drop an unanswered tail, and everything
+      // of this run if the model never replied to it.
+      trimToConsistent(conv.messages);
+      if (checkpointed) await this.opts.store.save(key, conv);
+    } finally {
+      deadline.clear();
+      if (holdsSlot) this.slots.release();
+      lane.current = undefined;
+      await this.dropRecord(key);
+    }
+    const u: AgentEvent = { type: 'usage', runId, usage };
+    if (scope.used) u.classifierUsage = scope.classifier;
+    await emit(u);
+    await emit({ type: 'run_finished', runId, reason });
+  }
+
+  private async askUser(
+    q: QuestionRequest,
+    c: {
+      key: string;
+      agent: AgentSettings;
+      record: RunRecord;
+      callId: string;
+      states: CallStates;
+      humanWait: <T>(w: () => Promise<T>) => Promise<T>;
+      emit: (e: AgentEvent) => Promise<void>;
+      signal: AbortSignal;
+    },
+  ): Promise<QuestionAnswer> {
+    const prior = c.states.get(c.callId);
+    let questionId = prior?.status === 'started' ? prior.questionId : undefined;
+    if (!questionId || !(await this.opts.broker.get(questionId))) {
+      // Recorded before the card exists, as approvals are: a restart re-asks under the same id.
+      questionId ??= newToken();
+      await c.states.set(c.callId, { status: 'started', questionId });
+      await this.opts.broker.askQuestion({
+        requestId: questionId,
+        conversationKey: c.key,
+        platform: c.record.platform,
+        agentName: c.agent.name,
+        runId: c.record.runId,
+        question: q.question,
+        suggestions: q.suggestions,
+        allowCustom: q.allowCustom,
+        starterId: c.record.starter.id,
+        timeoutMs: c.agent.questionTimeoutMs,
+      });
+      await c.emit({ type: 'question_asked', runId: c.record.runId, callId: c.callId, question: q.question });
+    }
+    const id = questionId;
+    const d = await c.humanWait(() => this.opts.broker.wait(id, c.signal));
+    const answer = d.outcome === 'answered' ? (d.answer ?? '') : null;
+    await c.emit({ type: 'question_answered', runId: c.record.runId, callId: c.callId, answer, ...(d.by ? { by: d.byName ?? d.by } : {}) });
+    const result: QuestionAnswer = { answer };
+    if (d.by) result.by = d.byName ?? d.by;
+    return result;
+  }
+
+  private async loadRecord(key: string): Promise<RunRecord | undefined> {
+    const parsed = RunRecord.safeParse(await this.opts.runs.get(`run:${key}`));
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  private async addToIndex(key: string): Promise<void> {
+    const parsed = RunIndex.safeParse(await this.opts.runs.get('index'));
+    const keys = parsed.success ? parsed.data : [];
+    if (!keys.includes(key)) {
+      keys.push(key);
+      await this.opts.runs.set('index', keys);
+    }
+  }
+
+  private async dropRecord(key: string): Promise<void> {
+    const parsed = RunIndex.safeParse(await this.opts.runs.get('index'));
+    const keys = parsed.success ? parsed.data : [];
+    if (keys.includes(key)) await this.opts.runs.set('index', keys.filter((k) => k !== key));
+    await this.opts.runs.delete(`run:${key}`);
+  }
+}
+
+function stoppedEvent(runId: string, timedOut: boolean, timeoutMs: number): AgentEvent {
+  return timedOut
+    ? { type: 'error', runId, message: `Stopped: the run took longer than ${Math.round(timeoutMs / 1000)} s (runTimeoutMs).` }
+    : { type: 'answer', runId, text: 'Stopped.' };
+}
+
+/** Drops a trailing assistant turn whose tool calls have no results (a failure mid-batch). */
+function trimToConsistent(messages: StoredConversation['messages']): void {
+  while (unansweredToolUses(messages).length > 0) messages.pop();
+}

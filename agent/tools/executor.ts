@@ -1,0 +1,375 @@
+/**
+ * The executor: runs the tool calls of one assistant turn and returns one tool_result per call, in
+ * the calls' order. It never throws for a call: an unknown tool, invalid arguments, a refusal, a
+ * denial, a timeout, an exception or a /stop all become error results the model can react to.
+ *
+ * One call: lookup -> input validation (model-supplied `_selectedOptionId` stripped) -> propose ->
+ * gate -> (ask: card, wait for the decision) -> execute, with a timeout unless the tool is
+ * longRunning. Up to 10 calls of a turn run at once.
+ *
+ * Durability: every step that matters is recorded in `CallStates` (persisted by the runner) before it
+ * happens: `awaiting` (the card's request id), `started` (about to execute: from here the call runs at
+ * most once; a restart reports it as interrupted instead of running it again), `done` (the result).
+ * Tools that only wait on a human (`needsHuman`) are re-run on resume; their question is reused.
+ */
+import { z } from 'zod';
+import PQueue from 'p-queue';
+import type { AgentPolicy, GateDecision } from '../../policies/gate.js';
+import { decide } from '../../policies/gate.js';
+import type { Tier } from '../../policies/tiers.js';
+import { newToken, type ApprovalBroker, type Decision } from '../approvals.js';
+import type { AgentEvent } from '../events.js';
+import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
+
+export const MAX_PARALLEL_CALLS = 10;
+
+const ProposalSchema = z.object({
+  summary: z.string(),
+  preview: z.string().optional(),
+  options: z.array(z.object({ id: z.string(), label: z.string() })).optional(),
+  command: z.string().optional(),
+  data: z.unknown().optional(),
+});
+
+export const CallState = z.discriminatedUnion('status', [
+  z.object({
+    status: z.literal('awaiting'),
+    requestId: z.string(),
+    input: z.unknown(),
+    proposal: ProposalSchema,
+    tier: z.enum(['read-only', 'low-risk', 'high-risk']),
+    always: z.union([z.object({ kind: z.literal('command'), key: z.string() }), z.object({ kind: z.literal('tool'), name: z.string() }), z.null()]),
+  }),
+  z.object({ status: z.literal('started'), questionId: z.string().optional() }),
+  z.object({
+    status: z.literal('done'),
+    result: z.object({ content: z.union([z.string(), z.array(z.unknown())]), isError: z.boolean().optional() }),
+  }),
+]);
+export type CallState = z.infer<typeof CallState>;
+
+/** Per-call records for one batch, persisted by the runner on every change. */
+export interface CallStates {
+  get(callId: string): CallState | undefined;
+  set(callId: string, state: CallState): Promise<void>;
+}
+
+export interface BatchContext {
+  runId: string;
+  conversationKey: string;
+  platform: string;
+  agentName: string;
+  tools: ReadonlyMap<string, AnyTool>;
+  /** The tool context for one call (its own abort signal). */
+  toolContext(callId: string, signal: AbortSignal): ToolContext;
+  policy(): AgentPolicy;
+  classify(command: string): Promise<{ tier: Tier }>;
+  broker: ApprovalBroker;
+  approvalTimeoutMs: number;
+  emit(event: AgentEvent): Promise<void>;
+  /** Aborted by /stop or the run timeout. */
+  signal: AbortSignal;
+  states: CallStates;
+  /** Persists an "Always approve" (command key or tool) for this agent. */
+  addAlways(always: { kind: 'command'; key: string } | { kind: 'tool'; name: string }): Promise<void>;
+  /** Waiting on a human does not count against the run's timeout. */
+  humanWait<T>(wait: () => Promise<T>): Promise<T>;
+}
+
+type Prepared =
+  | { kind: 'result'; result: ToolResult }
+  | { kind: 'run'; tool: AnyTool; input: unknown; proposal?: Proposal }
+  | { kind: 'ask'; tool: AnyTool; input: unknown; proposal: Proposal; decision: Extract<GateDecision, { action: 'ask' }>; requestId?: string }
+  | { kind: 'awaiting'; tool: AnyTool; state: Extract<CallState, { status: 'awaiting' }> };
+
+export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchContext): Promise<ToolResultBlock[]> {
+  const queue = new PQueue({ concurrency: MAX_PARALLEL_CALLS });
+  const limit = <T>(fn: () => Promise<T>): Promise<T> => queue.add(fn) as Promise<T>;
+  // Phase 1: prepare every call (propose + gate), in parallel.
+  const prepared = await Promise.all(calls.map((c) => limit(() => prepare(c, ctx))));
+
+  // Phase 2: cards for the calls that need a human, in order, so the chat reads top to bottom.
+  const asks: Array<{ index: number; state: Extract<CallState, { status: 'awaiting' }> }> = [];
+  const newlyAsked: string[] = [];
+  for (let i = 0; i < calls.length; i++) {
+    const p = prepared[i]!;
+    const call = calls[i]!;
+    if (p.kind === 'ask') {
+      // The wait is recorded before the card exists: a crash in between re-posts the same request
+      // after the restart instead of leaving a card nobody waits for.
+      const requestId = p.requestId ?? newToken();
+      const state = { status: 'awaiting' as const, requestId, input: p.input, proposal: p.proposal, tier: p.decision.tier, always: p.decision.always };
+      await ctx.states.set(call.id, state);
+      await ctx.broker.askApproval({
+        requestId,
+        conversationKey: ctx.conversationKey,
+        platform: ctx.platform,
+        agentName: ctx.agentName,
+        runId: ctx.runId,
+        title: `Approve ${p.tool.name}?`,
+        body: `${p.proposal.summary}\nRated ${p.decision.tier}: ${p.decision.why}.`,
+        ...(p.proposal.preview !== undefined ? { preview: p.proposal.preview } : {}),
+        alwaysLabel: alwaysLabel(p.decision.always),
+        ...(p.proposal.options ? { options: p.proposal.options } : {}),
+        timeoutMs: ctx.approvalTimeoutMs,
+      });
+      await ctx.emit({ type: 'approval_asked', runId: ctx.runId, callId: call.id, tool: p.tool.name, summary: p.proposal.summary });
+      prepared[i] = { kind: 'awaiting', tool: p.tool, state };
+      asks.push({ index: i, state });
+      newlyAsked.push(requestId);
+    } else if (p.kind === 'awaiting') {
+      asks.push({ index: i, state: p.state });
+    }
+  }
+  if (newlyAsked.length > 1) {
+    await ctx.broker.askApproveAll(
+      {
+        conversationKey: ctx.conversationKey,
+        platform: ctx.platform,
+        agentName: ctx.agentName,
+        runId: ctx.runId,
+        title: `${newlyAsked.length} calls wait for approval`,
+        body: 'Decide them one by one above, or all at once here.',
+        timeoutMs: ctx.approvalTimeoutMs,
+      },
+      newlyAsked,
+    );
+  }
+
+  // Phase 3: wait for decisions and execute, in parallel; results keep the calls' order.
+  const pendingAsks = new Set(asks.map((a) => a.state.requestId));
+  const recheckOthers = async () => {
+    for (const a of asks) {
+      if (!pendingAsks.has(a.state.requestId)) continue;
+      const p = prepared[a.index]!;
+      if (p.kind !== 'awaiting') continue;
+      if (await coveredNow(p.tool, a.state, ctx)) {
+        await ctx.broker.settle(a.state.requestId, { outcome: 'approved', at: Date.now(), by: 'policy', note: 'covered by an Always approve given meanwhile' });
+      }
+    }
+  };
+  // A queued approval is re-checked before waiting: an Always given earlier may already cover it.
+  await recheckOthers();
+
+  const results = await Promise.all(
+    calls.map((call, i) =>
+      limit(async (): Promise<ToolResult> => {
+        const p = prepared[i]!;
+        if (p.kind === 'result') return p.result;
+        if (p.kind === 'run') return execute(call, p.tool, p.input, { ...(p.proposal ? { proposal: p.proposal } : {}) }, ctx);
+        if (p.kind === 'awaiting') {
+          const decision = await ctx.humanWait(() => ctx.broker.wait(p.state.requestId, ctx.signal));
+          pendingAsks.delete(p.state.requestId);
+          await ctx.emit({
+            type: 'approval_resolved',
+            runId: ctx.runId,
+            callId: call.id,
+            tool: p.tool.name,
+            outcome: decision.outcome === 'always' ? 'always' : decision.outcome === 'approved' ? 'approved' : decision.outcome === 'expired' ? 'expired' : 'denied',
+            ...(decision.by ? { by: decision.byName ?? decision.by } : {}),
+          });
+          if (decision.outcome === 'always' && p.state.always) {
+            await ctx.addAlways(p.state.always);
+            await recheckOthers();
+          }
+          if (decision.outcome !== 'approved' && decision.outcome !== 'always') return refusedResult(p.tool.name, decision, ctx.signal);
+          const prep: { proposal: Proposal; selectedOptionId?: string } = { proposal: p.state.proposal as Proposal };
+          if (decision.selectedOptionId !== undefined) prep.selectedOptionId = decision.selectedOptionId;
+          return execute(call, p.tool, p.state.input, prep, ctx);
+        }
+        return { content: 'internal error: unprepared call', isError: true };
+      }),
+    ),
+  );
+  return calls.map((call, i) => toBlock(call.id, results[i]!));
+}
+
+function alwaysLabel(always: Extract<GateDecision, { action: 'ask' }>['always']): string | null {
+  if (!always) return null;
+  return always.kind === 'command' ? `Always allow \`${always.key}\`` : `Always allow ${always.name}`;
+}
+
+async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {
+  if (state.proposal.options && state.proposal.options.length > 0) return false;
+  const d = await decide(
+    { toolName: tool.name, toolTier: tool.tier, platform: ctx.platform, hasOptions: false, ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}) },
+    ctx.policy,
+    // Re-check against allowlists only: no new classifier call, a non-allowlisted call stays asked.
+    { classify: async () => ({ tier: 'high-risk' }) },
+  );
+  return d.action === 'allow';
+}
+
+function refusedResult(toolName: string, d: Decision, signal: AbortSignal): ToolResult {
+  if (signal.aborted) return { content: `${toolName} did not run: the run was stopped.`, isError: true };
+  switch (d.outcome) {
+    case 'expired':
+      return { content: `${toolName} did not run: nobody approved it before the approval expired. Treat it as denied.`, isError: true };
+    default:
+      return {
+        content: `${toolName} did not run: ${d.by ? `denied by ${d.byName ?? d.by}` : 'denied'}${d.note ? ` (${d.note})` : ''}. Do not retry the same call; ask the user what to do instead.`,
+        isError: true,
+      };
+  }
+}
+
+async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared> {
+  const prior = ctx.states.get(call.id);
+  const tool = ctx.tools.get(call.name);
+  if (prior?.status === 'done') return { kind: 'result', result: prior.result as ToolResult };
+  if (!tool) {
+    return { kind: 'result', result: { content: `Unknown tool "${call.name}". Available tools: ${[...ctx.tools.keys()].join(', ') || 'none'}.`, isError: true } };
+  }
+  if (prior?.status === 'awaiting') {
+    if (await ctx.broker.get(prior.requestId)) return { kind: 'awaiting', tool, state: prior };
+    // Crashed between recording the wait and storing the card: ask again, under the same id.
+    return {
+      kind: 'ask',
+      tool,
+      input: prior.input,
+      proposal: prior.proposal as Proposal,
+      decision: { action: 'ask', tier: prior.tier, why: 'asked again after a restart', always: prior.always },
+      requestId: prior.requestId,
+    };
+  }
+  if (prior?.status === 'started' && !tool.needsHuman) {
+    return {
+      kind: 'result',
+      result: {
+        content: `${tool.name} was interrupted by a restart of the bot after it started; it may have partly run and was not run again. Check its effects before retrying.`,
+        isError: true,
+      },
+    };
+  }
+  if (ctx.signal.aborted) return { kind: 'result', result: { content: `${tool.name} did not run: the run was stopped.`, isError: true } };
+
+  // The picker choice comes only from an approver's click, never from the model.
+  const rawInput = stripReserved(call.input);
+  const parsed = tool.input.safeParse(rawInput);
+  if (!parsed.success) {
+    return { kind: 'result', result: { content: `Invalid arguments for ${tool.name}: ${formatZodError(parsed.error)}. Fix them and call again.`, isError: true } };
+  }
+  const input = parsed.data;
+  let proposal: Proposal | undefined;
+  if (tool.propose) {
+    try {
+      const ac = new AbortController();
+      const onAbort = () => ac.abort();
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        proposal = await withTimeout(tool.propose(input, ctx.toolContext(call.id, ac.signal)), tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, ac, tool.name);
+      } finally {
+        ctx.signal.removeEventListener('abort', onAbort);
+      }
+    } catch (err) {
+      return { kind: 'result', result: errorResult(tool.name, err) };
+    }
+  }
+  const decision = await decide(
+    {
+      toolName: tool.name,
+      toolTier: tool.tier,
+      platform: ctx.platform,
+      hasOptions: (proposal?.options?.length ?? 0) > 0,
+      ...(proposal?.command !== undefined ? { command: proposal.command } : {}),
+    },
+    ctx.policy,
+    { classify: (c) => ctx.classify(c) },
+  );
+  if (decision.action === 'deny') {
+    const content = decision.absolute ? `Blocked: ${decision.reason}` : decision.reason;
+    return { kind: 'result', result: { content, isError: true } };
+  }
+  if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: `${tool.name} ${JSON.stringify(input).slice(0, 200)}` }, decision };
+  return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
+}
+
+async function execute(
+  call: ToolUseBlock,
+  tool: AnyTool,
+  input: unknown,
+  prepared: { proposal?: Proposal; selectedOptionId?: string },
+  ctx: BatchContext,
+): Promise<ToolResult> {
+  if (ctx.signal.aborted) return { content: `${tool.name} did not run: the run was stopped.`, isError: true };
+  const prior = ctx.states.get(call.id);
+  // Recorded before running: from here on, a restart reports the call instead of running it twice.
+  await ctx.states.set(call.id, prior?.status === 'started' ? prior : { status: 'started' });
+  await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: call.id, tool: tool.name, summary: prepared.proposal?.summary ?? summarize(tool.name, input) });
+  const ac = new AbortController();
+  const onAbort = () => ac.abort();
+  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  let result: ToolResult;
+  try {
+    const run = tool.execute(input, ctx.toolContext(call.id, ac.signal), prepared);
+    result = tool.longRunning ? await run : await withTimeout(run, tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, ac, tool.name);
+    if (ctx.signal.aborted && !result.isError) {
+      // Finished despite the stop: keep its real result, the model should know it ran.
+    }
+  } catch (err) {
+    result = ctx.signal.aborted ? { content: `${tool.name} was interrupted: the run was stopped.`, isError: true } : errorResult(tool.name, err);
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort);
+  }
+  await ctx.states.set(call.id, { status: 'done', result });
+  await ctx.emit({ type: 'tool_finished', runId: ctx.runId, callId: call.id, tool: tool.name, ok: !result.isError, summary: firstLine(result) });
+  return result;
+}
+
+class ToolTimeout extends Error {}
+
+function withTimeout<T>(p: Promise<T>, ms: number, ac: AbortController, name: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      ac.abort();
+      reject(new ToolTimeout(`${name} timed out after ${Math.round(ms / 1000)} s and was stopped.`));
+    }, ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
+function errorResult(toolName: string, err: unknown): ToolResult {
+  if (err instanceof ToolTimeout) return { content: err.message, isError: true };
+  if (err instanceof ToolError) return { content: `${toolName} failed: ${err.message}`, isError: true };
+  const message = err instanceof Error ? err.message : String(err);
+  return { content: `${toolName} failed unexpectedly: ${message}`, isError: true };
+}
+
+function stripReserved(input: unknown): unknown {
+  if (input && typeof input === 'object' && !Array.isArray(input) && '_selectedOptionId' in input) {
+    const { _selectedOptionId: _ignored, ...rest } = input as Record<string, unknown>;
+    return rest;
+  }
+  return input;
+}
+
+export function formatZodError(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.length ? i.path.join('.') : '(input)'}: ${i.message}`).join('; ');
+}
+
+function toBlock(id: string, r: ToolResult): ToolResultBlock {
+  const block: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: r.content };
+  if (r.isError) block.is_error = true;
+  return block;
+}
+
+function summarize(name: string, input: unknown): string {
+  const s = JSON.stringify(input) ?? '';
+  return `${name} ${s.length > 120 ? s.slice(0, 117) + '...' : s}`;
+}
+
+function firstLine(r: ToolResult): string {
+  const text = typeof r.content === 'string' ? r.content : r.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join(' ');
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > 160 ? line.slice(0, 157) + '...' : line;
+}
