@@ -1,0 +1,683 @@
+/**
+ * The Telegram adapter (grammy). The only module in the project that imports grammy.
+ *
+ * Contract (beyond adapters/types.ts):
+ * - start(): getMe (unless `botInfo`), then either long polling (deleteWebhook, a quick getUpdates
+ *   probe so a 409 fails start(), then @grammyjs/runner) or webhook mode (setWebhook with the
+ *   secret; `httpRoutes()` gives the handler the bot's HTTP server mounts; a wrong secret gets 401).
+ *   Start-up errors say what to do and never contain the token. A 401/409 while polling later is
+ *   logged as an error and polling stops (visible, not a silent retry loop).
+ * - Inbound messages are handled in order per chat (and topic), concurrently across chats; button
+ *   presses never queue behind messages. Every callback query is answered.
+ * - Outbound calls retry a 429 after its retry_after (up to 3 times) and a network error twice,
+ *   then log and throw. The run's status message has its own throttle (status.ts).
+ * - Attachments: photos -> image (the largest size within `maxAttachmentBytes`), documents -> text
+ *   or image by MIME type/extension. One that cannot be read is not downloaded; the message text
+ *   tells the model so, and the sender is told (only if the core accepted the message, so a
+ *   stranger gets no extra reply).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Api, Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
+import type { Context, Transformer } from 'grammy';
+import { run, sequentialize } from '@grammyjs/runner';
+import type { RunnerHandle } from '@grammyjs/runner';
+import type { AgentEvent, Card } from '../../agent/events.js';
+import type { Adapter, AdapterSink, Attachment, ConversationRef, InboundMessage, Sender } from '../types.js';
+import { CALLBACK_PREFIX, cutText, renderCard } from './cards.js';
+import { chunkHtml, chunkPlain } from './chunk.js';
+import { htmlToPlain, markdownToTelegramHtml } from './format.js';
+import { decodeKey, refFor } from './keys.js';
+import { StatusMessage, statusText } from './status.js';
+import type { StatusFailure, StatusItem } from './status.js';
+
+type UserFromGetMe = Context['me'];
+type Message = NonNullable<Context['message']>;
+type Chat = Message['chat'];
+type User = NonNullable<Message['from']>;
+
+export interface TelegramAdapterOptions {
+  token: string;
+  /** TELEGRAM_API_ROOT; default https://api.telegram.org (no trailing slash needed). */
+  apiRoot?: string;
+  /** Webhook mode when set: setWebhook(url, secret) at start; mount `httpRoutes()`. */
+  webhook?: { url: string; secret: string; path?: string };
+  /** Skips getMe at start. */
+  botInfo?: UserFromGetMe;
+  /** Minimum time between edits of a run's status message; default 1500 ms. */
+  statusEditIntervalMs?: number;
+  /** Default 5 MB. */
+  maxAttachmentBytes?: number;
+  /** How often the typing action is repeated while a run works; default 4000 ms. */
+  typingIntervalMs?: number;
+  /** Waits before the network retries of an outbound call; default [300, 1000]. */
+  networkRetryDelaysMs?: number[];
+  /** Long-poll timeout in seconds; default 30. */
+  pollTimeoutSeconds?: number;
+  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+export interface TelegramHttpRoute {
+  method: 'POST';
+  path: string;
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+export type TelegramAdapter = Adapter & {
+  /** Webhook mode: the routes the bot's HTTP server mounts. Empty in polling mode. */
+  httpRoutes(): TelegramHttpRoute[];
+};
+
+const DEFAULT_API_ROOT = 'https://api.telegram.org';
+const MAX_429_RETRIES = 3;
+const MAX_RETRY_AFTER_S = 60;
+const NO_LONGER_VALID = 'This button is no longer valid.';
+const TYPING_MAX_MS = 30 * 60_000;
+
+const TEXT_MIME = /^(text\/|application\/(json|xml|x-yaml|yaml|toml|javascript|x-javascript|typescript|x-sh|x-shellscript|sql|x-ndjson|ld\+json|csv)\b)/i;
+const TEXT_EXT =
+  /\.(txt|md|markdown|rst|json|jsonl|ndjson|ya?ml|toml|ini|cfg|conf|env|csv|tsv|log|xml|html?|css|scss|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|php|sh|bash|zsh|fish|sql|diff|patch|tf|hcl|lua|pl|r|swift|dockerfile|gitignore)$/i;
+const IMAGE_MIME = /^image\/(jpeg|png|gif|webp)$/i;
+const IMAGE_EXT: Record<string, string> = { jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp' };
+
+export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAdapter {
+  const token = opts.token.trim();
+  if (token === '') throw new Error('TELEGRAM_BOT_TOKEN is empty: set it to the token from @BotFather');
+  const apiRoot = (opts.apiRoot ?? DEFAULT_API_ROOT).replace(/\/+$/, '');
+  const log = opts.log ?? ((level, msg) => console[level === 'info' ? 'log' : level](`[telegram] ${msg}`));
+  const statusInterval = opts.statusEditIntervalMs ?? 1500;
+  const maxBytes = opts.maxAttachmentBytes ?? 5 * 1024 * 1024;
+  const typingInterval = opts.typingIntervalMs ?? 4000;
+  const netDelays = opts.networkRetryDelaysMs ?? [300, 1000];
+  const prefix = CALLBACK_PREFIX;
+  if (opts.webhook && !/^[A-Za-z0-9_-]{1,256}$/.test(opts.webhook.secret)) {
+    throw new Error('TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z a-z 0-9 _ - (Telegram rejects others)');
+  }
+
+  /** The token is in every API URL: keep it out of anything we log or throw. */
+  const scrub = (s: string): string => s.split(token).join('<token>');
+  const describe = (err: unknown): string => {
+    if (err instanceof GrammyError) return scrub(`${err.method}: ${err.error_code} ${err.description}`);
+    if (err instanceof HttpError) {
+      const inner = err.error instanceof Error ? err.error.message : String(err.error);
+      return scrub(`${err.message} ${inner}`);
+    }
+    return scrub(err instanceof Error ? err.message : String(err));
+  };
+
+  const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+  let pollFailing = false;
+  const retry: Transformer = async (prev, method, payload, signal) => {
+    if (method === 'getUpdates') {
+      // The runner retries polling itself; we only make failures visible.
+      try {
+        const res = await prev(method, payload, signal);
+        if (res.ok && pollFailing) {
+          pollFailing = false;
+          log('info', 'polling Telegram again');
+        }
+        return res;
+      } catch (err) {
+        if (!signal?.aborted && !pollFailing) {
+          pollFailing = true;
+          log('warn', `polling Telegram failed, retrying: ${describe(err)}`);
+        }
+        throw err;
+      }
+    }
+    let limited = 0;
+    let failed = 0;
+    for (;;) {
+      let res;
+      try {
+        res = await prev(method, payload, signal);
+      } catch (err) {
+        const wait = netDelays[failed++];
+        if (wait === undefined || signal?.aborted) throw err;
+        log('warn', `${method} failed (${describe(err)}); retrying in ${wait} ms`);
+        await sleep(wait);
+        continue;
+      }
+      if (!res.ok && res.error_code === 429 && limited < MAX_429_RETRIES) {
+        const after = res.parameters?.retry_after ?? 1;
+        if (after <= MAX_RETRY_AFTER_S) {
+          limited++;
+          log('warn', `${method} rate-limited by Telegram; retrying after ${after} s`);
+          await sleep(after * 1000);
+          continue;
+        }
+      }
+      return res;
+    }
+  };
+
+  const clientOpts = { apiRoot };
+  const bot = new Bot(token, { client: clientOpts, ...(opts.botInfo ? { botInfo: opts.botInfo } : {}) });
+  bot.api.config.use(retry);
+  /** No automatic retries: the status message handles 429 by coalescing, not by replaying. */
+  const statusApi = new Api(token, clientOpts);
+
+  let sink: AdapterSink | undefined;
+  let runner: RunnerHandle | undefined;
+  let webhookHandler: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
+  let started = false;
+  let lastUpdateId: number | undefined;
+
+  // ---- inbound ------------------------------------------------------------------------------
+
+  const topicOf = (msg: Pick<Message, 'is_topic_message' | 'message_thread_id'>): number | undefined =>
+    msg.is_topic_message === true && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
+
+  const senderOf = (u: User): Sender => {
+    const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || (u.username ? `@${u.username}` : undefined);
+    const s: Sender = { id: String(u.id), isBot: u.is_bot };
+    if (name) s.name = name;
+    return s;
+  };
+
+  bot.use((ctx, next) => {
+    lastUpdateId = Math.max(lastUpdateId ?? 0, ctx.update.update_id);
+    return next();
+  });
+
+  // In order per chat/topic; callback queries are not constrained, so they never wait behind a message.
+  bot.use(
+    sequentialize((ctx: Context) => {
+      const m = ctx.message;
+      if (!m) return undefined;
+      const topic = topicOf(m);
+      return topic === undefined ? String(m.chat.id) : `${m.chat.id}:${topic}`;
+    }),
+  );
+
+  bot.on('callback_query', async (ctx) => {
+    const q = ctx.callbackQuery;
+    const answer = async (text: string | undefined) => {
+      try {
+        await ctx.answerCallbackQuery(text ? { text: cutText(text, 200), show_alert: false } : {});
+      } catch (err) {
+        log('warn', `answerCallbackQuery failed: ${describe(err)}`);
+      }
+    };
+    const data = q.data;
+    const msg = q.message;
+    if (data === undefined || !data.startsWith(prefix) || data.length === prefix.length || !msg || !sink) {
+      await answer(NO_LONGER_VALID);
+      return;
+    }
+    const topic = 'is_topic_message' in msg ? topicOf(msg) : undefined;
+    try {
+      const r = await sink.action({
+        platform: 'telegram',
+        conversation: refFor(msg.chat.id, topic),
+        token: data.slice(prefix.length),
+        user: senderOf(q.from),
+        eventId: `tg:${ctx.update.update_id}`,
+      });
+      await answer(r.notice);
+    } catch (err) {
+      log('error', `handling a button press failed: ${describe(err)}`);
+      await answer('Something went wrong; please try again.');
+    }
+  });
+
+  bot.on('message', async (ctx) => {
+    const m = ctx.message;
+    const me = ctx.me;
+    if (!m.from || !sink) return;
+    const rawText = m.text ?? m.caption ?? '';
+    const entities = m.entities ?? m.caption_entities ?? [];
+    const isDirect = m.chat.type === 'private';
+    const myName = `@${me.username}`.toLowerCase();
+
+    let mentionsBot = false;
+    let text = rawText;
+    for (const e of entities) {
+      const part = rawText.slice(e.offset, e.offset + e.length);
+      if (e.type === 'mention' && part.toLowerCase() === myName) mentionsBot = true;
+      if (e.type === 'text_mention' && e.user?.id === me.id) mentionsBot = true;
+      if (e.type === 'bot_command') {
+        const at = part.indexOf('@');
+        if (at >= 0 && part.slice(at).toLowerCase() === myName) mentionsBot = true;
+        if (at < 0 && isDirect) mentionsBot = true;
+      }
+    }
+    // "/stop@MyBot x" -> "/stop x" (only our own name; a command for another bot stays as is).
+    const first = entities.find((e) => e.type === 'bot_command' && e.offset === 0);
+    if (first) {
+      const cmd = rawText.slice(0, first.length);
+      const at = cmd.indexOf('@');
+      if (at >= 0 && cmd.slice(at).toLowerCase() === myName) text = cmd.slice(0, at) + rawText.slice(first.length);
+    }
+
+    const topic = topicOf(m);
+    const reply = m.reply_to_message;
+    // In a forum topic every message "replies" to the topic's root message: that is not a reply.
+    const repliesToBot =
+      reply !== undefined && reply.from?.id === me.id && !(topic !== undefined && reply.message_id === topic);
+
+    const ref = refFor(m.chat.id, topic);
+    const { attachments, refused } = await readAttachments(m);
+    if (text.trim() === '' && attachments.length === 0 && refused.length === 0) return; // service message, sticker, …
+
+    const notes = refused.map((r) => `[attachment not read: ${r}]`);
+    const msg: InboundMessage = {
+      platform: 'telegram',
+      conversation: ref,
+      sender: senderOf(m.from),
+      text: [text, ...notes].filter((s) => s !== '').join('\n'),
+      attachments,
+      isDirect,
+      mentionsBot,
+      repliesToBot,
+      eventId: `tg:${ctx.update.update_id}`,
+    };
+    let result;
+    try {
+      result = await sink.message(msg);
+    } catch (err) {
+      log('error', `the core failed on message ${msg.eventId}: ${describe(err)}`);
+      return;
+    }
+    try {
+      if (result.accepted && refused.length > 0) {
+        await sendPlain(ref, refused.map((r) => `Not read: ${r}.`).join('\n'), m.message_id);
+      }
+      if (result.reply) await sendPlain(ref, result.reply, m.message_id);
+    } catch (err) {
+      log('error', `could not reply in ${ref.key}: ${describe(err)}`);
+    }
+  });
+
+  bot.catch((err) => log('error', `update ${err.ctx.update.update_id} failed: ${describe(err.error)}`));
+
+  const mb = (n: number): string =>
+    n < 1024 ? `${n} bytes` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '')} MB`;
+
+  async function readAttachments(m: Message): Promise<{ attachments: Attachment[]; refused: string[] }> {
+    const attachments: Attachment[] = [];
+    const refused: string[] = [];
+    if (m.photo && m.photo.length > 0) {
+      const sizes = [...m.photo].sort((a, b) => a.width * a.height - b.width * b.height);
+      const fit = sizes.filter((p) => (p.file_size ?? 0) <= maxBytes).pop();
+      const name = `photo_${m.message_id}.jpg`;
+      if (!fit) {
+        refused.push(`${name} is ${mb(sizes[0]?.file_size ?? 0)}; the limit is ${mb(maxBytes)}`);
+      } else {
+        const got = await download(fit.file_id, name);
+        if (typeof got === 'string') refused.push(got);
+        else attachments.push({ kind: 'image', name, mimeType: 'image/jpeg', data: got.toString('base64') });
+      }
+    }
+    const doc = m.document;
+    if (doc) {
+      const name = doc.file_name ?? 'document';
+      const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase() ?? '';
+      const mime = doc.mime_type ?? IMAGE_EXT[ext] ?? 'application/octet-stream';
+      const kind: Attachment['kind'] | undefined =
+        IMAGE_MIME.test(mime) || IMAGE_EXT[ext] ? 'image' : TEXT_MIME.test(mime) || TEXT_EXT.test(name) ? 'text' : undefined;
+      if (!kind) {
+        refused.push(`${name} (${mime}): I can read images and text files only`);
+      } else if (doc.file_size !== undefined && doc.file_size > maxBytes) {
+        refused.push(`${name} is ${mb(doc.file_size)}; the limit is ${mb(maxBytes)}`);
+      } else {
+        const got = await download(doc.file_id, name);
+        if (typeof got === 'string') refused.push(got);
+        else if (kind === 'image') {
+          attachments.push({ kind, name, mimeType: IMAGE_MIME.test(mime) ? mime : (IMAGE_EXT[ext] ?? mime), data: got.toString('base64') });
+        } else {
+          const textData = new TextDecoder('utf-8').decode(got);
+          if (textData.includes('\u0000')) refused.push(`${name} is not a text file`);
+          else attachments.push({ kind, name, mimeType: mime, data: textData });
+        }
+      }
+    }
+    return { attachments, refused };
+  }
+
+  /** The file's bytes, or why it could not be read (for the user and the model). */
+  async function download(fileId: string, name: string): Promise<Buffer | string> {
+    try {
+      const file = await bot.api.getFile(fileId);
+      if (!file.file_path) return `${name} could not be downloaded from Telegram`;
+      if (file.file_size !== undefined && file.file_size > maxBytes) {
+        return `${name} is ${mb(file.file_size)}; the limit is ${mb(maxBytes)}`;
+      }
+      const res = await fetch(`${apiRoot}/file/bot${token}/${file.file_path}`, { signal: AbortSignal.timeout(60_000) });
+      if (!res.ok || !res.body) {
+        await res.body?.cancel();
+        log('warn', `file download for ${name} failed: HTTP ${res.status}`);
+        return `${name} could not be downloaded from Telegram`;
+      }
+      const parts: Buffer[] = [];
+      let total = 0;
+      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+        total += chunk.byteLength;
+        if (total > maxBytes) return `${name} is over the limit of ${mb(maxBytes)}`;
+        parts.push(Buffer.from(chunk));
+      }
+      return Buffer.concat(parts);
+    } catch (err) {
+      log('warn', `file download for ${name} failed: ${describe(err)}`);
+      return `${name} could not be downloaded from Telegram`;
+    }
+  }
+
+  // ---- outbound -----------------------------------------------------------------------------
+
+  const chatOf = (ref: ConversationRef): number => {
+    const id = Number(ref.channelId);
+    if (!Number.isSafeInteger(id)) throw new Error(`not a Telegram chat id: "${ref.channelId}" (conversation ${ref.key})`);
+    return id;
+  };
+  const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { message_thread_id: Number(ref.threadId) } : {});
+  const replyOpts = (replyTo: number | undefined) =>
+    replyTo !== undefined ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {};
+
+  const isParseError = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /can't parse entities/i.test(err.description);
+  const isNotModified = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description);
+
+  async function outbound<T>(what: string, ref: ConversationRef, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      const msg = `${what} in ${ref.key} failed: ${describe(err)}`;
+      log('error', msg);
+      throw new Error(msg);
+    }
+  }
+
+  async function sendPlain(ref: ConversationRef, text: string, replyTo?: number): Promise<void> {
+    let first = true;
+    for (const piece of chunkPlain(text)) {
+      await outbound('sendMessage', ref, () =>
+        bot.api.sendMessage(chatOf(ref), piece, { ...threadOpts(ref), ...(first ? replyOpts(replyTo) : {}) }),
+      );
+      first = false;
+    }
+  }
+
+  /** Sends one HTML message; if Telegram refuses the formatting, the same text goes out plain. */
+  async function sendHtml(ref: ConversationRef, html: string, extra: Record<string, unknown> = {}): Promise<{ message_id: number }> {
+    try {
+      return await bot.api.sendMessage(chatOf(ref), html, { parse_mode: 'HTML', ...threadOpts(ref), ...extra });
+    } catch (err) {
+      if (!isParseError(err)) throw err;
+      log('warn', `Telegram refused the formatting (${describe(err)}); sending it as plain text`);
+      return await bot.api.sendMessage(chatOf(ref), htmlToPlain(html), { ...threadOpts(ref), ...extra });
+    }
+  }
+
+  interface RunView {
+    ref: ConversationRef;
+    items: Map<string, StatusItem>;
+    status: StatusMessage | undefined;
+    typing: NodeJS.Timeout | undefined;
+    typingSince: number;
+  }
+  const runs = new Map<string, RunView>();
+
+  const classify = (err: unknown): StatusFailure => {
+    if (err instanceof GrammyError && err.error_code === 429) {
+      return { kind: 'retry', afterMs: (err.parameters.retry_after ?? 1) * 1000 };
+    }
+    if (err instanceof HttpError) return { kind: 'retry', afterMs: statusInterval };
+    if (isNotModified(err)) return { kind: 'not_modified' };
+    return { kind: 'fatal' };
+  };
+
+  function viewOf(ref: ConversationRef, runId: string): RunView {
+    let v = runs.get(runId);
+    if (!v) {
+      v = { ref, items: new Map(), status: undefined, typing: undefined, typingSince: 0 };
+      runs.set(runId, v);
+    }
+    return v;
+  }
+
+  function startTyping(v: RunView): void {
+    if (v.typing) return;
+    v.typingSince = Date.now();
+    const tick = () => {
+      if (Date.now() - v.typingSince > TYPING_MAX_MS) return stopTyping(v);
+      bot.api.sendChatAction(chatOf(v.ref), 'typing', threadOpts(v.ref)).catch((err: unknown) => {
+        log('warn', `sendChatAction in ${v.ref.key} failed: ${describe(err)}`);
+      });
+    };
+    tick();
+    v.typing = setInterval(tick, typingInterval);
+    v.typing.unref();
+  }
+
+  function stopTyping(v: RunView): void {
+    if (v.typing) clearInterval(v.typing);
+    v.typing = undefined;
+  }
+
+  function showStatus(v: RunView): void {
+    v.status ??= new StatusMessage(
+      {
+        send: async (text) => {
+          const m = await statusApi.sendMessage(chatOf(v.ref), text, { ...threadOpts(v.ref), disable_notification: true });
+          return m.message_id;
+        },
+        edit: async (id, text) => {
+          await statusApi.editMessageText(chatOf(v.ref), id, text);
+        },
+        remove: async (id) => {
+          await bot.api.deleteMessage(chatOf(v.ref), id);
+        },
+      },
+      { intervalMs: statusInterval, classify, log, describe },
+    );
+    v.status.set(statusText([...v.items.values()]));
+  }
+
+  async function endStatus(v: RunView): Promise<void> {
+    stopTyping(v);
+    const s = v.status;
+    v.status = undefined;
+    await s?.finish();
+  }
+
+  const OUTCOME_ICON: Record<string, string> = { approved: '👍', always: '👍', denied: '🚫', declined: '🚫', expired: '⌛' };
+
+  async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
+    const v = viewOf(ref, event.runId);
+    switch (event.type) {
+      case 'run_started':
+        startTyping(v);
+        return;
+      case 'text':
+      case 'usage':
+        return;
+      case 'tool_started':
+        v.items.set(event.callId, { icon: '⏳', text: `${event.tool}: ${event.summary}` });
+        return showStatus(v);
+      case 'tool_finished':
+        v.items.set(event.callId, { icon: event.ok ? '✅' : '❌', text: `${event.tool}: ${event.summary}` });
+        return showStatus(v);
+      case 'approval_asked':
+        stopTyping(v); // waiting for a person, not working
+        v.items.set(event.callId, { icon: '🔐', text: `${event.tool}: ${event.summary} (waiting for approval)` });
+        return showStatus(v);
+      case 'approval_resolved': {
+        const prev = v.items.get(event.callId);
+        const base = prev ? prev.text.replace(/ \(waiting for approval\)$/, '') : event.tool;
+        v.items.set(event.callId, {
+          icon: OUTCOME_ICON[event.outcome] ?? '•',
+          text: `${base} (${event.outcome}${event.by ? ` by ${event.by}` : ''})`,
+        });
+        if (event.outcome === 'approved' || event.outcome === 'always') startTyping(v);
+        return showStatus(v);
+      }
+      case 'question_asked':
+        stopTyping(v);
+        v.items.set(event.callId, { icon: '❓', text: event.question });
+        return showStatus(v);
+      case 'question_answered': {
+        const prev = v.items.get(event.callId);
+        v.items.set(event.callId, { icon: '💬', text: `${prev?.text ?? 'question'} (${event.answer === null ? 'no answer' : 'answered'})` });
+        startTyping(v);
+        return showStatus(v);
+      }
+      case 'answer': {
+        await endStatus(v);
+        const html = markdownToTelegramHtml(event.text);
+        for (const piece of chunkHtml(html)) await outbound('sending the answer', ref, () => sendHtml(ref, piece));
+        return;
+      }
+      case 'error':
+        await endStatus(v);
+        await sendPlain(ref, event.message);
+        return;
+      case 'run_finished':
+        await endStatus(v);
+        runs.delete(event.runId);
+        return;
+    }
+  }
+
+  async function postCard(ref: ConversationRef, card: Card): Promise<string> {
+    const r = renderCard(card, { prefix });
+    for (const lead of r.lead) await outbound('sending a card', ref, () => sendHtml(ref, lead));
+    const m = await outbound('sending a card', ref, () =>
+      sendHtml(ref, r.html, r.keyboard ? { reply_markup: r.keyboard } : {}),
+    );
+    return String(m.message_id);
+  }
+
+  async function updateCard(ref: ConversationRef, handle: string, card: Card): Promise<void> {
+    const messageId = Number(handle);
+    if (!Number.isSafeInteger(messageId)) throw new Error(`not a Telegram card handle: "${handle}" (expected a message id)`);
+    const r = renderCard(card, { prefix });
+    const markup = r.keyboard ?? { inline_keyboard: [] };
+    const edit = (text: string, html: boolean) =>
+      bot.api.editMessageText(chatOf(ref), messageId, text, { ...(html ? { parse_mode: 'HTML' as const } : {}), reply_markup: markup });
+    await outbound('updating a card', ref, async () => {
+      try {
+        await edit(r.html, true);
+      } catch (err) {
+        if (isNotModified(err)) return;
+        if (!isParseError(err)) throw err;
+        try {
+          await edit(htmlToPlain(r.html), false);
+        } catch (err2) {
+          if (!isNotModified(err2)) throw err2;
+        }
+      }
+    });
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------------
+
+  function startError(err: unknown): Error {
+    if (err instanceof GrammyError) {
+      if (err.error_code === 401 || err.error_code === 404) {
+        const what = err.error_code === 401 ? '401 Unauthorized' : '404 Not Found';
+        return new Error(`TELEGRAM_BOT_TOKEN was rejected by Telegram (${what}): check the token from @BotFather`);
+      }
+      if (err.error_code === 409) return new Error(conflictMessage());
+      return new Error(`Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`);
+    }
+    if (err instanceof HttpError) {
+      const inner = err.error instanceof Error ? err.error.message : String(err.error);
+      return new Error(scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`));
+    }
+    return new Error(`Telegram start failed: ${describe(err)}`);
+  }
+  const conflictMessage = () =>
+    'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
+
+  async function start(s: AdapterSink): Promise<void> {
+    if (started) throw new Error('the Telegram adapter is already started');
+    sink = s;
+    try {
+      if (!opts.botInfo) bot.botInfo = await bot.api.getMe();
+      if (opts.webhook) {
+        const { url, secret } = opts.webhook;
+        await bot.api.setWebhook(url, { secret_token: secret, allowed_updates: ['message', 'callback_query'] });
+        webhookHandler = webhookCallback(bot, 'http', {
+          secretToken: secret,
+          onTimeout: 'return', // answer Telegram; the handler keeps going
+          timeoutMilliseconds: 8000,
+        });
+      } else {
+        await bot.api.deleteWebhook();
+        // A quick probe, so a second poller makes start() fail instead of a log line later.
+        await bot.api.getUpdates({ timeout: 0, limit: 1 });
+        runner = run(bot, {
+          runner: {
+            fetch: { timeout: opts.pollTimeoutSeconds ?? 30, allowed_updates: ['message', 'callback_query'] },
+            silent: true,
+          },
+        });
+        const task = runner.task();
+        task?.catch((err: unknown) => {
+          const conflict = err instanceof GrammyError && err.error_code === 409;
+          log('error', conflict ? `polling stopped: ${conflictMessage()}` : `polling stopped: ${startError(err).message}`);
+        });
+      }
+    } catch (err) {
+      sink = undefined;
+      throw startError(err);
+    }
+    started = true;
+    log('info', `connected as @${bot.botInfo.username} (${opts.webhook ? 'webhook' : 'long polling'})`);
+  }
+
+  async function stop(): Promise<void> {
+    if (!started) return;
+    started = false;
+    const r = runner;
+    runner = undefined;
+    webhookHandler = undefined;
+    if (r) {
+      try {
+        await r.stop();
+      } catch {
+        // already logged by the task handler
+      }
+      // Confirm what was handled, so a restart does not see it again.
+      if (lastUpdateId !== undefined) {
+        await bot.api.getUpdates({ offset: lastUpdateId + 1, limit: 1, timeout: 0 }).catch(() => undefined);
+      }
+    }
+    await Promise.all([...runs.values()].map((v) => endStatus(v)));
+    runs.clear();
+    sink = undefined;
+  }
+
+  const webhookPath = opts.webhook ? (opts.webhook.path ?? (new URL(opts.webhook.url).pathname || '/telegram')) : '';
+
+  return {
+    platform: 'telegram',
+    start,
+    stop,
+    render,
+    postCard,
+    updateCard,
+    postText: (ref, text) => sendPlain(ref, text),
+    decodeKey,
+    httpRoutes(): TelegramHttpRoute[] {
+      if (!opts.webhook) return [];
+      return [
+        {
+          method: 'POST',
+          path: webhookPath,
+          handler: (req, res) => {
+            const h = webhookHandler;
+            if (!h) {
+              res.writeHead(503).end('telegram adapter not started');
+              return;
+            }
+            h(req, res).catch((err: unknown) => {
+              log('error', `webhook update failed: ${describe(err)}`);
+              if (!res.headersSent) res.writeHead(500).end();
+            });
+          },
+        },
+      ];
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Telegram conversation keys: `telegram:<chatId>` for a chat, `telegram:<chatId>:<topicId>` for a
+ * forum topic (a topic is its own conversation, with its own transcript and run lane).
+ *
+ * Contract: `decodeKey(refFor(chat, topic).key)` deep-equals `refFor(chat, topic)`. Chat ids are
+ * integers and may be negative (groups, supergroups: -100…); topic ids are positive integers.
+ * `spaceId` is never set for Telegram. A malformed key throws (it never silently maps elsewhere).
+ */
+import type { ConversationRef } from '../types.js';
+
+const KEY_RE = /^telegram:(-?[1-9]\d*)(?::([1-9]\d*))?$/;
+
+/** The ref for a chat, or for a forum topic inside it. */
+export function refFor(chatId: number | string, topicId?: number | string): ConversationRef {
+  const channelId = String(chatId);
+  const threadId = topicId === undefined ? undefined : String(topicId);
+  const key = `telegram:${channelId}${threadId === undefined ? '' : `:${threadId}`}`;
+  if (!KEY_RE.test(key)) {
+    throw new Error(`invalid Telegram chat/topic id: chat ${channelId}, topic ${threadId ?? '-'} (expected integers)`);
+  }
+  const ref: ConversationRef = { platform: 'telegram', key, channelId };
+  if (threadId !== undefined) ref.threadId = threadId;
+  return ref;
+}
+
+export function encodeKey(chatId: number | string, topicId?: number | string): string {
+  return refFor(chatId, topicId).key;
+}
+
+export function decodeKey(key: string): ConversationRef {
+  const m = KEY_RE.exec(key);
+  if (!m || m[1] === undefined) {
+    throw new Error(`not a Telegram conversation key: "${key}" (expected telegram:<chatId>[:<topicId>])`);
+  }
+  return refFor(m[1], m[2]);
+}
