@@ -1,0 +1,153 @@
+/**
+ * The composition root: wires config, storage, the model, the runner, the approval broker, the
+ * router and the adapters. Nothing else constructs these; tests build a Gatehouse the same way
+ * (with fake servers behind the real clients), so what is tested is what runs.
+ */
+import { mkdirSync, realpathSync } from 'node:fs';
+import type { Adapter, ConversationRef } from '../adapters/types.js';
+import { PersistedAllowlists } from '../agent/allowlists.js';
+import { ApprovalBroker } from '../agent/approvals.js';
+import { ConversationStore } from '../agent/conversation-store.js';
+import { classifierCompletionFrom } from '../agent/model.js';
+import type { ModelClient } from '../agent/model-types.js';
+import type { ConversationOutput } from '../agent/output.js';
+import { Runner, reportClassifierUsage } from '../agent/runner.js';
+import type { AgentSettings } from '../agent/settings.js';
+import { builtinRegistry } from '../agent/tools/catalog.js';
+import type { ToolRegistry } from '../agent/tools/registry.js';
+import type { AnyTool } from '../agent/tools/types.js';
+import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
+import type { Config } from './config.js';
+import { Router } from './router.js';
+import type { Storage } from './storage.js';
+
+export type Log = (level: 'info' | 'warn' | 'error', msg: string) => void;
+
+export interface GatehouseOptions {
+  config: Config;
+  storage: Storage;
+  model: ModelClient;
+  adapters: Adapter[];
+  log?: Log;
+  /** Classifier timeout (default 8 s). */
+  classifierTimeoutMs?: number;
+  /** Tools beyond the built-in ones (config must list them like any other). */
+  extraTools?: AnyTool[];
+}
+
+export interface Gatehouse {
+  config: Config;
+  router: Router;
+  runner: Runner;
+  broker: ApprovalBroker;
+  /** Starts the adapters and continues runs that were waiting when the process stopped. */
+  start(): Promise<void>;
+  /**
+   * Stops adapters first (no new input), then the runner: running turns get `graceMs` (default
+   * 10 s) to finish, then are interrupted. Runs waiting on a human stay stored for the next start.
+   */
+  stop(opts?: { graceMs?: number }): Promise<void>;
+}
+
+export const defaultLog: Log = (level, msg) => {
+  const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}`;
+  if (level === 'error') console.error(line);
+  else console.log(line);
+};
+
+export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse> {
+  const { config, storage } = opts;
+  const log = opts.log ?? defaultLog;
+  for (const agent of Object.values(config.agents)) {
+    mkdirSync(agent.workspace, { recursive: true });
+    // Confinement compares real paths: resolve the root's own symlinks once.
+    agent.workspace = realpathSync(agent.workspace);
+  }
+  const adapters = new Map(opts.adapters.map((a) => [a.platform, a]));
+  const adapterFor = (key: string): { adapter: Adapter; ref: ConversationRef } => {
+    const platform = key.slice(0, key.indexOf(':'));
+    const adapter = adapters.get(platform as Adapter['platform']);
+    if (!adapter) throw new Error(`no adapter for conversation ${key} (is ${platform} enabled?)`);
+    return { adapter, ref: adapter.decodeKey(key) };
+  };
+  const outputs = (key: string): ConversationOutput => {
+    const { adapter, ref } = adapterFor(key);
+    return {
+      emit: (e) => adapter.render(ref, e),
+      postCard: (c) => adapter.postCard(ref, c),
+      updateCard: (h, c) => adapter.updateCard(ref, h, c),
+    };
+  };
+
+  const allowlists = new PersistedAllowlists(storage.allowlists);
+  await allowlists.load(Object.keys(config.agents));
+  const broker = new ApprovalBroker({
+    kv: storage.approvals,
+    outputs,
+    approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
+    log: (m) => log('warn', m),
+  });
+  const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);
+
+  const classifiers = new Map<string, CommandClassifier>();
+  const classifierFor = (agent: AgentSettings): CommandClassifier => {
+    const id = `${agent.name}\u0000${agent.classifierModel}`;
+    let c = classifiers.get(id);
+    if (!c) {
+      c = createCommandClassifier({
+        complete: classifierCompletionFrom(opts.model, agent.classifierModel, reportClassifierUsage),
+        ...(opts.classifierTimeoutMs !== undefined ? { timeoutMs: opts.classifierTimeoutMs } : {}),
+      });
+      classifiers.set(id, c);
+    }
+    return c;
+  };
+  const registries = new Map<string, ToolRegistry>();
+  const registryFor = (agent: AgentSettings): ToolRegistry => {
+    const timeout = config.agents[agent.name]?.commandTimeoutMs;
+    const id = `${agent.name}:${timeout}`;
+    let r = registries.get(id);
+    if (!r) {
+      r = builtinRegistry(timeout !== undefined ? { commandTimeoutMs: timeout } : {});
+      for (const t of opts.extraTools ?? []) r.add(t);
+      registries.set(id, r);
+    }
+    return r;
+  };
+
+  const runner = new Runner({
+    model: opts.model,
+    store,
+    runs: storage.runs,
+    broker,
+    registry: registryFor,
+    agents: { get: (name) => config.agents[name] },
+    allowlists,
+    outputs,
+    classify: async (agent, command) => {
+      const verdict = await classifierFor(agent).classify(command);
+      if (verdict.source === 'fail-closed') log('warn', `classifier failed closed for agent ${agent.name}: ${verdict.detail ?? ''}`);
+      return { tier: verdict.tier };
+    },
+    maxConcurrentRuns: config.runner.maxConcurrentRuns,
+    log,
+  });
+  const router = new Router({ config, runner, broker, dedupe: storage.dedupe, log });
+
+  return {
+    config,
+    router,
+    runner,
+    broker,
+    async start() {
+      for (const a of adapters.values()) await a.start(router);
+      const resumed = await runner.resumeAll();
+      if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
+    },
+    async stop(stopOpts = {}) {
+      for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
+      await runner.close(stopOpts.graceMs);
+      broker.close();
+    },
+  };
+}

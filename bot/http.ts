@@ -1,0 +1,50 @@
+/**
+ * The bot's HTTP server: /healthz and the webhook routes adapters contribute (Telegram webhook mode;
+ * Slack's Events API later). Unknown paths get 404, wrong methods 405. Bound to GATEHOUSE_HTTP_HOST
+ * (127.0.0.1 by default: put a TLS-terminating proxy in front for webhooks).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface HttpRoute {
+  method: 'POST' | 'GET';
+  path: string;
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+export interface HttpServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startHttpServer(opts: { host: string; port: number; routes: HttpRoute[]; health: () => Record<string, unknown> }): Promise<HttpServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, ...opts.health() }));
+      return;
+    }
+    const matches = opts.routes.filter((r) => r.path === path);
+    const route = matches.find((r) => r.method === req.method);
+    if (route) return route.handler(req, res);
+    res.writeHead(matches.length ? 405 : 404, { 'content-type': 'text/plain' });
+    res.end(matches.length ? 'method not allowed' : 'not found');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(err.code === 'EADDRINUSE' ? `port ${opts.port} on ${opts.host} is in use: set GATEHOUSE_HTTP_PORT to a free port` : err.message)),
+    );
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

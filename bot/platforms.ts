@@ -1,0 +1,31 @@
+/**
+ * Chat adapters enabled by the environment: one per platform whose token is set. The only place
+ * (with the adapter folders themselves) that knows which adapters exist.
+ */
+import type { Adapter } from '../adapters/types.js';
+import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
+import type { Log } from './app.js';
+import type { Config } from './config.js';
+import type { HttpRoute } from './http.js';
+
+export function createPlatformAdapters(config: Config, log: Log): { adapters: Adapter[]; routes(): HttpRoute[] } {
+  const adapters: Adapter[] = [];
+  const routes: Array<() => HttpRoute[]> = [];
+  const tg = config.platforms.telegram;
+  if (tg) {
+    const adapter = createTelegramAdapter({
+      token: tg.token,
+      ...(tg.apiRoot ? { apiRoot: tg.apiRoot } : {}),
+      ...(tg.webhookUrl ? { webhook: { url: tg.webhookUrl, secret: tg.webhookSecret ?? randomSecret() } } : {}),
+      log: (level, msg) => log(level, `[telegram] ${msg}`),
+    });
+    adapters.push(adapter);
+    routes.push(() => adapter.httpRoutes());
+  }
+  return { adapters, routes: () => routes.flatMap((r) => r()) };
+}
+
+function randomSecret(): string {
+  // Telegram allows 1-256 chars of A-Z a-z 0-9 _ -.
+  return globalThis.crypto.randomUUID().replace(/-/g, '') + globalThis.crypto.randomUUID().replace(/-/g, '');
+}

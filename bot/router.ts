@@ -1,0 +1,126 @@
+/**
+ * The router: the core's side of the adapter seam (AdapterSink). For each inbound message it drops
+ * duplicates (platform retries, by event id), applies access control and the rate limit, handles the
+ * bot's commands (/stop, /reset, /help), lets a typed reply answer an open question, picks the agent
+ * for the place, and submits the turn. Clicks go to the approval broker.
+ * Policy decisions (who may talk, who may approve) are made in policies/, not here.
+ */
+import type { ActionResult, AdapterSink, InboundAction, InboundMessage, MessageResult } from '../adapters/types.js';
+import type { ApprovalBroker } from '../agent/approvals.js';
+import type { KV } from '../agent/kv.js';
+import type { ContentBlock } from '../agent/messages.js';
+import type { Runner } from '../agent/runner.js';
+import { OnceNotifier, checkAccess, createRateLimiter, rateLimitReply, type RateLimiter } from '../policies/access.js';
+import { agentForConversation, type Config } from './config.js';
+
+const DEDUPE_TTL_MS = 24 * 3600_000;
+
+export interface RouterOptions {
+  config: Config;
+  runner: Runner;
+  broker: ApprovalBroker;
+  dedupe: KV;
+  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+export class Router implements AdapterSink {
+  private readonly once = new OnceNotifier();
+  private readonly limiter: RateLimiter;
+  /** Event ids seen in this process: closes the window between a dedupe read and its write. */
+  private readonly recent = new Set<string>();
+
+  constructor(private readonly opts: RouterOptions) {
+    this.limiter = createRateLimiter(opts.config.access.rateLimit);
+  }
+
+  async message(msg: InboundMessage): Promise<MessageResult> {
+    if (await this.isDuplicate(`m:${msg.platform}:${msg.eventId}`)) return { accepted: false };
+    const key = msg.conversation.key;
+    const command = parseCommand(msg.text);
+    const access = checkAccess(
+      {
+        platform: msg.platform,
+        senderId: msg.sender.id,
+        channelId: msg.conversation.channelId,
+        ...(msg.conversation.spaceId !== undefined ? { spaceId: msg.conversation.spaceId } : {}),
+        isDirect: msg.isDirect,
+        addressed: msg.mentionsBot || msg.repliesToBot === true || command !== undefined,
+        ...(msg.sender.isBot !== undefined ? { senderIsBot: msg.sender.isBot } : {}),
+      },
+      msg.platform === 'console' ? undefined : this.opts.config.access[msg.platform],
+    );
+    if (!access.allowed) {
+      // An open question may still be answered by a typed reply from whoever may answer it.
+      if (!access.silent && access.reply && this.once.first(access.onceKey ?? `${msg.platform}:${msg.sender.id}`)) {
+        return { accepted: false, reply: access.reply };
+      }
+      return { accepted: false };
+    }
+    const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
+    if (!rate.ok) return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
+
+    const agent = agentForConversation(this.opts.config, key);
+    if (command === '/stop') {
+      const stopped = this.opts.runner.stop(key);
+      return { accepted: true, reply: stopped ? 'Stopping the current run.' : 'Nothing is running here.' };
+    }
+    if (command === '/reset') {
+      await this.opts.runner.reset(key, agent.name);
+      return { accepted: true, reply: 'Started a new conversation: I have forgotten what was said here before.' };
+    }
+    if (command === '/help' || command === '/start') return { accepted: true, reply: helpText(agent.name, agent.tools, agent.tier) };
+
+    if (msg.text.trim() !== '' && (await this.opts.broker.answerTyped(key, msg.sender, msg.text.trim()))) {
+      return { accepted: true };
+    }
+    if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
+
+    const attachments: ContentBlock[] = msg.attachments.map((a) =>
+      a.kind === 'image'
+        ? { type: 'image', source: { type: 'base64', media_type: a.mimeType, data: a.data } }
+        : { type: 'text', text: `<attachment name="${a.name.replace(/"/g, "'")}">\n${a.data}\n</attachment>` },
+    );
+    void this.opts.runner
+      .submit({
+        agentName: agent.name,
+        conversationKey: key,
+        platform: msg.platform,
+        sender: { id: msg.sender.id, ...(msg.sender.name !== undefined ? { name: msg.sender.name } : {}) },
+        text: msg.text,
+        attachments,
+        humanAvailable: true,
+      })
+      .catch((err: unknown) => this.opts.log?.('error', `[${key}] run failed to start: ${(err as Error).message}`));
+    return { accepted: true };
+  }
+
+  async action(action: InboundAction): Promise<ActionResult> {
+    if (await this.isDuplicate(`a:${action.platform}:${action.eventId}`)) return { accepted: false };
+    return this.opts.broker.click({ token: action.token, conversationKey: action.conversation.key, user: action.user });
+  }
+
+  private async isDuplicate(id: string): Promise<boolean> {
+    if (this.recent.has(id)) return true;
+    this.recent.add(id);
+    if (this.recent.size > 10_000) this.recent.delete(this.recent.values().next().value as string);
+    if (await this.opts.dedupe.get(id)) return true;
+    await this.opts.dedupe.set(id, 1, DEDUPE_TTL_MS);
+    return false;
+  }
+}
+
+/** "/stop", "/stop@MyBot now" -> "/stop"; anything else -> undefined. */
+export function parseCommand(text: string): string | undefined {
+  const m = /^\/([a-z]+)(?:@\S+)?(?:\s|$)/i.exec(text.trim());
+  if (!m) return undefined;
+  const cmd = `/${m[1]!.toLowerCase()}`;
+  return ['/stop', '/reset', '/help', '/start'].includes(cmd) ? cmd : undefined;
+}
+
+function helpText(agent: string, tools: readonly string[], tier: string): string {
+  return [
+    `I am Gatehouse's "${agent}" agent. Write to me and I will answer, using my tools when useful.`,
+    `Tools here: ${tools.join(', ') || 'none'}. I run ${tier} actions on my own; anything riskier waits for an approver's button.`,
+    'Commands: /stop cancels the current run, /reset starts a new conversation, /help shows this.',
+  ].join('\n');
+}

@@ -1,0 +1,263 @@
+/**
+ * Issue 2 end to end: the real Gatehouse (router, runner, executor, gate, SQLite store, the real
+ * Anthropic SDK) against the fake model server, driven through the adapter seam.
+ */
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Harness, agentYaml, waitFor } from '../helpers/harness.js';
+
+let h: Harness;
+afterEach(async () => {
+  await h?.close();
+});
+
+function lastToolResults(req: { body: unknown }): Array<{ content: unknown; is_error?: boolean }> {
+  const msgs = (req.body as { messages: Array<{ role: string; content: Array<{ type: string; content?: unknown; is_error?: boolean }> }> }).messages;
+  const last = msgs[msgs.length - 1]!;
+  return last.content.filter((b) => b.type === 'tool_result') as Array<{ content: unknown; is_error?: boolean }>;
+}
+
+test('a plain answer streams and is delivered once, with usage and cost', async () => {
+  h = await Harness.start();
+  h.script({ text: 'Hello there, how can I help?' });
+  await h.adapter.send('hi');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  await h.gh.runner.idle();
+  expect(h.adapter.answers()).toEqual(['Hello there, how can I help?']);
+  const deltas = h.adapter.eventsOf('console:main', 'text').map((e) => (e.type === 'text' ? e.delta : ''));
+  expect(deltas.join('')).toBe('Hello there, how can I help?');
+  const usage = h.adapter.eventsOf('console:main', 'usage')[0];
+  expect(usage?.type === 'usage' && usage.usage.costKnown).toBe(true);
+  expect(usage?.type === 'usage' && usage.usage.costUSD).toBeGreaterThan(0);
+  const types = h.adapter.eventsOf('console:main').map((e) => e.type);
+  expect(types[0]).toBe('run_started');
+  expect(types.slice(-2)).toEqual(['usage', 'run_finished']);
+});
+
+test('a tool loop: read_file runs, its result reaches the model, then the answer', async () => {
+  h = await Harness.start();
+  mkdirSync(h.workspace, { recursive: true });
+  writeFileSync(join(h.workspace, 'notes.txt'), 'the secret word is pineapple\n');
+  h.script({ toolUses: [{ name: 'read_file', input: { path: 'notes.txt' } }] }, { text: 'The word is pineapple.' });
+  await h.adapter.send('what is the word in notes.txt?');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const second = h.modelRequests()[1]!;
+  const results = lastToolResults(second);
+  expect(JSON.stringify(results[0]!.content)).toContain('pineapple');
+  expect(results[0]!.is_error).toBeFalsy();
+  expect(h.adapter.eventsOf('console:main', 'tool_finished')).toHaveLength(1);
+  expect(h.adapter.cards).toHaveLength(0);
+});
+
+test('a model that offers a tool outside its toolset gets an error result, not a crash', async () => {
+  h = await Harness.start();
+  h.script({ toolUses: [{ name: 'delete_everything', input: {} }] }, { text: 'ok' });
+  await h.adapter.send('go');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const r = lastToolResults(h.modelRequests()[1]!)[0]!;
+  expect(r.is_error).toBe(true);
+  expect(String(r.content)).toMatch(/Unknown tool "delete_everything"/);
+});
+
+test('malformed tool arguments come back as an error result the model can fix', async () => {
+  h = await Harness.start();
+  h.script({ toolUses: [{ name: 'read_file', input: { path: 42, bogus: true } }] }, { text: 'sorry' });
+  await h.adapter.send('read');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const r = lastToolResults(h.modelRequests()[1]!)[0]!;
+  expect(r.is_error).toBe(true);
+  expect(String(r.content)).toMatch(/Invalid arguments for read_file/);
+  expect(String(r.content)).toMatch(/path/);
+});
+
+test('path escapes are refused: .., absolute outside, and a symlink that leads out', async () => {
+  h = await Harness.start();
+  mkdirSync(h.workspace, { recursive: true });
+  writeFileSync(join(h.dir, 'outside.txt'), 'TOP SECRET');
+  symlinkSync(join(h.dir, 'outside.txt'), join(h.workspace, 'link.txt'));
+  h.script(
+    {
+      toolUses: [
+        { name: 'read_file', input: { path: '../outside.txt' } },
+        { name: 'read_file', input: { path: join(h.dir, 'outside.txt') } },
+        { name: 'read_file', input: { path: 'link.txt' } },
+      ],
+    },
+    { text: 'could not' },
+  );
+  await h.adapter.send('read the secret');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const results = lastToolResults(h.modelRequests()[1]!);
+  expect(results).toHaveLength(3);
+  for (const r of results) {
+    expect(r.is_error).toBe(true);
+    expect(JSON.stringify(r.content)).not.toContain('TOP SECRET');
+  }
+});
+
+test('a gated call: approve runs it, and the card shows who decided', async () => {
+  h = await Harness.start();
+  h.script({ toolUses: [{ name: 'write_file', input: { path: 'hello.txt', content: 'hi\n' } }] }, { text: 'written' });
+  await h.adapter.send('write hello.txt');
+  const card = await waitFor('card', () => h.adapter.cards[0]);
+  expect(card.card.kind).toBe('approval');
+  expect(card.card.preview).toContain('+hi');
+  expect(() => readFileSync(join(h.workspace, 'hello.txt'))).toThrow(); // propose mutates nothing
+  const r = await h.adapter.click(card, 'Approve once', { user: 'boss' });
+  expect(r.accepted).toBe(true);
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(readFileSync(join(h.workspace, 'hello.txt'), 'utf8')).toBe('hi\n');
+  expect(card.updates.at(-1)?.outcome).toMatch(/Approved once by boss/);
+  expect(card.updates.at(-1)?.buttons).toHaveLength(0);
+});
+
+test('a gated call: deny does not run it and the model is told', async () => {
+  h = await Harness.start();
+  h.script({ toolUses: [{ name: 'write_file', input: { path: 'x.txt', content: 'x' } }] }, { text: 'ok, not writing' });
+  await h.adapter.send('write x');
+  const card = await waitFor('card', () => h.adapter.cards[0]);
+  await h.adapter.click(card, 'Deny');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(() => readFileSync(join(h.workspace, 'x.txt'))).toThrow();
+  const r = lastToolResults(h.modelRequests()[1]!)[0]!;
+  expect(r.is_error).toBe(true);
+  expect(String(r.content)).toMatch(/did not run: denied by local/);
+  expect(card.updates.at(-1)?.outcome).toMatch(/Denied by local/);
+});
+
+test('a gated call nobody decides expires: not run, card says so, model told', async () => {
+  h = await Harness.start({
+    yaml: agentYaml('tools: [write_file]', 'tier: read-only', 'approvers: { console: [local] }', 'approvalTimeoutMs: 150'),
+  });
+  h.script({ toolUses: [{ name: 'write_file', input: { path: 'x.txt', content: 'x' } }] }, { text: 'it expired' });
+  await h.adapter.send('write x');
+  const card = await waitFor('card', () => h.adapter.cards[0]);
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(card.updates.at(-1)?.outcome).toMatch(/Expired/);
+  expect(String(lastToolResults(h.modelRequests()[1]!)[0]!.content)).toMatch(/expired/);
+  expect(() => readFileSync(join(h.workspace, 'x.txt'))).toThrow();
+  const late = await h.adapter.click(card, 'Approve once');
+  expect(late.accepted).toBe(false);
+});
+
+test('with no approver bound the call is declined at once, with no card, naming the fix', async () => {
+  h = await Harness.start({
+    yaml: agentYaml('tools: [write_file]', 'tier: read-only', 'approvers: { telegram: ["123"] }'),
+  });
+  h.script({ toolUses: [{ name: 'write_file', input: { path: 'x.txt', content: 'x' } }] }, { text: 'declined' });
+  await h.adapter.send('write x');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(h.adapter.cards).toHaveLength(0);
+  const r = lastToolResults(h.modelRequests()[1]!)[0]!;
+  expect(r.is_error).toBe(true);
+  expect(String(r.content)).toContain('agents.default.approvers.console');
+  expect(String(r.content)).toContain('autoApprovedTools');
+});
+
+test('two conversations run in parallel while one conversation stays serial', async () => {
+  h = await Harness.start();
+  // Each reply waits 300 ms: serial runs would take 600 ms before the second starts.
+  h.script({ text: 'A1', delayMs: 300 }, { text: 'B1', delayMs: 300 }, { text: 'A2' });
+  await h.adapter.send('first in A', { conversation: 'a' });
+  await h.adapter.send('first in B', { conversation: 'b' });
+  await h.adapter.send('second in A', { conversation: 'a' });
+  await waitFor('all answers', () => h.adapter.answers('console:a').length === 2 && h.adapter.answers('console:b').length === 1);
+  // Parallel: B's request arrived before A's first reply finished.
+  const reqs = h.modelRequests();
+  expect(reqs).toHaveLength(3);
+  const texts = reqs.map((r) => JSON.stringify((r.body as { messages: unknown[] }).messages.at(-1)));
+  expect(texts[0]).toContain('first in A');
+  expect(texts[1]).toContain('first in B');
+  expect(reqs[1]!.at - reqs[0]!.at).toBeLessThan(250);
+  // Serial: A's second turn saw A's first answer, and started after it.
+  const aSecond = reqs[2]!.body as { messages: Array<{ role: string; content: unknown }> };
+  expect(JSON.stringify(aSecond.messages)).toContain('A1');
+  expect(aSecond.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  expect(h.adapter.answers('console:a')).toEqual(['A1', 'A2']);
+});
+
+test('a 429 with retry-after, then success: the user sees only the answer', async () => {
+  h = await Harness.start();
+  h.script({ error: { status: 429, type: 'rate_limit_error', message: 'slow down', retryAfterSec: 0.2 } }, { text: 'made it' });
+  await h.adapter.send('hello');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(h.adapter.answers()).toEqual(['made it']);
+  const [a, b] = h.modelRequests();
+  expect(b!.at - a!.at).toBeGreaterThanOrEqual(190);
+});
+
+test('when retries run out the user gets a short error and nothing is saved half-way', async () => {
+  h = await Harness.start();
+  const overloaded = { error: { status: 529, type: 'overloaded_error', message: 'Overloaded' } } as const;
+  h.script(overloaded, overloaded, overloaded, overloaded, overloaded);
+  await h.adapter.send('hello');
+  await waitFor('error', () => h.adapter.answers()[0]);
+  expect(h.adapter.answers()[0]).toMatch(/^ERROR: The model is overloaded/);
+  await h.gh.runner.idle();
+  // The failed turn left no trace: the next turn's transcript starts fresh.
+  h.script({ text: 'fine now' });
+  await h.adapter.send('again');
+  await waitFor('answer', () => h.adapter.answers()[1]);
+  const last = h.modelRequests().at(-1)!.body as { messages: unknown[] };
+  expect(last.messages).toHaveLength(1);
+});
+
+test('a restart keeps the conversation', async () => {
+  h = await Harness.start();
+  h.script({ text: 'Nice to meet you, Ada.' });
+  await h.adapter.send('my name is Ada');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  await h.gh.runner.idle();
+  await h.restart();
+  h.script({ text: 'Your name is Ada.' });
+  await h.adapter.send('what is my name?');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const body = h.modelRequests().at(-1)!.body as { messages: Array<{ role: string }> };
+  expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  expect(JSON.stringify(body.messages)).toContain('my name is Ada');
+});
+
+test('LRU: at most maxConversations per agent, the least recently used is forgotten', async () => {
+  h = await Harness.start({
+    yaml: agentYaml('tools: [get_time]', 'maxConversations: 2'),
+  });
+  for (const c of ['a', 'b', 'a', 'c']) {
+    h.script({ text: `reply in ${c}` });
+    await h.adapter.send(`hello from ${c}`, { conversation: c });
+    await waitFor(`answer in ${c}`, () => h.gh.runner.isBusy(`console:${c}`) === false && h.adapter.answers(`console:${c}`).length > 0);
+    await h.gh.runner.idle();
+  }
+  // b was least recently used when c arrived: evicted. a survives.
+  h.script({ text: 'x' }, { text: 'y' });
+  await h.adapter.send('again a', { conversation: 'a' });
+  await h.gh.runner.idle();
+  await h.adapter.send('again b', { conversation: 'b' });
+  await h.gh.runner.idle();
+  const reqs = h.modelRequests();
+  const aAgain = reqs.at(-2)!.body as { messages: unknown[] };
+  const bAgain = reqs.at(-1)!.body as { messages: unknown[] };
+  expect(bAgain.messages).toHaveLength(1);
+  expect(aAgain.messages.length).toBeGreaterThan(1);
+});
+
+test('/stop mid-tool interrupts it and leaves a valid transcript', async () => {
+  h = await Harness.start({
+    yaml: agentYaml('tools: [execute_command]', 'tier: high-risk'),
+  });
+  h.script({ toolUses: [{ name: 'execute_command', input: { command: 'sleep 30' } }] });
+  await h.adapter.send('sleep a while');
+  await waitFor('tool started', () => h.adapter.eventsOf('console:main', 'tool_started')[0]);
+  const r = await h.adapter.send('/stop');
+  expect(r.reply).toMatch(/Stopping/);
+  await waitFor('run finished', () => h.adapter.eventsOf('console:main', 'run_finished')[0]);
+  const fin = h.adapter.eventsOf('console:main', 'run_finished')[0]!;
+  expect(fin.type === 'run_finished' && fin.reason).toBe('stopped');
+  // The next turn's transcript pairs every tool_use with a tool_result (the fake rejects it otherwise).
+  h.script({ text: 'ok' });
+  await h.adapter.send('what happened?');
+  await waitFor('answer', () => h.adapter.answers().includes('ok'));
+  const body = h.modelRequests().at(-1)!.body as { messages: Array<{ role: string; content: Array<{ type: string; is_error?: boolean }> }> };
+  const results = body.messages.flatMap((m) => m.content.filter((b) => b.type === 'tool_result'));
+  expect(results).toHaveLength(1);
+  expect(results[0]!.is_error).toBe(true);
+});

@@ -1,0 +1,146 @@
+/**
+ * End-to-end harness: a real Gatehouse (config from YAML, SQLite store, the real Anthropic SDK
+ * client) against the fake Anthropic server, with a RecordingAdapter (or any adapters) on the seam.
+ *
+ * Model replies are scripted in order with `script(...)`; classifier requests (recognised by the
+ * classifier's system prompt) are answered separately by `classifierReply`, so the two never steal
+ * each other's replies. `restart()` builds a new Gatehouse on the same store, as a process restart.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Adapter } from '../../adapters/types.js';
+import { createAnthropicModel } from '../../agent/model.js';
+import { builtinToolNames } from '../../agent/tools/catalog.js';
+import type { AnyTool } from '../../agent/tools/types.js';
+import { createGatehouse, type Gatehouse } from '../../bot/app.js';
+import { loadConfig, type Config } from '../../bot/config.js';
+import { openStorage, type Storage } from '../../bot/storage.js';
+import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
+import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
+import { RecordingAdapter } from './recording-adapter.js';
+
+export interface HarnessOptions {
+  /** gatehouse.yaml content; `{{workspace}}` is replaced by the temp workspace path. */
+  yaml?: string;
+  extraTools?: AnyTool[];
+  /** Build adapters other than the recording one (e.g. the console adapter). */
+  adapters?: (h: { dir: string }) => Adapter[];
+  classifierTimeoutMs?: number;
+  env?: Record<string, string>;
+}
+
+export const DEFAULT_YAML = `
+agents:
+  default:
+    model: claude-sonnet-5-5
+    tools: [read_file, ls, write_file, edit_file, ask_user_question, execute_command, get_time]
+    tier: read-only
+    workspace: "{{workspace}}"
+    approvers: { console: [local, boss] }
+    approvalTimeoutMs: 60000
+`;
+
+/** A one-agent gatehouse.yaml: `agent` lines are YAML under agents.default (model and workspace are set). */
+export function agentYaml(...lines: string[]): string {
+  return ['agents:', '  default:', '    model: claude-sonnet-5-5', '    workspace: "{{workspace}}"', ...lines.map((l) => `    ${l}`)].join('\n') + '\n';
+}
+
+export class Harness {
+  readonly adapter = new RecordingAdapter();
+  readonly mainQueue: Array<FakeReply | ((req: RecordedRequest) => FakeReply)> = [];
+  classifierReply: FakeReply | ((req: RecordedRequest) => FakeReply) = { text: 'high-risk' };
+  gh!: Gatehouse;
+  config!: Config;
+  storage!: Storage;
+  adapters: Adapter[] = [];
+  /** Store errors (expected only from an instance after its simulated crash). */
+  storeErrors: string[] = [];
+
+  private constructor(
+    readonly fake: FakeAnthropic,
+    readonly dir: string,
+    readonly workspace: string,
+    private readonly opts: HarnessOptions,
+  ) {}
+
+  static async start(opts: HarnessOptions = {}): Promise<Harness> {
+    const fake = await startFakeAnthropic({ apiKey: 'test-key' });
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
+    const workspace = join(dir, 'workspace');
+    const h = new Harness(fake, dir, workspace, opts);
+    fake.setHandler((req) => {
+      const isClassifier = JSON.stringify((req.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40));
+      const next = isClassifier ? h.classifierReply : h.mainQueue.shift();
+      if (next === undefined) return { text: '(no scripted reply)' };
+      return typeof next === 'function' ? next(req) : next;
+    });
+    writeFileSync(join(dir, 'gatehouse.yaml'), (opts.yaml ?? DEFAULT_YAML).replaceAll('{{workspace}}', workspace));
+    await h.boot();
+    return h;
+  }
+
+  private async boot(): Promise<void> {
+    const env = {
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: this.fake.url,
+      GATEHOUSE_STORE: `sqlite://${join(this.dir, 'store.sqlite')}`,
+      ...this.opts.env,
+    };
+    this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
+    this.storage = await openStorage(this.config.store, (m) => this.storeErrors.push(m));
+    const model = createAnthropicModel({ apiKey: 'test-key', baseURL: this.fake.url, retryBaseMs: 5, maxRetryWaitMs: 2000 });
+    this.adapters = this.opts.adapters ? this.opts.adapters({ dir: this.dir }) : [this.adapter];
+    this.gh = await createGatehouse({
+      config: this.config,
+      storage: this.storage,
+      model,
+      adapters: this.adapters,
+      log: () => undefined,
+      ...(this.opts.extraTools ? { extraTools: this.opts.extraTools } : {}),
+      ...(this.opts.classifierTimeoutMs !== undefined ? { classifierTimeoutMs: this.opts.classifierTimeoutMs } : {}),
+    });
+    await this.gh.start();
+  }
+
+  /** Queues main-model replies, in order. */
+  script(...replies: Array<FakeReply | ((req: RecordedRequest) => FakeReply)>): void {
+    this.mainQueue.push(...replies);
+  }
+
+  /** Requests that were not the classifier's. */
+  modelRequests(): RecordedRequest[] {
+    return this.fake.requests.filter((r) => !JSON.stringify((r.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40)));
+  }
+
+  classifierRequests(): RecordedRequest[] {
+    return this.fake.requests.filter((r) => JSON.stringify((r.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40)));
+  }
+
+  /** Simulates a crash and a restart: the old instance stops, a new one opens the same store. */
+  async restart(): Promise<void> {
+    // A crash: the store goes first, so nothing the old instance does afterwards is persisted.
+    await this.storage.close();
+    await this.gh.stop({ graceMs: 0 });
+    (this as { adapter: RecordingAdapter }).adapter = new RecordingAdapter();
+    await this.boot();
+  }
+
+  async close(): Promise<void> {
+    await this.gh.stop({ graceMs: 2000 });
+    await this.storage.close();
+    await this.fake.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Polls until `check` returns a truthy value (bounded; a test fails with `what` if it never does). */
+export async function waitFor<T>(what: string, check: () => T | undefined | false | null, timeoutMs = 8000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
