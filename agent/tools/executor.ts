@@ -108,7 +108,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         agentName: ctx.agentName,
         runId: ctx.runId,
         title: `Approve ${p.tool.name}?`,
-        body: `${p.proposal.summary}\nRated ${p.decision.tier}: ${p.decision.why}.`,
+        body: `${p.proposal.summary}\n${capitalize(p.decision.why)}.`,
         ...(p.proposal.preview !== undefined ? { preview: p.proposal.preview } : {}),
         alwaysLabel: alwaysLabel(p.decision.always),
         ...(p.proposal.options ? { options: p.proposal.options } : {}),
@@ -183,6 +183,10 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
     ),
   );
   return calls.map((call, i) => toBlock(call.id, results[i]!));
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 function alwaysLabel(always: Extract<GateDecision, { action: 'ask' }>['always']): string | null {
