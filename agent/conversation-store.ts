@@ -102,7 +102,8 @@ export class ConversationStore {
  * Answers every unanswered tool_use with an error result, so the transcript is valid for the API.
  * Also merges consecutive user messages (a user turn after a trailing tool_result message).
  */
-export function repairTranscript(messages: Message[]): Message[] {
+export function repairTranscript(input: readonly Message[]): Message[] {
+  const messages = [...input]; // the caller's array is left as it was
   const out: Message[] = [];
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!;

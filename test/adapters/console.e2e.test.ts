@@ -1,0 +1,125 @@
+/**
+ * The terminal chat end to end: the real start path (runCli with no platform token) reading typed
+ * lines and writing what a person at the terminal would see, against the fake model server.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { runCli } from '../../bot/cli.js';
+import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
+import { waitFor } from '../helpers/harness.js';
+
+let model: FakeAnthropic;
+let dir: string;
+let stdin: PassThrough;
+let screen: string;
+let exit: Promise<number>;
+const queue: FakeReply[] = [];
+
+function start(yaml?: string, env: Record<string, string> = {}): void {
+  if (yaml) writeFileSync(join(dir, 'gatehouse.yaml'), yaml);
+  stdin = new PassThrough();
+  const stdout = new PassThrough();
+  screen = '';
+  stdout.on('data', (d: Buffer) => (screen += d.toString()));
+  exit = runCli([], {
+    env: { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: model.url, GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`, ...env },
+    cwd: dir,
+    stdin,
+    stdout,
+    stderr: stdout,
+  });
+}
+
+const type = (line: string) => stdin.write(line + '\n');
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-'));
+  model = await startFakeAnthropic({ apiKey: 'test-key' });
+  queue.length = 0;
+  model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
+});
+
+afterEach(async () => {
+  stdin.end(); // Ctrl-D: the CLI stops
+  await exit;
+  await model.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('with no config and no platform token, npm start is a terminal chat that streams answers', async () => {
+  start();
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push({ text: 'Hello from the agent.' });
+  type('hi there');
+  await waitFor('answer', () => screen.includes('agent> Hello from the agent.'));
+  // The default agent is read-only and offers ask_user_question to the terminal user.
+  const tools = (model.requests[0]!.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+  expect(tools).toContain('read_file');
+  expect(tools).toContain('ask_user_question');
+  expect(tools).not.toContain('write_file');
+});
+
+test('an approval is a numbered choice; typing its number approves and the tool runs', async () => {
+  start(`
+agents:
+  default:
+    model: claude-sonnet-5-5
+    tools: [write_file]
+    workspace: ./ws
+    approvers: { console: [local] }
+`);
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push({ toolUses: [{ name: 'write_file', input: { path: 'todo.txt', content: 'buy milk\n' } }] }, { text: 'Saved your list.' });
+  type('save my todo');
+  await waitFor('card', () => screen.includes('[1] Approve once'));
+  expect(screen).toContain('Approve write_file?');
+  expect(screen).toContain('+buy milk');
+  expect(existsSync(join(dir, 'ws', 'todo.txt'))).toBe(false);
+  type('1');
+  await waitFor('answer', () => screen.includes('Saved your list.'));
+  expect(readFileSync(join(dir, 'ws', 'todo.txt'), 'utf8')).toBe('buy milk\n');
+  expect(screen).toMatch(/Approved once by local/);
+});
+
+test('a question shows its suggestions as numbers, and typing a number answers it', async () => {
+  start();
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push(
+    { toolUses: [{ name: 'ask_user_question', input: { question: 'Tea or coffee?', suggestions: [{ value: 'tea', label: 'Tea' }, { value: 'coffee', label: 'Coffee' }] } }] },
+    { text: 'Coffee it is.' },
+  );
+  type('make me a drink');
+  await waitFor('question', () => screen.includes('[2] Coffee'));
+  type('2');
+  await waitFor('answer', () => screen.includes('Coffee it is.'));
+  expect(JSON.stringify(model.requests[1]!.body)).toContain('Answer from local: coffee');
+});
+
+test('a bad config exits 1 before anything connects, naming the key path', async () => {
+  writeFileSync(join(dir, 'gatehouse.yaml'), 'agents:\n  default:\n    model: claude-sonnet-5-5\n    tier: admin\n    tols: [read_file]\n');
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (d: Buffer) => (text += d.toString()));
+  const code = await runCli([], { env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: model.url }, cwd: dir, stdout: out, stderr: out });
+  expect(code).toBe(1);
+  expect(text).toContain('agents.default.tier');
+  expect(text).toContain('agents.default.tols');
+  expect(model.requests).toHaveLength(0);
+  // Nothing was created: no store file, no workspace.
+  expect(existsSync(join(dir, 'data'))).toBe(false);
+  stdin = new PassThrough();
+  exit = Promise.resolve(code);
+});
+
+test('a missing ANTHROPIC_API_KEY (with no base URL) is a config error naming the variable', async () => {
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (d: Buffer) => (text += d.toString()));
+  const code = await runCli([], { env: {}, cwd: dir, stdout: out, stderr: out });
+  expect(code).toBe(1);
+  expect(text).toContain('ANTHROPIC_API_KEY');
+  stdin = new PassThrough();
+  exit = Promise.resolve(code);
+});
