@@ -310,7 +310,10 @@ export class Runner {
     }
 
     let checkpointed = resumed !== undefined;
+    // A turn that never waits or runs a tool writes no run record: nothing to drop at the end.
+    let recordWritten = resumed !== undefined;
     const saveRecord = async () => {
+      recordWritten = true;
       await this.opts.runs.set(`run:${key}`, record);
       await this.addToIndex(key);
     };
@@ -443,7 +446,7 @@ export class Runner {
       deadline.clear();
       if (holdsSlot) this.slots.release();
       lane.current = undefined;
-      await this.dropRecord(key);
+      if (recordWritten) await this.dropRecord(key);
     }
     const u: AgentEvent = { type: 'usage', runId, usage };
     if (scope.used) u.classifierUsage = scope.classifier;

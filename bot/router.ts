@@ -104,7 +104,8 @@ export class Router implements AdapterSink {
     this.recent.add(id);
     if (this.recent.size > 10_000) this.recent.delete(this.recent.values().next().value as string);
     if (await this.opts.dedupe.get(id)) return true;
-    await this.opts.dedupe.set(id, 1, DEDUPE_TTL_MS);
+    // Not awaited: the in-memory set covers this process; the store covers retries after a restart.
+    void Promise.resolve(this.opts.dedupe.set(id, 1, DEDUPE_TTL_MS)).catch(() => undefined);
     return false;
   }
 }

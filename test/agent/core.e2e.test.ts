@@ -156,20 +156,19 @@ test('with no approver bound the call is declined at once, with no card, naming 
 
 test('two conversations run in parallel while one conversation stays serial', async () => {
   h = await Harness.start();
-  // Each reply waits 300 ms: serial runs would take 600 ms before the second starts.
-  h.script({ text: 'A1', delayMs: 300 }, { text: 'B1', delayMs: 300 }, { text: 'A2' });
+  // A's first reply is slow. If conversations ran one after another, B would wait behind it.
+  h.script({ text: 'A1', delayMs: 1500 }, { text: 'B1' }, { text: 'A2' });
   await h.adapter.send('first in A', { conversation: 'a' });
+  await waitFor('A asked the model', () => h.modelRequests().length === 1);
   await h.adapter.send('first in B', { conversation: 'b' });
   await h.adapter.send('second in A', { conversation: 'a' });
   await waitFor('all answers', () => h.adapter.answers('console:a').length === 2 && h.adapter.answers('console:b').length === 1);
-  // Parallel: B's request arrived before A's first reply finished.
+  // Parallel: B was answered while A's first turn was still waiting for the model.
+  const order = h.adapter.events.filter((e) => e.event.type === 'answer').map((e) => (e.event.type === 'answer' ? e.event.text : ''));
+  expect(order).toEqual(['B1', 'A1', 'A2']);
+  // Serial: A's second turn started after its first, and saw its answer.
   const reqs = h.modelRequests();
   expect(reqs).toHaveLength(3);
-  const texts = reqs.map((r) => JSON.stringify((r.body as { messages: unknown[] }).messages.at(-1)));
-  expect(texts[0]).toContain('first in A');
-  expect(texts[1]).toContain('first in B');
-  expect(reqs[1]!.at - reqs[0]!.at).toBeLessThan(250);
-  // Serial: A's second turn saw A's first answer, and started after it.
   const aSecond = reqs[2]!.body as { messages: Array<{ role: string; content: unknown }> };
   expect(JSON.stringify(aSecond.messages)).toContain('A1');
   expect(aSecond.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
@@ -260,4 +259,78 @@ test('/stop mid-tool interrupts it and leaves a valid transcript', async () => {
   const results = body.messages.flatMap((m) => m.content.filter((b) => b.type === 'tool_result'));
   expect(results).toHaveLength(1);
   expect(results[0]!.is_error).toBe(true);
+});
+
+test('maxIterations ends a run that keeps calling tools, with a message saying so', async () => {
+  h = await Harness.start({ yaml: agentYaml('tools: [get_time]', 'maxIterations: 3') });
+  const again = { toolUses: [{ name: 'get_time', input: {} }] };
+  h.script(again, again, again, again, again);
+  await h.adapter.send('loop forever');
+  await waitFor('error', () => h.adapter.answers()[0]);
+  expect(h.adapter.answers()[0]).toMatch(/^ERROR: Stopped after 3 steps/);
+  expect(h.modelRequests()).toHaveLength(3);
+  const fin = h.adapter.eventsOf('console:main', 'run_finished')[0];
+  expect(fin?.type === 'run_finished' && fin.reason).toBe('max_iterations');
+});
+
+test('runTimeoutMs stops a run that takes too long', async () => {
+  h = await Harness.start({ yaml: agentYaml('tools: [get_time]', 'runTimeoutMs: 300') });
+  h.script({ hang: true });
+  await h.adapter.send('think forever');
+  await waitFor('timeout', () => h.adapter.answers()[0]);
+  expect(h.adapter.answers()[0]).toMatch(/^ERROR: Stopped: the run took longer than/);
+  const fin = h.adapter.eventsOf('console:main', 'run_finished')[0];
+  expect(fin?.type === 'run_finished' && fin.reason).toBe('timeout');
+});
+
+test('time spent waiting for a human does not count against runTimeoutMs', async () => {
+  h = await Harness.start({
+    yaml: agentYaml('tools: [ask_user_question]', 'runTimeoutMs: 1500', 'approvers: { console: [local] }'),
+  });
+  h.script({ toolUses: [{ name: 'ask_user_question', input: { question: 'Ready?', suggestions: [{ value: 'yes', label: 'Yes' }] } }] }, { text: 'Off we go.' });
+  await h.adapter.send('start');
+  const card = await waitFor('question', () => h.adapter.cards[0]);
+  await new Promise((r) => setTimeout(r, 2000)); // a person taking their time, longer than the run's budget
+  expect((await h.adapter.click(card, 'Yes')).accepted).toBe(true);
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(h.adapter.answers()).toEqual(['Off we go.']);
+});
+
+test('results of a parallel batch come back in the calls order', async () => {
+  h = await Harness.start({ yaml: agentYaml('tools: [execute_command]', 'tier: high-risk') });
+  h.script(
+    {
+      toolUses: [
+        { name: 'execute_command', input: { command: 'sleep 0.3; echo first' } },
+        { name: 'execute_command', input: { command: 'echo second' } },
+        { name: 'execute_command', input: { command: 'sleep 0.1; echo third' } },
+      ],
+    },
+    { text: 'done' },
+  );
+  await h.adapter.send('run three');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const results = lastToolResults(h.modelRequests()[1]!).map((r) => String(r.content));
+  expect(results[0]).toContain('first');
+  expect(results[1]).toContain('second');
+  expect(results[2]).toContain('third');
+  // They ran at once: the quick one finished before the slow ones.
+  const finished = h.adapter.eventsOf('console:main', 'tool_finished').map((e) => (e.type === 'tool_finished' ? e.callId : ''));
+  const ids = (h.modelRequests()[1]!.body as { messages: Array<{ content: Array<{ type: string; id?: string }> }> }).messages[1]!.content.map((b) => b.id);
+  expect(finished[0]).toBe(ids[1]);
+});
+
+test('/reset starts a new conversation and /help says what the bot can do', async () => {
+  h = await Harness.start();
+  h.script({ text: 'noted' }, { text: 'fresh' });
+  await h.adapter.send('remember 42');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  const reset = await h.adapter.send('/reset');
+  expect(reset.reply).toMatch(/new conversation/);
+  await h.adapter.send('what number?');
+  await waitFor('answer', () => h.adapter.answers()[1]);
+  expect((h.modelRequests().at(-1)!.body as { messages: unknown[] }).messages).toHaveLength(1);
+  const help = await h.adapter.send('/help');
+  expect(help.reply).toMatch(/\/stop/);
+  expect(help.reply).toMatch(/read_file/);
 });
