@@ -141,6 +141,14 @@ export class ConsoleAdapter implements Adapter {
         this.endStream();
         this.write(`agent! ${e.message}\n`);
         return;
+      case 'usage': {
+        this.endStream();
+        const u = e.usage;
+        const cost = u.costKnown ? `$${u.costUSD.toFixed(4)}` : 'cost unknown (no price for this model)';
+        const cls = e.classifierUsage ? `; classifier ${e.classifierUsage.inputTokens + e.classifierUsage.outputTokens} tokens` : '';
+        this.write(`  (${u.inputTokens} tokens in, ${u.outputTokens} out, ${cost}${cls})\n`);
+        return;
+      }
       case 'run_finished':
         this.endStream();
         return;

@@ -54,6 +54,7 @@ test('with no config and no platform token, npm start is a terminal chat that st
   queue.push({ text: 'Hello from the agent.' });
   type('hi there');
   await waitFor('answer', () => screen.includes('agent> Hello from the agent.'));
+  await waitFor('usage line', () => /\(\d+ tokens in, \d+ out, \$\d+\.\d{4}\)/.test(screen));
   // The default agent is read-only and offers ask_user_question to the terminal user.
   const tools = (model.requests[0]!.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
   expect(tools).toContain('read_file');
