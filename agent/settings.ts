@@ -9,14 +9,18 @@ export interface AgentSettings {
   name: string;
   model: string;
   classifierModel: string;
+  /** The system prompt. */
   system: string;
+  /** The toolset: a tool not listed does not exist for this agent. */
   tools: readonly string[];
+  /** The highest tier that runs without asking. */
   tier: Tier;
+  /** Approver ids per platform (`role:<id>` entries on Discord). */
   approvers: Readonly<Record<string, readonly string[] | undefined>>;
   autoApprovedTools: readonly string[];
   autoApprovedCommands: readonly string[];
   envAllowlist: readonly string[];
-  /** Absolute path. */
+  /** Absolute path every file tool and command is confined to. */
   workspace: string;
   maxIterations: number;
   runTimeoutMs: number;

@@ -27,35 +27,26 @@ import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { Platform } from '../adapters/types.js';
+import type { AgentSettings } from '../agent/settings.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
 
-export interface AgentConfig {
-  name: string;
-  model: string;
-  classifierModel: string;
-  system: string;
-  /** The toolset: a tool not listed does not exist for this agent. */
+/**
+ * A resolved agent: every default filled in. The runner reads it live as agent/settings.ts's
+ * AgentSettings (documented there); here the lists are mutable so the operator's config object can
+ * be changed in place, and every platform has an approver list (maybe empty).
+ */
+export interface AgentConfig extends AgentSettings {
   tools: string[];
-  /** The highest tier that runs without asking. */
-  tier: Tier;
-  /** Approver ids per platform (`role:<id>` entries on Discord); every platform present, maybe empty. */
   approvers: Record<Platform, string[]>;
   autoApprovedTools: string[];
   autoApprovedCommands: string[];
   envAllowlist: string[];
-  /** Absolute path; created at start if missing (not by loadConfig). */
-  workspace: string;
-  maxIterations: number;
-  runTimeoutMs: number;
-  maxConversations: number;
-  approvalTimeoutMs: number;
-  questionTimeoutMs: number;
+  /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
-  maxTokens: number;
 }
 
 export interface Route {
