@@ -435,7 +435,9 @@ export class Runner {
       } else {
         reason = 'failed';
         const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';
-        this.log('error', `[${key}] run ${runId} failed: ${(err as Error).stack ?? String(err)}`);
+        // A model failure is expected operations (its detail is enough); anything else is a bug: keep the stack.
+        if (err instanceof ModelError) this.log('warn', `[${key}] run ${runId}: model call failed (${err.code}): ${err.message}`);
+        else this.log('error', `[${key}] run ${runId} failed: ${(err as Error).stack ?? String(err)}`);
         await emit({ type: 'error', runId, message });
       }
       // Keep the transcript only up to a consistent point: drop an unanswered tail, and everything

@@ -74,9 +74,12 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
 /** Starts everything; throws (ConfigError or a start-up failure that says what to do). */
 export async function startBot(io: CliIO, log?: Log): Promise<RunningBot> {
   const config = readConfig(io);
+  // In the terminal chat the log shares the screen with the conversation: errors only, there.
+  const terminalChat = !Object.values(config.platforms).some(Boolean);
   const out: Log =
     log ??
     ((level, msg) => {
+      if (terminalChat && level !== 'error') return;
       const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}\n`;
       (level === 'error' ? io.stderr : io.stdout).write(line);
     });

@@ -7,6 +7,7 @@
  * open card's button clicks it; any other line is a message (and answers an open question that
  * allows typed answers). Streams are injectable so tests drive it like a person at a keyboard.
  */
+import { randomUUID } from 'node:crypto';
 import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { AgentEvent, Card } from '../../agent/events.js';
@@ -43,7 +44,6 @@ export class ConsoleAdapter implements Adapter {
   private readonly cards = new Map<string, OpenCard>();
   private nextHandle = 1;
   private nextNumber = 1;
-  private nextEvent = 1;
   private streaming = false;
 
   constructor(private readonly opts: ConsoleAdapterOptions = {}) {
@@ -92,7 +92,7 @@ export class ConsoleAdapter implements Adapter {
         conversation: this.ref,
         token: choice.token,
         user,
-        eventId: `console-${this.nextEvent++}`,
+        eventId: randomUUID(),
       });
       if (r.notice) this.write(`  (${r.notice})\n`);
       return;
@@ -105,7 +105,7 @@ export class ConsoleAdapter implements Adapter {
       attachments: [],
       isDirect: true,
       mentionsBot: true,
-      eventId: `console-${this.nextEvent++}`,
+      eventId: randomUUID(),
     });
     if (r.reply) this.write(`${r.reply}\n`);
   }
@@ -144,6 +144,7 @@ export class ConsoleAdapter implements Adapter {
       case 'usage': {
         this.endStream();
         const u = e.usage;
+        if (u.inputTokens + u.outputTokens === 0) return; // nothing was spent (the model was not reached)
         const cost = u.costKnown ? `$${u.costUSD.toFixed(4)}` : 'cost unknown (no price for this model)';
         const cls = e.classifierUsage ? `; classifier ${e.classifierUsage.inputTokens + e.classifierUsage.outputTokens} tokens` : '';
         this.write(`  (${u.inputTokens} tokens in, ${u.outputTokens} out, ${cost}${cls})\n`);

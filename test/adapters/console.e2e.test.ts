@@ -124,3 +124,20 @@ test('a missing ANTHROPIC_API_KEY (with no base URL) is a config error naming th
   stdin = new PassThrough();
   exit = Promise.resolve(code);
 });
+
+test('after a restart the terminal chat continues the same conversation', async () => {
+  start();
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push({ text: 'Noted: blue.' });
+  type('my colour is blue');
+  await waitFor('answer', () => screen.includes('Noted: blue.'));
+  stdin.end();
+  expect(await exit).toBe(0);
+  // Same working directory, same store: a new process.
+  start();
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push({ text: 'Your colour is blue.' });
+  type('what is my colour?');
+  await waitFor('answer after restart', () => screen.includes('Your colour is blue.'));
+  expect(JSON.stringify(model.requests.at(-1)!.body)).toContain('my colour is blue');
+});
