@@ -2,10 +2,14 @@
  * `gatehouse policy check [--agent NAME] [--classify] [--json] -- "<command>"`: what the gate would do
  * with a shell command for an agent, without running it. Operators use it to test a policy before
  * deploying. Without --classify no model is called: a command the allowlists and the agent's tier do
- * not settle is assumed high-risk (what the classifier returns when it fails), and the output says so.
+ * not settle is assumed high-risk (what the classifier returns when it fails), and the output says so;
+ * and no ANTHROPIC_API_KEY is needed (a CI machine can check a policy without one).
  *
  * --json prints one object: { command, agent, platform, denied, reason?, rule?, approvalKey,
- * allowlisted, tier, tierSource, decision: "allow"|"ask"|"deny", why }.
+ * allowlisted, tier, tierSource, classifierDetail?, hasTool, decision: "allow"|"ask"|"deny", why }.
+ * `denied` is the denylist's verdict alone; `decision` is deny also for a decline (no approver bound
+ * for --platform) and for an agent without execute_command. tierSource 'classifier-failed': the
+ * classifier call failed and the gate fell back to high-risk (classifierDetail says why).
  */
 import { classifierCompletionFrom, createAnthropicModel } from '../agent/model.js';
 import { decide } from '../policies/gate.js';
@@ -34,9 +38,15 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
       words.push(...args.slice(i + 1));
       break;
     }
-    if (a === '--agent') agentName = args[++i];
-    else if (a === '--platform') platform = args[++i] ?? '';
-    else if (a === '--classify') classify = true;
+    if (a === '--agent' || a === '--platform') {
+      const value = args[++i];
+      if (value === undefined || value.startsWith('--')) {
+        io.stderr.write(`${a} needs a value.\n${USAGE}\n`);
+        return 2;
+      }
+      if (a === '--agent') agentName = value;
+      else platform = value;
+    } else if (a === '--classify') classify = true;
     else if (a === '--json') json = true;
     else if (a.startsWith('--')) {
       io.stderr.write(`Unknown option ${a}.\n${USAGE}\n`);
@@ -50,7 +60,9 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
   }
   let config;
   try {
-    config = loadConfig({ env: io.env, cwd: io.cwd, knownTools: builtinToolNames() });
+    // Without --classify no model is called, so a machine without an API key (CI) can still check.
+    const env = classify ? io.env : { ...io.env, ANTHROPIC_API_KEY: io.env.ANTHROPIC_API_KEY ?? 'not-needed-without-classify' };
+    config = loadConfig({ env, cwd: io.cwd, knownTools: builtinToolNames() });
   } catch (err) {
     io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : String(err)) + '\n');
     return 1;
@@ -60,16 +72,22 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     io.stderr.write(`No agent "${agentName}". Agents: ${Object.keys(config.agents).join(', ')}.\n`);
     return 2;
   }
+  // A typo here would silently read as "no approver bound" and report a decline.
+  if (!Object.hasOwn(agent.approvers, platform)) {
+    io.stderr.write(`No platform "${platform}". Platforms: ${Object.keys(agent.approvers).join(', ')}.\n${USAGE}\n`);
+    return 2;
+  }
 
   const analysis = await analyzeCommand(command);
   const approvalKey = await commandApprovalKey(command);
   const allowlisted = !analysis.denied && isCommandAllowlisted(analysis, agent.autoApprovedCommands);
-  type TierSource = 'classifier' | 'assumed' | 'agent-tier' | 'allowlist' | 'none';
+  type TierSource = 'classifier' | 'classifier-failed' | 'assumed' | 'agent-tier' | 'allowlist' | 'none';
   // Set from inside the gate's classify callback, hence an object (flow analysis cannot see into it).
-  const seen: { tierSource: TierSource; classifiedTier?: Tier } = { tierSource: 'none' };
+  const seen: { tierSource: TierSource; classifiedTier?: Tier; classifierDetail?: string } = { tierSource: 'none' };
   const classifyFn = async (cmd: string): Promise<{ tier: Tier }> => {
     if (!classify) {
       seen.tierSource = 'assumed';
+      seen.classifiedTier = 'high-risk';
       return { tier: 'high-risk' };
     }
     const model = createAnthropicModel({
@@ -78,7 +96,9 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
       maxRetries: 1,
     });
     const verdict = await createCommandClassifier({ complete: classifierCompletionFrom(model, agent.classifierModel) }).classify(cmd);
-    seen.tierSource = 'classifier';
+    // A failed call (bad key, unknown model, timeout) must not read as the classifier's judgement.
+    seen.tierSource = verdict.source === 'fail-closed' ? 'classifier-failed' : 'classifier';
+    if (verdict.detail !== undefined) seen.classifierDetail = verdict.detail;
     seen.classifiedTier = verdict.tier;
     return { tier: verdict.tier };
   };
@@ -97,6 +117,11 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
   else if (seen.tierSource === 'none' && agent.tier === 'high-risk' && !analysis.denied) seen.tierSource = 'agent-tier';
   const tierSource = seen.tierSource;
   const tier = decision.action === 'deny' ? (seen.classifiedTier ?? null) : decision.tier;
+  // The gate judges the command as if the agent could run it; without the tool it never runs.
+  const hasTool = agent.tools.includes('execute_command');
+  const noTool = `agent ${agent.name} does not have execute_command (add it to agents.${agent.name}.tools), so it cannot run any command`;
+  const action = hasTool ? decision.action : 'deny';
+  const why = decision.action === 'deny' ? decision.reason : hasTool ? decision.why : `${noTool}; with it, the gate would ${decision.action}: ${decision.why}`;
   const result = {
     command,
     agent: agent.name,
@@ -107,8 +132,10 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     allowlisted,
     tier,
     tierSource,
-    decision: decision.action,
-    why: decision.action === 'deny' ? decision.reason : decision.why,
+    ...(seen.classifierDetail !== undefined ? { classifierDetail: seen.classifierDetail } : {}),
+    hasTool,
+    decision: action,
+    why,
   };
   if (json) {
     io.stdout.write(JSON.stringify(result) + '\n');
@@ -118,10 +145,18 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     `command:      ${command}`,
     `agent:        ${agent.name} (tier ${agent.tier}) on ${platform}`,
     `denylist:     ${analysis.denied ? `BLOCKED by rule ${analysis.denied.rule}: ${analysis.denied.reason}` : 'passes'}`,
-    `approval key: ${approvalKey ?? '(none: a compound command cannot be always-approved as a whole)'}`,
+    `approval key: ${approvalKey ?? `(none: ${analysis.denied ? 'the denylist blocks it' : 'a command that chains, pipes, substitutes or redirects to a file cannot be always-approved as a whole'})`}`,
     `allowlist:    ${allowlisted ? 'matches autoApprovedCommands' : 'no match'}`,
-    `tier:         ${tier ?? '-'}${tierSource === 'assumed' ? ' (assumed: run with --classify to ask the classifier)' : tierSource === 'classifier' ? ' (classifier)' : ''}`,
-    `decision:     ${decision.action.toUpperCase()}`,
+    `tier:         ${tier ?? '-'}${
+      tierSource === 'assumed'
+        ? ' (assumed: run with --classify to ask the classifier)'
+        : tierSource === 'classifier'
+          ? ' (classifier)'
+          : tierSource === 'classifier-failed'
+            ? ` (the classifier failed, so high-risk: ${seen.classifierDetail ?? 'no detail'})`
+            : ''
+    }`,
+    `decision:     ${action.toUpperCase()}`,
     `why:          ${result.why}`,
   ];
   io.stdout.write(lines.join('\n') + '\n');

@@ -64,7 +64,7 @@ export interface BatchContext {
   /** The tool context for one call (its own abort signal). */
   toolContext(callId: string, signal: AbortSignal): ToolContext;
   policy(): AgentPolicy;
-  classify(command: string): Promise<{ tier: Tier }>;
+  classify(command: string): Promise<{ tier: Tier; note?: string }>;
   broker: ApprovalBroker;
   approvalTimeoutMs: number;
   emit(event: AgentEvent): Promise<void>;
@@ -282,7 +282,8 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
     { classify: (c) => ctx.classify(c) },
   );
   if (decision.action === 'deny') {
-    const content = decision.absolute ? `Blocked: ${decision.reason}` : decision.reason;
+    // Denylist reasons already open with "Blocked by the shell denylist"; do not say it twice.
+    const content = decision.absolute && !decision.reason.startsWith('Blocked') ? `Blocked: ${decision.reason}` : decision.reason;
     return { kind: 'result', result: { content, isError: true } };
   }
   if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: `${tool.name} ${JSON.stringify(input).slice(0, 200)}` }, decision };
