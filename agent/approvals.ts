@@ -118,6 +118,7 @@ export class ApprovalBroker {
   /** Serializes decisions per request inside this process (first click wins). */
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly now: () => number;
+  private closed = false;
 
   constructor(private readonly opts: ApprovalBrokerOptions) {
     this.now = opts.now ?? Date.now;
@@ -221,6 +222,9 @@ export class ApprovalBroker {
    */
   async wait(requestId: string, signal?: AbortSignal): Promise<Decision> {
     const req = await this.get(requestId);
+    // After close() a wait parks for good (its request stays stored for the next start), and starts
+    // no timer that would keep a stopping process alive.
+    if (this.closed) return new Promise<Decision>(() => undefined);
     if (!req) return { outcome: 'expired', at: this.now(), note: 'the request is no longer stored' };
     if (req.decision) return req.decision;
     return new Promise<Decision>((resolve) => {
@@ -398,6 +402,7 @@ export class ApprovalBroker {
 
   /** Stops expiry timers (shutdown). Pending requests stay stored and resume after a restart. */
   close(): void {
+    this.closed = true;
     for (const list of this.waiters.values()) for (const w of list) if (w.timer) clearTimeout(w.timer);
     this.waiters.clear();
   }

@@ -59,7 +59,7 @@ export interface RunnerOptions {
   allowlists: PersistedAllowlists;
   outputs: OutputResolver;
   /** Rates a command for an agent; sees the command alone. */
-  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier }>;
+  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string }>;
   maxConcurrentRuns?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }

@@ -126,8 +126,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     outputs,
     classify: async (agent, command) => {
       const verdict = await classifierFor(agent).classify(command);
-      if (verdict.source === 'fail-closed') log('warn', `classifier failed closed for agent ${agent.name}: ${verdict.detail ?? ''}`);
-      return { tier: verdict.tier };
+      if (verdict.source !== 'fail-closed') return { tier: verdict.tier };
+      log('warn', `classifier failed closed for agent ${agent.name}: ${verdict.detail ?? ''}`);
+      // The approver should know this is "could not tell", not "judged dangerous".
+      return { tier: verdict.tier, note: 'the classifier could not rate it, so it counts as high-risk; see the log' };
     },
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,

@@ -32,8 +32,8 @@ export interface GateRequest {
 }
 
 export interface GateDeps {
-  /** Rates a command for `unknown` tools; sees the command alone. */
-  classify(command: string): Promise<{ tier: Tier }>;
+  /** Rates a command for `unknown` tools; sees the command alone. `note` says why, when it failed closed. */
+  classify(command: string): Promise<{ tier: Tier; note?: string }>;
   analyze?: (command: string) => Promise<ShellAnalysis>;
 }
 
@@ -70,10 +70,15 @@ export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, de
   }
 
   let tier: Tier;
+  let note = '';
   if (req.toolTier !== 'unknown') tier = req.toolTier;
   else if (policy.tier === 'high-risk') tier = 'high-risk'; // everything is covered: no classifier call
   else if (req.command === undefined) tier = 'high-risk';
-  else tier = (await deps.classify(req.command)).tier;
+  else {
+    const verdict = await deps.classify(req.command);
+    tier = verdict.tier;
+    if (verdict.note) note = ` (${verdict.note})`;
+  }
 
   if (tierCovers(policy.tier, tier)) {
     return { action: 'allow', tier, why: `rated ${tier}, within the agent's tier (${policy.tier})` };
@@ -83,7 +88,7 @@ export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, de
     const key = await commandApprovalKey(req.command);
     always = key ? { kind: 'command', key } : null;
   } else always = { kind: 'tool', name: req.toolName };
-  return askOrDecline(req, policy, tier, `rated ${tier}, above the agent's tier (${policy.tier})`, always);
+  return askOrDecline(req, policy, tier, `rated ${tier}${note}, above the agent's tier (${policy.tier})`, always);
 }
 
 function askOrDecline(

@@ -269,7 +269,7 @@ test('maxIterations ends a run that keeps calling tools, with a message saying s
   await waitFor('error', () => h.adapter.answers()[0]);
   expect(h.adapter.answers()[0]).toMatch(/^ERROR: Stopped after 3 steps/);
   expect(h.modelRequests()).toHaveLength(3);
-  const fin = h.adapter.eventsOf('console:main', 'run_finished')[0];
+  const fin = await waitFor('run finished', () => h.adapter.eventsOf('console:main', 'run_finished')[0]);
   expect(fin?.type === 'run_finished' && fin.reason).toBe('max_iterations');
 });
 
@@ -279,7 +279,7 @@ test('runTimeoutMs stops a run that takes too long', async () => {
   await h.adapter.send('think forever');
   await waitFor('timeout', () => h.adapter.answers()[0]);
   expect(h.adapter.answers()[0]).toMatch(/^ERROR: Stopped: the run took longer than/);
-  const fin = h.adapter.eventsOf('console:main', 'run_finished')[0];
+  const fin = await waitFor('run finished', () => h.adapter.eventsOf('console:main', 'run_finished')[0]);
   expect(fin?.type === 'run_finished' && fin.reason).toBe('timeout');
 });
 

@@ -266,7 +266,7 @@ describe('abort and timeout', () => {
 
   test('a hanging server times out (per-request timeout) and is not retried', async () => {
     fake.enqueue({ hang: true }, { text: 'unused' });
-    const err = await failure(model().complete(ask('hi', { timeoutMs: 150 })));
+    const err = await failure(model().complete(ask('hi', { timeoutMs: 1000 }))); // long enough to arrive even on a loaded CI machine
     expect(err.code).toBe('timeout');
     expect(err.userMessage).toBe(USER_MESSAGES.timeout);
     expect(fake.requests).toHaveLength(1);
