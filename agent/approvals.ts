@@ -119,6 +119,12 @@ export class ApprovalBroker {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly now: () => number;
   private closed = false;
+  /**
+   * Conversations that may have an open question taking typed answers. Lets answerTyped skip a
+   * store read for every ordinary message; filled when a question is asked or waited on again
+   * after a restart, cleared when the conversation has no open question left.
+   */
+  private readonly typedAnswerable = new Set<string>();
 
   constructor(private readonly opts: ApprovalBrokerOptions) {
     this.now = opts.now ?? Date.now;
@@ -203,6 +209,7 @@ export class ApprovalBroker {
       await this.opts.kv.set(`t:${b.token}`, { requestId: id, choice: b.choice }, ttl);
     }
     await this.addPending(input.conversationKey, id, ttl);
+    if (extra.allowCustom) this.typedAnswerable.add(input.conversationKey);
     // Stored before posting: a click can only come after the card exists, and must find its token.
     const handle = await this.opts.outputs(input.conversationKey).postCard(card);
     await this.update(id, (r) => ({ ...r, cardHandle: handle }));
@@ -227,6 +234,7 @@ export class ApprovalBroker {
     if (this.closed) return new Promise<Decision>(() => undefined);
     if (!req) return { outcome: 'expired', at: this.now(), note: 'the request is no longer stored' };
     if (req.decision) return req.decision;
+    if (req.kind === 'question' && req.allowCustom) this.typedAnswerable.add(req.conversationKey);
     return new Promise<Decision>((resolve) => {
       const waiter: Waiter = { resolve };
       const remaining = Math.max(0, req.expiresAt - this.now());
@@ -307,14 +315,26 @@ export class ApprovalBroker {
    * Returns true when it answered one (the message is then not a new turn).
    */
   async answerTyped(conversationKey: string, user: { id: string; name?: string; roles?: string[] }, text: string): Promise<boolean> {
+    if (!this.typedAnswerable.has(conversationKey)) return false;
+    let open = false;
     for (const id of await this.pendingIds(conversationKey)) {
       const req = await this.get(id);
       if (!req || req.decision || req.kind !== 'question' || !req.allowCustom) continue;
+      open = true;
       if (!this.mayDecide(req, user)) continue;
       const done = await this.settle(id, { outcome: 'answered', answer: text, by: user.id, byName: user.name, at: this.now() });
       if (done) return true;
     }
+    if (!open) this.typedAnswerable.delete(conversationKey);
     return false;
+  }
+
+  /**
+   * A run of this conversation was resumed after a restart and may have an open question: typed
+   * replies are checked against the store until it is known there is none.
+   */
+  noteResumed(conversationKey: string): void {
+    this.typedAnswerable.add(conversationKey);
   }
 
   /** Pending (undecided) request ids of a conversation, oldest first. */

@@ -201,6 +201,7 @@ export class Runner {
         continue;
       }
       n++;
+      this.opts.broker.noteResumed(key);
       void this.enqueue(key, () => this.execute(undefined, rec));
     }
     return n;
