@@ -1,0 +1,251 @@
+/**
+ * Benchmark (not a test): Telegram messages per second, and the time from an update entering the
+ * fake Bot API to the bot's answer reaching it (sendMessage), with the fake model answering at once.
+ *
+ * What runs: the real start path (bot/cli.ts startBot: env + YAML config, SQLite store, router,
+ * runner, the real Anthropic SDK) with the real grammy adapter long polling the fake Bot API.
+ * This process is only the bot. The fake model (bench/fake-model-process.ts) and the fake Bot API
+ * with its load generator (bench/telegram-fake-process.ts) run in child processes; both timestamps
+ * of a message are taken in the fake Bot API's process, on one clock.
+ *
+ * Rows (each on fresh chats, so every row starts with empty transcripts; one DM user per chat):
+ *   closed  one message in flight per chat: a chat's next message goes out when its answer arrived.
+ *           Measures the most the bot can do with that many chats; latency then includes waiting
+ *           behind other chats' work (with 100 chats in flight, latency ~ 100 / throughput).
+ *   open    messages go out at a fixed rate (default 300/s) round-robin over the chats, whatever the
+ *           bot does: the latency a user sees at that load. This is the row the issue's target
+ *           (>= 300 messages/s with p99 < 50 ms at 100 chats) is checked against.
+ * Per message the bot makes: one getUpdates share, sendChatAction (typing), one model call,
+ * transcript load + save, and sendMessage with the answer.
+ *
+ * Run: npm run build && node dist/bench/telegram.js [--messages 2000] [--rate 300] [--max-runs N]
+ *      [--rows closed:1,closed:100,open:1,open:100]   (the "other CPU" column shows load from other jobs)
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { startBot } from '../bot/cli.js';
+import type { RunRequest, RunResult } from './telegram-fake-process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+interface Row {
+  label: string;
+  chats: number;
+  messages: number;
+  ratePerSec?: number;
+  /** Not printed (JIT, SQLite pages, connection pools). */
+  warmup?: boolean;
+}
+
+async function forkReady<T>(script: string): Promise<{ child: ChildProcess; ready: T }> {
+  const child = fork(join(here, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = await new Promise<T>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as T));
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+  });
+  return { child, ready };
+}
+
+/** CPU time (ms) a process used so far, from /proc (Linux; NaN elsewhere). Clock ticks are 10 ms. */
+function cpuOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time (ms) the whole machine spent busy so far, all cores, from /proc/stat (NaN elsewhere). */
+function machineBusy(): number {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    return (total - f[3]! - f[4]!) * 10; // minus idle and iowait
+  } catch {
+    return NaN;
+  }
+}
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+let nextRunId = 1;
+function runLoad(child: ChildProcess, req: Omit<RunRequest, 'type' | 'id'>): Promise<RunResult> {
+  const id = nextRunId++;
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: unknown) => {
+      const r = m as { type: string; id: number; message?: string };
+      if (r.id !== id) return;
+      child.off('message', onMessage);
+      if (r.type === 'result') resolve(m as RunResult);
+      else reject(new Error(`load generator failed: ${r.message}`));
+    };
+    child.on('message', onMessage);
+    child.once('exit', (code) => reject(new Error(`the fake Bot API process exited (${code}) during a run`)));
+    child.send({ type: 'run', id, ...req } satisfies RunRequest);
+  });
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const arg = (name: string, dflt: string) => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : dflt;
+  };
+  const messages = Number(arg('messages', '2000'));
+  const rate = Number(arg('rate', '300'));
+  const maxRuns = args.includes('--max-runs') ? Number(arg('max-runs', '8')) : undefined;
+
+  // --rows closed:1,open:100 picks rows (default: all four).
+  const wanted = arg('rows', 'closed:1,closed:100,open:1,open:100').split(',');
+  const rows: Row[] = [
+    { label: 'warm-up', chats: 20, messages: 600, warmup: true },
+    { label: 'closed', chats: 1, messages },
+    { label: 'closed', chats: 100, messages },
+    // One chat cannot keep up with the rate (its messages are handled one after another): 3 s of it.
+    { label: 'open', chats: 1, messages: Math.min(messages, rate * 3), ratePerSec: rate },
+    { label: 'open', chats: 100, messages, ratePerSec: rate },
+  ].filter((r) => r.warmup || wanted.includes(`${r.label}:${r.chats}`));
+  // Fresh chats per row: row r uses ids (r + 1) * 100000 + i.
+  const chatIds = rows.map((row, r) => Array.from({ length: row.chats }, (_, i) => (r + 1) * 100_000 + i));
+
+  const dir = mkdtempSync(join(tmpdir(), 'gh-bench-tg-'));
+  const model = await forkReady<string>('fake-model-process.js');
+  const tg = await forkReady<{ apiRoot: string; token: string }>('telegram-fake-process.js');
+  const logged: string[] = [];
+  let warnings = 0;
+  try {
+    writeFileSync(
+      join(dir, 'gatehouse.yaml'),
+      [
+        'agents:',
+        '  default:',
+        '    model: claude-sonnet-5-5',
+        `    workspace: "${join(dir, 'ws')}"`,
+        '    maxConversations: 100000',
+        'access:',
+        `  telegram: { users: [${chatIds.flat().map((id) => `"${id}"`).join(', ')}] }`,
+        '  rateLimit: { messages: 10000, perSeconds: 1 }',
+        ...(maxRuns !== undefined ? [`runner: { maxConcurrentRuns: ${maxRuns} }`] : []),
+        '',
+      ].join('\n'),
+    );
+    const bot = await startBot(
+      {
+        env: {
+          ANTHROPIC_API_KEY: 'bench',
+          ANTHROPIC_BASE_URL: model.ready,
+          GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
+          GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`,
+          GATEHOUSE_HTTP_PORT: '0',
+          TELEGRAM_BOT_TOKEN: tg.ready.token,
+          TELEGRAM_API_ROOT: tg.ready.apiRoot,
+        },
+        cwd: dir,
+        stdout: new PassThrough(),
+        stderr: new PassThrough(),
+      },
+      (level, msg) => {
+        if (level === 'info') return;
+        warnings++;
+        if (logged.length < 5) logged.push(`${level}: ${msg}`);
+      },
+    );
+
+    console.log(
+      `Telegram benchmark: node ${process.version}, ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+    );
+    console.log(
+      `${messages} messages per row, open-loop rate ${rate}/s, ` +
+        `maxConcurrentRuns ${maxRuns ?? 'default'}; latency = update queued in the fake -> answer received by the fake`,
+    );
+    const header = ['row', 'chats', 'msgs', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'bot CPU', 'TG CPU', 'model CPU', 'other CPU', 'errors'];
+    const widths = [14, 6, 6, 8, 8, 8, 8, 8, 8, 7, 10, 10, 7];
+    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ');
+    console.log(line(header));
+    const callsPerMsg: string[] = [];
+    const growth: string[] = [];
+    const summary = new Map<string, { perSec: number; p99: number; errors: number }>();
+    for (const [r, row] of rows.entries()) {
+      const cpu0 = process.cpuUsage();
+      const modelCpu0 = cpuOf(model.child.pid);
+      const busy0 = machineBusy();
+      const res = await runLoad(tg.child, {
+        chatIds: chatIds[r]!,
+        total: row.messages,
+        ...(row.ratePerSec !== undefined ? { ratePerSec: row.ratePerSec } : {}),
+        expect: 'ok',
+        timeoutMs: 120_000,
+      });
+      const cpu = process.cpuUsage(cpu0);
+      const modelCpu = cpuOf(model.child.pid) - modelCpu0;
+      const busy = machineBusy() - busy0;
+      if (row.warmup) continue;
+      const lat = [...res.latencies].sort((a, b) => a - b);
+      const secs = res.elapsedMs / 1000;
+      const label = row.ratePerSec !== undefined ? `open @${row.ratePerSec}/s` : row.label;
+      const errors = res.unexpectedCount + res.unanswered;
+      console.log(
+        line([
+          label,
+          String(row.chats),
+          String(res.latencies.length),
+          (res.latencies.length / secs).toFixed(0),
+          pct(lat, 50).toFixed(1),
+          pct(lat, 90).toFixed(1),
+          pct(lat, 99).toFixed(1),
+          (lat.at(-1) ?? NaN).toFixed(1),
+          `${((((cpu.user + cpu.system) / 1000) / res.elapsedMs) * 100).toFixed(0)}%`,
+          `${((res.cpuMs / res.elapsedMs) * 100).toFixed(0)}%`,
+          `${((modelCpu / res.elapsedMs) * 100).toFixed(0)}%`,
+          `${(((busy - modelCpu - res.cpuMs - (cpu.user + cpu.system) / 1000) / res.elapsedMs) * 100).toFixed(0)}%`,
+          String(errors),
+        ]),
+      );
+      summary.set(`${row.label}:${row.chats}`, { perSec: res.latencies.length / secs, p99: pct(lat, 99), errors });
+      // Transcripts grow with every turn (20 turns a chat at 100 chats, all of them at 1 chat).
+      const tenth = Math.max(1, Math.floor(res.latencies.length / 10));
+      const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50).toFixed(1);
+      growth.push(`${label} ${row.chats}: first 10% ${median(res.latencies.slice(0, tenth))} ms, last 10% ${median(res.latencies.slice(-tenth))} ms`);
+      if (res.unexpectedCount > 0) console.log(`  unexpected messages from the bot (${res.unexpectedCount}): ${res.unexpected.join(' | ')}`);
+      if (res.unanswered > 0) console.log(`  ${res.unanswered} messages got no answer within the timeout`);
+      callsPerMsg.push(
+        `${label} ${row.chats}: ` +
+          Object.entries(res.calls)
+            .map(([m, n]) => `${m} ${(n / row.messages).toFixed(2)}`)
+            .join(', '),
+      );
+    }
+    console.log('Median latency of the first and the last tenth of each row (conversations get longer):');
+    for (const g of growth) console.log(`  ${g}`);
+    console.log('Bot API calls per message:');
+    for (const c of callsPerMsg) console.log(`  ${c}`);
+    console.log(
+      `CPU: share of one core used during the row (bot = this process; TG = the fake Bot API + load generator; model = the fake model; other = everything else on the machine, e.g. other jobs: high values make the row's numbers unreliable).`,
+    );
+    const open = summary.get('open:100');
+    if (open) {
+      // The issue's target: at 100 chats, at least 300 messages/s with p99 under 50 ms.
+      const ok = rate >= 300 && open.perSec >= 0.97 * rate && open.p99 < 50 && open.errors === 0;
+      console.log(
+        `Target (>= 300 messages/s with p99 < 50 ms at 100 chats): ${ok ? 'MET' : 'MISSED'} ` +
+          `(open loop at ${rate}/s: ${open.perSec.toFixed(0)} answered/s, p99 ${open.p99.toFixed(1)} ms)`,
+      );
+    }
+    if (warnings > 0) console.log(`bot logged ${warnings} warnings/errors, first: ${logged.join(' | ')}`);
+    await bot.stop();
+  } finally {
+    tg.child.disconnect();
+    model.child.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
