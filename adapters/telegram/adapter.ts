@@ -435,6 +435,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     return v;
   }
 
+  const TYPING_FIRST_DELAY_MS = 400;
+
   function startTyping(v: RunView): void {
     if (v.typing) return;
     v.typingSince = Date.now();
@@ -444,8 +446,13 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
         log('warn', `sendChatAction in ${v.ref.key} failed: ${describe(err)}`);
       });
     };
-    tick();
-    v.typing = setInterval(tick, typingInterval);
+    // Not at once: a quick answer needs no "typing…" (one Bot API call fewer, and Telegram rate-limits them).
+    v.typing = setTimeout(() => {
+      if (!v.typing) return;
+      tick();
+      v.typing = setInterval(tick, typingInterval);
+      v.typing.unref();
+    }, Math.min(TYPING_FIRST_DELAY_MS, typingInterval));
     v.typing.unref();
   }
 
