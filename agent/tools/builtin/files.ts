@@ -30,6 +30,10 @@ import { z } from 'zod';
 import type { Prepared, Proposal, Tool, ToolContext, ToolResult } from '../types.js';
 import { ToolError } from '../types.js';
 import { displayPath, errCode, resolveInWorkspace, workspaceRoot } from '../workspace.js';
+import type { FileMatch } from './grep-worker.js';
+import { GrepMatcher } from './grep-worker.js';
+
+export { closeGrepWorkers, GREP_MATCH_BUDGET_MS, grepWorkerStats } from './grep-worker.js';
 
 // ---------------------------------------------------------------------------------------------
 // Limits (exported so tests and docs agree with the code)
@@ -76,10 +80,6 @@ function humanSize(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
-}
-
-function cutLine(line: string, max = GREP_MAX_LINE_CHARS): string {
-  return line.length > max ? `${line.slice(0, max)}… [line cut at ${max} chars]` : line;
 }
 
 /**
@@ -508,6 +508,12 @@ export const GrepInput = z.strictObject({
 export type GrepInput = z.infer<typeof GrepInput>;
 
 const GREP_READ_AHEAD = 8;
+/** Files handed to the matching worker before the oldest answer is awaited (pipelining). */
+const GREP_IN_FLIGHT_FILES = 64;
+const GREP_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
+/** Files per message to the worker: one round trip per small file would cost more than matching it. */
+const GREP_BATCH_FILES = 32;
+const GREP_BATCH_BYTES = 1024 * 1024;
 
 type FileRead = { kind: 'text'; abs: string; buf: Buffer } | { kind: 'binary' | 'large' | 'skip'; abs: string };
 
@@ -520,8 +526,9 @@ async function readForGrep(abs: string, signal: AbortSignal): Promise<FileRead> 
     const st = await fh.stat();
     if (!st.isFile()) return { kind: 'skip', abs };
     if (st.size > GREP_MAX_FILE_BYTES) return { kind: 'large', abs };
-    // One read of the stat'ed size (fh.readFile would stat again and probe for EOF).
-    const buf = Buffer.allocUnsafe(st.size);
+    // One read of the stat'ed size (fh.readFile would stat again and probe for EOF). Not from
+    // Buffer's shared pool: the bytes are transferred to the matching worker without a copy.
+    const buf = Buffer.allocUnsafeSlow(st.size);
     let got = 0;
     while (got < st.size) {
       const { bytesRead } = await fh.read(buf, got, st.size - got, got);
@@ -536,8 +543,19 @@ async function readForGrep(abs: string, signal: AbortSignal): Promise<FileRead> 
   }
 }
 
-/** grep: read-only. Bounded matches and bytes; binary and huge files skipped and reported. */
-export function grepTool(): Tool<GrepInput> {
+export interface GrepToolOptions {
+  /** Worker time one call may spend matching (default GREP_MATCH_BUDGET_MS, 20 s). */
+  matchBudgetMs?: number;
+}
+
+/**
+ * grep: read-only. Bounded matches and bytes; binary and huge files skipped and reported.
+ *
+ * Walking and reading stay on the main thread (async fs); the RegExp runs in a worker
+ * (grep-worker.ts) so a catastrophic pattern cannot block the event loop: it is stopped by
+ * ctx.signal or by the matching budget, and the call fails with a ToolError saying to simplify it.
+ */
+export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
   return {
     name: 'grep',
     description:
@@ -549,10 +567,10 @@ export function grepTool(): Tool<GrepInput> {
     async execute(input, ctx) {
       const root = await workspaceRoot(ctx.workspace);
       const start = await resolveInWorkspace(ctx.workspace, input.path ?? '.', { mustExist: true });
-      let re: RegExp;
+      const source = input.fixedString ? input.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : input.pattern;
+      const flags = input.ignoreCase ? 'i' : '';
       try {
-        const source = input.fixedString ? input.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : input.pattern;
-        re = new RegExp(source, input.ignoreCase ? 'i' : '');
+        new RegExp(source, flags); // compiling is cheap and safe; only matching can run away
       } catch (err) {
         throw new ToolError(
           `The pattern is not a valid regular expression (${err instanceof Error ? err.message : String(err)}); fix it or pass fixedString: true.`,
@@ -560,10 +578,7 @@ export function grepTool(): Tool<GrepInput> {
       }
       const fileMatch = input.glob ? globMatcher(input.glob) : undefined;
       const limit = input.limit ?? GREP_DEFAULT_MATCHES;
-      const context = input.context ?? 0;
       const out: string[] = [];
-      let outBytes = 0;
-      let matches = 0;
       let filesSearched = 0;
       let skippedBinary = 0;
       let skippedLarge = 0;
@@ -579,66 +594,90 @@ export function grepTool(): Tool<GrepInput> {
             yield { abs: start, rel: path.basename(start), name: path.basename(start) };
           })();
 
-      // Read a few files ahead (the fs thread pool works in parallel), consume strictly in walk order.
-      const readAhead: Array<Promise<FileRead>> = [];
-      const iter = files[Symbol.asyncIterator]();
-      let walkDone = false;
-      const fill = async (): Promise<void> => {
-        while (!walkDone && readAhead.length < GREP_READ_AHEAD) {
-          const next = await iter.next();
-          if (next.done) {
-            walkDone = true;
+      const matcher = GrepMatcher.start(
+        {
+          source,
+          flags,
+          pattern: input.pattern,
+          limit,
+          context: input.context ?? 0,
+          maxOutputBytes: GREP_MAX_OUTPUT_BYTES,
+          maxLineChars: GREP_MAX_LINE_CHARS,
+          ...(opts.matchBudgetMs === undefined ? {} : { budgetMs: opts.matchBudgetMs }),
+        },
+        ctx.signal,
+      );
+      try {
+        // Two stages, both strictly in walk order: a few files read ahead (the fs thread pool
+        // works in parallel), then up to GREP_IN_FLIGHT_* files handed to the matching worker.
+        const readAhead: Array<Promise<FileRead>> = [];
+        const iter = files[Symbol.asyncIterator]();
+        let walkDone = false;
+        const fill = async (): Promise<void> => {
+          while (!walkDone && readAhead.length < GREP_READ_AHEAD) {
+            const next = await iter.next();
+            if (next.done) {
+              walkDone = true;
+              break;
+            }
+            if (fileMatch && !fileMatch(next.value.rel, next.value.name)) continue;
+            readAhead.push(readForGrep(next.value.abs, ctx.signal));
+          }
+        };
+        type Slot = { kind: 'binary' | 'large' | 'skip' } | { kind: 'text'; bytes: number; result?: Promise<FileMatch> };
+        const inFlight: Slot[] = [];
+        let inFlightBytes = 0;
+        let batch: Array<{ slot: Slot & { kind: 'text' }; shown: string; bytes: Buffer }> = [];
+        let batchBytes = 0;
+        const flush = (): void => {
+          if (batch.length === 0) return;
+          const sent = matcher.match(batch.map(({ shown, bytes }) => ({ shown, bytes })));
+          batch.forEach(({ slot }, k) => {
+            slot.result = sent.then((rs) => rs[k] as FileMatch);
+            slot.result.catch(() => undefined); // awaited later, in order; a failure surfaces there
+          });
+          batch = [];
+          batchBytes = 0;
+        };
+        for (;;) {
+          while (inFlight.length < GREP_IN_FLIGHT_FILES && (inFlightBytes < GREP_IN_FLIGHT_BYTES || inFlight.length === 0)) {
+            await fill();
+            const pending = readAhead.shift();
+            if (!pending) break;
+            const f = await pending;
+            ctx.signal.throwIfAborted();
+            if (f.kind !== 'text') {
+              inFlight.push({ kind: f.kind });
+              continue;
+            }
+            const slot = { kind: 'text' as const, bytes: f.buf.byteLength };
+            inFlight.push(slot);
+            inFlightBytes += slot.bytes;
+            batch.push({ slot, shown: displayPath(root, f.abs), bytes: f.buf });
+            batchBytes += slot.bytes;
+            if (batch.length >= GREP_BATCH_FILES || batchBytes >= GREP_BATCH_BYTES) flush();
+          }
+          const slot = inFlight.shift();
+          if (!slot) break;
+          if (slot.kind === 'large') skippedLarge++;
+          if (slot.kind === 'binary') skippedBinary++;
+          if (slot.kind !== 'text') continue;
+          inFlightBytes -= slot.bytes;
+          if (!slot.result) flush(); // only send a part-filled batch when its answer is needed now
+          const r = await (slot.result as Promise<FileMatch>);
+          filesSearched++;
+          for (const line of r.lines) out.push(line);
+          if (r.cut) {
+            cut = r.cut;
             break;
           }
-          if (fileMatch && !fileMatch(next.value.rel, next.value.name)) continue;
-          readAhead.push(readForGrep(next.value.abs, ctx.signal));
         }
-      };
-      search: for (;;) {
-        await fill();
-        const pending = readAhead.shift();
-        if (!pending) break;
-        const f = await pending;
-        ctx.signal.throwIfAborted();
-        if (f.kind === 'large') skippedLarge++;
-        if (f.kind === 'binary') skippedBinary++;
-        if (f.kind !== 'text') continue;
-        const buf = f.buf;
-        filesSearched++;
-        const shown = displayPath(root, f.abs);
-        const lines = buf.toString('utf8').split('\n');
-        if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
-        let lastPrinted = -1; // index of the last line printed from this file
-        for (let i = 0; i < lines.length; i++) {
-          if (!re.test(lines[i] as string)) continue;
-          if (matches >= limit) {
-            cut = `stopped at ${limit} matching lines`;
-            break search;
-          }
-          matches++;
-          const from = Math.max(0, i - context, lastPrinted + 1);
-          const group: string[] = [];
-          if (context > 0 && (lastPrinted >= 0 ? from > lastPrinted + 1 : out.length > 0)) group.push('--');
-          for (let j = from; j < i; j++) group.push(`${shown}-${j + 1}-${cutLine(lines[j] as string)}`);
-          group.push(`${shown}:${i + 1}:${cutLine(lines[i] as string)}`);
-          // Trailing context stops early when another match follows: that match prints itself.
-          let j = i + 1;
-          for (; j <= Math.min(lines.length - 1, i + context); j++) {
-            if (re.test(lines[j] as string)) break;
-            group.push(`${shown}-${j + 1}-${cutLine(lines[j] as string)}`);
-          }
-          const size = group.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
-          if (outBytes + size > GREP_MAX_OUTPUT_BYTES) {
-            matches--;
-            cut = `output reached ${GREP_MAX_OUTPUT_BYTES / 1024} KB after ${matches} matching lines`;
-            break search;
-          }
-          outBytes += size;
-          out.push(...group);
-          lastPrinted = j - 1;
-          i = j - 1;
-        }
+      } catch (err) {
+        await matcher.discard();
+        throw err;
       }
+      matcher.release();
+
       const notes: string[] = [];
       if (skippedBinary || skippedLarge) {
         const parts: string[] = [];
