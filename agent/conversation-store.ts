@@ -25,13 +25,18 @@ export type StoredConversation = { agent: string; messages: Message[]; state: Re
 const LruIndex = z.array(z.string());
 
 export class ConversationStore {
-  /** agent -> keys, least recently used first. Loaded lazily from the store. */
-  private readonly lru = new Map<string, string[]>();
-  private readonly lruLoads = new Map<string, Promise<string[]>>();
+  /** agent -> keys, least recently used first (a Set keeps insertion order: delete + add = touch). */
+  private readonly lru = new Map<string, Set<string>>();
+  private readonly lruLoads = new Map<string, Promise<Set<string>>>();
+  /** Agents whose index was only reordered since it was last written (see touch). */
+  private readonly reordered = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly kv: KV,
     private readonly maxConversations: (agent: string) => number,
+    /** How long a mere reordering of the LRU index may wait before it is written. */
+    private readonly reorderWriteDelayMs = 1000,
   ) {}
 
   async load(key: string, opts: { raw?: boolean } = {}): Promise<StoredConversation | undefined> {
@@ -57,11 +62,7 @@ export class ConversationStore {
   async reset(key: string, agent: string): Promise<void> {
     await this.kv.delete(`c:${key}`);
     const keys = await this.index(agent);
-    const i = keys.indexOf(key);
-    if (i >= 0) {
-      keys.splice(i, 1);
-      await this.kv.set(`lru:${agent}`, keys);
-    }
+    if (keys.delete(key)) await this.writeIndex(agent);
   }
 
   /** Keys of an agent's conversations, least recently used first. */
@@ -69,14 +70,23 @@ export class ConversationStore {
     return [...(await this.index(agent))];
   }
 
-  private async index(agent: string): Promise<string[]> {
+  /** Writes index reorderings still waiting (call before closing the store). */
+  async flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const agents = [...this.reordered];
+    this.reordered.clear();
+    await Promise.all(agents.map((a) => this.writeIndex(a)));
+  }
+
+  private async index(agent: string): Promise<Set<string>> {
     const cached = this.lru.get(agent);
     if (cached) return cached;
     let loading = this.lruLoads.get(agent);
     if (!loading) {
       loading = (async () => {
         const parsed = LruIndex.safeParse(await this.kv.get(`lru:${agent}`));
-        const keys = parsed.success ? parsed.data : [];
+        const keys = new Set(parsed.success ? parsed.data : []);
         this.lru.set(agent, keys);
         return keys;
       })();
@@ -85,16 +95,35 @@ export class ConversationStore {
     return loading;
   }
 
+  /**
+   * A new conversation or an eviction changes which transcripts exist: written at once, so a crash
+   * never leaves a transcript the index does not know (it would never be evicted). A mere
+   * reordering only changes who is evicted next: written within reorderWriteDelayMs.
+   */
   private async touch(agent: string, key: string): Promise<void> {
     const keys = await this.index(agent);
-    const i = keys.indexOf(key);
-    if (i === keys.length - 1 && i >= 0) return; // already most recent: no write
-    if (i >= 0) keys.splice(i, 1);
-    keys.push(key);
+    const known = keys.delete(key);
+    keys.add(key);
+    if (known) {
+      this.reordered.add(agent);
+      this.flushTimer ??= setTimeout(() => void this.flush(), this.reorderWriteDelayMs);
+      this.flushTimer.unref();
+      return;
+    }
     const max = Math.max(1, this.maxConversations(agent));
-    const evicted = keys.length > max ? keys.splice(0, keys.length - max) : [];
+    const evicted: string[] = [];
+    for (const k of keys) {
+      if (keys.size - evicted.length <= max) break;
+      evicted.push(k);
+    }
+    for (const k of evicted) keys.delete(k);
     await Promise.all(evicted.map((k) => this.kv.delete(`c:${k}`)));
-    await this.kv.set(`lru:${agent}`, keys);
+    await this.writeIndex(agent);
+  }
+
+  private async writeIndex(agent: string): Promise<void> {
+    this.reordered.delete(agent);
+    await this.kv.set(`lru:${agent}`, [...(await this.index(agent))]);
   }
 }
 

@@ -149,6 +149,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     async stop(stopOpts = {}) {
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
+      await store.flush();
       broker.close();
     },
   };
