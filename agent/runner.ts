@@ -3,7 +3,8 @@
  * lifecycle of a run (events, timeout, /stop, durable waits, usage).
  *
  * Contract:
- * - `submit` never drops a message: a turn that arrives while its conversation runs waits in that
+ * - `submit` never drops a message: it is stored before `submit` resolves, and a turn that arrives
+ *   while its conversation runs waits in that
  *   conversation's lane (p-queue, concurrency 1). Different conversations run in parallel up to
  *   `maxConcurrentRuns`. A run waiting on a human gives its global slot back while it waits.
  * - Events of a run go to the conversation's output in order. Exactly one of `answer`/`error`
@@ -76,6 +77,22 @@ const RunRecord = z.object({
 type RunRecord = z.infer<typeof RunRecord>;
 
 const RunIndex = z.array(z.string());
+
+/** Turns accepted but not yet part of a saved transcript, per conversation (survive a restart). */
+const QueuedTurns = z.array(
+  z.object({
+    id: z.string(),
+    turn: z.object({
+      agentName: z.string(),
+      conversationKey: z.string(),
+      platform: z.string(),
+      sender: z.object({ id: z.string(), name: z.string().optional() }),
+      text: z.string(),
+      attachments: z.array(z.unknown()).optional(),
+      humanAvailable: z.boolean().optional(),
+    }),
+  }),
+);
 
 const EMPTY_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0, costKnown: true };
 
@@ -164,9 +181,22 @@ export class Runner {
     this.slots = new Slots(opts.maxConcurrentRuns ?? 8);
   }
 
-  /** Queues a turn in its conversation's lane. Resolves when the turn has finished (callers need not wait). */
-  submit(turn: Turn): Promise<void> {
-    return this.enqueue(turn.conversationKey, () => this.execute(turn, undefined));
+  /**
+   * Queues a turn in its conversation's lane. Resolves once the turn is stored (it then survives a
+   * restart); `finished` resolves when it has run.
+   */
+  async submit(turn: Turn): Promise<{ finished: Promise<void> }> {
+    const key = turn.conversationKey;
+    const id = randomUUID();
+    // Enqueued synchronously (lane order = arrival order); stored through a per-key chain.
+    const stored = this.chain(key, () => this.storeQueued(key, { id, turn }));
+    const finished = this.enqueue(key, async () => {
+      // Not stored: the caller was told to send it again, so it must not also run.
+      if (await stored.then(() => false, () => true)) return;
+      await this.execute(turn, undefined, id);
+    });
+    await stored;
+    return { finished };
   }
 
   /** Aborts the running turn of a conversation. Returns false when nothing was running. */
@@ -190,7 +220,10 @@ export class Runner {
     return this.lanes.has(conversationKey);
   }
 
-  /** Continues every run that was waiting when the process stopped. Returns how many. */
+  /**
+   * Continues every run that was waiting when the process stopped, then the turns that were queued
+   * behind them (or not started). Returns how many runs and turns were picked up.
+   */
   async resumeAll(): Promise<number> {
     const keys = RunIndex.safeParse(await this.opts.runs.get('index'));
     let n = 0;
@@ -204,6 +237,20 @@ export class Runner {
       this.opts.broker.noteResumed(key);
       void this.enqueue(key, () => this.execute(undefined, rec));
     }
+    const index = await this.loadQueueIndex();
+    for (const key of [...index]) {
+      const list = await this.loadQueued(key);
+      if (list.length === 0) {
+        index.delete(key);
+        continue;
+      }
+      this.queued.set(key, list);
+      for (const q of list) {
+        n++;
+        void this.enqueue(key, () => this.execute(q.turn, undefined, q.id));
+      }
+    }
+    await this.opts.runs.set('qindex', [...index]);
     return n;
   }
 
@@ -254,8 +301,8 @@ export class Runner {
   }
 
   /** One run: a new turn, or the continuation of a stored one. */
-  private async execute(turn: Turn | undefined, resumed: RunRecord | undefined): Promise<void> {
-    if (this.closed) return;
+  private async execute(turn: Turn | undefined, resumed: RunRecord | undefined, queuedId?: string): Promise<void> {
+    if (this.closed) return; // a queued turn stays stored: the next start runs it
     const key = turn?.conversationKey ?? resumed!.conversationKey;
     const agentName = turn?.agentName ?? resumed!.agentName;
     const output = this.opts.outputs(key);
@@ -393,6 +440,8 @@ export class Runner {
           checkpoint: async () => {
             checkpointed = true;
             await this.opts.store.save(key, conv);
+            // From here the turn lives in the transcript (and the run record): it must not run twice.
+            if (queuedId) await this.dropQueued(key, queuedId);
             if (unansweredToolUses(conv.messages).length > 0) await saveRecord();
             else if (Object.keys(record.calls).length > 0) {
               record.calls = {};
@@ -450,6 +499,7 @@ export class Runner {
       if (holdsSlot) this.slots.release();
       lane.current = undefined;
       if (recordWritten) await this.dropRecord(key);
+      if (queuedId) await this.dropQueued(key, queuedId);
     }
     const u: AgentEvent = { type: 'usage', runId, usage };
     if (scope.used) u.classifierUsage = scope.classifier;
@@ -497,6 +547,69 @@ export class Runner {
     const result: QuestionAnswer = { answer };
     if (d.by) result.by = d.byName ?? d.by;
     return result;
+  }
+
+  private readonly chains = new Map<string, Promise<unknown>>();
+
+  /** Runs store updates of one conversation's queue one after another. */
+  private chain<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(key) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.chains.set(key, tail);
+    void tail.then(() => {
+      if (this.chains.get(key) === tail) this.chains.delete(key);
+    });
+    return next;
+  }
+
+  /**
+   * Queued turns are mirrored in memory (this process is the store's only writer of them): a turn
+   * costs one write when accepted and one when it becomes part of the transcript. `qindex` lists
+   * conversations that may have queued turns; it only grows while running (written once per new
+   * conversation) and is pruned at start.
+   */
+  private readonly queued = new Map<string, Array<{ id: string; turn: Turn }>>();
+  private queueIndex: Set<string> | undefined;
+
+  private async loadQueued(key: string): Promise<Array<{ id: string; turn: Turn }>> {
+    const parsed = QueuedTurns.safeParse(await this.opts.runs.get(`q:${key}`));
+    return parsed.success ? (parsed.data as Array<{ id: string; turn: Turn }>) : [];
+  }
+
+  private async loadQueueIndex(): Promise<Set<string>> {
+    if (!this.queueIndex) {
+      const idx = RunIndex.safeParse(await this.opts.runs.get('qindex'));
+      this.queueIndex ??= new Set(idx.success ? idx.data : []);
+    }
+    return this.queueIndex;
+  }
+
+  private async storeQueued(key: string, entry: { id: string; turn: Turn }): Promise<void> {
+    const list = this.queued.get(key) ?? [];
+    list.push(entry);
+    this.queued.set(key, list);
+    await this.opts.runs.set(`q:${key}`, list);
+    const index = await this.loadQueueIndex();
+    if (!index.has(key)) {
+      index.add(key);
+      await this.opts.runs.set('qindex', [...index]);
+    }
+  }
+
+  private dropQueued(key: string, id: string): Promise<void> {
+    return this.chain(key, async () => {
+      const list = this.queued.get(key) ?? [];
+      const rest = list.filter((q) => q.id !== id);
+      if (rest.length === list.length) return;
+      if (rest.length > 0) {
+        this.queued.set(key, rest);
+        await this.opts.runs.set(`q:${key}`, rest);
+      } else {
+        this.queued.delete(key);
+        await this.opts.runs.delete(`q:${key}`);
+      }
+    });
   }
 
   private async loadRecord(key: string): Promise<RunRecord | undefined> {

@@ -80,8 +80,9 @@ export class Router implements AdapterSink {
         ? { type: 'image', source: { type: 'base64', media_type: a.mimeType, data: a.data } }
         : { type: 'text', text: `<attachment name="${a.name.replace(/"/g, "'")}">\n${a.data}\n</attachment>` },
     );
-    void this.opts.runner
-      .submit({
+    // Resolves once the turn is stored (not when it has run): a restart after this still runs it.
+    try {
+      await this.opts.runner.submit({
         agentName: agent.name,
         conversationKey: key,
         platform: msg.platform,
@@ -89,8 +90,11 @@ export class Router implements AdapterSink {
         text: msg.text,
         attachments,
         humanAvailable: true,
-      })
-      .catch((err: unknown) => this.opts.log?.('error', `[${key}] run failed to start: ${(err as Error).message}`));
+      });
+    } catch (err) {
+      this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
+      return { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' };
+    }
     return { accepted: true };
   }
 

@@ -334,3 +334,23 @@ test('/reset starts a new conversation and /help says what the bot can do', asyn
   expect(help.reply).toMatch(/\/stop/);
   expect(help.reply).toMatch(/read_file/);
 });
+
+test('messages accepted before a crash are answered after the restart, in order', async () => {
+  h = await Harness.start();
+  h.script({ hang: true });
+  await h.adapter.send('first question');
+  await waitFor('model called', () => h.modelRequests().length === 1);
+  await h.adapter.send('second question'); // waits behind the first
+  await h.restart();
+  h.script({ text: 'first answer' }, { text: 'second answer' });
+  await waitFor('both answered', () => h.adapter.answers().length === 2);
+  expect(h.adapter.answers()).toEqual(['first answer', 'second answer']);
+  const last = h.modelRequests().at(-1)!.body as { messages: Array<{ role: string }> };
+  expect(JSON.stringify(last.messages)).toContain('first question');
+  expect(last.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  // Nothing is run a third time after another restart.
+  await h.gh.runner.idle();
+  await h.restart();
+  await h.gh.runner.idle();
+  expect(h.adapter.answers()).toEqual([]);
+});
