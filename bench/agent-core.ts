@@ -7,7 +7,8 @@
  *   http:    the real Anthropic SDK streaming from the fake Messages server (in a child process, so
  *            it does not share this process's core)
  *   inproc:  a ModelClient that returns at once: the runner's own cost, with no HTTP at all
- * Overhead per turn = run_started -> run_finished minus the time inside the model call.
+ * turns/s from a burst; overhead per turn (run_started -> run_finished minus the time inside the
+ * model call) from a paced phase at --pace turns/s (default 200), so it is not queueing behind a burst.
  *
  * Run: npm run build && node --expose-gc dist/bench/agent-core.js [--turns 3000] [--modes http,inproc]
  */
@@ -52,16 +53,15 @@ class BenchAdapter implements Adapter {
   async postText() {}
 }
 
-/** Wraps a model client to account the time spent inside it, per run (by AsyncLocal-free bookkeeping: one call at a time per run). */
-function timed(model: ModelClient, spent: Map<string, number>): ModelClient {
+/** Wraps a model client to report the time spent inside each call. */
+function timed(model: ModelClient, onCall: (ms: number) => void): ModelClient {
   return {
     async complete(req) {
       const t0 = performance.now();
       try {
         return await model.complete(req);
       } finally {
-        const key = JSON.stringify(req.messages[0]?.content[0] ?? '');
-        spent.set(key, (spent.get(key) ?? 0) + performance.now() - t0);
+        onCall(performance.now() - t0);
       }
     },
   };
@@ -124,36 +124,62 @@ function send(adapter: BenchAdapter, conversation: number, turn: number) {
   });
 }
 
-async function throughput(mode: string, model: ModelClient, conversations: number, turns: number) {
+/**
+ * One row: a burst (every conversation's turns offered at once) gives turns/s; then a paced phase
+ * (turns offered at `paceRate`/s, round-robin over the conversations) gives the per-turn overhead
+ * without the queueing a burst adds: run_started -> run_finished minus the time inside the model.
+ */
+async function throughput(mode: string, model: ModelClient, conversations: number, turns: number, paceRate: number) {
   const dir = mkdtempSync(join(tmpdir(), 'gh-bench-'));
-  const spent = new Map<string, number>();
-  const { gh, adapter, storage } = await setup(dir, timed(model, spent), Math.max(100, conversations));
+  let modelMs = 0;
+  let modelCalls = 0;
+  const { gh, adapter, storage } = await setup(dir, timed(model, (ms) => ((modelMs += ms), modelCalls++)), Math.max(100, conversations));
   // Warm-up: JIT, SQLite pages.
   for (let i = 0; i < 50; i++) await send(adapter, 999_999, i);
   await gh.runner.idle();
-  spent.clear();
-  const overheads: number[] = [];
-  let finished = 0;
-  const done = new Promise<void>((resolve) => {
-    adapter.onFinished = (_id, s, e) => {
-      overheads.push(e - s);
-      if (++finished === turns) resolve();
-    };
-  });
+
+  const run = async (offer: () => Promise<void>, count: number) => {
+    const durations: number[] = [];
+    modelMs = 0;
+    modelCalls = 0;
+    const done = new Promise<void>((resolve) => {
+      adapter.onFinished = (_id, s, e) => {
+        durations.push(e - s);
+        if (durations.length === count) resolve();
+      };
+    });
+    const t0 = performance.now();
+    await offer();
+    await done;
+    const elapsed = (performance.now() - t0) / 1000;
+    const modelPerTurn = modelCalls ? modelMs / modelCalls : 0;
+    return { elapsed, durations, modelPerTurn };
+  };
+
   const perConv = Math.ceil(turns / conversations);
-  const t0 = performance.now();
-  // Every conversation gets its turns at once: lanes keep each conversation serial.
-  for (let t = 0; t < perConv; t++) for (let c = 0; c < conversations && t * conversations + c < turns; c++) await send(adapter, c, t);
-  await done;
-  const elapsed = (performance.now() - t0) / 1000;
-  // Subtract model time: all of a conversation's turns share its first message key, so spread evenly.
-  const modelTotal = [...spent.values()].reduce((a, b) => a + b, 0);
-  const modelPerTurn = modelTotal / turns;
-  const over = overheads.map((o) => Math.max(0, o - modelPerTurn)).sort((a, b) => a - b);
+  const burst = await run(async () => {
+    for (let t = 0; t < perConv; t++) {
+      const round: Array<Promise<unknown>> = [];
+      for (let c = 0; c < conversations && t * conversations + c < turns; c++) round.push(send(adapter, c, t));
+      await Promise.all(round);
+    }
+  }, turns);
+
+  const paced = await run(async () => {
+    const gap = 1000 / paceRate;
+    const start = performance.now();
+    for (let i = 0; i < turns; i++) {
+      const due = start + i * gap;
+      const wait = due - performance.now();
+      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+      void send(adapter, i % conversations, perConv + Math.floor(i / conversations));
+    }
+  }, turns);
+  const over = paced.durations.map((d) => Math.max(0, d - paced.modelPerTurn)).sort((a, b) => a - b);
   console.log(
     `${mode.padEnd(6)} ${String(conversations).padStart(5)} conv  ${String(turns).padStart(6)} turns  ` +
-      `${(turns / elapsed).toFixed(0).padStart(6)} turns/s   turn p50 ${pct(overheads.sort((a, b) => a - b), 50).toFixed(2)} ms p99 ${pct(overheads, 99).toFixed(2)} ms   ` +
-      `overhead p50 ${pct(over, 50).toFixed(2)} ms p99 ${pct(over, 99).toFixed(2)} ms (model ${modelPerTurn.toFixed(2)} ms/turn)`,
+      `burst ${(turns / burst.elapsed).toFixed(0).padStart(5)} turns/s   ` +
+      `paced ${paceRate}/s: overhead p50 ${pct(over, 50).toFixed(2)} ms p99 ${pct(over, 99).toFixed(2)} ms (model ${paced.modelPerTurn.toFixed(2)} ms/turn)`,
   );
   await gh.stop();
   await storage.close();
@@ -206,7 +232,7 @@ async function main() {
       fake = await startFakeProcess();
       model = createAnthropicModel({ apiKey: 'bench', baseURL: fake.url, maxRetries: 0 });
     }
-    for (const conv of [1, 100, 1000]) await throughput(mode, model, conv, Math.max(turns, conv));
+    for (const conv of [1, 100, 1000]) await throughput(mode, model, conv, Math.max(turns, conv), Number(arg('pace', '200')));
     fake?.kill();
   }
   // Memory in a fresh process: the throughput rows above leave a grown heap behind.
