@@ -31,6 +31,7 @@ import { runLoop, unansweredToolUses } from './loop.js';
 import type { ContentBlock } from './messages.js';
 import { ModelError, type ModelClient } from './model-types.js';
 import type { OutputResolver } from './output.js';
+import { addUsage, emptyUsage } from './pricing.js';
 import type { AgentDirectory, AgentSettings } from './settings.js';
 import { CallState, runToolBatch, type CallStates } from './tools/executor.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -93,19 +94,6 @@ const QueuedTurns = z.array(
     }),
   }),
 );
-
-const EMPTY_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0, costKnown: true };
-
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
-    costUSD: a.costKnown && b.costKnown ? a.costUSD + b.costUSD : 0,
-    costKnown: a.costKnown && b.costKnown,
-  };
-}
 
 /** Classifier usage lands on the run whose gate asked for it. */
 const usageScope = new AsyncLocalStorage<{ classifier: Usage; used: boolean }>();
@@ -332,8 +320,8 @@ export class Runner {
       timedOut = true;
       controller.abort(new Error('timeout'));
     });
-    const scope = { classifier: { ...EMPTY_USAGE }, used: false };
-    let usage: Usage = { ...EMPTY_USAGE };
+    const scope = { classifier: emptyUsage(), used: false };
+    let usage: Usage = emptyUsage();
 
     const stored = await this.opts.store.load(key, { raw: resumed !== undefined });
     const conv: StoredConversation = stored ?? { agent: agentName, messages: [], state: {}, updatedAt: Date.now() };

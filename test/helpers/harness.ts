@@ -30,6 +30,11 @@ export interface HarnessOptions {
   env?: Record<string, string>;
 }
 
+/** The classifier's requests are recognised by its system prompt. */
+function isClassifierRequest(req: RecordedRequest): boolean {
+  return JSON.stringify((req.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40));
+}
+
 export const DEFAULT_YAML = `
 agents:
   default:
@@ -70,8 +75,7 @@ export class Harness {
     const workspace = join(dir, 'workspace');
     const h = new Harness(fake, dir, workspace, opts);
     fake.setHandler((req) => {
-      const isClassifier = JSON.stringify((req.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40));
-      const next = isClassifier ? h.classifierReply : h.mainQueue.shift();
+      const next = isClassifierRequest(req) ? h.classifierReply : h.mainQueue.shift();
       if (next === undefined) return { text: '(no scripted reply)' };
       return typeof next === 'function' ? next(req) : next;
     });
@@ -110,11 +114,11 @@ export class Harness {
 
   /** Requests that were not the classifier's. */
   modelRequests(): RecordedRequest[] {
-    return this.fake.requests.filter((r) => !JSON.stringify((r.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40)));
+    return this.fake.requests.filter((r) => !isClassifierRequest(r));
   }
 
   classifierRequests(): RecordedRequest[] {
-    return this.fake.requests.filter((r) => JSON.stringify((r.body as { system?: unknown }).system ?? '').includes(CLASSIFIER_SYSTEM_PROMPT.slice(0, 40)));
+    return this.fake.requests.filter(isClassifierRequest);
   }
 
   /** Simulates a crash and a restart: the old instance stops, a new one opens the same store. */
