@@ -150,13 +150,12 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
 
 /**
  * A ClassifierCompletion (policies/classifier.ts) on a ModelClient: one user message holding the
- * tagged command, no tools, a tiny max_tokens. `onUsage` gets the classifier's token usage, which
- * the runner reports apart from the conversation's.
+ * tagged command, no tools, a tiny max_tokens. The reply's `usage` is a `Usage`: the runner reports
+ * it apart from the conversation's.
  */
 export function classifierCompletionFrom(
   model: ModelClient,
   modelName: string,
-  onUsage?: (u: Usage) => void,
 ): ClassifierCompletion {
   return async ({ system, user, signal }) => {
     const res = await model.complete({
@@ -167,7 +166,6 @@ export function classifierCompletionFrom(
       maxTokens: 10,
       signal,
     });
-    onUsage?.(res.usage);
     const text = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
     return { text, usage: res.usage };
   };

@@ -16,7 +16,6 @@
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { z } from 'zod';
@@ -61,7 +60,8 @@ export interface RunnerOptions {
   allowlists: PersistedAllowlists;
   outputs: OutputResolver;
   /** Rates a command for an agent; sees the command alone. */
-  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string }>;
+  /** `usage`: the classifier request this call made, if it made one (reported on the run's usage event). */
+  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
   maxConcurrentRuns?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
@@ -94,17 +94,6 @@ const QueuedTurns = z.array(
     }),
   }),
 );
-
-/** Classifier usage lands on the run whose gate asked for it. */
-const usageScope = new AsyncLocalStorage<{ classifier: Usage; used: boolean }>();
-
-export function reportClassifierUsage(u: Usage): void {
-  const scope = usageScope.getStore();
-  if (scope) {
-    scope.classifier = addUsage(scope.classifier, u);
-    scope.used = true;
-  }
-}
 
 /** A counting semaphore whose permits a waiting run can hand back. */
 class Slots {
@@ -320,7 +309,8 @@ export class Runner {
       timedOut = true;
       controller.abort(new Error('timeout'));
     });
-    const scope = { classifier: emptyUsage(), used: false };
+    // Classifier usage is counted apart from the conversation's.
+    const classifierUsage = { total: emptyUsage(), used: false };
     let usage: Usage = emptyUsage();
 
     const stored = await this.opts.store.load(key, { raw: resumed !== undefined });
@@ -410,8 +400,7 @@ export class Runner {
     await emit({ type: 'run_started', runId });
     let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
     try {
-      const outcome = await usageScope.run(scope, () =>
-        runLoop({
+      const outcome = await runLoop({
           runId,
           model: this.opts.model,
           modelName: agent.model,
@@ -445,7 +434,14 @@ export class Runner {
               tools,
               toolContext,
               policy,
-              classify: (c) => this.opts.classify(this.opts.agents.get(agentName) ?? agent, c),
+              classify: async (c) => {
+                const { usage: u, ...verdict } = await this.opts.classify(this.opts.agents.get(agentName) ?? agent, c);
+                if (u) {
+                  classifierUsage.total = addUsage(classifierUsage.total, u);
+                  classifierUsage.used = true;
+                }
+                return verdict;
+              },
               broker: this.opts.broker,
               approvalTimeoutMs: agent.approvalTimeoutMs,
               emit,
@@ -454,8 +450,7 @@ export class Runner {
               addAlways: (a) => this.opts.allowlists.add(agentName, a),
               humanWait,
             }),
-        }),
-      );
+      });
       if (outcome.kind === 'answer') {
         await emit({ type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text });
       } else if (outcome.kind === 'max_iterations') {
@@ -490,7 +485,7 @@ export class Runner {
       if (queuedId) await this.dropQueued(key, queuedId);
     }
     const u: AgentEvent = { type: 'usage', runId, usage };
-    if (scope.used) u.classifierUsage = scope.classifier;
+    if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
     await emit(u);
     await emit({ type: 'run_finished', runId, reason });
   }

@@ -9,9 +9,10 @@ import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker } from '../agent/approvals.js';
 import { ConversationStore } from '../agent/conversation-store.js';
 import { classifierCompletionFrom } from '../agent/model.js';
+import type { Usage } from '../agent/events.js';
 import type { ModelClient } from '../agent/model-types.js';
 import type { ConversationOutput } from '../agent/output.js';
-import { Runner, reportClassifierUsage } from '../agent/runner.js';
+import { Runner } from '../agent/runner.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
@@ -95,7 +96,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     let c = classifiers.get(id);
     if (!c) {
       c = createCommandClassifier({
-        complete: classifierCompletionFrom(opts.model, agent.classifierModel, reportClassifierUsage),
+        complete: classifierCompletionFrom(opts.model, agent.classifierModel),
         ...(opts.classifierTimeoutMs !== undefined ? { timeoutMs: opts.classifierTimeoutMs } : {}),
       });
       classifiers.set(id, c);
@@ -126,10 +127,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     outputs,
     classify: async (agent, command) => {
       const verdict = await classifierFor(agent).classify(command);
-      if (verdict.source !== 'fail-closed') return { tier: verdict.tier };
+      // classifierCompletionFrom's replies carry the model client's Usage.
+      const usage = verdict.usage as Usage | undefined;
+      if (verdict.source !== 'fail-closed') return { tier: verdict.tier, ...(usage ? { usage } : {}) };
       log('warn', `classifier failed closed for agent ${agent.name}: ${verdict.detail ?? ''}`);
       // The approver should know this is "could not tell", not "judged dangerous".
-      return { tier: verdict.tier, note: 'the classifier could not rate it, so it counts as high-risk; see the log' };
+      return {
+        tier: verdict.tier,
+        note: 'the classifier could not rate it, so it counts as high-risk; see the log',
+        ...(usage ? { usage } : {}),
+      };
     },
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,

@@ -28,6 +28,11 @@ export interface ClassifierVerdict {
   source: 'model' | 'cache' | 'fail-closed';
   /** Why it failed closed (or the reply that could not be read). */
   detail?: string;
+  /**
+   * The completion's usage, on the one verdict whose call made the request (not on cache hits, nor
+   * on callers that joined a request already in flight): whoever pays for it reports it once.
+   */
+  usage?: unknown;
 }
 
 export interface CommandClassifier {
@@ -108,6 +113,7 @@ export function createCommandClassifier(opts: {
       }, timeoutMs);
     });
     let text: string;
+    let usage: unknown;
     try {
       // The race makes the deadline hold even for a completion that ignores its signal.
       const reply = await Promise.race([
@@ -115,20 +121,22 @@ export function createCommandClassifier(opts: {
         deadline,
       ]);
       text = typeof reply?.text === 'string' ? reply.text : '';
+      usage = reply?.usage;
     } catch (err) {
       return failClosed(`classifier failed: ${(err instanceof Error ? err.message : String(err)).slice(0, 200)}`);
     } finally {
       clearTimeout(timer);
       if (!ac.signal.aborted) ac.abort(); // release anything still attached to the signal
     }
-    if (text.trim() === '') return failClosed('classifier gave an empty reply');
+    const withUsage = (v: ClassifierVerdict): ClassifierVerdict => (usage !== undefined ? { ...v, usage } : v);
+    if (text.trim() === '') return withUsage(failClosed('classifier gave an empty reply'));
     const tier = readVerdict(text);
-    if (!tier) return failClosed(`classifier reply is not a tier: ${JSON.stringify(text.slice(0, 80))}`);
+    if (!tier) return withUsage(failClosed(`classifier reply is not a tier: ${JSON.stringify(text.slice(0, 80))}`));
     if (cacheSize > 0) {
       cache.set(command, tier);
       if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
     }
-    return { tier, source: 'model' };
+    return withUsage({ tier, source: 'model' });
   }
 
   return {
@@ -144,7 +152,7 @@ export function createCommandClassifier(opts: {
         return { tier: hit, source: 'cache' };
       }
       const pending = inflight.get(command);
-      if (pending) return pending;
+      if (pending) return pending.then(({ usage: _paidByTheFirstCaller, ...verdict }) => verdict);
       const p = ask(command).finally(() => inflight.delete(command));
       inflight.set(command, p);
       return p;
