@@ -7,8 +7,9 @@
  *   the streamed JSON), the stop reason and the usage priced by agent/pricing.ts.
  * - The SDK's own retries are off (`maxRetries: 0`); this module retries, so every retry is
  *   observable (`onRetry`) and testable. Retried: 429, 5xx, 529 / overloaded_error, connection
- *   failures, a stream cut short. Not retried: 4xx (auth, bad request), timeouts (the attempt
- *   already used its whole budget), aborts.
+ *   failures, a stream cut short (a broken connection, or no message_stop). Not retried: 4xx (auth,
+ *   bad request), timeouts (the attempt already used its whole budget), aborts.
+ * - HTTP goes through agent/http-fetch.ts (node:http keep-alive), not the built-in fetch: cheaper.
  * - A retry happens ONLY while no text delta has been forwarded: once the user has seen part of an
  *   answer, a retry would show it twice, so the failure surfaces instead.
  * - The wait honours `retry-after-ms`, then `retry-after` (seconds or an HTTP date); without one it
@@ -22,6 +23,7 @@ import Anthropic, { APIError, APIConnectionError, APIUserAbortError } from '@ant
 import type { ClassifierCompletion } from '../policies/classifier.js';
 import type { Usage } from './events.js';
 import type { ContentBlock } from './messages.js';
+import { createNodeFetch } from './http-fetch.js';
 import { ModelError } from './model-types.js';
 import type { ModelClient, ModelErrorCode, ModelRequest, ModelResponse } from './model-types.js';
 import { priceUsage } from './pricing.js';
@@ -48,6 +50,8 @@ export interface AnthropicModelOptions {
   /** The longest single wait (default 30 s). */
   maxRetryWaitMs?: number;
   onRetry?: (info: RetryInfo) => void;
+  /** The HTTP client (default: agent/http-fetch.ts on node:http). Tests may pass the built-in fetch. */
+  fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
 
 export const USER_MESSAGES: Record<ModelErrorCode, string> = {
@@ -81,6 +85,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
     apiKey: opts.apiKey,
     ...(opts.baseURL ? { baseURL: opts.baseURL } : {}),
     maxRetries: 0,
+    fetch: opts.fetch ?? createNodeFetch(),
   });
   const maxRetries = opts.maxRetries ?? 3;
   const defaultTimeoutMs = opts.timeoutMs ?? 10 * 60_000;
@@ -97,14 +102,22 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
       timedOut = true;
       ac.abort();
     }, req.timeoutMs ?? defaultTimeoutMs);
+    let reading = false;
+    let callerError: { err: unknown } | undefined;
     try {
       const stream = await client.messages.create(toParams(req), { signal: ac.signal, maxRetries: 0 });
       const acc = new Accumulator();
+      reading = true;
       for await (const event of stream) {
         const delta = acc.add(event);
         if (delta) {
           seen.text = true;
-          req.onText?.(delta);
+          try {
+            req.onText?.(delta);
+          } catch (err) {
+            callerError = { err };
+            throw err;
+          }
         }
       }
       // The SDK ends iteration quietly when its signal aborts, so check before trusting the result.
@@ -118,6 +131,12 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
       if (timedOut) {
         const ms = req.timeoutMs ?? defaultTimeoutMs;
         throw new AttemptFailure(new ModelError('timeout', USER_MESSAGES.timeout, `The model call timed out after ${ms} ms.`));
+      }
+      if (callerError && callerError.err === err) throw err;
+      // The SDK passes a broken body through as it is (a cut connection, a garbled event).
+      if (reading && !(err instanceof APIError) && !(err instanceof AttemptFailure)) {
+        const detail = scrub(`The model stream broke off: ${err instanceof Error ? err.message : String(err)}`);
+        throw new AttemptFailure(new ModelError('network', USER_MESSAGES.network, detail));
       }
       throw toFailure(err, scrub);
     } finally {
