@@ -9,6 +9,11 @@ export interface KV {
   /** ttlMs: the entry disappears after it (dedupe ids, expired tokens). */
   set(key: string, value: unknown, ttlMs?: number): Promise<unknown>;
   delete(key: string): Promise<unknown>;
+  /**
+   * Every live entry, as [key without the namespace, value]. Keyv provides it for SQLite, Redis,
+   * Postgres and in-memory stores; the runner lists its namespace with it after a restart.
+   */
+  iterator?: (ignored?: unknown) => AsyncIterable<[string, unknown]>;
 }
 
 /** The namespaces Gatehouse keeps (DESIGN.md "Storage"). */

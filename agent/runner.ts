@@ -77,8 +77,6 @@ const RunRecord = z.object({
 });
 type RunRecord = z.infer<typeof RunRecord>;
 
-const RunIndex = z.array(z.string());
-
 /** Turns accepted but not yet part of a saved transcript, per conversation (survive a restart). */
 const QueuedTurns = z.array(
   z.object({
@@ -94,6 +92,8 @@ const QueuedTurns = z.array(
     }),
   }),
 );
+
+type QueuedTurn = { id: string; turn: Turn };
 
 /** A counting semaphore whose permits a waiting run can hand back. */
 class Slots {
@@ -202,33 +202,47 @@ export class Runner {
    * behind them (or not started). Returns how many runs and turns were picked up.
    */
   async resumeAll(): Promise<number> {
-    const keys = RunIndex.safeParse(await this.opts.runs.get('index'));
-    let n = 0;
-    for (const key of keys.success ? keys.data : []) {
-      const rec = await this.loadRecord(key);
-      if (!rec) {
-        await this.dropRecord(key);
-        continue;
+    // The namespace holds only live state (run records and queued turns), so listing it is cheap,
+    // and no index key has to be rewritten as conversations come and go.
+    const records: RunRecord[] = [];
+    const queued: Array<[string, QueuedTurn[]]> = [];
+    const unreadable: string[] = [];
+    for await (const [name, value] of this.entries()) {
+      if (name.startsWith('run:')) {
+        const rec = RunRecord.safeParse(value);
+        if (rec.success) records.push(rec.data);
+        else unreadable.push(name);
+      } else if (name.startsWith('q:')) {
+        const list = QueuedTurns.safeParse(value);
+        if (list.success && list.data.length > 0) queued.push([name.slice(2), list.data as QueuedTurn[]]);
+        else unreadable.push(name);
       }
-      n++;
-      this.opts.broker.noteResumed(key);
-      void this.enqueue(key, () => this.execute(undefined, rec));
     }
-    const index = await this.loadQueueIndex();
-    for (const key of [...index]) {
-      const list = await this.loadQueued(key);
-      if (list.length === 0) {
-        index.delete(key);
-        continue;
-      }
+    // Deleted after the listing: the SQLite store pages through it by offset.
+    for (const name of unreadable) {
+      this.log('warn', `dropping an unreadable entry of the runs store: ${name}`);
+      await this.opts.runs.delete(name);
+    }
+    let n = 0;
+    for (const rec of records) {
+      n++;
+      this.opts.broker.noteResumed(rec.conversationKey);
+      void this.enqueue(rec.conversationKey, () => this.execute(undefined, rec));
+    }
+    for (const [key, list] of queued) {
       this.queued.set(key, list);
       for (const q of list) {
         n++;
         void this.enqueue(key, () => this.execute(q.turn, undefined, q.id));
       }
     }
-    await this.opts.runs.set('qindex', [...index]);
     return n;
+  }
+
+  private entries(): AsyncIterable<[string, unknown]> {
+    const list = this.opts.runs.iterator;
+    if (!list) throw new Error('the store cannot list its entries, so runs cannot be resumed after a restart');
+    return list.call(this.opts.runs);
   }
 
   /** Resolves when every lane is idle (tests, shutdown). */
@@ -341,7 +355,6 @@ export class Runner {
     const saveRecord = async () => {
       recordWritten = true;
       await this.opts.runs.set(`run:${key}`, record);
-      await this.addToIndex(key);
     };
     const states: CallStates = {
       get: (id) => record.calls[id],
@@ -548,36 +561,16 @@ export class Runner {
 
   /**
    * Queued turns are mirrored in memory (this process is the store's only writer of them): a turn
-   * costs one write when accepted and one when it becomes part of the transcript. `qindex` lists
-   * conversations that may have queued turns; it only grows while running (written once per new
-   * conversation) and is pruned at start.
+   * costs one write when accepted and one when it becomes part of the transcript. A restart finds
+   * them by listing the namespace (resumeAll).
    */
-  private readonly queued = new Map<string, Array<{ id: string; turn: Turn }>>();
-  private queueIndex: Set<string> | undefined;
+  private readonly queued = new Map<string, QueuedTurn[]>();
 
-  private async loadQueued(key: string): Promise<Array<{ id: string; turn: Turn }>> {
-    const parsed = QueuedTurns.safeParse(await this.opts.runs.get(`q:${key}`));
-    return parsed.success ? (parsed.data as Array<{ id: string; turn: Turn }>) : [];
-  }
-
-  private async loadQueueIndex(): Promise<Set<string>> {
-    if (!this.queueIndex) {
-      const idx = RunIndex.safeParse(await this.opts.runs.get('qindex'));
-      this.queueIndex ??= new Set(idx.success ? idx.data : []);
-    }
-    return this.queueIndex;
-  }
-
-  private async storeQueued(key: string, entry: { id: string; turn: Turn }): Promise<void> {
+  private async storeQueued(key: string, entry: QueuedTurn): Promise<void> {
     const list = this.queued.get(key) ?? [];
     list.push(entry);
     this.queued.set(key, list);
     await this.opts.runs.set(`q:${key}`, list);
-    const index = await this.loadQueueIndex();
-    if (!index.has(key)) {
-      index.add(key);
-      await this.opts.runs.set('qindex', [...index]);
-    }
   }
 
   private dropQueued(key: string, id: string): Promise<void> {
@@ -595,24 +588,7 @@ export class Runner {
     });
   }
 
-  private async loadRecord(key: string): Promise<RunRecord | undefined> {
-    const parsed = RunRecord.safeParse(await this.opts.runs.get(`run:${key}`));
-    return parsed.success ? parsed.data : undefined;
-  }
-
-  private async addToIndex(key: string): Promise<void> {
-    const parsed = RunIndex.safeParse(await this.opts.runs.get('index'));
-    const keys = parsed.success ? parsed.data : [];
-    if (!keys.includes(key)) {
-      keys.push(key);
-      await this.opts.runs.set('index', keys);
-    }
-  }
-
   private async dropRecord(key: string): Promise<void> {
-    const parsed = RunIndex.safeParse(await this.opts.runs.get('index'));
-    const keys = parsed.success ? parsed.data : [];
-    if (keys.includes(key)) await this.opts.runs.set('index', keys.filter((k) => k !== key));
     await this.opts.runs.delete(`run:${key}`);
   }
 }

@@ -20,6 +20,17 @@ const PLAIN_JSON: Pick<KeyvOptions, 'serialize' | 'deserialize'> = {
   deserialize: <V>(text: string) => JSON.parse(text) as { value?: V; expires?: number },
 };
 
+/**
+ * @keyv/sqlite with a one-query delete. Its own delete reads the row, then deletes it: two trips
+ * through sqlite3's thread pool, and a delete happens for every chat message (its queued turn).
+ */
+class SqliteStore extends KeyvSqlite {
+  override async delete(key: string): Promise<boolean> {
+    const rows = (await this.query(`DELETE FROM ${this.opts.table} WHERE key = ? RETURNING key`, key)) as unknown[];
+    return rows.length > 0;
+  }
+}
+
 export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'dedupe'] as const;
 
 export interface Storage extends AgentStores {
@@ -32,7 +43,8 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     let kv: Keyv;
     if (settings.kind === 'sqlite') {
       if (settings.path !== ':memory:') mkdirSync(dirname(settings.path), { recursive: true });
-      const sqlite = new KeyvSqlite({ uri: `sqlite://${settings.path}`, busyTimeout: 10_000 });
+      // iterationLimit: the runner lists the runs namespace at start-up, a page per query.
+      const sqlite = new SqliteStore({ uri: `sqlite://${settings.path}`, busyTimeout: 10_000, iterationLimit: 500 });
       // WAL + synchronous=NORMAL: a committed write survives a process crash, and writes do not
       // fsync one by one (thousands of turns a second instead of dozens).
       if (settings.path !== ':memory:') {

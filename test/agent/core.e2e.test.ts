@@ -4,7 +4,8 @@
  */
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Harness, agentYaml, waitFor } from '../helpers/harness.js';
+import { DEFAULT_YAML, Harness, agentYaml, waitFor } from '../helpers/harness.js';
+import type { RecordedRequest } from '../fakes/anthropic.js';
 
 let h: Harness;
 afterEach(async () => {
@@ -318,6 +319,28 @@ test('results of a parallel batch come back in the calls order', async () => {
   const finished = h.adapter.eventsOf('console:main', 'tool_finished').map((e) => (e.type === 'tool_finished' ? e.callId : ''));
   const ids = (h.modelRequests()[1]!.body as { messages: Array<{ content: Array<{ type: string; id?: string }> }> }).messages[1]!.content.map((b) => b.id);
   expect(finished[0]).toBe(ids[1]);
+});
+
+test('after a crash, every conversation with accepted messages is answered, running or waiting for a slot', async () => {
+  h = await Harness.start({ yaml: `${DEFAULT_YAML}access:\n  rateLimit: { messages: 100, perSeconds: 60 }\n` });
+  const n = 25;
+  for (let i = 0; i < n; i++) h.script({ hang: true });
+  for (let i = 0; i < n; i++) expect((await h.adapter.send(`question ${i}`, { conversation: `c${i}` })).accepted).toBe(true);
+  // 8 runs reach the model (the default concurrency); the rest wait for a slot.
+  await waitFor('runs started', () => h.modelRequests().length === 8);
+  h.mainQueue.length = 0;
+  await h.storage.runs.set('q:console:broken', 'not a list of turns'); // left by a bad write or an old version
+  await h.restart();
+  const userText = (req: RecordedRequest) => {
+    const msgs = (req.body as { messages: Array<{ content: Array<{ text?: string }> }> }).messages;
+    return msgs.at(-1)!.content[0]!.text!;
+  };
+  for (let i = 0; i < n; i++) h.script((req) => ({ text: `answer to ${userText(req)}` }));
+  await waitFor('all answered', () => Array.from({ length: n }, (_, i) => h.adapter.answers(`console:c${i}`).length === 1).every(Boolean));
+  for (let i = 0; i < n; i++) expect(h.adapter.answers(`console:c${i}`)).toEqual([`answer to question ${i}`]);
+  expect(await h.storage.runs.get('q:console:broken')).toBeUndefined();
+  await h.gh.runner.idle();
+  for (let i = 0; i < n; i++) expect(await h.storage.runs.get(`q:console:c${i}`)).toBeUndefined();
 });
 
 test('/reset starts a new conversation and /help says what the bot can do', async () => {

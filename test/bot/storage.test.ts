@@ -1,0 +1,49 @@
+/**
+ * bot/storage.ts on a real SQLite file: what the runner and the router rely on from the store.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStorage, type Storage } from '../../bot/storage.js';
+
+let dir: string;
+let storage: Storage;
+const open = () => openStorage({ kind: 'sqlite', path: join(dir, 'store.sqlite'), url: `sqlite://${join(dir, 'store.sqlite')}` });
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'gh-store-'));
+  storage = await open();
+});
+afterEach(async () => {
+  await storage.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function list(kv: Storage['runs']): Promise<Map<string, unknown>> {
+  const out = new Map<string, unknown>();
+  for await (const [k, v] of kv.iterator!()) out.set(k, v);
+  return out;
+}
+
+test('a namespace lists every live entry, across pages, and nothing of other namespaces', async () => {
+  for (let i = 0; i < 1200; i++) await storage.runs.set(`q:telegram:${i}`, [{ id: String(i) }]);
+  await storage.transcripts.set('c:telegram:1', { agent: 'default' });
+  await storage.runs.set('gone', 1, 1); // expires in 1 ms
+  await new Promise((r) => setTimeout(r, 10));
+  const listed = await list(storage.runs);
+  expect(listed.size).toBe(1200);
+  expect(listed.get('q:telegram:1199')).toEqual([{ id: '1199' }]);
+  expect([...listed.keys()].every((k) => k.startsWith('q:telegram:'))).toBe(true);
+});
+
+test('delete removes the entry (and says whether there was one); values survive a reopen', async () => {
+  await storage.runs.set('q:a', [1]);
+  await storage.runs.set('q:b', [2]);
+  expect(await storage.runs.delete('q:a')).toBe(true);
+  expect(await storage.runs.delete('q:a')).toBe(false);
+  expect(await storage.runs.get('q:a')).toBeUndefined();
+  await storage.close();
+  storage = await open();
+  expect(await storage.runs.get('q:b')).toEqual([2]);
+  expect([...(await list(storage.runs)).keys()]).toEqual(['q:b']);
+});
