@@ -19,7 +19,7 @@
  * transcript load + save, and sendMessage with the answer.
  *
  * Run: npm run build && node dist/bench/telegram.js [--messages 2000] [--rate 300] [--max-runs N]
- *      [--rows closed:1,closed:100,open:1,open:100]   (the "other CPU" column shows load from other jobs)
+ *      [--rows closed:1,closed:100,open:1,open:100] [--dump FILE]   (the "other CPU" column shows load from other jobs)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -50,10 +50,14 @@ async function forkReady<T>(script: string): Promise<{ child: ChildProcess; read
   return { child, ready };
 }
 
-/** CPU time (ms) a process used so far, from /proc (Linux; NaN elsewhere). Clock ticks are 10 ms. */
-function cpuOf(pid: number | undefined): number {
+/**
+ * CPU time (ms) a process used so far, from /proc (Linux; NaN elsewhere). Clock ticks are 10 ms.
+ * `thread`: only that thread (the main thread's id is the pid).
+ */
+function cpuOf(pid: number | undefined, thread?: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return NaN;
@@ -166,8 +170,8 @@ async function main(): Promise<void> {
       `${messages} messages per row, open-loop rate ${rate}/s, ` +
         `maxConcurrentRuns ${maxRuns ?? 'default'}; latency = update queued in the fake -> answer received by the fake`,
     );
-    const header = ['row', 'chats', 'msgs', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'bot CPU', 'TG CPU', 'model CPU', 'other CPU', 'errors'];
-    const widths = [14, 6, 6, 8, 8, 8, 8, 8, 8, 7, 10, 10, 7];
+    const header = ['row', 'chats', 'msgs', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'main ms/msg', 'bot CPU', 'TG CPU', 'model CPU', 'other CPU', 'errors'];
+    const widths = [14, 6, 6, 8, 8, 8, 8, 8, 12, 8, 7, 10, 10, 7];
     const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ');
     console.log(line(header));
     const callsPerMsg: string[] = [];
@@ -175,6 +179,7 @@ async function main(): Promise<void> {
     const summary = new Map<string, { perSec: number; p99: number; errors: number }>();
     for (const [r, row] of rows.entries()) {
       const cpu0 = process.cpuUsage();
+      const main0 = cpuOf(process.pid, process.pid);
       const modelCpu0 = cpuOf(model.child.pid);
       const busy0 = machineBusy();
       const res = await runLoad(tg.child, {
@@ -185,9 +190,14 @@ async function main(): Promise<void> {
         timeoutMs: 120_000,
       });
       const cpu = process.cpuUsage(cpu0);
+      const mainCpu = cpuOf(process.pid, process.pid) - main0;
       const modelCpu = cpuOf(model.child.pid) - modelCpu0;
       const busy = machineBusy() - busy0;
       if (row.warmup) continue;
+      // --dump FILE: every row's latencies in answer order, one JSON line per row (for plotting).
+      if (args.includes('--dump')) {
+        writeFileSync(arg('dump', 'latencies.jsonl'), JSON.stringify({ row: `${row.label}:${row.chats}`, latencies: res.latencies }) + '\n', { flag: 'a' });
+      }
       const lat = [...res.latencies].sort((a, b) => a - b);
       const secs = res.elapsedMs / 1000;
       const label = row.ratePerSec !== undefined ? `open @${row.ratePerSec}/s` : row.label;
@@ -202,6 +212,7 @@ async function main(): Promise<void> {
           pct(lat, 90).toFixed(1),
           pct(lat, 99).toFixed(1),
           (lat.at(-1) ?? NaN).toFixed(1),
+          (mainCpu / res.latencies.length).toFixed(2),
           `${((((cpu.user + cpu.system) / 1000) / res.elapsedMs) * 100).toFixed(0)}%`,
           `${((res.cpuMs / res.elapsedMs) * 100).toFixed(0)}%`,
           `${((modelCpu / res.elapsedMs) * 100).toFixed(0)}%`,
@@ -228,7 +239,8 @@ async function main(): Promise<void> {
     console.log('Bot API calls per message:');
     for (const c of callsPerMsg) console.log(`  ${c}`);
     console.log(
-      `CPU: share of one core used during the row (bot = this process; TG = the fake Bot API + load generator; model = the fake model; other = everything else on the machine, e.g. other jobs: high values make the row's numbers unreliable).`,
+      `main ms/msg: CPU time of the bot's main thread (its bottleneck: JavaScript runs there) per message. ` +
+        `CPU: share of one core used during the row (bot = this process; TG = the fake Bot API + load generator; model = the fake model; other = everything else on the machine, e.g. other jobs: high values make the row's numbers unreliable).`,
     );
     const open = summary.get('open:100');
     if (open) {
