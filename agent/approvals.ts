@@ -238,16 +238,30 @@ export class ApprovalBroker {
     return new Promise<Decision>((resolve) => {
       const waiter: Waiter = { resolve };
       const remaining = Math.max(0, req.expiresAt - this.now());
-      waiter.timer = setTimeout(() => void this.expire(requestId), remaining);
+      const expired = (): Decision => ({ outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
+      waiter.timer = setTimeout(() => this.inBackground(requestId, this.expire(requestId), expired()), remaining);
       const list = this.waiters.get(requestId) ?? [];
       list.push(waiter);
       this.waiters.set(requestId, list);
       if (signal) {
-        const onAbort = () =>
-          void this.settle(requestId, { outcome: req.kind === 'question' ? 'unanswered' : 'denied', at: this.now(), note: 'the run was stopped' });
+        const onAbort = () => {
+          const decision: Decision = { outcome: req.kind === 'question' ? 'unanswered' : 'denied', at: this.now(), note: 'the run was stopped' };
+          this.inBackground(requestId, this.settle(requestId, decision), decision);
+        };
         if (signal.aborted) onAbort();
         else signal.addEventListener('abort', onAbort, { once: true });
       }
+    });
+  }
+
+  /**
+   * Expiry and /stop settle a request outside any caller. If the store fails, that is logged, and
+   * the waiting run is released all the same (with `fallback`): it must not hang on a store error.
+   */
+  private inBackground(requestId: string, work: Promise<unknown>, fallback: Decision): void {
+    work.catch((err: unknown) => {
+      this.opts.log?.(`could not record that request ${requestId} was ${fallback.outcome}: ${(err as Error).message}`);
+      this.wake(requestId, fallback);
     });
   }
 
@@ -392,8 +406,12 @@ export class ApprovalBroker {
         this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
       }
     }
-    const waiters = this.waiters.get(req.id) ?? [];
-    this.waiters.delete(req.id);
+    this.wake(req.id, decision);
+  }
+
+  private wake(requestId: string, decision: Decision): void {
+    const waiters = this.waiters.get(requestId) ?? [];
+    this.waiters.delete(requestId);
     for (const w of waiters) {
       if (w.timer) clearTimeout(w.timer);
       w.resolve(decision);

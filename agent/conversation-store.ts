@@ -106,7 +106,8 @@ export class ConversationStore {
     keys.add(key);
     if (known) {
       this.reordered.add(agent);
-      this.flushTimer ??= setTimeout(() => void this.flush(), this.reorderWriteDelayMs);
+      // A failed write only leaves the stored order a little stale: logged, retried with the next one.
+      this.flushTimer ??= setTimeout(() => this.flush().catch((err: unknown) => console.warn(`[store] could not write the LRU index: ${(err as Error).message}`)), this.reorderWriteDelayMs);
       this.flushTimer.unref();
       return;
     }

@@ -156,7 +156,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     async stop(stopOpts = {}) {
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
-      await store.flush();
+      // Only the LRU order is at stake: a stop must finish even when the store has already failed.
+      await store.flush().catch((e: unknown) => log('warn', `could not write the conversation order: ${(e as Error).message}`));
       broker.close();
     },
   };

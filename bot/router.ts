@@ -107,7 +107,15 @@ export class Router implements AdapterSink {
     if (this.recent.has(id)) return true;
     this.recent.add(id);
     if (this.recent.size > 10_000) this.recent.delete(this.recent.values().next().value as string);
-    if (await this.opts.dedupe.get(id)) return true;
+    let seen: unknown;
+    try {
+      seen = await this.opts.dedupe.get(id);
+    } catch (err) {
+      // Better to risk handling a platform retry twice than to drop a message: the turn's own
+      // write still has to succeed, and says so to the user when it does not.
+      this.opts.log?.('warn', `dedupe lookup failed, treating ${id} as new: ${(err as Error).message}`);
+    }
+    if (seen) return true;
     // Not awaited: the in-memory set covers this process; the store covers retries after a restart.
     void Promise.resolve(this.opts.dedupe.set(id, 1, DEDUPE_TTL_MS)).catch(() => undefined);
     return false;
