@@ -1,15 +1,18 @@
 /**
  * Opens the keyv namespaces Gatehouse keeps (agent/kv.ts) on the configured store.
- * SQLite (the default) is embedded: one file, one connection per namespace, with a busy timeout so
- * namespaces writing at once wait instead of failing. `redis://` and `postgres://` load the matching
- * keyv adapter, which is how several instances share state; it must be installed separately.
+ * SQLite (the default) is embedded: one file, @keyv/sqlite in a worker thread (bot/sqlite-worker.ts)
+ * with one connection per namespace. `redis://` and `postgres://` load the matching keyv adapter,
+ * which is how several instances share state; it must be installed separately.
+ *
+ * Every namespace throws on a store failure (keyv's default would log it and carry on: a turn
+ * "stored" that never was, a transcript read that failed looking like a new conversation).
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
-import KeyvSqlite from '@keyv/sqlite';
 import type { AgentStores } from '../agent/kv.js';
 import type { StoreSettings } from './env.js';
+import { startSqliteWorker } from './sqlite-worker.js';
 
 /**
  * Values are plain JSON (no Buffers, no Dates): keyv's default serializer walks every value looking
@@ -20,18 +23,8 @@ const PLAIN_JSON: Pick<KeyvOptions, 'serialize' | 'deserialize'> = {
   deserialize: <V>(text: string) => JSON.parse(text) as { value?: V; expires?: number },
 };
 
-/**
- * @keyv/sqlite with a one-query delete. Its own delete reads the row, then deletes it: two trips
- * through sqlite3's thread pool, and a delete happens for every chat message (its queued turn).
- */
-class SqliteStore extends KeyvSqlite {
-  override async delete(key: string): Promise<boolean> {
-    const rows = (await this.query(`DELETE FROM ${this.opts.table} WHERE key = ? RETURNING key`, key)) as unknown[];
-    return rows.length > 0;
-  }
-}
-
 export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'dedupe'] as const;
+type Namespace = (typeof NAMESPACES)[number];
 
 export interface Storage extends AgentStores {
   close(): Promise<void>;
@@ -39,57 +32,63 @@ export interface Storage extends AgentStores {
 
 export async function openStorage(settings: StoreSettings, log: (msg: string) => void = (m) => console.error(m)): Promise<Storage> {
   const instances: Keyv[] = [];
-  const open = async (namespace: string): Promise<Keyv> => {
-    let kv: Keyv;
-    if (settings.kind === 'sqlite') {
-      if (settings.path !== ':memory:') mkdirSync(dirname(settings.path), { recursive: true });
-      // iterationLimit: the runner lists the runs namespace at start-up, a page per query.
-      const sqlite = new SqliteStore({ uri: `sqlite://${settings.path}`, busyTimeout: 10_000, iterationLimit: 500 });
-      // WAL + synchronous=NORMAL: a committed write survives a process crash, and writes do not
-      // fsync one by one (thousands of turns a second instead of dozens).
-      if (settings.path !== ':memory:') {
-        await sqlite.query('PRAGMA journal_mode=WAL');
-        await sqlite.query('PRAGMA synchronous=NORMAL');
-      }
-      kv = new Keyv({ store: sqlite, namespace, ...PLAIN_JSON });
-    } else {
-      const pkg = settings.kind === 'redis' ? '@keyv/redis' : '@keyv/postgres';
-      let mod: { default: new (url: string) => unknown };
-      try {
-        mod = (await import(pkg)) as { default: new (url: string) => unknown };
-      } catch {
-        throw new Error(`GATEHOUSE_STORE is a ${settings.kind} URL, but ${pkg} is not installed: run \`npm install ${pkg}\`.`);
-      }
-      kv = new Keyv({ store: new mod.default(settings.url) as never, namespace, ...PLAIN_JSON });
-    }
-    kv.on('error', (err: unknown) => log(`[store] ${namespace}: ${(err as Error).message}`));
+  const closers: Array<() => Promise<void>> = [];
+  const wrap = (namespace: Namespace, store: unknown): Keyv => {
+    const kv = new Keyv({ store, namespace, throwOnErrors: true, ...PLAIN_JSON });
+    kv.on('error', (err: unknown) => log(`[store] ${namespace}: ${(err as Error).message ?? String(err)}`));
     instances.push(kv);
     return kv;
   };
+  let open: (namespace: Namespace) => Keyv;
+  if (settings.kind === 'sqlite') {
+    if (settings.path !== ':memory:') mkdirSync(dirname(settings.path), { recursive: true });
+    let worker;
+    try {
+      worker = await startSqliteWorker(settings.path, NAMESPACES);
+    } catch (err) {
+      throw new Error(`cannot open the store (${settings.url}): ${(err as Error).message}`);
+    }
+    closers.push(() => worker.close());
+    open = (namespace) => wrap(namespace, worker.store(namespace));
+  } else {
+    const pkg = settings.kind === 'redis' ? '@keyv/redis' : '@keyv/postgres';
+    let mod: { default: new (url: string) => unknown };
+    try {
+      mod = (await import(pkg)) as { default: new (url: string) => unknown };
+    } catch {
+      throw new Error(`GATEHOUSE_STORE is a ${settings.kind} URL, but ${pkg} is not installed: run \`npm install ${pkg}\`.`);
+    }
+    open = (namespace) => wrap(namespace, new mod.default(settings.url));
+    closers.push(() => Promise.all(instances.map((k) => k.disconnect().catch(() => undefined))).then(() => undefined));
+  }
   const stores = {
-    transcripts: await open('transcripts'),
-    runs: await open('runs'),
-    approvals: await open('approvals'),
-    allowlists: await open('allowlists'),
-    dedupe: await open('dedupe'),
+    transcripts: open('transcripts'),
+    runs: open('runs'),
+    approvals: open('approvals'),
+    allowlists: open('allowlists'),
+    dedupe: open('dedupe'),
   };
   // Fail now, not on the first message, if the store cannot be used.
   try {
     await stores.dedupe.set('startup-check', Date.now(), 60_000);
   } catch (err) {
+    await Promise.all(closers.map((c) => c().catch(() => undefined)));
     throw new Error(`cannot open the store (${settings.url}): ${(err as Error).message}`);
   }
+  let closed = false;
   return {
     ...stores,
     async close() {
-      await Promise.all(instances.map((k) => k.disconnect().catch(() => undefined)));
+      if (closed) return;
+      closed = true;
+      await Promise.all(closers.map((c) => c()));
     },
   };
 }
 
 /** In-memory namespaces (tests and benchmarks that do not measure storage). */
 export function memoryStorage(): Storage {
-  const mk = () => new Keyv();
+  const mk = () => new Keyv({ throwOnErrors: true });
   return {
     transcripts: mk(),
     runs: mk(),

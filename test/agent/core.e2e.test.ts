@@ -343,6 +343,16 @@ test('after a crash, every conversation with accepted messages is answered, runn
   for (let i = 0; i < n; i++) expect(await h.storage.runs.get(`q:console:c${i}`)).toBeUndefined();
 });
 
+test('when the store fails, a message is refused with a reply saying so, never taken and lost', async () => {
+  h = await Harness.start();
+  await h.storage.close(); // the disk is gone, as far as the bot can tell
+  const result = await h.adapter.send('are you there?');
+  expect(result.accepted).toBe(false);
+  expect(result.reply).toMatch(/could not take that message.*send it again/i);
+  await new Promise((r) => setTimeout(r, 50));
+  expect(h.modelRequests()).toHaveLength(0);
+});
+
 test('/reset starts a new conversation and /help says what the bot can do', async () => {
   h = await Harness.start();
   h.script({ text: 'noted' }, { text: 'fresh' });

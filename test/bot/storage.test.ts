@@ -1,17 +1,19 @@
 /**
  * bot/storage.ts on a real SQLite file: what the runner and the router rely on from the store.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStorage, type Storage } from '../../bot/storage.js';
 
 let dir: string;
 let storage: Storage;
-const open = () => openStorage({ kind: 'sqlite', path: join(dir, 'store.sqlite'), url: `sqlite://${join(dir, 'store.sqlite')}` });
+let logged: string[];
+const open = () => openStorage({ kind: 'sqlite', path: join(dir, 'store.sqlite'), url: `sqlite://${join(dir, 'store.sqlite')}` }, (m) => logged.push(m));
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-store-'));
+  logged = [];
   storage = await open();
 });
 afterEach(async () => {
@@ -46,4 +48,21 @@ test('delete removes the entry (and says whether there was one); values survive 
   storage = await open();
   expect(await storage.runs.get('q:b')).toEqual([2]);
   expect([...(await list(storage.runs)).keys()]).toEqual(['q:b']);
+});
+
+test('a store that cannot be opened fails at start with the reason', async () => {
+  const path = join(dir, 'a-directory');
+  mkdirSync(path);
+  await expect(openStorage({ kind: 'sqlite', path, url: `sqlite://${path}` })).rejects.toThrow(/cannot open the store \(sqlite:\/\/.*a-directory\)/);
+});
+
+test('after close, reads and writes fail loudly instead of quietly doing nothing', async () => {
+  await storage.runs.set('q:a', [1]);
+  await storage.close();
+  await expect(storage.runs.set('q:b', [2])).rejects.toThrow(/closed/);
+  await expect(storage.transcripts.get('c:x')).rejects.toThrow(/closed/);
+  expect(logged).toContain('[store] runs: the store is closed');
+  storage = await open();
+  expect(await storage.runs.get('q:b')).toBeUndefined();
+  expect(await storage.runs.get('q:a')).toEqual([1]);
 });
