@@ -91,6 +91,11 @@ export interface AdapterSink {
 
 export interface Adapter {
   readonly platform: Platform;
+  /**
+   * Whether `render` shows `text` events (the answer growing as it streams). An adapter that only
+   * posts whole answers says false: the model is then asked for whole replies, which is cheaper.
+   */
+  readonly streamsText: boolean;
   start(sink: AdapterSink): Promise<void>;
   stop(): Promise<void>;
   render(ref: ConversationRef, event: AgentEvent): Promise<void>;

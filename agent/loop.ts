@@ -8,7 +8,7 @@
  *   with the call states that complete it.
  * - A transcript whose last message is an assistant turn with unanswered tool_use blocks is resumed:
  *   the batch runs first (a restart while waiting for an approval continues here).
- * - Text deltas are emitted as they stream; the final answer text is returned, not emitted.
+ * - Text deltas are emitted as they stream (when `streamText`); the final answer text is returned, not emitted.
  */
 import { fitToContext, contextWindow } from './context.js';
 import type { AgentEvent, Usage } from './events.js';
@@ -26,6 +26,8 @@ export interface LoopContext {
   messages: Message[];
   signal: AbortSignal;
   emit(event: AgentEvent): Promise<void>;
+  /** Emit `text` events as the reply streams; false asks the model for whole replies instead. */
+  streamText: boolean;
   /** Runs the calls of one assistant turn; returns their results in order. */
   runBatch(calls: ToolUseBlock[]): Promise<ToolResultBlock[]>;
   /** Saves the transcript as it is (called before a batch and after it). */
@@ -56,7 +58,7 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
       tools: ctx.tools,
       maxTokens: ctx.maxTokens,
       signal: ctx.signal,
-      onText: (delta) => void ctx.emit({ type: 'text', runId: ctx.runId, delta }),
+      ...(ctx.streamText ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta }) } : {}),
     });
     ctx.addUsage(response.usage);
     const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];

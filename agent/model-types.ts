@@ -3,8 +3,9 @@
  * @anthropic-ai/sdk; tests use the real implementation against test/fakes/anthropic.ts.
  *
  * Contract:
- * - `complete` streams: `onText` gets text deltas as they arrive; the promise resolves with the whole
- *   assistant message (content blocks in order, tool_use inputs parsed) once the stream ends.
+ * - `complete` resolves with the whole assistant message (content blocks in order, tool_use inputs
+ *   parsed). With `onText`, text deltas reach it as they stream; without, the implementation may
+ *   ask for the whole reply at once (cheaper when nobody watches the text grow).
  * - Retryable failures (429, 5xx, overloaded_error, connection resets) are retried inside, with
  *   backoff that honours retry-after. What finally fails is a ModelError with a short,
  *   secret-free `userMessage` fit to show in a chat.

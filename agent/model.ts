@@ -2,9 +2,12 @@
  * The ModelClient on @anthropic-ai/sdk (see agent/model-types.ts for the seam's contract).
  *
  * Contract of this implementation:
- * - Streams every call (`messages.create({ stream: true })`): text deltas go to `onText` in order;
- *   the result holds the content blocks in index order (text, tool_use with its input parsed from
- *   the streamed JSON), the stop reason and the usage priced by agent/pricing.ts.
+ * - Streams a call that has an `onText` listener (`messages.create({ stream: true })`): text deltas go
+ *   to it in order. A call without one (the classifier; a platform that shows only whole answers)
+ *   asks for the whole reply at once, which costs less CPU on both ends, as long as its max_tokens
+ *   is at most WHOLE_REPLY_MAX_TOKENS (longer replies stream: the API wants long requests streamed).
+ *   Either way the result holds the content blocks in index order (text, tool_use with its input
+ *   parsed), the stop reason and the usage priced by agent/pricing.ts.
  * - The SDK's own retries are off (`maxRetries: 0`); this module retries, so every retry is
  *   observable (`onRetry`) and testable. Retried: 429, 5xx, 529 / overloaded_error, connection
  *   failures, a stream cut short (a broken connection, or no message_stop). Not retried: 4xx (auth,
@@ -20,6 +23,7 @@
  *   log. Neither ever contains the API key (it is scrubbed from anything the server echoes).
  */
 import Anthropic, { APIError, APIConnectionError, APIUserAbortError } from '@anthropic-ai/sdk';
+import { z } from 'zod';
 import type { ClassifierCompletion } from '../policies/classifier.js';
 import type { Usage } from './events.js';
 import type { ContentBlock } from './messages.js';
@@ -67,6 +71,9 @@ export const USER_MESSAGES: Record<ModelErrorCode, string> = {
 const TOO_LONG_MESSAGE = 'This conversation is too long for the model; send /reset to start a new one.';
 const BILLING_MESSAGE = "The model account has a billing problem; the operator needs to check it.";
 
+/** The largest max_tokens asked for as a whole reply; the SDK insists on streaming for some models above 8,192. */
+export const WHOLE_REPLY_MAX_TOKENS = 8192;
+
 const RETRYABLE: ReadonlySet<ModelErrorCode> = new Set(['rate_limited', 'overloaded', 'server', 'network']);
 
 /** Thrown inside an attempt; carries what the retry loop needs beyond the ModelError. */
@@ -105,6 +112,13 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
     let reading = false;
     let callerError: { err: unknown } | undefined;
     try {
+      if (!req.onText && req.maxTokens <= WHOLE_REPLY_MAX_TOKENS) {
+        reading = true; // a body cut short fails inside create(), as a plain error
+        const timeout = req.timeoutMs ?? defaultTimeoutMs;
+        const message = await client.messages.create({ ...toParams(req), stream: false }, { signal: ac.signal, maxRetries: 0, timeout });
+        if (ac.signal.aborted) throw new APIUserAbortError();
+        return wholeReply(message, req.model);
+      }
       const stream = await client.messages.create(toParams(req), { signal: ac.signal, maxRetries: 0 });
       const acc = new Accumulator();
       reading = true;
@@ -133,7 +147,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
         throw new AttemptFailure(new ModelError('timeout', USER_MESSAGES.timeout, `The model call timed out after ${ms} ms.`));
       }
       if (callerError && callerError.err === err) throw err;
-      // The SDK passes a broken body through as it is (a cut connection, a garbled event).
+      // The SDK passes a broken body through as it is (a cut connection, a garbled event or JSON).
       if (reading && !(err instanceof APIError) && !(err instanceof AttemptFailure)) {
         const detail = scrub(`The model stream broke off: ${err instanceof Error ? err.message : String(err)}`);
         throw new AttemptFailure(new ModelError('network', USER_MESSAGES.network, detail));
@@ -208,6 +222,42 @@ function toParams(req: ModelRequest): Anthropic.MessageCreateParamsStreaming {
         }
       : {}),
   };
+}
+
+const count = z.number().int().nonnegative().nullish();
+/** A whole reply as the Messages API sends it (what Gatehouse reads of it). */
+const WholeReply = z.object({
+  content: z.array(
+    z.union([
+      z.object({ type: z.literal('text'), text: z.string() }),
+      z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() }),
+      // Other block kinds (thinking, server tools) are not requested by Gatehouse; skipped.
+      z.object({ type: z.string() }),
+    ]),
+  ),
+  stop_reason: z.string().nullish(),
+  usage: z.object({ input_tokens: count, output_tokens: count, cache_read_input_tokens: count, cache_creation_input_tokens: count }),
+});
+
+/** A whole (non-streamed) reply in the shape the stream accumulator gives. */
+function wholeReply(raw: unknown, model: string): ModelResponse {
+  const parsed = WholeReply.safeParse(raw);
+  if (!parsed.success) {
+    throw new AttemptFailure(new ModelError('server', USER_MESSAGES.server, `The model's reply is not a Messages API message: ${parsed.error.issues[0]?.message ?? ''}`));
+  }
+  const content: ContentBlock[] = [];
+  for (const b of parsed.data.content) {
+    if (b.type === 'text' && 'text' in b) content.push({ type: 'text', text: b.text });
+    else if (b.type === 'tool_use' && 'id' in b) content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+  }
+  const u = parsed.data.usage;
+  const tokens = {
+    inputTokens: u.input_tokens ?? 0,
+    outputTokens: u.output_tokens ?? 0,
+    cacheReadTokens: u.cache_read_input_tokens ?? 0,
+    cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
+  };
+  return { content, stopReason: parsed.data.stop_reason ?? 'end_turn', usage: priceUsage(model, tokens) };
 }
 
 type Building =

@@ -7,6 +7,8 @@ import type { AgentEvent, Card } from './events.js';
 
 export interface ConversationOutput {
   emit(event: AgentEvent): Promise<void>;
+  /** Whether `text` events are shown; when not, the runner asks the model for whole replies. */
+  readonly streamsText: boolean;
   /** Posts a card; returns a handle to replace it later. */
   postCard(card: Card): Promise<string>;
   /** Replaces a posted card (its decided form: no buttons, an outcome line). */

@@ -168,9 +168,12 @@ export class Runner {
     // Enqueued synchronously (lane order = arrival order); stored through a per-key chain.
     const stored = this.chain(key, () => this.storeQueued(key, { id, turn }));
     const finished = this.enqueue(key, async () => {
+      // The transcript is read while the turn's own write finishes: the run needs both.
+      const transcript = this.opts.store.load(key);
+      transcript.catch(() => undefined); // awaited in execute; a failure is reported there
       // Not stored: the caller was told to send it again, so it must not also run.
       if (await stored.then(() => false, () => true)) return;
-      await this.execute(turn, undefined, id);
+      await this.execute(turn, undefined, id, transcript);
     });
     await stored;
     return { finished };
@@ -292,7 +295,12 @@ export class Runner {
   }
 
   /** One run: a new turn, or the continuation of a stored one. */
-  private async execute(turn: Turn | undefined, resumed: RunRecord | undefined, queuedId?: string): Promise<void> {
+  private async execute(
+    turn: Turn | undefined,
+    resumed: RunRecord | undefined,
+    queuedId?: string,
+    transcript?: Promise<StoredConversation | undefined>,
+  ): Promise<void> {
     if (this.closed) return; // a queued turn stays stored: the next start runs it
     const key = turn?.conversationKey ?? resumed!.conversationKey;
     const agentName = turn?.agentName ?? resumed!.agentName;
@@ -313,6 +321,18 @@ export class Runner {
       return;
     }
 
+    let stored: StoredConversation | undefined;
+    try {
+      stored = await (transcript ?? this.opts.store.load(key, { raw: resumed !== undefined }));
+    } catch (err) {
+      // Nothing ran and nothing was written: the user is told to send it again, so it is not kept.
+      this.log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
+      await emit({ type: 'error', runId, message: 'I could not read this conversation from storage (a problem on my side). Please send that again in a moment.' });
+      await emit({ type: 'run_finished', runId, reason: 'failed' });
+      if (queuedId) await this.dropQueued(key, queuedId).catch(() => undefined);
+      return;
+    }
+
     const lane = this.lanes.get(key)!;
     const controller = new AbortController();
     lane.current = controller;
@@ -327,7 +347,6 @@ export class Runner {
     const classifierUsage = { total: emptyUsage(), used: false };
     let usage: Usage = emptyUsage();
 
-    const stored = await this.opts.store.load(key, { raw: resumed !== undefined });
     const conv: StoredConversation = stored ?? { agent: agentName, messages: [], state: {}, updatedAt: Date.now() };
     const before = conv.messages.length;
     const record: RunRecord = resumed ?? {
@@ -424,6 +443,7 @@ export class Runner {
           messages: conv.messages,
           signal: controller.signal,
           emit,
+          streamText: output.streamsText,
           addUsage: (u) => {
             usage = addUsage(usage, u);
           },

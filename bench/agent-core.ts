@@ -28,6 +28,8 @@ import { openStorage } from '../bot/storage.js';
 
 class BenchAdapter implements Adapter {
   readonly platform = 'console' as const;
+  /** Streams, as the terminal chat does (the HTTP rows then measure the SDK's streaming path). */
+  readonly streamsText = true;
   sink!: AdapterSink;
   started = new Map<string, number>();
   onFinished: (runId: string, startedAt: number, endedAt: number) => void = () => undefined;

@@ -75,6 +75,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const { adapter, ref } = adapterFor(key);
     return {
       emit: (e) => adapter.render(ref, e),
+      streamsText: adapter.streamsText,
       postCard: (c) => adapter.postCard(ref, c),
       updateCard: (h, c) => adapter.updateCard(ref, h, c),
     };

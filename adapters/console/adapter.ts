@@ -37,6 +37,7 @@ export function encodeConsoleKey(name: string): string {
 
 export class ConsoleAdapter implements Adapter {
   readonly platform = 'console' as const;
+  readonly streamsText = true;
   private rl?: Interface;
   private sink?: AdapterSink;
   private readonly out: Writable;

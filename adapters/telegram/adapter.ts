@@ -659,6 +659,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   return {
     platform: 'telegram',
+    // Answers are sent whole (one message, split only at 4,096 characters); `text` events are ignored.
+    streamsText: false,
     start,
     stop,
     render,

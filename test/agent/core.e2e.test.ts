@@ -35,6 +35,17 @@ test('a plain answer streams and is delivered once, with usage and cost', async 
   expect(types.slice(-2)).toEqual(['usage', 'run_finished']);
 });
 
+test('an adapter that shows only whole answers gets them without a streamed request', async () => {
+  h = await Harness.start();
+  h.adapter.streamsText = false;
+  h.script({ text: 'Whole answer.' });
+  await h.adapter.send('hello');
+  await waitFor('answer', () => h.adapter.answers()[0]);
+  expect(h.adapter.answers()).toEqual(['Whole answer.']);
+  expect(h.adapter.eventsOf('console:main', 'text')).toEqual([]);
+  expect((h.modelRequests()[0]!.body as { stream?: boolean }).stream).toBe(false);
+});
+
 test('a tool loop: read_file runs, its result reaches the model, then the answer', async () => {
   h = await Harness.start();
   mkdirSync(h.workspace, { recursive: true });
@@ -351,6 +362,26 @@ test('when the store fails, a message is refused with a reply saying so, never t
   expect(result.reply).toMatch(/could not take that message.*send it again/i);
   await new Promise((r) => setTimeout(r, 50));
   expect(h.modelRequests()).toHaveLength(0);
+});
+
+test('a transcript that cannot be read fails that turn with a message, and the bot keeps working', async () => {
+  h = await Harness.start({ yaml: `${DEFAULT_YAML}runner: { maxConcurrentRuns: 1 }\n` });
+  const kv = h.storage.transcripts as { get: (key: string) => Promise<unknown> };
+  const realGet = kv.get.bind(kv);
+  kv.get = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error')); // fault injection on the store
+  await h.adapter.send('first');
+  await waitFor('error shown', () => h.adapter.eventsOf('console:main', 'error')[0]);
+  expect(h.adapter.eventsOf('console:main', 'error')[0]).toMatchObject({ message: expect.stringMatching(/could not read this conversation.*send that again/) });
+  expect(h.modelRequests()).toHaveLength(0);
+  kv.get = realGet;
+  h.script({ text: 'second answer' });
+  await h.adapter.send('second');
+  await waitFor('answer', () => h.adapter.answers()[1]); // the one run slot was given back
+  expect(h.adapter.answers()[1]).toBe('second answer');
+  // The failed turn was dropped (the user was told to resend), so it is not part of the history.
+  expect((h.modelRequests()[0]!.body as { messages: unknown[] }).messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'second' }] }]);
+  await h.gh.runner.idle();
+  expect(await h.storage.runs.get('q:console:main')).toBeUndefined();
 });
 
 test('/reset starts a new conversation and /help says what the bot can do', async () => {

@@ -246,7 +246,7 @@ describe('through the Anthropic SDK', () => {
       setTimeout(() => res.socket?.destroy(), 10);
     });
     const m = createAnthropicModel({ apiKey: KEY, baseURL: server.url, retryBaseMs: 1, maxRetries: 2 });
-    const err = await rejection(m.complete(ask));
+    const err = await rejection(m.complete({ ...ask, onText: () => undefined })); // a listener: streamed
     expect(err).toBeInstanceOf(ModelError);
     expect((err as ModelError).code).toBe('network');
     expect(calls).toBe(3);

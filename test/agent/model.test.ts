@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAnthropicModel, USER_MESSAGES } from '../../agent/model.js';
+import { createAnthropicModel, USER_MESSAGES, WHOLE_REPLY_MAX_TOKENS } from '../../agent/model.js';
 import type { RetryInfo } from '../../agent/model.js';
 import { ModelError } from '../../agent/model-types.js';
 import type { ModelRequest } from '../../agent/model-types.js';
@@ -46,6 +46,8 @@ async function failure(p: Promise<unknown>): Promise<ModelError> {
 }
 
 const bodyOf = (i: number) => fake.requests[i]?.body as Record<string, unknown>;
+/** A listener for text deltas: the call streams (without one it asks for the whole reply). */
+const streamed = (extra: Partial<ModelRequest> = {}): Partial<ModelRequest> => ({ onText: () => undefined, ...extra });
 
 describe('streaming', () => {
   test('text deltas arrive in order and add up to the answer', async () => {
@@ -70,7 +72,7 @@ describe('streaming', () => {
     fake.enqueue({ text: 'Let me look.', toolUses: [{ name: 'read_file', input }] }, { text: 'It is a module.' });
     const tools = [{ name: 'read_file', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
     const m = model();
-    const first = await m.complete(ask('what is in a.ts?', { tools }));
+    const first = await m.complete(ask('what is in a.ts?', streamed({ tools })));
     expect(first.stopReason).toBe('tool_use');
     expect(first.content[0]).toEqual({ type: 'text', text: 'Let me look.' });
     const use = first.content[1];
@@ -85,7 +87,7 @@ describe('streaming', () => {
       { role: 'assistant', content: first.content },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'export const a = 1;' }] },
     ];
-    const second = await m.complete(ask('', { messages, tools }));
+    const second = await m.complete(ask('', streamed({ messages, tools })));
     expect(second.content).toEqual([{ type: 'text', text: 'It is a module.' }]);
     expect(fake.unscripted).toBe(0);
   });
@@ -109,6 +111,76 @@ describe('streaming', () => {
     const res = await model().complete(ask('anyone?'));
     expect(res.content).toEqual([{ type: 'text', text: NO_SCRIPT_TEXT }]);
     expect(fake.unscripted).toBe(1);
+  });
+});
+
+describe('whole replies (no text listener)', () => {
+  test('the same result as streaming, asked for with stream: false', async () => {
+    const input = { path: 'src/a.ts', note: 'ünïcode "quotes"' };
+    fake.enqueue({ text: 'Let me look.', toolUses: [{ name: 'read_file', input }] }, { text: 'Let me look.', toolUses: [{ name: 'read_file', input }] });
+    const whole = await model().complete(ask('what is in a.ts?'));
+    const stream = await model().complete(ask('what is in a.ts?', streamed()));
+    expect(bodyOf(0).stream).toBe(false);
+    expect(bodyOf(1).stream).toBe(true);
+    expect(whole.stopReason).toBe('tool_use');
+    expect(whole.content[0]).toEqual({ type: 'text', text: 'Let me look.' });
+    expect(whole.content[1]).toMatchObject({ type: 'tool_use', name: 'read_file', input });
+    expect({ ...whole, content: whole.content.map((b) => (b.type === 'tool_use' ? { ...b, id: 'x' } : b)) }).toEqual({
+      ...stream,
+      content: stream.content.map((b) => (b.type === 'tool_use' ? { ...b, id: 'x' } : b)),
+    });
+  });
+
+  test('above WHOLE_REPLY_MAX_TOKENS the call streams anyway (the API wants long requests streamed)', async () => {
+    fake.enqueue({ text: 'long' });
+    const res = await model().complete(ask('hi', { maxTokens: WHOLE_REPLY_MAX_TOKENS + 1 }));
+    expect(res.content).toEqual([{ type: 'text', text: 'long' }]);
+    expect(bodyOf(0).stream).toBe(true);
+  });
+
+  test('a reply cut off mid-body is a network error and is retried', async () => {
+    let calls = 0;
+    const cut = http.createServer((req, res) => {
+      req.resume();
+      calls++;
+      if (calls === 1) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+        res.write('{"id":"msg_1","type":"message","content":[{"type":"te');
+        setTimeout(() => res.socket?.destroy(), 10);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'msg_2', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'second try' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 2 } }));
+    });
+    await new Promise<void>((r) => cut.listen(0, '127.0.0.1', r));
+    try {
+      const retries: RetryInfo[] = [];
+      const m = createAnthropicModel({ apiKey: KEY, baseURL: `http://127.0.0.1:${(cut.address() as AddressInfo).port}`, retryBaseMs: 1, onRetry: (i) => retries.push(i) });
+      const res = await m.complete(ask('hi'));
+      expect(res.content).toEqual([{ type: 'text', text: 'second try' }]);
+      expect(retries.map((r) => r.code)).toEqual(['network']);
+    } finally {
+      cut.closeAllConnections();
+      await new Promise<void>((r) => cut.close(() => r()));
+    }
+  });
+
+  test('a 200 reply that is not a Messages API message is a server error, not a crash', async () => {
+    const odd = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'message', content: 'not a list', usage: {} }));
+    });
+    await new Promise<void>((r) => odd.listen(0, '127.0.0.1', r));
+    try {
+      const m = createAnthropicModel({ apiKey: KEY, baseURL: `http://127.0.0.1:${(odd.address() as AddressInfo).port}`, retryBaseMs: 1, maxRetries: 1 });
+      const err = await failure(m.complete(ask('hi')));
+      expect(err.code).toBe('server');
+      expect(err.message).toMatch(/not a Messages API message/);
+    } finally {
+      odd.closeAllConnections();
+      await new Promise<void>((r) => odd.close(() => r()));
+    }
   });
 });
 
@@ -206,9 +278,10 @@ describe('retries', () => {
       { toolUses: [{ name: 'ls', input: { path: '.' } }], midStream: { type: 'overloaded_error', message: 'Overloaded' } },
       { text: 'recovered' },
     );
-    const res = await model().complete(ask('hi'));
+    const res = await model().complete(ask('hi', streamed()));
     expect(res.content).toEqual([{ type: 'text', text: 'recovered' }]);
     expect(fake.requests).toHaveLength(2);
+    expect(bodyOf(0).stream).toBe(true);
   });
 
   test('connection refused is a network error after the retries', async () => {
@@ -276,9 +349,12 @@ describe('abort and timeout', () => {
 describe('usage and pricing', () => {
   const usage = { input_tokens: 1000, output_tokens: 500, cache_read_input_tokens: 2000, cache_creation_input_tokens: 100 };
 
-  test('a known model is priced from the streamed usage', async () => {
+  test.each([
+    ['streamed', streamed()],
+    ['whole', {}],
+  ])('a known model is priced from the usage of a %s reply', async (_how, extra) => {
     fake.enqueue({ text: 'hi', usage });
-    const res = await model().complete(ask('hi', { model: 'claude-sonnet-4-6' }));
+    const res = await model().complete(ask('hi', { model: 'claude-sonnet-4-6', ...extra }));
     expect(res.usage).toMatchObject({ inputTokens: 1000, outputTokens: 500, cacheReadTokens: 2000, cacheWriteTokens: 100, costKnown: true });
     // 1000*3 + 500*15 + 2000*0.30 + 100*3.75 per million
     expect(res.usage.costUSD).toBeCloseTo(0.011475, 9);

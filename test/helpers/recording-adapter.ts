@@ -17,6 +17,8 @@ export interface PostedCard {
 
 export class RecordingAdapter implements Adapter {
   readonly platform = 'console' as const;
+  /** Records `text` events, so runs stream unless a test turns this off. */
+  streamsText = true;
   sink?: AdapterSink;
   readonly events: Array<{ key: string; event: AgentEvent }> = [];
   readonly cards: PostedCard[] = [];

@@ -98,8 +98,10 @@ test('a DM conversation over several turns keeps its context', async () => {
   expect(first.text).toContain('<b>Ada</b>');
   await tg.sendText({ chat: ownerDm, from: owner, text: 'what did I say?' });
   await tg.waitFor(() => texts(501).includes('You said hello.'), 5000, 'second answer');
-  const body = model.requests.at(-1)!.body as { messages: Array<{ role: string }> };
+  const body = model.requests.at(-1)!.body as { messages: Array<{ role: string }>; stream?: boolean };
   expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  // Telegram shows whole answers, so the model is asked for whole replies.
+  expect(model.requests.map((r) => (r.body as { stream?: boolean }).stream)).toEqual([false, false]);
 });
 
 test('an unauthorized DM gets one reply with the user id and the config key, and no run', async () => {
