@@ -18,6 +18,9 @@
  * - Every call resolves after SQLite finished it; a failure rejects with SQLite's error.
  *   After the worker has gone (close(), or a crash) every call rejects; nothing is dropped quietly.
  * - The worker holds the process open only while calls are pending.
+ * - Checkpoints run on a connection of their own, every `checkpointMs` when there were writes, and
+ *   in full (TRUNCATE) at close; commits never checkpoint (see WORKER_SOURCE). Expired entries
+ *   (keyv TTLs: dedupe ids, tokens) are deleted every `sweepMs`.
  * - `iterator` reads the whole namespace in the worker and yields it: meant for small namespaces
  *   (the runner's live runs), not for transcripts.
  *
@@ -41,22 +44,90 @@ class SqliteStore extends KeyvSqlite {
   }
 }
 
+const onDisk = workerData.path !== ':memory:';
 const stores = new Map();
+
+// Checkpoints (copying the WAL into the database file) run here, not inside commits. Done inside a
+// commit, as SQLite does by default, a checkpoint held up that namespace's queries for tens of
+// milliseconds every few hundred messages. A PASSIVE checkpoint on a connection of its own copies
+// most of the WAL while writes go on; but the WAL only starts over when it is wholly copied with no
+// write in between, which under steady writes never happens. So once the WAL is long, writes are
+// held back for the moment it takes to copy the rest (a few milliseconds), and it starts over.
+let checkpointer;
+let writesSinceCheckpoint = 0;
+let checkpointing;
+let writesInFlight = 0;
+let writesHeld; // a promise while writes wait for a checkpoint
+let drained; // resolves when writesInFlight reaches 0
 const ready = (async () => {
   for (const ns of workerData.namespaces) {
     const s = new SqliteStore({ uri: 'sqlite://' + workerData.path, busyTimeout: 10000, iterationLimit: 500 });
     s.namespace = ns; // clear() deletes only this namespace's rows
     s.on('error', () => undefined); // reported through the calls that fail
-    if (workerData.path !== ':memory:') {
+    if (onDisk) {
       await s.query('PRAGMA journal_mode=WAL');
       await s.query('PRAGMA synchronous=NORMAL');
+      await s.query('PRAGMA wal_autocheckpoint=0');
     }
     await s.query('SELECT 1');
     stores.set(ns, s);
   }
+  if (onDisk) {
+    checkpointer = new SqliteStore({ uri: 'sqlite://' + workerData.path, busyTimeout: 10000 });
+    checkpointer.on('error', () => undefined);
+    await checkpointer.query('PRAGMA journal_size_limit=' + 64 * 1024 * 1024);
+    setInterval(() => void checkpoint(false), workerData.checkpointMs).unref();
+    setInterval(() => void sweep(), workerData.sweepMs).unref();
+    void sweep();
+  }
 })();
 
-const METHODS = new Set(['get', 'set', 'delete', 'has', 'clear']);
+function logged(what) {
+  return (err) => parentPort.postMessage({ type: 'log', message: what + ' failed: ' + (err && err.message) });
+}
+
+/** final: at close, copy everything and empty the WAL file. */
+function checkpoint(final) {
+  if (!checkpointer) return Promise.resolve();
+  if (checkpointing) return checkpointing.then(() => (final ? checkpoint(true) : undefined));
+  if (writesSinceCheckpoint === 0 && !final) return Promise.resolve();
+  writesSinceCheckpoint = 0;
+  checkpointing = (async () => {
+    const [passive] = await checkpointer.query('PRAGMA wal_checkpoint(PASSIVE)');
+    if (!final && !(passive && passive.log >= workerData.restartFrames)) return;
+    let release;
+    writesHeld = new Promise((r) => (release = r));
+    try {
+      if (writesInFlight > 0) await new Promise((r) => (drained = r));
+      await checkpointer.query(final ? 'PRAGMA wal_checkpoint(TRUNCATE)' : 'PRAGMA wal_checkpoint(RESTART)');
+    } finally {
+      writesHeld = undefined;
+      release();
+    }
+  })()
+    .catch(logged('checkpoint'))
+    .finally(() => (checkpointing = undefined));
+  return checkpointing;
+}
+
+// keyv deletes an expired entry only when it is read again; dedupe ids and used tokens never are.
+// Expired rows go in small batches, so no single delete holds the write lock for long.
+async function sweep() {
+  const sql =
+    'DELETE FROM keyv WHERE rowid IN (SELECT rowid FROM keyv WHERE ' +
+    "(CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') END) < ? LIMIT 500) RETURNING 1";
+  try {
+    for (;;) {
+      const rows = await checkpointer.query(sql, Date.now());
+      if (rows.length < 500) break;
+    }
+  } catch (err) {
+    logged('sweeping expired entries')(err);
+  }
+}
+
+const READS = new Set(['get', 'has']);
+const WRITES = new Set(['set', 'delete', 'clear']);
 
 async function handle(m) {
   await ready;
@@ -67,13 +138,28 @@ async function handle(m) {
     for await (const entry of s.iterator(m.args[0])) out.push(entry);
     return out;
   }
-  if (!METHODS.has(m.method)) throw new Error('unsupported store call ' + m.method);
-  return s[m.method](...m.args);
+  if (READS.has(m.method)) return s[m.method](...m.args);
+  if (!WRITES.has(m.method)) throw new Error('unsupported store call ' + m.method);
+  while (writesHeld) await writesHeld;
+  writesInFlight++;
+  writesSinceCheckpoint++;
+  try {
+    return await s[m.method](...m.args);
+  } finally {
+    if (--writesInFlight === 0 && drained) {
+      drained();
+      drained = undefined;
+    }
+  }
 }
 
 parentPort.on('message', (m) => {
   if (m.type === 'close') {
-    void Promise.allSettled([...stores.values()].map((s) => s.disconnect())).then(() => parentPort.postMessage({ type: 'closed' }));
+    // Everything into the database file, and the WAL emptied, before the connections go.
+    void ready
+      .then(() => checkpoint(true))
+      .then(() => Promise.allSettled([...stores.values(), ...(checkpointer ? [checkpointer] : [])].map((s) => s.disconnect())))
+      .then(() => parentPort.postMessage({ type: 'closed' }));
     return;
   }
   handle(m).then(
@@ -89,6 +175,7 @@ ready.then(
 
 type Reply =
   | { type: 'ready' | 'closed' }
+  | { type: 'log'; message: string }
   | { type: 'failed'; error: string }
   | { type: 'result'; id: number; result?: unknown; error?: string; code?: unknown };
 
@@ -97,11 +184,28 @@ export interface SqliteWorker {
   close(): Promise<void>;
 }
 
-export async function startSqliteWorker(path: string, namespaces: readonly string[]): Promise<SqliteWorker> {
+export interface SqliteWorkerOptions {
+  /** How often the WAL is copied into the database file when there were writes (default 250 ms). */
+  checkpointMs?: number;
+  /** A WAL this long (in 4 KB pages) is started over at the next checkpoint (default 2,000). */
+  restartFrames?: number;
+  /** How often expired entries are deleted (default hourly; also once at start). */
+  sweepMs?: number;
+  log?: (msg: string) => void;
+}
+
+export async function startSqliteWorker(path: string, namespaces: readonly string[], opts: SqliteWorkerOptions = {}): Promise<SqliteWorker> {
   const require = createRequire(import.meta.url);
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { path, namespaces: [...namespaces], keyvSqlite: require.resolve('@keyv/sqlite') },
+    workerData: {
+      path,
+      namespaces: [...namespaces],
+      keyvSqlite: require.resolve('@keyv/sqlite'),
+      checkpointMs: opts.checkpointMs ?? 250,
+      restartFrames: opts.restartFrames ?? 2000,
+      sweepMs: opts.sweepMs ?? 3_600_000,
+    },
   });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let nextId = 1;
@@ -115,6 +219,7 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
   };
   worker.on('message', (m: Reply) => {
     if (m.type === 'closed') return onClosed?.();
+    if (m.type === 'log') return opts.log?.(m.message);
     if (m.type !== 'result') return;
     const p = pending.get(m.id);
     if (!p) return;

@@ -44,7 +44,7 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     if (settings.path !== ':memory:') mkdirSync(dirname(settings.path), { recursive: true });
     let worker;
     try {
-      worker = await startSqliteWorker(settings.path, NAMESPACES);
+      worker = await startSqliteWorker(settings.path, NAMESPACES, { log: (m) => log(`[store] ${m}`) });
     } catch (err) {
       throw new Error(`cannot open the store (${settings.url}): ${(err as Error).message}`);
     }

@@ -1,9 +1,12 @@
 /**
  * bot/storage.ts on a real SQLite file: what the runner and the router rely on from the store.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Keyv from 'keyv';
+import sqlite3 from 'sqlite3';
+import { startSqliteWorker } from '../../bot/sqlite-worker.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
 
 let dir: string;
@@ -65,4 +68,41 @@ test('after close, reads and writes fail loudly instead of quietly doing nothing
   storage = await open();
   expect(await storage.runs.get('q:b')).toBeUndefined();
   expect(await storage.runs.get('q:a')).toEqual([1]);
+});
+
+describe('WAL checkpoints (bot/sqlite-worker.ts)', () => {
+  const walSize = (path: string) => (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+
+  test('run on their own while writes go on, so the WAL stays small; close leaves it empty', async () => {
+    const path = join(dir, 'wal.sqlite');
+    const worker = await startSqliteWorker(path, ['transcripts'], { checkpointMs: 20, restartFrames: 200 });
+    const kv = new Keyv({ store: worker.store('transcripts'), namespace: 'transcripts', throwOnErrors: true });
+    const value = 'x'.repeat(4096);
+    for (let i = 0; i < 3000; i++) await kv.set(`c:${i % 300}`, `${i}:${value}`);
+    // 3000 writes of 4 KB would leave a WAL of 12 MB or more without checkpoints.
+    expect(walSize(path)).toBeLessThan(4 * 1024 * 1024);
+    await worker.close();
+    expect(walSize(path)).toBe(0);
+    const again = await startSqliteWorker(path, ['transcripts']);
+    const kv2 = new Keyv({ store: again.store('transcripts'), namespace: 'transcripts' });
+    expect(String(await kv2.get('c:299')).startsWith('2999:')).toBe(true);
+    await again.close();
+  });
+});
+
+test('expired entries are deleted from the file, not only hidden by keyv', async () => {
+  const path = join(dir, 'sweep.sqlite');
+  const worker = await startSqliteWorker(path, ['dedupe'], { sweepMs: 50 });
+  const kv = new Keyv({ store: worker.store('dedupe'), namespace: 'dedupe', throwOnErrors: true, serialize: JSON.stringify, deserialize: JSON.parse });
+  for (let i = 0; i < 1200; i++) await kv.set(`m:${i}`, 1, 1); // expire after 1 ms
+  await kv.set('kept', 1, 60_000);
+  await kv.set('forever', 1);
+  await new Promise((r) => setTimeout(r, 400));
+  const db = new sqlite3.Database(path);
+  const keys = await new Promise<string[]>((resolve, reject) =>
+    db.all('SELECT key FROM keyv ORDER BY key', (err, rows: Array<{ key: string }>) => (err ? reject(err) : resolve(rows.map((r) => r.key)))),
+  );
+  await new Promise((r) => db.close(r));
+  expect(keys).toEqual(['dedupe:forever', 'dedupe:kept']);
+  await worker.close();
 });
