@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   // --rows closed:1,open:100 picks rows (default: all four).
   const wanted = arg('rows', 'closed:1,closed:100,open:1,open:100').split(',');
   const rows: Row[] = [
-    { label: 'warm-up', chats: 20, messages: 600, warmup: true },
+    { label: 'warm-up', chats: 100, messages: 1500, warmup: true },
     { label: 'closed', chats: 1, messages },
     { label: 'closed', chats: 100, messages },
     // One chat cannot keep up with the rate (its messages are handled one after another): 3 s of it.

@@ -7,7 +7,6 @@
  */
 import type { ActionResult, AdapterSink, InboundAction, InboundMessage, MessageResult } from '../adapters/types.js';
 import type { ApprovalBroker } from '../agent/approvals.js';
-import type { KV } from '../agent/kv.js';
 import type { ContentBlock } from '../agent/messages.js';
 import type { Runner } from '../agent/runner.js';
 import { OnceNotifier, checkAccess, createRateLimiter, rateLimitReply, type RateLimiter } from '../policies/access.js';
@@ -19,7 +18,8 @@ export interface RouterOptions {
   config: Config;
   runner: Runner;
   broker: ApprovalBroker;
-  dedupe: KV;
+  /** Records an event id; false when it was already recorded (see Storage.claimEvent). */
+  claimEvent(id: string, ttlMs: number): Promise<boolean>;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -107,18 +107,15 @@ export class Router implements AdapterSink {
     if (this.recent.has(id)) return true;
     this.recent.add(id);
     if (this.recent.size > 10_000) this.recent.delete(this.recent.values().next().value as string);
-    let seen: unknown;
     try {
-      seen = await this.opts.dedupe.get(id);
+      // The store covers retries after a restart (and other instances on a shared store).
+      return !(await this.opts.claimEvent(id, DEDUPE_TTL_MS));
     } catch (err) {
       // Better to risk handling a platform retry twice than to drop a message: the turn's own
       // write still has to succeed, and says so to the user when it does not.
       this.opts.log?.('warn', `dedupe lookup failed, treating ${id} as new: ${(err as Error).message}`);
+      return false;
     }
-    if (seen) return true;
-    // Not awaited: the in-memory set covers this process; the store covers retries after a restart.
-    void Promise.resolve(this.opts.dedupe.set(id, 1, DEDUPE_TTL_MS)).catch(() => undefined);
-    return false;
   }
 }
 

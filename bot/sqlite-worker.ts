@@ -13,7 +13,7 @@
  *   worker (WAL, synchronous=NORMAL, a busy timeout) and resolves when they are usable; a file
  *   that cannot be opened rejects with SQLite's message.
  * - `store(namespace)` is a keyv store adapter (get, set, delete, has, clear, iterator), used as
- *   `new Keyv({ store, namespace })`. Keys arrive with keyv's namespace prefix, exactly as
+ *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts). Keys arrive with keyv's namespace prefix, exactly as
  *   @keyv/sqlite would store them in-process, so the file format is @keyv/sqlite's.
  * - Every call resolves after SQLite finished it; a failure rejects with SQLite's error.
  *   After the worker has gone (close(), or a crash) every call rejects; nothing is dropped quietly.
@@ -36,10 +36,23 @@ const { parentPort, workerData } = require('node:worker_threads');
 const sqliteModule = require(workerData.keyvSqlite);
 const KeyvSqlite = sqliteModule.KeyvSqlite ?? sqliteModule.default ?? sqliteModule;
 
-// One query instead of @keyv/sqlite's read-then-delete.
 class SqliteStore extends KeyvSqlite {
+  // One query instead of @keyv/sqlite's read-then-delete.
   async delete(key) {
     const rows = await this.query('DELETE FROM ' + this.opts.table + ' WHERE key = ? RETURNING key', key);
+    return rows.length > 0;
+  }
+
+  // Writes the entry unless a live one (not expired at 'now') exists; true when it wrote. One
+  // atomic statement: two messages with the same id can never both be first.
+  async claim(key, value, now) {
+    const rows = await this.query(
+      'INSERT INTO ' + this.opts.table + ' (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value ' +
+        "WHERE (CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') END) < ? RETURNING key",
+      key,
+      value,
+      now,
+    );
     return rows.length > 0;
   }
 }
@@ -127,7 +140,7 @@ async function sweep() {
 }
 
 const READS = new Set(['get', 'has']);
-const WRITES = new Set(['set', 'delete', 'clear']);
+const WRITES = new Set(['set', 'delete', 'clear', 'claim']);
 
 async function handle(m) {
   await ready;
@@ -297,6 +310,10 @@ export class WorkerStore extends EventEmitter {
   }
   async clear(): Promise<void> {
     await this.call(this.ns, 'clear', []);
+  }
+  /** Writes `value` at `key` unless a live entry (not expired at `now`) is there; true when it wrote. */
+  claim(key: string, value: string, now: number): Promise<boolean> {
+    return this.call(this.ns, 'claim', [key, value, now]) as Promise<boolean>;
   }
   async *iterator(namespace?: string): AsyncGenerator<[string, unknown], void> {
     const entries = (await this.call(this.ns, 'list', [namespace])) as Array<[string, unknown]>;

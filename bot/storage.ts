@@ -27,7 +27,22 @@ export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'de
 type Namespace = (typeof NAMESPACES)[number];
 
 export interface Storage extends AgentStores {
+  /**
+   * Records a platform event id for `ttlMs`; true the first time, false while it is recorded
+   * (a platform retry, a redelivery after a restart). One atomic statement on SQLite; on other
+   * stores a read then a write.
+   */
+  claimEvent(id: string, ttlMs: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** Read-then-write claim on any keyv namespace (not atomic across processes). */
+function claimByReadThenWrite(kv: Keyv): Storage['claimEvent'] {
+  return async (id, ttlMs) => {
+    if ((await kv.get(id)) !== undefined) return false;
+    await kv.set(id, 1, ttlMs);
+    return true;
+  };
 }
 
 export async function openStorage(settings: StoreSettings, log: (msg: string) => void = (m) => console.error(m)): Promise<Storage> {
@@ -40,6 +55,7 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     return kv;
   };
   let open: (namespace: Namespace) => Keyv;
+  let claimEvent: Storage['claimEvent'] | undefined;
   if (settings.kind === 'sqlite') {
     if (settings.path !== ':memory:') mkdirSync(dirname(settings.path), { recursive: true });
     let worker;
@@ -50,6 +66,13 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     }
     closers.push(() => worker.close());
     open = (namespace) => wrap(namespace, worker.store(namespace));
+    const dedupeStore = worker.store('dedupe');
+    // keyv's own format, so keyv reads these entries like any other: key `dedupe:<id>`, value
+    // {"value":1,"expires":<ms>} (PLAIN_JSON), expiry honoured by the claim and by the sweep.
+    claimEvent = (id, ttlMs) => {
+      const now = Date.now();
+      return dedupeStore.claim(`dedupe:${id}`, JSON.stringify({ value: 1, expires: now + ttlMs }), now);
+    };
   } else {
     const pkg = settings.kind === 'redis' ? '@keyv/redis' : '@keyv/postgres';
     let mod: { default: new (url: string) => unknown };
@@ -78,6 +101,7 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
   let closed = false;
   return {
     ...stores,
+    claimEvent: claimEvent ?? claimByReadThenWrite(stores.dedupe),
     async close() {
       if (closed) return;
       closed = true;
@@ -89,12 +113,14 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
 /** In-memory namespaces (tests and benchmarks that do not measure storage). */
 export function memoryStorage(): Storage {
   const mk = () => new Keyv({ throwOnErrors: true });
+  const dedupe = mk();
   return {
     transcripts: mk(),
     runs: mk(),
     approvals: mk(),
     allowlists: mk(),
-    dedupe: mk(),
+    dedupe,
+    claimEvent: claimByReadThenWrite(dedupe),
     async close() {},
   };
 }

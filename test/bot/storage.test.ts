@@ -106,3 +106,25 @@ test('expired entries are deleted from the file, not only hidden by keyv', async
   expect(keys).toEqual(['dedupe:forever', 'dedupe:kept']);
   await worker.close();
 });
+
+describe('claimEvent (platform event ids)', () => {
+  test('first claim wins, a repeat loses, an expired one can be claimed again; keyv reads it back', async () => {
+    expect(await storage.claimEvent('m:telegram:1', 60_000)).toBe(true);
+    expect(await storage.claimEvent('m:telegram:1', 60_000)).toBe(false);
+    expect(await storage.dedupe.get('m:telegram:1')).toBe(1); // keyv's own format
+    expect(await storage.claimEvent('m:telegram:2', 1)).toBe(true);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await storage.claimEvent('m:telegram:2', 60_000)).toBe(true);
+  });
+
+  test('concurrent claims of one id, from two instances on the same file: exactly one wins', async () => {
+    const other = await open();
+    try {
+      const ids = Array.from({ length: 50 }, (_, i) => `m:slack:${i}`);
+      const results = await Promise.all(ids.flatMap((id) => [storage.claimEvent(id, 60_000), other.claimEvent(id, 60_000)]));
+      for (let i = 0; i < ids.length; i++) expect([results[2 * i], results[2 * i + 1]].filter(Boolean)).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
+});
