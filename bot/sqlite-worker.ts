@@ -276,7 +276,9 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
       const closed = new Promise<void>((r) => (onClosed = r));
       worker.ref();
       worker.postMessage({ type: 'close' });
-      await Promise.race([closed, new Promise((r) => setTimeout(r, 5000).unref())]);
+      // Terminating the worker while sqlite3 still has a query in flight aborts the whole process
+      // (a fatal N-API error), so it gets a long time to finish and close its connections.
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 30_000).unref())]);
       settleAll(new Error("the store is closed"));
       await worker.terminate();
     },
