@@ -72,6 +72,8 @@ let checkpointing;
 let writesInFlight = 0;
 let writesHeld; // a promise while writes wait for a checkpoint
 let drained; // resolves when writesInFlight reaches 0
+let closing = false;
+const timers = [];
 const ready = (async () => {
   for (const ns of workerData.namespaces) {
     const s = new SqliteStore({ uri: 'sqlite://' + workerData.path, busyTimeout: 10000, iterationLimit: 500 });
@@ -89,9 +91,10 @@ const ready = (async () => {
     checkpointer = new SqliteStore({ uri: 'sqlite://' + workerData.path, busyTimeout: 10000 });
     checkpointer.on('error', () => undefined);
     await checkpointer.query('PRAGMA journal_size_limit=' + 64 * 1024 * 1024);
-    setInterval(() => void checkpoint(false), workerData.checkpointMs).unref();
-    setInterval(() => void sweep(), workerData.sweepMs).unref();
-    void sweep();
+    timers.push(setInterval(() => void checkpoint(false), workerData.checkpointMs));
+    timers.push(setInterval(() => void sweep(), workerData.sweepMs));
+    for (const t of timers) t.unref();
+    sweeping = sweep();
   }
 })();
 
@@ -125,14 +128,16 @@ function checkpoint(final) {
 
 // keyv deletes an expired entry only when it is read again; dedupe ids and used tokens never are.
 // Expired rows go in small batches, so no single delete holds the write lock for long.
+let sweeping;
 async function sweep() {
+  if (closing) return;
   const sql =
     'DELETE FROM keyv WHERE rowid IN (SELECT rowid FROM keyv WHERE ' +
     "(CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') END) < ? LIMIT 500) RETURNING 1";
   try {
     for (;;) {
       const rows = await checkpointer.query(sql, Date.now());
-      if (rows.length < 500) break;
+      if (rows.length < 500 || closing) break;
     }
   } catch (err) {
     logged('sweeping expired entries')(err);
@@ -144,6 +149,7 @@ const WRITES = new Set(['set', 'delete', 'clear', 'claim']);
 
 async function handle(m) {
   await ready;
+  if (closing) throw new Error('the store is closed');
   const s = stores.get(m.ns);
   if (!s) throw new Error('unknown namespace ' + m.ns);
   if (m.method === 'list') {
@@ -168,11 +174,20 @@ async function handle(m) {
 
 parentPort.on('message', (m) => {
   if (m.type === 'close') {
-    // Everything into the database file, and the WAL emptied, before the connections go.
+    // Everything into the database file, and the WAL emptied, before the connections go. Then
+    // the worker ends on its own, once sqlite3 has nothing in flight: terminating it with a query
+    // in flight aborts the whole process (a fatal N-API error).
+    closing = true;
+    for (const t of timers) clearInterval(t);
     void ready
+      .catch(() => undefined)
+      .then(() => sweeping)
       .then(() => checkpoint(true))
       .then(() => Promise.allSettled([...stores.values(), ...(checkpointer ? [checkpointer] : [])].map((s) => s.disconnect())))
-      .then(() => parentPort.postMessage({ type: 'closed' }));
+      .then(() => {
+        parentPort.postMessage({ type: 'closed' });
+        parentPort.close();
+      });
     return;
   }
   handle(m).then(
@@ -223,7 +238,7 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let nextId = 1;
   let gone: Error | undefined;
-  let onClosed: (() => void) | undefined;
+  let closeRequested = false;
 
   const settleAll = (err: Error) => {
     gone ??= err;
@@ -231,18 +246,27 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
     pending.clear();
   };
   worker.on('message', (m: Reply) => {
-    if (m.type === 'closed') return onClosed?.();
+    if (m.type === 'closed') return;
     if (m.type === 'log') return opts.log?.(m.message);
     if (m.type !== 'result') return;
     const p = pending.get(m.id);
     if (!p) return;
     pending.delete(m.id);
-    if (pending.size === 0) worker.unref();
+    // Idle, the worker must not keep the process alive; closing, it must (close() awaits its exit).
+    if (pending.size === 0 && !closeRequested) worker.unref();
     if (m.error === undefined) p.resolve(m.result);
     else p.reject(Object.assign(new Error(m.error), m.code !== undefined ? { code: m.code } : {}));
   });
-  worker.on('error', (err) => settleAll(new Error(`the store's worker failed: ${err.message}`)));
-  worker.on('exit', (code) => settleAll(new Error(`the store's worker has stopped (exit code ${code})`)));
+  worker.on('error', (err) => {
+    opts.log?.(`the store's worker failed: ${err.message}`);
+    settleAll(new Error(`the store's worker failed: ${err.message}`));
+  });
+  worker.on('exit', (code) => {
+    if (closeRequested) return settleAll(new Error('the store is closed'));
+    const err = new Error(`the store's worker has stopped (exit code ${code})`);
+    opts.log?.(`${err.message}: every store call fails from now on; restart Gatehouse`);
+    settleAll(err);
+  });
 
   await new Promise<void>((resolve, reject) => {
     const onReady = (m: Reply) => {
@@ -273,14 +297,16 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
     store: (namespace) => new WorkerStore(namespace, call),
     async close() {
       if (gone) return;
-      const closed = new Promise<void>((r) => (onClosed = r));
+      closeRequested = true;
+      const exited = new Promise<void>((r) => worker.once('exit', () => r()));
       worker.ref();
       worker.postMessage({ type: 'close' });
-      // Terminating the worker while sqlite3 still has a query in flight aborts the whole process
-      // (a fatal N-API error), so it gets a long time to finish and close its connections.
-      await Promise.race([closed, new Promise((r) => setTimeout(r, 30_000).unref())]);
-      settleAll(new Error("the store is closed"));
-      await worker.terminate();
+      // The worker exits by itself once its connections are closed. Terminating it earlier, with
+      // a sqlite3 query in flight, would abort the process: only a stuck disk gets that far.
+      const timer = setTimeout(() => void worker.terminate(), 30_000);
+      timer.unref();
+      await exited;
+      clearTimeout(timer);
     },
   };
 }
