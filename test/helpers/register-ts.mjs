@@ -1,0 +1,4 @@
+// `node --import` entry: installs ts-hooks.mjs (see there).
+import { register } from 'node:module';
+
+register('./ts-hooks.mjs', import.meta.url);
