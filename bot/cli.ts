@@ -51,20 +51,30 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stderr.write(`Unknown command "${cmd}".\n${USAGE}\n`);
     return 2;
   }
-  let bot: RunningBot;
-  try {
-    bot = await startBot(io);
-  } catch (err) {
-    io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : `Gatehouse could not start: ${(err as Error).message}`) + '\n');
-    return 1;
-  }
-  const onSignal = () => void bot.stop();
+  // Listening from the start: a SIGTERM while connecting must still stop cleanly, not kill the
+  // process half-way (the default action).
+  let bot: RunningBot | undefined;
+  let stopRequested = false;
+  const onSignal = () => {
+    stopRequested = true;
+    void bot?.stop();
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  await bot.stopped;
-  process.off('SIGINT', onSignal);
-  process.off('SIGTERM', onSignal);
-  return 0;
+  try {
+    try {
+      bot = await startBot(io);
+    } catch (err) {
+      io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : `Gatehouse could not start: ${(err as Error).message}`) + '\n');
+      return 1;
+    }
+    if (stopRequested) void bot.stop();
+    await bot.stopped;
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }
 
 export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {

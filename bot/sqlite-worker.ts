@@ -239,6 +239,7 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
   let nextId = 1;
   let gone: Error | undefined;
   let closeRequested = false;
+  let ready = false;
 
   const settleAll = (err: Error) => {
     gone ??= err;
@@ -262,7 +263,8 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
     settleAll(new Error(`the store's worker failed: ${err.message}`));
   });
   worker.on('exit', (code) => {
-    if (closeRequested) return settleAll(new Error('the store is closed'));
+    // Before it was ready the opening fails with its own reason; after close() it was asked to end.
+    if (!ready || closeRequested) return settleAll(new Error('the store is closed'));
     const err = new Error(`the store's worker has stopped (exit code ${code})`);
     opts.log?.(`${err.message}: every store call fails from now on; restart Gatehouse`);
     settleAll(err);
@@ -281,6 +283,7 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
     await worker.terminate();
     throw err;
   });
+  ready = true;
   worker.unref();
 
   const call = (ns: string, method: string, args: unknown[]): Promise<unknown> => {
