@@ -13,11 +13,13 @@
  *   worker (WAL, synchronous=NORMAL, a busy timeout) and resolves when they are usable; a file
  *   that cannot be opened rejects with SQLite's message.
  * - `store(namespace)` is a keyv store adapter (get, set, delete, has, clear, iterator), used as
- *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts). Keys arrive with keyv's namespace prefix, exactly as
- *   @keyv/sqlite would store them in-process, so the file format is @keyv/sqlite's.
+ *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts).
+ *   Keys arrive with keyv's namespace prefix, exactly as @keyv/sqlite would store them
+ *   in-process, so the file format is @keyv/sqlite's.
  * - Every call resolves after SQLite finished it; a failure rejects with SQLite's error.
  *   After the worker has gone (close(), or a crash) every call rejects; nothing is dropped quietly.
- * - The worker holds the process open only while calls are pending.
+ * - The worker holds the process open only while calls are pending, and during close(), which
+ *   resolves once the worker has closed its connections and ended by itself.
  * - Checkpoints run on a connection of their own, every `checkpointMs` when there were writes, and
  *   in full (TRUNCATE) at close; commits never checkpoint (see WORKER_SOURCE). Expired entries
  *   (keyv TTLs: dedupe ids, tokens) are deleted every `sweepMs`.
