@@ -142,7 +142,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,
   });
-  const router = new Router({ config, runner, broker, claimEvent: (id, ttlMs) => storage.claimEvent(id, ttlMs), log });
+  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log });
 
   return {
     config,

@@ -186,10 +186,7 @@ parentPort.on('message', (m) => {
       .then(() => sweeping)
       .then(() => checkpoint(true))
       .then(() => Promise.allSettled([...stores.values(), ...(checkpointer ? [checkpointer] : [])].map((s) => s.disconnect())))
-      .then(() => {
-        parentPort.postMessage({ type: 'closed' });
-        parentPort.close();
-      });
+      .then(() => parentPort.close());
     return;
   }
   handle(m).then(
@@ -204,7 +201,7 @@ ready.then(
 `;
 
 type Reply =
-  | { type: 'ready' | 'closed' }
+  | { type: 'ready' }
   | { type: 'log'; message: string }
   | { type: 'failed'; error: string }
   | { type: 'result'; id: number; result?: unknown; error?: string; code?: unknown };
@@ -249,7 +246,6 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
     pending.clear();
   };
   worker.on('message', (m: Reply) => {
-    if (m.type === 'closed') return;
     if (m.type === 'log') return opts.log?.(m.message);
     if (m.type !== 'result') return;
     const p = pending.get(m.id);

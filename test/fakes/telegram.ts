@@ -221,6 +221,14 @@ function entitiesFor(text: string): Json[] {
   return out;
 }
 
+/** A media message's caption, with the entities Telegram would mark in it. */
+function addCaption(msg: Json, caption: string | undefined): void {
+  if (caption === undefined) return;
+  msg['caption'] = caption;
+  const e = entitiesFor(caption);
+  if (e.length > 0) msg['caption_entities'] = e;
+}
+
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const chunk of req) parts.push(chunk as Buffer);
@@ -683,11 +691,7 @@ export async function startFakeTelegram(opts: { token: string; botId?: number; b
     async sendPhoto(a) {
       const msg = userMessage(a.chat, a.from, a.threadId, undefined);
       msg['photo'] = a.sizes.map((s) => ({ ...addFile(s.bytes, 'photos', 'jpg'), width: s.width, height: s.height }));
-      if (a.caption !== undefined) {
-        msg['caption'] = a.caption;
-        const e = entitiesFor(a.caption);
-        if (e.length > 0) msg['caption_entities'] = e;
-      }
+      addCaption(msg, a.caption);
       const r = await pushUpdate({ message: msg });
       return { ...r, messageId: msg['message_id'] as number };
     },
@@ -696,11 +700,7 @@ export async function startFakeTelegram(opts: { token: string; botId?: number; b
       const bytes = typeof a.content === 'string' ? Buffer.from(a.content, 'utf8') : a.content;
       const ext = /\.([A-Za-z0-9]+)$/.exec(a.fileName)?.[1] ?? 'bin';
       msg['document'] = { ...addFile(bytes, 'documents', ext), file_name: a.fileName, ...(a.mimeType ? { mime_type: a.mimeType } : {}) };
-      if (a.caption !== undefined) {
-        msg['caption'] = a.caption;
-        const e = entitiesFor(a.caption);
-        if (e.length > 0) msg['caption_entities'] = e;
-      }
+      addCaption(msg, a.caption);
       const r = await pushUpdate({ message: msg });
       return { ...r, messageId: msg['message_id'] as number };
     },
