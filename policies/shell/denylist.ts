@@ -11,7 +11,7 @@
  * One carve-out: rm -r/-f whose every target is a directory this command created with mktemp, or
  * $TMPDIR, or something under them (no `..`), passes.
  */
-import { basename, unwrapCommand } from './approval-key.js';
+import { basename, unwrapCommand } from './wrappers.js';
 import { MARK, displayField, isStatic, type CommandSite, type RedirectSite, type ScriptFacts } from './parse.js';
 
 export interface DenyVerdict {

@@ -15,7 +15,8 @@
  * `commandApprovalKey(command)` is the key an "Always approve" button adds: null when the command is
  * denied, compound, substitutes or redirects to a file. `isCommandAllowlisted` is in ./allowlist.ts.
  */
-import { approvalKeyOf, unwrapCommand } from './approval-key.js';
+import { approvalKeyOf } from './approval-key.js';
+import { unwrapCommand } from './wrappers.js';
 import { findDenial, type DenyVerdict } from './denylist.js';
 import { analyzeScript, displayField, type ScriptFacts } from './parse.js';
 

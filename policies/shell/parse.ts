@@ -19,7 +19,7 @@
  * mvdan-sh exposes the full syntax tree of the same parser in ~0.1-0.3 ms a parse.
  */
 import { createRequire } from 'node:module';
-import { basename, unwrapCommand } from './approval-key.js';
+import { basename, unwrapCommand } from './wrappers.js';
 
 // ---------------------------------------------------------------------------------------------------
 // The tree
