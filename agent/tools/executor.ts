@@ -15,7 +15,7 @@
 import { z } from 'zod';
 import PQueue from 'p-queue';
 import type { AgentPolicy, GateDecision } from '../../policies/gate.js';
-import { decide } from '../../policies/gate.js';
+import { decide, describeAlways } from '../../policies/gate.js';
 import type { Tier } from '../../policies/tiers.js';
 import { newToken, type ApprovalBroker, type Decision } from '../approvals.js';
 import type { AgentEvent } from '../events.js';
@@ -108,7 +108,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         agentName: ctx.agentName,
         runId: ctx.runId,
         title: `Approve ${p.tool.name}?`,
-        body: `${p.proposal.summary}\n${capitalize(p.decision.why)}.`,
+        body: cardBody(p.proposal.summary, p.decision),
         ...(p.proposal.preview !== undefined ? { preview: p.proposal.preview } : {}),
         alwaysLabel: alwaysLabel(p.decision.always),
         ...(p.proposal.options ? { options: p.proposal.options } : {}),
@@ -190,8 +190,14 @@ function capitalize(s: string): string {
 }
 
 function alwaysLabel(always: Extract<GateDecision, { action: 'ask' }>['always']): string | null {
-  if (!always) return null;
-  return always.kind === 'command' ? `Always allow \`${always.key}\`` : `Always allow ${always.name}`;
+  return always ? describeAlways(always).label : null;
+}
+
+/** The card says why it asks and, when "Always" is offered, exactly what it would cover. */
+function cardBody(summary: string, d: Extract<GateDecision, { action: 'ask' }>): string {
+  const lines = [summary, `${capitalize(d.why)}.`];
+  if (d.always) lines.push(describeAlways(d.always).covers);
+  return lines.join('\n');
 }
 
 async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {
