@@ -10,8 +10,8 @@
  *   options (before a subcommand: `git -c`), options valid anywhere, per-subcommand options
  *   (`git clone -u`, `git rebase -x`), whole-word primaries (`find -delete`), and positional words
  *   that change what runs (`make CC=...`, `git config core.pager ...`);
- * - GENERIC rules for every program, known or not: `--exec*`, `--eval*`, `--output*`, `--config*`,
- *   `--*-command`, `--*-program`, `--*-shell`, `--*-script`, `--*-cmd`.
+ * - GENERIC rules for every program, known or not: `--exec*`, `--eval*`, `--output*`, `--outfile*`,
+ *   `--outdir*`, `--logfile*`, `--config*`, `--*-command`, `--*-program`, `--*-shell`, `--*-script`, `--*-cmd`.
  * Spellings: GNU abbreviations (`--script-sh` is `--script-shell`: any prefix of a risky long option
  * counts), `--opt=value`, glued short options and clusters (`-cfoo`, `-Cdir`, `-sSo file`), and for
  * Go-style programs one-dash long options (`-toolexec=x`). A word whose start is not known before it runs
@@ -240,6 +240,8 @@ const GENERIC: ReadonlyArray<[RegExp, RiskKind]> = [
   [/^exec/, CODE],
   [/^eval/, CODE],
   [/^output/, WRITES],
+  [/^out-?(file|dir)/, WRITES],
+  [/^log-?file/, WRITES],
   [/^config/, CONFIG],
   [/.-command$/, CODE],
   [/.-program$/, CODE],
