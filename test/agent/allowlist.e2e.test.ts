@@ -199,3 +199,32 @@ test('"Always" decides its own card only: the other pending cards go through the
   const later = await run('git log --stat -1');
   expect(later.auto).toBe(true);
 });
+
+test('an "Always" in one conversation re-checks the cards waiting in the others: the covered one runs, the risky one stays pending', async () => {
+  h = await start();
+  gitRepo(h.workspace);
+  const leaked = join(h.workspace, 'LEAKED');
+  const use = (command: string) => ({ toolUses: [{ name: 'execute_command', input: { command } }] });
+  h.script(use('git log --oneline -1'), use('git log -1 --format=%s'), use('git log --output=LEAKED -1'), { text: 'finished' }, { text: 'finished' }, { text: 'finished' });
+  const cardIn = async (conversation: string, text: string): Promise<PostedCard> => {
+    await h.adapter.send(text, { conversation });
+    return waitFor(`card in ${conversation}`, () => h.adapter.cards.find((c) => c.key === `console:${conversation}`));
+  };
+  const a = await cardIn('a', 'log please');
+  const b = await cardIn('b', 'log subject please');
+  const c = await cardIn('c', 'log to a file please');
+
+  await h.adapter.click(a, 'Always', { user: 'boss' });
+  await waitFor('a answered', () => h.adapter.answers('console:a')[0]);
+  await waitFor('b answered', () => h.adapter.answers('console:b')[0]);
+  expect(a.updates.at(-1)?.outcome).toMatch(/^Always approved by boss/);
+  expect(b.updates.at(-1)?.outcome).toMatch(/covered by an Always/);
+  expect(c.updates).toHaveLength(0);
+  expect(h.adapter.answers('console:c')).toHaveLength(0);
+  expect(existsSync(leaked)).toBe(false);
+
+  await h.adapter.click(c, 'Deny', { user: 'boss' });
+  await waitFor('c answered', () => h.adapter.answers('console:c')[0]);
+  expect(c.updates.at(-1)?.outcome).toMatch(/^Denied by boss/);
+  expect(existsSync(leaked)).toBe(false);
+});
