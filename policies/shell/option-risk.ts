@@ -108,7 +108,8 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
       difftool: { short: { x: CODE } },
       grep: { short: { O: CODE } },
       'format-patch': { short: { o: WRITES } },
-      config: { short: { e: CODE, f: CONFIG }, long: { edit: CODE, file: CONFIG, blob: CONFIG } },
+      // --global/--system write outside the repository (~/.gitconfig, /etc/gitconfig).
+      config: { short: { e: CODE, f: CONFIG }, long: { edit: CODE, file: CONFIG, blob: CONFIG, global: WRITES, system: WRITES } },
       submodule: {},
       bisect: {},
     },
@@ -218,12 +219,13 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   docker: { global: { long: { host: CONFIG, context: CONFIG }, short: { H: CONFIG, c: CONFIG } } },
   kubectl: { options: { long: { kubeconfig: CONFIG, server: CONFIG, context: CONFIG, cluster: CONFIG, user: CONFIG, token: CONFIG }, short: { s: CONFIG } } },
 };
-PROGRAM_OPTIONS_ALIAS('gmake', 'make');
-PROGRAM_OPTIONS_ALIAS('py.test', 'pytest');
-PROGRAM_OPTIONS_ALIAS('nodejs', 'node');
 
-function PROGRAM_OPTIONS_ALIAS(alias: string, name: string): void {
-  (PROGRAM_OPTIONS as Record<string, ProgramRules>)[alias] = PROGRAM_OPTIONS[name]!;
+/** Other names of the same programs. */
+const ALIASES: Readonly<Record<string, string>> = { gmake: 'make', 'py.test': 'pytest', nodejs: 'node', };
+
+function rulesFor(program: string): ProgramRules | undefined {
+  const name = basename(program);
+  return PROGRAM_OPTIONS[ALIASES[name] ?? name];
 }
 
 /** Options of the wrappers in front of a command (policies/shell/wrappers.ts skips them for keys). */
@@ -387,7 +389,7 @@ export function riskyOption(argv: readonly string[]): OptionRisk | null {
     }
   }
   if (inner.length === 0) return null;
-  return programRisk(inner, PROGRAM_OPTIONS[basename(inner[0]!)]);
+  return programRisk(inner, rulesFor(inner[0]!));
 }
 
 /** Every wrapper ./wrappers.ts unwraps (those without risky options of their own have empty tables). */

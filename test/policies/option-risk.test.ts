@@ -52,6 +52,8 @@ family(
     ['git config core.pager "touch x"', 'git config'],
     ['git config alias.st "!touch x"', 'git config'],
     ['git config set core.fsmonitor "touch x"', 'git config'],
+    ['git config --global user.name x', 'git config'],
+    ['git config -e', 'git config'],
     ['git submodule foreach "touch x"', 'git submodule'],
     ['git bisect run ./evil.sh', 'git bisect'],
     ['git filter-branch --tree-filter "touch x" HEAD', 'git filter-branch'],
