@@ -4,7 +4,8 @@
  * Order (DESIGN.md "The gate"):
  *   1. shell denylist (execute_command): absolute, no approval overrides it;
  *   2. a request carrying options (a picker) always goes to a human;
- *   3. per-command allowlist (every simple command must match), per-tool allowlist;
+ *   3. per-command allowlist (every simple command must match, and none may carry an option that runs
+ *      other code, writes files or changes its directory or configuration), per-tool allowlist;
  *   4. the tier: the tool's own, or for `unknown` the classifier's verdict on the command alone;
  *   5. an approver bound for this platform? ask : decline, naming the config key that would fix it.
  *      An ask offers "Always approve" only when its key would cover the asked command itself: a command
