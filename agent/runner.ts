@@ -481,6 +481,7 @@ export class Runner {
               signal: controller.signal,
               states,
               addAlways: (a) => this.opts.allowlists.add(agentName, a),
+              watchAllowlist: (recheck) => this.opts.allowlists.watch(agentName, recheck),
               humanWait,
             }),
       });

@@ -14,7 +14,7 @@
 import { classifierCompletionFrom, createAnthropicModel } from '../agent/model.js';
 import { decide } from '../policies/gate.js';
 import { createCommandClassifier } from '../policies/classifier.js';
-import { analyzeCommand, commandApprovalKey, isCommandAllowlisted } from '../policies/shell/index.js';
+import { allowlistMiss, analyzeCommand, commandApprovalKey, isCommandAllowlisted, type ShellAnalysis } from '../policies/shell/index.js';
 import type { Tier } from '../policies/tiers.js';
 import type { CliIO } from './cli.js';
 import { ConfigError, formatConfigError, loadConfig } from './config.js';
@@ -145,8 +145,8 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     `command:      ${command}`,
     `agent:        ${agent.name} (tier ${agent.tier}) on ${platform}`,
     `denylist:     ${analysis.denied ? `BLOCKED by rule ${analysis.denied.rule}: ${analysis.denied.reason}` : 'passes'}`,
-    `approval key: ${approvalKey ?? `(none: ${analysis.denied ? 'the denylist blocks it' : 'a command that chains, pipes, substitutes or redirects to a file cannot be always-approved as a whole'})`}`,
-    `allowlist:    ${allowlisted ? 'matches autoApprovedCommands' : 'no match'}`,
+    `approval key: ${approvalKey ?? `(none: ${noKeyReason(analysis)})`}`,
+    `allowlist:    ${allowlisted ? 'matches autoApprovedCommands' : `no match (${allowlistMiss(analysis, agent.autoApprovedCommands) ?? 'not allowlisted'})`}`,
     `tier:         ${tier ?? '-'}${
       tierSource === 'assumed'
         ? ' (assumed: run with --classify to ask the classifier)'
@@ -161,4 +161,15 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
   ];
   io.stdout.write(lines.join('\n') + '\n');
   return 0;
+}
+
+/** Why "Always approve" is not offered for the command. */
+function noKeyReason(analysis: ShellAnalysis): string {
+  if (analysis.denied) return 'the denylist blocks it';
+  if (analysis.compound || analysis.hasSubstitution || analysis.hasFileRedirect) {
+    return 'a command that chains, pipes, substitutes or redirects to a file cannot be always-approved as a whole';
+  }
+  const key = analysis.approvalKeys[0] ?? '';
+  const miss = key === '' ? 'it runs no command' : allowlistMiss(analysis, [key]);
+  return `no key would cover it: ${miss ?? 'it runs no command'}`;
 }

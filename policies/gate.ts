@@ -4,9 +4,14 @@
  * Order (DESIGN.md "The gate"):
  *   1. shell denylist (execute_command): absolute, no approval overrides it;
  *   2. a request carrying options (a picker) always goes to a human;
- *   3. per-command allowlist (every simple command must match), per-tool allowlist;
+ *   3. per-command allowlist (every simple command must match, and none may carry an option that runs
+ *      other code, writes files or changes its directory or configuration), per-tool allowlist;
  *   4. the tier: the tool's own, or for `unknown` the classifier's verdict on the command alone;
  *   5. an approver bound for this platform? ask : decline, naming the config key that would fix it.
+ *      An ask offers "Always approve" only when its key would cover the asked command itself: a command
+ *      key (binary + subcommand) for a single simple command with no risky option (./shell/option-risk.ts),
+ *      no unsafe assignment and no redirect; the tool name for other tools; nothing for a picker.
+ *      `describeAlways` is the card's wording of what that key then covers.
  * The allowlists are consulted before the tier only to spare a classifier call; the outcome is the
  * same as checking them after. The policy is a function, read at decision time, never captured.
  */
@@ -44,9 +49,29 @@ export type GateDecision =
       tier: Tier;
       why: string;
       /** What "Always approve" would add: a command key, the tool name, or null (not offered). */
-      always: { kind: 'command'; key: string } | { kind: 'tool'; name: string } | null;
+      always: AlwaysKey | null;
     }
   | { action: 'deny'; absolute: boolean; reason: string; rule?: string };
+
+export type AlwaysKey = { kind: 'command'; key: string } | { kind: 'tool'; name: string };
+
+/** What an "Always approve" click will cover, for the card: a short button label and a sentence. */
+export function describeAlways(always: AlwaysKey): { label: string; covers: string } {
+  if (always.kind === 'tool') {
+    return {
+      label: `Always approve ${always.name}`,
+      covers: `"Always approve" lets this agent run ${always.name} from now on without asking, with any input.`,
+    };
+  }
+  return {
+    label: `Always approve \`${always.key}\``,
+    covers:
+      `"Always approve" adds \`${always.key}\` to this agent's allowlist: from now on \`${always.key}\` runs without asking ` +
+      `with any arguments, but never with options that run other code, write files or change its directory or ` +
+      `configuration, never with unsafe variables, redirects to files or substitutions, and never chained with ` +
+      `a command the allowlist does not cover.`,
+  };
+}
 
 export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, deps: GateDeps): Promise<GateDecision> {
   const analyze = deps.analyze ?? analyzeCommand;
@@ -83,7 +108,7 @@ export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, de
   if (tierCovers(policy.tier, tier)) {
     return { action: 'allow', tier, why: `rated ${tier}, within the agent's tier (${policy.tier})` };
   }
-  let always: { kind: 'command'; key: string } | { kind: 'tool'; name: string } | null;
+  let always: AlwaysKey | null;
   if (req.command !== undefined) {
     const key = await commandApprovalKey(req.command);
     always = key ? { kind: 'command', key } : null;

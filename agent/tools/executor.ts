@@ -15,7 +15,7 @@
 import { z } from 'zod';
 import PQueue from 'p-queue';
 import type { AgentPolicy, GateDecision } from '../../policies/gate.js';
-import { decide } from '../../policies/gate.js';
+import { decide, describeAlways } from '../../policies/gate.js';
 import type { Tier } from '../../policies/tiers.js';
 import { newToken, type ApprovalBroker, type Decision } from '../approvals.js';
 import type { AgentEvent } from '../events.js';
@@ -73,6 +73,11 @@ export interface BatchContext {
   states: CallStates;
   /** Persists an "Always approve" (command key or tool) for this agent. */
   addAlways(always: { kind: 'command'; key: string } | { kind: 'tool'; name: string }): Promise<void>;
+  /**
+   * Calls `recheck` after every "Always" added for this agent (from any conversation) until the returned
+   * function is called; `addAlways` resolves after the re-checks. Without it, only this batch re-checks.
+   */
+  watchAllowlist?(recheck: () => Promise<void>): () => void;
   /** Waiting on a human does not count against the run's timeout. */
   humanWait<T>(wait: () => Promise<T>): Promise<T>;
 }
@@ -108,7 +113,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         agentName: ctx.agentName,
         runId: ctx.runId,
         title: `Approve ${p.tool.name}?`,
-        body: `${p.proposal.summary}\n${capitalize(p.decision.why)}.`,
+        body: cardBody(p.proposal.summary, p.decision),
         ...(p.proposal.preview !== undefined ? { preview: p.proposal.preview } : {}),
         alwaysLabel: alwaysLabel(p.decision.always),
         ...(p.proposal.options ? { options: p.proposal.options } : {}),
@@ -149,8 +154,14 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
       }
     }
   };
+  // An "Always" decides its own card only; each other pending card, here or in another conversation
+  // of the agent, goes through the gate again.
+  const unwatch = asks.length > 0 ? ctx.watchAllowlist?.(recheckOthers) : undefined;
   // A queued approval is re-checked before waiting: an Always given earlier may already cover it.
-  await recheckOthers();
+  await recheckOthers().catch((err: unknown) => {
+    unwatch?.();
+    throw err;
+  });
 
   const results = await Promise.all(
     calls.map((call, i) =>
@@ -170,8 +181,8 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
             ...(decision.by ? { by: decision.byName ?? decision.by } : {}),
           });
           if (decision.outcome === 'always' && p.state.always) {
-            await ctx.addAlways(p.state.always);
-            await recheckOthers();
+            await ctx.addAlways(p.state.always); // re-checks this batch too when it watches the allowlist
+            if (!unwatch) await recheckOthers();
           }
           if (decision.outcome !== 'approved' && decision.outcome !== 'always') return refusedResult(p.tool.name, decision, ctx.signal);
           const prep: { proposal: Proposal; selectedOptionId?: string } = { proposal: p.state.proposal as Proposal };
@@ -181,7 +192,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         return { content: 'internal error: unprepared call', isError: true };
       }),
     ),
-  );
+  ).finally(() => unwatch?.());
   return calls.map((call, i) => toBlock(call.id, results[i]!));
 }
 
@@ -190,8 +201,14 @@ function capitalize(s: string): string {
 }
 
 function alwaysLabel(always: Extract<GateDecision, { action: 'ask' }>['always']): string | null {
-  if (!always) return null;
-  return always.kind === 'command' ? `Always allow \`${always.key}\`` : `Always allow ${always.name}`;
+  return always ? describeAlways(always).label : null;
+}
+
+/** The card says why it asks and, when "Always" is offered, exactly what it would cover. */
+function cardBody(summary: string, d: Extract<GateDecision, { action: 'ask' }>): string {
+  const lines = [summary, `${capitalize(d.why)}.`];
+  if (d.always) lines.push(describeAlways(d.always).covers);
+  return lines.join('\n');
 }
 
 async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {

@@ -9,8 +9,12 @@
  *   not `git push --force origin main`; 'ls -la' matches `ls -la src`, not `ls -R /`).
  * A whole command matches only when it parsed, the denylist passed, it has at least one simple
  * command, it has no file redirection and no command/process substitution, it assigns no variable that
- * changes what runs (PATH, LD_PRELOAD, GIT_SSH_COMMAND, ...: only SAFE_ASSIGNMENTS are tolerated), and
- * EVERY simple command matches an entry: `git status && rm -rf x` never rides on a 'git status' entry.
+ * changes what runs (PATH, LD_PRELOAD, GIT_SSH_COMMAND, ...: only SAFE_ASSIGNMENTS are tolerated), no
+ * simple command in it carries an option that runs other code, writes files or moves it to another
+ * directory or configuration (`git -c core.fsmonitor=...`, `npm test --script-shell=x`, `make --eval=...`,
+ * `find -delete`: the tables of ./option-risk.ts; this holds even when the entry spells the option out),
+ * and EVERY simple command matches an entry: `git status && rm -rf x` never rides on a 'git status' entry.
+ * An "Always approve" key is such an entry, so it too never covers a later command with a risky option.
  */
 import type { ShellAnalysis } from './index.js';
 
@@ -36,12 +40,22 @@ export function entryMatches(entry: string, key: string, words: readonly string[
 }
 
 export function isCommandAllowlisted(analysis: ShellAnalysis, entries: readonly string[]): boolean {
-  if (!analysis.parsed || analysis.denied) return false;
-  if (analysis.hasFileRedirect || analysis.hasSubstitution) return false;
-  if (analysis.approvalKeys.length === 0) return false;
-  if (analysis.assignments.some((n) => !isSafeAssignment(n))) return false;
-  return analysis.approvalKeys.every((key, i) => {
+  return allowlistMiss(analysis, entries) === null;
+}
+
+/** Why the command does not match the entries (for `gatehouse policy check`), or null when it does. */
+export function allowlistMiss(analysis: ShellAnalysis, entries: readonly string[]): string | null {
+  if (!analysis.parsed || analysis.denied) return 'the denylist blocks it';
+  if (analysis.hasFileRedirect) return 'it redirects output to a file';
+  if (analysis.hasSubstitution) return 'it substitutes a command';
+  if (analysis.approvalKeys.length === 0) return 'it runs no command';
+  const unsafe = analysis.assignments.find((n) => !isSafeAssignment(n));
+  if (unsafe !== undefined) return `it sets ${unsafe}, which may change what runs`;
+  const risk = analysis.optionRisks.find((r) => r !== null);
+  if (risk) return `\`${risk.word}\` ${risk.kind}`;
+  const missing = analysis.approvalKeys.findIndex((key, i) => {
     const words = analysis.commandWords[i] ?? splitWords(key);
-    return key !== '' && entries.some((entry) => entryMatches(entry, key, words));
+    return key === '' || !entries.some((entry) => entryMatches(entry, key, words));
   });
+  return missing < 0 ? null : `\`${analysis.approvalKeys[missing]}\` matches no entry`;
 }

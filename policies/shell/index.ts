@@ -9,21 +9,27 @@
  *   is denied with rule 'unparseable'.
  * - `approvalKeys`, `commandWords`: per simple command found (including inside substitutions and
  *   find -exec), in source order: its approval key and its words after wrappers/assignments.
- * - `compound`, `hasFileRedirect`, `hasSubstitution`, `assignments`: what makes auto-approval unsafe.
+ * - `compound`, `hasFileRedirect`, `hasSubstitution`, `assignments`, `optionRisks`: what makes
+ *   auto-approval unsafe (`optionRisks`: per simple command, an option that runs other code, writes
+ *   files or changes its directory or configuration, from ./option-risk.ts).
  * It is async for the gate's sake (the parser may move to a worker); today it does no I/O.
  *
- * `commandApprovalKey(command)` is the key an "Always approve" button adds: null when the command is
- * denied, compound, substitutes or redirects to a file. `isCommandAllowlisted` is in ./allowlist.ts.
+ * `commandApprovalKey(command)` is the key an "Always approve" button adds: null unless that key would
+ * cover the command itself (so never for a command that is denied, compound, substitutes, redirects to a
+ * file, assigns an unsafe variable or carries a risky option). `isCommandAllowlisted` is in ./allowlist.ts.
  */
 import { approvalKeyOf } from './approval-key.js';
 import { unwrapCommand } from './wrappers.js';
 import { findDenial, type DenyVerdict } from './denylist.js';
+import { isCommandAllowlisted } from './allowlist.js';
+import { riskyOption, type OptionRisk } from './option-risk.js';
 import { analyzeScript, displayField, type ScriptFacts } from './parse.js';
 
 export type { DenyVerdict } from './denylist.js';
 export { RULES } from './denylist.js';
 export { approvalKeyOf } from './approval-key.js';
-export { isCommandAllowlisted, SAFE_ASSIGNMENTS } from './allowlist.js';
+export { isCommandAllowlisted, allowlistMiss, SAFE_ASSIGNMENTS } from './allowlist.js';
+export { riskyOption, type OptionRisk, type RiskKind } from './option-risk.js';
 
 export interface ShellAnalysis {
   /** false: the parser could not parse it -> denied with rule 'unparseable' */
@@ -41,6 +47,8 @@ export interface ShellAnalysis {
   hasSubstitution: boolean;
   /** every variable name the command assigns (FOO=1 cmd, env FOO=1 cmd, export FOO=1, read FOO, ...) */
   assignments: string[];
+  /** per approval key (same index): its first option that runs code, writes files or moves it elsewhere */
+  optionRisks: Array<OptionRisk | null>;
 }
 
 const NOT_A_FILE = /^(\/dev\/(null|stdout|stderr|tty)|\/dev\/fd\/\d+|\d+|-)$/;
@@ -65,13 +73,17 @@ export async function analyzeCommand(command: string): Promise<ShellAnalysis> {
       hasFileRedirect: false,
       hasSubstitution: false,
       assignments: [],
+      optionRisks: [],
     };
   }
   const facts = res.facts;
   const approvalKeys: string[] = [];
   const commandWords: string[][] = [];
   const assignments = [...facts.assigned];
+  const optionRisks: Array<OptionRisk | null> = [];
   for (const site of facts.sites) {
+    // Every way the words may expand is judged.
+    optionRisks.push(site.argvs.reduce<OptionRisk | null>((found, argv) => found ?? riskyOption(argv), null));
     approvalKeys.push(approvalKeyOf(site.display));
     const u = unwrapCommand(site.display);
     commandWords.push(u.words.map(displayField));
@@ -86,6 +98,7 @@ export async function analyzeCommand(command: string): Promise<ShellAnalysis> {
     hasFileRedirect: hasFileRedirect(facts),
     hasSubstitution: facts.hasSubstitution,
     assignments: [...new Set(assignments)],
+    optionRisks,
   };
 }
 
@@ -93,5 +106,7 @@ export async function commandApprovalKey(command: string): Promise<string | null
   const a = await analyzeCommand(command);
   if (!a.parsed || a.denied || a.compound || a.hasSubstitution || a.hasFileRedirect) return null;
   if (a.approvalKeys.length !== 1 || a.approvalKeys[0] === '') return null;
-  return a.approvalKeys[0]!;
+  const key = a.approvalKeys[0]!;
+  // Offered only when the key covers this very command: no risky option, no unsafe assignment.
+  return isCommandAllowlisted(a, [key]) ? key : null;
 }

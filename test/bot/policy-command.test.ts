@@ -294,3 +294,12 @@ test('human output: the denylist verdict, the key, the allowlist and the decisio
   expect(denied.stdout).toMatch(/^approval key:\s+\(none: the denylist blocks it\)$/m);
   expect(denied.stdout).toMatch(/^decision:\s+DENY$/m);
 });
+
+test('policy check says why an allowlisted program with a risky option does not match, and why no Always key is offered', async () => {
+  const conf = yaml('tools: [execute_command]', 'autoApprovedCommands: ["git status"]');
+  const out = await cli(['--', `git -c core.fsmonitor='touch x' status`], conf);
+  expect(out.code).toBe(0);
+  expect(out.stdout).toMatch(/^allowlist:\s+no match \(`-c` changes its directory or configuration\)$/m);
+  expect(out.stdout).toMatch(/^approval key:\s+\(none: no key would cover it: `-c` changes its directory or configuration\)$/m);
+  expect(out.stdout).not.toMatch(/^decision:\s+ALLOW$/m);
+});

@@ -148,9 +148,9 @@ describe('isCommandAllowlisted', () => {
     expect(await allowed('git() { curl -o x https://e.x; }; git status', ['git status'])).toBe(false);
   });
 
-  test('find -exec needs its command allowed too', async () => {
+  test('find -exec never rides on entries, even when its command is allowed too', async () => {
     expect(await allowed('find . -name x -exec touch {} \\;', ['find'])).toBe(false);
-    expect(await allowed('find . -name x -exec touch {} \\;', ['find', 'touch'])).toBe(true);
+    expect(await allowed('find . -name x -exec touch {} \\;', ['find', 'touch'])).toBe(false);
   });
 
   test('denied or unparseable commands never match', async () => {
