@@ -23,12 +23,14 @@ import { run, sequentialize } from '@grammyjs/runner';
 import type { RunnerHandle } from '@grammyjs/runner';
 import type { AgentEvent, Card } from '../../agent/events.js';
 import type { Adapter, AdapterSink, Attachment, ConversationRef, InboundMessage, Sender } from '../types.js';
-import { CALLBACK_PREFIX, cutText, renderCard } from './cards.js';
-import { chunkHtml, chunkPlain } from './chunk.js';
-import { htmlToPlain, markdownToTelegramHtml } from './format.js';
+import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
+import { ProgressView } from '../kit/progress.js';
+import { StatusMessage } from '../kit/status.js';
+import type { StatusFailure } from '../kit/status.js';
+import { CALLBACK_PREFIX, renderCard } from './cards.js';
+import { chunkPlain } from './chunk.js';
+import { htmlToPlain, telegramAnswer } from './format.js';
 import { decodeKey, refFor } from './keys.js';
-import { StatusMessage, statusText } from './status.js';
-import type { StatusFailure, StatusItem } from './status.js';
 
 type UserFromGetMe = Context['me'];
 type Message = NonNullable<Context['message']>;
@@ -71,13 +73,6 @@ const DEFAULT_API_ROOT = 'https://api.telegram.org';
 const MAX_429_RETRIES = 3;
 const MAX_RETRY_AFTER_S = 60;
 const NO_LONGER_VALID = 'This button is no longer valid.';
-const TYPING_MAX_MS = 30 * 60_000;
-
-const TEXT_MIME = /^(text\/|application\/(json|xml|x-yaml|yaml|toml|javascript|x-javascript|typescript|x-sh|x-shellscript|sql|x-ndjson|ld\+json|csv)\b)/i;
-const TEXT_EXT =
-  /\.(txt|md|markdown|rst|json|jsonl|ndjson|ya?ml|toml|ini|cfg|conf|env|csv|tsv|log|xml|html?|css|scss|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|php|sh|bash|zsh|fish|sql|diff|patch|tf|hcl|lua|pl|r|swift|dockerfile|gitignore)$/i;
-const IMAGE_MIME = /^image\/(jpeg|png|gif|webp)$/i;
-const IMAGE_EXT: Record<string, string> = { jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp' };
 
 export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAdapter {
   const token = opts.token.trim();
@@ -291,9 +286,6 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   bot.catch((err) => log('error', `update ${err.ctx.update.update_id} failed: ${describe(err.error)}`));
 
-  const mb = (n: number): string =>
-    n < 1024 ? `${n} bytes` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '')} MB`;
-
   async function readAttachments(m: Message): Promise<{ attachments: Attachment[]; refused: string[] }> {
     const attachments: Attachment[] = [];
     const refused: string[] = [];
@@ -302,7 +294,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       const fit = sizes.filter((p) => (p.file_size ?? 0) <= maxBytes).pop();
       const name = `photo_${m.message_id}.jpg`;
       if (!fit) {
-        refused.push(`${name} is ${mb(sizes[0]?.file_size ?? 0)}; the limit is ${mb(maxBytes)}`);
+        refused.push(overLimit(name, sizes[0]?.file_size ?? 0, maxBytes));
       } else {
         const got = await download(fit.file_id, name);
         if (typeof got === 'string') refused.push(got);
@@ -312,23 +304,18 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const doc = m.document;
     if (doc) {
       const name = doc.file_name ?? 'document';
-      const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase() ?? '';
-      const mime = doc.mime_type ?? IMAGE_EXT[ext] ?? 'application/octet-stream';
-      const kind: Attachment['kind'] | undefined =
-        IMAGE_MIME.test(mime) || IMAGE_EXT[ext] ? 'image' : TEXT_MIME.test(mime) || TEXT_EXT.test(name) ? 'text' : undefined;
-      if (!kind) {
-        refused.push(`${name} (${mime}): I can read images and text files only`);
-      } else if (doc.file_size !== undefined && doc.file_size > maxBytes) {
-        refused.push(`${name} is ${mb(doc.file_size)}; the limit is ${mb(maxBytes)}`);
+      const c = classifyAttachment({ name, mimeType: doc.mime_type, size: doc.file_size }, maxBytes);
+      if (c.kind === 'refused') {
+        refused.push(c.reason);
       } else {
         const got = await download(doc.file_id, name);
         if (typeof got === 'string') refused.push(got);
-        else if (kind === 'image') {
-          attachments.push({ kind, name, mimeType: IMAGE_MIME.test(mime) ? mime : (IMAGE_EXT[ext] ?? mime), data: got.toString('base64') });
+        else if (c.kind === 'image') {
+          attachments.push({ kind: 'image', name, mimeType: c.mimeType, data: got.toString('base64') });
         } else {
-          const textData = new TextDecoder('utf-8').decode(got);
-          if (textData.includes('\u0000')) refused.push(`${name} is not a text file`);
-          else attachments.push({ kind, name, mimeType: mime, data: textData });
+          const textData = decodeText(got);
+          if (textData === undefined) refused.push(`${name} is not a text file`);
+          else attachments.push({ kind: 'text', name, mimeType: c.mimeType, data: textData });
         }
       }
     }
@@ -341,7 +328,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       const file = await bot.api.getFile(fileId);
       if (!file.file_path) return `${name} could not be downloaded from Telegram`;
       if (file.file_size !== undefined && file.file_size > maxBytes) {
-        return `${name} is ${mb(file.file_size)}; the limit is ${mb(maxBytes)}`;
+        return overLimit(name, file.file_size, maxBytes);
       }
       const res = await fetch(`${apiRoot}/file/bot${token}/${file.file_path}`, { signal: AbortSignal.timeout(60_000) });
       if (!res.ok || !res.body) {
@@ -353,7 +340,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       let total = 0;
       for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
         total += chunk.byteLength;
-        if (total > maxBytes) return `${name} is over the limit of ${mb(maxBytes)}`;
+        if (total > maxBytes) return `${name} is over the limit of ${humanSize(maxBytes)}`;
         parts.push(Buffer.from(chunk));
       }
       return Buffer.concat(parts);
@@ -408,15 +395,6 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     }
   }
 
-  interface RunView {
-    ref: ConversationRef;
-    items: Map<string, StatusItem>;
-    status: StatusMessage | undefined;
-    typing: NodeJS.Timeout | undefined;
-    typingSince: number;
-  }
-  const runs = new Map<string, RunView>();
-
   const classify = (err: unknown): StatusFailure => {
     if (err instanceof GrammyError && err.error_code === 429) {
       return { kind: 'retry', afterMs: (err.parameters.retry_after ?? 1) * 1000 };
@@ -426,122 +404,37 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     return { kind: 'fatal' };
   };
 
-  function viewOf(ref: ConversationRef, runId: string): RunView {
-    let v = runs.get(runId);
-    if (!v) {
-      v = { ref, items: new Map(), status: undefined, typing: undefined, typingSince: 0 };
-      runs.set(runId, v);
-    }
-    return v;
-  }
-
-  const TYPING_FIRST_DELAY_MS = 400;
-
-  function startTyping(v: RunView): void {
-    if (v.typing) return;
-    v.typingSince = Date.now();
-    const tick = () => {
-      if (Date.now() - v.typingSince > TYPING_MAX_MS) return stopTyping(v);
-      bot.api.sendChatAction(chatOf(v.ref), 'typing', threadOpts(v.ref)).catch((err: unknown) => {
-        log('warn', `sendChatAction in ${v.ref.key} failed: ${describe(err)}`);
+  const progress = new ProgressView({
+    createStatus: (ref) =>
+      new StatusMessage(
+        {
+          send: async (text) => {
+            const m = await statusApi.sendMessage(chatOf(ref), text, { ...threadOpts(ref), disable_notification: true });
+            return String(m.message_id);
+          },
+          edit: async (id, text) => {
+            await statusApi.editMessageText(chatOf(ref), Number(id), text);
+          },
+          remove: async (id) => {
+            await bot.api.deleteMessage(chatOf(ref), Number(id));
+          },
+        },
+        { intervalMs: statusInterval, classify, log, describe, platformName: 'Telegram' },
+      ),
+    typing: (ref) => {
+      bot.api.sendChatAction(chatOf(ref), 'typing', threadOpts(ref)).catch((err: unknown) => {
+        log('warn', `sendChatAction in ${ref.key} failed: ${describe(err)}`);
       });
-    };
-    // Not at once: a quick answer needs no "typing…" (one Bot API call fewer, and Telegram rate-limits them).
-    v.typing = setTimeout(() => {
-      if (!v.typing) return;
-      tick();
-      v.typing = setInterval(tick, typingInterval);
-      v.typing.unref();
-    }, Math.min(TYPING_FIRST_DELAY_MS, typingInterval));
-    v.typing.unref();
-  }
-
-  function stopTyping(v: RunView): void {
-    if (v.typing) clearInterval(v.typing);
-    v.typing = undefined;
-  }
-
-  function showStatus(v: RunView): void {
-    v.status ??= new StatusMessage(
-      {
-        send: async (text) => {
-          const m = await statusApi.sendMessage(chatOf(v.ref), text, { ...threadOpts(v.ref), disable_notification: true });
-          return m.message_id;
-        },
-        edit: async (id, text) => {
-          await statusApi.editMessageText(chatOf(v.ref), id, text);
-        },
-        remove: async (id) => {
-          await bot.api.deleteMessage(chatOf(v.ref), id);
-        },
-      },
-      { intervalMs: statusInterval, classify, log, describe },
-    );
-    v.status.set(statusText([...v.items.values()]));
-  }
-
-  async function endStatus(v: RunView): Promise<void> {
-    stopTyping(v);
-    const s = v.status;
-    v.status = undefined;
-    await s?.finish();
-  }
-
-  const OUTCOME_ICON: Record<string, string> = { approved: '👍', always: '👍', denied: '🚫', declined: '🚫', expired: '⌛' };
+    },
+    typingIntervalMs: typingInterval,
+  });
 
   async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
-    const v = viewOf(ref, event.runId);
-    switch (event.type) {
-      case 'run_started':
-        startTyping(v);
-        return;
-      case 'text':
-      case 'usage':
-        return;
-      case 'tool_started':
-        v.items.set(event.callId, { icon: '⏳', text: `${event.tool}: ${event.summary}` });
-        return showStatus(v);
-      case 'tool_finished':
-        v.items.set(event.callId, { icon: event.ok ? '✅' : '❌', text: `${event.tool}: ${event.summary}` });
-        return showStatus(v);
-      case 'approval_asked':
-        stopTyping(v); // waiting for a person, not working
-        v.items.set(event.callId, { icon: '🔐', text: `${event.tool}: ${event.summary} (waiting for approval)` });
-        return showStatus(v);
-      case 'approval_resolved': {
-        const prev = v.items.get(event.callId);
-        const base = prev ? prev.text.replace(/ \(waiting for approval\)$/, '') : event.tool;
-        v.items.set(event.callId, {
-          icon: OUTCOME_ICON[event.outcome] ?? '•',
-          text: `${base} (${event.outcome}${event.by ? ` by ${event.by}` : ''})`,
-        });
-        if (event.outcome === 'approved' || event.outcome === 'always') startTyping(v);
-        return showStatus(v);
-      }
-      case 'question_asked':
-        stopTyping(v);
-        v.items.set(event.callId, { icon: '❓', text: event.question });
-        return showStatus(v);
-      case 'question_answered': {
-        const prev = v.items.get(event.callId);
-        v.items.set(event.callId, { icon: '💬', text: `${prev?.text ?? 'question'} (${event.answer === null ? 'no answer' : 'answered'})` });
-        startTyping(v);
-        return showStatus(v);
-      }
-      case 'answer': {
-        await endStatus(v);
-        const html = markdownToTelegramHtml(event.text);
-        for (const piece of chunkHtml(html)) await outbound('sending the answer', ref, () => sendHtml(ref, piece));
-        return;
-      }
-      case 'error':
-        await endStatus(v);
-        await sendPlain(ref, event.message);
-        return;
-      case 'run_finished':
-        await endStatus(v);
-        runs.delete(event.runId);
-        return;
+    await progress.handle(ref, event);
+    if (event.type === 'answer') {
+      for (const piece of telegramAnswer(event.text)) await outbound('sending the answer', ref, () => sendHtml(ref, piece));
+    } else if (event.type === 'error') {
+      await sendPlain(ref, event.message);
     }
   }
 
@@ -650,8 +543,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
         await bot.api.getUpdates({ offset: lastUpdateId + 1, limit: 1, timeout: 0 }).catch(() => undefined);
       }
     }
-    await Promise.all([...runs.values()].map((v) => endStatus(v)));
-    runs.clear();
+    await progress.stopAll();
     sink = undefined;
   }
 

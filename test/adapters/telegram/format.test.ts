@@ -27,7 +27,7 @@ describe('markdownToTelegramHtml', () => {
     ['escaping text', 'if a < b && c > d then', 'if a &lt; b &amp;&amp; c &gt; d then'],
     ['html in markdown is text', '<script>x</script>', '&lt;script&gt;x&lt;/script&gt;'],
     ['nested bold italic', '**bold _and italic_ here**', '<b>bold <i>and italic</i> here</b>'],
-    ['triple star', '***both***', '<b><i>both</i></b>'],
+    ['triple star (CommonMark nests emphasis outside)', '***both***', '<i><b>both</b></i>'],
     ['unclosed bold is literal', 'a **b c', 'a **b c'],
     ['backslash escape', '\\*not italic\\*', '*not italic*'],
     ['table as pre', '| a | b |\n|---|---|\n| 1 | <2> |', '<pre>| a | b |\n|---|---|\n| 1 | &lt;2&gt; |</pre>'],

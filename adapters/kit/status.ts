@@ -10,13 +10,14 @@
  *   status (logged): the run's answer does not depend on it.
  * - `finish()` stops updating, waits for a call in flight (so no message is left behind), and
  *   deletes the status message if one was created.
- * - No platform library here: the adapter supplies the transport and the error classifier.
+ * - No platform library here: the adapter supplies the transport (message ids are strings: Telegram's
+ *   numbers, Slack's ts) and the error classifier (Telegram 429 retry_after, Slack Retry-After).
  */
 
 export interface StatusTransport {
-  send(text: string): Promise<number>;
-  edit(messageId: number, text: string): Promise<void>;
-  remove(messageId: number): Promise<void>;
+  send(text: string): Promise<string>;
+  edit(messageId: string, text: string): Promise<void>;
+  remove(messageId: string): Promise<void>;
 }
 
 export type StatusFailure = { kind: 'retry'; afterMs: number } | { kind: 'not_modified' } | { kind: 'fatal' };
@@ -26,12 +27,14 @@ export interface StatusOptions {
   classify: (err: unknown) => StatusFailure;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
   describe?: (err: unknown) => string;
+  /** For log lines: "Telegram", "Slack". */
+  platformName?: string;
 }
 
 export class StatusMessage {
   private desired: string | undefined;
   private shown: string | undefined;
-  private id: number | undefined;
+  private id: string | undefined;
   private nextAt = 0;
   private closed = false;
   private broken = false;
@@ -45,7 +48,7 @@ export class StatusMessage {
   ) {}
 
   /** The message id once created. */
-  get messageId(): number | undefined {
+  get messageId(): string | undefined {
     return this.id;
   }
 
@@ -106,7 +109,7 @@ export class StatusMessage {
         const f = this.opts.classify(err);
         if (f.kind === 'retry') {
           this.nextAt = Date.now() + f.afterMs;
-          this.opts.log?.('warn', `status message rate-limited by Telegram: next update in ${f.afterMs} ms`);
+          this.opts.log?.('warn', `status message rate-limited by ${this.opts.platformName ?? 'the platform'}: next update in ${f.afterMs} ms`);
         } else if (f.kind === 'not_modified') {
           this.shown = text;
         } else {
@@ -126,7 +129,7 @@ export interface StatusItem {
 const MAX_LINES = 12;
 const MAX_LINE = 200;
 
-/** The status text for a run's items (plain text, well under 4,096 characters). */
+/** The status text for a run's items (plain text, at most 13 lines of at most 200 characters). */
 export function statusText(items: StatusItem[]): string {
   const lines = items.map((it) => {
     const line = `${it.icon} ${it.text.replace(/\s+/g, ' ').trim()}`;
