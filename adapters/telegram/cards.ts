@@ -1,5 +1,6 @@
 /**
- * Card -> Telegram message (HTML text + inline keyboard). Pure: no network, no grammy.
+ * Card -> Telegram message (HTML text + inline keyboard), from the kit's layout (adapters/kit/cards.ts).
+ * Pure: no network, no grammy.
  *
  * Contract:
  * - Layout: bold title, body, the preview in <pre>, the tier, and for a decided card the outcome
@@ -13,13 +14,16 @@
  * - A decided card (outcome set, no buttons) has no keyboard.
  */
 import type { Card } from '../../agent/events.js';
-import { chunkPlain, TELEGRAM_TEXT_LIMIT } from './chunk.js';
+import { layoutCard } from '../kit/cards.js';
+import type { CardLimits } from '../kit/cards.js';
+import { TELEGRAM_TEXT_LIMIT } from './chunk.js';
 import { escapeHtml } from './format.js';
+
+export { cutText } from '../kit/attachments.js';
 
 export const CALLBACK_PREFIX = 'g:';
 export const CALLBACK_DATA_MAX_BYTES = 64;
 export const BUTTON_LABEL_MAX = 64;
-const OUTCOME_RESERVE = 300;
 
 export interface InlineButton {
   text: string;
@@ -50,64 +54,32 @@ export function callbackData(token: string, prefix: string = CALLBACK_PREFIX): s
   return data;
 }
 
-export function cutText(s: string, max: number): string {
-  if (s.length <= max) return s;
-  let end = max - 1;
-  const code = s.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
-  return `${s.slice(0, end)}…`;
-}
+/** Telegram has no select menu on a message: every option is a button, one per row. */
+export const TELEGRAM_CARD_LIMITS: CardLimits = {
+  text: TELEGRAM_TEXT_LIMIT,
+  buttonLabel: BUTTON_LABEL_MAX,
+  maxButtons: Number.POSITIVE_INFINITY,
+  optionLabel: BUTTON_LABEL_MAX,
+};
 
 export function renderCard(card: Card, opts: { prefix?: string; limit?: number } = {}): RenderedCard {
-  const limit = opts.limit ?? TELEGRAM_TEXT_LIMIT;
   const prefix = opts.prefix ?? CALLBACK_PREFIX;
-  const title = card.title.trim();
-  const tierLine = card.tier ? `Rated: ${card.tier}` : '';
-  const outcome = card.outcome ? cutText(card.outcome.trim(), OUTCOME_RESERVE - 10) : '';
-
-  // Visible characters besides body and preview: title, tier, reserved outcome, separators.
-  const fixed = title.length + tierLine.length + OUTCOME_RESERVE + 30;
-  const lead: string[] = [];
-  let body = card.body.trim();
-  const bodyRoom = limit - fixed;
-  if (body.length > bodyRoom) {
-    const parts = chunkPlain(body, bodyRoom);
-    body = parts.pop() ?? '';
-    lead.push(...parts.map((p, i) => (i === 0 ? `<b>${escapeHtml(title)}</b>\n${escapeHtml(p)}` : escapeHtml(p))));
+  const l = layoutCard(card, { ...TELEGRAM_CARD_LIMITS, text: opts.limit ?? TELEGRAM_TEXT_LIMIT });
+  const lead = l.lead.map((p, i) => (i === 0 ? `<b>${escapeHtml(l.title)}</b>\n${escapeHtml(p)}` : escapeHtml(p)));
+  const sections: string[] = [`<b>${escapeHtml(l.title)}</b>${l.continued ? ' (continued)' : ''}`];
+  if (l.body !== '') sections[0] += `\n${escapeHtml(l.body)}`;
+  if (l.preview) {
+    const parts: string[] = [];
+    if (l.preview.text !== '') parts.push(`<pre>${escapeHtml(l.preview.text)}</pre>`);
+    if (l.preview.note) parts.push(`<i>${escapeHtml(l.preview.note)}</i>`);
+    sections.push(parts.join('\n'));
   }
-
-  const sections: string[] = [`<b>${escapeHtml(title)}</b>${lead.length > 0 ? ' (continued)' : ''}`];
-  if (body !== '') sections[0] += `\n${escapeHtml(body)}`;
-
-  if (card.preview !== undefined && card.preview.trim() !== '') {
-    const preview = card.preview.replace(/\s+$/, '');
-    const room = limit - fixed - body.length;
-    if (preview.length <= room) {
-      sections.push(`<pre>${escapeHtml(preview)}</pre>`);
-    } else {
-      const note = (n: number) => `(preview cut: ${n} more characters)`;
-      const keep = room - note(preview.length).length - 1;
-      if (keep < 40) {
-        sections.push(`<i>(preview omitted: ${preview.length} characters do not fit in one message)</i>`);
-      } else {
-        let head = preview.slice(0, keep);
-        const nl = head.lastIndexOf('\n');
-        if (nl >= keep / 2) head = head.slice(0, nl);
-        if (/[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1); // no half surrogate pair
-        sections.push(`<pre>${escapeHtml(head)}</pre>\n<i>${note(preview.length - head.length)}</i>`);
-      }
-    }
-  }
-  if (tierLine) sections.push(`<i>${escapeHtml(tierLine)}</i>`);
-  if (outcome) sections.push(`<b>${escapeHtml(outcome)}</b>`);
-
-  const decided = card.outcome !== undefined || card.buttons.length === 0;
-  const keyboard: InlineKeyboard | undefined = decided
-    ? undefined
-    : {
-        inline_keyboard: card.buttons.map((b) => [
-          { text: cutText(b.label.trim() || b.token, BUTTON_LABEL_MAX), callback_data: callbackData(b.token, prefix) },
-        ]),
-      };
+  if (l.tierLine) sections.push(`<i>${escapeHtml(l.tierLine)}</i>`);
+  if (l.outcome) sections.push(`<b>${escapeHtml(l.outcome)}</b>`);
+  const buttons = l.controls.kind === 'buttons' ? l.controls.buttons : l.controls.kind === 'select' ? l.controls.options : [];
+  const keyboard: InlineKeyboard | undefined =
+    buttons.length === 0
+      ? undefined
+      : { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: callbackData(b.token, prefix) }]) };
   return { lead, html: sections.join('\n\n'), keyboard };
 }

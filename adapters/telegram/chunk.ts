@@ -9,10 +9,12 @@
  *   start of the next, so every piece parses on its own. Cuts prefer, in order: a line break outside
  *   any tag, a line break inside one, a space, and only then any character; a cut in the first half
  *   of a piece is taken only when nothing better exists. Whitespace-only pieces are dropped.
- * - `chunkPlain(text, limit)` does the same for plain text (no parse_mode).
+ * - `chunkPlain(text, limit)` does the same for plain text (no parse_mode), via the kit.
  * - Concatenating the visible text of the pieces gives back the visible text of the input
  *   (whitespace at the cuts aside).
  */
+
+import { chunkText } from '../kit/text.js';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
@@ -133,26 +135,7 @@ function visibleText(html: string): string {
     .join('');
 }
 
+/** Plain text (no parse_mode) in pieces of at most `limit` characters: the kit's `chunkText`. */
 export function chunkPlain(text: string, limit: number = TELEGRAM_TEXT_LIMIT): string[] {
-  if (limit < 2) throw new Error('chunk limit must be at least 2');
-  const pieces: string[] = [];
-  let rest = text;
-  while (rest.length > limit) {
-    const window = rest.slice(0, limit + 1);
-    let at = window.lastIndexOf('\n', limit);
-    if (at < limit / 2) at = Math.max(at, window.lastIndexOf(' ', limit));
-    if (at <= 0) {
-      at = limit;
-      // never split a surrogate pair
-      const code = rest.charCodeAt(at - 1);
-      if (code >= 0xd800 && code <= 0xdbff) at--;
-      pieces.push(rest.slice(0, at));
-      rest = rest.slice(at);
-    } else {
-      pieces.push(rest.slice(0, at));
-      rest = rest.slice(at + 1);
-    }
-  }
-  pieces.push(rest);
-  return pieces.filter((p) => /\S/.test(p));
+  return chunkText(text, limit);
 }
