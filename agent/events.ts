@@ -3,8 +3,15 @@
  * Adapters import this file (and adapters/types.ts) and nothing else of agent/.
  *
  * Contract:
- * - Events of one conversation are delivered in order; `text` events are streamed deltas of the
- *   answer, `answer` carries the whole final text of the turn (render one or the other).
+ * - Events of one conversation are delivered in order, one at a time: `render` for a conversation is
+ *   not called again until the previous call settled (bot/app.ts serializes delivery).
+ * - `text` events (only for adapters with `streamsText`) are the model's text as it streams, in
+ *   segments: one segment per model reply, numbered from 1 within the run. A segment that is
+ *   followed by tool calls (the model's "let me check…") is complete when the first `tool_started`
+ *   or `approval_asked` of that reply arrives; the next reply's text starts a new segment.
+ * - `answer.text` is exactly the text of the final model reply (the last segment), whole; it does
+ *   NOT repeat earlier segments. An adapter that streams shows the segments and may finish the last
+ *   one from `answer`; one that does not stream shows only `answer`.
  * - Exactly one of `answer` or `error` ends a run, followed by `run_finished`.
  * - A Card carries only opaque tokens on its buttons; what a token means lives server-side.
  */
@@ -23,7 +30,7 @@ export interface Usage {
 
 export type AgentEvent =
   | { type: 'run_started'; runId: string }
-  | { type: 'text'; runId: string; delta: string }
+  | { type: 'text'; runId: string; delta: string; /** 1 for the run's first model reply, +1 per reply. */ segment: number }
   | { type: 'tool_started'; runId: string; callId: string; tool: string; summary: string }
   | { type: 'tool_finished'; runId: string; callId: string; tool: string; ok: boolean; summary: string }
   | { type: 'approval_asked'; runId: string; callId: string; tool: string; summary: string }

@@ -8,7 +8,8 @@
  *   with the call states that complete it.
  * - A transcript whose last message is an assistant turn with unanswered tool_use blocks is resumed:
  *   the batch runs first (a restart while waiting for an approval continues here).
- * - Text deltas are emitted as they stream (when `streamText`); the final answer text is returned, not emitted.
+ * - Text deltas are emitted as they stream (when `streamText`), tagged with their segment: the number
+ *   of the model call they come from (1-based). The final reply's text is returned, not emitted.
  */
 import { fitToContext, contextWindow } from './context.js';
 import type { AgentEvent, Usage } from './events.js';
@@ -58,7 +59,9 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
       tools: ctx.tools,
       maxTokens: ctx.maxTokens,
       signal: ctx.signal,
-      ...(ctx.streamText ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta }) } : {}),
+      ...(ctx.streamText
+        ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta, segment: iterations }) }
+        : {}),
     });
     ctx.addUsage(response.usage);
     const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];

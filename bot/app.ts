@@ -12,6 +12,7 @@ import { classifierCompletionFrom } from '../agent/model.js';
 import type { Usage } from '../agent/events.js';
 import type { ModelClient } from '../agent/model-types.js';
 import type { ConversationOutput } from '../agent/output.js';
+import { OrderedDelivery } from './ordered-delivery.js';
 import { Runner } from '../agent/runner.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
@@ -71,13 +72,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     if (!adapter) throw new Error(`no adapter for conversation ${key} (is ${platform} enabled?)`);
     return { adapter, ref: adapter.decodeKey(key) };
   };
+  // One conversation's output is delivered in call order and never overlaps (streamed `text` is
+  // emitted without waiting; cards must not overtake the status they follow).
+  const delivery = new OrderedDelivery();
   const outputs = (key: string): ConversationOutput => {
     const { adapter, ref } = adapterFor(key);
     return {
-      emit: (e) => adapter.render(ref, e),
+      emit: (e) => delivery.run(key, () => adapter.render(ref, e)),
       streamsText: adapter.streamsText,
-      postCard: (c) => adapter.postCard(ref, c),
-      updateCard: (h, c) => adapter.updateCard(ref, h, c),
+      postCard: (c) => delivery.run(key, () => adapter.postCard(ref, c)),
+      updateCard: (h, c) => delivery.run(key, () => adapter.updateCard(ref, h, c)),
     };
   };
 
