@@ -14,10 +14,43 @@
  * - Conversation keys: `telegram:<chatId>[:<topicId>]`, `slack:<teamId>:<channelId>[:<threadTs>]`,
  *   `discord:<guildId|dm>:<channelId>[:<threadId>]`, `console:<name>`. `decodeKey(ref.key)` must
  *   give back an equal ref (used after a restart to reach a conversation again).
+ * - HTTP: an adapter that receives platform requests (Telegram webhook, Slack Events API) returns
+ *   its routes from `httpRoutes()`; bot/http.ts mounts them on the bot's one HTTP server. The
+ *   handler owns the response (status, body) and checks the platform's signature or secret itself.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AgentEvent, Card } from '../agent/events.js';
 
-export type Platform = 'console' | 'telegram' | 'slack' | 'discord';
+/** Every platform, declared once (policies/access.ts keeps its own copy: policies import nothing). */
+export const PLATFORMS = ['console', 'telegram', 'slack', 'discord'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+/** One problem with a platform's environment: the variable and what to do. */
+export interface EnvProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * What a platform's ids, environment variables and secrets look like. Lives with the adapter
+ * (adapters/<platform>/descriptor.ts, no platform library); bot/config.ts and bot/env.ts read it.
+ */
+export interface PlatformDescriptor<E = unknown> {
+  platform: Platform;
+  /** A user / chat / channel id as written in gatehouse.yaml (approvers, access lists). */
+  ids: { re: RegExp; hint: string };
+  /** Approver entries beyond plain ids (Slack `group:<id>`, Discord `role:<id>`). */
+  approverForms?: Array<{ re: RegExp; hint: string }>;
+  /** Every environment variable the platform reads. */
+  env: readonly string[];
+  /** Those that are secrets: never handed to the agent's commands, never logged. */
+  secrets: readonly string[];
+  /**
+   * The platform's settings from the environment, or undefined when it is not enabled. Never
+   * throws; every problem names its variable and never echoes a secret.
+   */
+  parseEnv?(env: Readonly<Record<string, string | undefined>>, problems: EnvProblem[]): E | undefined;
+}
 
 export interface ConversationRef {
   platform: Platform;
@@ -89,6 +122,14 @@ export interface AdapterSink {
   action(action: InboundAction): Promise<ActionResult>;
 }
 
+/** A route on the bot's HTTP server, contributed by an adapter. */
+export interface HttpRoute {
+  method: 'POST' | 'GET';
+  /** Exact path, e.g. "/slack/events". */
+  path: string;
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
 export interface Adapter {
   readonly platform: Platform;
   /**
@@ -105,4 +146,6 @@ export interface Adapter {
   /** Posts plain text (access replies, notices to the whole conversation). */
   postText(ref: ConversationRef, text: string): Promise<void>;
   decodeKey(key: string): ConversationRef;
+  /** Routes for the bot's HTTP server (webhook modes); none when absent or empty. */
+  httpRoutes?(): HttpRoute[];
 }

@@ -26,7 +26,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import type { Platform } from '../adapters/types.js';
+import { DESCRIPTORS, PLATFORM_SECRETS } from '../adapters/descriptors.js';
+import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
@@ -111,7 +112,7 @@ export function formatConfigError(err: unknown): string {
   return `Could not load the configuration: ${err instanceof Error ? err.message : String(err)}`;
 }
 
-export const PLATFORMS: readonly Platform[] = ['console', 'telegram', 'slack', 'discord'];
+export { PLATFORMS };
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
 export const DEFAULT_SYSTEM_PROMPT =
@@ -125,15 +126,7 @@ export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'li
 const MAX_TIMER_MS = 2_147_483_647;
 
 /** Gatehouse's own credentials: never handed to the agent's commands, whatever the allowlist says. */
-const OWN_SECRETS = new Set([
-  'ANTHROPIC_API_KEY',
-  'TELEGRAM_BOT_TOKEN',
-  'TELEGRAM_WEBHOOK_SECRET',
-  'SLACK_BOT_TOKEN',
-  'SLACK_APP_TOKEN',
-  'SLACK_SIGNING_SECRET',
-  'DISCORD_TOKEN',
-]);
+const OWN_SECRETS = new Set(['ANTHROPIC_API_KEY', ...PLATFORM_SECRETS]);
 
 const HARD_DEFAULTS = {
   classifierModel: DEFAULT_CLASSIFIER_MODEL,
@@ -181,12 +174,10 @@ const text = () =>
     if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
   });
 
-const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = {
-  console: { re: /^\S+$/, hint: 'a name without spaces, like local' },
-  telegram: { re: /^-?\d+$/, hint: 'Telegram ids are numbers like 123456789 (a @username does not work; the bot tells a stranger their id)' },
-  slack: { re: /^[A-Z0-9]+$/, hint: 'Slack ids look like U0123ABCD or C0123ABCD (a display name does not work)' },
-  discord: { re: /^\d+$/, hint: 'Discord ids are numbers like 123456789012345678 (turn on Developer Mode, then Copy ID)' },
-};
+/** What an id looks like on each platform: the adapters' descriptors say. */
+const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(
+  PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids]),
+) as Record<Platform, { re: RegExp; hint: string }>;
 
 /** An id: a string, or a YAML number turned into its exact digits. */
 function id(platform: Platform, opts: { roles?: boolean } = {}) {

@@ -1,7 +1,6 @@
 /**
- * Environment settings: secrets and endpoints. All parsing of environment variables lives here,
- * including each chat platform's (one table, `PLATFORM_ENV`, so Slack and Discord slot in beside
- * Telegram).
+ * Environment settings: secrets and endpoints. Each chat platform's variables are parsed by its
+ * adapter's descriptor (adapters/<platform>/descriptor.ts); `PLATFORM_ENV` lists them.
  *
  * Contract:
  * - `loadDotEnv(env, cwd)` reads `<cwd>/.env` when it exists (Node's own parser, `util.parseEnv`) and
@@ -14,6 +13,9 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
+
+export type { TelegramEnv };
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -26,16 +28,6 @@ export type Env = Record<string, string | undefined>;
 export type StoreSettings =
   | { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string }
   | { kind: 'redis' | 'postgres'; url: string };
-
-export interface TelegramEnv {
-  token: string;
-  /** Bot API root without a trailing slash; undefined means grammy's default (api.telegram.org). */
-  apiRoot: string | undefined;
-  /** Set: webhook mode (the bot's HTTP server receives updates). Unset: long polling. */
-  webhookUrl: string | undefined;
-  /** The secret Telegram echoes in X-Telegram-Bot-Api-Secret-Token; undefined: generate one at start. */
-  webhookSecret: string | undefined;
-}
 
 /** A platform is enabled when its entry is present. */
 export interface PlatformEnv {
@@ -131,55 +123,9 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
   return fallback;
 }
 
-function parseTelegram(env: Env, problems: ConfigProblem[]): TelegramEnv | undefined {
-  const token = get(env, 'TELEGRAM_BOT_TOKEN');
-  const apiRoot = get(env, 'TELEGRAM_API_ROOT');
-  const webhookUrl = get(env, 'TELEGRAM_WEBHOOK_URL');
-  const webhookSecret = get(env, 'TELEGRAM_WEBHOOK_SECRET');
-  if (token === undefined) {
-    // A setting without the token would silently do nothing: say so.
-    for (const [name, v] of [['TELEGRAM_API_ROOT', apiRoot], ['TELEGRAM_WEBHOOK_URL', webhookUrl], ['TELEGRAM_WEBHOOK_SECRET', webhookSecret]] as const) {
-      if (v !== undefined) problems.push({ path: name, message: 'is set but TELEGRAM_BOT_TOKEN is not; set the token (from @BotFather) or remove this variable' });
-    }
-    return undefined;
-  }
-  const before = problems.length;
-  if (!/^\d+:[A-Za-z0-9_-]+$/.test(token)) {
-    problems.push({
-      path: 'TELEGRAM_BOT_TOKEN',
-      message: "doesn't look like a bot token (expected <digits>:<letters> as @BotFather gives it); check for stray quotes or spaces",
-    });
-  }
-  let root: string | undefined;
-  if (apiRoot !== undefined) {
-    const url = httpUrl('TELEGRAM_API_ROOT', apiRoot, problems);
-    if (url) root = apiRoot.replace(/\/+$/, '');
-  }
-  let hook: string | undefined;
-  if (webhookUrl !== undefined) {
-    const url = httpUrl('TELEGRAM_WEBHOOK_URL', webhookUrl, problems);
-    if (url) {
-      const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
-      if (url.protocol !== 'https:' && !loopback) {
-        problems.push({ path: 'TELEGRAM_WEBHOOK_URL', message: 'Telegram only delivers webhooks to https:// URLs; use https (or unset it for long polling)' });
-      } else hook = webhookUrl;
-    }
-  }
-  if (webhookSecret !== undefined) {
-    if (!/^[A-Za-z0-9_-]{1,256}$/.test(webhookSecret)) {
-      problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'Telegram accepts 1-256 characters of A-Z, a-z, 0-9, _ and -; choose another secret' });
-    }
-    if (webhookUrl === undefined) {
-      problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'is set but TELEGRAM_WEBHOOK_URL is not; set the URL for webhook mode or remove the secret (long polling needs none)' });
-    }
-  }
-  if (problems.length > before) return undefined;
-  return { token, apiRoot: root, webhookUrl: hook, webhookSecret };
-}
-
 /** Each platform's environment parser. A new platform adds one entry (and its key to PlatformEnv). */
 const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: ConfigProblem[]) => PlatformEnv[P] } = {
-  telegram: parseTelegram,
+  telegram: (env, problems) => telegramDescriptor.parseEnv?.(env, problems),
 };
 
 /** Parses the environment (after loadDotEnv). Never throws; problems are returned, one per variable. */

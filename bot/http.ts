@@ -1,16 +1,13 @@
 /**
- * The bot's HTTP server: /healthz and the webhook routes adapters contribute (Telegram webhook mode;
- * Slack's Events API later). Unknown paths get 404, wrong methods 405. Bound to GATEHOUSE_HTTP_HOST
+ * The bot's HTTP server: /healthz and the routes adapters contribute through `Adapter.httpRoutes()`
+ * (Telegram webhook mode, Slack's Events API in HTTP mode). Unknown paths get 404, wrong methods 405. Bound to GATEHOUSE_HTTP_HOST
  * (127.0.0.1 by default: put a TLS-terminating proxy in front for webhooks).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { HttpRoute } from '../adapters/types.js';
 
-export interface HttpRoute {
-  method: 'POST' | 'GET';
-  path: string;
-  handler: (req: IncomingMessage, res: ServerResponse) => void;
-}
+export type { HttpRoute };
 
 export interface HttpServer {
   server: Server;

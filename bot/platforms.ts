@@ -10,7 +10,6 @@ import type { HttpRoute } from './http.js';
 
 export function createPlatformAdapters(config: Config, log: Log): { adapters: Adapter[]; routes(): HttpRoute[] } {
   const adapters: Adapter[] = [];
-  const routes: Array<() => HttpRoute[]> = [];
   const tg = config.platforms.telegram;
   if (tg) {
     const adapter = createTelegramAdapter({
@@ -20,9 +19,9 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
       log: (level, msg) => log(level, `[telegram] ${msg}`),
     });
     adapters.push(adapter);
-    routes.push(() => adapter.httpRoutes());
   }
-  return { adapters, routes: () => routes.flatMap((r) => r()) };
+  // Every adapter's routes, read when the server starts (webhook modes add theirs at construction).
+  return { adapters, routes: () => adapters.flatMap((a) => a.httpRoutes?.() ?? []) };
 }
 
 function randomSecret(): string {

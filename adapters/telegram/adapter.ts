@@ -22,7 +22,7 @@ import type { Context, Transformer } from 'grammy';
 import { run, sequentialize } from '@grammyjs/runner';
 import type { RunnerHandle } from '@grammyjs/runner';
 import type { AgentEvent, Card } from '../../agent/events.js';
-import type { Adapter, AdapterSink, Attachment, ConversationRef, InboundMessage, Sender } from '../types.js';
+import type { Adapter, AdapterSink, Attachment, ConversationRef, HttpRoute, InboundMessage, Sender } from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
@@ -58,11 +58,8 @@ export interface TelegramAdapterOptions {
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
-export interface TelegramHttpRoute {
-  method: 'POST';
-  path: string;
-  handler: (req: IncomingMessage, res: ServerResponse) => void;
-}
+/** Telegram only ever contributes its webhook (POST). */
+export type TelegramHttpRoute = HttpRoute & { method: 'POST' };
 
 export type TelegramAdapter = Adapter & {
   /** Webhook mode: the routes the bot's HTTP server mounts. Empty in polling mode. */
