@@ -1,0 +1,325 @@
+/**
+ * A fake Slack on 127.0.0.1 for the real @slack/bolt / @slack/web-api clients: the Web API methods
+ * the adapter uses, and an Events API sender that signs requests like Slack (HTTP mode).
+ *
+ * Enforced like Slack: the bot token on every call (invalid_auth), `text` over 40,000 characters
+ * (msg_too_long), at most 50 blocks, section text at most 3,000, button text at most 75, button value
+ * at most 2,000, action_id at most 255 (invalid_blocks), a message needs text or blocks (no_text),
+ * channels the bot is not in (not_in_channel). `failNext(method, {error: 'ratelimited', retryAfter})`
+ * answers HTTP 429 with Retry-After; a call to that method inside the announced window is counted in
+ * `retryAfterViolations`. Socket Mode is not implemented here yet.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+type Json = Record<string, unknown>;
+
+export interface FakeSlackMessage {
+  channel: string;
+  ts: string;
+  threadTs: string | undefined;
+  user: string;
+  text: string;
+  blocks: Json[] | undefined;
+  edits: Array<{ text: string; blocks: Json[] | undefined }>;
+  deleted: boolean;
+}
+
+export interface FakeEphemeral {
+  channel: string;
+  user: string;
+  text: string;
+  threadTs: string | undefined;
+}
+
+export interface FakeCall {
+  method: string;
+  ok: boolean;
+  error?: string;
+  status: number;
+}
+
+export interface FakeSlack {
+  readonly apiUrl: string;
+  readonly teamId: string;
+  readonly botUserId: string;
+  readonly messages: FakeSlackMessage[];
+  readonly ephemerals: FakeEphemeral[];
+  readonly calls: FakeCall[];
+  retryAfterViolations: number;
+  /** Where signed events go (the bot's /slack/events). */
+  eventsUrl: string;
+  signingSecret: string;
+  failNext(method: string, err: { error: string; retryAfter?: number; needed?: string }, times?: number): void;
+  notInChannel(channel: string): void;
+  visible(channel: string, threadTs?: string): FakeSlackMessage[];
+  /** A user posts in a channel (or DM); Slack sends `message` (and `app_mention` when the bot is mentioned). */
+  userMessage(a: { user: string; channel: string; text: string; threadTs?: string; im?: boolean; retry?: number; eventId?: string }): Promise<{ ts: string; statuses: number[] }>;
+  /** A signed POST of any body; override the signature or timestamp to test the checks. */
+  post(body: string, opts?: { contentType?: string; timestamp?: number; signature?: string; retryNum?: number }): Promise<{ status: number; body: string }>;
+  /** A user clicks the element with `value` (button, or an option of a select) on a bot message. */
+  click(a: { user: string; message: FakeSlackMessage; value: string }): Promise<{ status: number }>;
+  close(): Promise<void>;
+}
+
+const TEXT_MAX = 40_000;
+
+function checkBlocks(blocks: unknown): string | undefined {
+  if (!Array.isArray(blocks)) return 'invalid_blocks_format';
+  if (blocks.length > 50) return 'invalid_blocks';
+  for (const b of blocks as Json[]) {
+    const text = (b['text'] as { text?: string } | undefined)?.text;
+    if (b['type'] === 'section' && (typeof text !== 'string' || text.length > 3000 || text.length === 0)) return 'invalid_blocks';
+    if (b['type'] === 'actions') {
+      const els = b['elements'] as Json[];
+      if (!Array.isArray(els) || els.length === 0 || els.length > 25) return 'invalid_blocks';
+      const ids = new Set<string>();
+      for (const e of els) {
+        const id = String(e['action_id'] ?? '');
+        if (id.length > 255 || ids.has(id)) return 'invalid_blocks';
+        ids.add(id);
+        if (e['type'] === 'button') {
+          const label = (e['text'] as { text?: string }).text ?? '';
+          if (label.length === 0 || label.length > 75) return 'invalid_blocks';
+          if (String(e['value'] ?? '').length > 2000) return 'invalid_blocks';
+        }
+        if (e['type'] === 'static_select') {
+          const options = e['options'] as Array<{ text: { text: string }; value: string }>;
+          if (!Array.isArray(options) || options.length > 100) return 'invalid_blocks';
+          for (const o of options) if (o.text.text.length > 75 || o.value.length > 150) return 'invalid_blocks';
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+export async function startFakeSlack(opts: { botToken: string; signingSecret?: string; teamId?: string; botUserId?: string }): Promise<FakeSlack> {
+  const teamId = opts.teamId ?? 'T0TEAM';
+  const botUserId = opts.botUserId ?? 'U0BOT';
+  const messages: FakeSlackMessage[] = [];
+  const ephemerals: FakeEphemeral[] = [];
+  const calls: FakeCall[] = [];
+  const failures = new Map<string, Array<{ error: string; retryAfter?: number; needed?: string }>>();
+  const limitedUntil = new Map<string, number>();
+  const notIn = new Set<string>();
+  let clock = 1_700_000_000_000;
+  const nextTs = () => {
+    clock = Math.max(clock + 1, Date.now() * 1000);
+    const s = String(clock);
+    return `${s.slice(0, 10)}.${s.slice(10, 16).padEnd(6, '0')}`;
+  };
+  let eventSeq = 0;
+
+  const readBody = (req: IncomingMessage) =>
+    new Promise<string>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+      req.on('error', reject);
+    });
+
+  const server: Server = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      res.writeHead(500).end(String(err));
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const raw = await readBody(req);
+    const reply = (status: number, body: Json, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+    };
+    if (!url.pathname.startsWith('/api/')) return reply(404, { ok: false, error: 'unknown_path' });
+    const method = url.pathname.slice('/api/'.length);
+    const ctype = req.headers['content-type'] ?? '';
+    const p: Json = ctype.includes('json') ? (JSON.parse(raw || '{}') as Json) : Object.fromEntries(new URLSearchParams(raw));
+    const auth = req.headers.authorization?.replace(/^Bearer /, '') ?? (p['token'] as string | undefined);
+    const record = (ok: boolean, status: number, error?: string) => calls.push({ method, ok, status, ...(error ? { error } : {}) });
+    const fail = (error: string, extra: Json = {}) => {
+      record(false, 200, error);
+      reply(200, { ok: false, error, ...extra });
+    };
+    const until = limitedUntil.get(method);
+    if (until !== undefined && Date.now() < until) fakeState.retryAfterViolations++;
+    const queued = failures.get(method);
+    const injected = queued?.shift();
+    if (injected) {
+      if (injected.error === 'ratelimited') {
+        const after = injected.retryAfter ?? 1;
+        limitedUntil.set(method, Date.now() + after * 1000 - 50);
+        record(false, 429, 'ratelimited');
+        return reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(after) });
+      }
+      return fail(injected.error, injected.needed ? { needed: injected.needed } : {});
+    }
+    if (auth !== opts.botToken) return fail('invalid_auth');
+    const blocksOf = (): Json[] | undefined | string => {
+      const b = p['blocks'];
+      if (b === undefined) return undefined;
+      try {
+        const parsed = typeof b === 'string' ? (JSON.parse(b) as unknown) : b;
+        return checkBlocks(parsed) ?? (parsed as Json[]);
+      } catch {
+        return 'invalid_blocks_format';
+      }
+    };
+    switch (method) {
+      case 'auth.test':
+        record(true, 200);
+        return reply(200, { ok: true, team_id: teamId, user_id: botUserId, bot_id: 'B0BOT', team: 'Fake Team', url: 'https://fake.slack.com/' });
+      case 'chat.postMessage':
+      case 'chat.update': {
+        const channel = String(p['channel'] ?? '');
+        if (notIn.has(channel)) return fail('not_in_channel');
+        const text = String(p['text'] ?? '');
+        if (text.length > TEXT_MAX) return fail('msg_too_long');
+        const blocks = blocksOf();
+        if (typeof blocks === 'string') return fail(blocks);
+        if (text === '' && blocks === undefined) return fail('no_text');
+        if (method === 'chat.update') {
+          const m = messages.find((x) => x.channel === channel && x.ts === p['ts'] && !x.deleted);
+          if (!m) return fail('message_not_found');
+          m.edits.push({ text: m.text, blocks: m.blocks });
+          m.text = text;
+          m.blocks = blocks;
+          record(true, 200);
+          return reply(200, { ok: true, channel, ts: m.ts, text });
+        }
+        const ts = nextTs();
+        const threadTs = typeof p['thread_ts'] === 'string' && p['thread_ts'] !== '' ? p['thread_ts'] : undefined;
+        messages.push({ channel, ts, threadTs, user: botUserId, text, blocks, edits: [], deleted: false });
+        record(true, 200);
+        return reply(200, { ok: true, channel, ts, message: { text, ts } });
+      }
+      case 'chat.delete': {
+        const m = messages.find((x) => x.channel === p['channel'] && x.ts === p['ts'] && !x.deleted);
+        if (!m) return fail('message_not_found');
+        m.deleted = true;
+        record(true, 200);
+        return reply(200, { ok: true, channel: m.channel, ts: m.ts });
+      }
+      case 'chat.postEphemeral': {
+        const text = String(p['text'] ?? '');
+        if (text === '' || text.length > TEXT_MAX) return fail(text === '' ? 'no_text' : 'msg_too_long');
+        ephemerals.push({ channel: String(p['channel']), user: String(p['user']), text, threadTs: p['thread_ts'] as string | undefined });
+        record(true, 200);
+        return reply(200, { ok: true, message_ts: nextTs() });
+      }
+      default:
+        return fail('unknown_method');
+    }
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+
+  const sign = (body: string, ts: number) =>
+    `v0=${createHmac('sha256', fakeState.signingSecret).update(`v0:${ts}:${body}`).digest('hex')}`;
+
+  const fakeState: FakeSlack = {
+    apiUrl: `http://127.0.0.1:${port}/api/`,
+    teamId,
+    botUserId,
+    messages,
+    ephemerals,
+    calls,
+    retryAfterViolations: 0,
+    eventsUrl: '',
+    signingSecret: opts.signingSecret ?? randomBytes(16).toString('hex'),
+    failNext(method, err, times = 1) {
+      const q = failures.get(method) ?? [];
+      for (let i = 0; i < times; i++) q.push(err);
+      failures.set(method, q);
+    },
+    notInChannel(channel) {
+      notIn.add(channel);
+    },
+    visible(channel, threadTs) {
+      return messages.filter((m) => m.channel === channel && !m.deleted && (threadTs === undefined || m.threadTs === threadTs));
+    },
+    async post(body, o = {}) {
+      const ts = o.timestamp ?? Math.floor(Date.now() / 1000);
+      const res = await fetch(fakeState.eventsUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': o.contentType ?? 'application/json',
+          'x-slack-request-timestamp': String(ts),
+          'x-slack-signature': o.signature ?? sign(body, ts),
+          ...(o.retryNum !== undefined ? { 'x-slack-retry-num': String(o.retryNum), 'x-slack-retry-reason': 'http_timeout' } : {}),
+        },
+        body,
+      });
+      return { status: res.status, body: await res.text() };
+    },
+    async userMessage(a) {
+      const ts = nextTs();
+      const base = {
+        user: a.user,
+        text: a.text,
+        ts,
+        channel: a.channel,
+        team: teamId,
+        event_ts: ts,
+        ...(a.threadTs ? { thread_ts: a.threadTs } : {}),
+      };
+      const statuses: number[] = [];
+      const send = async (event: Json) => {
+        const body = JSON.stringify({
+          token: 'legacy',
+          team_id: teamId,
+          api_app_id: 'A0APP',
+          type: 'event_callback',
+          event_id: a.eventId ?? `Ev${++eventSeq}`,
+          event_time: Math.floor(Date.now() / 1000),
+          authorizations: [{ team_id: teamId, user_id: botUserId, is_bot: true }],
+          event,
+        });
+        const r = await fakeState.post(body, a.retry !== undefined ? { retryNum: a.retry } : {});
+        statuses.push(r.status);
+      };
+      await send({ type: 'message', channel_type: a.im ? 'im' : 'channel', ...base });
+      if (!a.im && a.text.includes(`<@${botUserId}>`)) await send({ type: 'app_mention', ...base });
+      return { ts, statuses };
+    },
+    async click(a) {
+      const actionsBlock = (a.message.blocks ?? []).find((b) => b['type'] === 'actions') as { block_id: string; elements: Json[] } | undefined;
+      if (!actionsBlock) throw new Error('the message has no actions');
+      let action: Json | undefined;
+      for (const e of actionsBlock.elements) {
+        if (e['type'] === 'button' && e['value'] === a.value) {
+          action = { type: 'button', action_id: e['action_id'], block_id: actionsBlock.block_id, value: a.value, text: e['text'], action_ts: nextTs() };
+        }
+        if (e['type'] === 'static_select') {
+          const o = (e['options'] as Array<{ text: Json; value: string }>).find((x) => x.value === a.value);
+          if (o) action = { type: 'static_select', action_id: e['action_id'], block_id: actionsBlock.block_id, selected_option: o, action_ts: nextTs() };
+        }
+      }
+      if (!action) throw new Error(`no element with value ${a.value}`);
+      const payload = {
+        type: 'block_actions',
+        user: { id: a.user, username: a.user.toLowerCase(), name: a.user.toLowerCase(), team_id: teamId },
+        api_app_id: 'A0APP',
+        token: 'legacy',
+        container: { type: 'message', message_ts: a.message.ts, channel_id: a.message.channel, is_ephemeral: false, ...(a.message.threadTs ? { thread_ts: a.message.threadTs } : {}) },
+        trigger_id: `trig${++eventSeq}`,
+        team: { id: teamId, domain: 'fake' },
+        channel: { id: a.message.channel, name: 'chan' },
+        message: { type: 'message', ts: a.message.ts, text: a.message.text, user: botUserId, ...(a.message.threadTs ? { thread_ts: a.message.threadTs } : {}), blocks: a.message.blocks },
+        response_url: `http://127.0.0.1:${port}/response`,
+        actions: [action],
+      };
+      const r = await fakeState.post(`payload=${encodeURIComponent(JSON.stringify(payload))}`, { contentType: 'application/x-www-form-urlencoded' });
+      return { status: r.status };
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return fakeState;
+}
