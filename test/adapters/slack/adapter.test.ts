@@ -1,0 +1,134 @@
+/**
+ * The Slack adapter through real Bolt + @slack/web-api in HTTP mode against the fake Slack: threads,
+ * dedupe, signature checks, start-up errors. Driven by a recording sink (the core's side of the seam).
+ */
+import { createSlackAdapter } from '../../../adapters/slack/adapter.js';
+import type { SlackAdapterOptions } from '../../../adapters/slack/adapter.js';
+import { refFor } from '../../../adapters/slack/keys.js';
+import type { Adapter, HttpRoute } from '../../../adapters/types.js';
+import { startHttpServer } from '../../../bot/http.js';
+import type { HttpServer } from '../../../bot/http.js';
+import { startFakeSlack } from '../../fakes/slack.js';
+import type { FakeSlack } from '../../fakes/slack.js';
+import { TestSink, until } from '../telegram/helpers.js';
+
+const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
+const SECRET = 'fake-signing-secret-0123456789';
+
+let fake: FakeSlack;
+let adapter: Adapter & { httpRoutes(): HttpRoute[] };
+let http: HttpServer;
+let sink: TestSink;
+let logs: string[];
+
+async function setup(extra: Partial<SlackAdapterOptions> = {}, start = true): Promise<void> {
+  fake = await startFakeSlack({ botToken: BOT_TOKEN, signingSecret: SECRET });
+  logs = [];
+  adapter = createSlackAdapter({ botToken: BOT_TOKEN, signingSecret: SECRET, apiUrl: fake.apiUrl, statusEditIntervalMs: 30, log: (l, m) => logs.push(`${l} ${m}`), ...extra });
+  http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: adapter.httpRoutes(), health: () => ({}) });
+  fake.eventsUrl = `http://127.0.0.1:${http.port}/slack/events`;
+  sink = new TestSink();
+  if (start) await adapter.start(sink);
+}
+
+afterEach(async () => {
+  await adapter.stop();
+  await http.close();
+  await fake.close();
+  for (const l of logs) {
+    expect(l).not.toContain(BOT_TOKEN);
+    expect(l).not.toContain(SECRET);
+  }
+});
+
+describe('conversations and threads', () => {
+  beforeEach(() => setup());
+
+  test('a channel mention is the conversation of its thread; the answer goes in that thread', async () => {
+    const { ts } = await fake.userMessage({ user: 'U0ADA', channel: 'C0CHAN', text: `<@${fake.botUserId}> what is up?` });
+    await until(() => sink.messages.length === 1, 'the mention');
+    const m = sink.messages[0]!;
+    expect(m.conversation).toEqual(refFor(fake.teamId, 'C0CHAN', ts));
+    expect(m).toMatchObject({ text: 'what is up?', mentionsBot: true, isDirect: false, sender: { id: 'U0ADA' } });
+    await adapter.render(m.conversation, { type: 'answer', runId: 'r1', text: 'All **good**.' });
+    expect(fake.visible('C0CHAN').map((x) => [x.threadTs, x.text])).toEqual([[ts, 'All *good*.']]);
+  });
+
+  test('a follow-up in that thread is addressed without a mention; other channel chatter is not passed on', async () => {
+    const { ts } = await fake.userMessage({ user: 'U0ADA', channel: 'C0CHAN', text: `<@${fake.botUserId}> start` });
+    await until(() => sink.messages.length === 1, 'the mention');
+    await fake.userMessage({ user: 'U0BOB', channel: 'C0CHAN', text: 'unrelated chatter' });
+    await fake.userMessage({ user: 'U0BOB', channel: 'C0CHAN', text: 'in another thread', threadTs: '1600000000.000001' });
+    await fake.userMessage({ user: 'U0ADA', channel: 'C0CHAN', text: 'and a follow-up', threadTs: ts });
+    await until(() => sink.messages.length === 2, 'the follow-up');
+    expect(sink.messages[1]).toMatchObject({ text: 'and a follow-up', mentionsBot: false, repliesToBot: true, conversation: refFor(fake.teamId, 'C0CHAN', ts) });
+    expect(sink.messages).toHaveLength(2);
+  });
+
+  test('a retried event and the message/app_mention pair of one post are handled once', async () => {
+    const first = await fake.userMessage({ user: 'U0ADA', channel: 'C0CHAN', text: `<@${fake.botUserId}> once`, eventId: 'Ev1' });
+    expect(first.statuses).toEqual([200, 200]);
+    // Slack retries the same event (same event_id, X-Slack-Retry-Num)
+    const body = JSON.stringify({
+      type: 'event_callback',
+      team_id: fake.teamId,
+      api_app_id: 'A0APP',
+      event_id: 'Ev1',
+      event_time: 1,
+      event: { type: 'message', channel_type: 'channel', user: 'U0ADA', text: `<@${fake.botUserId}> once`, ts: first.ts, channel: 'C0CHAN', team: fake.teamId },
+    });
+    expect((await fake.post(body, { retryNum: 1 })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sink.messages).toHaveLength(1);
+  });
+
+  test('bots, edits and joins are ignored', async () => {
+    const post = (event: Record<string, unknown>) =>
+      fake.post(JSON.stringify({ type: 'event_callback', team_id: fake.teamId, api_app_id: 'A0APP', event_id: `E${Math.random()}`, event_time: 1, event: { channel: 'D0ADA', channel_type: 'im', ts: `${Date.now() / 1000}`, ...event } }));
+    await post({ type: 'message', bot_id: 'B0OTHER', text: 'I am a bot' });
+    await post({ type: 'message', subtype: 'message_changed', message: { text: 'edited' } });
+    await post({ type: 'message', subtype: 'channel_join', user: 'U0ADA', text: 'joined' });
+    await fake.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'a real DM', im: true });
+    await until(() => sink.messages.length === 1, 'the DM');
+    expect(sink.messages.map((m) => [m.text, m.isDirect, m.conversation.key])).toEqual([['a real DM', true, `slack:${fake.teamId}:D0ADA`]]);
+  });
+});
+
+describe('HTTP mode request checks', () => {
+  beforeEach(() => setup());
+
+  test('a bad signature and a stale timestamp get 401 and reach nobody', async () => {
+    const body = JSON.stringify({ type: 'event_callback', team_id: fake.teamId, event_id: 'EvX', event: { type: 'message', channel_type: 'im', user: 'U0ADA', text: 'forged', ts: '1.1', channel: 'D0ADA' } });
+    expect((await fake.post(body, { signature: 'v0=' + '0'.repeat(64) })).status).toBe(401);
+    expect((await fake.post(body, { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 })).status).toBe(401);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sink.messages).toEqual([]);
+  });
+});
+
+describe('start-up errors say what to do and never print a token', () => {
+  test('invalid_auth', async () => {
+    await setup({}, false);
+    fake.failNext('auth.test', { error: 'invalid_auth' });
+    await expect(adapter.start(sink)).rejects.toThrow(/SLACK_BOT_TOKEN was rejected by Slack \(invalid_auth\)/);
+  });
+
+  test('a missing scope is named and points at the manifest', async () => {
+    await setup({}, false);
+    fake.failNext('auth.test', { error: 'missing_scope', needed: 'chat:write' });
+    await expect(adapter.start(sink)).rejects.toThrow(/lacks the scope chat:write.*slack-manifest\.yaml/);
+  });
+
+  test('wrong token kinds and a missing mode are refused before connecting', async () => {
+    await setup({}, false);
+    expect(() => createSlackAdapter({ botToken: 'xapp-1-abc', signingSecret: 's' })).toThrow(/SLACK_BOT_TOKEN must be a bot token/);
+    expect(() => createSlackAdapter({ botToken: BOT_TOKEN, appToken: 'xoxb-nope' })).toThrow(/SLACK_APP_TOKEN must be an app-level token/);
+    expect(() => createSlackAdapter({ botToken: BOT_TOKEN })).toThrow(/SLACK_APP_TOKEN .*or SLACK_SIGNING_SECRET/);
+  });
+
+  test('not_in_channel when posting is an error naming the conversation', async () => {
+    await setup();
+    fake.notInChannel('C0GONE');
+    await expect(adapter.postText(refFor(fake.teamId, 'C0GONE'), 'hello')).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
+  });
+});
