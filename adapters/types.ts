@@ -68,7 +68,7 @@ export interface Sender {
   id: string;
   name?: string;
   isBot?: boolean;
-  /** Discord role ids; lets `role:<id>` approvers match. */
+  /** Discord role ids / Slack user group ids; let `role:<id>` / `group:<id>` approvers match. */
   roles?: string[];
 }
 

@@ -180,13 +180,24 @@ const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntr
 ) as Record<Platform, { re: RegExp; hint: string }>;
 
 /** An id: a string, or a YAML number turned into its exact digits. */
-function id(platform: Platform, opts: { roles?: boolean } = {}) {
+function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = {}) {
   const rule = ID_RULES[platform];
   return z.preprocess(
     (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
     z.string().superRefine((s, ctx) => {
       if (rule.re.test(s)) return;
       if (opts.roles && /^role:\d+$/.test(s)) return;
+      // approver forms the platform's descriptor allows (Slack group:<id>)
+      const forms = DESCRIPTORS[platform].approverForms ?? [];
+      if (opts.approver && forms.some((f) => f.re.test(s))) return;
+      if (/^group:/.test(s)) {
+        const slackHint = DESCRIPTORS.slack.approverForms?.[0]?.hint ?? 'group:<id>';
+        ctx.addIssue({
+          code: 'custom',
+          message: platform === 'slack' && opts.approver ? `expected ${slackHint}, got ${describe(s)}` : `group:<id> entries only work for slack approvers, got ${describe(s)}`,
+        });
+        return;
+      }
       if (/^role:/.test(s)) {
         ctx.addIssue({
           code: 'custom',
@@ -198,7 +209,7 @@ function id(platform: Platform, opts: { roles?: boolean } = {}) {
     }),
   );
 }
-const ids = (platform: Platform, opts?: { roles?: boolean }) => z.array(id(platform, opts)).optional();
+const ids = (platform: Platform, opts?: { roles?: boolean; approver?: boolean }) => z.array(id(platform, opts)).optional();
 
 function buildSchema(knownTools: readonly string[]) {
   const known = [...knownTools].sort();
@@ -236,8 +247,8 @@ function buildSchema(knownTools: readonly string[]) {
       .strictObject({
         console: ids('console'),
         telegram: ids('telegram'),
-        slack: ids('slack'),
-        discord: ids('discord', { roles: true }),
+        slack: ids('slack', { approver: true }),
+        discord: ids('discord', { roles: true, approver: true }),
       })
       .optional(),
     autoApprovedTools: z.array(text()).optional(),

@@ -13,9 +13,10 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { slackDescriptor, type SlackEnv } from '../adapters/slack/descriptor.js';
 import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
 
-export type { TelegramEnv };
+export type { SlackEnv, TelegramEnv };
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -32,6 +33,7 @@ export type StoreSettings =
 /** A platform is enabled when its entry is present. */
 export interface PlatformEnv {
   telegram?: TelegramEnv;
+  slack?: SlackEnv;
 }
 
 export interface EnvSettings {
@@ -126,6 +128,7 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
 /** Each platform's environment parser. A new platform adds one entry (and its key to PlatformEnv). */
 const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: ConfigProblem[]) => PlatformEnv[P] } = {
   telegram: (env, problems) => telegramDescriptor.parseEnv?.(env, problems),
+  slack: (env, problems) => slackDescriptor.parseEnv?.(env, problems),
 };
 
 /** Parses the environment (after loadDotEnv). Never throws; problems are returned, one per variable. */
@@ -161,7 +164,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   const platforms: PlatformEnv = {};
   for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
     const parsed = PLATFORM_ENV[name](env, problems);
-    if (parsed !== undefined) platforms[name] = parsed;
+    if (parsed !== undefined) (platforms as Record<string, unknown>)[name] = parsed;
   }
 
   return {

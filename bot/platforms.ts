@@ -3,6 +3,7 @@
  * (with the adapter folders themselves) that knows which adapters exist.
  */
 import type { Adapter } from '../adapters/types.js';
+import { createSlackAdapter } from '../adapters/slack/adapter.js';
 import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
 import type { Log } from './app.js';
 import type { Config } from './config.js';
@@ -19,6 +20,20 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
       log: (level, msg) => log(level, `[telegram] ${msg}`),
     });
     adapters.push(adapter);
+  }
+  const slack = config.platforms.slack;
+  if (slack) {
+    adapters.push(
+      createSlackAdapter({
+        botToken: slack.botToken,
+        ...(slack.appToken ? { appToken: slack.appToken } : {}),
+        ...(slack.signingSecret ? { signingSecret: slack.signingSecret } : {}),
+        ...(slack.apiUrl ? { apiUrl: slack.apiUrl } : {}),
+        approverGroups: () =>
+          Object.values(config.agents).flatMap((a) => (a.approvers.slack ?? []).filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length))),
+        log: (level, msg) => log(level, `[slack] ${msg}`),
+      }),
+    );
   }
   // Every adapter's routes, read when the server starts (webhook modes add theirs at construction).
   return { adapters, routes: () => adapters.flatMap((a) => a.httpRoutes?.() ?? []) };

@@ -15,7 +15,8 @@
  * - `createRateLimiter` is a per-user token bucket: a burst of `messages`, then one more every
  *   `perSeconds / messages` seconds. Integer arithmetic (no float drift); memory bounded by `maxKeys`
  *   (the least recently seen user is forgotten first, which only ever gives that user a fresh bucket).
- * - `isApprover`: an exact id match, or `role:<id>` against the user's roles (Discord). An empty or
+ * - `isApprover`: an exact id match, or `role:<id>` (Discord) / `group:<id>` (Slack user group) against
+ *   the user's roles, which the adapter fills in. An empty or
  *   missing list approves nobody. The person who asked for a run is NOT an approver unless their id is
  *   bound: on a chat surface the asker may be anyone the access rules admit.
  */
@@ -246,8 +247,9 @@ export function rateLimitReply(limit: RateLimit, retryAfterSec: number): string 
 export function isApprover(user: { id: string; roles?: readonly string[] }, approvers: readonly string[] | undefined): boolean {
   if (!approvers || approvers.length === 0) return false;
   for (const entry of approvers) {
-    if (entry.startsWith('role:')) {
-      const role = entry.slice('role:'.length);
+    if (entry.startsWith('role:') || entry.startsWith('group:')) {
+      // Discord role ids and Slack user group ids both arrive as the user's roles
+      const role = entry.slice(entry.indexOf(':') + 1);
       if (role !== '' && (user.roles?.includes(role) ?? false)) return true;
     } else if (entry !== '' && entry === user.id) {
       return true;

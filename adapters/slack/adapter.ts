@@ -50,6 +50,10 @@ export interface SlackAdapterOptions {
   statusEditIntervalMs?: number;
   /** Default 5 MB. */
   maxAttachmentBytes?: number;
+  /** User group ids (S…) bound as `group:<id>` approvers: a clicker's membership is looked up. */
+  approverGroups?: () => string[];
+  /** How long a group's member list is trusted; default 60 s (a miss re-reads it after 5 s). */
+  groupCacheMs?: number;
   /** The slash command; default /gatehouse. */
   slashCommand?: string;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
@@ -157,6 +161,32 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
   const seen = new Recent(SEEN_MAX);
   /** Threads the bot was mentioned in: follow-ups there are addressed to it. */
   const threads = new Recent(THREADS_MAX);
+
+  // ---- user groups (group:<id> approvers) ---------------------------------------------------
+
+  const groupCacheMs = opts.groupCacheMs ?? 60_000;
+  const groups = new Map<string, { members: Set<string>; at: number }>();
+  async function membersOf(group: string, user: string): Promise<Set<string>> {
+    const cached = groups.get(group);
+    const age = cached ? Date.now() - cached.at : Infinity;
+    // fresh enough, or a hit; a miss re-reads (someone just added) but not more than every 5 s
+    if (cached && (age < 5_000 || (age < groupCacheMs && cached.members.has(user)))) return cached.members;
+    try {
+      const r = await web.usergroups.users.list({ usergroup: group });
+      const members = new Set(r.users ?? []);
+      groups.set(group, { members, at: Date.now() });
+      return members;
+    } catch (err) {
+      log('warn', `could not read user group ${group} (usergroups:read scope?): ${describe(err)}`);
+      return cached?.members ?? new Set();
+    }
+  }
+  async function groupsOfUser(user: string): Promise<string[]> {
+    const wanted = opts.approverGroups?.() ?? [];
+    const out: string[] = [];
+    for (const g of wanted) if ((await membersOf(g, user)).has(user)) out.push(g);
+    return out;
+  }
 
   // ---- inbound ------------------------------------------------------------------------------
 
@@ -326,12 +356,17 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
       return;
     }
     const thread = channel.startsWith('D') ? undefined : b.message?.thread_ts;
+    const clicker = async (u: { id: string; name?: string; username?: string }) => {
+      const name = u.name ?? u.username;
+      const roles = await groupsOfUser(u.id);
+      return { id: u.id, ...(name ? { name } : {}), ...(roles.length > 0 ? { roles } : {}) };
+    };
     try {
       const r = await sink.action({
         platform: 'slack',
         conversation: refFor(b.team?.id ?? teamId, channel, thread),
         token,
-        user: { id: b.user.id, ...(b.user.name ?? b.user.username ? { name: b.user.name ?? b.user.username } : {}) },
+        user: await clicker(b.user),
         eventId: `slack:action:${b.trigger_id ?? `${channel}:${a.action_ts ?? ''}`}`,
       });
       if (r.notice) await notify(r.notice);

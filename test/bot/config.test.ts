@@ -458,3 +458,33 @@ defaultAgent: fallback
     expect(() => agentForConversation(c2, 'console:local')).toThrow(/No agent named "a".*routes and defaultAgent/);
   });
 });
+
+describe('platform descriptors', () => {
+  test('Slack approvers accept group:<usergroup id>; other platforms refuse it by key path', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { loadConfig } = await import('../../bot/config.js');
+    const dir = mkdtempSync(join(tmpdir(), 'gh-cfg-'));
+    const yaml = (approvers: string) => `agents:\n  a:\n    model: claude-sonnet-5-5\n    workspace: ${dir}\n    approvers: ${approvers}\n`;
+    writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ slack: [U0ADA, "group:S0OPS"] }'));
+    const env = { ANTHROPIC_API_KEY: 'k', GATEHOUSE_STORE: 'sqlite://:memory:' };
+    expect(loadConfig({ env, cwd: dir, knownTools: [] }).agents['a']?.approvers.slack).toEqual(['U0ADA', 'group:S0OPS']);
+    writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ telegram: ["group:S0OPS"] }'));
+    expect(() => loadConfig({ env, cwd: dir, knownTools: [] })).toThrow(/agents\.a\.approvers\.telegram\[0\]: group:<id> entries only work for slack approvers/);
+  });
+
+  test('Slack env: socket mode needs an xapp- token, HTTP mode a signing secret; secrets never echoed', async () => {
+    const { readEnv } = await import('../../bot/env.js');
+    const ok = readEnv({ ANTHROPIC_API_KEY: 'k', SLACK_BOT_TOKEN: 'xoxb-1-2-abc', SLACK_APP_TOKEN: 'xapp-1-A-3-def' }, '/tmp');
+    expect(ok.problems).toEqual([]);
+    expect(ok.settings.platforms.slack).toEqual({ botToken: 'xoxb-1-2-abc', appToken: 'xapp-1-A-3-def', signingSecret: undefined, apiUrl: undefined });
+    const bad = readEnv({ ANTHROPIC_API_KEY: 'k', SLACK_BOT_TOKEN: 'xoxb-1-2-abc', SLACK_APP_TOKEN: 'xoxb-wrong-kind' }, '/tmp');
+    expect(bad.problems.map((p) => p.path)).toEqual(['SLACK_APP_TOKEN']);
+    expect(JSON.stringify(bad.problems)).not.toContain('xoxb-wrong-kind');
+    const none = readEnv({ ANTHROPIC_API_KEY: 'k', SLACK_BOT_TOKEN: 'xoxb-1-2-abc' }, '/tmp');
+    expect(none.problems[0]?.message).toMatch(/SLACK_SIGNING_SECRET for HTTP mode/);
+    const orphan = readEnv({ ANTHROPIC_API_KEY: 'k', SLACK_SIGNING_SECRET: 's3cr3t' }, '/tmp');
+    expect(orphan.problems).toEqual([{ path: 'SLACK_SIGNING_SECRET', message: expect.stringContaining('SLACK_BOT_TOKEN is not') }]);
+  });
+});

@@ -54,6 +54,8 @@ export interface FakeSlack {
   signingSecret: string;
   failNext(method: string, err: { error: string; retryAfter?: number; needed?: string }, times?: number): void;
   notInChannel(channel: string): void;
+  /** Members of a user group (usergroups.users.list). */
+  setGroup(id: string, users: string[]): void;
   visible(channel: string, threadTs?: string): FakeSlackMessage[];
   /** A user posts in a channel (or DM); Slack sends `message` (and `app_mention` when the bot is mentioned). */
   userMessage(a: { user: string; channel: string; text: string; threadTs?: string; im?: boolean; retry?: number; eventId?: string }): Promise<{ ts: string; statuses: number[] }>;
@@ -105,6 +107,7 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
   const failures = new Map<string, Array<{ error: string; retryAfter?: number; needed?: string }>>();
   const limitedUntil = new Map<string, number>();
   const notIn = new Set<string>();
+  const groups = new Map<string, string[]>();
   let clock = 1_700_000_000_000;
   const nextTs = () => {
     clock = Math.max(clock + 1, Date.now() * 1000);
@@ -209,6 +212,12 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
         record(true, 200);
         return reply(200, { ok: true, message_ts: nextTs() });
       }
+      case 'usergroups.users.list': {
+        const users = groups.get(String(p['usergroup'] ?? ''));
+        if (!users) return fail('no_such_subteam');
+        record(true, 200);
+        return reply(200, { ok: true, users });
+      }
       default:
         return fail('unknown_method');
     }
@@ -237,6 +246,9 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
     },
     notInChannel(channel) {
       notIn.add(channel);
+    },
+    setGroup(id, users) {
+      groups.set(id, users);
     },
     visible(channel, threadTs) {
       return messages.filter((m) => m.channel === channel && !m.deleted && (threadTs === undefined || m.threadTs === threadTs));

@@ -132,3 +132,30 @@ describe('start-up errors say what to do and never print a token', () => {
     await expect(adapter.postText(refFor(fake.teamId, 'C0GONE'), 'hello')).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
   });
 });
+
+describe('clicks', () => {
+  test('a user group member clicks with the group as a role; the notice is ephemeral to the clicker', async () => {
+    await setup({ approverGroups: () => ['S0OPS'] });
+    fake.setGroup('S0OPS', ['U0CAROL']);
+    const ref = refFor(fake.teamId, 'C0CHAN', '1700000000.000100');
+    const ts = await adapter.postCard(ref, {
+      kind: 'approval',
+      title: 'Run?',
+      body: 'ls',
+      buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }],
+    });
+    const card = fake.messages.find((m) => m.ts === ts)!;
+    expect(card.threadTs).toBe('1700000000.000100');
+    sink.onAction = (a) => (a.user.roles?.includes('S0OPS') ? { accepted: true } : { accepted: false, notice: 'You cannot approve this.' });
+    expect((await fake.click({ user: 'U0BOB', message: card, value: 'tokApprove' })).status).toBe(200);
+    await until(() => fake.ephemerals.length === 1, 'the notice to Bob');
+    expect(fake.ephemerals[0]).toMatchObject({ user: 'U0BOB', channel: 'C0CHAN', text: 'You cannot approve this.', threadTs: '1700000000.000100' });
+    await fake.click({ user: 'U0CAROL', message: card, value: 'tokApprove' });
+    await until(() => sink.actions.length === 2, 'Carol\u2019s click');
+    expect(sink.actions.map((a) => [a.user.id, a.user.roles ?? [], a.token, a.conversation.key])).toEqual([
+      ['U0BOB', [], 'tokApprove', ref.key],
+      ['U0CAROL', ['S0OPS'], 'tokApprove', ref.key],
+    ]);
+    expect(fake.ephemerals).toHaveLength(1);
+  });
+});
