@@ -7,12 +7,19 @@
  * at most 2,000, action_id at most 255 (invalid_blocks), a message needs text or blocks (no_text),
  * channels the bot is not in (not_in_channel). `failNext(method, {error: 'ratelimited', retryAfter})`
  * answers HTTP 429 with Retry-After; a call to that method inside the announced window is counted in
- * `retryAfterViolations`. Socket Mode is not implemented here yet.
+ * `retryAfterViolations`.
+ *
+ * Two transports for what Slack sends the app, like Slack: `mode = 'http'` signs each request
+ * (v0 HMAC of "v0:<ts>:<body>") and POSTs it to `eventsUrl`; `mode = 'socket'` answers
+ * apps.connections.open (app-level token only: an xoxb token gets not_allowed_token_type) with a
+ * ws:// URL, sends `hello`, then envelopes {envelope_id, type, payload} that the app must ack with
+ * {envelope_id}; a delivery resolves 200 once acked, 408 when not acked within 3 s.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
 
 type Json = Record<string, unknown>;
 
@@ -51,6 +58,10 @@ export interface FakeSlack {
   retryAfterViolations: number;
   /** Where signed events go (the bot's /slack/events). */
   eventsUrl: string;
+  /** How events reach the app: signed HTTP POSTs or Socket Mode envelopes. */
+  mode: 'http' | 'socket';
+  /** Socket Mode connections opened (and still open). */
+  readonly sockets: { opened: number; open: number };
   signingSecret: string;
   failNext(method: string, err: { error: string; retryAfter?: number; needed?: string }, times?: number): void;
   notInChannel(channel: string): void;
@@ -98,7 +109,7 @@ function checkBlocks(blocks: unknown): string | undefined {
   return undefined;
 }
 
-export async function startFakeSlack(opts: { botToken: string; signingSecret?: string; teamId?: string; botUserId?: string }): Promise<FakeSlack> {
+export async function startFakeSlack(opts: { botToken: string; appToken?: string; signingSecret?: string; teamId?: string; botUserId?: string }): Promise<FakeSlack> {
   const teamId = opts.teamId ?? 'T0TEAM';
   const botUserId = opts.botUserId ?? 'U0BOT';
   const messages: FakeSlackMessage[] = [];
@@ -158,6 +169,12 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
         return reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(after) });
       }
       return fail(injected.error, injected.needed ? { needed: injected.needed } : {});
+    }
+    if (method === 'apps.connections.open') {
+      if (auth?.startsWith('xoxb-')) return fail('not_allowed_token_type');
+      if (auth !== opts.appToken) return fail('invalid_auth');
+      record(true, 200);
+      return reply(200, { ok: true, url: `ws://127.0.0.1:${port}/link/?ticket=${randomBytes(8).toString('hex')}` });
     }
     if (auth !== opts.botToken) return fail('invalid_auth');
     const blocksOf = (): Json[] | undefined | string => {
@@ -223,6 +240,55 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
     }
   }
 
+  const wss = new WebSocketServer({ noServer: true });
+  const sockets = { opened: 0, open: 0 };
+  let socket: WebSocket | undefined;
+  const pendingAcks = new Map<string, () => void>();
+  server.on('upgrade', (req, sock, head) => {
+    if (!(req.url ?? '').startsWith('/link')) {
+      sock.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, sock, head, (ws) => {
+      socket = ws;
+      sockets.opened++;
+      sockets.open++;
+      ws.on('close', () => {
+        sockets.open--;
+        if (socket === ws) socket = undefined;
+      });
+      ws.on('message', (data) => {
+        try {
+          const msg = JSON.parse(String(data)) as { envelope_id?: string };
+          if (msg.envelope_id) pendingAcks.get(msg.envelope_id)?.();
+        } catch {
+          // not JSON: Slack ignores it too
+        }
+      });
+      ws.send(JSON.stringify({ type: 'hello', num_connections: 1, debug_info: { host: 'fake', approximate_connection_time: 3600 }, connection_info: { app_id: 'A0APP' } }));
+    });
+  });
+
+  /** Sends an envelope over the socket; 200 once acked, 408 when not acked in 3 s, 503 without a socket. */
+  async function envelope(type: string, payload: unknown, retryAttempt = 0): Promise<number> {
+    const ws = socket;
+    if (!ws) return 503;
+    const id = randomBytes(8).toString('hex');
+    const acked = new Promise<number>((resolve) => {
+      const timer = setTimeout(() => {
+        pendingAcks.delete(id);
+        resolve(408);
+      }, 3000);
+      pendingAcks.set(id, () => {
+        clearTimeout(timer);
+        pendingAcks.delete(id);
+        resolve(200);
+      });
+    });
+    ws.send(JSON.stringify({ envelope_id: id, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: retryAttempt, retry_reason: retryAttempt ? 'timeout' : '' }));
+    return acked;
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const port = (server.address() as AddressInfo).port;
 
@@ -238,6 +304,8 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
     calls,
     retryAfterViolations: 0,
     eventsUrl: '',
+    mode: 'http',
+    sockets,
     signingSecret: opts.signingSecret ?? randomBytes(16).toString('hex'),
     failNext(method, err, times = 1) {
       const q = failures.get(method) ?? [];
@@ -290,6 +358,10 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
           authorizations: [{ team_id: teamId, user_id: botUserId, is_bot: true }],
           event,
         });
+        if (fakeState.mode === 'socket') {
+          statuses.push(await envelope('events_api', JSON.parse(body), a.retry ?? 0));
+          return;
+        }
         const r = await fakeState.post(body, a.retry !== undefined ? { retryNum: a.retry } : {});
         statuses.push(r.status);
       };
@@ -324,11 +396,14 @@ export async function startFakeSlack(opts: { botToken: string; signingSecret?: s
         response_url: `http://127.0.0.1:${port}/response`,
         actions: [action],
       };
+      if (fakeState.mode === 'socket') return { status: await envelope('interactive', payload) };
       const r = await fakeState.post(`payload=${encodeURIComponent(JSON.stringify(payload))}`, { contentType: 'application/x-www-form-urlencoded' });
       return { status: r.status };
     },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

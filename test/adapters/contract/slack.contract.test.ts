@@ -1,6 +1,7 @@
 /**
- * Slack (real Bolt + @slack/web-api, HTTP mode: signed requests to /slack/events on the bot's own
- * HTTP server) passes the adapter conformance suite against the fake Slack.
+ * Slack (real Bolt + @slack/web-api + socket-mode) passes the adapter conformance suite against the
+ * fake Slack in both modes: HTTP (signed requests to /slack/events on the bot's own HTTP server) and
+ * Socket Mode (envelopes over the fake's WebSocket, acked by the client).
  */
 import { createSlackAdapter } from '../../../adapters/slack/adapter.js';
 import { refFor } from '../../../adapters/slack/keys.js';
@@ -13,6 +14,7 @@ import type { ContractDriver, SeenMessage } from './suite.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
+const APP_TOKEN = 'xapp-1-A0APP-3333-fakeAppTokenValue';
 
 const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
@@ -35,13 +37,21 @@ function seen(m: FakeSlackMessage): SeenMessage {
   };
 }
 
-adapterContract('slack (HTTP mode)', async (): Promise<ContractDriver> => {
-  const fake = await startFakeSlack({ botToken: BOT_TOKEN, signingSecret: SECRET });
-  const adapter = createSlackAdapter({ botToken: BOT_TOKEN, signingSecret: SECRET, apiUrl: fake.apiUrl, statusEditIntervalMs: 30, log: () => {} });
+for (const mode of ['http', 'socket'] as const) adapterContract(`slack (${mode === 'http' ? 'HTTP mode' : 'Socket Mode'})`, async (): Promise<ContractDriver> => {
+  const fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SECRET });
+  fake.mode = mode;
+  const adapter = createSlackAdapter({
+    botToken: BOT_TOKEN,
+    ...(mode === 'socket' ? { appToken: APP_TOKEN } : { signingSecret: SECRET }),
+    apiUrl: fake.apiUrl,
+    statusEditIntervalMs: 30,
+    log: () => {},
+  });
   const http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: adapter.httpRoutes(), health: () => ({}) });
   fake.eventsUrl = `http://127.0.0.1:${http.port}/slack/events`;
   const sink = new ContractSink();
   await adapter.start(sink);
+  if (mode === 'socket') expect(fake.sockets.open).toBe(1);
   const dm = refFor(fake.teamId, 'D0ADA');
   const byTs = (ref: { channelId: string }, ts: string) => {
     const m = fake.messages.find((x) => x.channel === ref.channelId && x.ts === ts);
@@ -72,6 +82,8 @@ adapterContract('slack (HTTP mode)', async (): Promise<ContractDriver> => {
     }),
     close: async () => {
       await adapter.stop();
+      // the client closes its socket with a close handshake: let it finish before the fake goes away
+      for (let i = 0; i < 200 && fake.sockets.open > 0; i++) await new Promise((r) => setTimeout(r, 10));
       await http.close();
       await fake.close();
     },
