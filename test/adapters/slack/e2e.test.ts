@@ -15,6 +15,7 @@ import { waitFor } from '../../helpers/harness.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
+const APP_TOKEN = 'xapp-1-A0APP-3333-fakeAppTokenValue';
 
 const YAML = (workspace: string) => `
 agents:
@@ -36,7 +37,8 @@ let stderr: PassThrough;
 let logged = '';
 const queue: FakeReply[] = [];
 
-async function boot(): Promise<void> {
+async function boot(mode: 'http' | 'socket' = 'http'): Promise<void> {
+  slack.mode = mode;
   stderr = new PassThrough();
   const stdout = new PassThrough();
   for (const s of [stderr, stdout]) s.on('data', (c: Buffer) => (logged += c.toString()));
@@ -49,7 +51,7 @@ async function boot(): Promise<void> {
         GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`,
         GATEHOUSE_HTTP_PORT: '0',
         SLACK_BOT_TOKEN: BOT_TOKEN,
-        SLACK_SIGNING_SECRET: SECRET,
+        ...(mode === 'socket' ? { SLACK_APP_TOKEN: APP_TOKEN } : { SLACK_SIGNING_SECRET: SECRET }),
         SLACK_API_URL: slack.apiUrl,
       },
       cwd: dir,
@@ -64,7 +66,7 @@ async function boot(): Promise<void> {
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-slack-'));
   writeFileSync(join(dir, 'gatehouse.yaml'), YAML(join(dir, 'ws')));
-  slack = await startFakeSlack({ botToken: BOT_TOKEN, signingSecret: SECRET });
+  slack = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SECRET });
   slack.setGroup('S0OPS', ['U0CAROL']);
   model = await startFakeAnthropic({ apiKey: 'test-key' });
   queue.length = 0;
@@ -75,76 +77,80 @@ beforeEach(async () => {
 afterEach(async () => {
   await bot?.stop();
   bot = undefined;
+  for (let i = 0; i < 200 && slack.sockets.open > 0; i++) await new Promise((r) => setTimeout(r, 10));
   await slack.close();
   await model.close();
   rmSync(dir, { recursive: true, force: true });
   expect(logged).not.toContain(BOT_TOKEN);
   expect(logged).not.toContain(SECRET);
+  expect(logged).not.toContain(APP_TOKEN);
 });
 
 const texts = (channel: string, thread?: string) => slack.visible(channel, thread).map((m) => m.text);
 
-test('a DM conversation over several turns keeps its context', async () => {
-  await boot();
-  queue.push({ text: 'Hi **Ada**!' }, { text: 'You said hello.' });
-  await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hello', im: true });
-  await waitFor('first answer', () => texts('D0ADA').includes('Hi *Ada*!'));
-  await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'what did I say?', im: true });
-  await waitFor('second answer', () => texts('D0ADA').includes('You said hello.'));
-  const body = model.requests.at(-1)!.body as { messages: Array<{ role: string }> };
-  expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
-});
+for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP mode' : 'Socket Mode', () => {
+  test('a DM conversation over several turns keeps its context', async () => {
+    await boot(mode);
+    queue.push({ text: 'Hi **Ada**!' }, { text: 'You said hello.' });
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hello', im: true });
+    await waitFor('first answer', () => texts('D0ADA').includes('Hi *Ada*!'));
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'what did I say?', im: true });
+    await waitFor('second answer', () => texts('D0ADA').includes('You said hello.'));
+    const body = model.requests.at(-1)!.body as { messages: Array<{ role: string }> };
+    expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  });
 
-test('a channel mention is answered in its thread; a follow-up there needs no mention', async () => {
-  await boot();
-  queue.push({ text: 'First answer.' }, { text: 'Second answer.' });
-  await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: 'just chatting' });
-  const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> help me` });
-  await waitFor('answer in thread', () => texts('C0TEAM', ts).includes('First answer.'));
-  await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: 'and more', threadTs: ts });
-  await waitFor('follow-up answer', () => texts('C0TEAM', ts).includes('Second answer.'));
-  expect(slack.visible('C0TEAM').every((m) => m.threadTs === ts)).toBe(true);
-  expect(model.requests).toHaveLength(2);
-  expect(JSON.stringify(model.requests.map((r) => r.body))).not.toContain('just chatting');
-});
+  test('a channel mention is answered in its thread; a follow-up there needs no mention', async () => {
+    await boot(mode);
+    queue.push({ text: 'First answer.' }, { text: 'Second answer.' });
+    await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: 'just chatting' });
+    const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> help me` });
+    await waitFor('answer in thread', () => texts('C0TEAM', ts).includes('First answer.'));
+    await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: 'and more', threadTs: ts });
+    await waitFor('follow-up answer', () => texts('C0TEAM', ts).includes('Second answer.'));
+    expect(slack.visible('C0TEAM').every((m) => m.threadTs === ts)).toBe(true);
+    expect(model.requests).toHaveLength(2);
+    expect(JSON.stringify(model.requests.map((r) => r.body))).not.toContain('just chatting');
+  });
 
-test('an approval: a non-approver is told privately, a user group member approves, a replay changes nothing', async () => {
-  await boot();
-  queue.push({ toolUses: [{ name: 'write_file', input: { path: 'hello.txt', content: 'hi\n' } }] }, { text: 'Written.' });
-  const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write hello.txt` });
-  await waitFor('the card', () => slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions')));
-  const card = slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions'))!;
-  const actions = card.blocks!.find((b) => b['type'] === 'actions') as { elements: Array<{ value: string; text: { text: string } }> };
-  const approve = actions.elements.find((e) => e.text.text.startsWith('Approve'))!.value;
+  test('an approval: a non-approver is told privately, a user group member approves, a replay changes nothing', async () => {
+    await boot(mode);
+    queue.push({ toolUses: [{ name: 'write_file', input: { path: 'hello.txt', content: 'hi\n' } }] }, { text: 'Written.' });
+    const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write hello.txt` });
+    await waitFor('the card', () => slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions')));
+    const card = slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions'))!;
+    const actions = card.blocks!.find((b) => b['type'] === 'actions') as { elements: Array<{ value: string; text: { text: string } }> };
+    const approve = actions.elements.find((e) => e.text.text.startsWith('Approve'))!.value;
 
-  await slack.click({ user: 'U0BOB', message: card, value: approve });
-  await waitFor('notice to Bob', () => slack.ephemerals.find((e) => e.user === 'U0BOB'));
-  expect(existsSync(join(dir, 'ws', 'hello.txt'))).toBe(false);
+    await slack.click({ user: 'U0BOB', message: card, value: approve });
+    await waitFor('notice to Bob', () => slack.ephemerals.find((e) => e.user === 'U0BOB'));
+    expect(existsSync(join(dir, 'ws', 'hello.txt'))).toBe(false);
 
-  await slack.click({ user: 'U0CAROL', message: card, value: approve });
-  await waitFor('answer', () => texts('C0TEAM', ts).includes('Written.'));
-  expect(readFileSync(join(dir, 'ws', 'hello.txt'), 'utf8')).toBe('hi\n');
-  expect((card.blocks ?? []).some((b) => b['type'] === 'actions')).toBe(false); // decided in place
-  expect(JSON.stringify(card.blocks)).toMatch(/U0CAROL|carol/i);
+    await slack.click({ user: 'U0CAROL', message: card, value: approve });
+    await waitFor('answer', () => texts('C0TEAM', ts).includes('Written.'));
+    expect(readFileSync(join(dir, 'ws', 'hello.txt'), 'utf8')).toBe('hi\n');
+    expect((card.blocks ?? []).some((b) => b['type'] === 'actions')).toBe(false); // decided in place
+    expect(JSON.stringify(card.blocks)).toMatch(/U0CAROL|carol/i);
 
-  const before = slack.ephemerals.length;
-  await slack.click({ user: 'U0CAROL', message: { ...card, blocks: card.edits[0]?.blocks }, value: approve });
-  await waitFor('notice on replay', () => slack.ephemerals.length > before);
-  expect(model.requests.filter((r) => !JSON.stringify(r.body).includes('classif'))).toHaveLength(2);
-});
+    const before = slack.ephemerals.length;
+    await slack.click({ user: 'U0CAROL', message: { ...card, blocks: card.edits[0]?.blocks }, value: approve });
+    await waitFor('notice on replay', () => slack.ephemerals.length > before);
+    expect(model.requests.filter((r) => !JSON.stringify(r.body).includes('classif'))).toHaveLength(2);
+  });
 
-test('an unlisted user\u2019s DM gets one reply with their id and the config key, and no run', async () => {
-  await boot();
-  await slack.userMessage({ user: 'U0EVE', channel: 'D0EVE', text: 'let me in', im: true });
-  await waitFor('refusal', () => texts('D0EVE').length === 1);
-  expect(texts('D0EVE')[0]).toContain('U0EVE');
-  expect(texts('D0EVE')[0]).toContain('access.slack.users');
-  await slack.userMessage({ user: 'U0EVE', channel: 'D0EVE', text: 'please?', im: true });
-  queue.push({ text: 'pong' });
-  await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'ping', im: true });
-  await waitFor('owner answered', () => texts('D0ADA').includes('pong'));
-  expect(texts('D0EVE')).toHaveLength(1);
-  expect(model.requests).toHaveLength(1);
+  test('an unlisted user\u2019s DM gets one reply with their id and the config key, and no run', async () => {
+    await boot(mode);
+    await slack.userMessage({ user: 'U0EVE', channel: 'D0EVE', text: 'let me in', im: true });
+    await waitFor('refusal', () => texts('D0EVE').length === 1);
+    expect(texts('D0EVE')[0]).toContain('U0EVE');
+    expect(texts('D0EVE')[0]).toContain('access.slack.users');
+    await slack.userMessage({ user: 'U0EVE', channel: 'D0EVE', text: 'please?', im: true });
+    queue.push({ text: 'pong' });
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'ping', im: true });
+    await waitFor('owner answered', () => texts('D0ADA').includes('pong'));
+    expect(texts('D0EVE')).toHaveLength(1);
+    expect(model.requests).toHaveLength(1);
+  });
 });
 
 test('a forged or stale request to /slack/events gets 401 through the real server', async () => {
@@ -153,4 +159,40 @@ test('a forged or stale request to /slack/events gets 401 through the real serve
   expect((await slack.post(body, { signature: 'v0=' + 'f'.repeat(64) })).status).toBe(401);
   expect((await slack.post(body, { timestamp: Math.floor(Date.now() / 1000) - 600 })).status).toBe(401);
   expect(model.requests).toHaveLength(0);
+});
+
+test('Socket Mode: an xoxb token given as the app token stops the start with what to do', async () => {
+  slack.mode = 'socket';
+  await expect(
+    startBot(
+      {
+        env: {
+          ANTHROPIC_API_KEY: 'test-key',
+          ANTHROPIC_BASE_URL: model.url,
+          GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
+          GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`,
+          GATEHOUSE_HTTP_PORT: '0',
+          SLACK_BOT_TOKEN: BOT_TOKEN,
+          SLACK_APP_TOKEN: BOT_TOKEN,
+          SLACK_API_URL: slack.apiUrl,
+        },
+        cwd: dir,
+        stdout: new PassThrough(),
+        stderr: new PassThrough(),
+      },
+      () => undefined,
+    ),
+  ).rejects.toThrow(/SLACK_APP_TOKEN/);
+});
+
+test('Socket Mode: a retried envelope of one event is answered once', async () => {
+  await boot('socket');
+  queue.push({ text: 'Only once.' }, { text: 'Twice?!' });
+  const first = await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR' });
+  expect(first.statuses).toEqual([200]);
+  await waitFor('answer', () => texts('D0ADA').includes('Only once.'));
+  // Slack redelivers the same event (same event_id and ts) when it thinks the ack was late
+  await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR', retry: 1 });
+  await new Promise((r) => setTimeout(r, 100));
+  expect(model.requests).toHaveLength(1);
 });
