@@ -65,11 +65,13 @@ export interface FakeSlack {
   signingSecret: string;
   failNext(method: string, err: { error: string; retryAfter?: number; needed?: string }, times?: number): void;
   notInChannel(channel: string): void;
+  /** A file a user uploaded: served at the returned url_private to the bot token only. */
+  addFile(name: string, mimetype: string, content: Buffer | string): { name: string; mimetype: string; size: number; url_private: string };
   /** Members of a user group (usergroups.users.list). */
   setGroup(id: string, users: string[]): void;
   visible(channel: string, threadTs?: string): FakeSlackMessage[];
   /** A user posts in a channel (or DM); Slack sends `message` (and `app_mention` when the bot is mentioned). */
-  userMessage(a: { user: string; channel: string; text: string; threadTs?: string; im?: boolean; retry?: number; eventId?: string }): Promise<{ ts: string; statuses: number[] }>;
+  userMessage(a: { user: string; channel: string; text: string; threadTs?: string; im?: boolean; retry?: number; eventId?: string; files?: unknown[] }): Promise<{ ts: string; statuses: number[] }>;
   /** A signed POST of any body; override the signature or timestamp to test the checks. */
   post(body: string, opts?: { contentType?: string; timestamp?: number; signature?: string; retryNum?: number }): Promise<{ status: number; body: string }>;
   /** A user clicks the element with `value` (button, or an option of a select) on a bot message. */
@@ -119,6 +121,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
   const limitedUntil = new Map<string, number>();
   const notIn = new Set<string>();
   const groups = new Map<string, string[]>();
+  const files = new Map<string, Buffer>();
   let clock = 1_700_000_000_000;
   const nextTs = () => {
     clock = Math.max(clock + 1, Date.now() * 1000);
@@ -147,6 +150,17 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
     const reply = (status: number, body: Json, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
     };
+    if (url.pathname.startsWith('/files/')) {
+      const file = files.get(url.pathname.slice('/files/'.length));
+      if (!file) return reply(404, { ok: false });
+      // like Slack: without the bot token you get an HTML login page, not the file
+      if (req.headers.authorization !== `Bearer ${opts.botToken}`) {
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<html>login</html>');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(file);
+      return;
+    }
     if (!url.pathname.startsWith('/api/')) return reply(404, { ok: false, error: 'unknown_path' });
     const method = url.pathname.slice('/api/'.length);
     const ctype = req.headers['content-type'] ?? '';
@@ -315,6 +329,12 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
     notInChannel(channel) {
       notIn.add(channel);
     },
+    addFile(name, mimetype, content) {
+      const id = randomBytes(6).toString('hex');
+      const buf = Buffer.isBuffer(content) ? content : Buffer.from(content);
+      files.set(id, buf);
+      return { name, mimetype, size: buf.length, url_private: `http://127.0.0.1:${port}/files/${id}` };
+    },
     setGroup(id, users) {
       groups.set(id, users);
     },
@@ -345,6 +365,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         team: teamId,
         event_ts: ts,
         ...(a.threadTs ? { thread_ts: a.threadTs } : {}),
+        ...(a.files ? { files: a.files, subtype: 'file_share' } : {}),
       };
       const statuses: number[] = [];
       const send = async (event: Json) => {

@@ -138,6 +138,46 @@ for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP
     expect(model.requests.filter((r) => !JSON.stringify(r.body).includes('classif'))).toHaveLength(2);
   });
 
+  test('a question: a suggestion button, then a typed reply in the thread', async () => {
+    await boot(mode);
+    queue.push(
+      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which environment?', suggestions: [{ value: 'staging', label: 'Staging' }, { value: 'prod', label: 'Production' }], allowCustom: true } }] },
+      { text: 'Going with staging.' },
+      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which branch?', suggestions: [{ value: 'main', label: 'main' }], allowCustom: true } }] },
+      { text: 'Branch noted.' },
+    );
+    const { ts } = await slack.userMessage({ user: 'U0ADA', channel: 'C0TEAM', text: `<@${slack.botUserId}> deploy something` });
+    const questionCard = (q: string) => slack.visible('C0TEAM', ts).find((m) => JSON.stringify(m.blocks ?? []).includes(q) && (m.blocks ?? []).some((b) => b['type'] === 'actions'));
+    await waitFor('question', () => questionCard('Which environment?'));
+    const q = questionCard('Which environment?')!;
+    const staging = (q.blocks!.find((b) => b['type'] === 'actions') as { elements: Array<{ value: string; text: { text: string } }> }).elements.find((e) => e.text.text === 'Staging')!;
+    await slack.click({ user: 'U0ADA', message: q, value: staging.value });
+    await waitFor('answer by button', () => texts('C0TEAM', ts).includes('Going with staging.'));
+    await slack.userMessage({ user: 'U0ADA', channel: 'C0TEAM', text: 'and the branch?', threadTs: ts });
+    await waitFor('second question', () => questionCard('Which branch?'));
+    await slack.userMessage({ user: 'U0ADA', channel: 'C0TEAM', text: 'release-2026', threadTs: ts });
+    await waitFor('answer by text', () => texts('C0TEAM', ts).includes('Branch noted.'));
+    expect(JSON.stringify(model.requests.at(-1)!.body)).toContain('release-2026');
+  });
+
+  test('/stop as message text cancels a running turn', async () => {
+    await boot(mode);
+    queue.push({ hang: true } as FakeReply);
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'think hard', im: true });
+    await waitFor('model called', () => model.requests.length === 1);
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: '/stop', im: true });
+    await waitFor('stopped', () => texts('D0ADA').some((t) => /Stopped\./.test(t)));
+  });
+
+  test('a text file is read via url_private with the bot token', async () => {
+    await boot(mode);
+    queue.push({ text: 'Read it.' });
+    const file = slack.addFile('notes.md', 'text/markdown', '# Notes\nthe word is pineapple\n');
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'summarize', im: true, files: [file] });
+    await waitFor('answer', () => texts('D0ADA').includes('Read it.'));
+    expect(JSON.stringify(model.requests[0]!.body)).toContain('the word is pineapple');
+  });
+
   test('an unlisted user\u2019s DM gets one reply with their id and the config key, and no run', async () => {
     await boot(mode);
     await slack.userMessage({ user: 'U0EVE', channel: 'D0EVE', text: 'let me in', im: true });
