@@ -56,6 +56,8 @@ export interface FakeSlack {
   readonly ephemerals: FakeEphemeral[];
   readonly calls: FakeCall[];
   retryAfterViolations: number;
+  /** Called for every message the bot posts (benchmarks stamp answers here). */
+  onPost: ((m: FakeSlackMessage) => void) | undefined;
   /** Where signed events go (the bot's /slack/events). */
   eventsUrl: string;
   /** How events reach the app: signed HTTP POSTs or Socket Mode envelopes. */
@@ -225,7 +227,9 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         }
         const ts = nextTs();
         const threadTs = typeof p['thread_ts'] === 'string' && p['thread_ts'] !== '' ? p['thread_ts'] : undefined;
-        messages.push({ channel, ts, threadTs, user: botUserId, text, blocks, edits: [], deleted: false });
+        const posted: FakeSlackMessage = { channel, ts, threadTs, user: botUserId, text, blocks, edits: [], deleted: false };
+        messages.push(posted);
+        fakeState.onPost?.(posted);
         record(true, 200);
         return reply(200, { ok: true, channel, ts, message: { text, ts } });
       }
@@ -317,6 +321,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
     ephemerals,
     calls,
     retryAfterViolations: 0,
+    onPost: undefined,
     eventsUrl: '',
     mode: 'http',
     sockets,
