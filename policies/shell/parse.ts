@@ -444,6 +444,8 @@ export interface CommandSite {
   display: string[];
   /** names assigned in front of the command (FOO=1 cmd) */
   assigns: string[];
+  /** the same assignments as NAME=value words, one per possible value (for rules on the values) */
+  assignValues: string[];
   redirs: RedirectSite[];
   stdin: Stdin;
   cwd: string[];
@@ -462,6 +464,8 @@ export interface ScriptFacts {
   procSubsts: { op: string; sites: CommandSite[] }[];
   /** every variable name assigned anywhere (prefix, standalone, export/declare/local, read, for) */
   assigned: string[];
+  /** standalone assignments (X=v, export X=v) as NAME=value words, one per possible value */
+  envAssigns: string[];
   hasSubstitution: boolean;
   /** anything beyond one plain simple command: pipes, lists, groups, loops, functions, background... */
   structure: boolean;
@@ -618,6 +622,7 @@ export class Evaluator {
     redirects: [],
     procSubsts: [],
     assigned: [],
+    envAssigns: [],
     hasSubstitution: false,
     structure: false,
     infiniteLoop: false,
@@ -819,6 +824,7 @@ export class Evaluator {
     if (a.value && isMktemp(a.value)) vals = [MARK.TMP];
     if (a.append) vals = uniq(this.get(a.name).flatMap((p) => vals.map((v) => p + v)));
     this.arrays.delete(a.name);
+    for (const v of vals) this.facts.envAssigns.push(`${a.name}=${v}`);
     this.set(a.name, vals, ctx);
   }
 
@@ -829,9 +835,10 @@ export class Evaluator {
     }
     const pos = this.seq++;
     // Prefix assignments apply to the command only; their values may still hold substitutions.
+    const assignValues: string[] = [];
     for (const a of c.assigns) {
       this.facts.assigned.push(a.name);
-      if (a.value) this.expandString(a.value, ctx, true);
+      if (a.value) for (const v of this.expandString(a.value, ctx, true)) assignValues.push(`${a.name}=${v}`);
     }
     const perWord = c.args.map((w) => this.expandFields(w, ctx));
     const argvs = product(perWord).map((alt) => alt.flat());
@@ -849,6 +856,7 @@ export class Evaluator {
       argvs,
       display,
       assigns: c.assigns.map((a) => a.name),
+      assignValues,
       redirs,
       stdin: ctx.stdin,
       cwd: this.get(CWD),
@@ -928,7 +936,7 @@ export class Evaluator {
       const inner = argv.slice(i + 1, j).map((w) => w.replace(/\{\}/g, MARK.UNKNOWN));
       if (inner.length > 0) {
         this.facts.structure = true;
-        this.facts.sites.push({ ...site, argvs: [inner], display: inner.map(displayField), assigns: [], pos: site.pos + 0.5, origin: 'find-exec' });
+        this.facts.sites.push({ ...site, argvs: [inner], display: inner.map(displayField), assigns: [], assignValues: [], pos: site.pos + 0.5, origin: 'find-exec' });
       }
       i = j;
     }
@@ -941,10 +949,7 @@ export class Evaluator {
       this.facts.unsupported = 'nesting too deep';
       return;
     }
-    if (!isStatic(text)) {
-      this.facts.unsupported = 'a command string that is not known statically';
-      return;
-    }
+    // Unknown parts stay markers inside the text: as a command name they are 'dynamic-command'.
     const res = this.parse(text);
     if (!res.ok) {
       this.facts.unsupported = `a nested command string that does not parse (${res.error})`;
