@@ -142,8 +142,9 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
       const opt = w.startsWith('--') && eq > 0 ? w.slice(0, eq) : w;
       if (name === 'env' && (opt === '-S' || (opt.length >= 4 && '--split-string'.startsWith(opt)) || /^-[a-zA-Z]*S/.test(w))) {
         // env -S 'a b c' runs a with arguments b c.
-        const str = eq > 0 ? w.slice(eq + 1) : w.length > 2 && !w.startsWith('--') ? w.slice(w.indexOf('S') + 1) : words[i + 1] ?? '';
-        const consumed = eq > 0 || (w.length > 2 && !w.startsWith('--') && w.indexOf('S') < w.length - 1) ? 1 : 2;
+        const glued = eq > 0 || (!w.startsWith('--') && w.indexOf('S') < w.length - 1);
+        const str = eq > 0 ? w.slice(eq + 1) : glued ? w.slice(w.indexOf('S') + 1) : words[i + 1] ?? '';
+        const consumed = glued ? 1 : 2;
         words = [...words.slice(0, i), ...str.split(/[ \t\n]+/).filter(Boolean), ...words.slice(i + consumed)];
         out.splitString = true;
         continue;

@@ -9,6 +9,7 @@
  * Each tool family is one entry of `TOOLS`; long options are matched as GNU abbreviations.
  */
 import { matchLong, readOptions } from './options.js';
+import { interpreterName } from './interpreters.js';
 
 export type Embedded = { where: string; text: string } | { where: string; refuse: string };
 
@@ -86,7 +87,12 @@ function awkCommands(args: readonly string[]): Embedded[] {
       const lit = new RegExp(`^${AWK_STRING}\\s*$`).exec(m[1]!);
       out.push(lit ? cmd('awk system()', unq(lit[1]!)) : refuse('awk system()', 'awk runs a command built at run time'));
     }
-    for (const m of prog.matchAll(new RegExp(`\\|&?\\s*${AWK_STRING}`, 'g'))) out.push(cmd('awk print | "cmd"', unq(m[1]!)));
+    for (const m of prog.matchAll(new RegExp(`\\|&?\\s*${AWK_STRING}`, 'g'))) {
+      const target = unq(m[1]!);
+      // printing into a shell or interpreter runs what awk prints
+      const first = (target.trim().split(/\s+/)[0] ?? '').replace(/^.*\//, '');
+      out.push(interpreterName(first) ? refuse('awk print | "cmd"', `awk pipes its output into ${first}`) : cmd('awk print | "cmd"', target));
+    }
     for (const m of prog.matchAll(new RegExp(`${AWK_STRING}\\s*\\|&?\\s*getline`, 'g'))) out.push(cmd('awk "cmd" | getline', unq(m[1]!)));
     if (/(^|[^"\s])\s*\|&?\s*getline/.test(prog.replace(new RegExp(`${AWK_STRING}\\s*\\|&?\\s*getline`, 'g'), ''))) {
       out.push(refuse('awk cmd | getline', 'awk reads from a command built at run time'));
@@ -318,11 +324,11 @@ function gitCommands(args: readonly string[]): Embedded[] {
   }
   const sub = args[i] ?? '';
   const rest = args.slice(i + 1);
-  for (let k = 0; k < rest.length; k++) {
-    const a = rest[k]!;
+  for (let k = 0; k < args.length; k++) {
+    const a = args[k]!;
     const up = matchLong(a, ['upload-pack', 'receive-pack', 'exec'], 3);
-    if (up) out.push(cmd(`git ${a.split('=')[0]}`, up.value ?? rest[++k] ?? ''));
-    else if (a === '-u' && (sub === 'clone' || sub === 'fetch' || sub === 'ls-remote' || sub === 'archive')) out.push(cmd('git -u', rest[++k] ?? ''));
+    if (up) out.push(cmd(`git ${a.split('=')[0]}`, up.value ?? args[++k] ?? ''));
+    else if (a === '-u' && k > i && (sub === 'clone' || sub === 'fetch' || sub === 'ls-remote' || sub === 'archive')) out.push(cmd('git -u', args[++k] ?? ''));
     else if (a.startsWith('ext::')) out.push(cmd('git ext:: transport', a.slice(5).replace(/%(.)/g, '$1')));
   }
   switch (sub) {

@@ -62,7 +62,7 @@ export const SECRET_PATTERNS: readonly RegExp[] = [
   // another process's environment or memory (the bot's tokens live there); /proc/self is the command's own
   /^\/proc\/(?!(self|thread-self)\/)[^/]+\/(task\/[^/]+\/)?(environ|mem|maps|smaps|pagemap)$/,
   // Gatehouse's own secrets: a .env reached from outside the workspace, the SQLite store
-  /^(\/|~|\.\.\/).*(^|\/)\.env(\.(?!example$|sample$|template$|dist$)[\w.-]+)?$/,
+  /^(\/|~\/|(\.\.\/)+)(.*\/)?\.env(\.(?!example$|sample$|template$|dist$)[\w.-]+)?$/,
   /(^|\/)gatehouse[^/]*\.sqlite(-wal|-shm|-journal)?$/,
 ];
 
