@@ -251,7 +251,7 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
   return null;
 }
 
-const WRITERS = new Set(['cp', 'mv', 'tee', 'install', 'rsync', 'sed', 'dd', 'truncate', 'ln', 'pv', 'cat', 'gzip', 'zcat', 'xz', 'bzip2', 'tar', 'curl', 'wget']);
+const WRITERS = new Set(['cp', 'mv', 'tee', 'install', 'rsync', 'sed', 'dd', 'truncate', 'ln', 'gzip', 'zcat', 'xz', 'bzip2', 'tar', 'curl', 'wget']);
 
 /** Files a command writes through its arguments (not redirections). */
 function writeTargets(name: string, args: string[]): string[] {

@@ -1,0 +1,41 @@
+// Class: recursive (bulk) deletion in every spelling.
+import { denylistClass } from './table.js';
+
+denylistClass(
+  'recursive deletion',
+  [
+    ['find . -name x -delete', 'recursive-delete'],
+    ['find / -delete', 'recursive-delete'],
+    ['find . -execdir rm {} +', 'recursive-delete'],
+    ['find . -ok rm {} \\;', 'recursive-delete'],
+    ['find . -exec rm -rf {} \\;', 'rm-recursive'],
+    ['find . -type f -exec /bin/rm {} +', 'recursive-delete'],
+    ['find . -exec unlink {} \\;', 'recursive-delete'],
+    ['ls | xargs rm', 'recursive-delete'],
+    ['find . -print0 | xargs -0 rm -r', 'rm-recursive'],
+    ['git clean -f', 'recursive-delete'],
+    ['git clean -fd', 'recursive-delete'],
+    ['git clean -fdx', 'recursive-delete'],
+    ['git -C repo clean -xdf', 'recursive-delete'],
+    ['rsync -a --delete empty/ /', 'recursive-delete'],
+    ['rsync -a --del empty/ ~', 'recursive-delete'],
+    ['rsync -a --delete-before empty/ /etc', 'recursive-delete'],
+    ['unlink /', 'rm-dangerous-target'],
+    ['nohup strace rm -r build', 'rm-recursive'],
+    ["perl -e 'unlink glob \"*\"'", 'inline-code'],
+  ],
+  [
+    "find . -name '*.ts'",
+    "find . -name '*.o' -exec ls -l {} \\;",
+    'find . -type f | xargs wc -l',
+    'rm file.txt',
+    'unlink tmp.txt',
+    'rmdir empty',
+    'rmdir --ignore-fail-on-non-empty build',
+    'git clean -n',
+    'git clean -fdn',
+    'rsync -a --delete src/ backup/',
+    'echo a.txt | xargs rm',
+    'git rm old.txt',
+  ],
+);
