@@ -181,7 +181,7 @@ function psRule(args: string[]): DenyVerdict | null {
     const a = args[i]!;
     if (/^[a-zA-Z]+$/.test(a) && a.includes('e') && !/^(-|--)/.test(a)) return deny('process-environment', `ps ${a}`);
     if (/^-[a-zA-Z]*E/.test(a)) return deny('process-environment', `ps ${a}`);
-    const fmt = /^(-o|--format|-O|o|O)(=?)(.*)$/.exec(a);
+    const fmt = /^(-[a-zA-Z]*[oO]|--format|--forest-format|[a-zA-Z]*[oO])(=?)(.*)$/.exec(a);
     const v = fmt ? (fmt[3] !== '' ? fmt[3] : args[i + 1] ?? '') : '';
     if (fmt && /(^|,)\s*(environ|env)\b/.test(v!)) return deny('process-environment', `ps ${a} ${v}`.trim());
   }
@@ -234,6 +234,14 @@ function persistenceRule(name: string, args: string[]): DenyVerdict | null {
       const v = verbs.find((a) => /^(enable|reenable|link|preset|preset-all|edit|set-default|add-wants|add-requires|set-property|revert|mask)$/.test(a));
       return v ? deny('persistence', `systemctl ${v}`) : null;
     }
+    case 'update-rc.d':
+      return args.some((a) => /^(defaults|enable|start)$/.test(a)) ? deny('persistence', name) : null;
+    case 'chkconfig':
+      return args.some((a) => /^(on|--add)$/.test(a)) ? deny('persistence', name) : null;
+    case 'rc-update':
+      return args.includes('add') ? deny('persistence', name) : null;
+    case 'loginctl':
+      return args.includes('enable-linger') ? deny('persistence', name) : null;
     case 'launchctl':
       return args.some((a) => /^(load|bootstrap|submit|enable|kickstart|setenv)$/.test(a)) ? deny('persistence', 'launchctl') : null;
     case 'sysctl': {
@@ -298,6 +306,10 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
     case 'systemd-run':
     case 'launchctl':
     case 'sysctl':
+    case 'update-rc.d':
+    case 'chkconfig':
+    case 'rc-update':
+    case 'loginctl':
       return persistenceRule(name, args);
     case 'eval':
       return deny('inline-code', 'eval');
@@ -412,6 +424,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
     if (opt) return deny('inline-code', `${name} ${opt.length > 24 ? `${opt.slice(0, 24)}…` : opt}`);
     const script = scriptOperand(name, args);
     if (script !== null && script.startsWith(MARK.PSUB)) return procSubstCode(script, j.facts);
+    if (script !== null && /^https?:\/\//i.test(script)) return deny('remote-code-exec', `${name} runs ${script}`);
     if (script === null || STDIN_PATHS.test(script)) {
       if (j.ownStdin) return stdinCode(j.site, j.facts, name);
       return script === null ? null : deny('inline-code', `${name} reading code from stdin`);

@@ -37,6 +37,9 @@ const MAX_DEPTH = 4;
 /** Tools that copy files: naming a secret directory copies its secrets. */
 const COPIERS = new Set(['cp', 'scp', 'rsync', 'tar', 'zip', '7z', 'mv', 'rclone', 'sftp', 'curl', 'base64', 'xxd', 'gpg']);
 
+/** Tools that read every file under a directory they are given. */
+const DIR_READERS = new Set(['grep', 'egrep', 'fgrep', 'rg', 'ag', 'ack', 'strings', 'cat', 'head', 'tail', 'less', 'more', 'od', 'hexdump', 'xxd']);
+
 /** Programs that never run their arguments: an argument slice of theirs is just text. */
 const NON_EXEC = new Set([
   'echo', 'printf', 'man', 'which', 'whereis', 'type', 'help', 'whatis', 'apropos', 'info', 'tldr', 'hash', 'grep', 'egrep', 'fgrep',
@@ -232,7 +235,7 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
     const secret = secretPath(a, site.cwd, ctx.links);
     if (secret) return deny('secret-file', secret);
     const p = resolveLinks(normalizePath(a.replace(/^(if|of|--?[\w-]+)=/, ''), site.cwd[0] ?? ''), ctx.links);
-    if (COPIERS.has(name) && SECRET_DIRS.test(p)) return deny('secret-file', `${name} of ${displayField(p)}`);
+    if ((COPIERS.has(name) || DIR_READERS.has(name)) && SECRET_DIRS.test(p)) return deny('secret-file', `${name} of ${displayField(p)}`);
     if (RAW_DEVICE.test(p) && !DEVICE_METADATA.has(name)) return deny(WRITERS.has(name) ? 'device-write' : 'raw-device', `${name} ${displayField(p)}`);
   }
   if (name === 'sed' || name === 'gsed') {
@@ -270,8 +273,12 @@ function writeTargets(name: string, args: string[]): string[] {
     }
     case 'sed':
     case 'gsed':
-    case 'perl':
-      return args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place')) ? ops.slice(name === 'perl' ? 0 : 1) : [];
+    case 'perl': {
+      if (!args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'))) return [];
+      // sed's first operand is the script unless -e/-f gave it
+      const scriptGiven = name === 'perl' || args.some((a) => /^-[a-zA-Z]*[ef]/.test(a) || /^--(expression|file)/.test(a));
+      return scriptGiven ? ops.filter((o, i) => i > 0 || !args.includes('-e') || args[args.indexOf('-e') + 1] !== o) : ops.slice(1);
+    }
     case 'dd':
       return args.filter((a) => a.startsWith('of=')).map((a) => a.slice(3));
     case 'curl':
@@ -283,12 +290,12 @@ function writeTargets(name: string, args: string[]): string[] {
 }
 
 function judgeWrite(target: string, cwds: string[], links: LinkMap, how: string): DenyVerdict | null {
-  for (const cwd of cwds) {
-    const p = resolveLinks(normalizePath(target, cwd), links);
+  // both the path as named and where an earlier link points (`ln -s x ~/.bashrc` writes the link itself)
+  for (const p of cwds.flatMap((cwd) => [normalizePath(target, cwd), resolveLinks(normalizePath(target, cwd), links)])) {
     if (/(^|\/)authorized_keys2?$/.test(p)) return deny('authorized-keys-write', `${how} ${displayField(p)}`);
     if (p === '/proc/sysrq-trigger' || p.startsWith('/proc/sys/') || p.startsWith('/sys/')) return deny('proc-write', `${how} ${displayField(p)}`);
     if (p.startsWith('/dev/') && !HARMLESS_DEV.test(p)) return deny('device-write', `${how} ${displayField(p)}`);
-    const hit = pathMatches(p, [''], links, PERSISTENCE_PATHS, ['~/.bashrc', '~/.profile', '~/.zshrc', '/etc/crontab', '/etc/cron.d/x', '/etc/profile']);
+    const hit = pathMatches(p, [''], new Map(), PERSISTENCE_PATHS, ['~/.bashrc', '~/.profile', '~/.zshrc', '/etc/crontab', '/etc/cron.d/x', '/etc/profile']);
     if (hit) return deny('persistence', `${how} ${hit}`);
   }
   return null;

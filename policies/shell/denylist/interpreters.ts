@@ -15,6 +15,8 @@ export interface InterpreterSpec {
   dashCode?: readonly string[];
   /** short option letters that take a value (in the same word or the next one) */
   value?: string;
+  /** short option letters whose optional value can only be glued (`perl -i.bak`, `-MTest::More`) */
+  glued?: string;
   /** long options that take the next word as their value */
   longValue?: readonly string[];
   /**
@@ -52,8 +54,8 @@ export const INTERPRETERS: Readonly<Record<string, InterpreterSpec>> = {
   node: NODE, nodejs: NODE, tsx: NODE, 'ts-node': NODE, 'ts-node-esm': NODE, esno: NODE, 'babel-node': NODE,
   bun: { code: 'e', longCode: ['eval', 'print'], stopAtOperand: true, stdin: false },
   deno: { code: '', stopAtOperand: true, stdin: false },
-  perl: { code: 'eE', stopAtOperand: false, stdin: true },
-  ruby: { code: 'e', value: 'rICEF', stopAtOperand: false, stdin: true },
+  perl: { code: 'eE', glued: 'IMmdDxlCi0F', stopAtOperand: false, stdin: true },
+  ruby: { code: 'e', value: 'rICEF', glued: 'i0lKTWx', stopAtOperand: false, stdin: true },
   irb: { code: '', stopAtOperand: true, stdin: true },
   php: { code: 'rRBE', value: 'cdzf', stopAtOperand: false, stdin: true },
   lua: { code: 'e', value: 'l', stopAtOperand: true, stdin: true },
@@ -122,6 +124,7 @@ export function inlineCodeOption(name: string, args: readonly string[]): string 
       for (let k = 1; k < a.length; k++) {
         const c = a[k]!;
         if (spec.code.includes(c)) return a;
+        if ((spec.glued ?? '').includes(c)) break;
         if ((spec.value ?? '').includes(c)) {
           if (k === a.length - 1) i++;
           break;

@@ -60,7 +60,7 @@ export const SECRET_PATTERNS: readonly RegExp[] = [
   /(^|\/)\.config\/gcloud\/./,
   /(^|\/)\.azure\/./,
   // another process's environment or memory (the bot's tokens live there); /proc/self is the command's own
-  /^\/proc\/(?!(self|thread-self)\/)[^/]+\/(task\/[^/]+\/)?(environ|mem|maps|smaps|pagemap)$/,
+  /^\/proc\/(?!(self|thread-self)\/)[^/]+\/(task\/[^/]+\/)?(environ|mem|maps|smaps|pagemap|(fd|cwd|map_files)(\/.*)?)$/,
   // Gatehouse's own secrets: a .env reached from outside the workspace, the SQLite store
   /^(\/|~\/|(\.\.\/)+)(.*\/)?\.env(\.(?!example$|sample$|template$|dist$)[\w.-]+)?$/,
   /(^|\/)gatehouse[^/]*\.sqlite(-wal|-shm|-journal)?$/,
@@ -89,12 +89,12 @@ export const PERSISTENCE_PATHS: readonly RegExp[] = [
   /^\/etc\/(cron[^/]*|anacrontab)(\/|$)/,
   /^\/var\/spool\/(cron|at|anacron)(\/|$)/,
   /^\/etc\/(profile|bash\.bashrc|bashrc|environment|zshrc|zprofile|zshenv|zlogin|rc\.local|ld\.so\.preload)$/,
-  /^\/etc\/(profile\.d|zsh|init\.d|rc\d\.d|systemd|init|xdg\/autostart|update-motd\.d)\//,
+  /^\/etc\/(profile\.d|zsh|init\.d|rc\d\.d|systemd|init|xdg\/autostart|update-motd\.d)(\/|$)/,
   /^~\/\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|zlogout|kshrc|cshrc|tcshrc|mkshrc|xprofile|xinitrc|xsessionrc|pam_environment)$/,
-  /^~\/\.(config\/fish|config\/autostart|config\/systemd|local\/share\/systemd|config\/environment\.d)\//,
+  /^~\/\.(config\/fish|config\/autostart|config\/systemd|local\/share\/systemd|config\/environment\.d)(\/|$)/,
   /^~\/\.ssh\/(rc|config)$/,
-  /^(~|\/)?(.*\/)?Library\/Launch(Agents|Daemons)\//,
-  /(^|\/)\.git\/hooks\//,
+  /^(~|\/)?(.*\/)?Library\/Launch(Agents|Daemons)(\/|$)/,
+  /(^|\/)\.git\/hooks(\/|$)/,
 ];
 
 /** Glob (with the evaluator's markers) to a regex; `[...]` becomes a character class. */
@@ -154,7 +154,7 @@ export function resolveLinks(p: string, links: LinkMap): string {
 export function secretPath(word: string, cwds: string[], links: LinkMap): string | null {
   // --file=/etc/shadow, file=@/etc/shadow (curl -F), @/etc/shadow (curl -d), if=/etc/shadow (dd)
   const eq = word.indexOf('=');
-  const candidates = [word, ...(eq > 0 ? [word.slice(eq + 1)] : [])].map((c) => (c.startsWith('@') ? c.slice(1) : c));
+  const candidates = [word, ...(eq > 0 ? [word.slice(eq + 1)] : [])].map((c) => c.replace(/^@|^file:\/\/(localhost)?(?=\/)/, ''));
   for (const c of candidates) {
     const hit = c.startsWith('-') ? null : secretCandidate(c, cwds, links);
     if (hit) return hit;

@@ -32,6 +32,11 @@ denylistClass(
     ['tee -a ~/.zshrc <<< "alias ls=x"', 'persistence'],
     ['echo x > .git/hooks/pre-commit', 'persistence'],
     ['echo x >> /etc/profile.d/x.sh', 'persistence'],
+    ["sed -i -e '$a x' ~/.bashrc", 'persistence'],
+    ['update-rc.d evil defaults', 'persistence'],
+    ['cp x ~/.config/autostart/', 'persistence'],
+    ['ln -s evil ~/.bashrc', 'persistence'],
+    ['at -f job.sh now', 'persistence'],
   ],
   [
     'ls /dev/sda',
@@ -49,5 +54,7 @@ denylistClass(
     'cat ~/.bashrc',
     'cp a.txt b.txt',
     'tee out.log < in',
+    'ls .git/hooks',
+    'ps -eo pid,cmd',
   ],
 );
