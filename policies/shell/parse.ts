@@ -706,6 +706,8 @@ export class Evaluator {
       else if (r.op === '<<' || r.op === '<<-') {
         stdin = { kind: 'here', heredoc: true, texts: r.hdoc ? this.expandStringQuiet(r.hdoc) : [''] };
       } else if (r.op === '<' || r.op === '<>') stdin = { kind: 'file', paths: site.targets };
+      // <&3: another descriptor, whose content is not known here ('&' marks it for the denylist)
+      else if (r.op === '<&' && !site.targets.every((t) => t === '0' || t === '-')) stdin = { kind: 'file', paths: site.targets.map((t) => `&${t}`) };
     });
     return stdin;
   }

@@ -87,7 +87,9 @@ export function stdinCode(site: CommandSite, facts: ScriptFacts, name: string): 
   if (stdin.kind === 'file') {
     // bash < <(curl ...): the "file" is a process substitution
     const ps = stdin.paths.find((p) => p.startsWith(MARK.PSUB));
-    return ps ? procSubstCode(ps, facts) : null;
+    if (ps) return procSubstCode(ps, facts);
+    const fd = stdin.paths.find((p) => /^(&|\/dev\/fd\/[1-9]|\/proc\/self\/fd\/[1-9])/.test(p));
+    return fd ? deny('pipe-to-interpreter', `${name} reads code from descriptor ${fd.replace(/^&/, '')}`) : null;
   }
   if (stdin.kind !== 'pipe') return null;
   const up = stdin.upstream;
@@ -180,6 +182,8 @@ function psRule(args: string[]): DenyVerdict | null {
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (/^[a-zA-Z]+$/.test(a) && a.includes('e') && !/^(-|--)/.test(a)) return deny('process-environment', `ps ${a}`);
+    // `ps -auxe`: a dash cluster with x is read BSD-style, where e shows environments
+    if (/^-[a-zA-Z]+$/.test(a) && a.includes('x') && a.includes('e')) return deny('process-environment', `ps ${a}`);
     if (/^-[a-zA-Z]*E/.test(a)) return deny('process-environment', `ps ${a}`);
     const fmt = /^(-[a-zA-Z]*[oO]|--format|--forest-format|[a-zA-Z]*[oO])(=?)(.*)$/.exec(a);
     const v = fmt ? (fmt[3] !== '' ? fmt[3] : args[i + 1] ?? '') : '';
@@ -323,6 +327,17 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
       return deny('process-kill', name);
     case 'ps':
       return psRule(args);
+    case 'gdb':
+    case 'strace':
+    case 'ltrace':
+    case 'gcore':
+    case 'ptrace':
+    case 'pwndbg':
+    case 'lldb': {
+      const o = readOptions(args, { shortValue: name === 'gdb' || name === 'lldb' ? 'pxecs' : 'oesupEaIOSPX', longValue: ['pid', 'attach-pid', 'output', 'eval-command', 'ex'] });
+      const attach = name === 'gcore' || o.short.has('p') || hasLong(o, 'pid', 1) || hasLong(o, 'attach', 2) || hasLong(o, 'attach-pid', 2) || (name === 'gdb' && args.includes('attach'));
+      return attach ? deny('process-attach', `${name} ${args.join(' ').slice(0, 30)}`) : null;
+    }
     case 'chmod':
       return chmodRule(args);
     case 'install':

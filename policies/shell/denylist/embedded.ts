@@ -407,16 +407,20 @@ function makeShellCalls(text: string): string[] {
   return out;
 }
 
+/** What a makefile text runs: its recipes (after ';' on a rule line, or tab-indented lines) and $(shell ...). */
+export function makefileCommands(t: string, where: string): Embedded[] {
+  const out: Embedded[] = [];
+  for (const s of makeShellCalls(t)) out.push(cmd(`${where} $(shell)`, s));
+  for (const line of t.split('\n')) {
+    const recipe = /^[^=#\t]*:[^=]*;(.*)$/.exec(line)?.[1] ?? (line.startsWith('\t') ? line.slice(1) : null);
+    if (recipe !== null && recipe.trim() !== '') out.push(cmd(`${where} recipe`, recipe.replace(/^[@+-]+/, '')));
+  }
+  return out;
+}
+
 function makeCommands(args: readonly string[]): Embedded[] {
   const out: Embedded[] = [];
-  for (const t of optionValues(args, ['eval'], 'E', 3)) {
-    for (const s of makeShellCalls(t)) out.push(cmd('make --eval $(shell)', s));
-    // a rule defined on the command line: its recipe (after ';' or on tab-indented lines) runs in a shell
-    for (const line of t.split('\n')) {
-      const recipe = /^[^=#]*:[^=]*;(.*)$/.exec(line)?.[1] ?? (line.startsWith('\t') ? line.slice(1) : null);
-      if (recipe !== null && recipe.trim() !== '') out.push(cmd('make --eval recipe', recipe));
-    }
-  }
+  for (const t of optionValues(args, ['eval'], 'E', 3)) out.push(...makefileCommands(t, 'make --eval'));
   // VAR=value overrides become parts of recipes ($(CC) ...) and $(shell) runs at parse time.
   for (const a of args) {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)\s*[:+?]?=(.*)$/s.exec(a);
@@ -464,7 +468,7 @@ function gdbCommands(args: readonly string[]): Embedded[] {
   for (const c of [...optionValues(args, ['eval-command', 'init-eval-command'], '', 3), ...args.flatMap((a, i) => (/^-(ex|iex)$/.test(a) ? [args[i + 1] ?? ''] : []))]) {
     const m = /^\s*(!|shell\s|pipe\s|\|)(.*)$/s.exec(c);
     if (m) out.push(cmd('gdb shell command', m[2]!));
-    else if (/^\s*(python|py|pi|guile|gu|source|run|r|start|starti|call|print|p)\b/.test(c)) out.push(refuse('gdb -ex', `a debugger command that runs code (${c})`));
+    else if (/^\s*(python|py|pi|python-interactive|guile|gu|source)\b/.test(c) || /\b(system|popen|exec[lv]p?e?|dlopen)\s*\(/.test(c)) out.push(refuse('gdb -ex', `a debugger command that runs code (${c})`));
   }
   return out;
 }
@@ -497,6 +501,15 @@ function hyperfineCommands(args: readonly string[]): Embedded[] {
     ...o.operands.map((t) => cmd('hyperfine', t)),
     ...optionValues(args, ['prepare', 'cleanup', 'setup'], 'pcs', 3).map((t) => cmd('hyperfine --prepare', t)),
   ];
+}
+
+/** tmux/screen: a command given to a new session, window or pane (or run-shell) is a shell string. */
+function tmuxCommands(args: readonly string[]): Embedded[] {
+  const o = readOptions(args, { shortValue: 'cCeFLlnNsStTxywWp', longValue: [] });
+  const sub = o.operands[0] ?? '';
+  if (!/^(new|new-session|new-window|neww|split-window|splitw|respawn-pane|respawnp|respawn-window|respawnw|run-shell|run|if-shell|if|pipe-pane|pipep|display-popup|popup)$/.test(sub)) return [];
+  const rest = o.operands.slice(1);
+  return rest.length > 0 ? [cmd(`tmux ${sub}`, rest.join(' '))] : [];
 }
 
 function nodemonCommands(args: readonly string[]): Embedded[] {
@@ -556,6 +569,7 @@ export const TOOLS: Readonly<Record<string, Extractor>> = {
   su: optionThenString('c', ['command']),
   runuser: optionThenString('c', ['command']),
   nodemon: nodemonCommands,
+  tmux: tmuxCommands,
   parallel: parallelCommands,
   hyperfine: hyperfineCommands,
   entr: (args) => (args.includes('-s') ? [cmd('entr -s', args[args.indexOf('-s') + 1] ?? '')] : []),

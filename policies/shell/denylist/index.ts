@@ -25,7 +25,7 @@ import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
 import { MARK, analyzeScript, displayField, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
 import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
-import { assignmentEmbedded, DB_SHELLS, dbEscapes, embeddedCommands, readSed, sedScripts, type Embedded } from './embedded.js';
+import { assignmentEmbedded, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
 import { HARMLESS_DEV, PERSISTENCE_PATHS, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
 
@@ -52,7 +52,7 @@ const NON_EXEC = new Set([
 const SUBCOMMAND_TOOLS = new Set([
   'git', 'docker', 'podman', 'nerdctl', 'npm', 'pnpm', 'yarn', 'bun', 'cargo', 'kubectl', 'helm', 'systemctl', 'apt', 'apt-get', 'dnf',
   'yum', 'brew', 'pip', 'pip3', 'conda', 'gh', 'snap', 'flatpak', 'lxc', 'incus', 'virsh', 'ctr', 'crictl', 'vagrant', 'heroku', 'az',
-  'aws', 'gcloud', 'doctl', 'svn', 'hg', 'tmux', 'screen', 'pm2', 'supervisorctl', 'service', 'rclone', 'restic', 'borg', 'go', 'deno',
+  'aws', 'gcloud', 'doctl', 'svn', 'hg', 'tmux', 'pm2', 'supervisorctl', 'service', 'rclone', 'restic', 'borg', 'go', 'deno',
   'uv', 'poetry', 'pipx', 'gem', 'composer', 'mix', 'stack', 'cabal', 'dotnet', 'kill',
 ]);
 
@@ -198,6 +198,12 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
         if (secret) return deny('secret-file', `input redirection from ${secret}`);
       }
     }
+    const runName = basename(u.words[0] ?? '');
+    const makefileFromStdin = (runName === 'make' || runName === 'gmake') && u.words.some((w, i) => /^(-f|--file|--makefile)$/.test(w) && STDIN_PATHS.test(u.words[i + 1] ?? '') || /^--(file|makefile)=(-|\/dev\/stdin)$/.test(w));
+    if (makefileFromStdin && site.stdin.kind === 'here') {
+      const v = judgeEmbedded(site.stdin.texts.flatMap((t) => makefileCommands(t, 'a makefile on stdin')), ctx);
+      if (v) return v;
+    }
     if (site.stdin.kind === 'here' && DB_SHELLS.has(basename(u.words[0] ?? '')) && site.stdin.texts.some(dbEscapes)) {
       return deny('embedded-command', 'a database shell escape fed on stdin');
     }
@@ -211,11 +217,13 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
   if (NON_EXEC.has(name)) return null;
   const firstOperand = SUBCOMMAND_TOOLS.has(name) ? level.findIndex((w, i) => i > 0 && !w.startsWith('-')) : -1;
   for (let i = 1; i < level.length; i++) {
-    if (i === firstOperand || !isKnownCommand(level[i]!)) continue;
+    const head = level[i]!;
+    const tool = !head.startsWith('-') && TOOLS[basename(head)] !== undefined && basename(head) !== 'git';
+    if (i === firstOperand || !(isKnownCommand(head) || tool)) continue;
     const j = { site, facts: ctx.facts, ownStdin: false };
     const slice = level.slice(i);
     // Only where the arguments make it dangerous: a bare name (`grep pkill`, `stat /usr/bin/sudo`) is text.
-    if (judgeArgv(slice.slice(0, 1), j)) continue;
+    if (!tool && judgeArgv(slice.slice(0, 1), j)) continue;
     const v = judgeArgv(slice, j) ?? judgeEmbedded(embeddedCommands(basename(slice[0]!), slice.slice(1)), ctx);
     if (v) return v;
   }
@@ -315,6 +323,23 @@ function judgeWrittenRun(level: string[], site: CommandSite, ctx: Ctx): DenyVerd
     if (op !== null && op !== 'module' && !STDIN_PATHS.test(op)) path = op;
     shell = INTERPRETERS[interpreterName(name)!]!.code === 'c' && INTERPRETERS[interpreterName(name)!]!.value === 'oO';
   }
+  // build files written in this command and then used: their recipes / scripts run
+  if ((name === 'make' || name === 'gmake') && path === null) {
+    const f = level.find((w, i) => /^(-f|--file)$/.test(level[i - 1] ?? '')) ?? null;
+    for (const file of f ? [f] : ['GNUmakefile', 'makefile', 'Makefile']) {
+      const contents = ctx.written.get(resolveLinks(normalizePath(file, cwd), ctx.links));
+      for (const c of contents ?? []) {
+        if (c === null) return deny('written-script', `${file}, written by this command`);
+        const v = judgeEmbedded(makefileCommands(c, file), ctx);
+        if (v) return v;
+      }
+    }
+    return null;
+  }
+  if (['npm', 'pnpm', 'yarn', 'bun'].includes(name) && ctx.written.has(resolveLinks(normalizePath('package.json', cwd), ctx.links))) {
+    return deny('written-script', `${name} runs scripts from a package.json written by this command`);
+  }
+  if (path === null && interpreterName(name) && site.stdin.kind === 'file') path = site.stdin.paths[0] ?? null;
   if (path === null) return null;
   const contents = ctx.written.get(resolveLinks(normalizePath(path, cwd), ctx.links));
   if (!contents) return null;

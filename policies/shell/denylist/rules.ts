@@ -44,6 +44,7 @@ export const RULES: Readonly<Record<string, string>> = {
   firewall: 'it changes the firewall (iptables, nft, ufw)',
   'authorized-keys-write': 'it writes to an SSH authorized_keys file',
   'secret-file': 'it reads or copies a secret file (/etc/shadow, SSH keys, cloud and tool credentials, another process\'s environment or memory)',
+  'process-attach': 'it attaches to another process (gdb -p, strace -p, gcore) and can read its memory',
   'process-environment': 'it shows other processes\' environments (ps e, ps eww)',
   'disk-wipe': 'it destroys data irrecoverably (shred, wipefs, blkdiscard, hdparm --security-erase)',
   truncate: 'it truncates files',

@@ -53,6 +53,10 @@ denylistClass(
     ['rlwrap python3 -c "import os"', 'inline-code'],
     ['tini -- dd if=/dev/zero of=/dev/sda', 'dd-device'],
     ['faketime "2020-01-01" chmod 4755 x', 'setuid-setgid'],
+    ['screen -dm rm -rf ~', 'rm-dangerous-target'],
+    ["tmux new -d 'rm -rf ~'", 'rm-dangerous-target'],
+    ["sshpass -p pw ssh h 'rm -rf ~'", 'rm-dangerous-target'],
+    ['kubectl exec pod -- rm -rf /', 'rm-dangerous-target'],
   ],
   [
     'git status',
@@ -77,5 +81,10 @@ denylistClass(
     'valgrind ./a.out',
     'xvfb-run -a npm test',
     'taskset -c 0 make -j1',
+    'tmux ls',
+    'tmux attach -t x',
+    "tmux new -d 'npm run dev'",
+    'screen -ls',
+    'kubectl exec pod -- ls',
   ],
 );
