@@ -12,6 +12,11 @@
  * - Constructs whose inner words matter only for the substitutions they may hold ([[ ]], (( )), let,
  *   $(( )), ${a[i]}, ${a:o:l}) are flattened to the words they contain.
  * - A node type this module does not know becomes `{ k: 'unsupported' }`: callers deny it.
+ * - `evaluateScript` facts also carry assignment values (`CommandSite.assignValues` for FOO=v cmd,
+ *   `ScriptFacts.envAssigns` for standalone X=v / export X=v) so the denylist can judge variables that
+ *   programs run (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...). A string run later (alias value, trap, watch)
+ *   is parsed with its unknown parts kept as markers: an unknown command name stays 'dynamic-command'.
+ * - `<&N` (N not 0) on a command's stdin is reported as a file path `&N` (content unknown).
  *
  * Why mvdan-sh (GopherJS build of mvdan/sh) and not sh-syntax: sh-syntax 0.7 (the WASM build of the same
  * parser) serialises only Stmt positions (`Cmd` is `{Pos, End}`, word parts carry no type or value), so

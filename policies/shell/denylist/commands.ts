@@ -166,7 +166,7 @@ function killRule(args: string[]): DenyVerdict | null {
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--') break;
-    if (/^-(SIG)?KILL$|^-9$/i.test(a)) return deny('process-kill', `kill ${a}`);
+    if (/^-(SIG)?KILL$|^-0*9$/i.test(a)) return deny('process-kill', `kill ${a}`);
     // -s SIG, -sSIG, -n NUM, -nNUM, --signal SIG, --signal=SIG (abbreviated: --sig, --s)
     const s = /^-([sn])(.*)$/.exec(a);
     const long = /^--(s|si|sig|sign|signa|signal)(?:=(.*))?$/.exec(a);

@@ -229,9 +229,22 @@ function sshOptions(args: readonly string[]): Embedded[] {
 
 function sshCommands(args: readonly string[]): Embedded[] {
   const out = sshOptions(args);
-  const o = readOptions(args, { shortValue: 'BbcDEeFIiJLlmOopQRSWw' });
-  // ssh HOST COMMAND...: the remote shell runs the rest as one command string.
-  if (o.operands.length > 1) out.push(cmd('ssh remote command', o.operands.slice(1).join(' ')));
+  // ssh [options] HOST COMMAND...: option parsing stops at HOST; the remote shell runs the rest as one string.
+  const valueLetters = 'BbcDEeFIiJLlmOopQRSWw';
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      if (args.length > i + 2) out.push(cmd('ssh remote command', args.slice(i + 2).join(' ')));
+      break;
+    }
+    if (a.startsWith('-') && a.length > 1) {
+      const k = [...a.slice(1)].findIndex((c) => valueLetters.includes(c));
+      if (k >= 0 && k === a.length - 2) i++;
+      continue;
+    }
+    if (args.length > i + 1) out.push(cmd('ssh remote command', args.slice(i + 1).join(' ')));
+    break;
+  }
   return out;
 }
 

@@ -221,6 +221,10 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
     const tool = !head.startsWith('-') && TOOLS[basename(head)] !== undefined && basename(head) !== 'git';
     if (i === firstOperand || !(isKnownCommand(head) || tool)) continue;
     const j = { site, facts: ctx.facts, ownStdin: false };
+    // `curl ... | anything bash`: whatever carries the interpreter, downloaded code reaches it
+    if (interpreterName(basename(head)) && site.stdin.kind === 'pipe' && site.stdin.upstream.some((s) => s.argvs.some(isDownload))) {
+      return deny('remote-code-exec', `download piped through ${name} into ${basename(head)}`);
+    }
     const slice = level.slice(i);
     // Only where the arguments make it dangerous: a bare name (`grep pkill`, `stat /usr/bin/sudo`) is text.
     if (!tool && judgeArgv(slice.slice(0, 1), j)) continue;

@@ -24,6 +24,8 @@ denylistClass(
     ['kill -n 9 1234', 'process-kill'],
     ['kill -n9 1234', 'process-kill'],
     ['kill -kill 1234', 'process-kill'],
+    ['kill -09 1234', 'process-kill'],
+    ['kill -s 0x9 1234', 'process-kill'],
     ['chmod 04755 x', 'setuid-setgid'],
     ['chmod 0004755 x', 'setuid-setgid'],
     ['chmod =4755 x', 'setuid-setgid'],
