@@ -433,7 +433,7 @@ export function makefileCommands(t: string, where: string): Embedded[] {
 
 function makeCommands(args: readonly string[]): Embedded[] {
   const out: Embedded[] = [];
-  for (const t of optionValues(args, ['eval'], 'E', 3)) out.push(...makefileCommands(t, 'make --eval'));
+  for (const t of optionValues(args, ['eval'], 'E', 2)) out.push(...makefileCommands(t, 'make --eval'));
   // VAR=value overrides become parts of recipes ($(CC) ...) and $(shell) runs at parse time.
   for (const a of args) {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)\s*[:+?]?=(.*)$/s.exec(a);
@@ -446,7 +446,7 @@ function makeCommands(args: readonly string[]): Embedded[] {
 
 const KNOWN_SHELLS = /^(\/usr)?(\/local)?(\/bin\/)?(sh|bash|dash|zsh|ksh|fish)$/;
 function scriptShell(args: readonly string[]): Embedded[] {
-  return optionValues(args, ['script-shell'], '', 8)
+  return optionValues(args, ['script-shell'], '', 3)
     .filter((v) => !KNOWN_SHELLS.test(v))
     .map((v) => refuse('--script-shell', `package scripts would run through ${v}`));
 }
@@ -620,6 +620,8 @@ export function assignmentEmbedded(name: string, value: string): Embedded[] {
   if (/^GIT_CONFIG_KEY_\d+$/.test(name) && (GIT_EXEC_KEYS.test(value) || GIT_REFUSED_KEYS.test(value) || /^alias\./i.test(value))) {
     return [refuse(`${name}=`, `git config ${value} from the environment`)];
   }
+  // LESS / MORE hold options, and a +cmd option with ! or | runs a program
+  if ((name === 'LESS' || name === 'MORE') && /(^|\s)\+\S*[!|]/.test(value)) return [refuse(`${name}=`, `${name} starts the pager with a shell escape`)];
   if (/^PS[0124]$/.test(name) && /\$\(|`/.test(value)) return [refuse(`${name}=`, `${name} runs a command substitution`)];
   if (COMMAND_VARS.has(name)) return [cmd(`${name}=`, value.replace(/^[|-]+/, '').replace(/%s/g, 'FILE'))];
   return [];

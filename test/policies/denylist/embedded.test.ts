@@ -55,6 +55,9 @@ denylistClass(
     ['make test "--eval=x:;bash -c id"', 'inline-code'],
     ['docker run -v /:/host alpine', 'container-escape'],
     ['docker run --privileged alpine', 'container-escape'],
+    ["LESS='+!rm -rf ~' less f", 'env-injection'],
+    ["make --ev='$(shell rm -rf ~)'", 'rm-dangerous-target'],
+    ['npm test --scr=./x.sh', 'embedded-command'],
     ["GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='sh -c id' git log", 'env-injection'],
     ["tar -cf x . --checkpoint-action exec='rm -rf ~'", 'rm-dangerous-target'],
     ["rsync -avze 'sh -c id' a h:b", 'inline-code'],
@@ -87,5 +90,8 @@ denylistClass(
     'docker run -v $(pwd):/app node npm test',
     'docker run --rm -v ./src:/src alpine ls',
     "git submodule foreach 'git pull'",
+    'LESS=-R less f',
+    'make install PREFIX=/usr/local',
+    'make CC=clang',
   ],
 );
