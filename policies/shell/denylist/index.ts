@@ -238,17 +238,20 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
 function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict | null {
   const name = basename(level[0] ?? '');
   const args = level.slice(1);
-  for (const t of writeTargets(name, args)) {
+  const writes = new Set(writeTargets(name, args));
+  for (const t of writes) {
     const v = judgeWrite(t, site.cwd, ctx.links, name);
     if (v) return v;
   }
+  // dd names its output as of=PATH
+  if (name === 'dd') for (const t of [...writes]) writes.add(`of=${t}`);
   for (const a of args) {
     if (a.includes('/dev/tcp/') || a.includes('/dev/udp/')) return deny('reverse-shell', '/dev/tcp');
     const secret = secretPath(a, site.cwd, ctx.links);
     if (secret) return deny('secret-file', secret);
     const p = resolveLinks(normalizePath(a.replace(/^(if|of|--?[\w-]+)=/, ''), site.cwd[0] ?? ''), ctx.links);
     if ((COPIERS.has(name) || DIR_READERS.has(name)) && SECRET_DIRS.test(p)) return deny('secret-file', `${name} of ${displayField(p)}`);
-    if (RAW_DEVICE.test(p) && !DEVICE_METADATA.has(name)) return deny(WRITERS.has(name) ? 'device-write' : 'raw-device', `${name} ${displayField(p)}`);
+    if (RAW_DEVICE.test(p) && !DEVICE_METADATA.has(name)) return deny(writes.has(a) ? 'device-write' : 'raw-device', `${name} ${displayField(p)}`);
   }
   if (name === 'sed' || name === 'gsed') {
     for (const s of sedScripts(args)) {
@@ -265,8 +268,6 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
   }
   return null;
 }
-
-const WRITERS = new Set(['cp', 'mv', 'tee', 'install', 'rsync', 'sed', 'dd', 'truncate', 'ln', 'gzip', 'zcat', 'xz', 'bzip2', 'tar', 'curl', 'wget']);
 
 /** Files a command writes through its arguments (not redirections). */
 function writeTargets(name: string, args: string[]): string[] {
