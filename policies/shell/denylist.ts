@@ -1,6 +1,8 @@
 /**
- * The shell denylist's public entry point; the rules live in ./denylist/ (one file per family:
- * rules.ts ids and reasons, commands.ts per-program rules, interpreters.ts, embedded.ts command strings
- * inside tools and environment variables, paths.ts protected paths, options.ts GNU option reading).
+ * The shell denylist's public entry point; the rules live in ./denylist/, one file per family:
+ * rules.ts (ids and reasons), index.ts (findDenial: how each command is judged), commands.ts
+ * (per-program rules), interpreters.ts (inline code), embedded.ts + awk-sed.ts (command strings inside
+ * tools, environment variables that carry code), paths.ts (protected paths), options.ts (GNU option
+ * reading: clusters, glued values, abbreviations).
  */
 export { findDenial, RULES, denyVerdict, normalizePath, type DenyVerdict } from './denylist/index.js';
