@@ -56,6 +56,13 @@ const SUBCOMMAND_TOOLS = new Set([
   'uv', 'poetry', 'pipx', 'gem', 'composer', 'mix', 'stack', 'cabal', 'dotnet', 'kill',
 ]);
 
+/** Programs refused by name: in an argument slice they count once they have arguments. */
+const DANGEROUS_BY_NAME = new Set([
+  'sudo', 'su', 'doas', 'pkexec', 'runuser', 'run0', 'shutdown', 'reboot', 'poweroff', 'pkill', 'killall', 'killall5', 'fdisk',
+  'sfdisk', 'parted', 'wipefs', 'shred', 'blkdiscard', 'iptables', 'ip6tables', 'nft', 'ufw', 'useradd', 'userdel', 'usermod',
+  'visudo', 'crontab', 'systemd-run', 'umount', 'mount', 'chpasswd',
+]);
+
 /** Metadata tools that may name a raw device without reading its content. */
 const DEVICE_METADATA = new Set(['ls', 'lsblk', 'blkid', 'stat', 'file', 'df', 'findmnt', 'udevadm', 'smartctl', 'readlink', 'realpath', 'test', '[', 'lsof', 'fuser', 'du', 'echo', 'printf', 'grep']);
 
@@ -227,7 +234,9 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
     }
     const slice = level.slice(i);
     // Only where the arguments make it dangerous: a bare name (`grep pkill`, `stat /usr/bin/sudo`) is text.
-    if (!tool && judgeArgv(slice.slice(0, 1), j)) continue;
+    // Programs dangerous by name alone count when they are given arguments (`foo shutdown -h now`).
+    const byName = judgeArgv(slice.slice(0, 1), j) !== null;
+    if (!tool && byName && !(slice.length >= 2 && (DANGEROUS_BY_NAME.has(basename(head)) || basename(head).startsWith('mkfs')))) continue;
     const v = judgeArgv(slice, j) ?? judgeEmbedded(embeddedCommands(basename(slice[0]!), slice.slice(1)), ctx);
     if (v) return v;
   }
