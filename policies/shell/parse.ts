@@ -882,7 +882,7 @@ export class Evaluator {
     const cond: Ctx = { ...ctx, conditional: ctx.conditional || site.argvs.length > 1 };
     for (const full of site.argvs) {
       if (ctx.functions.includes(full[0] ?? '') && (site.inPipeline || site.background)) this.facts.forkBomb = full[0]!;
-      const argv = unwrapCommand(full).words;
+      const argv = unwrapCommand(full, { deep: true }).words;
       const name = basename(argv[0] ?? '');
       const args = argv.slice(1);
       switch (name) {

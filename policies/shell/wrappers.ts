@@ -37,6 +37,9 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   doas: { valueOpts: ['-u', '-C'] },
   chronic: { valueOpts: [] },
   unbuffer: { valueOpts: [] },
+  // Below: wrappers the denylist looks through (`deep`), but approval keys do not: their own
+  // options can change what the command does (strace -o FILE, chroot DIR, nsenter -t PID), so an
+  // allowlist entry for the inner command must not cover them.
   // process attributes, scheduling and limits
   setsid: { valueOpts: [] },
   taskset: { valueOpts: [], positionals: 1 },
@@ -83,6 +86,9 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   setpriv: { valueOpts: ['--reuid', '--regid', '--ruid', '--euid', '--rgid', '--egid', '--groups', '--inh-caps', '--ambient-caps', '--bounding-set', '--securebits', '--pdeathsig', '--selinux-label', '--apparmor-profile'] },
 };
 
+/** The wrappers every caller looks through; the rest only with `deep` (the denylist). */
+const SHALLOW: ReadonlySet<string> = new Set(['env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs', 'flock', 'busybox', 'chronic', 'unbuffer', 'sudo', 'doas']);
+
 /** Wrappers that run their command as another user (privilege escalation whatever the command). */
 export const PRIVILEGED_WRAPPERS: ReadonlySet<string> = new Set(['sudo', 'doas', 'runuser', 'pkexec', 'run0', 'setpriv']);
 
@@ -108,8 +114,13 @@ export function basename(word: string): string {
   return i >= 0 ? word.slice(i + 1) : word;
 }
 
-/** Skip assignments and wrappers; see the module comment. */
-export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?: boolean } = {}): Unwrapped {
+/**
+ * Skip assignments and wrappers; see the module comment. `keepPrivileged` (approval keys): stop at a
+ * wrapper that runs as another user. `deep` (the denylist): look through the whole table; without it
+ * only the small SHALLOW set is skipped, so approval keys and allowlist words keep `strace`, `chroot`,
+ * `nsenter`... whose options change what the inner command may do.
+ */
+export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?: boolean; deep?: boolean } = {}): Unwrapped {
   let words = [...input];
   const out: Unwrapped = { words: [], assigns: [], wrappers: [], xargs: null, splitString: false, assignWords: [] };
   for (let guard = 0; guard < 32; guard++) {
@@ -121,6 +132,7 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
     const name = basename(words[0] ?? '');
     const spec = WRAPPERS[name];
     if (!spec) break;
+    if (!opts.deep && !SHALLOW.has(name)) break;
     if (opts.keepPrivileged && PRIVILEGED_WRAPPERS.has(name)) break;
     if (name === 'command' && words.slice(1).some((w) => w === '-v' || w === '-V')) break;
     if ((name === 'busybox' || name === 'toybox') && (words[1] ?? '').startsWith('-')) break;

@@ -20,12 +20,12 @@ export interface Judge {
 
 const DOWNLOADERS = new Set(['curl', 'wget', 'aria2c', 'fetch', 'http', 'https', 'xh', 'lwp-download', 'lwp-request', 'GET']);
 export function isDownload(argv: string[]): boolean {
-  const { words } = unwrapCommand(argv);
+  const { words } = unwrapCommand(argv, { deep: true });
   return DOWNLOADERS.has(basename(words[0] ?? ''));
 }
 
 function isDecoder(argv: string[]): boolean {
-  const { words } = unwrapCommand(argv);
+  const { words } = unwrapCommand(argv, { deep: true });
   const name = basename(words[0] ?? '');
   const args = words.slice(1);
   const has = (re: RegExp): boolean => args.some((a) => re.test(a));
@@ -65,7 +65,7 @@ function isDecoder(argv: string[]): boolean {
 
 /** echo/printf/cat-of-a-here-text: the content is written in the command itself. */
 function isLiteralProducer(site: CommandSite, argv: string[]): boolean {
-  const name = basename(unwrapCommand(argv).words[0] ?? '');
+  const name = basename(unwrapCommand(argv, { deep: true }).words[0] ?? '');
   if (name === 'echo' || name === 'printf') return true;
   return name === 'cat' && argv.length === 1 && site.stdin.kind === 'here';
 }

@@ -128,7 +128,7 @@ function linksOf(facts: ScriptFacts): LinkMap {
   const links: LinkMap = new Map();
   for (const site of facts.sites) {
     for (const argv of site.argvs) {
-      const words = unwrapCommand(argv).words;
+      const words = unwrapCommand(argv, { deep: true }).words;
       const name = basename(words[0] ?? '');
       if (name !== 'ln' && name !== 'link' && !(name === 'cp' && words.some((w) => /^-[a-zA-Z]*s/.test(w) || w === '--symbolic-link'))) continue;
       const ops = operands(words.slice(1));
@@ -150,7 +150,7 @@ function linksOf(facts: ScriptFacts): LinkMap {
 
 /** The argv as written, and the command that really runs after wrappers (xargs gets its stdin items). */
 function levels(argv: string[], site: CommandSite): string[][] {
-  const u = unwrapCommand(argv);
+  const u = unwrapCommand(argv, { deep: true });
   if (u.wrappers.length === 0 && u.assigns.length === 0) return [argv];
   const inner = u.xargs ? xargsArgv(u.words, u.xargs.replace, site) : u.words;
   return inner.length > 0 ? [argv, inner] : [argv];
@@ -168,7 +168,7 @@ function stdinItems(site: CommandSite): string[] {
   if (s.kind === 'here') return s.texts.flatMap((t) => t.split(/\s+/).filter(Boolean));
   if (s.kind === 'pipe' && s.upstream.length === 1) {
     const up = s.upstream[0]!;
-    const argv = up.argvs.length === 1 ? unwrapCommand(up.argvs[0]!).words : [];
+    const argv = up.argvs.length === 1 ? unwrapCommand(up.argvs[0]!, { deep: true }).words : [];
     const n = basename(argv[0] ?? '');
     if (n === 'echo' || n === 'printf') return argv.slice(1).filter((a) => !/^-[neE]+$/.test(a)).flatMap((a) => a.split(/\\n|\s+/)).filter(Boolean);
   }
@@ -182,7 +182,7 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
     if (v) return v;
   }
   for (const argv of site.argvs) {
-    const u = unwrapCommand(argv);
+    const u = unwrapCommand(argv, { deep: true });
     const priv = u.wrappers.find((w) => PRIVILEGED_WRAPPERS.has(w));
     if (priv) return deny('privilege-escalation', priv);
     for (const a of u.assignWords) {
@@ -378,7 +378,7 @@ function recordWrites(site: CommandSite, ctx: Ctx): null {
     ctx.written.set(p, before.map((b) => (b === null || content === null ? null : b + content)));
   };
   for (const argv of site.argvs) {
-    const words = unwrapCommand(argv).words;
+    const words = unwrapCommand(argv, { deep: true }).words;
     const name = basename(words[0] ?? '');
     const content = producedText(site, words);
     for (const r of site.redirs) {
@@ -387,7 +387,7 @@ function recordWrites(site: CommandSite, ctx: Ctx): null {
     }
     if (name === 'tee') {
       const up = site.stdin.kind === 'pipe' && site.stdin.upstream.length === 1 ? site.stdin.upstream[0]! : null;
-      const text = up && up.argvs.length === 1 ? producedText(up, unwrapCommand(up.argvs[0]!).words) : site.stdin.kind === 'here' ? site.stdin.texts.join('\n') : null;
+      const text = up && up.argvs.length === 1 ? producedText(up, unwrapCommand(up.argvs[0]!, { deep: true }).words) : site.stdin.kind === 'here' ? site.stdin.texts.join('\n') : null;
       const append = words.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append');
       for (const t of operands(words.slice(1))) put(t, text, append);
     } else if (name !== 'curl' && name !== 'wget') {
@@ -437,7 +437,7 @@ function chainedRemote(facts: ScriptFacts): DenyVerdict | null {
   if (firstDownload < 0) return null;
   for (const s of facts.sites.slice(firstDownload + 1)) {
     for (const argv of s.argvs) {
-      const words = unwrapCommand(argv).words;
+      const words = unwrapCommand(argv, { deep: true }).words;
       const n = words[0] ?? '';
       const name = basename(n);
       const runsFile =

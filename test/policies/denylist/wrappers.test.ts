@@ -103,3 +103,16 @@ denylistClass(
     'flock /tmp/l make test',
   ],
 );
+
+import { analyzeCommand, isCommandAllowlisted } from '../../../policies/shell/index.js';
+
+test('the denylist looks through every wrapper, but an allowlist entry for the inner command does not cover them', async () => {
+  for (const command of ['strace -o /tmp/trace ls', 'chroot /srv ls', 'nsenter -t 1 -m ls', 'setsid ls', 'firejail ls']) {
+    const a = await analyzeCommand(command);
+    expect(a.denied).toBeNull();
+    expect(isCommandAllowlisted(a, ['ls'])).toBe(false);
+  }
+  // the small set of plain wrappers stays transparent, as before
+  expect(isCommandAllowlisted(await analyzeCommand('time ls'), ['ls'])).toBe(true);
+  expect(isCommandAllowlisted(await analyzeCommand('nice -n 5 ls'), ['ls'])).toBe(true);
+});
