@@ -1,6 +1,7 @@
 // Class: wrappers. A program that runs its arguments as a command is judged by the command it runs (the
 // table in policies/shell/wrappers.ts), and any argument slice that starts with a known-dangerous command
 // is judged as that command, whatever program carries it.
+import { analyzeCommand, isCommandAllowlisted } from '../../../policies/shell/index.js';
 import { denylistClass } from './table.js';
 
 denylistClass(
@@ -104,7 +105,6 @@ denylistClass(
   ],
 );
 
-import { analyzeCommand, isCommandAllowlisted } from '../../../policies/shell/index.js';
 
 test('the denylist looks through every wrapper, but an allowlist entry for the inner command does not cover them', async () => {
   for (const command of ['strace -o /tmp/trace ls', 'chroot /srv ls', 'nsenter -t 1 -m ls', 'setsid ls', 'firejail ls']) {
