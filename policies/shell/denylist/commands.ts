@@ -72,6 +72,8 @@ function isLiteralProducer(site: CommandSite, argv: string[]): boolean {
 
 /** Words that mean "the program's stdin" when given as a script path. */
 export const STDIN_PATHS = /^(-|\/dev\/stdin|\/dev\/fd\/0|\/proc\/self\/fd\/0)$/;
+/** Another open descriptor as a script path: its content is not known here. */
+const FD_PATH = /^(\/dev\/fd\/[1-9]\d*|\/proc\/(self|thread-self|\d+)\/fd\/\d+)$/;
 
 /** `sh <(curl ...)`, `source <(...)`: code from a process substitution. */
 export function procSubstCode(arg: string, facts: ScriptFacts): DenyVerdict {
@@ -425,6 +427,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
       const arg = args[0] ?? '';
       if (arg.startsWith(MARK.PSUB)) return procSubstCode(arg, j.facts);
       if (STDIN_PATHS.test(arg)) return j.ownStdin ? stdinCode(j.site, j.facts, name) : deny('inline-code', `${name} of stdin`);
+      if (FD_PATH.test(arg)) return deny('pipe-to-interpreter', `${name} reads code from ${arg}`);
       return null;
     }
   }
@@ -439,6 +442,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
     if (opt) return deny('inline-code', `${name} ${opt.length > 24 ? `${opt.slice(0, 24)}…` : opt}`);
     const script = scriptOperand(name, args);
     if (script !== null && script.startsWith(MARK.PSUB)) return procSubstCode(script, j.facts);
+    if (script !== null && FD_PATH.test(script)) return deny('pipe-to-interpreter', `${name} reads code from ${script}`);
     if (script !== null && /^https?:\/\//i.test(script)) return deny('remote-code-exec', `${name} runs ${script}`);
     if (script === null || STDIN_PATHS.test(script)) {
       if (j.ownStdin) return stdinCode(j.site, j.facts, name);

@@ -27,7 +27,7 @@ import { deny, type DenyVerdict } from './rules.js';
 import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
 import { assignmentEmbedded, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
-import { HARMLESS_DEV, PERSISTENCE_PATHS, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { HARMLESS_DEV, PERSISTENCE_PATHS, globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
 
 export { RULES, deny, type DenyVerdict } from './rules.js';
 export { normalizePath } from './paths.js';
@@ -355,8 +355,13 @@ function judgeWrittenRun(level: string[], site: CommandSite, ctx: Ctx): DenyVerd
   }
   if (path === null && interpreterName(name) && site.stdin.kind === 'file') path = site.stdin.paths[0] ?? null;
   if (path === null) return null;
-  const contents = ctx.written.get(resolveLinks(normalizePath(path, cwd), ctx.links));
-  if (!contents) return null;
+  // a path not known here (find -exec sh {}, sh "$f") may be the file just written
+  if (path.includes(MARK.UNKNOWN)) return deny('written-script', `${name} runs a path not known here, after this command wrote files`);
+  const target = resolveLinks(normalizePath(path, cwd), ctx.links);
+  // a glob (`for f in *.sh; do bash "$f"; done`) runs every written file it matches
+  const re = hasGlob(target) ? globRegex(target) : null;
+  const contents = re ? [...ctx.written].filter(([p]) => re.test(p)).flatMap(([, c]) => c) : ctx.written.get(target);
+  if (!contents || contents.length === 0) return null;
   if (!shell) return deny('inline-code', `${name} runs ${displayField(path)}, written by this same command`);
   for (const c of contents) {
     if (c === null) return deny('written-script', `${displayField(path)}`);

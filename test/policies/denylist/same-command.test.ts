@@ -26,6 +26,10 @@ denylistClass(
     ['make -f - <<EOF\nall:\n\trm -rf ~\nEOF', 'rm-dangerous-target'],
     ["printf 'all:\\n\\trm -rf ~\\n' > Makefile; make", 'rm-dangerous-target'],
     ["echo '{}' > package.json; npm test", 'written-script'],
+    ['echo x > a.sh; find . -name a.sh -exec sh {} \\;', 'written-script'],
+    ['echo "rm -rf ~" > a.sh; for f in *.sh; do bash "$f"; done', 'rm-dangerous-target'],
+    ['bash /dev/fd/3', 'pipe-to-interpreter'],
+    ['source /dev/fd/63', 'pipe-to-interpreter'],
   ],
   [
     "echo 'ls -la' > x.sh; sh x.sh",
@@ -40,5 +44,7 @@ denylistClass(
     "echo 'echo ok' > t.sh && bash t.sh",
     "echo 'ls' > x; bash < x",
     'make -f - <<EOF\nall:\n\techo hi\nEOF',
+    'echo hi > out.txt; for f in *.sh; do bash "$f"; done',
+    'for f in scripts/*.sh; do bash "$f"; done',
   ],
 );
