@@ -9,7 +9,7 @@ import { readOptions } from './options.js';
 
 // ---- awk: system(), print | "cmd", "cmd" | getline
 
-function awkProgram(args: readonly string[]): string[] {
+export function awkProgram(args: readonly string[]): string[] {
   const programs: string[] = [];
   let fromFile = false;
   let i = 0;
@@ -180,3 +180,13 @@ export function sedCommands(args: readonly string[]): Embedded[] {
   return sedScripts(args).some((s) => readSed(s).exec) ? [refuse('sed e', 'sed runs a command (the e command or the e flag of s///)')] : [];
 }
 
+
+/** Files an awk program names as literals: written by `print > "f"` / `>> "f"`, read by `getline < "f"`. */
+export function awkFiles(args: readonly string[]): { writes: string[]; reads: string[] } {
+  const out = { writes: [] as string[], reads: [] as string[] };
+  for (const prog of awkProgram(args)) {
+    for (const m of prog.matchAll(new RegExp(`>>?\\s*${AWK_STRING}`, 'g'))) out.writes.push(m[1]!.replace(/\\(.)/g, '$1'));
+    for (const m of prog.matchAll(new RegExp(`<\\s*${AWK_STRING}`, 'g'))) out.reads.push(m[1]!.replace(/\\(.)/g, '$1'));
+  }
+  return out;
+}

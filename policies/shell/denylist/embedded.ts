@@ -13,7 +13,7 @@ import { awkCommands, sedCommands } from './awk-sed.js';
 import { cmd, optionValues, refuse, type Embedded, type Extractor } from './embedded-kit.js';
 
 export type { Embedded } from './embedded-kit.js';
-export { readSed, sedScripts } from './awk-sed.js';
+export { awkFiles, readSed, sedScripts } from './awk-sed.js';
 
 // ---- ssh family
 

@@ -25,7 +25,7 @@ import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
 import { MARK, analyzeScript, displayField, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
 import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
-import { assignmentEmbedded, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
+import { assignmentEmbedded, awkFiles, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
 import { HARMLESS_DEV, PERSISTENCE_PATHS, globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
 
@@ -261,6 +261,17 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
     const p = resolveLinks(normalizePath(a.replace(/^(if|of|--?[\w-]+)=/, ''), site.cwd[0] ?? ''), ctx.links);
     if ((COPIERS.has(name) || DIR_READERS.has(name)) && SECRET_DIRS.test(p)) return deny('secret-file', `${name} of ${displayField(p)}`);
     if (RAW_DEVICE.test(p) && !DEVICE_METADATA.has(name)) return deny(writes.has(a) ? 'device-write' : 'raw-device', `${name} ${displayField(p)}`);
+  }
+  if (['awk', 'gawk', 'mawk', 'nawk'].includes(name)) {
+    const files = awkFiles(args);
+    for (const f of files.reads) {
+      const secret = secretPath(f, site.cwd, ctx.links);
+      if (secret) return deny('secret-file', `awk reads ${secret}`);
+    }
+    for (const f of files.writes) {
+      const v = judgeWrite(f, site.cwd, ctx.links, 'awk print >');
+      if (v) return v;
+    }
   }
   if (name === 'sed' || name === 'gsed') {
     for (const s of sedScripts(args)) {
