@@ -55,6 +55,8 @@ export const SECRET_PATTERNS: readonly RegExp[] = [
   /^~\/\.(npmrc|pypirc|vault-token)$/,
   /^~\/\.config\/gh\/hosts\.yml$/,
   /^~\/\.terraform\.d\/credentials\.tfrc\.json$/,
+  /^~\/\.(s3cfg|boto|terraformrc|config\/hub|config\/rclone\/rclone\.conf|cargo\/credentials(\.toml)?|gem\/credentials)$/,
+  /^~\/\.(password-store|local\/share\/keyrings)\/./,
   // cloud credentials: everything under these directories
   /(^|\/)\.aws\/./,
   /(^|\/)\.config\/gcloud\/./,
@@ -74,7 +76,7 @@ const SECRET_EXAMPLES = [
   '~/.docker/config.json', '~/.npmrc', '~/.pypirc', '~/.config/gcloud/credentials.db',
   '~/.config/gcloud/application_default_credentials.json', '~/.azure/accessTokens.json', '/etc/ssh/ssh_host_rsa_key',
   '/etc/ssh/ssh_host_ed25519_key', '/etc/ssh/ssh_host_ecdsa_key', '/proc/1/environ', '/proc/1/mem', '/proc/1/maps',
-  '~/.config/gh/hosts.yml', '~/.vault-token',
+  '~/.config/gh/hosts.yml', '~/.vault-token', '~/.s3cfg', '~/.cargo/credentials.toml', '~/.config/rclone/rclone.conf',
 ];
 
 /** Directories that hold secrets: copying or archiving them copies the secrets. */
