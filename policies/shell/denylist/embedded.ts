@@ -22,6 +22,7 @@ function sshOptions(args: readonly string[]): Embedded[] {
   const out: Embedded[] = [];
   for (const v of optionValues(args, [], 'o')) {
     const m = /^\s*([A-Za-z]+)\s*[= ]\s*(.*)$/s.exec(v);
+    if (!m && UNKNOWN_TEXT.test(v)) out.push(refuse('ssh -o', 'an option not known until the command runs'));
     if (m && SSH_COMMAND_KEYS.test(m[1]!) && !/^permitlocalcommand$/i.test(m[1]!)) out.push(cmd(`-o ${m[1]}`, m[2]!));
   }
   return out;
@@ -92,7 +93,11 @@ const GIT_EXEC_KEYS =
 /** Config keys refused outright: they point git at code or config the command cannot show. */
 const GIT_REFUSED_KEYS = /^(core\.hookspath|include\.path|includeif\..+\.path|core\.worktree|init\.templatedir)$/i;
 
+/** Text the evaluator could not know (an outside variable, a substitution's output). */
+const UNKNOWN_TEXT = /[\uE000\uE005]/;
+
 export function gitConfigEntry(where: string, key: string, value: string | null): Embedded[] {
+  if (UNKNOWN_TEXT.test(key)) return [refuse(where, 'a config key not known until the command runs')];
   if (GIT_REFUSED_KEYS.test(key)) {
     if (/^core\.hookspath$/i.test(key) && value === '/dev/null') return [];
     return [refuse(where, `git config ${key} points git at other code`)];

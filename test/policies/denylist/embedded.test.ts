@@ -57,6 +57,9 @@ denylistClass(
     ['make test "--eval=x:;bash -c id"', 'inline-code'],
     ['docker run -v /:/host alpine', 'container-escape'],
     ['docker run --privileged alpine', 'container-escape'],
+    ['git -c "$K=$V" status', 'embedded-command'],
+    ['git -c core.pager="$P" log', 'dynamic-command'],
+    ['ssh -o "$OPT" h', 'embedded-command'],
     ["LESS='+!rm -rf ~' less f", 'env-injection'],
     ["make --ev='$(shell rm -rf ~)'", 'rm-dangerous-target'],
     ['npm test --scr=./x.sh', 'embedded-command'],
@@ -97,5 +100,7 @@ denylistClass(
     'LESS=-R less f',
     'make install PREFIX=/usr/local',
     'make CC=clang',
+    'git -c user.name="$NAME" commit -m x',
+    'ssh -o "User=$U" h',
   ],
 );
