@@ -13,6 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { executeCommandTool, type ExecuteCommandOptions } from '../../agent/tools/builtin/execute-command.js';
+import { writeFileTool } from '../../agent/tools/builtin/files.js';
 import { prepareWorkspace, SANDBOX_UID, type SandboxPolicy } from '../../agent/tools/sandbox/index.js';
 import type { ToolContext } from '../../agent/tools/types.js';
 
@@ -138,6 +139,17 @@ describe('the filesystem', () => {
     expect(readFileSync(path.join(ws, 'made.txt'), 'utf8')).toBe('made-inside\n');
     expect(readFileSync(path.join(ws, 'sub', 'dir', 'f.txt'), 'utf8')).toBe('deep\n');
     if (isRoot) expect(statSync(path.join(ws, 'made.txt')).uid).toBe(SANDBOX_UID);
+  });
+
+  test('files the file tools write (new directories included) stay changeable by commands in the box', async () => {
+    const ws = await newWorkspace('ws-handover');
+    const tool = writeFileTool();
+    const input = { path: 'deep/new/file.txt', content: 'from write_file\n' };
+    const c = ctx(ws);
+    await tool.execute(input, c, { proposal: await tool.propose!(input, c) });
+    const r = await run(ws, 'echo from-the-box >> deep/new/file.txt && mkdir deep/new/more && touch deep/more.txt && echo ok');
+    expect(r.stdout).toBe('ok\n');
+    expect(readFileSync(path.join(ws, 'deep', 'new', 'file.txt'), 'utf8')).toBe('from write_file\nfrom-the-box\n');
   });
 
   test('/tmp is private: a file written there does not appear in the host /tmp, nor in the next box', async () => {

@@ -25,7 +25,7 @@
  *   namespaces; or `sandbox: none`).
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type Options } from 'execa';
 import { bwrapArgs, type SandboxLimits } from './bwrap.js';
@@ -264,4 +264,31 @@ export function execaOptions(
 export async function handOver(fh: FileHandle): Promise<void> {
   const user = sandboxUser();
   if (user) await fh.chown(user.uid, user.gid);
+}
+
+/**
+ * Hands directories the bot just created (`firstCreated` down to `lastDir`, both inside `workspace`) to the
+ * sandbox user when the bot runs as root. Every step is opened relative to the directory before it, from
+ * the workspace root down, refusing symlinks (O_NOFOLLOW): a directory swapped for a link meanwhile stops
+ * the walk instead of leading a root chown out of the workspace.
+ */
+export async function handOverCreatedDirs(workspace: string, firstCreated: string, lastDir: string): Promise<void> {
+  const user = sandboxUser();
+  if (!user) return;
+  const rel = path.relative(workspace, lastDir);
+  const firstRel = path.relative(workspace, firstCreated);
+  if (rel.startsWith('..') || path.isAbsolute(rel) || firstRel.startsWith('..') || path.isAbsolute(firstRel)) return;
+  const parts = rel.split(path.sep).filter(Boolean);
+  const skip = firstRel.split(path.sep).filter(Boolean).length - 1;
+  let dir = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    for (let i = 0; i < parts.length; i++) {
+      const next = await open(`/proc/self/fd/${dir.fd}/${parts[i]}`, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      await dir.close();
+      dir = next;
+      if (i >= skip) await dir.chown(user.uid, user.gid);
+    }
+  } finally {
+    await dir.close();
+  }
 }
