@@ -294,3 +294,16 @@ test('human output: the denylist verdict, the key, the allowlist and the decisio
   expect(denied.stdout).toMatch(/^approval key:\s+\(none: the denylist blocks it\)$/m);
   expect(denied.stdout).toMatch(/^decision:\s+DENY$/m);
 });
+
+describe('sandbox mode', () => {
+  test('shows which sandbox applies to the agent, in text and JSON', async () => {
+    const boxed = await cli(['--', 'ls']);
+    expect(boxed.stdout).toMatch(/^sandbox: +bubblewrap \(network off\)$/m);
+    const net = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandboxNetwork: true'));
+    expect(net.stdout).toMatch(/^sandbox: +bubblewrap \(network on\)$/m);
+    const none = await cli(['--json', '--', 'ls'], yaml('tools: [execute_command]', 'sandbox: none'));
+    expect(JSON.parse(none.stdout)).toMatchObject({ sandbox: 'none' });
+    const text = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandbox: none'));
+    expect(text.stdout).toMatch(/^sandbox: +none \(runs on the host, unconfined\)$/m);
+  });
+});
