@@ -254,6 +254,36 @@ console.log('processes seen: ' + seen + '; hits: ' + JSON.stringify(hits));
     expect(after.stdout).toBe('still-here\n');
   });
 
+  test('when the bot itself dies (SIGKILL), its running box dies with it', async () => {
+    const ws = await newWorkspace('ws-orphan');
+    const sleep = `3600.${process.pid}7`;
+    const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
+    const script = path.join(base, 'bot-that-dies.mjs');
+    writeFileSync(
+      script,
+      `import { executeCommandTool } from ${JSON.stringify(path.join(root, 'agent/tools/builtin/execute-command.js'))};
+const tool = executeCommandTool({ baseEnv: { PATH: '/usr/bin:/bin' } });
+const ctx = { workspace: ${JSON.stringify(ws)}, signal: new AbortController().signal, conversationKey: 'c', agentName: 'a', envAllowlist: [], state: { get() {}, set() {} } };
+const input = { command: 'sleep ${sleep}' };
+await tool.execute(input, ctx, { proposal: await tool.propose(input, ctx) });`,
+    );
+    const child = spawn(process.execPath, ['--import', path.join(root, 'test', 'helpers', 'register-ts.mjs'), script], { stdio: 'ignore' });
+    const sleeping = (): string[] =>
+      readdirSync('/proc').filter((n) => {
+        try {
+          const state = readFileSync(`/proc/${n}/stat`, 'utf8').split(') ')[1]?.[0];
+          return /^\d+$/.test(n) && state !== 'Z' && readFileSync(`/proc/${n}/cmdline`, 'utf8') === `sleep\0${sleep}\0`;
+        } catch {
+          return false;
+        }
+      });
+    for (let i = 0; i < 500 && sleeping().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(sleeping()).toHaveLength(1);
+    child.kill('SIGKILL');
+    for (let i = 0; i < 100 && sleeping().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(sleeping()).toEqual([]);
+  }, 30_000);
+
   test('a bounded fork loop hits the process limit', async () => {
     const ws = await newWorkspace('ws-fork');
     const r = await run(ws, 'i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); done; echo "started loop"', {

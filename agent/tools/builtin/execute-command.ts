@@ -203,6 +203,13 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
     throw new ToolError(`The command could not be started: ${result.shortMessage ?? 'unknown error'}.`);
   }
 
+  // bwrap reports its own setup failures (a mount it could not make) as exit code 1 with "bwrap: ..."
+  // before anything ran: that is not the command's result.
+  const errText = stderr.text();
+  if (o.sandboxed && killedBy === undefined && result.exitCode === 1 && stdout.text() === '' && /^bwrap: /.test(errText)) {
+    throw new ToolError(`The command did not run: the sandbox could not be set up (${errText.trim()}).`);
+  }
+
   let status: string;
   if (killedBy !== undefined) {
     status = o.sandboxed
@@ -217,7 +224,7 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
     status,
     `duration: ${formatMs(durationMs)}`,
     `--- stdout ---\n${stdout.text() || '(empty)'}`,
-    `--- stderr ---\n${stderr.text() || '(empty)'}`,
+    `--- stderr ---\n${errText || '(empty)'}`,
   ].join('\n');
   return { content, isError: killedBy !== undefined };
 }

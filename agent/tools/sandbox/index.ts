@@ -166,7 +166,8 @@ function namespaceMessage(detail: string): string {
     'Unprivileged user namespaces must be allowed: on a host, sysctl kernel.unprivileged_userns_clone=1 (Debian) ' +
     'and user.max_user_namespaces > 0 (kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04+); ' +
     'in Docker, run with --security-opt seccomp=unconfined --security-opt apparmor=unconfined ' +
-    '(or a seccomp profile that allows clone/unshare with CLONE_NEWUSER, and mount/pivot_root inside it); ' +
+    '(or a seccomp profile that allows clone/unshare with CLONE_NEWUSER, and mount/pivot_root inside it), and ' +
+    'if mounting /proc is refused, also --security-opt systempaths=unconfined (the box mounts a fresh /proc); ' +
     `under systemd, do not set RestrictNamespaces= or PrivateUsers= for the unit; ${FIX_NONE}`
   );
 }
