@@ -15,8 +15,12 @@
  * - Ownership when the bot runs as root (the one design choice to know): the workspace belongs to the
  *   sandbox user. `prepareWorkspace` hands the workspace and everything in it owned by root to 65534:65534
  *   at start (coreutils `chown -R -P --from=0`: never follows symlinks); files the file tools write are
- *   handed over with `handOver` (fchown on the open handle). Files of other owners are left alone: the
- *   box can read what its user may read, nothing more. The bot, as root, keeps full access.
+ *   handed over with `handOver` (fchown on the open handle) and the directories they create with
+ *   `handOverCreatedDirs` (opened one by one from the workspace root, O_NOFOLLOW). Files of other owners
+ *   are left alone: the box can read what its user may read, nothing more. The bot, as root, keeps full
+ *   access. Bot user not root: nothing is chowned.
+ * - A root bot's boxes all run as 65534: they cannot see each other (PID namespaces), and the process
+ *   limit is counted per box (prlimit runs inside the box's user namespace).
  * - The workspace must be reachable by the sandbox user: bwrap resolves bind sources with the rights of
  *   the user it runs as. `probeSandbox` refuses a workspace behind a directory 65534 cannot traverse
  *   (e.g. /root, mode 0700) and names the fix.
