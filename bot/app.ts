@@ -2,8 +2,15 @@
  * The composition root: wires config, storage, the model, the runner, the approval broker, the
  * router and the adapters. Nothing else constructs these; tests build a Gatehouse the same way
  * (with fake servers behind the real clients), so what is tested is what runs.
+ *
+ * Sandbox at start (agent/tools/sandbox): for every agent with execute_command and `sandbox: bubblewrap`,
+ * the workspace is handed to the sandbox user (bot running as root) and a `true` is run in the same box as
+ * the same user; when that fails, createGatehouse throws a message naming the agent, the cause and the
+ * fix, and nothing starts. `sandbox: none` logs a warning naming the agent at every start. execute_command
+ * hides the config file, the .env loaded and the store from its commands.
  */
 import { mkdirSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker } from '../agent/approvals.js';
@@ -17,6 +24,7 @@ import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
+import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
 import type { Config } from './config.js';
 import { Router } from './router.js';
@@ -56,6 +64,21 @@ export const defaultLog: Log = (level, msg) => {
   else console.log(line);
 };
 
+/**
+ * The bot's own files, hidden from sandboxed commands: the config file, the .env loaded, and the SQLite
+ * store (its directory, and the database with its journal files for when that directory cannot be hidden).
+ */
+function ownFiles(config: Config): string[] {
+  const files: string[] = [];
+  if (config.configFile) files.push(config.configFile);
+  if (config.envFile) files.push(config.envFile);
+  if (config.store.kind === 'sqlite' && config.store.path !== ':memory:') {
+    const db = config.store.path;
+    files.push(dirname(db), db, `${db}-wal`, `${db}-shm`, `${db}-journal`);
+  }
+  return files;
+}
+
 export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse> {
   const { config, storage } = opts;
   const log = opts.log ?? defaultLog;
@@ -63,6 +86,27 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     mkdirSync(agent.workspace, { recursive: true });
     // Confinement compares real paths: resolve the root's own symlinks once.
     agent.workspace = realpathSync(agent.workspace);
+  }
+  const botFiles = ownFiles(config);
+  const sandboxPolicy = (agent: { sandbox?: SandboxPolicy['mode']; sandboxNetwork?: boolean }): SandboxPolicy => ({
+    mode: agent.sandbox ?? 'bubblewrap',
+    network: agent.sandboxNetwork ?? false,
+    botFiles,
+  });
+  for (const agent of Object.values(config.agents)) {
+    if (agent.sandbox === 'none') {
+      log('warn', `agent ${agent.name}: sandbox: none — its shell commands run on this host with the bot's own rights, outside any sandbox`);
+      continue;
+    }
+    if (!agent.tools.includes('execute_command')) continue;
+    try {
+      await prepareWorkspace(agent.workspace);
+      await probeSandbox(sandboxPolicy(agent), agent.workspace);
+    } catch (err) {
+      throw new Error(
+        `agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${(err as Error).message} (agents.${agent.name}.sandbox)`,
+      );
+    }
   }
   const adapters = new Map(opts.adapters.map((a) => [a.platform, a]));
   const adapterFor = (key: string): { adapter: Adapter; ref: ConversationRef } => {
@@ -106,11 +150,13 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   };
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {
-    const timeout = config.agents[agent.name]?.commandTimeoutMs;
-    const id = `${agent.name}:${timeout}`;
+    const live = config.agents[agent.name];
+    const timeout = live?.commandTimeoutMs;
+    const sandbox = sandboxPolicy(live ?? agent);
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
     let r = registries.get(id);
     if (!r) {
-      r = builtinRegistry(timeout !== undefined ? { commandTimeoutMs: timeout } : {});
+      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }

@@ -12,7 +12,11 @@
  *   written into `opts.env`, as process.loadEnvFile would into process.env).
  * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
  *   else none: one agent `default` (read-only file tools + ask_user_question, tier read-only, the
- *   terminal user `local` bound as console approver, workspace = cwd).
+ *   terminal user `local` bound as console approver, workspace = <cwd>/workspace).
+ * - Sandbox per agent: `sandbox: bubblewrap` (default) or `none`; `sandboxNetwork` (default false).
+ * - A workspace that contains (or is) the directory of the config file, the .env loaded or the store is an
+ *   error at `agents.<name>.workspace`: the agent's commands and file tools could read or rewrite them.
+ *   Compared by real path (symlinks resolved as far as the path exists).
  * - Layering per agent: built-in defaults < `defaults:` < the agent's own keys. A key set on the agent
  *   replaces the default's value as a whole (lists and `approvers` are not merged). An empty value
  *   (`system:` with nothing after it) means "use the default".
@@ -22,12 +26,13 @@
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
+import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
@@ -47,6 +52,8 @@ export interface AgentConfig extends AgentSettings {
   envAllowlist: string[];
   /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
+  sandbox: SandboxMode;
+  sandboxNetwork: boolean;
 }
 
 export interface Route {
@@ -150,6 +157,8 @@ const HARD_DEFAULTS = {
   questionTimeoutMs: 900_000,
   commandTimeoutMs: 300_000,
   maxTokens: 8192,
+  sandbox: 'bubblewrap' as const,
+  sandboxNetwork: false,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -260,6 +269,8 @@ function buildSchema(knownTools: readonly string[]) {
     questionTimeoutMs: ms().optional(),
     commandTimeoutMs: ms().optional(),
     maxTokens: int(1, 1_000_000).optional(),
+    sandbox: z.enum(SANDBOX_MODES).optional(),
+    sandboxNetwork: z.boolean().optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -535,7 +546,16 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     });
     const approvers = {} as Record<Platform, string[]>;
     for (const p of PLATFORMS) approvers[p] = uniq(layer.approvers?.[p] ?? []);
-    const workspace = layer.workspace !== undefined ? resolve(baseDir, layer.workspace) : usingBuiltin && !configFile ? cwd : resolve(baseDir, 'workspace');
+    const workspace = resolve(baseDir, layer.workspace ?? 'workspace');
+    const exposed = botFilesInside(workspace, { configFile, envFile: dot.file, store: settings.store });
+    if (exposed !== undefined) {
+      problems.push({
+        path: `agents.${name}.workspace`,
+        message:
+          `${workspace} contains ${exposed}; the agent's commands and file tools could read or change it. ` +
+          'Use a directory of its own, e.g. ./workspace next to the config file',
+      });
+    }
     agents[name] = {
       name,
       model: layer.model ?? DEFAULT_MODEL,
@@ -555,6 +575,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
       commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
+      sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
+      sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
     };
   }
 
@@ -607,6 +629,41 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     },
     runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
   };
+}
+
+/** `p` with symlinks resolved as far as it exists (a workspace may not exist yet). */
+function physical(p: string): string {
+  const tail: string[] = [];
+  let cur = p;
+  for (;;) {
+    try {
+      return join(realpathSync(cur), ...tail);
+    } catch {
+      const parent = dirname(cur);
+      if (parent === cur) return p;
+      tail.unshift(basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+function isWithin(dir: string, p: string): boolean {
+  const rel = relative(dir, p);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** The first of the bot's own files (config, .env, store) that `workspace` contains, described; or undefined. */
+function botFilesInside(workspace: string, own: { configFile: string | undefined; envFile: string | undefined; store: StoreSettings }): string | undefined {
+  const ws = physical(workspace);
+  const files: Array<[string, string | undefined]> = [
+    ['the config file', own.configFile],
+    ['the .env file', own.envFile],
+    ['the store', own.store.kind === 'sqlite' && own.store.path !== ':memory:' ? own.store.path : undefined],
+  ];
+  for (const [what, file] of files) {
+    if (file !== undefined && isWithin(ws, physical(file))) return `${what} (${file})`;
+  }
+  return undefined;
 }
 
 /**

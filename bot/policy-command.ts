@@ -6,7 +6,7 @@
  * and no ANTHROPIC_API_KEY is needed (a CI machine can check a policy without one).
  *
  * --json prints one object: { command, agent, platform, denied, reason?, rule?, approvalKey,
- * allowlisted, tier, tierSource, classifierDetail?, hasTool, decision: "allow"|"ask"|"deny", why }.
+ * allowlisted, tier, tierSource, classifierDetail?, hasTool, sandbox, decision: "allow"|"ask"|"deny", why }.
  * `denied` is the denylist's verdict alone; `decision` is deny also for a decline (no approver bound
  * for --platform) and for an agent without execute_command. tierSource 'classifier-failed': the
  * classifier call failed and the gate fell back to high-risk (classifierDetail says why).
@@ -134,6 +134,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     tierSource,
     ...(seen.classifierDetail !== undefined ? { classifierDetail: seen.classifierDetail } : {}),
     hasTool,
+    sandbox: agent.sandbox,
     decision: action,
     why,
   };
@@ -157,6 +158,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
             : ''
     }`,
     `decision:     ${action.toUpperCase()}`,
+    `sandbox:      ${agent.sandbox === 'none' ? 'none (runs on the host, unconfined)' : `bubblewrap (network ${agent.sandboxNetwork ? 'on' : 'off'})`}`,
     `why:          ${result.why}`,
   ];
   io.stdout.write(lines.join('\n') + '\n');

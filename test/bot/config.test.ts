@@ -57,7 +57,7 @@ function problemAt(problems: ConfigProblem[], path: string): string {
 }
 
 describe('no config file', () => {
-  test('one read-only agent "default" for the terminal, workspace = cwd', () => {
+  test('one read-only agent "default" for the terminal, workspace = <cwd>/workspace, sandboxed', () => {
     const cwd = setup();
     const c = load(cwd);
     expect(c.configFile).toBeUndefined();
@@ -73,7 +73,7 @@ describe('no config file', () => {
       autoApprovedTools: [],
       autoApprovedCommands: [],
       envAllowlist: [],
-      workspace: cwd,
+      workspace: join(cwd, 'workspace'),
       maxIterations: 100,
       runTimeoutMs: 600_000,
       maxConversations: 100,
@@ -81,6 +81,8 @@ describe('no config file', () => {
       questionTimeoutMs: 900_000,
       commandTimeoutMs: 300_000,
       maxTokens: 8192,
+      sandbox: 'bubblewrap',
+      sandboxNetwork: false,
     });
     expect(a.system.length).toBeGreaterThan(20);
     expect(a.approvers).toEqual({ console: ['local'], telegram: [], slack: [], discord: [] });
@@ -112,6 +114,53 @@ describe('no config file', () => {
     const c = load(cwd);
     expect(c.configFile).toBe(join(cwd, 'gatehouse.yaml'));
     expect(Object.keys(c.agents)).toEqual(['default']);
+  });
+});
+
+describe('sandbox and workspace', () => {
+  test('sandbox and sandboxNetwork: per agent, layered over defaults', () => {
+    const c = load(
+      setup('defaults: { model: m, sandboxNetwork: true }\nagents:\n  a: { tools: [execute_command] }\n  b: { sandbox: none, sandboxNetwork: false }\n  c: { sandbox: bubblewrap }\ndefaultAgent: a\n'),
+    );
+    expect(c.agents['a']).toMatchObject({ sandbox: 'bubblewrap', sandboxNetwork: true });
+    expect(c.agents['b']).toMatchObject({ sandbox: 'none', sandboxNetwork: false });
+    expect(c.agents['c']).toMatchObject({ sandbox: 'bubblewrap', sandboxNetwork: true });
+  });
+
+  test('a wrong sandbox value or a non-boolean sandboxNetwork names the key', () => {
+    const problems = problemsOf(() => load(setup('agents:\n  a: { model: m, sandbox: docker, sandboxNetwork: "yes" }\n')));
+    expect(problemAt(problems, 'agents.a.sandbox')).toMatch(/expected one of bubblewrap \| none, got "docker"/);
+    expect(problemAt(problems, 'agents.a.sandboxNetwork')).toMatch(/expected true or false/);
+  });
+
+  test.each([
+    ['the directory holding the config file', '.', /contains the config file/],
+    ['an ancestor of the config file', '..', /contains the config file/],
+  ])('a workspace that is %s is an error at agents.<name>.workspace', (_what, ws, message) => {
+    const cwd = setup(`agents:\n  ops: { model: m, workspace: "${ws}" }\n`);
+    expect(problemAt(problemsOf(() => load(cwd)), 'agents.ops.workspace')).toMatch(message);
+  });
+
+  test('a workspace containing the .env loaded is an error, also when the workspace comes from defaults', () => {
+    const cwd = setup(undefined, 'X=1\n');
+    const elsewhere = tempDir();
+    writeFileSync(join(elsewhere, 'bot.yaml'), `defaults: { workspace: "${cwd}" }\nagents:\n  ops: { model: m }\n`);
+    const problems = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_CONFIG: join(elsewhere, 'bot.yaml') }));
+    expect(problemAt(problems, 'agents.ops.workspace')).toMatch(/contains the \.env file \(.*\.env\)/);
+  });
+
+  test('a workspace containing the store (GATEHOUSE_STORE) is an error; the store elsewhere is fine', () => {
+    const cwd = setup('agents:\n  ops: { model: m, workspace: ./ws }\n');
+    const bad = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://./ws/db/store.sqlite' }));
+    expect(problemAt(bad, 'agents.ops.workspace')).toMatch(/contains the store \(.*store\.sqlite\)/);
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://./data/store.sqlite' }).agents['ops']!.workspace).toBe(join(cwd, 'ws'));
+  });
+
+  test('without a config file, a .env in cwd does not end up in the default workspace', () => {
+    const cwd = setup(undefined, 'X=1\n');
+    const c = load(cwd);
+    expect(c.envFile).toBe(join(cwd, '.env'));
+    expect(c.agents['default']!.workspace).toBe(join(cwd, 'workspace'));
   });
 });
 

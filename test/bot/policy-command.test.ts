@@ -303,3 +303,16 @@ test('policy check says why an allowlisted program with a risky option does not 
   expect(out.stdout).toMatch(/^approval key:\s+\(none: no key would cover it: `-c` changes its directory or configuration\)$/m);
   expect(out.stdout).not.toMatch(/^decision:\s+ALLOW$/m);
 });
+
+describe('sandbox mode', () => {
+  test('shows which sandbox applies to the agent, in text and JSON', async () => {
+    const boxed = await cli(['--', 'ls']);
+    expect(boxed.stdout).toMatch(/^sandbox: +bubblewrap \(network off\)$/m);
+    const net = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandboxNetwork: true'));
+    expect(net.stdout).toMatch(/^sandbox: +bubblewrap \(network on\)$/m);
+    const none = await cli(['--json', '--', 'ls'], yaml('tools: [execute_command]', 'sandbox: none'));
+    expect(JSON.parse(none.stdout)).toMatchObject({ sandbox: 'none' });
+    const text = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandbox: none'));
+    expect(text.stdout).toMatch(/^sandbox: +none \(runs on the host, unconfined\)$/m);
+  });
+});

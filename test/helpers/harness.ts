@@ -6,7 +6,7 @@
  * classifier's system prompt) are answered separately by `classifierReply`, so the two never steal
  * each other's replies. `restart()` builds a new Gatehouse on the same store, as a process restart.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Adapter } from '../../adapters/types.js';
@@ -72,6 +72,9 @@ export class Harness {
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const fake = await startFakeAnthropic({ apiKey: 'test-key' });
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
+    // mkdtemp makes it 0700: the sandbox user (tests running as root) must be able to enter it to reach
+    // the workspace; 0711 lets it pass through without listing.
+    chmodSync(dir, 0o711);
     const workspace = join(dir, 'workspace');
     const h = new Harness(fake, dir, workspace, opts);
     fake.setHandler((req) => {

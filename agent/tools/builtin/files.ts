@@ -29,6 +29,7 @@ import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
 import type { Prepared, Proposal, Tool, ToolContext, ToolResult } from '../types.js';
 import { ToolError } from '../types.js';
+import { handOver, handOverCreatedDirs } from '../sandbox/index.js';
 import { displayPath, errCode, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import type { FileMatch } from './grep-worker.js';
 import { GrepMatcher } from './grep-worker.js';
@@ -799,10 +800,13 @@ async function applyChange(ctx: ToolContext, prepared: Prepared, tool: string, f
     );
   }
   try {
-    await mkdir(path.dirname(abs), { recursive: true });
+    const created = await mkdir(path.dirname(abs), { recursive: true });
+    // A root bot hands what it writes to the sandbox user, so the agent's commands can change it too.
+    if (created !== undefined) await handOverCreatedDirs(root, created, path.dirname(abs));
     // O_NOFOLLOW: a symlink planted at the final component after the check is refused, not followed.
     const fh = await open(abs, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW, 0o644);
     try {
+      await handOver(fh);
       await fh.writeFile(change.newContent, 'utf8');
     } finally {
       await fh.close();
