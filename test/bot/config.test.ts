@@ -273,6 +273,16 @@ describe('every problem names its key path', () => {
     expect(problemAt(p, 'agents.ops.envAllowlist[2]')).toMatch(/environment variable name/);
   });
 
+  test('every name in Gatehouse\'s own families is refused in envAllowlist, not just a fixed list', () => {
+    const own = ['GATEHOUSE_STORE', 'gatehouse_config', 'ANTHROPIC_BASE_URL', 'TELEGRAM_WEBHOOK_SECRET', 'SLACK_APP_TOKEN', 'DISCORD_PUBLIC_KEY', 'SLACK_ANYTHING_NEW'];
+    const p = problemsOf(() => load(setup(`agents:\n  ops: { model: m, envAllowlist: [${own.join(', ')}, GITHUB_PAT] }\n`)));
+    own.forEach((name, i) => {
+      expect(problemAt(p, `agents.ops.envAllowlist[${i}]`)).toMatch(new RegExp(`^${name} is Gatehouse's own credential`));
+    });
+    // A secret-looking name that is not Gatehouse's own is the operator's to pass on.
+    expect(p.some((problem) => problem.path.startsWith(`agents.ops.envAllowlist[${own.length}]`))).toBe(false);
+  });
+
   test('a bad store URL names the variable and never echoes its credentials', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'mysql://admin:hunter2@db/x' }));
     const msg = problemAt(p, 'GATEHOUSE_STORE');
