@@ -404,14 +404,23 @@ describe('Telegram environment', () => {
 
   test('webhook settings', () => {
     const c = load(setup(), {
-      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-',
+      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-0123456789',
     });
-    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-' });
+    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-0123456789' });
     const p = problemsOf(() =>
       load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'http://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 'has space' }),
     );
     expect(problemAt(p, 'TELEGRAM_WEBHOOK_URL')).toMatch(/https/);
     expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(/1-256 characters/);
+  });
+
+  test('a webhook secret shorter than 16 characters is a config error naming TELEGRAM_WEBHOOK_SECRET', () => {
+    const env = { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg' };
+    for (const secret of ['a', 'short_secret', '123456789012345']) {
+      const p = problemsOf(() => load(setup(), { ...env, TELEGRAM_WEBHOOK_SECRET: secret }));
+      expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(new RegExp(`^is ${secret.length} characters; use at least 16`));
+    }
+    expect(load(setup(), { ...env, TELEGRAM_WEBHOOK_SECRET: '1234567890123456' }).platforms.telegram?.webhookSecret).toBe('1234567890123456');
   });
 
   test('a malformed token is refused without echoing it; settings without a token are refused', () => {
