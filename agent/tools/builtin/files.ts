@@ -1,7 +1,11 @@
 /**
  * The built-in file tools: read_file, ls, find, grep (read-only) and write_file, edit_file
  * (low-risk, two-phase). Every path goes through resolveInWorkspace; nothing here touches a path
- * the model wrote without it.
+ * the model wrote without it. Every file read_file / write_file / edit_file opens (and every
+ * directory write_file creates) goes through openInWorkspace (workspace.ts): fd by fd, never following
+ * a symlink, so a directory swapped for a symlink by a concurrent command cannot redirect it outside.
+ * The one write path is writeInWorkspace. ls, find and grep list and read by path (grep's reads use
+ * O_NOFOLLOW on the file only): a racing swap could make them show outside names, never write there.
  *
  * Tiers: reading and listing are `read-only`. write_file and edit_file are `low-risk`: they change
  * only files inside the agent's own workspace, and their propose half always produces the unified
