@@ -7,7 +7,7 @@
  *   or throws ONE `ConfigError` listing every problem found, each with the key path or variable name
  *   and what to do (`agents.ops.tier: expected one of read-only | low-risk | high-risk, got "admin"`).
  *   Unknown keys are errors (a typo must not silently do nothing), as are unknown tool names,
- *   unknown route agents, `SSH_*` in envAllowlist, a missing ANTHROPIC_API_KEY without a base URL.
+ *   unknown route agents, `SSH_*` and Gatehouse's own names (policies/env.ts isOwnName) in envAllowlist, a missing ANTHROPIC_API_KEY without a base URL.
  * - `.env` in cwd is loaded first, never overriding variables already in `opts.env` (keys it adds are
  *   written into `opts.env`, as process.loadEnvFile would into process.env).
  * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
@@ -35,6 +35,7 @@ import type { AgentSettings } from '../agent/settings.js';
 import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
+import { isOwnName } from '../policies/env.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -131,17 +132,6 @@ export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'li
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
-/** Gatehouse's own credentials: never handed to the agent's commands, whatever the allowlist says. */
-const OWN_SECRETS = new Set([
-  'ANTHROPIC_API_KEY',
-  'TELEGRAM_BOT_TOKEN',
-  'TELEGRAM_WEBHOOK_SECRET',
-  'SLACK_BOT_TOKEN',
-  'SLACK_APP_TOKEN',
-  'SLACK_SIGNING_SECRET',
-  'DISCORD_TOKEN',
-]);
-
 const HARD_DEFAULTS = {
   classifierModel: DEFAULT_CLASSIFIER_MODEL,
   system: DEFAULT_SYSTEM_PROMPT,
@@ -228,8 +218,8 @@ function buildSchema(knownTools: readonly string[]) {
   const envName = z.string().superRefine((s, ctx) => {
     if (/^SSH_/i.test(s)) {
       ctx.addIssue({ code: 'custom', message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it` });
-    } else if (OWN_SECRETS.has(s.toUpperCase())) {
-      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential and is never passed to the agent's commands; remove it` });
+    } else if (isOwnName(s)) {
+      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it` });
     } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
     }

@@ -15,6 +15,11 @@
  *   or image by MIME type/extension. One that cannot be read is not downloaded; the message text
  *   tells the model so, and the sender is told (only if the core accepted the message, so a
  *   stranger gets no extra reply).
+ * - Not from a person, so never a user, a sender or an approver: linked-channel forwards
+ *   (`is_automatic_forward`), messages sent on behalf of a chat (`sender_chat`: channel posts,
+ *   anonymous admins) and Telegram's service account (id 777000). Such messages and presses are dropped.
+ * - A command addressed to another bot (`/stop@OtherBot`, at the start of the message) is not ours: the
+ *   whole message is ignored, in groups and in private chats. Only `/cmd` and `/cmd@<this bot>` count.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Api, Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
@@ -68,6 +73,8 @@ export type TelegramAdapter = Adapter & {
 };
 
 const DEFAULT_API_ROOT = 'https://api.telegram.org';
+/** "Telegram": the service account linked-channel forwards and notifications arrive from. */
+const TELEGRAM_SERVICE_USER_ID = 777000;
 const MAX_429_RETRIES = 3;
 const MAX_RETRY_AFTER_S = 60;
 const NO_LONGER_VALID = 'This button is no longer valid.';
@@ -168,6 +175,10 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const topicOf = (msg: Pick<Message, 'is_topic_message' | 'message_thread_id'>): number | undefined =>
     msg.is_topic_message === true && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
 
+  /** Channel forwards, posts on behalf of a chat and Telegram's service account are not people. */
+  const fromAPerson = (m: Pick<Message, 'from' | 'sender_chat' | 'is_automatic_forward'>): boolean =>
+    m.from !== undefined && m.from.id !== TELEGRAM_SERVICE_USER_ID && m.sender_chat === undefined && m.is_automatic_forward !== true;
+
   const senderOf = (u: User): Sender => {
     const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || (u.username ? `@${u.username}` : undefined);
     const s: Sender = { id: String(u.id), isBot: u.is_bot };
@@ -199,6 +210,11 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
         log('warn', `answerCallbackQuery failed: ${describe(err)}`);
       }
     };
+    // Only a person can approve: the service account never counts (answered, so no spinner stays).
+    if (q.from.id === TELEGRAM_SERVICE_USER_ID) {
+      await answer(undefined);
+      return;
+    }
     const data = q.data;
     const msg = q.message;
     if (data === undefined || !data.startsWith(prefix) || data.length === prefix.length || !msg || !sink) {
@@ -225,6 +241,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const m = ctx.message;
     const me = ctx.me;
     if (!m.from || !sink) return;
+    if (!fromAPerson(m)) return;
     const rawText = m.text ?? m.caption ?? '';
     const entities = m.entities ?? m.caption_entities ?? [];
     const isDirect = m.chat.type === 'private';
@@ -247,7 +264,11 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     if (first) {
       const cmd = rawText.slice(0, first.length);
       const at = cmd.indexOf('@');
-      if (at >= 0 && cmd.slice(at).toLowerCase() === myName) text = cmd.slice(0, at) + rawText.slice(first.length);
+      if (at >= 0) {
+        // Addressed to another bot: not a message for us at all.
+        if (cmd.slice(at).toLowerCase() !== myName) return;
+        text = cmd.slice(0, at) + rawText.slice(first.length);
+      }
     }
 
     const topic = topicOf(m);

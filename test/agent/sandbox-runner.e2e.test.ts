@@ -29,7 +29,7 @@ test('allowlisted commands run in the box: the store is unreadable, the user is 
   chmodSync(storeDir, 0o755);
   mkdirSync(path.join(storeDir, 'data'));
   chmodSync(path.join(storeDir, 'data'), 0o755);
-  const store = path.join(storeDir, 'data', 'gatehouse.sqlite');
+  const store = path.join(storeDir, 'data', 'state.db'); // a name the denylist's store pattern does not know: the box alone must hide it
   h = await Harness.start({
     yaml: agentYaml('tools: [execute_command]', 'tier: read-only', 'autoApprovedCommands: ["cat", "id", "touch"]'),
     env: { GATEHOUSE_STORE: `sqlite://${store}` },

@@ -322,6 +322,16 @@ describe('every problem names its key path', () => {
     expect(problemAt(p, 'agents.ops.envAllowlist[2]')).toMatch(/environment variable name/);
   });
 
+  test('every name in Gatehouse\'s own families is refused in envAllowlist, not just a fixed list', () => {
+    const own = ['GATEHOUSE_STORE', 'gatehouse_config', 'ANTHROPIC_BASE_URL', 'TELEGRAM_WEBHOOK_SECRET', 'SLACK_APP_TOKEN', 'DISCORD_PUBLIC_KEY', 'SLACK_ANYTHING_NEW'];
+    const p = problemsOf(() => load(setup(`agents:\n  ops: { model: m, envAllowlist: [${own.join(', ')}, GITHUB_PAT] }\n`)));
+    own.forEach((name, i) => {
+      expect(problemAt(p, `agents.ops.envAllowlist[${i}]`)).toMatch(new RegExp(`^${name} is Gatehouse's own credential`));
+    });
+    // A secret-looking name that is not Gatehouse's own is the operator's to pass on.
+    expect(p.some((problem) => problem.path.startsWith(`agents.ops.envAllowlist[${own.length}]`))).toBe(false);
+  });
+
   test('a bad store URL names the variable and never echoes its credentials', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'mysql://admin:hunter2@db/x' }));
     const msg = problemAt(p, 'GATEHOUSE_STORE');
@@ -443,14 +453,23 @@ describe('Telegram environment', () => {
 
   test('webhook settings', () => {
     const c = load(setup(), {
-      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-',
+      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-0123456789',
     });
-    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-' });
+    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-0123456789' });
     const p = problemsOf(() =>
       load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'http://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 'has space' }),
     );
     expect(problemAt(p, 'TELEGRAM_WEBHOOK_URL')).toMatch(/https/);
     expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(/1-256 characters/);
+  });
+
+  test('a webhook secret shorter than 16 characters is a config error naming TELEGRAM_WEBHOOK_SECRET', () => {
+    const env = { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg' };
+    for (const secret of ['a', 'short_secret', '123456789012345']) {
+      const p = problemsOf(() => load(setup(), { ...env, TELEGRAM_WEBHOOK_SECRET: secret }));
+      expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(new RegExp(`^is ${secret.length} characters; use at least 16`));
+    }
+    expect(load(setup(), { ...env, TELEGRAM_WEBHOOK_SECRET: '1234567890123456' }).platforms.telegram?.webhookSecret).toBe('1234567890123456');
   });
 
   test('a malformed token is refused without echoing it; settings without a token are refused', () => {

@@ -15,8 +15,8 @@
  * - Ownership when the bot runs as root (the one design choice to know): the workspace belongs to the
  *   sandbox user. `prepareWorkspace` hands the workspace and everything in it owned by root to 65534:65534
  *   at start (coreutils `chown -R -P --from=0`: never follows symlinks); files the file tools write are
- *   handed over with `handOver` (fchown on the open handle) and the directories they create with
- *   `handOverCreatedDirs` (opened one by one from the workspace root, O_NOFOLLOW). Files of other owners
+ *   handed over with `handOver` (fchown on the open handle) and the directories they create through
+ *   openInWorkspace's `onCreatedDir` hook (each opened fd by fd, O_NOFOLLOW). Files of other owners
  *   are left alone: the box can read what its user may read, nothing more. The bot, as root, keeps full
  *   access. Bot user not root: nothing is chowned.
  * - A root bot's boxes all run as 65534: they cannot see each other (PID namespaces), and the process
@@ -271,29 +271,3 @@ export async function handOver(fh: FileHandle): Promise<void> {
   if (user) await fh.chown(user.uid, user.gid);
 }
 
-/**
- * Hands directories the bot just created (`firstCreated` down to `lastDir`, both inside `workspace`) to the
- * sandbox user when the bot runs as root. Every step is opened relative to the directory before it, from
- * the workspace root down, refusing symlinks (O_NOFOLLOW): a directory swapped for a link meanwhile stops
- * the walk instead of leading a root chown out of the workspace.
- */
-export async function handOverCreatedDirs(workspace: string, firstCreated: string, lastDir: string): Promise<void> {
-  const user = sandboxUser();
-  if (!user) return;
-  const rel = path.relative(workspace, lastDir);
-  const firstRel = path.relative(workspace, firstCreated);
-  if (rel.startsWith('..') || path.isAbsolute(rel) || firstRel.startsWith('..') || path.isAbsolute(firstRel)) return;
-  const parts = rel.split(path.sep).filter(Boolean);
-  const skip = firstRel.split(path.sep).filter(Boolean).length - 1;
-  let dir = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    for (let i = 0; i < parts.length; i++) {
-      const next = await open(`/proc/self/fd/${dir.fd}/${parts[i]}`, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-      await dir.close();
-      dir = next;
-      if (i >= skip) await dir.chown(user.uid, user.gid);
-    }
-  } finally {
-    await dir.close();
-  }
-}
