@@ -17,7 +17,8 @@
  *   synchronous=NORMAL, a busy timeout) and resolves when it is usable; a file that cannot be opened
  *   rejects with SQLite's message (and its code, e.g. SQLITE_CANTOPEN, SQLITE_READONLY).
  * - `store(namespace)` is a keyv store adapter (get, set, delete, has, clear, iterator), used as
- *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts).
+ *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts) and
+ *   `setUndecided` (an atomic compare-and-set: first decision of an approval wins).
  *   Keys arrive with keyv's namespace prefix; the table is @keyv/sqlite's (`keyv(key, value)`), so
  *   files written by earlier versions open unchanged.
  * - `backup(file)` writes an online, consistent copy of the database to `file` (VACUUM INTO).
@@ -72,6 +73,11 @@ function open() {
     claim: db.prepare(
       'INSERT INTO keyv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value ' +
         'WHERE ' + EXPIRES + ' < ? RETURNING key',
+    ).pluck(),
+    // Compare-and-set: replaces a live entry whose value has no 'decision' yet; a row when it did.
+    setUndecided: db.prepare(
+      "UPDATE keyv SET value = ? WHERE key = ? AND json_valid(value) AND json_type(value, '$.value') = 'object' " +
+        "AND json_type(value, '$.value.decision') IS NULL AND coalesce(json_extract(value, '$.expires') >= ?, 1) RETURNING key",
     ).pluck(),
     sweep: db.prepare('DELETE FROM keyv WHERE rowid IN (SELECT rowid FROM keyv WHERE ' + EXPIRES + ' < ? LIMIT 500)'),
   };
@@ -141,6 +147,8 @@ function handle(m) {
     }
     case 'claim':
       return sql.claim.get(key, value, now) !== undefined;
+    case 'setUndecided':
+      return sql.setUndecided.get(value, key, now) !== undefined;
   }
   throw new Error('unsupported store call ' + m.method);
 }
@@ -334,6 +342,13 @@ export class WorkerStore extends EventEmitter {
   /** Writes `value` at `key` unless a live entry (not expired at `now`) is there; true when it wrote. */
   claim(key: string, value: string, now: number): Promise<boolean> {
     return this.call(this.ns, 'claim', [key, value, now]) as Promise<boolean>;
+  }
+  /**
+   * Writes `value` at `key` only if a live entry is there whose value has no `decision` yet; true
+   * when it wrote. One UPDATE ... RETURNING: of any number of processes, one wins.
+   */
+  setUndecided(key: string, value: string, now: number): Promise<boolean> {
+    return this.call(this.ns, 'setUndecided', [key, value, now]) as Promise<boolean>;
   }
   async *iterator(namespace?: string): AsyncGenerator<[string, unknown], void> {
     const entries = (await this.call(this.ns, 'list', [namespace])) as Array<[string, unknown]>;

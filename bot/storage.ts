@@ -33,6 +33,12 @@ export interface Storage extends AgentStores {
    * processes sharing the file never both win; the approval broker claims first clicks with it.
    */
   claimEvent(id: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Compare-and-set in the `approvals` namespace: writes `value` at `key` only if the stored entry
+   * is live and has no `decision` yet; true when it wrote. One atomic statement on SQLite, so of
+   * several processes sharing the file exactly one records an approval's decision (first click wins).
+   */
+  decideOnce(key: string, value: unknown, ttlMs: number): Promise<boolean>;
   /** Writes an online, consistent copy of the store to `file` (which must not exist yet). */
   backup(file: string): Promise<void>;
   close(): Promise<void>;
@@ -107,6 +113,11 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     const now = Date.now();
     return dedupeStore.claim(`dedupe:${id}`, JSON.stringify({ value: 1, expires: now + ttlMs }), now);
   };
+  const approvalsStore = worker.store('approvals');
+  const decideOnce: Storage['decideOnce'] = (key, value, ttlMs) => {
+    const now = Date.now();
+    return approvalsStore.setUndecided(`approvals:${key}`, JSON.stringify({ value, expires: now + ttlMs }), now);
+  };
   const stores = {
     transcripts: open('transcripts'),
     runs: open('runs'),
@@ -126,6 +137,7 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
   return {
     ...stores,
     claimEvent,
+    decideOnce,
     backup: (file) => worker.backup(file),
     async close() {
       if (closed) return;
@@ -139,13 +151,21 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
 export function memoryStorage(): Storage {
   const mk = () => new Keyv({ throwOnErrors: true });
   const dedupe = mk();
+  const approvals = mk();
   return {
     transcripts: mk(),
     runs: mk(),
-    approvals: mk(),
+    approvals,
     allowlists: mk(),
     dedupe,
     claimEvent: claimByReadThenWrite(dedupe),
+    // One process: a read then a write cannot be raced by another.
+    async decideOnce(key, value, ttlMs) {
+      const stored: unknown = await approvals.get(key);
+      if (typeof stored !== 'object' || stored === null || (stored as { decision?: unknown }).decision !== undefined) return false;
+      await approvals.set(key, value, ttlMs);
+      return true;
+    },
     async backup() {
       throw new Error('an in-memory store cannot be backed up');
     },
