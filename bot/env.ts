@@ -97,6 +97,13 @@ function httpUrl(name: string, value: string, problems: ConfigProblem[]): URL | 
   return url;
 }
 
+/** GATEHOUSE_STORE alone (commands that need only the store, e.g. `gatehouse backup`). */
+export function storeFromEnv(env: Env, cwd: string): { store: StoreSettings; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const store = parseStore(get(env, 'GATEHOUSE_STORE'), cwd, problems);
+  return { store, problems };
+}
+
 function parseStore(value: string | undefined, cwd: string, problems: ConfigProblem[]): StoreSettings {
   if (value === undefined) {
     const path = join(cwd, 'data', 'gatehouse.sqlite');

@@ -21,7 +21,6 @@
  *   `setUndecided` (an atomic compare-and-set: first decision of an approval wins).
  *   Keys arrive with keyv's namespace prefix; the table is @keyv/sqlite's (`keyv(key, value)`), so
  *   files written by earlier versions open unchanged.
- * - `backup(file)` writes an online, consistent copy of the database to `file` (VACUUM INTO).
  * - Every call resolves after SQLite finished it; a failure rejects with SQLite's error.
  *   After the worker has gone (close(), or a crash) every call rejects; nothing is dropped quietly.
  * - The worker holds the process open only while calls are pending, and during close(), which
@@ -129,9 +128,6 @@ function handle(m) {
       const prefix = key ? key + ':' : '';
       return sql.list.all(prefix, prefix);
     }
-    case 'backup':
-      db.prepare('VACUUM INTO ?').run(key);
-      return true;
   }
   writesSinceCheckpoint++;
   switch (m.method) {
@@ -202,8 +198,6 @@ type Reply =
 
 export interface SqliteWorker {
   store(namespace: string): WorkerStore;
-  /** An online, consistent copy of the database at `file` (which must not exist yet). */
-  backup(file: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -292,9 +286,6 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
 
   return {
     store: (namespace) => new WorkerStore(namespace, call),
-    backup: async (file) => {
-      await call('', 'backup', [file]);
-    },
     async close() {
       if (gone) return;
       closeRequested = true;

@@ -7,7 +7,7 @@
  * "stored" that never was, a transcript read that failed looking like a new conversation).
  * A store folder or file this process may not write fails at start, naming it as a permission problem.
  */
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores } from '../agent/kv.js';
@@ -39,8 +39,6 @@ export interface Storage extends AgentStores {
    * several processes sharing the file exactly one records an approval's decision (first click wins).
    */
   decideOnce(key: string, value: unknown, ttlMs: number): Promise<boolean>;
-  /** Writes an online, consistent copy of the store to `file` (which must not exist yet). */
-  backup(file: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,13 +58,28 @@ function storeProblem(path: string): string | undefined {
   const folder = dirname(path);
   const who = typeof process.getuid === 'function' ? ` (user id ${process.getuid()})` : '';
   const fix = 'make it writable for the user Gatehouse runs as, or point GATEHOUSE_STORE at a writable folder';
-  try {
-    mkdirSync(folder, { recursive: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? '';
-    if (PERMISSION_CODES.has(code)) return `permission problem: cannot create the store folder ${folder}${who} (${code}); ${fix}`;
-    if (code === 'ENOTDIR' || code === 'EEXIST') return `the store folder ${folder} cannot be created: part of that path is a file, not a folder (${code})`;
-    return `cannot create the store folder ${folder}: ${(err as Error).message}`;
+  if (!existsSync(folder)) {
+    // Node's recursive mkdir reports a read-only parent as ENOENT: look at the parent ourselves.
+    let parent = dirname(folder);
+    while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent);
+    if (!statSync(parent).isDirectory()) {
+      return `the store folder ${folder} cannot be created: part of that path (${parent}) is a file, not a folder`;
+    }
+    try {
+      accessSync(parent, constants.W_OK | constants.X_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return `permission problem: cannot create the store folder ${folder}: ${parent} is not writable${who} (${code}); ${fix}`;
+    }
+    try {
+      mkdirSync(folder, { recursive: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (PERMISSION_CODES.has(code)) return `permission problem: cannot create the store folder ${folder}${who} (${code}); ${fix}`;
+      return `cannot create the store folder ${folder}: ${(err as Error).message}`;
+    }
+  } else if (!statSync(folder).isDirectory()) {
+    return `the store folder ${folder} is a file, not a folder`;
   }
   try {
     accessSync(folder, constants.W_OK | constants.X_OK);
@@ -138,7 +151,6 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     ...stores,
     claimEvent,
     decideOnce,
-    backup: (file) => worker.backup(file),
     async close() {
       if (closed) return;
       closed = true;
@@ -165,9 +177,6 @@ export function memoryStorage(): Storage {
       if (typeof stored !== 'object' || stored === null || (stored as { decision?: unknown }).decision !== undefined) return false;
       await approvals.set(key, value, ttlMs);
       return true;
-    },
-    async backup() {
-      throw new Error('an in-memory store cannot be backed up');
     },
     async close() {},
   };
