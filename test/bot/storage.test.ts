@@ -126,3 +126,17 @@ describe('claimEvent (platform event ids)', () => {
     }
   });
 });
+
+describe('decideOnce (first decision of an approval)', () => {
+  test('writes only over a stored, live, undecided request; keyv reads the result back', async () => {
+    expect(await storage.decideOnce('r:none', { id: 'none', decision: { outcome: 'approved' } }, 60_000)).toBe(false);
+    expect(await storage.approvals.get('r:none')).toBeUndefined();
+    await storage.approvals.set('r:a', { id: 'a' }, 60_000);
+    expect(await storage.decideOnce('r:a', { id: 'a', decision: { outcome: 'denied', by: 'u1' } }, 60_000)).toBe(true);
+    expect(await storage.decideOnce('r:a', { id: 'a', decision: { outcome: 'approved', by: 'u2' } }, 60_000)).toBe(false);
+    expect(await storage.approvals.get('r:a')).toEqual({ id: 'a', decision: { outcome: 'denied', by: 'u1' } });
+    await storage.approvals.set('r:old', { id: 'old' }, 1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await storage.decideOnce('r:old', { id: 'old', decision: { outcome: 'approved' } }, 60_000)).toBe(false);
+  });
+});
