@@ -9,7 +9,9 @@
  * - Only an authorized user decides: for approvals a bound approver of that agent and platform; for
  *   questions the person who started the run or a bound approver. Anyone else gets a private notice.
  * - First valid click wins. The decision is written to the store before anyone is told, then the card
- *   is replaced with the outcome, who decided and when. A later click, a replayed token, a token from
+ *   is replaced with the outcome, who decided and when. With `decideOnce` (a shared SQLite store) the
+ *   write is one atomic compare-and-set, so across processes too exactly one decision is recorded;
+ *   the loser reports the request as already decided. A later click, a replayed token, a token from
  *   another conversation or a made-up one changes nothing and gets a notice.
  * - A request not decided by its expiry resolves as `expired` (approvals: a denial; questions: no
  *   answer), and the card says so.
@@ -73,6 +75,12 @@ export interface ApprovalBrokerOptions {
   approversOf(agentName: string, platform: string): readonly string[];
   now?: () => number;
   log?: (msg: string) => void;
+  /**
+   * Writes `next` (the request with its decision) at `r:<id>` only if the stored request has no
+   * decision yet, in one atomic step; true when it wrote. Without it, a read then a write (enough
+   * within one process, where decisions are serialized per request).
+   */
+  decideOnce?: (requestId: string, next: StoredRequest, ttlMs: number) => Promise<boolean>;
 }
 
 interface Waiter {
@@ -279,8 +287,7 @@ export class ApprovalBroker {
     return this.locked(requestId, async () => {
       const req = await this.get(requestId);
       if (!req || req.decision) return false;
-      await this.record(req, decision);
-      return true;
+      return this.record(req, decision);
     });
   }
 
@@ -312,14 +319,18 @@ export class ApprovalBroker {
       }
       const decision = this.decisionFor(req, choice, action.user);
       if (!decision) return { accepted: false, notice: 'This button is not valid.' };
+      const alreadyDecided = async (): Promise<ClickResult> => {
+        const now = await this.get(requestId);
+        return { accepted: false, notice: now?.decision ? `Already decided: ${describe(now.decision)}.` : 'Already decided.' };
+      };
       if (req.kind === 'approve_all') {
-        await this.record(req, decision);
+        if (!(await this.record(req, decision))) return alreadyDecided();
         for (const member of req.members ?? []) {
           await this.settleUnlocked(member, { ...decision, note: 'via Approve all / Deny all' });
         }
         return { accepted: true, notice: decision.outcome === 'approved' ? 'Approved all.' : 'Denied all.' };
       }
-      await this.record(req, decision);
+      if (!(await this.record(req, decision))) return alreadyDecided();
       return { accepted: true, notice: noticeFor(decision) };
     });
   }
@@ -393,9 +404,23 @@ export class ApprovalBroker {
     await this.settle(requestId, decision);
   }
 
-  /** Writes the decision, replaces the card, wakes the waiters (in that order). */
-  private async record(req: StoredRequest, decision: Decision): Promise<void> {
-    await this.update(req.id, (r) => ({ ...r, decision }));
+  /**
+   * Writes the decision, replaces the card, wakes the waiters (in that order). False when another
+   * process sharing the store decided first: its decision stands, and wakes this process's waiters.
+   */
+  private async record(req: StoredRequest, decision: Decision): Promise<boolean> {
+    if (this.opts.decideOnce) {
+      // As update() does: every stored field kept, whatever this version knows of them.
+      const stored = Request.loose().safeParse(await this.opts.kv.get(`r:${req.id}`));
+      const next = { ...(stored.success ? (stored.data as StoredRequest) : req), decision };
+      if (!(await this.opts.decideOnce(req.id, next, this.keepMs(next)))) {
+        const won = (await this.get(req.id))?.decision;
+        if (won) this.wake(req.id, won);
+        return false;
+      }
+    } else {
+      await this.update(req.id, (r) => ({ ...r, decision }));
+    }
     await this.removePending(req.conversationKey, req.id);
     const card: Card = { ...req.card, buttons: [], outcome: describe(decision, this.now) };
     if (req.cardHandle !== undefined) {
@@ -407,6 +432,11 @@ export class ApprovalBroker {
       }
     }
     this.wake(req.id, decision);
+    return true;
+  }
+
+  private keepMs(req: StoredRequest): number {
+    return Math.max(60_000, req.expiresAt - this.now() + 24 * 3600_000);
   }
 
   private wake(requestId: string, decision: Decision): void {
@@ -423,7 +453,7 @@ export class ApprovalBroker {
     const parsed = Request.loose().safeParse(raw);
     if (!parsed.success) return;
     const next = fn(parsed.data as StoredRequest);
-    await this.opts.kv.set(`r:${id}`, next, Math.max(60_000, next.expiresAt - this.now() + 24 * 3600_000));
+    await this.opts.kv.set(`r:${id}`, next, this.keepMs(next));
   }
 
   private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {

@@ -132,6 +132,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
+    decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
   });
   const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);
 

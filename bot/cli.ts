@@ -15,6 +15,7 @@ import { createGatehouse, type Gatehouse, type Log } from './app.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { startHttpServer, type HttpRoute, type HttpServer } from './http.js';
 import { createPlatformAdapters } from './platforms.js';
+import { backupCommand } from './backup-command.js';
 import { policyCommand } from './policy-command.js';
 import { openStorage } from './storage.js';
 
@@ -38,6 +39,7 @@ const USAGE = `Usage:
   gatehouse [start]                  run the bot (chat platforms enabled by their tokens; none: a terminal chat)
   gatehouse policy check [--agent NAME] [--classify] [--json] -- "<command>"
                                      explain what the gate would do with a shell command, without running it
+  gatehouse backup FILE              an online, consistent copy of the store (while the bot runs)
   gatehouse --help`;
 
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
@@ -47,6 +49,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     return 0;
   }
   if (cmd === 'policy') return policyCommand(rest, io);
+  if (cmd === 'backup') return backupCommand(rest, io);
   if (cmd !== undefined && cmd !== 'start') {
     io.stderr.write(`Unknown command "${cmd}".\n${USAGE}\n`);
     return 2;

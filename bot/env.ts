@@ -23,9 +23,8 @@ export interface ConfigProblem {
 
 export type Env = Record<string, string | undefined>;
 
-export type StoreSettings =
-  | { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string }
-  | { kind: 'redis' | 'postgres'; url: string };
+/** SQLite is the only store for now (embedded, tested); other URLs are a config error. */
+export type StoreSettings = { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string };
 
 export interface TelegramEnv {
   token: string;
@@ -98,6 +97,13 @@ function httpUrl(name: string, value: string, problems: ConfigProblem[]): URL | 
   return url;
 }
 
+/** GATEHOUSE_STORE alone (commands that need only the store, e.g. `gatehouse backup`). */
+export function storeFromEnv(env: Env, cwd: string): { store: StoreSettings; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const store = parseStore(get(env, 'GATEHOUSE_STORE'), cwd, problems);
+  return { store, problems };
+}
+
 function parseStore(value: string | undefined, cwd: string, problems: ConfigProblem[]): StoreSettings {
   if (value === undefined) {
     const path = join(cwd, 'data', 'gatehouse.sqlite');
@@ -114,19 +120,13 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
     const path = rest === ':memory:' ? rest : isAbsolute(rest) ? rest : resolve(cwd, rest);
     return { kind: 'sqlite', url: `sqlite://${path}`, path };
   }
-  if (s === 'redis:' || s === 'rediss:' || s === 'postgres:' || s === 'postgresql:') {
-    try {
-      const url = new URL(value);
-      if (url.hostname === '') throw new Error('no host');
-    } catch {
-      problems.push({ path: 'GATEHOUSE_STORE', message: `not a valid ${s}// URL; expected ${s}//[user:password@]host[:port][/db]` });
-      return fallback;
-    }
-    return { kind: s.startsWith('redis') ? 'redis' : 'postgres', url: value };
-  }
+  // Redis and Postgres adapters are not shipped or tested: a clear error now, not "not installed" later.
+  const known = s === 'redis:' || s === 'rediss:' || s === 'postgres:' || s === 'postgresql:';
   problems.push({
     path: 'GATEHOUSE_STORE',
-    message: `unsupported scheme "${s}"; use sqlite://<path>, redis://host[:port] or postgres://host[/db] (or unset it for the default SQLite file under ./data)`,
+    message:
+      (known ? `${s}// stores are not supported; ` : `unsupported scheme "${s}"; `) +
+      'only sqlite:// is supported for now: use sqlite://<path to a file> (or unset it for the default SQLite file under ./data)',
   });
   return fallback;
 }

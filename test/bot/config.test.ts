@@ -335,19 +335,22 @@ describe('every problem names its key path', () => {
   test('a bad store URL names the variable and never echoes its credentials', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'mysql://admin:hunter2@db/x' }));
     const msg = problemAt(p, 'GATEHOUSE_STORE');
-    expect(msg).toMatch(/unsupported scheme "mysql:"; use sqlite:\/\/<path>, redis:\/\/.* or postgres:\/\//);
+    expect(msg).toMatch(/unsupported scheme "mysql:"; only sqlite:\/\/ is supported for now/);
     expect(msg).not.toContain('hunter2');
     const p2 = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@' }));
     expect(problemAt(p2, 'GATEHOUSE_STORE')).not.toContain('hunter2');
   });
 
-  test('store URLs: relative sqlite resolved against cwd, redis and postgres kept', () => {
+  test('store URLs: relative sqlite resolved against cwd; redis and postgres are a config error naming sqlite://', () => {
     const cwd = setup();
     expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://state/g.sqlite' }).store).toEqual({
       kind: 'sqlite', path: join(cwd, 'state', 'g.sqlite'), url: `sqlite://${join(cwd, 'state', 'g.sqlite')}`,
     });
-    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'redis://127.0.0.1:6379' }).store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379' });
-    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgresql://u:p@h/db' }).store).toEqual({ kind: 'postgres', url: 'postgresql://u:p@h/db' });
+    for (const url of ['redis://127.0.0.1:6379', 'rediss://h:6380', 'postgres://u:hunter2@h/db', 'postgresql://u:p@h/db']) {
+      const msg = problemAt(problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: url })), 'GATEHOUSE_STORE');
+      expect(msg).toMatch(/^(redis|rediss|postgres|postgresql):\/\/ stores are not supported; only sqlite:\/\/ is supported for now/);
+      expect(msg).not.toContain('hunter2');
+    }
   });
 
   test('autoApprovedTools must be in the toolset', () => {
