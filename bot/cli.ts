@@ -24,7 +24,7 @@ import { startHttpServer, type HttpRoute, type HttpServer } from './http.js';
 import { approvalsCommand, conversationsCommand, reloadCommand } from './operator-commands.js';
 import { createPlatformAdapters } from './platforms.js';
 import { policyCommand } from './policy-command.js';
-import { dataDirOf, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
+import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStorage } from './storage.js';
 import { readFileSync } from 'node:fs';
 
@@ -134,6 +134,7 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
 /** Starts everything; throws (ConfigError or a start-up failure that says what to do). */
 export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'): Promise<RunningBot> {
   const config = readConfig(io);
+  prepareWorkspaces(config);
   const platformsSet = Object.values(config.platforms).some(Boolean);
   // In the terminal chat the log shares the screen with the conversation: errors only, there.
   const terminalChat = !platformsSet && mode === 'start';

@@ -16,7 +16,7 @@
  */
 import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError, formatConfigError, type Config } from './config.js';
+import { ConfigError, formatConfigError, type Config, type ConfigProblem } from './config.js';
 
 export interface ReloadResult {
   ok: boolean;
@@ -26,12 +26,27 @@ export interface ReloadResult {
   needsRestart: string[];
 }
 
-/** Creates each agent's workspace and resolves it to its real path (confinement compares real paths). */
+/**
+ * Creates each agent's workspace and resolves it to its real path (confinement compares real paths).
+ * Throws a ConfigError naming agents.<name>.workspace when one cannot be created (a read-only mount,
+ * a folder the service user cannot write).
+ */
 export function prepareWorkspaces(config: Config): void {
+  const problems: ConfigProblem[] = [];
   for (const agent of Object.values(config.agents)) {
-    mkdirSync(agent.workspace, { recursive: true });
-    agent.workspace = realpathSync(agent.workspace);
+    try {
+      mkdirSync(agent.workspace, { recursive: true });
+      agent.workspace = realpathSync(agent.workspace);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'EROFS' ? 'it is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : (err as Error).message;
+      problems.push({
+        path: `agents.${agent.name}.workspace`,
+        message: `cannot create or open ${agent.workspace} (${why}); point it at a folder the service's user can write, e.g. /app/workspace in Docker or /var/lib/gatehouse/workspace with systemd`,
+      });
+    }
   }
+  if (problems.length > 0) throw new ConfigError(problems, config.configFile);
 }
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
