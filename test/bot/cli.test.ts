@@ -4,7 +4,7 @@
  * or older than the sources, and not otherwise (`npm start` does not recompile on every start).
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
+import { cpSync, mkdtempSync, writeFileSync, readFileSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -14,14 +14,14 @@ import { runCli } from '../../bot/cli.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string>; scripts: Record<string, string> };
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(args: string[], env: Record<string, string> = {}, cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
   let err = '';
   stdout.on('data', (c: Buffer) => (out += c.toString()));
   stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await runCli(args, { env: {}, cwd: root, stdout, stderr });
+  const code = await runCli(args, { env, cwd, stdout, stderr });
   return { code, stdout: out, stderr: err };
 }
 
@@ -80,3 +80,20 @@ test('the launcher builds a fresh clone once, not on every start, and again when
     rmSync(copy, { recursive: true, force: true });
   }
 }, 120_000);
+
+test('a token for a platform this build does not support stops the start (exit 1) instead of opening the terminal chat', async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'gh-cli-'));
+  try {
+    writeFileSync(join(cwd, '.env'), 'SLACK_BOT_TOKEN=xoxb-1-2-not-real\n');
+    const r = await cli([], { ANTHROPIC_API_KEY: 'k' }, cwd);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/SLACK_BOT_TOKEN: is set, but Slack is not supported by this build of Gatehouse yet/);
+    expect(r.stderr).not.toContain('xoxb-1-2-not-real');
+    expect(r.stdout).not.toMatch(/terminal chat/i);
+    const serve = await cli(['serve'], { ANTHROPIC_API_KEY: 'k', DISCORD_TOKEN: 'abc' }, cwd);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toMatch(/DISCORD_TOKEN: is set, but Discord is not supported/);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+});
