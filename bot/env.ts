@@ -186,9 +186,21 @@ function parseTelegram(env: Env, problems: ConfigProblem[]): TelegramEnv | undef
  * variable, says what else that platform would need, and that it is not supported yet.
  * When a platform is built, its entry moves from here to PLATFORM_ENV.
  */
-const UNSUPPORTED_PLATFORMS: ReadonlyArray<{ label: string; prefix: string; required: string[] }> = [
-  { label: 'Slack', prefix: 'SLACK_', required: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN'] },
-  { label: 'Discord', prefix: 'DISCORD_', required: ['DISCORD_TOKEN'] },
+const UNSUPPORTED_PLATFORMS: ReadonlyArray<{ label: string; prefix: string; missing: (env: Env) => string | undefined }> = [
+  {
+    label: 'Slack',
+    prefix: 'SLACK_',
+    // A Slack app needs the bot token, plus an app token (Socket Mode) or a signing secret (HTTP).
+    missing: (env) => {
+      const lacks: string[] = [];
+      if (get(env, 'SLACK_BOT_TOKEN') === undefined) lacks.push('SLACK_BOT_TOKEN is not set');
+      if (get(env, 'SLACK_APP_TOKEN') === undefined && get(env, 'SLACK_SIGNING_SECRET') === undefined) {
+        lacks.push('neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP) is set');
+      }
+      return lacks.length > 0 ? lacks.join(', and ') : undefined;
+    },
+  },
+  { label: 'Discord', prefix: 'DISCORD_', missing: (env) => (get(env, 'DISCORD_TOKEN') === undefined ? 'DISCORD_TOKEN is not set' : undefined) },
 ];
 
 /** Every TELEGRAM_* variable the Telegram parser reads; any other TELEGRAM_* is a typo or a leftover. */
@@ -201,8 +213,8 @@ function unsupportedPlatforms(env: Env, problems: ConfigProblem[]): void {
       .filter((name) => name.startsWith(p.prefix) && get(env, name) !== undefined)
       .sort();
     for (const name of set) {
-      const missing = p.required.filter((r) => get(env, r) === undefined);
-      const incomplete = missing.length > 0 ? ` It is also incomplete: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not set.` : '';
+      const missing = p.missing(env);
+      const incomplete = missing !== undefined ? ` It is also incomplete: ${missing}.` : '';
       problems.push({
         path: name,
         message:

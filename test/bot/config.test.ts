@@ -458,7 +458,11 @@ describe('platform credentials are never silently ignored', () => {
 
   test('an incomplete set says what is missing', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, SLACK_APP_TOKEN: 'xapp-1-secret' }));
-    expect(problemAt(p, 'SLACK_APP_TOKEN')).toMatch(/incomplete: SLACK_BOT_TOKEN is not set/);
+    expect(problemAt(p, 'SLACK_APP_TOKEN')).toMatch(/incomplete: SLACK_BOT_TOKEN is not set\./);
+    const http = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's' }));
+    expect(problemAt(http, 'SLACK_BOT_TOKEN')).not.toMatch(/incomplete/);
+    const botOnly = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1' }));
+    expect(problemAt(botOnly, 'SLACK_BOT_TOKEN')).toMatch(/incomplete: neither SLACK_APP_TOKEN \(Socket Mode\) nor SLACK_SIGNING_SECRET \(HTTP\) is set/);
     const p2 = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_API_ROOT: 'http://127.0.0.1:1' }));
     expect(problemAt(p2, 'TELEGRAM_API_ROOT')).toMatch(/TELEGRAM_BOT_TOKEN is not/);
   });
