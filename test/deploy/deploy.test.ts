@@ -107,7 +107,7 @@ describe('systemd unit', () => {
   });
 
   test('no hardening that stops bubblewrap (user namespaces, netlink for the sandbox\'s loopback)', () => {
-    for (const key of ['RestrictNamespaces', 'PrivateUsers', 'SystemCallFilter', 'MemoryDenyWriteExecute']) expect(directives(key)).toEqual([]);
+    for (const key of ['RestrictNamespaces', 'PrivateUsers', 'SystemCallFilter', 'ProtectHostname', 'MemoryDenyWriteExecute']) expect(directives(key)).toEqual([]);
     const families = directives('RestrictAddressFamilies').join(' ');
     if (families !== '') expect(families).toContain('AF_NETLINK');
   });
