@@ -530,3 +530,19 @@ defaultAgent: fallback
     expect(() => agentForConversation(c2, 'console:local')).toThrow(/No agent named "a".*routes and defaultAgent/);
   });
 });
+
+describe('README "Telegram setup"', () => {
+  test('the file it ends with loads: the user is admitted and is the approver, the group is routed', async () => {
+    const { readFileSync: read } = await import('node:fs');
+    const readme = read(resolve('README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Telegram setup'), readme.indexOf('## Deploy'));
+    const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {3}/gm, ''));
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    // Step 3's file loads as it is (before any id is known).
+    expect(Object.keys(load(setup(blocks[0]!)).agents)).toEqual(['ops']);
+    const c = load(setup(blocks.at(-1)!));
+    expect(c.agents['ops']!.approvers.telegram).toEqual(['123456789']);
+    expect(c.access.telegram).toEqual({ users: ['123456789'], chats: ['-1001234567890'] });
+    expect(agentForConversation(c, 'telegram:-1001234567890').name).toBe('ops');
+  });
+});
