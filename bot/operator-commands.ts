@@ -63,7 +63,16 @@ interface PendingRow {
   canDecide: string[];
 }
 
+/** Unknown arguments are an error (exit 2), not silently ignored. */
+function badArgs(args: string[], allowed: string[], usage: string, io: CliIO): boolean {
+  const bad = args.find((a, i) => !allowed.includes(a) && !(args[i - 1] === '--limit' && allowed.includes('--limit')));
+  if (bad === undefined) return false;
+  io.stderr.write(`Unknown argument ${JSON.stringify(bad)}.\nUsage: ${usage}\n`);
+  return true;
+}
+
 export async function approvalsCommand(args: string[], io: CliIO): Promise<number> {
+  if (badArgs(args, ['--json'], 'gatehouse approvals [--json]', io)) return 2;
   const json = args.includes('--json');
   const config = loadForCommand(io);
   if (typeof config === 'number') return config;
@@ -123,6 +132,7 @@ interface ConversationRow {
 }
 
 export async function conversationsCommand(args: string[], io: CliIO): Promise<number> {
+  if (badArgs(args, ['--json', '--limit'], 'gatehouse conversations [--limit N] [--json]', io)) return 2;
   const json = args.includes('--json');
   const limitAt = args.indexOf('--limit');
   const limit = limitAt >= 0 ? Number(args[limitAt + 1]) : 20;
@@ -169,7 +179,8 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
  * Asks the running service to re-read its config: SIGHUP to the pid in its pid file, then waits for
  * the service's reload status and prints it. Exit 0 when applied, 1 when rejected or nobody answered.
  */
-export async function reloadCommand(_args: string[], io: CliIO, waitMs = 10_000): Promise<number> {
+export async function reloadCommand(args: string[], io: CliIO, waitMs = 10_000): Promise<number> {
+  if (badArgs(args, [], 'gatehouse reload', io)) return 2;
   // The same checks the service makes: a file it would reject is reported here, and not sent.
   const config = loadForCommand(io);
   if (typeof config === 'number') {

@@ -97,3 +97,17 @@ test('a token for a platform this build does not support stops the start (exit 1
     rmSync(cwd, { recursive: true, force: true });
   }
 });
+
+test('operator commands refuse arguments they do not know (exit 2 with their usage)', async () => {
+  for (const [args, usage] of [
+    [['approvals', '--all'], 'gatehouse approvals [--json]'],
+    [['conversations', '--limit', '5', '--verbose'], 'gatehouse conversations [--limit N] [--json]'],
+    [['reload', 'now'], 'gatehouse reload'],
+  ] as const) {
+    const r = await cli([...args]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`Usage: ${usage}`);
+  }
+  const limit = await cli(['conversations', '--limit', 'x']);
+  expect(limit.code).toBe(2);
+});
