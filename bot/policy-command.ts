@@ -31,6 +31,10 @@ const RATINGS: readonly Tier[] = TIERS;
 const USAGE = 'Usage: gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"';
 
 export async function policyCommand(args: string[], io: CliIO): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    io.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   if (args[0] !== 'check') {
     io.stderr.write(`${USAGE}\n`);
     return 2;

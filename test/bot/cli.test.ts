@@ -111,3 +111,9 @@ test('operator commands refuse arguments they do not know (exit 2 with their usa
   const limit = await cli(['conversations', '--limit', 'x']);
   expect(limit.code).toBe(2);
 });
+
+test('gatehouse policy check --help prints its usage', async () => {
+  const r = await cli(['policy', 'check', '--help']);
+  expect(r).toMatchObject({ code: 0, stderr: '' });
+  expect(r.stdout).toMatch(/^Usage: gatehouse policy check/);
+});
