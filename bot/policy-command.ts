@@ -31,7 +31,9 @@ const RATINGS: readonly Tier[] = TIERS;
 const USAGE = 'Usage: gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"';
 
 export async function policyCommand(args: string[], io: CliIO): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
+  // Only before `--`: after it, `-h` belongs to the command being checked (grep -h).
+  const options = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  if (options.includes('--help') || options.includes('-h')) {
     io.stdout.write(`${USAGE}\n`);
     return 0;
   }

@@ -116,4 +116,7 @@ test('gatehouse policy check --help prints its usage', async () => {
   const r = await cli(['policy', 'check', '--help']);
   expect(r).toMatchObject({ code: 0, stderr: '' });
   expect(r.stdout).toMatch(/^Usage: gatehouse policy check/);
+  // After --, -h is the checked command's own option.
+  const grep = await cli(['policy', 'check', '--json', '--', 'grep -h foo .']);
+  expect(JSON.parse(grep.stdout)).toMatchObject({ command: 'grep -h foo .' });
 });
