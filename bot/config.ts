@@ -23,6 +23,8 @@
  * - The result is a plain, mutable object: the policy is read from it at decision time, so the lead
  *   may append to an agent's allowlists ("Always approve") and every later decision sees it.
  *   `agentForConversation` returns the live AgentConfig, not a copy.
+ * - `approvers.console` accepts only `local` (the terminal chat's one user). A value still holding a
+ *   `<placeholder>` from gatehouse.example.yaml (an id, a route match) is an error saying to replace it.
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
@@ -181,11 +183,20 @@ const text = () =>
   });
 
 const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = {
-  console: { re: /^\S+$/, hint: 'a name without spaces, like local' },
+  console: { re: /^local$/, hint: 'the terminal chat has one user, "local": write console: [local] (or leave it out)' },
   telegram: { re: /^-?\d+$/, hint: 'Telegram ids are numbers like 123456789 (a @username does not work; the bot tells a stranger their id)' },
   slack: { re: /^[A-Z0-9]+$/, hint: 'Slack ids look like U0123ABCD or C0123ABCD (a display name does not work)' },
   discord: { re: /^\d+$/, hint: 'Discord ids are numbers like 123456789012345678 (turn on Developer Mode, then Copy ID)' },
 };
+
+/**
+ * gatehouse.example.yaml writes ids as `<your-telegram-user-id>`: a copy used unchanged must admit
+ * and approve nobody, so such a value is refused with a message that says to replace it.
+ */
+const PLACEHOLDER = /<[^<>]*>/;
+function placeholderMessage(s: string): string {
+  return `${describe(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
+}
 
 /** An id: a string, or a YAML number turned into its exact digits. */
 function id(platform: Platform, opts: { roles?: boolean } = {}) {
@@ -193,6 +204,10 @@ function id(platform: Platform, opts: { roles?: boolean } = {}) {
   return z.preprocess(
     (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
     z.string().superRefine((s, ctx) => {
+      if (PLACEHOLDER.test(s)) {
+        ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
+        return;
+      }
       if (rule.re.test(s)) return;
       if (opts.roles && /^role:\d+$/.test(s)) return;
       if (/^role:/.test(s)) {
@@ -270,6 +285,10 @@ function buildSchema(knownTools: readonly string[]) {
   });
 
   const routeMatch = z.string().superRefine((s, ctx) => {
+    if (PLACEHOLDER.test(s)) {
+      ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
+      return;
+    }
     const parts = s.split(':');
     if (!PLATFORMS.includes(parts[0] as Platform) || parts.some((p) => p === '')) {
       ctx.addIssue({

@@ -10,6 +10,9 @@
  * - `readEnv(env, cwd)` never throws: it returns the settings plus every problem found, each naming
  *   the variable. Messages never echo a secret (tokens, keys, URL credentials).
  * - An empty value (`KEY=` in a .env file) counts as unset.
+ * - A platform credential is never silently ignored: one that is set but incomplete (a Telegram
+ *   setting without TELEGRAM_BOT_TOKEN), for a platform this build does not support yet (SLACK_*,
+ *   DISCORD_*), or an unknown TELEGRAM_* name is a problem naming the variable.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -186,6 +189,56 @@ function parseTelegram(env: Env, problems: ConfigProblem[]): TelegramEnv | undef
   return { token, apiRoot: root, webhookUrl: hook, webhookSecret };
 }
 
+/**
+ * Platforms this build has no adapter for yet. A credential for one of them must not be silently
+ * ignored (an operator would think the bot is on Slack): it is a start-up error that names the
+ * variable, says what else that platform would need, and that it is not supported yet.
+ * When a platform is built, its entry moves from here to PLATFORM_ENV.
+ */
+const UNSUPPORTED_PLATFORMS: ReadonlyArray<{ label: string; prefix: string; missing: (env: Env) => string | undefined }> = [
+  {
+    label: 'Slack',
+    prefix: 'SLACK_',
+    // A Slack app needs the bot token, plus an app token (Socket Mode) or a signing secret (HTTP).
+    missing: (env) => {
+      const lacks: string[] = [];
+      if (get(env, 'SLACK_BOT_TOKEN') === undefined) lacks.push('SLACK_BOT_TOKEN is not set');
+      if (get(env, 'SLACK_APP_TOKEN') === undefined && get(env, 'SLACK_SIGNING_SECRET') === undefined) {
+        lacks.push('neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP) is set');
+      }
+      return lacks.length > 0 ? lacks.join(', and ') : undefined;
+    },
+  },
+  { label: 'Discord', prefix: 'DISCORD_', missing: (env) => (get(env, 'DISCORD_TOKEN') === undefined ? 'DISCORD_TOKEN is not set' : undefined) },
+];
+
+/** Every TELEGRAM_* variable the Telegram parser reads; any other TELEGRAM_* is a typo or a leftover. */
+const TELEGRAM_VARS = ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_API_ROOT', 'TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_SECRET'];
+
+function unsupportedPlatforms(env: Env, problems: ConfigProblem[]): void {
+  const supported = Object.keys(PLATFORM_ENV).map((p) => p[0]!.toUpperCase() + p.slice(1));
+  for (const p of UNSUPPORTED_PLATFORMS) {
+    const set = Object.keys(env)
+      .filter((name) => name.startsWith(p.prefix) && get(env, name) !== undefined)
+      .sort();
+    for (const name of set) {
+      const missing = p.missing(env);
+      const incomplete = missing !== undefined ? ` It is also incomplete: ${missing}.` : '';
+      problems.push({
+        path: name,
+        message:
+          `is set, but ${p.label} is not supported by this build of Gatehouse yet (supported: ${supported.join(', ')} and the terminal chat).` +
+          `${incomplete} Remove ${name} from .env or the environment.`,
+      });
+    }
+  }
+  for (const name of Object.keys(env).filter((n) => n.startsWith('TELEGRAM_') && get(env, n) !== undefined).sort()) {
+    if (!TELEGRAM_VARS.includes(name)) {
+      problems.push({ path: name, message: `is not a variable Gatehouse reads (a typo?); the Telegram variables are ${TELEGRAM_VARS.join(', ')}` });
+    }
+  }
+}
+
 /** Each platform's environment parser. A new platform adds one entry (and its key to PlatformEnv). */
 const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: ConfigProblem[]) => PlatformEnv[P] } = {
   telegram: parseTelegram,
@@ -221,6 +274,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     } else port = n;
   }
 
+  unsupportedPlatforms(env, problems);
   const platforms: PlatformEnv = {};
   for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
     const parsed = PLATFORM_ENV[name](env, problems);

@@ -2,7 +2,8 @@
  * The Telegram adapter (grammy). The only module in the project that imports grammy.
  *
  * Contract (beyond adapters/types.ts):
- * - start(): getMe (unless `botInfo`), then either long polling (deleteWebhook, a quick getUpdates
+ * - start(): getMe (unless `botInfo`), setMyCommands (the / menu: /stop, /reset, /help; a refusal is
+ *   a warning), then either long polling (deleteWebhook, a quick getUpdates
  *   probe so a 409 fails start(), then @grammyjs/runner) or webhook mode (setWebhook with the
  *   secret; `httpRoutes()` gives the handler the bot's HTTP server mounts; a wrong secret gets 401).
  *   Start-up errors say what to do and never contain the token. A 401/409 while polling later is
@@ -59,7 +60,16 @@ export interface TelegramAdapterOptions {
   /** Long-poll timeout in seconds; default 30. */
   pollTimeoutSeconds?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** The / menu registered with setMyCommands at start; default CHAT_COMMANDS. */
+  commands?: ReadonlyArray<{ command: string; description: string }>;
 }
+
+/** The chat commands the router understands (bot/router.ts), for Telegram's / menu. */
+export const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
+  { command: 'stop', description: 'Cancel the current run' },
+  { command: 'reset', description: 'Start a new conversation' },
+  { command: 'help', description: 'What this bot can do and its commands' },
+];
 
 export interface TelegramHttpRoute {
   method: 'POST';
@@ -622,6 +632,12 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     sink = s;
     try {
       if (!opts.botInfo) bot.botInfo = await bot.api.getMe();
+      // Fills the / menu. A refusal costs only the menu, so it is a warning, not a failed start.
+      try {
+        await bot.api.setMyCommands([...(opts.commands ?? CHAT_COMMANDS)]);
+      } catch (err) {
+        log('warn', `could not register the / menu (setMyCommands): ${describe(err)}`);
+      }
       if (opts.webhook) {
         const { url, secret } = opts.webhook;
         await bot.api.setWebhook(url, { secret_token: secret, allowed_updates: ['message', 'callback_query'] });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -163,11 +163,46 @@ describe('sandbox and workspace', () => {
     expect(c.agents['default']!.workspace).toBe(join(cwd, 'workspace'));
   });
 });
+/** The example with each <placeholder> replaced by a real-looking value, as an operator would. */
+function filledExample(): string {
+  return readFileSync(resolve('gatehouse.example.yaml'), 'utf8')
+    .replaceAll('<your-telegram-user-id>', '123456789')
+    .replaceAll('<your-telegram-group-chat-id>', '-1001234567890')
+    .replaceAll('<your-slack-user-id>', 'U0123ABCD')
+    .replaceAll('<your-slack-channel-id>', 'C0123ABCD')
+    .replaceAll('<your-discord-user-id>', '123456789012345678')
+    .replaceAll('<your-discord-role-id>', '876543210987654321');
+}
 
 describe('gatehouse.example.yaml', () => {
-  test('loads as documented (every key valid)', () => {
+  test('copied unchanged, it admits and approves nobody: every placeholder is refused, saying to replace it', () => {
     const cwd = tempDir();
     copyFileSync(resolve('gatehouse.example.yaml'), join(cwd, 'gatehouse.yaml'));
+    const p = problemsOf(() => load(cwd));
+    // Only placeholders are wrong with it, and each one is reported where it is.
+    expect(p.length).toBeGreaterThanOrEqual(10);
+    for (const x of p) expect(x.message).toMatch(/is a placeholder from gatehouse\.example\.yaml; replace it with the real value/);
+    const paths = p.map((x) => x.path);
+    expect(paths).toEqual(expect.arrayContaining([
+      'agents.ops.approvers.telegram[0]', 'agents.ops.approvers.slack[0]', 'agents.ops.approvers.discord[0]',
+      'agents.ops.approvers.discord[1]', 'routes[0].match', 'access.telegram.users[0]', 'access.telegram.chats[0]',
+    ]));
+    // No id in the example could be a real person's: nothing in it looks like one.
+    expect(readFileSync(resolve('gatehouse.example.yaml'), 'utf8')).not.toMatch(/["\[ ]-?\d{5,}["\],]/);
+  });
+
+  test('a placeholder in any id list or route is refused, whatever the platform', () => {
+    const p = problemsOf(() =>
+      load(setup('agents:\n  a: { model: m, approvers: { telegram: ["<id>"] } }\nroutes: [{ match: "telegram:<chat>", agent: a }]\naccess:\n  discord: { guilds: ["<guild id>"] }\n')),
+    );
+    expect(problemAt(p, 'agents.a.approvers.telegram[0]')).toMatch(/placeholder/);
+    expect(problemAt(p, 'routes[0].match')).toMatch(/placeholder/);
+    expect(problemAt(p, 'access.discord.guilds[0]')).toMatch(/placeholder/);
+  });
+
+  test('with its placeholders filled in, it loads as documented (every key valid)', () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, 'gatehouse.yaml'), filledExample());
     const c = load(cwd);
     expect(Object.keys(c.agents).sort()).toEqual(['helper', 'ops']);
     const ops = c.agents['ops']!;
@@ -483,6 +518,45 @@ describe('Telegram environment', () => {
   });
 });
 
+describe('platform credentials are never silently ignored', () => {
+  test('a Slack or Discord credential is refused: not supported by this build, naming the variable', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1-2-secret', DISCORD_TOKEN: 'abc.def.secret' }));
+    expect(problemAt(p, 'SLACK_BOT_TOKEN')).toMatch(/Slack is not supported by this build of Gatehouse yet.*Remove SLACK_BOT_TOKEN/);
+    expect(problemAt(p, 'DISCORD_TOKEN')).toMatch(/Discord is not supported by this build of Gatehouse yet.*Remove DISCORD_TOKEN/);
+    for (const x of p) expect(x.message).not.toMatch(/secret/);
+  });
+
+  test('an incomplete set says what is missing', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, SLACK_APP_TOKEN: 'xapp-1-secret' }));
+    expect(problemAt(p, 'SLACK_APP_TOKEN')).toMatch(/incomplete: SLACK_BOT_TOKEN is not set\./);
+    const http = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's' }));
+    expect(problemAt(http, 'SLACK_BOT_TOKEN')).not.toMatch(/incomplete/);
+    const botOnly = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1' }));
+    expect(problemAt(botOnly, 'SLACK_BOT_TOKEN')).toMatch(/incomplete: neither SLACK_APP_TOKEN \(Socket Mode\) nor SLACK_SIGNING_SECRET \(HTTP\) is set/);
+    const p2 = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_API_ROOT: 'http://127.0.0.1:1' }));
+    expect(problemAt(p2, 'TELEGRAM_API_ROOT')).toMatch(/TELEGRAM_BOT_TOKEN is not/);
+  });
+
+  test('an unknown TELEGRAM_* variable is refused (a typo of the token would otherwise start the terminal chat)', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_TOKEN: '123:abc' }));
+    expect(problemAt(p, 'TELEGRAM_TOKEN')).toMatch(/not a variable Gatehouse reads.*TELEGRAM_BOT_TOKEN/);
+  });
+
+  test('empty values (KEY= in .env) count as unset', () => {
+    const c = load(setup(undefined, 'SLACK_BOT_TOKEN=\nDISCORD_TOKEN=\n'), { ...KEY });
+    expect(c.platforms).toEqual({});
+  });
+});
+
+describe('approvers.console', () => {
+  test('accepts only local', () => {
+    const c = load(setup('agents:\n  a: { model: m, approvers: { console: [local] } }\n'));
+    expect(c.agents['a']!.approvers.console).toEqual(['local']);
+    const p = problemsOf(() => load(setup('agents:\n  a: { model: m, approvers: { console: [alice] } }\n')));
+    expect(problemAt(p, 'agents.a.approvers.console[0]')).toMatch(/one user, "local".*got "alice"/);
+  });
+});
+
 describe('agentForConversation', () => {
   const yaml = `
 agents:
@@ -524,5 +598,21 @@ defaultAgent: fallback
     const c2 = load(setup('agents:\n  a: { model: m }\n'));
     delete c2.agents['a'];
     expect(() => agentForConversation(c2, 'console:local')).toThrow(/No agent named "a".*routes and defaultAgent/);
+  });
+});
+
+describe('README "Telegram setup"', () => {
+  test('the file it ends with loads: the user is admitted and is the approver, the group is routed', async () => {
+    const { readFileSync: read } = await import('node:fs');
+    const readme = read(resolve('README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Telegram setup'), readme.indexOf('## Deploy'));
+    const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {3}/gm, ''));
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    // Step 3's file loads as it is (before any id is known).
+    expect(Object.keys(load(setup(blocks[0]!)).agents)).toEqual(['ops']);
+    const c = load(setup(blocks.at(-1)!));
+    expect(c.agents['ops']!.approvers.telegram).toEqual(['123456789']);
+    expect(c.access.telegram).toEqual({ users: ['123456789'], chats: ['-1001234567890'] });
+    expect(agentForConversation(c, 'telegram:-1001234567890').name).toBe('ops');
   });
 });

@@ -42,7 +42,7 @@ agents:
     tools: [read_file, ls, write_file, edit_file, ask_user_question, execute_command, get_time]
     tier: read-only
     workspace: "{{workspace}}"
-    approvers: { console: [local, boss] }
+    approvers: { console: [local] }
     approvalTimeoutMs: 60000
 `;
 
