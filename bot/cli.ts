@@ -11,7 +11,8 @@ import { ConsoleAdapter } from '../adapters/console/adapter.js';
 import type { Adapter } from '../adapters/types.js';
 import { createAnthropicModel } from '../agent/model.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import { createGatehouse, type Gatehouse, type Log } from './app.js';
+import { createGatehouse, type Gatehouse } from './app.js';
+import { auditTo, createLogger, levelRank, secretValues, type Log } from './log.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { startHttpServer, type HttpRoute, type HttpServer } from './http.js';
 import { createPlatformAdapters } from './platforms.js';
@@ -81,18 +82,29 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
   return loadConfig({ env: io.env, cwd: io.cwd, knownTools: builtinToolNames() });
 }
 
-/** Starts everything; throws (ConfigError or a start-up failure that says what to do). */
-export async function startBot(io: CliIO, log?: Log): Promise<RunningBot> {
+/**
+ * Starts everything; throws (ConfigError or a start-up failure that says what to do). `log`, when
+ * given, replaces the structured log (tests, benches).
+ */
+export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error', msg: string) => void): Promise<RunningBot> {
   const config = readConfig(io);
-  // In the terminal chat the log shares the screen with the conversation: errors only, there.
+  // In the terminal chat the log shares the screen with the conversation: there it shows errors
+  // only. Sent elsewhere (stderr redirected to a file or a pipe), it is the full log.
   const terminalChat = !Object.values(config.platforms).some(Boolean);
-  const out: Log =
-    log ??
-    ((level, msg) => {
-      if (terminalChat && level !== 'error') return;
-      const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}\n`;
-      (level === 'error' ? io.stderr : io.stdout).write(line);
-    });
+  const sharesScreen = terminalChat && ((io.stderr as { isTTY?: boolean }).isTTY === true || io.stderr === io.stdout);
+  const logger = createLogger({
+    level: sharesScreen && levelRank(config.logLevel) < levelRank('error') ? 'error' : config.logLevel,
+    destination: terminalChat ? io.stderr : io.stdout,
+    secrets: secretValues(io.env),
+  });
+  const out: Log = log
+    ? (level, msg) => {
+        if (level === 'info' || level === 'warn' || level === 'error') log(level, msg);
+        else if (level === 'fatal') log('error', msg);
+      }
+    : logger.log;
+  const audit = log ? auditTo(out) : logger.audit;
+  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
   const model = createAnthropicModel({
     // A compatible local server may not need a key; config already demanded one when there is no base URL.
     apiKey: config.anthropic.apiKey ?? 'not-needed',
@@ -112,7 +124,7 @@ export async function startBot(io: CliIO, log?: Log): Promise<RunningBot> {
     if (io.stdin) consoleOpts.input = io.stdin;
     adapters.push(new ConsoleAdapter(consoleOpts));
   }
-  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out });
+  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out, audit });
   let http: HttpServer | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {

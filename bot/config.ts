@@ -30,6 +30,7 @@ import type { Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
+import type { LogLevelSetting } from './log.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -78,6 +79,8 @@ export interface Config {
   defaultAgent: string;
   access: AccessConfig;
   runner: { maxConcurrentRuns: number };
+  /** GATEHOUSE_LOG_LEVEL. */
+  logLevel: LogLevelSetting;
 }
 
 export interface LoadConfigOptions {
@@ -606,6 +609,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
     },
     runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
+    logLevel: settings.logLevel,
   };
 }
 

@@ -18,6 +18,7 @@ import type { AgentPolicy, GateDecision } from '../../policies/gate.js';
 import { decide } from '../../policies/gate.js';
 import type { Tier } from '../../policies/tiers.js';
 import { newToken, type ApprovalBroker, type Decision } from '../approvals.js';
+import type { Audit } from '../audit.js';
 import type { AgentEvent } from '../events.js';
 import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
@@ -75,6 +76,8 @@ export interface BatchContext {
   addAlways(always: { kind: 'command'; key: string } | { kind: 'tool'; name: string }): Promise<void>;
   /** Waiting on a human does not count against the run's timeout. */
   humanWait<T>(wait: () => Promise<T>): Promise<T>;
+  /** The audit trail: one gate_decision per decided call. */
+  audit?: Audit;
 }
 
 type Prepared =
@@ -281,6 +284,7 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
     ctx.policy,
     { classify: (c) => ctx.classify(c) },
   );
+  auditDecision(ctx, tool.name, decision);
   if (decision.action === 'deny') {
     // Denylist reasons already open with "Blocked by the shell denylist"; do not say it twice.
     const content = decision.absolute && !decision.reason.startsWith('Blocked') ? `Blocked: ${decision.reason}` : decision.reason;
@@ -288,6 +292,19 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
   }
   if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: `${tool.name} ${JSON.stringify(input).slice(0, 200)}` }, decision };
   return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
+}
+
+function auditDecision(ctx: BatchContext, tool: string, d: GateDecision): void {
+  if (!ctx.audit) return;
+  const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool };
+  if (d.action === 'deny') {
+    // A decline (nobody to approve) is a deny the operator can fix; its reason names the config key.
+    const rule = d.rule ?? (d.absolute ? 'absolute' : /no approver is bound/.test(d.reason) ? 'no approver bound' : 'denied');
+    ctx.audit({ ...base, decision: 'deny', rule });
+    return;
+  }
+  const approvalKey = d.action === 'ask' && d.always ? (d.always.kind === 'command' ? d.always.key : d.always.name) : undefined;
+  ctx.audit({ ...base, decision: d.action, tier: d.tier, rule: d.why, ...(approvalKey !== undefined ? { approvalKey } : {}) });
 }
 
 async function execute(
