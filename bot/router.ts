@@ -89,7 +89,8 @@ export class Router implements AdapterSink {
     );
     // Resolves once the turn is stored (not when it has run): a restart after this still runs it.
     // Told before it is queued: a run parked on a human holds the lane until someone decides.
-    const waiting = this.opts.runner.isWaitingOnHuman(key) ? await this.opts.broker.describeWaiting(key).catch(() => undefined) : undefined;
+    // (Busy and a card pending: also right after a restart, before the resumed run is parked again.)
+    const waiting = this.opts.runner.isBusy(key) ? await this.opts.broker.describeWaiting(key).catch(() => undefined) : undefined;
     try {
       await this.opts.runner.submit({
         agentName: agent.name,
