@@ -21,6 +21,7 @@ import { newToken, type ApprovalBroker, type Decision } from '../approvals.js';
 import type { Audit } from '../audit.js';
 import type { AgentEvent } from '../events.js';
 import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
+import { describeInput, summarizeCall } from './summary.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
 
 export const MAX_PARALLEL_CALLS = 10;
@@ -194,7 +195,8 @@ function capitalize(s: string): string {
 
 function alwaysLabel(always: Extract<GateDecision, { action: 'ask' }>['always']): string | null {
   if (!always) return null;
-  return always.kind === 'command' ? `Always allow \`${always.key}\`` : `Always allow ${always.name}`;
+  // Plain text: a button label shows backticks literally on every surface.
+  return always.kind === 'command' ? `Always allow “${always.key}”` : `Always allow ${always.name}`;
 }
 
 async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {
@@ -290,7 +292,7 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
     const content = decision.absolute && !decision.reason.startsWith('Blocked') ? `Blocked: ${decision.reason}` : decision.reason;
     return { kind: 'result', result: { content, isError: true } };
   }
-  if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: `${tool.name} ${JSON.stringify(input).slice(0, 200)}` }, decision };
+  if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: summarizeCall(tool.name, input, 200) }, decision };
   return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
 }
 
@@ -318,7 +320,7 @@ async function execute(
   const prior = ctx.states.get(call.id);
   // Recorded before running: from here on, a restart reports the call instead of running it twice.
   await ctx.states.set(call.id, prior?.status === 'started' ? prior : { status: 'started' });
-  await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: call.id, tool: tool.name, summary: prepared.proposal?.summary ?? summarize(tool.name, input) });
+  await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: call.id, tool: tool.name, summary: prepared.proposal?.summary ?? summarizeCall(tool.name, input) });
   const ac = new AbortController();
   const onAbort = () => ac.abort();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -385,13 +387,16 @@ function toBlock(id: string, r: ToolResult): ToolResultBlock {
   return block;
 }
 
-function summarize(name: string, input: unknown): string {
-  const s = JSON.stringify(input) ?? '';
-  return `${name} ${s.length > 120 ? s.slice(0, 117) + '...' : s}`;
-}
-
 function firstLine(r: ToolResult): string {
   const text = typeof r.content === 'string' ? r.content : r.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join(' ');
-  const line = text.split('\n', 1)[0] ?? '';
+  let line = text.split('\n', 1)[0] ?? '';
+  // A tool that answers in JSON: a status line shows its fields, not its punctuation.
+  if (/^\s*[[{]/.test(line)) {
+    try {
+      line = describeInput(JSON.parse(text) as unknown) || line;
+    } catch {
+      // not JSON after all: shown as it is
+    }
+  }
   return line.length > 160 ? line.slice(0, 157) + '...' : line;
 }
