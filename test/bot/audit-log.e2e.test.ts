@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
+import { startFakeTelegram } from '../fakes/telegram.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -133,3 +134,57 @@ test('GATEHOUSE_LOG_LEVEL=warn leaves the audit trail out; a bad value is a conf
   expect(err).toContain('GATEHOUSE_LOG_LEVEL');
   expect(err).toContain('verbose');
 }, 90_000);
+
+test('with Telegram: start-up warns about an empty access list and a missing approver; a stranger is audited, the token never logged', async () => {
+  const tg = await startFakeTelegram({ token: '123456:AUDIT-canary_token_abcdefghijklm' });
+  try {
+    // The default agent serves Telegram with no approver there, and access.telegram admits nobody.
+    writeFileSync(join(dir, 'gatehouse.yaml'), ['agents:', '  default:', '    model: claude-sonnet-5-5', '    approvers: { console: [local] }', ''].join('\n'));
+    const child = spawn(process.execPath, ['--import', register, main], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: dir,
+        ANTHROPIC_API_KEY: SECRET,
+        ANTHROPIC_BASE_URL: model.url,
+        TELEGRAM_BOT_TOKEN: tg.token,
+        TELEGRAM_API_ROOT: tg.apiRoot,
+        GATEHOUSE_HTTP_PORT: '0',
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const until = async (what: string, check: () => boolean) => {
+      const end = Date.now() + 20_000;
+      while (!check()) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${out}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await until('connected', () => out.includes('connected as @'));
+    const stranger = { id: 4242, first_name: 'Eve' };
+    await tg.sendText({ chat: { id: 4242, type: 'private', first_name: 'Eve' }, from: stranger, text: `hello ${WORD}` });
+    await until('stranger audited', () => out.includes('"stranger_refused"'));
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+
+    const lines = events(out.split('\n').filter((l) => l.startsWith('{')).join('\n'));
+    const warnings = lines.filter((l) => l['level'] === 'warn').map((l) => String(l['msg']));
+    expect(warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^telegram is enabled but access\.telegram admits nobody/),
+        expect.stringMatching(/^agent default serves telegram but no approver is bound there \(agents\.default\.approvers\.telegram\)/),
+      ]),
+    );
+    expect(lines.find((l) => l['event'] === 'stranger_refused')).toMatchObject({ level: 'info', platform: 'telegram', userId: '4242', channel: '4242' });
+    expect(lines.find((l) => l['event'] === 'config_loaded')).toMatchObject({ platforms: ['telegram'] });
+    expect(out).not.toContain(tg.token);
+    expect(out).not.toContain('AUDIT-canary_token');
+    expect(out).not.toContain(SECRET);
+    expect(out).not.toContain(WORD);
+  } finally {
+    await tg.close();
+  }
+}, 60_000);
