@@ -183,8 +183,8 @@ export class ConsoleAdapter implements Adapter {
       eventId: randomUUID(),
     });
     if (r.reply) this.write(`${r.reply}\n`);
-    if (r.accepted && !this.running) this.startSpinner();
-    this.prompt();
+    // An accepted message starts (or joins) a run, which prompts again when it is done.
+    if (!r.accepted || r.reply) this.prompt();
   }
 
   private openChoices(): string {
