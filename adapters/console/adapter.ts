@@ -162,11 +162,15 @@ export class ConsoleAdapter implements Adapter {
           eventId: randomUUID(),
         });
         if (r.notice) this.write(`  (${r.notice})\n`);
-        this.prompt();
+        // The run goes on when nothing else waits: the indicator, not the prompt.
+        if (this.running && this.cards.size === 0) this.startSpinner();
+        else this.prompt();
         return;
       }
-      // A number meant as a choice must never reach the model as a message.
-      if (this.cards.size > 0 || n < this.nextNumber) {
+      // A number meant as a choice must never reach the model as a message. An open question takes
+      // typed answers, numbers included ("How many replicas?" "3").
+      const questionOpen = [...this.cards.values()].some((c) => c.card.kind === 'question');
+      if (!questionOpen && (this.cards.size > 0 || n < this.nextNumber)) {
         this.write(`  (${n} is not an open choice${this.openChoices()}; nothing was sent)\n`);
         this.prompt();
         return;

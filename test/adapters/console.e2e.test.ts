@@ -229,3 +229,17 @@ test('when the model service cannot be reached, the terminal says where and why'
   await waitFor('error', () => screen.includes('agent! Could not reach the model service'), 30_000);
   expect(screen).toContain(`Could not reach the model service at ${url.replace(/\/$/, '')} (connection refused`);
 }, 40_000);
+
+test('while a question is open, a number that is not one of its choices is a typed answer', async () => {
+  start(WRITE_AGENT);
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push(
+    { toolUses: [{ name: 'ask_user_question', input: { question: 'How many replicas?', suggestions: [{ value: '1', label: 'One' }], allowCustom: true } }] },
+    { text: 'Scaling to 3.' },
+  );
+  type('scale it');
+  await waitFor('question', () => screen.includes('[1] One'));
+  type('3');
+  await waitFor('answer', () => screen.includes('Scaling to 3.'));
+  expect(JSON.stringify(model.requests[1]!.body)).toContain('Answer from local: 3');
+});
