@@ -14,7 +14,10 @@
  * - A request not decided by its expiry resolves as `expired` (approvals: a denial; questions: no
  *   answer), and the card says so.
  * - `wait` may be called again after a restart for the same request: it returns the stored decision,
- *   or waits for the remaining time.
+ *   or waits for the remaining time. `reshowPending` posts a conversation's undecided cards again
+ *   (same tokens); every copy of a card is updated with the outcome.
+ * - Audit (when `audit` is given): approval_asked when a card is posted or shown again,
+ *   approval_decided (outcome, by whom, when) when a decision is recorded.
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';

@@ -12,7 +12,10 @@
  * - `stop(key)` aborts the running turn: in-flight tools are interrupted, pending cards are settled,
  *   and the saved transcript stays valid.
  * - Durable waits: when a run enters a tool batch, its transcript and a run record (call states) are
- *   saved; `resumeAll()` at start continues every run that was waiting when the process stopped.
+ *   saved; `resumeAll()` at start shows each waiting run's pending cards again (broker.reshowPending)
+ *   and continues every run that was waiting when the process stopped.
+ * - Audit (when `audit` is given): run_started and run_finished (outcome, tokens, cost) per run; the
+ *   executor adds one gate_decision per call.
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */

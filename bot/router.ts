@@ -3,6 +3,9 @@
  * duplicates (platform retries, by event id), applies access control and the rate limit, handles the
  * bot's commands (/stop, /reset, /help), lets a typed reply answer an open question, picks the agent
  * for the place, and submits the turn. Clicks go to the approval broker.
+ * A turn that queues behind a run waiting on a human is accepted with a reply saying what it waits
+ * for ("Queued: waiting for an approval on deploy first; /stop to cancel it."). Refused strangers are
+ * audited; message text is logged at debug only.
  * Policy decisions (who may talk, who may approve) are made in policies/, not here.
  */
 import type { ActionResult, AdapterSink, InboundAction, InboundMessage, MessageResult } from '../adapters/types.js';
