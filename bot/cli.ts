@@ -5,6 +5,8 @@
  * Start order: config (a bad one exits 1 before anything connects) -> store -> model client ->
  * adapters (a chat platform per token in the environment; none: the terminal chat) -> HTTP server
  * (only when a chat platform is enabled) -> runs waiting from before a restart continue.
+ * The log (bot/log.ts) goes to stdout, or in the terminal chat to stderr, where it shows errors only
+ * when stderr is the chat's screen.
  */
 import type { Readable, Writable } from 'node:stream';
 import { ConsoleAdapter } from '../adapters/console/adapter.js';

@@ -25,7 +25,11 @@ export function levelRank(level: LogLevelSetting): number {
   return LOG_LEVELS.indexOf(level);
 }
 
-export type Log = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
+/**
+ * Declared as a method so its parameters are checked bivariantly: a function written for the older
+ * `(level: 'info' | 'warn' | 'error', msg) => void` shape can still be passed where a Log is wanted.
+ */
+export type Log = { log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void }['log'];
 
 export interface Logger {
   log: Log;
