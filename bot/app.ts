@@ -26,11 +26,13 @@ import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
 import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
+import type { Audit } from '../agent/audit.js';
 import type { Config } from './config.js';
+import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
 import type { Storage } from './storage.js';
 
-export type Log = (level: 'info' | 'warn' | 'error', msg: string) => void;
+export type { Log } from './log.js';
 
 export interface GatehouseOptions {
   config: Config;
@@ -38,6 +40,8 @@ export interface GatehouseOptions {
   model: ModelClient;
   adapters: Adapter[];
   log?: Log;
+  /** The audit trail (default: info lines through `log`). */
+  audit?: Audit;
   /** Classifier timeout (default 8 s). */
   classifierTimeoutMs?: number;
   /** Tools beyond the built-in ones (config must list them like any other). */
@@ -58,11 +62,38 @@ export interface Gatehouse {
   stop(opts?: { graceMs?: number }): Promise<void>;
 }
 
-export const defaultLog: Log = (level, msg) => {
-  const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}`;
-  if (level === 'error') console.error(line);
-  else console.log(line);
+/** JSON lines on stdout at info (pretty on a terminal); the CLI builds its own from the config. */
+export const defaultLog: Log = (level, msg, fields) => {
+  defaultLogger ??= createLogger({ level: 'info', destination: process.stdout, secrets: [] });
+  defaultLogger.log(level, msg, fields);
 };
+let defaultLogger: ReturnType<typeof createLogger> | undefined;
+
+/**
+ * What an operator should fix before anyone writes: an enabled platform whose access list admits
+ * nobody, and an agent serving a platform where nobody can approve its calls.
+ */
+export function configWarnings(config: Config, platforms: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const p of platforms) {
+    if (p === 'console') continue;
+    const access = config.access[p as keyof Omit<Config['access'], 'rateLimit'>] as Record<string, string[]> | undefined;
+    if (access && Object.values(access).every((ids) => ids.length === 0)) {
+      out.push(`${p} is enabled but access.${p} admits nobody (${Object.keys(access).join(', ')} are empty): every message there is refused; add ids under access.${p} in gatehouse.yaml`);
+    }
+    const serving = new Set<string>();
+    const routed = config.routes.filter((r) => r.match === p || r.match.startsWith(`${p}:`));
+    for (const r of routed) serving.add(r.agent);
+    if (!routed.some((r) => r.match === p)) serving.add(config.defaultAgent);
+    for (const name of serving) {
+      const agent = config.agents[name];
+      if (agent && (agent.approvers[p as keyof typeof agent.approvers] ?? []).length === 0) {
+        out.push(`agent ${name} serves ${p} but no approver is bound there (agents.${name}.approvers.${p}): its calls above tier ${agent.tier} are declined`);
+      }
+    }
+  }
+  return out;
+}
 
 /**
  * The bot's own files, hidden from sandboxed commands: the config file, the .env loaded, and the SQLite
@@ -82,6 +113,7 @@ function ownFiles(config: Config): string[] {
 export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse> {
   const { config, storage } = opts;
   const log = opts.log ?? defaultLog;
+  const audit = opts.audit ?? auditTo(log);
   for (const agent of Object.values(config.agents)) {
     mkdirSync(agent.workspace, { recursive: true });
     // Confinement compares real paths: resolve the root's own symlinks once.
@@ -133,6 +165,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
     decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
+    audit,
   });
   const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);
 
@@ -188,8 +221,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     },
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,
+    audit,
   });
-  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log });
+  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit });
 
   return {
     config,
@@ -197,6 +231,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     runner,
     broker,
     async start() {
+      for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
       for (const a of adapters.values()) await a.start(router);
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);

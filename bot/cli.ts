@@ -12,13 +12,16 @@
  * warning) -> runs waiting from before a restart continue -> pid file in the data folder.
  * Signals: SIGTERM / SIGINT stop cleanly (exit 0); SIGHUP re-reads the config (bot/reload.ts): a bad
  * file is logged with the same errors as at start and the old config stays in force.
+ * The log (bot/log.ts) goes to stdout, or in the terminal chat to stderr, where it shows errors only
+ * when stderr is the chat's screen.
  */
 import type { Readable, Writable } from 'node:stream';
 import { ConsoleAdapter } from '../adapters/console/adapter.js';
 import type { Adapter } from '../adapters/types.js';
 import { createAnthropicModel } from '../agent/model.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import { createGatehouse, type Gatehouse, type Log } from './app.js';
+import { createGatehouse, type Gatehouse } from './app.js';
+import { auditTo, createLogger, levelRank, secretValues, type Log } from './log.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { startHttpServer, type HttpRoute, type HttpServer } from './http.js';
 import { approvalsCommand, conversationsCommand, reloadCommand } from './operator-commands.js';
@@ -134,20 +137,30 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
   return loadConfig({ env: io.env, cwd: io.cwd, knownTools: builtinToolNames() });
 }
 
-/** Starts everything; throws (ConfigError or a start-up failure that says what to do). */
-export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'): Promise<RunningBot> {
+/**
+ * Starts everything; throws (ConfigError or a start-up failure that says what to do). `log`, when
+ * given, replaces the structured log (tests, benches).
+ */
+export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error', msg: string) => void, mode: StartMode = 'start'): Promise<RunningBot> {
   const config = readConfig(io);
   prepareWorkspaces(config);
-  const platformsSet = Object.values(config.platforms).some(Boolean);
-  // In the terminal chat the log shares the screen with the conversation: errors only, there.
-  const terminalChat = !platformsSet && mode === 'start';
-  const out: Log =
-    log ??
-    ((level, msg) => {
-      if (terminalChat && level !== 'error') return;
-      const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}\n`;
-      (level === 'error' ? io.stderr : io.stdout).write(line);
-    });
+  // In the terminal chat the log shares the screen with the conversation: there it shows errors
+  // only. Sent elsewhere (stderr redirected to a file or a pipe), it is the full log.
+  const terminalChat = !Object.values(config.platforms).some(Boolean) && mode === 'start';
+  const sharesScreen = terminalChat && ((io.stderr as { isTTY?: boolean }).isTTY === true || io.stderr === io.stdout);
+  const logger = createLogger({
+    level: sharesScreen && levelRank(config.logLevel) < levelRank('error') ? 'error' : config.logLevel,
+    destination: terminalChat ? io.stderr : io.stdout,
+    secrets: secretValues(io.env),
+  });
+  const out: Log = log
+    ? (level, msg) => {
+        if (level === 'info' || level === 'warn' || level === 'error') log(level, msg);
+        else if (level === 'fatal') log('error', msg);
+      }
+    : logger.log;
+  const audit = log ? auditTo(out) : logger.audit;
+  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
   const model = createAnthropicModel({
     // A compatible local server may not need a key; config already demanded one when there is no base URL.
     apiKey: config.anthropic.apiKey ?? 'not-needed',
@@ -165,10 +178,10 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     const consoleOpts: ConstructorParameters<typeof ConsoleAdapter>[0] = { output: io.stdout, onClose: () => void stop() };
     if (io.stdin) consoleOpts.input = io.stdin;
     adapters.push(new ConsoleAdapter(consoleOpts));
-  } else if (!platformsSet) {
+  } else if (!Object.values(config.platforms).some(Boolean)) {
     out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
-  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out });
+  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out, audit });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;

@@ -38,6 +38,7 @@ import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
+import type { LogLevelSetting } from './log.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -88,6 +89,8 @@ export interface Config {
   defaultAgent: string;
   access: AccessConfig;
   runner: { maxConcurrentRuns: number };
+  /** GATEHOUSE_LOG_LEVEL. */
+  logLevel: LogLevelSetting;
 }
 
 export interface LoadConfigOptions {
@@ -637,6 +640,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
     },
     runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
+    logLevel: settings.logLevel,
   };
 }
 

@@ -17,6 +17,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { LOG_LEVELS, type LogLevelSetting } from './log.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -51,6 +52,8 @@ export interface EnvSettings {
   configPath: string | undefined;
   http: { host: string; port: number };
   platforms: PlatformEnv;
+  /** GATEHOUSE_LOG_LEVEL (default info). */
+  logLevel: LogLevelSetting;
 }
 
 export const DEFAULT_HTTP_PORT = 8080;
@@ -275,6 +278,13 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   unsupportedPlatforms(env, problems);
+  const levelRaw = get(env, 'GATEHOUSE_LOG_LEVEL')?.trim().toLowerCase();
+  let logLevel: LogLevelSetting = 'info';
+  if (levelRaw !== undefined) {
+    if ((LOG_LEVELS as readonly string[]).includes(levelRaw)) logLevel = levelRaw as LogLevelSetting;
+    else problems.push({ path: 'GATEHOUSE_LOG_LEVEL', message: `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(get(env, 'GATEHOUSE_LOG_LEVEL'))}` });
+  }
+
   const platforms: PlatformEnv = {};
   for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
     const parsed = PLATFORM_ENV[name](env, problems);
@@ -282,7 +292,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   return {
-    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms },
+    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms, logLevel },
     problems,
   };
 }

@@ -162,8 +162,8 @@ test('"Always" decides its own card only: the other pending cards go through the
 
   // Each card says what its Always would cover; the risky one offers none.
   const alwaysA = a!.card.buttons.find((x) => x.label.startsWith('Always'));
-  expect(alwaysA?.label).toBe('Always approve `git log`');
-  expect(a!.card.body).toContain('adds `git log` to this agent\'s allowlist');
+  expect(alwaysA?.label).toBe('Always allow “git log”');
+  expect(a!.card.body).toContain('adds “git log” to this agent\'s allowlist');
   expect(a!.card.body).toMatch(/never with options that run other code, write files or change its directory or configuration/);
   expect(b!.card.buttons.some((x) => x.label.startsWith('Always'))).toBe(false);
   expect(b!.card.body).not.toContain('Always approve');

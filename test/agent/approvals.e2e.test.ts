@@ -284,11 +284,15 @@ test('a restart while a question waits: the answer after it continues the run', 
   const card = await waitFor('question card', () => h.adapter.cards[0]);
   await h.restart();
   h.script({ text: 'shipping' });
-  // The asker's typed answer reaches the resumed run (its question was not posted twice).
+  // Shown again after the restart: the same question (same buttons), not a new one.
+  const again = await waitFor('question shown again', () => h.adapter.cards[0]);
+  expect(again.card.buttons.map((b) => b.token)).toEqual(card.card.buttons.map((b) => b.token));
+  // The asker's typed answer reaches the resumed run.
   await h.adapter.send('yes, ship it', { user: 'alice' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(h.adapter.answers()).toEqual(['shipping']);
-  expect(h.adapter.cards).toHaveLength(0);
+  expect(h.adapter.cards).toHaveLength(1);
+  expect(again.updates.at(-1)?.outcome).toMatch(/Answered by alice/);
   expect(String(toolResults(h.modelRequests().at(-1)!)[0]!.content)).toContain('yes, ship it');
   void card;
 });

@@ -13,7 +13,7 @@ import type { Adapter } from '../../adapters/types.js';
 import { createAnthropicModel } from '../../agent/model.js';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
 import type { AnyTool } from '../../agent/tools/types.js';
-import { createGatehouse, type Gatehouse } from '../../bot/app.js';
+import { createGatehouse, type Gatehouse, type Log } from '../../bot/app.js';
 import { loadConfig, type Config } from '../../bot/config.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
 import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
@@ -28,6 +28,8 @@ export interface HarnessOptions {
   adapters?: (h: { dir: string }) => Adapter[];
   classifierTimeoutMs?: number;
   env?: Record<string, string>;
+  /** Receives the log (default: dropped); audit events arrive as info lines with their fields. */
+  log?: Log;
 }
 
 /** The classifier's requests are recognised by its system prompt. */
@@ -103,7 +105,7 @@ export class Harness {
       storage: this.storage,
       model,
       adapters: this.adapters,
-      log: () => undefined,
+      log: this.opts.log ?? (() => undefined),
       ...(this.opts.extraTools ? { extraTools: this.opts.extraTools } : {}),
       ...(this.opts.classifierTimeoutMs !== undefined ? { classifierTimeoutMs: this.opts.classifierTimeoutMs } : {}),
     });
