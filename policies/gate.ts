@@ -63,13 +63,13 @@ export function describeAlways(always: AlwaysKey): { label: string; covers: stri
   if (always.kind === 'tool') {
     return {
       label: `Always allow ${always.name}`,
-      covers: `"Always" lets this agent run ${always.name} from now on without asking, with any input.`,
+      covers: `“Always” lets this agent run ${always.name} from now on without asking, with any input.`,
     };
   }
   return {
     label: `Always allow “${always.key}”`,
     covers:
-      `"Always" adds “${always.key}” to this agent's allowlist: from now on “${always.key}” runs without asking ` +
+      `“Always” adds “${always.key}” to this agent's allowlist: from now on “${always.key}” runs without asking ` +
       `with any arguments, but never with options that run other code, write files or change its directory or ` +
       `configuration, never with unsafe variables, redirects to files or substitutions, and never chained with ` +
       `a command the allowlist does not cover.`,

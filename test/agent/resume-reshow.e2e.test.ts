@@ -22,7 +22,7 @@ agents:
     tools: [deploy_counter, ask_user_question, execute_command, lookup_order]
     tier: read-only
     workspace: "{{workspace}}"
-    approvers: { console: [boss] }
+    approvers: { console: [local] }
     approvalTimeoutMs: 60000
     questionTimeoutMs: 60000
 `;
@@ -55,10 +55,10 @@ test('a pending approval is shown again after a restart, with the same buttons, 
   expect(again.card.body).toContain('deploy prod');
   expect(again.card.buttons.map((b) => b.token)).toEqual(before.card.buttons.map((b) => b.token));
   h.script({ text: 'prod is deployed' });
-  expect((await h.adapter.click(again, 'Approve once', { user: 'boss' })).accepted).toBe(true);
+  expect((await h.adapter.click(again, 'Approve once', { user: 'local' })).accepted).toBe(true);
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(runsLog(h.workspace)).toEqual(['prod']);
-  expect(again.updates.at(-1)?.outcome).toMatch(/Approved once by boss/);
+  expect(again.updates.at(-1)?.outcome).toMatch(/Approved once by local/);
   // Shown once, not once per restart of the lane.
   expect(h.adapter.cards).toHaveLength(1);
 });
@@ -78,7 +78,7 @@ test('several pending cards (and the Approve all card) come back in their order;
   await waitFor('cards shown again', () => h.adapter.cards.length === 3);
   expect(h.adapter.cards.map((c) => c.card.title)).toEqual(titles);
   h.script({ text: 'both deployed' });
-  await h.adapter.click(h.adapter.cards[2]!, 'Approve all', { user: 'boss' });
+  await h.adapter.click(h.adapter.cards[2]!, 'Approve all', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(runsLog(h.workspace).sort()).toEqual(['a', 'b']);
   // Every copy shows its outcome.
@@ -121,7 +121,7 @@ test('cards and status lines of a tool without propose() are readable: no JSON, 
   await h.adapter.send('where is my order');
   const card = await waitFor('card', () => h.adapter.cards[0]);
   expect(card.card.body.split('\n')[0]).toBe('lookup_order orderId: A-17, include: 2 items, verbose: true');
-  await h.adapter.click(card, 'Approve once', { user: 'boss' });
+  await h.adapter.click(card, 'Approve once', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   const lines = h.adapter
     .eventsOf('console:main')

@@ -128,7 +128,7 @@ test('SIGHUP re-reads gatehouse.yaml: a newly listed user is served; a bad file 
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml([], '').replace('tier: read-only', 'tier: admin'));
   child!.kill('SIGHUP');
   await until('the rejection', () => /config reload rejected; the previous configuration stays in force/.test(output));
-  expect(output).toMatch(/agents\.default\.tier: expected one of read-only \| low-risk \| high-risk, got "admin"/);
+  expect(output).toMatch(/agents\.default\.tier: expected one of read-only \| low-risk \| high-risk, got \\?"admin\\?"/);
   expect(child!.exitCode).toBeNull();
   // The old config (Eve listed) is still in force, although the broken file no longer lists her.
   queue.push({ text: 'Still here, Eve.' });

@@ -29,7 +29,8 @@
  * - The call returns when the shell has exited AND its output pipes are closed: a background job that
  *   keeps stdout open keeps the call running (until the timeout). Detach it with `>/dev/null 2>&1 &`
  *   (outside the sandbox only: in it, nothing outlives the command).
- * - Killing the group kills bwrap, and with it the whole box at once (SIGKILL to its PID namespace).
+ * - Killing the group kills bwrap (SIGKILL at once: SIGTERM may be lost while bwrap sets the box up), and
+ *   with it the whole box (its PID namespace).
  */
 import { access, constants, stat } from 'node:fs/promises';
 import { execa } from 'execa';
@@ -162,6 +163,8 @@ interface RunOptions {
 }
 
 async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content: string; isError: boolean }> {
+  // A /stop during the awaits before this point fired its 'abort' event before anyone listened.
+  if (o.signal.aborted) throw new ToolError('The run was stopped before the command started; it did not run.');
   const started = Date.now();
   const sub = execa(boxed.file, boxed.args, execaOptions(boxed, { stdin: 'ignore' }, { detached: true, buffer: false }));
   const stdout = new CappedOutput(o.maxOutputBytes);
@@ -175,7 +178,9 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
   const killGroup = (why: string): void => {
     if (killedBy !== undefined || pid === undefined) return;
     killedBy = why;
-    signalGroup(pid, 'SIGTERM');
+    // A box has nothing to wind down gracefully (its PID namespace dies with bwrap), and bwrap may not
+    // act on a SIGTERM that lands while it is still setting the box up: SIGKILL it.
+    signalGroup(pid, o.sandboxed ? 'SIGKILL' : 'SIGTERM');
     killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), o.killGraceMs);
   };
   const timer = setTimeout(() => killGroup(`it ran longer than its timeout of ${formatMs(o.timeoutMs)}`), o.timeoutMs);
@@ -213,7 +218,7 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
   let status: string;
   if (killedBy !== undefined) {
     status = o.sandboxed
-      ? `killed: ${killedBy}; its sandbox was terminated with every process in it (its process group got SIGTERM, which ends the box at once)`
+      ? `killed: ${killedBy}; its sandbox was terminated with every process in it (bwrap got SIGKILL, which ends the box and everything in it at once)`
       : `killed: ${killedBy}; its whole process group was terminated (SIGTERM, then SIGKILL after ${formatMs(o.killGraceMs)})`;
   } else if (result.exitCode !== undefined) {
     status = `exit code: ${result.exitCode}`;
