@@ -218,7 +218,7 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
   let status: string;
   if (killedBy !== undefined) {
     status = o.sandboxed
-      ? `killed: ${killedBy}; its sandbox was terminated with every process in it (bwrap got SIGKILL, which ends the box and everything in it at once)`
+      ? `killed: ${killedBy}; its sandbox was terminated with every process in it (its process group got SIGKILL, which ends the box and everything in it at once)`
       : `killed: ${killedBy}; its whole process group was terminated (SIGTERM, then SIGKILL after ${formatMs(o.killGraceMs)})`;
   } else if (result.exitCode !== undefined) {
     status = `exit code: ${result.exitCode}`;
