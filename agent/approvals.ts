@@ -9,15 +9,21 @@
  * - Only an authorized user decides: for approvals a bound approver of that agent and platform; for
  *   questions the person who started the run or a bound approver. Anyone else gets a private notice.
  * - First valid click wins. The decision is written to the store before anyone is told, then the card
- *   is replaced with the outcome, who decided and when. A later click, a replayed token, a token from
+ *   is replaced with the outcome, who decided and when. With `decideOnce` (a shared SQLite store) the
+ *   write is one atomic compare-and-set, so across processes too exactly one decision is recorded;
+ *   the loser reports the request as already decided. A later click, a replayed token, a token from
  *   another conversation or a made-up one changes nothing and gets a notice.
  * - A request not decided by its expiry resolves as `expired` (approvals: a denial; questions: no
  *   answer), and the card says so.
  * - `wait` may be called again after a restart for the same request: it returns the stored decision,
- *   or waits for the remaining time.
+ *   or waits for the remaining time. `reshowPending` posts a conversation's undecided cards again
+ *   (same tokens); every copy of a card is updated with the outcome.
+ * - Audit (when `audit` is given): approval_asked when a card is posted or shown again,
+ *   approval_decided (outcome, by whom, when) when a decision is recorded.
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { Audit } from './audit.js';
 import type { Card, CardButton } from './events.js';
 import type { KV } from './kv.js';
 import type { OutputResolver } from './output.js';
@@ -56,6 +62,8 @@ const Request = z.object({
   allowCustom: z.boolean().optional(),
   /** approve_all: the approval requests it decides. */
   members: z.array(z.string()).optional(),
+  /** Handles of earlier copies of the card (shown again after a restart); decided with it. */
+  earlierHandles: z.array(z.string()).optional(),
 });
 export type StoredRequest = z.infer<typeof Request>;
 
@@ -73,6 +81,13 @@ export interface ApprovalBrokerOptions {
   approversOf(agentName: string, platform: string): readonly string[];
   now?: () => number;
   log?: (msg: string) => void;
+  /**
+   * Writes `next` (the request with its decision) at `r:<id>` only if the stored request has no
+   * decision yet, in one atomic step; true when it wrote. Without it, a read then a write (enough
+   * within one process, where decisions are serialized per request).
+   */
+  decideOnce?: (requestId: string, next: StoredRequest, ttlMs: number) => Promise<boolean>;
+  audit?: Audit;
 }
 
 interface Waiter {
@@ -213,7 +228,57 @@ export class ApprovalBroker {
     // Stored before posting: a click can only come after the card exists, and must find its token.
     const handle = await this.opts.outputs(input.conversationKey).postCard(card);
     await this.update(id, (r) => ({ ...r, cardHandle: handle }));
+    this.auditAsked(request, false);
     return id;
+  }
+
+  /**
+   * After a restart: shows every undecided, unexpired card of a conversation again (in the order
+   * they were asked), so a person at a terminal, or one who scrolled away, sees what is waiting.
+   * The same buttons (tokens) are posted; the earlier copy is decided along with the new one.
+   * Returns how many were shown.
+   */
+  async reshowPending(conversationKey: string): Promise<number> {
+    let n = 0;
+    for (const id of await this.pendingIds(conversationKey)) {
+      const req = await this.get(id);
+      if (!req || req.decision || this.now() >= req.expiresAt) continue;
+      const handle = await this.opts.outputs(conversationKey).postCard(req.card);
+      await this.update(id, (r) => ({
+        ...r,
+        cardHandle: handle,
+        ...(r.cardHandle !== undefined ? { earlierHandles: [...(r.earlierHandles ?? []), r.cardHandle] } : {}),
+      }));
+      if (req.kind === 'question' && req.allowCustom) this.typedAnswerable.add(conversationKey);
+      this.auditAsked(req, true);
+      n++;
+    }
+    return n;
+  }
+
+  /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */
+  async describeWaiting(conversationKey: string): Promise<string | undefined> {
+    for (const id of await this.pendingIds(conversationKey)) {
+      const req = await this.get(id);
+      if (!req || req.decision || req.kind === 'approve_all') continue;
+      if (req.kind === 'question') return `an answer to "${firstLineOf(req.card.body)}"`;
+      const subject = /^Approve (.+)\?$/.exec(req.card.title)?.[1] ?? req.card.title;
+      return `${req.kind === 'picker' ? 'a choice' : 'an approval'} on ${subject}`;
+    }
+    return undefined;
+  }
+
+  private auditAsked(req: StoredRequest, reshown: boolean): void {
+    this.opts.audit?.({
+      event: 'approval_asked',
+      conversation: req.conversationKey,
+      agent: req.agentName,
+      runId: req.runId,
+      requestId: req.id,
+      kind: req.kind,
+      expiresAt: new Date(req.expiresAt).toISOString(),
+      ...(reshown ? { reshown } : {}),
+    });
   }
 
   async get(requestId: string): Promise<(StoredRequest & { suggestions?: QuestionSuggestion[] }) | undefined> {
@@ -279,8 +344,7 @@ export class ApprovalBroker {
     return this.locked(requestId, async () => {
       const req = await this.get(requestId);
       if (!req || req.decision) return false;
-      await this.record(req, decision);
-      return true;
+      return this.record(req, decision);
     });
   }
 
@@ -312,14 +376,18 @@ export class ApprovalBroker {
       }
       const decision = this.decisionFor(req, choice, action.user);
       if (!decision) return { accepted: false, notice: 'This button is not valid.' };
+      const alreadyDecided = async (): Promise<ClickResult> => {
+        const now = await this.get(requestId);
+        return { accepted: false, notice: now?.decision ? `Already decided: ${describe(now.decision)}.` : 'Already decided.' };
+      };
       if (req.kind === 'approve_all') {
-        await this.record(req, decision);
+        if (!(await this.record(req, decision))) return alreadyDecided();
         for (const member of req.members ?? []) {
           await this.settleUnlocked(member, { ...decision, note: 'via Approve all / Deny all' });
         }
         return { accepted: true, notice: decision.outcome === 'approved' ? 'Approved all.' : 'Denied all.' };
       }
-      await this.record(req, decision);
+      if (!(await this.record(req, decision))) return alreadyDecided();
       return { accepted: true, notice: noticeFor(decision) };
     });
   }
@@ -393,20 +461,52 @@ export class ApprovalBroker {
     await this.settle(requestId, decision);
   }
 
-  /** Writes the decision, replaces the card, wakes the waiters (in that order). */
-  private async record(req: StoredRequest, decision: Decision): Promise<void> {
-    await this.update(req.id, (r) => ({ ...r, decision }));
+  /**
+   * Writes the decision, replaces the card, wakes the waiters (in that order). False when another
+   * process sharing the store decided first: its decision stands, and wakes this process's waiters.
+   */
+  private async record(req: StoredRequest, decision: Decision): Promise<boolean> {
+    if (this.opts.decideOnce) {
+      // As update() does: every stored field kept, whatever this version knows of them.
+      const stored = Request.loose().safeParse(await this.opts.kv.get(`r:${req.id}`));
+      const next = { ...(stored.success ? (stored.data as StoredRequest) : req), decision };
+      if (!(await this.opts.decideOnce(req.id, next, this.keepMs(next)))) {
+        const won = (await this.get(req.id))?.decision;
+        if (won) this.wake(req.id, won);
+        return false;
+      }
+    } else {
+      await this.update(req.id, (r) => ({ ...r, decision }));
+    }
     await this.removePending(req.conversationKey, req.id);
+    this.opts.audit?.({
+      event: 'approval_decided',
+      conversation: req.conversationKey,
+      agent: req.agentName,
+      runId: req.runId,
+      requestId: req.id,
+      kind: req.kind,
+      outcome: decision.outcome,
+      ...(decision.by !== undefined ? { by: decision.by } : {}),
+      ...(decision.byName !== undefined ? { byName: decision.byName } : {}),
+      at: new Date(decision.at).toISOString(),
+    });
     const card: Card = { ...req.card, buttons: [], outcome: describe(decision, this.now) };
-    if (req.cardHandle !== undefined) {
+    // Earlier copies first (shown before a restart), then the current one.
+    for (const handle of [...(req.earlierHandles ?? []), ...(req.cardHandle !== undefined ? [req.cardHandle] : [])]) {
       try {
-        await this.opts.outputs(req.conversationKey).updateCard(req.cardHandle, card);
+        await this.opts.outputs(req.conversationKey).updateCard(handle, card);
       } catch (err) {
         // The decision stands; a card we could not edit is a display problem, reported, not fatal.
         this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
       }
     }
     this.wake(req.id, decision);
+    return true;
+  }
+
+  private keepMs(req: StoredRequest): number {
+    return Math.max(60_000, req.expiresAt - this.now() + 24 * 3600_000);
   }
 
   private wake(requestId: string, decision: Decision): void {
@@ -423,7 +523,7 @@ export class ApprovalBroker {
     const parsed = Request.loose().safeParse(raw);
     if (!parsed.success) return;
     const next = fn(parsed.data as StoredRequest);
-    await this.opts.kv.set(`r:${id}`, next, Math.max(60_000, next.expiresAt - this.now() + 24 * 3600_000));
+    await this.opts.kv.set(`r:${id}`, next, this.keepMs(next));
   }
 
   private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
@@ -444,6 +544,11 @@ export class ApprovalBroker {
     for (const list of this.waiters.values()) for (const w of list) if (w.timer) clearTimeout(w.timer);
     this.waiters.clear();
   }
+}
+
+function firstLineOf(s: string): string {
+  const line = s.split('\n', 1)[0] ?? '';
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
 }
 
 function who(d: Decision): string {

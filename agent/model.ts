@@ -102,6 +102,8 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
   const retryBaseMs = opts.retryBaseMs ?? 1000;
   const maxRetryWaitMs = opts.maxRetryWaitMs ?? 30_000;
   const scrub = makeScrubber(opts.apiKey);
+  // Named in "could not reach" messages; credentials in the URL are never shown.
+  const serviceUrl = safeUrl(client.baseURL);
 
   async function attempt(req: ModelRequest, seen: { text: boolean }): Promise<ModelResponse> {
     const ac = new AbortController();
@@ -155,7 +157,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
         const detail = scrub(`The model stream broke off: ${err instanceof Error ? err.message : String(err)}`);
         throw new AttemptFailure(new ModelError('network', USER_MESSAGES.network, detail));
       }
-      throw toFailure(err, scrub);
+      throw toFailure(err, scrub, serviceUrl);
     } finally {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
@@ -359,13 +361,54 @@ function headerRetryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-function toFailure(err: unknown, scrub: (s: string) => string): unknown {
+function safeUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    u.username = '';
+    u.password = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return '(the configured model URL)';
+  }
+}
+
+const NETWORK_CAUSES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused: is the server running?',
+  ENOTFOUND: 'host not found: check the URL',
+  EAI_AGAIN: 'name lookup failed: check DNS or the network',
+  ETIMEDOUT: 'connection timed out',
+  ECONNRESET: 'connection reset by the server',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  CERT_HAS_EXPIRED: "the server's TLS certificate has expired",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "the server's TLS certificate is self-signed",
+};
+
+/** The first error code (ECONNREFUSED, ...) or message found along an error's cause chain. */
+function networkCause(err: unknown): string {
+  let message: string | undefined;
+  for (let e: unknown = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== '') return NETWORK_CAUSES[code] ?? code;
+    const m = (e as { message?: unknown }).message;
+    if (typeof m === 'string' && m !== '' && !/^Connection error\.?$/i.test(m)) message = m;
+  }
+  return message ?? 'no connection';
+}
+
+/** "Could not reach the model service at <url> (<cause>)": names where it went and why it failed. */
+export function networkUserMessage(url: string, cause: string): string {
+  return `Could not reach the model service at ${url} (${cause}); try again in a moment.`;
+}
+
+function toFailure(err: unknown, scrub: (s: string) => string, serviceUrl = '(the configured model URL)'): unknown {
   if (err instanceof AttemptFailure) return err;
   if (err instanceof APIUserAbortError) {
     return new AttemptFailure(new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted.'));
   }
   if (err instanceof APIConnectionError) {
-    return new AttemptFailure(new ModelError('network', USER_MESSAGES.network, scrub(`Model connection failed: ${err.message}`)));
+    const cause = scrub(networkCause(err));
+    return new AttemptFailure(new ModelError('network', networkUserMessage(serviceUrl, cause), scrub(`Model connection to ${serviceUrl} failed: ${err.message} (${cause})`)));
   }
   if (!(err instanceof APIError)) return err; // not the SDK's (e.g. onText threw): the caller's bug, not ours to map
   const status = err.status;

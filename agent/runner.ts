@@ -12,7 +12,10 @@
  * - `stop(key)` aborts the running turn: in-flight tools are interrupted, pending cards are settled,
  *   and the saved transcript stays valid.
  * - Durable waits: when a run enters a tool batch, its transcript and a run record (call states) are
- *   saved; `resumeAll()` at start continues every run that was waiting when the process stopped.
+ *   saved; `resumeAll()` at start shows each waiting run's pending cards again (broker.reshowPending)
+ *   and continues every run that was waiting when the process stopped.
+ * - Audit (when `audit` is given): run_started and run_finished (outcome, tokens, cost) per run; the
+ *   executor adds one gate_decision per call.
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */
@@ -22,6 +25,7 @@ import { z } from 'zod';
 import type { AgentPolicy } from '../policies/gate.js';
 import type { Tier } from '../policies/tiers.js';
 import type { PersistedAllowlists } from './allowlists.js';
+import type { Audit } from './audit.js';
 import { newToken, type ApprovalBroker } from './approvals.js';
 import { appendUserTurn, type ConversationStore, type StoredConversation } from './conversation-store.js';
 import type { AgentEvent, Usage } from './events.js';
@@ -64,6 +68,8 @@ export interface RunnerOptions {
   classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
   maxConcurrentRuns?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** The audit trail: runs started and finished, gate decisions (through the executor). */
+  audit?: Audit;
 }
 
 const RunRecord = z.object({
@@ -200,6 +206,11 @@ export class Runner {
     return this.lanes.has(conversationKey);
   }
 
+  /** Whether the conversation's running turn is parked on an approval or a question. */
+  isWaitingOnHuman(conversationKey: string): boolean {
+    return this.lanes.get(conversationKey)?.waitingOnHuman === true;
+  }
+
   /**
    * Continues every run that was waiting when the process stopped, then the turns that were queued
    * behind them (or not started). Returns how many runs and turns were picked up.
@@ -230,6 +241,10 @@ export class Runner {
     for (const rec of records) {
       n++;
       this.opts.broker.noteResumed(rec.conversationKey);
+      // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
+      await this.opts.broker
+        .reshowPending(rec.conversationKey)
+        .catch((err: unknown) => this.log('warn', `[${rec.conversationKey}] could not show its pending cards again: ${(err as Error).message}`));
       void this.enqueue(rec.conversationKey, () => this.execute(undefined, rec));
     }
     for (const [key, list] of queued) {
@@ -430,6 +445,7 @@ export class Runner {
     };
 
     await emit({ type: 'run_started', runId });
+    this.opts.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
     let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
     try {
       const outcome = await runLoop({
@@ -483,6 +499,7 @@ export class Runner {
               addAlways: (a) => this.opts.allowlists.add(agentName, a),
               watchAllowlist: (recheck) => this.opts.allowlists.watch(agentName, recheck),
               humanWait,
+              ...(this.opts.audit ? { audit: this.opts.audit } : {}),
             }),
       });
       if (outcome.kind === 'answer') {
@@ -520,6 +537,18 @@ export class Runner {
     }
     const u: AgentEvent = { type: 'usage', runId, usage };
     if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
+    this.opts.audit?.({
+      event: 'run_finished',
+      conversation: key,
+      agent: agentName,
+      runId,
+      outcome: reason,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUSD: usage.costUSD,
+      costKnown: usage.costKnown,
+      ...(classifierUsage.used ? { classifierTokens: classifierUsage.total.inputTokens + classifierUsage.total.outputTokens } : {}),
+    });
     await emit(u);
     await emit({ type: 'run_finished', runId, reason });
   }

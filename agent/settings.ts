@@ -4,6 +4,7 @@
  * bot/config.ts's resolved AgentConfig satisfies this shape.
  */
 import type { Tier } from '../policies/tiers.js';
+import type { SandboxMode } from './tools/sandbox/index.js';
 
 export interface AgentSettings {
   name: string;
@@ -28,6 +29,10 @@ export interface AgentSettings {
   approvalTimeoutMs: number;
   questionTimeoutMs: number;
   maxTokens: number;
+  /** Where execute_command runs: `bubblewrap` (default) or `none` (on the host, an explicit opt-out). */
+  sandbox?: SandboxMode;
+  /** Network inside the sandbox; default false. */
+  sandboxNetwork?: boolean;
 }
 
 export interface AgentDirectory {

@@ -2,8 +2,15 @@
  * The composition root: wires config, storage, the model, the runner, the approval broker, the
  * router and the adapters. Nothing else constructs these; tests build a Gatehouse the same way
  * (with fake servers behind the real clients), so what is tested is what runs.
+ *
+ * Sandbox at start (agent/tools/sandbox): for every agent with execute_command and `sandbox: bubblewrap`,
+ * the workspace is handed to the sandbox user (bot running as root) and a `true` is run in the same box as
+ * the same user; when that fails, createGatehouse throws a message naming the agent, the cause and the
+ * fix, and nothing starts. `sandbox: none` logs a warning naming the agent at every start. execute_command
+ * hides the config file, the .env loaded and the store from its commands.
  */
 import { mkdirSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker } from '../agent/approvals.js';
@@ -18,12 +25,15 @@ import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
+import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
+import type { Audit } from '../agent/audit.js';
 import type { Config } from './config.js';
+import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
 import type { Storage } from './storage.js';
 
-export type Log = (level: 'info' | 'warn' | 'error', msg: string) => void;
+export type { Log } from './log.js';
 
 export interface GatehouseOptions {
   config: Config;
@@ -31,6 +41,8 @@ export interface GatehouseOptions {
   model: ModelClient;
   adapters: Adapter[];
   log?: Log;
+  /** The audit trail (default: info lines through `log`). */
+  audit?: Audit;
   /** Classifier timeout (default 8 s). */
   classifierTimeoutMs?: number;
   /** Tools beyond the built-in ones (config must list them like any other). */
@@ -51,19 +63,83 @@ export interface Gatehouse {
   stop(opts?: { graceMs?: number }): Promise<void>;
 }
 
-export const defaultLog: Log = (level, msg) => {
-  const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}`;
-  if (level === 'error') console.error(line);
-  else console.log(line);
+/** JSON lines on stdout at info (pretty on a terminal); the CLI builds its own from the config. */
+export const defaultLog: Log = (level, msg, fields) => {
+  defaultLogger ??= createLogger({ level: 'info', destination: process.stdout, secrets: [] });
+  defaultLogger.log(level, msg, fields);
 };
+let defaultLogger: ReturnType<typeof createLogger> | undefined;
+
+/**
+ * What an operator should fix before anyone writes: an enabled platform whose access list admits
+ * nobody, and an agent serving a platform where nobody can approve its calls.
+ */
+export function configWarnings(config: Config, platforms: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const p of platforms) {
+    if (p === 'console') continue;
+    const access = config.access[p as keyof Omit<Config['access'], 'rateLimit'>] as Record<string, string[]> | undefined;
+    if (access && Object.values(access).every((ids) => ids.length === 0)) {
+      out.push(`${p} is enabled but access.${p} admits nobody (${Object.keys(access).join(', ')} are empty): every message there is refused; add ids under access.${p} in gatehouse.yaml`);
+    }
+    const serving = new Set<string>();
+    const routed = config.routes.filter((r) => r.match === p || r.match.startsWith(`${p}:`));
+    for (const r of routed) serving.add(r.agent);
+    if (!routed.some((r) => r.match === p)) serving.add(config.defaultAgent);
+    for (const name of serving) {
+      const agent = config.agents[name];
+      if (agent && (agent.approvers[p as keyof typeof agent.approvers] ?? []).length === 0) {
+        out.push(`agent ${name} serves ${p} but no approver is bound there (agents.${name}.approvers.${p}): its calls above tier ${agent.tier} are declined`);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The bot's own files, hidden from sandboxed commands: the config file, the .env loaded, and the SQLite
+ * store (its directory, and the database with its journal files for when that directory cannot be hidden).
+ */
+function ownFiles(config: Config): string[] {
+  const files: string[] = [];
+  if (config.configFile) files.push(config.configFile);
+  if (config.envFile) files.push(config.envFile);
+  if (config.store.kind === 'sqlite' && config.store.path !== ':memory:') {
+    const db = config.store.path;
+    files.push(dirname(db), db, `${db}-wal`, `${db}-shm`, `${db}-journal`);
+  }
+  return files;
+}
 
 export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse> {
   const { config, storage } = opts;
   const log = opts.log ?? defaultLog;
+  const audit = opts.audit ?? auditTo(log);
   for (const agent of Object.values(config.agents)) {
     mkdirSync(agent.workspace, { recursive: true });
     // Confinement compares real paths: resolve the root's own symlinks once.
     agent.workspace = realpathSync(agent.workspace);
+  }
+  const botFiles = ownFiles(config);
+  const sandboxPolicy = (agent: { sandbox?: SandboxPolicy['mode']; sandboxNetwork?: boolean }): SandboxPolicy => ({
+    mode: agent.sandbox ?? 'bubblewrap',
+    network: agent.sandboxNetwork ?? false,
+    botFiles,
+  });
+  for (const agent of Object.values(config.agents)) {
+    if (agent.sandbox === 'none') {
+      log('warn', `agent ${agent.name}: sandbox: none — its shell commands run on this host with the bot's own rights, outside any sandbox`);
+      continue;
+    }
+    if (!agent.tools.includes('execute_command')) continue;
+    try {
+      await prepareWorkspace(agent.workspace);
+      await probeSandbox(sandboxPolicy(agent), agent.workspace);
+    } catch (err) {
+      throw new Error(
+        `agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${(err as Error).message} (agents.${agent.name}.sandbox)`,
+      );
+    }
   }
   const adapters = new Map(opts.adapters.map((a) => [a.platform, a]));
   const adapterFor = (key: string): { adapter: Adapter; ref: ConversationRef } => {
@@ -92,6 +168,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
+    decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
+    audit,
   });
   const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);
 
@@ -110,11 +188,13 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   };
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {
-    const timeout = config.agents[agent.name]?.commandTimeoutMs;
-    const id = `${agent.name}:${timeout}`;
+    const live = config.agents[agent.name];
+    const timeout = live?.commandTimeoutMs;
+    const sandbox = sandboxPolicy(live ?? agent);
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
     let r = registries.get(id);
     if (!r) {
-      r = builtinRegistry(timeout !== undefined ? { commandTimeoutMs: timeout } : {});
+      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }
@@ -145,8 +225,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     },
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,
+    audit,
   });
-  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log });
+  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit });
 
   return {
     config,
@@ -154,6 +235,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     runner,
     broker,
     async start() {
+      for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
       for (const a of adapters.values()) await a.start(router);
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);

@@ -1,22 +1,36 @@
 /**
- * The command line: `gatehouse [start]` runs the bot; `gatehouse policy check ...` explains the gate.
- * `runCli` returns an exit code instead of exiting, so tests drive the real start path.
+ * The command line. `runCli` returns an exit code instead of exiting, so tests drive the real paths.
+ *
+ *   gatehouse [start]      run the bot: chat platforms enabled by their tokens; with none, a terminal chat
+ *   gatehouse serve        run as a service: never the terminal chat (no token: /healthz only, a warning)
+ *   gatehouse reload       the running service re-reads gatehouse.yaml (same as SIGHUP)
+ *   gatehouse approvals | conversations | policy check ...   operator commands (see USAGE)
+ *   gatehouse --version | --help | help
  *
  * Start order: config (a bad one exits 1 before anything connects) -> store -> model client ->
- * adapters (a chat platform per token in the environment; none: the terminal chat) -> HTTP server
- * (only when a chat platform is enabled) -> runs waiting from before a restart continue.
+ * adapters -> HTTP server (/healthz in every mode; in the terminal chat a port in use is only a
+ * warning) -> runs waiting from before a restart continue -> pid file in the data folder.
+ * Signals: SIGTERM / SIGINT stop cleanly (exit 0); SIGHUP re-reads the config (bot/reload.ts): a bad
+ * file is logged with the same errors as at start and the old config stays in force.
+ * The log (bot/log.ts) goes to stdout, or in the terminal chat to stderr, where it shows errors only
+ * when stderr is the chat's screen.
  */
 import type { Readable, Writable } from 'node:stream';
 import { ConsoleAdapter } from '../adapters/console/adapter.js';
 import type { Adapter } from '../adapters/types.js';
 import { createAnthropicModel } from '../agent/model.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import { createGatehouse, type Gatehouse, type Log } from './app.js';
+import { createGatehouse, type Gatehouse } from './app.js';
+import { auditTo, createLogger, levelRank, secretValues, type Log } from './log.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { startHttpServer, type HttpRoute, type HttpServer } from './http.js';
+import { approvalsCommand, conversationsCommand, reloadCommand } from './operator-commands.js';
 import { createPlatformAdapters } from './platforms.js';
+import { backupCommand } from './backup-command.js';
 import { policyCommand } from './policy-command.js';
+import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStorage } from './storage.js';
+import { readFileSync } from 'node:fs';
 
 export interface CliIO {
   env: Record<string, string | undefined>;
@@ -32,13 +46,38 @@ export interface RunningBot {
   /** Resolves when the bot was asked to stop (signal, or the terminal chat closed). */
   stopped: Promise<void>;
   stop(): Promise<void>;
+  /** Re-reads the configuration (SIGHUP); logs and returns the outcome. */
+  reload(): ReloadResult;
 }
 
 const USAGE = `Usage:
-  gatehouse [start]                  run the bot (chat platforms enabled by their tokens; none: a terminal chat)
-  gatehouse policy check [--agent NAME] [--classify] [--json] -- "<command>"
-                                     explain what the gate would do with a shell command, without running it
-  gatehouse --help`;
+  gatehouse [start]        run the bot: chat platforms enabled by their tokens; none set: a terminal chat
+  gatehouse serve          run as a service (Docker, systemd): never opens the terminal chat; /healthz always
+  gatehouse reload         make the running service re-read gatehouse.yaml (a bad file is rejected, the old one stays)
+  gatehouse approvals [--json]
+                           pending approvals and questions, with who can decide each
+  gatehouse conversations [--limit N] [--json]
+                           recent conversations: key, agent, last activity
+  gatehouse backup FILE    an online, consistent copy of the store (while the bot runs)
+  gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"
+                           explain what the gate would do with a shell command, without running it
+  gatehouse --version
+  gatehouse --help         (or: gatehouse help)
+
+Settings come from .env and gatehouse.yaml in the current directory (see README.md).`;
+
+/** The version in package.json (found from this file, built or not). */
+export function gatehouseVersion(): string {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'gatehouse' && pkg.version) return pkg.version;
+    } catch {
+      // Try the next place.
+    }
+  }
+  return 'unknown';
+}
 
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -46,24 +85,37 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (cmd === '--version' || cmd === '-v' || cmd === 'version') {
+    io.stdout.write(`gatehouse ${gatehouseVersion()}\n`);
+    return 0;
+  }
   if (cmd === 'policy') return policyCommand(rest, io);
-  if (cmd !== undefined && cmd !== 'start') {
+  if (cmd === 'backup') return backupCommand(rest, io);
+  if (cmd === 'reload') return reloadCommand(rest, io);
+  if (cmd === 'approvals') return approvalsCommand(rest, io);
+  if (cmd === 'conversations') return conversationsCommand(rest, io);
+  if (cmd !== undefined && cmd !== 'start' && cmd !== 'serve') {
     io.stderr.write(`Unknown command "${cmd}".\n${USAGE}\n`);
     return 2;
   }
+  const mode: StartMode = cmd === 'serve' ? 'serve' : 'start';
   // Listening from the start: a SIGTERM while connecting must still stop cleanly, not kill the
-  // process half-way (the default action).
+  // process half-way (the default action). SIGHUP's default would kill it too.
   let bot: RunningBot | undefined;
   let stopRequested = false;
   const onSignal = () => {
     stopRequested = true;
     void bot?.stop();
   };
+  const onHangup = () => {
+    bot?.reload();
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  process.on('SIGHUP', onHangup);
   try {
     try {
-      bot = await startBot(io);
+      bot = await startBot(io, undefined, mode);
     } catch (err) {
       io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : `Gatehouse could not start: ${(err as Error).message}`) + '\n');
       return 1;
@@ -74,25 +126,41 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onHangup);
   }
 }
+
+/** start: the terminal chat when no chat platform is set up. serve: never the terminal chat. */
+export type StartMode = 'start' | 'serve';
 
 export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
   return loadConfig({ env: io.env, cwd: io.cwd, knownTools: builtinToolNames() });
 }
 
-/** Starts everything; throws (ConfigError or a start-up failure that says what to do). */
-export async function startBot(io: CliIO, log?: Log): Promise<RunningBot> {
+/**
+ * Starts everything; throws (ConfigError or a start-up failure that says what to do). `log`, when
+ * given, replaces the structured log (tests, benches).
+ */
+export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error', msg: string) => void, mode: StartMode = 'start'): Promise<RunningBot> {
   const config = readConfig(io);
-  // In the terminal chat the log shares the screen with the conversation: errors only, there.
-  const terminalChat = !Object.values(config.platforms).some(Boolean);
-  const out: Log =
-    log ??
-    ((level, msg) => {
-      if (terminalChat && level !== 'error') return;
-      const line = `${new Date().toISOString()} ${level.padEnd(5)} ${msg}\n`;
-      (level === 'error' ? io.stderr : io.stdout).write(line);
-    });
+  prepareWorkspaces(config);
+  // In the terminal chat the log shares the screen with the conversation: there it shows errors
+  // only. Sent elsewhere (stderr redirected to a file or a pipe), it is the full log.
+  const terminalChat = !Object.values(config.platforms).some(Boolean) && mode === 'start';
+  const sharesScreen = terminalChat && ((io.stderr as { isTTY?: boolean }).isTTY === true || io.stderr === io.stdout);
+  const logger = createLogger({
+    level: sharesScreen && levelRank(config.logLevel) < levelRank('error') ? 'error' : config.logLevel,
+    destination: terminalChat ? io.stderr : io.stdout,
+    secrets: secretValues(io.env),
+  });
+  const out: Log = log
+    ? (level, msg) => {
+        if (level === 'info' || level === 'warn' || level === 'error') log(level, msg);
+        else if (level === 'fatal') log('error', msg);
+      }
+    : logger.log;
+  const audit = log ? auditTo(out) : logger.audit;
+  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
   const model = createAnthropicModel({
     // A compatible local server may not need a key; config already demanded one when there is no base URL.
     apiKey: config.anthropic.apiKey ?? 'not-needed',
@@ -106,39 +174,61 @@ export async function startBot(io: CliIO, log?: Log): Promise<RunningBot> {
 
   const platform = createPlatformAdapters(config, out);
   const adapters: Adapter[] = [...platform.adapters];
-  const chat = adapters.length > 0;
-  if (!chat) {
+  if (terminalChat) {
     const consoleOpts: ConstructorParameters<typeof ConsoleAdapter>[0] = { output: io.stdout, onClose: () => void stop() };
     if (io.stdin) consoleOpts.input = io.stdin;
     adapters.push(new ConsoleAdapter(consoleOpts));
+  } else if (!Object.values(config.platforms).some(Boolean)) {
+    out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
-  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out });
+  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out, audit });
   let http: HttpServer | undefined;
+  const dataDir = dataDirOf(config, io.cwd);
+  let pidFile: string | undefined;
+  let configLoadedAt = new Date().toISOString();
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       await gatehouse.stop();
       await http?.close();
       await storage.close();
+      if (pidFile) removePidFile(pidFile);
       resolveStopped();
     })());
   try {
-    if (chat) {
-      const routes: HttpRoute[] = platform.routes();
+    try {
       http = await startHttpServer({
         host: config.http.host,
         port: config.http.port,
-        routes,
-        health: () => ({ platforms: adapters.map((a) => a.platform) }),
+        routes: platform.routes(),
+        health: () => ({ mode: terminalChat ? 'terminal' : 'service', platforms: adapters.map((a) => a.platform), configLoadedAt }),
       });
       out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz)`);
+    } catch (err) {
+      // A webhook or a health check depends on it in service mode; the terminal chat does not.
+      if (!terminalChat) throw err;
+      out('warn', `no /healthz: ${(err as Error).message}`);
     }
     await gatehouse.start();
   } catch (err) {
     await stop();
     throw err;
   }
-  out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ')}; agents: ${Object.keys(config.agents).join(', ')}`);
-  const running: RunningBot = { gatehouse, stopped, stop };
+  if (dataDir) {
+    try {
+      pidFile = writePidFile(dataDir);
+    } catch (err) {
+      out('warn', `could not write the pid file in ${dataDir} (gatehouse reload will not find this process; SIGHUP still works): ${(err as Error).message}`);
+    }
+  }
+  out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);
+  const reload = (): ReloadResult => {
+    const result = reloadConfig(config, () => readConfig(io));
+    if (result.ok) configLoadedAt = new Date().toISOString();
+    out(result.ok ? (result.needsRestart.length > 0 ? 'warn' : 'info') : 'error', result.message);
+    if (dataDir) writeReloadStatus(dataDir, { pid: process.pid, at: Date.now(), ok: result.ok, message: result.message });
+    return result;
+  };
+  const running: RunningBot = { gatehouse, stopped, stop, reload };
   if (http) running.http = http;
   return running;
 }

@@ -7,30 +7,39 @@
  *   or throws ONE `ConfigError` listing every problem found, each with the key path or variable name
  *   and what to do (`agents.ops.tier: expected one of read-only | low-risk | high-risk, got "admin"`).
  *   Unknown keys are errors (a typo must not silently do nothing), as are unknown tool names,
- *   unknown route agents, `SSH_*` in envAllowlist, a missing ANTHROPIC_API_KEY without a base URL.
+ *   unknown route agents, `SSH_*` and Gatehouse's own names (policies/env.ts isOwnName) in envAllowlist, a missing ANTHROPIC_API_KEY without a base URL.
  * - `.env` in cwd is loaded first, never overriding variables already in `opts.env` (keys it adds are
  *   written into `opts.env`, as process.loadEnvFile would into process.env).
  * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
  *   else none: one agent `default` (read-only file tools + ask_user_question, tier read-only, the
- *   terminal user `local` bound as console approver, workspace = cwd).
+ *   terminal user `local` bound as console approver, workspace = <cwd>/workspace).
+ * - Sandbox per agent: `sandbox: bubblewrap` (default) or `none`; `sandboxNetwork` (default false).
+ * - A workspace that contains (or is) the directory of the config file, the .env loaded or the store is an
+ *   error at `agents.<name>.workspace`: the agent's commands and file tools could read or rewrite them.
+ *   Compared by real path (symlinks resolved as far as the path exists).
  * - Layering per agent: built-in defaults < `defaults:` < the agent's own keys. A key set on the agent
  *   replaces the default's value as a whole (lists and `approvers` are not merged). An empty value
  *   (`system:` with nothing after it) means "use the default".
  * - The result is a plain, mutable object: the policy is read from it at decision time, so the lead
  *   may append to an agent's allowlists ("Always approve") and every later decision sees it.
  *   `agentForConversation` returns the live AgentConfig, not a copy.
+ * - `approvers.console` accepts only `local` (the terminal chat's one user). A value still holding a
+ *   `<placeholder>` from gatehouse.example.yaml (an id, a route match) is an error saying to replace it.
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { DESCRIPTORS, PLATFORM_SECRETS } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
+import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
+import { isOwnName } from '../policies/env.js';
+import type { LogLevelSetting } from './log.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -48,6 +57,8 @@ export interface AgentConfig extends AgentSettings {
   envAllowlist: string[];
   /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
+  sandbox: SandboxMode;
+  sandboxNetwork: boolean;
 }
 
 export interface Route {
@@ -79,6 +90,8 @@ export interface Config {
   defaultAgent: string;
   access: AccessConfig;
   runner: { maxConcurrentRuns: number };
+  /** GATEHOUSE_LOG_LEVEL. */
+  logLevel: LogLevelSetting;
 }
 
 export interface LoadConfigOptions {
@@ -125,9 +138,6 @@ export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'li
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
-/** Gatehouse's own credentials: never handed to the agent's commands, whatever the allowlist says. */
-const OWN_SECRETS = new Set(['ANTHROPIC_API_KEY', ...PLATFORM_SECRETS]);
-
 const HARD_DEFAULTS = {
   classifierModel: DEFAULT_CLASSIFIER_MODEL,
   system: DEFAULT_SYSTEM_PROMPT,
@@ -143,6 +153,8 @@ const HARD_DEFAULTS = {
   questionTimeoutMs: 900_000,
   commandTimeoutMs: 300_000,
   maxTokens: 8192,
+  sandbox: 'bubblewrap' as const,
+  sandboxNetwork: false,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -179,12 +191,25 @@ const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntr
   PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids]),
 ) as Record<Platform, { re: RegExp; hint: string }>;
 
+/**
+ * gatehouse.example.yaml writes ids as `<your-telegram-user-id>`: a copy used unchanged must admit
+ * and approve nobody, so such a value is refused with a message that says to replace it.
+ */
+const PLACEHOLDER = /<[^<>]*>/;
+function placeholderMessage(s: string): string {
+  return `${describe(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
+}
+
 /** An id: a string, or a YAML number turned into its exact digits. */
 function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = {}) {
   const rule = ID_RULES[platform];
   return z.preprocess(
     (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
     z.string().superRefine((s, ctx) => {
+      if (PLACEHOLDER.test(s)) {
+        ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
+        return;
+      }
       if (rule.re.test(s)) return;
       if (opts.roles && /^role:\d+$/.test(s)) return;
       // approver forms the platform's descriptor allows (Slack group:<id>)
@@ -221,8 +246,8 @@ function buildSchema(knownTools: readonly string[]) {
   const envName = z.string().superRefine((s, ctx) => {
     if (/^SSH_/i.test(s)) {
       ctx.addIssue({ code: 'custom', message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it` });
-    } else if (OWN_SECRETS.has(s.toUpperCase())) {
-      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential and is never passed to the agent's commands; remove it` });
+    } else if (isOwnName(s)) {
+      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it` });
     } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
     }
@@ -262,6 +287,8 @@ function buildSchema(knownTools: readonly string[]) {
     questionTimeoutMs: ms().optional(),
     commandTimeoutMs: ms().optional(),
     maxTokens: int(1, 1_000_000).optional(),
+    sandbox: z.enum(SANDBOX_MODES).optional(),
+    sandboxNetwork: z.boolean().optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -271,6 +298,10 @@ function buildSchema(knownTools: readonly string[]) {
   });
 
   const routeMatch = z.string().superRefine((s, ctx) => {
+    if (PLACEHOLDER.test(s)) {
+      ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
+      return;
+    }
     const parts = s.split(':');
     if (!PLATFORMS.includes(parts[0] as Platform) || parts.some((p) => p === '')) {
       ctx.addIssue({
@@ -537,7 +568,16 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     });
     const approvers = {} as Record<Platform, string[]>;
     for (const p of PLATFORMS) approvers[p] = uniq(layer.approvers?.[p] ?? []);
-    const workspace = layer.workspace !== undefined ? resolve(baseDir, layer.workspace) : usingBuiltin && !configFile ? cwd : resolve(baseDir, 'workspace');
+    const workspace = resolve(baseDir, layer.workspace ?? 'workspace');
+    const exposed = botFilesInside(workspace, { configFile, envFile: dot.file, store: settings.store });
+    if (exposed !== undefined) {
+      problems.push({
+        path: `agents.${name}.workspace`,
+        message:
+          `${workspace} contains ${exposed}; the agent's commands and file tools could read or change it. ` +
+          'Use a directory of its own, e.g. ./workspace next to the config file',
+      });
+    }
     agents[name] = {
       name,
       model: layer.model ?? DEFAULT_MODEL,
@@ -557,6 +597,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
       commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
+      sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
+      sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
     };
   }
 
@@ -608,7 +650,43 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
     },
     runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
+    logLevel: settings.logLevel,
   };
+}
+
+/** `p` with symlinks resolved as far as it exists (a workspace may not exist yet). */
+function physical(p: string): string {
+  const tail: string[] = [];
+  let cur = p;
+  for (;;) {
+    try {
+      return join(realpathSync(cur), ...tail);
+    } catch {
+      const parent = dirname(cur);
+      if (parent === cur) return p;
+      tail.unshift(basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+function isWithin(dir: string, p: string): boolean {
+  const rel = relative(dir, p);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** The first of the bot's own files (config, .env, store) that `workspace` contains, described; or undefined. */
+function botFilesInside(workspace: string, own: { configFile: string | undefined; envFile: string | undefined; store: StoreSettings }): string | undefined {
+  const ws = physical(workspace);
+  const files: Array<[string, string | undefined]> = [
+    ['the config file', own.configFile],
+    ['the .env file', own.envFile],
+    ['the store', own.store.kind === 'sqlite' && own.store.path !== ':memory:' ? own.store.path : undefined],
+  ];
+  for (const [what, file] of files) {
+    if (file !== undefined && isWithin(ws, physical(file))) return `${what} (${file})`;
+  }
+  return undefined;
 }
 
 /**

@@ -9,6 +9,9 @@
  * - `readEnv(env, cwd)` never throws: it returns the settings plus every problem found, each naming
  *   the variable. Messages never echo a secret (tokens, keys, URL credentials).
  * - An empty value (`KEY=` in a .env file) counts as unset.
+ * - A platform credential is never silently ignored: one that is set but incomplete (a Telegram
+ *   setting without TELEGRAM_BOT_TOKEN), for a platform this build does not support yet (SLACK_*,
+ *   DISCORD_*), or an unknown TELEGRAM_* name is a problem naming the variable.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -17,6 +20,7 @@ import { slackDescriptor, type SlackEnv } from '../adapters/slack/descriptor.js'
 import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
 
 export type { SlackEnv, TelegramEnv };
+import { LOG_LEVELS, type LogLevelSetting } from './log.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -26,9 +30,8 @@ export interface ConfigProblem {
 
 export type Env = Record<string, string | undefined>;
 
-export type StoreSettings =
-  | { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string }
-  | { kind: 'redis' | 'postgres'; url: string };
+/** SQLite is the only store for now (embedded, tested); other URLs are a config error. */
+export type StoreSettings = { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string };
 
 /** A platform is enabled when its entry is present. */
 export interface PlatformEnv {
@@ -43,6 +46,8 @@ export interface EnvSettings {
   configPath: string | undefined;
   http: { host: string; port: number };
   platforms: PlatformEnv;
+  /** GATEHOUSE_LOG_LEVEL (default info). */
+  logLevel: LogLevelSetting;
 }
 
 export const DEFAULT_HTTP_PORT = 8080;
@@ -92,6 +97,13 @@ function httpUrl(name: string, value: string, problems: ConfigProblem[]): URL | 
   return url;
 }
 
+/** GATEHOUSE_STORE alone (commands that need only the store, e.g. `gatehouse backup`). */
+export function storeFromEnv(env: Env, cwd: string): { store: StoreSettings; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const store = parseStore(get(env, 'GATEHOUSE_STORE'), cwd, problems);
+  return { store, problems };
+}
+
 function parseStore(value: string | undefined, cwd: string, problems: ConfigProblem[]): StoreSettings {
   if (value === undefined) {
     const path = join(cwd, 'data', 'gatehouse.sqlite');
@@ -108,21 +120,57 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
     const path = rest === ':memory:' ? rest : isAbsolute(rest) ? rest : resolve(cwd, rest);
     return { kind: 'sqlite', url: `sqlite://${path}`, path };
   }
-  if (s === 'redis:' || s === 'rediss:' || s === 'postgres:' || s === 'postgresql:') {
-    try {
-      const url = new URL(value);
-      if (url.hostname === '') throw new Error('no host');
-    } catch {
-      problems.push({ path: 'GATEHOUSE_STORE', message: `not a valid ${s}// URL; expected ${s}//[user:password@]host[:port][/db]` });
-      return fallback;
-    }
-    return { kind: s.startsWith('redis') ? 'redis' : 'postgres', url: value };
-  }
+  // Redis and Postgres adapters are not shipped or tested: a clear error now, not "not installed" later.
+  const known = s === 'redis:' || s === 'rediss:' || s === 'postgres:' || s === 'postgresql:';
   problems.push({
     path: 'GATEHOUSE_STORE',
-    message: `unsupported scheme "${s}"; use sqlite://<path>, redis://host[:port] or postgres://host[/db] (or unset it for the default SQLite file under ./data)`,
+    message:
+      (known ? `${s}// stores are not supported; ` : `unsupported scheme "${s}"; `) +
+      'only sqlite:// is supported for now: use sqlite://<path to a file> (or unset it for the default SQLite file under ./data)',
   });
   return fallback;
+}
+
+/**
+ * Platforms this build has no adapter for yet. A credential for one of them must not be silently
+ * ignored (an operator would think the bot is on Slack): it is a start-up error that names the
+ * variable, says what else that platform would need, and that it is not supported yet.
+ * When a platform is built, its entry moves from here to PLATFORM_ENV.
+ */
+const UNSUPPORTED_PLATFORMS: ReadonlyArray<{ label: string; prefix: string; missing: (env: Env) => string | undefined }> = [
+  { label: 'Discord', prefix: 'DISCORD_', missing: (env) => (get(env, 'DISCORD_TOKEN') === undefined ? 'DISCORD_TOKEN is not set' : undefined) },
+];
+
+/** Every variable a supported platform's descriptor reads; any other with its prefix is a typo or a leftover. */
+const KNOWN_PLATFORM_VARS: ReadonlyArray<{ prefix: string; names: readonly string[] }> = [
+  { prefix: 'TELEGRAM_', names: telegramDescriptor.env },
+  { prefix: 'SLACK_', names: slackDescriptor.env },
+];
+
+function unsupportedPlatforms(env: Env, problems: ConfigProblem[]): void {
+  const supported = Object.keys(PLATFORM_ENV).map((p) => p[0]!.toUpperCase() + p.slice(1));
+  for (const p of UNSUPPORTED_PLATFORMS) {
+    const set = Object.keys(env)
+      .filter((name) => name.startsWith(p.prefix) && get(env, name) !== undefined)
+      .sort();
+    for (const name of set) {
+      const missing = p.missing(env);
+      const incomplete = missing !== undefined ? ` It is also incomplete: ${missing}.` : '';
+      problems.push({
+        path: name,
+        message:
+          `is set, but ${p.label} is not supported by this build of Gatehouse yet (supported: ${supported.join(', ')} and the terminal chat).` +
+          `${incomplete} Remove ${name} from .env or the environment.`,
+      });
+    }
+  }
+  for (const known of KNOWN_PLATFORM_VARS) {
+    for (const name of Object.keys(env).filter((n) => n.startsWith(known.prefix) && get(env, n) !== undefined).sort()) {
+      if (!known.names.includes(name)) {
+        problems.push({ path: name, message: `is not a variable Gatehouse reads (a typo?); the ${known.prefix.slice(0, -1)} variables are ${known.names.join(', ')}` });
+      }
+    }
+  }
 }
 
 /** Each platform's environment parser. A new platform adds one entry (and its key to PlatformEnv). */
@@ -161,6 +209,14 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     } else port = n;
   }
 
+  unsupportedPlatforms(env, problems);
+  const levelRaw = get(env, 'GATEHOUSE_LOG_LEVEL')?.trim().toLowerCase();
+  let logLevel: LogLevelSetting = 'info';
+  if (levelRaw !== undefined) {
+    if ((LOG_LEVELS as readonly string[]).includes(levelRaw)) logLevel = levelRaw as LogLevelSetting;
+    else problems.push({ path: 'GATEHOUSE_LOG_LEVEL', message: `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(get(env, 'GATEHOUSE_LOG_LEVEL'))}` });
+  }
+
   const platforms: PlatformEnv = {};
   for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
     const parsed = PLATFORM_ENV[name](env, problems);
@@ -168,7 +224,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   return {
-    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms },
+    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms, logLevel },
     problems,
   };
 }

@@ -1,12 +1,29 @@
 #!/usr/bin/env node
 /** The `gatehouse` executable: everything happens in cli.ts, which tests drive directly. */
-import { runCli } from './cli.js';
 
-const code = await runCli(process.argv.slice(2), {
+// A stop asked for while the modules load (a second or so from source) would otherwise take the
+// default action and kill the process by signal half-way through start-up.
+let stopWhileLoading: NodeJS.Signals | undefined;
+const onEarlySignal = (signal: NodeJS.Signals) => void (stopWhileLoading ??= signal);
+process.on('SIGINT', onEarlySignal);
+process.on('SIGTERM', onEarlySignal);
+// `ps` and /proc show "gatehouse" from here on (and a test knows the signal handling is in place).
+process.title = 'gatehouse';
+const { runCli } = await import('./cli.js');
+
+const exitCode = runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   stdin: process.stdin,
   stdout: process.stdout,
   stderr: process.stderr,
 });
-process.exit(code);
+// runCli listens for signals from its first line. A signal that came while loading may still be
+// waiting in the event loop, addressed to the early listener: let two loop turns deliver it
+// before that listener goes, then hand it on to runCli's.
+await new Promise((r) => setImmediate(r));
+await new Promise((r) => setImmediate(r));
+process.off('SIGINT', onEarlySignal);
+process.off('SIGTERM', onEarlySignal);
+if (stopWhileLoading) process.emit(stopWhileLoading, stopWhileLoading);
+process.exit(await exitCode);

@@ -1,28 +1,42 @@
 /**
  * `gatehouse policy check [--agent NAME] [--classify] [--json] -- "<command>"`: what the gate would do
  * with a shell command for an agent, without running it. Operators use it to test a policy before
- * deploying. Without --classify no model is called: a command the allowlists and the agent's tier do
- * not settle is assumed high-risk (what the classifier returns when it fails), and the output says so;
- * and no ANTHROPIC_API_KEY is needed (a CI machine can check a policy without one).
+ * deploying. Without --classify no model is called (and no ANTHROPIC_API_KEY is needed: a CI machine
+ * can check a policy without one): a command the denylist, the allowlists and the agent's tier do not
+ * settle is reported as NOT RATED (tier unknown), with the decision for each tier the classifier could
+ * give it, never as a guessed ASK.
+ *
+ * Exit code: 1 when the decision is DENY (denylist, decline for want of an approver, no
+ * execute_command), 0 otherwise; 2 for a usage error, 1 for a config error (on stderr).
  *
  * --json prints one object: { command, agent, platform, denied, reason?, rule?, approvalKey,
- * allowlisted, tier, tierSource, classifierDetail?, hasTool, decision: "allow"|"ask"|"deny", why }.
- * `denied` is the denylist's verdict alone; `decision` is deny also for a decline (no approver bound
- * for --platform) and for an agent without execute_command. tierSource 'classifier-failed': the
- * classifier call failed and the gate fell back to high-risk (classifierDetail says why).
+ * allowlisted, tier, tierSource, classifierDetail?, hasTool, sandbox, decision, byTier?, why }.
+ * decision: "allow" | "ask" | "deny", or "depends" when not rated and the tiers lead to different
+ * decisions (byTier then maps each tier to its decision). `denied` is the denylist's verdict alone.
+ * tierSource: 'not-rated' (no --classify, tier null), 'classifier', 'classifier-failed' (the call
+ * failed and the gate fell back to high-risk; classifierDetail says why), 'allowlist', 'agent-tier', 'none'.
  */
 import { classifierCompletionFrom, createAnthropicModel } from '../agent/model.js';
 import { decide } from '../policies/gate.js';
 import { createCommandClassifier } from '../policies/classifier.js';
 import { allowlistMiss, analyzeCommand, commandApprovalKey, isCommandAllowlisted, type ShellAnalysis } from '../policies/shell/index.js';
-import type { Tier } from '../policies/tiers.js';
+import { TIERS, type Tier } from '../policies/tiers.js';
 import type { CliIO } from './cli.js';
 import { ConfigError, formatConfigError, loadConfig } from './config.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
 
+/** The ratings the classifier can give a command. */
+const RATINGS: readonly Tier[] = TIERS;
+
 const USAGE = 'Usage: gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"';
 
 export async function policyCommand(args: string[], io: CliIO): Promise<number> {
+  // Only before `--`: after it, `-h` belongs to the command being checked (grep -h).
+  const options = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  if (options.includes('--help') || options.includes('-h')) {
+    io.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   if (args[0] !== 'check') {
     io.stderr.write(`${USAGE}\n`);
     return 2;
@@ -81,13 +95,22 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
   const analysis = await analyzeCommand(command);
   const approvalKey = await commandApprovalKey(command);
   const allowlisted = !analysis.denied && isCommandAllowlisted(analysis, agent.autoApprovedCommands);
-  type TierSource = 'classifier' | 'classifier-failed' | 'assumed' | 'agent-tier' | 'allowlist' | 'none';
+  type TierSource = 'classifier' | 'classifier-failed' | 'not-rated' | 'agent-tier' | 'allowlist' | 'none';
   // Set from inside the gate's classify callback, hence an object (flow analysis cannot see into it).
   const seen: { tierSource: TierSource; classifiedTier?: Tier; classifierDetail?: string } = { tierSource: 'none' };
+  const policy = () => ({
+    name: agent.name,
+    tier: agent.tier,
+    autoApprovedTools: agent.autoApprovedTools,
+    autoApprovedCommands: agent.autoApprovedCommands,
+    approvers: agent.approvers,
+  });
+  const call = { toolName: 'execute_command', toolTier: 'unknown' as const, platform, command, hasOptions: false };
+  const analyze = async () => analysis;
   const classifyFn = async (cmd: string): Promise<{ tier: Tier }> => {
     if (!classify) {
-      seen.tierSource = 'assumed';
-      seen.classifiedTier = 'high-risk';
+      // Not rated: the decision per possible rating is worked out below.
+      seen.tierSource = 'not-rated';
       return { tier: 'high-risk' };
     }
     const model = createAnthropicModel({
@@ -102,26 +125,31 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     seen.classifiedTier = verdict.tier;
     return { tier: verdict.tier };
   };
-  const decision = await decide(
-    { toolName: 'execute_command', toolTier: 'unknown', platform, command, hasOptions: false },
-    () => ({
-      name: agent.name,
-      tier: agent.tier,
-      autoApprovedTools: agent.autoApprovedTools,
-      autoApprovedCommands: agent.autoApprovedCommands,
-      approvers: agent.approvers,
-    }),
-    { classify: classifyFn, analyze: async () => analysis },
-  );
+  const decision = await decide(call, policy, { classify: classifyFn, analyze });
+  // What each rating the classifier could give would lead to (only when it was not asked).
+  let byTier: Record<Tier, 'allow' | 'ask' | 'deny'> | undefined;
+  if (seen.tierSource === 'not-rated') {
+    byTier = {} as Record<Tier, 'allow' | 'ask' | 'deny'>;
+    for (const t of RATINGS) byTier[t] = (await decide(call, policy, { classify: async () => ({ tier: t }), analyze })).action;
+  }
   if (allowlisted) seen.tierSource = 'allowlist';
   else if (seen.tierSource === 'none' && agent.tier === 'high-risk' && !analysis.denied) seen.tierSource = 'agent-tier';
   const tierSource = seen.tierSource;
-  const tier = decision.action === 'deny' ? (seen.classifiedTier ?? null) : decision.tier;
-  // The gate judges the command as if the agent could run it; without the tool it never runs.
+  const tier = tierSource === 'not-rated' ? null : decision.action === 'deny' ? (seen.classifiedTier ?? null) : decision.tier;
   const hasTool = agent.tools.includes('execute_command');
   const noTool = `agent ${agent.name} does not have execute_command (add it to agents.${agent.name}.tools), so it cannot run any command`;
-  const action = hasTool ? decision.action : 'deny';
-  const why = decision.action === 'deny' ? decision.reason : hasTool ? decision.why : `${noTool}; with it, the gate would ${decision.action}: ${decision.why}`;
+  const outcomes = byTier ? [...new Set(Object.values(byTier))] : [decision.action];
+  const gateAction: 'allow' | 'ask' | 'deny' | 'depends' = outcomes.length === 1 ? outcomes[0]! : 'depends';
+  const action = hasTool ? gateAction : 'deny';
+  const dependsText = byTier ? RATINGS.map((t) => `${t} -> ${byTier[t].toUpperCase()}`).join(', ') : '';
+  const gateText = decision.action === 'deny' ? decision.reason : decision.why;
+  const gateWhy =
+    gateAction === 'depends'
+      ? 'the classifier rates the command (alone, never the chat) when the agent runs it; --classify asks it now'
+      : byTier
+        ? `not rated, but every rating gives the same decision (${dependsText}): ${gateText}`
+        : gateText;
+  const why = hasTool ? gateWhy : `${noTool}; with it, the gate would ${gateAction === 'depends' ? 'decide by the rating' : gateAction}: ${gateWhy}`;
   const result = {
     command,
     agent: agent.name,
@@ -134,12 +162,15 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     tierSource,
     ...(seen.classifierDetail !== undefined ? { classifierDetail: seen.classifierDetail } : {}),
     hasTool,
+    sandbox: agent.sandbox,
     decision: action,
+    ...(byTier ? { byTier } : {}),
     why,
   };
+  const exitCode = action === 'deny' ? 1 : 0;
   if (json) {
     io.stdout.write(JSON.stringify(result) + '\n');
-    return 0;
+    return exitCode;
   }
   const lines = [
     `command:      ${command}`,
@@ -147,20 +178,24 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     `denylist:     ${analysis.denied ? `BLOCKED by rule ${analysis.denied.rule}: ${analysis.denied.reason}` : 'passes'}`,
     `approval key: ${approvalKey ?? `(none: ${noKeyReason(analysis)})`}`,
     `allowlist:    ${allowlisted ? 'matches autoApprovedCommands' : `no match (${allowlistMiss(analysis, agent.autoApprovedCommands) ?? 'not allowlisted'})`}`,
-    `tier:         ${tier ?? '-'}${
-      tierSource === 'assumed'
-        ? ' (assumed: run with --classify to ask the classifier)'
-        : tierSource === 'classifier'
-          ? ' (classifier)'
-          : tierSource === 'classifier-failed'
-            ? ` (the classifier failed, so high-risk: ${seen.classifierDetail ?? 'no detail'})`
-            : ''
+    `tier:         ${
+      tierSource === 'not-rated'
+        ? 'unknown (not rated: the classifier rates it when it runs; --classify asks it now)'
+        : `${tier ?? '-'}${
+            tierSource === 'classifier'
+              ? ' (classifier)'
+              : tierSource === 'classifier-failed'
+                ? ` (the classifier failed, so high-risk: ${seen.classifierDetail ?? 'no detail'})`
+                : ''
+          }`
     }`,
-    `decision:     ${action.toUpperCase()}`,
-    `why:          ${result.why}`,
+    `decision:     ${action === 'depends' ? `DEPENDS ON THE RATING: ${dependsText}` : action.toUpperCase()}`,
+    `sandbox:      ${agent.sandbox === 'none' ? 'none (runs on the host, unconfined)' : `bubblewrap (network ${agent.sandboxNetwork ? 'on' : 'off'})`}`,
   ];
+  // A denylisted command's reason is already on the denylist line: printed once.
+  if (!analysis.denied) lines.push(`why:          ${result.why}`);
   io.stdout.write(lines.join('\n') + '\n');
-  return 0;
+  return exitCode;
 }
 
 /** Why "Always approve" is not offered for the command. */

@@ -3,10 +3,14 @@
  * duplicates (platform retries, by event id), applies access control and the rate limit, handles the
  * bot's commands (/stop, /reset, /help), lets a typed reply answer an open question, picks the agent
  * for the place, and submits the turn. Clicks go to the approval broker.
+ * A turn that queues behind a run waiting on a human is accepted with a reply saying what it waits
+ * for ("Queued: waiting for an approval on deploy first; /stop to cancel it."). Refused strangers are
+ * audited; message text is logged at debug only.
  * Policy decisions (who may talk, who may approve) are made in policies/, not here.
  */
 import type { ActionResult, AdapterSink, InboundAction, InboundMessage, MessageResult } from '../adapters/types.js';
 import type { ApprovalBroker } from '../agent/approvals.js';
+import type { Audit } from '../agent/audit.js';
 import type { ContentBlock } from '../agent/messages.js';
 import type { Runner } from '../agent/runner.js';
 import { OnceNotifier, checkAccess, createRateLimiter, rateLimitReply, type RateLimiter } from '../policies/access.js';
@@ -20,7 +24,9 @@ export interface RouterOptions {
   broker: ApprovalBroker;
   /** Records an event id; false when it was already recorded (see Storage.claimEvent). */
   claimEvent(id: string, ttlMs: number): Promise<boolean>;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
+  /** The audit trail: strangers refused. */
+  audit?: Audit;
 }
 
 export class Router implements AdapterSink {
@@ -50,12 +56,16 @@ export class Router implements AdapterSink {
       msg.platform === 'console' ? undefined : this.opts.config.access[msg.platform],
     );
     if (!access.allowed) {
+      // Silent refusals are the group chatter the bot was not addressed in: not strangers.
+      if (!access.silent) this.opts.audit?.({ event: 'stranger_refused', platform: msg.platform, userId: msg.sender.id, channel: msg.conversation.channelId });
       // An open question may still be answered by a typed reply from whoever may answer it.
       if (!access.silent && access.reply && this.once.first(access.onceKey ?? `${msg.platform}:${msg.sender.id}`)) {
         return { accepted: false, reply: access.reply };
       }
       return { accepted: false };
     }
+    // Message text is for debugging only: never above debug.
+    this.opts.log?.('debug', 'message received', { conversation: key, sender: msg.sender.id, text: msg.text });
     const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
     if (!rate.ok) return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
 
@@ -81,6 +91,9 @@ export class Router implements AdapterSink {
         : { type: 'text', text: `<attachment name="${a.name.replace(/"/g, "'")}">\n${a.data}\n</attachment>` },
     );
     // Resolves once the turn is stored (not when it has run): a restart after this still runs it.
+    // Told before it is queued: a run parked on a human holds the lane until someone decides.
+    // (Busy and a card pending: also right after a restart, before the resumed run is parked again.)
+    const waiting = this.opts.runner.isBusy(key) ? await this.opts.broker.describeWaiting(key).catch(() => undefined) : undefined;
     try {
       await this.opts.runner.submit({
         agentName: agent.name,
@@ -95,6 +108,7 @@ export class Router implements AdapterSink {
       this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
       return { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' };
     }
+    if (waiting) return { accepted: true, reply: `Queued: waiting for ${waiting} first; /stop to cancel it.` };
     return { accepted: true };
   }
 

@@ -1,33 +1,38 @@
 /**
- * The SQLite store in a worker thread: @keyv/sqlite runs there, keyv stays on the main thread.
+ * The SQLite store in a worker thread: better-sqlite3 runs there, keyv stays on the main thread.
  *
- * Why: sqlite3 (under @keyv/sqlite) does part of every query on the main thread (statement setup,
- * sqlite3_finalize, row conversion) and takes the connection's lock there, so the event loop stalls
- * whenever the thread pool is busy writing on the same connection. In the Telegram benchmark that
- * was about 0.8 ms of main-thread time per message, and the event loop was busy while its CPU was
- * idle. Here the main thread only posts strings (keyv has already serialized the value) and reads
- * strings back.
+ * Why a worker: every SQLite call is synchronous in better-sqlite3 (and the old driver did part of
+ * each query on the main thread); commits and checkpoints cost milliseconds. In the Telegram
+ * benchmark that time on the main thread showed as event-loop delay. Here the main thread only
+ * posts strings (keyv has already serialized the value) and reads strings back.
+ *
+ * Why better-sqlite3: node-sqlite3 (under @keyv/sqlite) finished statements on the thread pool and
+ * converted rows in a callback; when one completed while the worker was being torn down (a SIGTERM
+ * a second after a message), N-API threw into a dying environment and the whole process aborted
+ * (exit 134, `napi_throw` in `Statement::RowToJS`). better-sqlite3 has no callbacks and nothing in
+ * flight between calls: when the worker's event loop is idle, SQLite is idle.
  *
  * Contract:
- * - `startSqliteWorker(path, namespaces)` opens one @keyv/sqlite connection per namespace in one
- *   worker (WAL, synchronous=NORMAL, a busy timeout) and resolves when they are usable; a file
- *   that cannot be opened rejects with SQLite's message.
+ * - `startSqliteWorker(path, namespaces)` opens one connection in one worker (WAL,
+ *   synchronous=NORMAL, a busy timeout) and resolves when it is usable; a file that cannot be opened
+ *   rejects with SQLite's message (and its code, e.g. SQLITE_CANTOPEN, SQLITE_READONLY).
  * - `store(namespace)` is a keyv store adapter (get, set, delete, has, clear, iterator), used as
- *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts).
- *   Keys arrive with keyv's namespace prefix, exactly as @keyv/sqlite would store them
- *   in-process, so the file format is @keyv/sqlite's.
+ *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts) and
+ *   `setUndecided` (an atomic compare-and-set: first decision of an approval wins).
+ *   Keys arrive with keyv's namespace prefix; the table is @keyv/sqlite's (`keyv(key, value)`), so
+ *   files written by earlier versions open unchanged.
  * - Every call resolves after SQLite finished it; a failure rejects with SQLite's error.
  *   After the worker has gone (close(), or a crash) every call rejects; nothing is dropped quietly.
  * - The worker holds the process open only while calls are pending, and during close(), which
- *   resolves once the worker has closed its connections and ended by itself.
- * - Checkpoints run on a connection of their own, every `checkpointMs` when there were writes, and
- *   in full (TRUNCATE) at close; commits never checkpoint (see WORKER_SOURCE). Expired entries
- *   (keyv TTLs: dedupe ids, tokens) are deleted every `sweepMs`.
+ *   resolves once the worker has checkpointed, closed its connection and ended by itself.
+ * - Checkpoints run between calls, every `checkpointMs` when there were writes (PASSIVE; RESTART
+ *   once the WAL is `restartFrames` long), and in full (TRUNCATE) at close; commits never
+ *   checkpoint. Expired entries (keyv TTLs: dedupe ids, tokens) are deleted every `sweepMs`.
  * - `iterator` reads the whole namespace in the worker and yields it: meant for small namespaces
  *   (the runner's live runs), not for transcripts.
  *
  * The worker body is plain JavaScript run with `eval: true` (see grep-worker.ts for why); it
- * loads keyv's CommonJS builds by the paths resolved here.
+ * loads better-sqlite3 by the path resolved here.
  */
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
@@ -35,175 +40,160 @@ import { Worker } from 'node:worker_threads';
 
 const WORKER_SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
-const sqliteModule = require(workerData.keyvSqlite);
-const KeyvSqlite = sqliteModule.KeyvSqlite ?? sqliteModule.default ?? sqliteModule;
-
-class SqliteStore extends KeyvSqlite {
-  // One query instead of @keyv/sqlite's read-then-delete.
-  async delete(key) {
-    const rows = await this.query('DELETE FROM ' + this.opts.table + ' WHERE key = ? RETURNING key', key);
-    return rows.length > 0;
-  }
-
-  // Writes the entry unless a live one (not expired at 'now') exists; true when it wrote. One
-  // atomic statement: two messages with the same id can never both be first.
-  async claim(key, value, now) {
-    const rows = await this.query(
-      'INSERT INTO ' + this.opts.table + ' (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value ' +
-        "WHERE (CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') END) < ? RETURNING key",
-      key,
-      value,
-      now,
-    );
-    return rows.length > 0;
-  }
-}
+const Database = require(workerData.driver);
 
 const onDisk = workerData.path !== ':memory:';
-const stores = new Map();
-
-// Checkpoints (copying the WAL into the database file) run here, not inside commits. Done inside a
-// commit, as SQLite does by default, a checkpoint held up that namespace's queries for tens of
-// milliseconds every few hundred messages. A PASSIVE checkpoint on a connection of its own copies
-// most of the WAL while writes go on; but the WAL only starts over when it is wholly copied with no
-// write in between, which under steady writes never happens. So once the WAL is long, writes are
-// held back for the moment it takes to copy the rest (a few milliseconds), and it starts over.
-let checkpointer;
+const EXPIRES = "(CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') END)";
+let db;
+let sql;
 let writesSinceCheckpoint = 0;
-let checkpointing;
-let writesInFlight = 0;
-let writesHeld; // a promise while writes wait for a checkpoint
-let drained; // resolves when writesInFlight reaches 0
 let closing = false;
 const timers = [];
-const ready = (async () => {
-  for (const ns of workerData.namespaces) {
-    const s = new SqliteStore({ uri: 'sqlite://' + workerData.path, busyTimeout: 10000, iterationLimit: 500 });
-    s.namespace = ns; // clear() deletes only this namespace's rows
-    s.on('error', () => undefined); // reported through the calls that fail
-    if (onDisk) {
-      await s.query('PRAGMA journal_mode=WAL');
-      await s.query('PRAGMA synchronous=NORMAL');
-      await s.query('PRAGMA wal_autocheckpoint=0');
-    }
-    await s.query('SELECT 1');
-    stores.set(ns, s);
-  }
-  if (onDisk) {
-    checkpointer = new SqliteStore({ uri: 'sqlite://' + workerData.path, busyTimeout: 10000 });
-    checkpointer.on('error', () => undefined);
-    await checkpointer.query('PRAGMA journal_size_limit=' + 64 * 1024 * 1024);
-    timers.push(setInterval(() => void checkpoint(false), workerData.checkpointMs));
-    timers.push(setInterval(() => void sweep(), workerData.sweepMs));
-    for (const t of timers) t.unref();
-    sweeping = sweep();
-  }
-})();
 
-function logged(what) {
-  return (err) => parentPort.postMessage({ type: 'log', message: what + ' failed: ' + (err && err.message) });
+function open() {
+  db = new Database(workerData.path, { timeout: 10000 });
+  if (onDisk) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    // Checkpoints run between calls (checkpoint()), never inside a commit.
+    db.pragma('wal_autocheckpoint = 0');
+    db.pragma('journal_size_limit = ' + 64 * 1024 * 1024);
+  }
+  db.exec('CREATE TABLE IF NOT EXISTS keyv(key VARCHAR(255) PRIMARY KEY, value TEXT)');
+  sql = {
+    get: db.prepare('SELECT value FROM keyv WHERE key = ?').pluck(),
+    set: db.prepare('INSERT INTO keyv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+    delete: db.prepare('DELETE FROM keyv WHERE key = ? RETURNING key').pluck(),
+    has: db.prepare('SELECT EXISTS (SELECT 1 FROM keyv WHERE key = ?)').pluck(),
+    clearPrefix: db.prepare('DELETE FROM keyv WHERE substr(key, 1, length(?)) = ?'),
+    list: db.prepare('SELECT key, value FROM keyv WHERE substr(key, 1, length(?)) = ? ORDER BY key').raw(),
+    // Writes the entry unless a live one (not expired at 'now') exists; returns a row when it wrote.
+    // One statement: two claims of the same key can never both win, in any number of processes.
+    claim: db.prepare(
+      'INSERT INTO keyv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value ' +
+        'WHERE ' + EXPIRES + ' < ? RETURNING key',
+    ).pluck(),
+    // Compare-and-set: replaces a live entry whose value has no 'decision' yet; a row when it did.
+    setUndecided: db.prepare(
+      "UPDATE keyv SET value = ? WHERE key = ? AND json_valid(value) AND json_type(value, '$.value') = 'object' " +
+        "AND json_type(value, '$.value.decision') IS NULL AND coalesce(json_extract(value, '$.expires') >= ?, 1) RETURNING key",
+    ).pluck(),
+    sweep: db.prepare('DELETE FROM keyv WHERE rowid IN (SELECT rowid FROM keyv WHERE ' + EXPIRES + ' < ? LIMIT 500)'),
+  };
+}
+
+function log(message) {
+  parentPort.postMessage({ type: 'log', message });
 }
 
 /** final: at close, copy everything and empty the WAL file. */
 function checkpoint(final) {
-  if (!checkpointer) return Promise.resolve();
-  if (checkpointing) return checkpointing.then(() => (final ? checkpoint(true) : undefined));
-  if (writesSinceCheckpoint === 0 && !final) return Promise.resolve();
+  if (!onDisk || (!final && writesSinceCheckpoint === 0)) return;
   writesSinceCheckpoint = 0;
-  checkpointing = (async () => {
-    const [passive] = await checkpointer.query('PRAGMA wal_checkpoint(PASSIVE)');
-    if (!final && !(passive && passive.log >= workerData.restartFrames)) return;
-    let release;
-    writesHeld = new Promise((r) => (release = r));
-    try {
-      if (writesInFlight > 0) await new Promise((r) => (drained = r));
-      await checkpointer.query(final ? 'PRAGMA wal_checkpoint(TRUNCATE)' : 'PRAGMA wal_checkpoint(RESTART)');
-    } finally {
-      writesHeld = undefined;
-      release();
-    }
-  })()
-    .catch(logged('checkpoint'))
-    .finally(() => (checkpointing = undefined));
-  return checkpointing;
+  try {
+    if (final) return void db.pragma('wal_checkpoint(TRUNCATE)');
+    // A PASSIVE checkpoint copies what no reader needs; the WAL only starts over (RESTART) when it
+    // is wholly copied, so a long one is restarted. Nothing else runs on this connection meanwhile.
+    const [passive] = db.pragma('wal_checkpoint(PASSIVE)');
+    if (passive && passive.log >= workerData.restartFrames) db.pragma('wal_checkpoint(RESTART)');
+  } catch (err) {
+    log('checkpoint failed: ' + err.message);
+  }
 }
 
 // keyv deletes an expired entry only when it is read again; dedupe ids and used tokens never are.
-// Expired rows go in small batches, so no single delete holds the write lock for long.
-let sweeping;
-async function sweep() {
+// Expired rows go in small batches, with other calls served in between.
+function sweep() {
   if (closing) return;
-  const sql =
-    'DELETE FROM keyv WHERE rowid IN (SELECT rowid FROM keyv WHERE ' +
-    "(CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') END) < ? LIMIT 500) RETURNING 1";
   try {
-    for (;;) {
-      const rows = await checkpointer.query(sql, Date.now());
-      if (rows.length < 500 || closing) break;
-    }
+    const { changes } = sql.sweep.run(Date.now());
+    if (changes > 0) writesSinceCheckpoint++;
+    if (changes === 500) setImmediate(sweep);
   } catch (err) {
-    logged('sweeping expired entries')(err);
+    log('sweeping expired entries failed: ' + err.message);
   }
 }
 
-const READS = new Set(['get', 'has']);
-const WRITES = new Set(['set', 'delete', 'clear', 'claim']);
-
-async function handle(m) {
-  await ready;
+function handle(m) {
   if (closing) throw new Error('the store is closed');
-  const s = stores.get(m.ns);
-  if (!s) throw new Error('unknown namespace ' + m.ns);
-  if (m.method === 'list') {
-    const out = [];
-    for await (const entry of s.iterator(m.args[0])) out.push(entry);
-    return out;
-  }
-  if (READS.has(m.method)) return s[m.method](...m.args);
-  if (!WRITES.has(m.method)) throw new Error('unsupported store call ' + m.method);
-  while (writesHeld) await writesHeld;
-  writesInFlight++;
-  writesSinceCheckpoint++;
-  try {
-    return await s[m.method](...m.args);
-  } finally {
-    if (--writesInFlight === 0 && drained) {
-      drained();
-      drained = undefined;
+  const [key, value, now] = m.args;
+  switch (m.method) {
+    case 'get': {
+      const v = sql.get.get(key);
+      return v === null ? undefined : v;
+    }
+    case 'has':
+      return sql.has.get(key) === 1;
+    case 'list': {
+      const prefix = key ? key + ':' : '';
+      return sql.list.all(prefix, prefix);
     }
   }
+  writesSinceCheckpoint++;
+  switch (m.method) {
+    case 'set':
+      sql.set.run(key, value);
+      return undefined;
+    case 'delete':
+      return sql.delete.get(key) !== undefined;
+    case 'clear': {
+      const prefix = m.ns + ':';
+      sql.clearPrefix.run(prefix, prefix);
+      return undefined;
+    }
+    case 'claim':
+      return sql.claim.get(key, value, now) !== undefined;
+    case 'setUndecided':
+      return sql.setUndecided.get(value, key, now) !== undefined;
+  }
+  throw new Error('unsupported store call ' + m.method);
 }
 
 parentPort.on('message', (m) => {
   if (m.type === 'close') {
-    // Everything into the database file, and the WAL emptied, before the connections go. Then
-    // the worker ends on its own, once sqlite3 has nothing in flight: terminating it with a query
-    // in flight aborts the whole process (a fatal N-API error).
+    // Everything into the database file, and the WAL emptied, before the connection goes; then
+    // the worker ends on its own.
     closing = true;
     for (const t of timers) clearInterval(t);
-    void ready
-      .catch(() => undefined)
-      .then(() => sweeping)
-      .then(() => checkpoint(true))
-      .then(() => Promise.allSettled([...stores.values(), ...(checkpointer ? [checkpointer] : [])].map((s) => s.disconnect())))
-      .then(() => parentPort.close());
+    if (db) {
+      checkpoint(true);
+      try {
+        db.close();
+      } catch (err) {
+        log('closing failed: ' + err.message);
+      }
+    }
+    parentPort.close();
     return;
   }
-  handle(m).then(
-    (result) => parentPort.postMessage({ type: 'result', id: m.id, result }),
-    (err) => parentPort.postMessage({ type: 'result', id: m.id, error: String(err && err.message ? err.message : err), code: err && err.code }),
-  );
+  try {
+    parentPort.postMessage({ type: 'result', id: m.id, result: handle(m) });
+  } catch (err) {
+    parentPort.postMessage({ type: 'result', id: m.id, error: String(err && err.message ? err.message : err), code: err && err.code });
+  }
 });
-ready.then(
-  () => parentPort.postMessage({ type: 'ready' }),
-  (err) => parentPort.postMessage({ type: 'failed', error: String(err && err.message ? err.message : err) }),
-);
+
+try {
+  open();
+  if (onDisk) {
+    timers.push(setInterval(() => checkpoint(false), workerData.checkpointMs));
+    timers.push(setInterval(sweep, workerData.sweepMs));
+    for (const t of timers) t.unref();
+    setImmediate(sweep);
+  }
+  parentPort.postMessage({ type: 'ready' });
+} catch (err) {
+  try {
+    if (db) db.close();
+  } catch {}
+  parentPort.postMessage({ type: 'failed', error: String(err && err.message ? err.message : err), code: err && err.code });
+}
 `;
 
 type Reply =
   | { type: 'ready' }
   | { type: 'log'; message: string }
-  | { type: 'failed'; error: string }
+  | { type: 'failed'; error: string; code?: unknown }
   | { type: 'result'; id: number; result?: unknown; error?: string; code?: unknown };
 
 export interface SqliteWorker {
@@ -228,7 +218,7 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
     workerData: {
       path,
       namespaces: [...namespaces],
-      keyvSqlite: require.resolve('@keyv/sqlite'),
+      driver: require.resolve('better-sqlite3'),
       checkpointMs: opts.checkpointMs ?? 250,
       restartFrames: opts.restartFrames ?? 2000,
       sweepMs: opts.sweepMs ?? 3_600_000,
@@ -271,7 +261,7 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
   await new Promise<void>((resolve, reject) => {
     const onReady = (m: Reply) => {
       if (m.type === 'ready') resolve();
-      else if (m.type === 'failed') reject(new Error(m.error));
+      else if (m.type === 'failed') reject(Object.assign(new Error(m.error), m.code !== undefined ? { code: m.code } : {}));
       else return;
       worker.off('message', onReady);
     };
@@ -302,8 +292,8 @@ export async function startSqliteWorker(path: string, namespaces: readonly strin
       const exited = new Promise<void>((r) => worker.once('exit', () => r()));
       worker.ref();
       worker.postMessage({ type: 'close' });
-      // The worker exits by itself once its connections are closed. Terminating it earlier, with
-      // a sqlite3 query in flight, would abort the process: only a stuck disk gets that far.
+      // The worker exits by itself once it has checkpointed and closed the connection; only a stuck
+      // disk gets as far as this timer.
       const timer = setTimeout(() => void worker.terminate(), 30_000);
       timer.unref();
       await exited;
@@ -343,6 +333,13 @@ export class WorkerStore extends EventEmitter {
   /** Writes `value` at `key` unless a live entry (not expired at `now`) is there; true when it wrote. */
   claim(key: string, value: string, now: number): Promise<boolean> {
     return this.call(this.ns, 'claim', [key, value, now]) as Promise<boolean>;
+  }
+  /**
+   * Writes `value` at `key` only if a live entry is there whose value has no `decision` yet; true
+   * when it wrote. One UPDATE ... RETURNING: of any number of processes, one wins.
+   */
+  setUndecided(key: string, value: string, now: number): Promise<boolean> {
+    return this.call(this.ns, 'setUndecided', [key, value, now]) as Promise<boolean>;
   }
   async *iterator(namespace?: string): AsyncGenerator<[string, unknown], void> {
     const entries = (await this.call(this.ns, 'list', [namespace])) as Array<[string, unknown]>;

@@ -1,13 +1,13 @@
 /**
- * Opens the keyv namespaces Gatehouse keeps (agent/kv.ts) on the configured store.
- * SQLite (the default) is embedded: one file, @keyv/sqlite in a worker thread (bot/sqlite-worker.ts)
- * with one connection per namespace. `redis://` and `postgres://` load the matching keyv adapter,
- * which is how several instances share state; it must be installed separately.
+ * Opens the keyv namespaces Gatehouse keeps (agent/kv.ts) on the configured store: a SQLite file,
+ * embedded, driven by better-sqlite3 in a worker thread (bot/sqlite-worker.ts). It is the only
+ * store for now; bot/env.ts turns any other GATEHOUSE_STORE into a config error.
  *
  * Every namespace throws on a store failure (keyv's default would log it and carry on: a turn
  * "stored" that never was, a transcript read that failed looking like a new conversation).
+ * A store folder or file this process may not write fails at start, naming it as a permission problem.
  */
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores } from '../agent/kv.js';
@@ -29,14 +29,20 @@ type Namespace = (typeof NAMESPACES)[number];
 export interface Storage extends AgentStores {
   /**
    * Records a platform event id for `ttlMs`; true the first time, false while it is recorded
-   * (a platform retry, a redelivery after a restart). One atomic statement on SQLite; on other
-   * stores a read then a write.
+   * (a platform retry, a redelivery after a restart). One atomic statement on SQLite, so two
+   * processes sharing the file never both win; the approval broker claims first clicks with it.
    */
   claimEvent(id: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Compare-and-set in the `approvals` namespace: writes `value` at `key` only if the stored entry
+   * is live and has no `decision` yet; true when it wrote. One atomic statement on SQLite, so of
+   * several processes sharing the file exactly one records an approval's decision (first click wins).
+   */
+  decideOnce(key: string, value: unknown, ttlMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
-/** Read-then-write claim on any keyv namespace (not atomic across processes). */
+/** Read-then-write claim for the in-memory store (one process, nothing to race with). */
 function claimByReadThenWrite(kv: Keyv): Storage['claimEvent'] {
   return async (id, ttlMs) => {
     if ((await kv.get(id)) !== undefined) return false;
@@ -45,45 +51,86 @@ function claimByReadThenWrite(kv: Keyv): Storage['claimEvent'] {
   };
 }
 
+const PERMISSION_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'SQLITE_READONLY', 'SQLITE_PERM', 'SQLITE_READONLY_DIRECTORY']);
+
+/** Says which folder or file is in the way, and whether it is a permission problem. */
+function storeProblem(path: string): string | undefined {
+  const folder = dirname(path);
+  const who = typeof process.getuid === 'function' ? ` (user id ${process.getuid()})` : '';
+  const fix = 'make it writable for the user Gatehouse runs as, or point GATEHOUSE_STORE at a writable folder';
+  if (!existsSync(folder)) {
+    // Node's recursive mkdir reports a read-only parent as ENOENT: look at the parent ourselves.
+    let parent = dirname(folder);
+    while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent);
+    if (!statSync(parent).isDirectory()) {
+      return `the store folder ${folder} cannot be created: part of that path (${parent}) is a file, not a folder`;
+    }
+    try {
+      accessSync(parent, constants.W_OK | constants.X_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return `permission problem: cannot create the store folder ${folder}: ${parent} is not writable${who} (${code}); ${fix}`;
+    }
+    try {
+      mkdirSync(folder, { recursive: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (PERMISSION_CODES.has(code)) return `permission problem: cannot create the store folder ${folder}${who} (${code}); ${fix}`;
+      return `cannot create the store folder ${folder}: ${(err as Error).message}`;
+    }
+  } else if (!statSync(folder).isDirectory()) {
+    return `the store folder ${folder} is a file, not a folder`;
+  }
+  try {
+    accessSync(folder, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    return `permission problem: the store folder ${folder} is not writable${who} (${(err as NodeJS.ErrnoException).code}); ${fix}`;
+  }
+  if (existsSync(path)) {
+    try {
+      accessSync(path, constants.R_OK | constants.W_OK);
+    } catch (err) {
+      return `permission problem: the store file ${path} is not writable${who} (${(err as NodeJS.ErrnoException).code}); ${fix}`;
+    }
+  }
+  return undefined;
+}
+
 export async function openStorage(settings: StoreSettings, log: (msg: string) => void = (m) => console.error(m)): Promise<Storage> {
+  const fail = (why: string) => new Error(`cannot open the store (${settings.url}): ${why}`);
+  if (settings.path !== ':memory:') {
+    const problem = storeProblem(settings.path);
+    if (problem) throw fail(problem);
+  }
+  let worker;
+  try {
+    worker = await startSqliteWorker(settings.path, NAMESPACES, { log: (m) => log(`[store] ${m}`) });
+  } catch (err) {
+    const code = String((err as { code?: unknown }).code ?? '');
+    if (PERMISSION_CODES.has(code)) {
+      throw fail(`permission problem in the store folder ${dirname(settings.path)}: ${(err as Error).message} (${code})`);
+    }
+    throw fail((err as Error).message);
+  }
   const instances: Keyv[] = [];
-  const closers: Array<() => Promise<void>> = [];
-  const wrap = (namespace: Namespace, store: unknown): Keyv => {
-    const kv = new Keyv({ store, namespace, throwOnErrors: true, ...PLAIN_JSON });
+  const open = (namespace: Namespace): Keyv => {
+    const kv = new Keyv({ store: worker.store(namespace), namespace, throwOnErrors: true, ...PLAIN_JSON });
     kv.on('error', (err: unknown) => log(`[store] ${namespace}: ${(err as Error).message ?? String(err)}`));
     instances.push(kv);
     return kv;
   };
-  let open: (namespace: Namespace) => Keyv;
-  let claimEvent: Storage['claimEvent'] | undefined;
-  if (settings.kind === 'sqlite') {
-    if (settings.path !== ':memory:') mkdirSync(dirname(settings.path), { recursive: true });
-    let worker;
-    try {
-      worker = await startSqliteWorker(settings.path, NAMESPACES, { log: (m) => log(`[store] ${m}`) });
-    } catch (err) {
-      throw new Error(`cannot open the store (${settings.url}): ${(err as Error).message}`);
-    }
-    closers.push(() => worker.close());
-    open = (namespace) => wrap(namespace, worker.store(namespace));
-    const dedupeStore = worker.store('dedupe');
-    // keyv's own format, so keyv reads these entries like any other: key `dedupe:<id>`, value
-    // {"value":1,"expires":<ms>} (PLAIN_JSON), expiry honoured by the claim and by the sweep.
-    claimEvent = (id, ttlMs) => {
-      const now = Date.now();
-      return dedupeStore.claim(`dedupe:${id}`, JSON.stringify({ value: 1, expires: now + ttlMs }), now);
-    };
-  } else {
-    const pkg = settings.kind === 'redis' ? '@keyv/redis' : '@keyv/postgres';
-    let mod: { default: new (url: string) => unknown };
-    try {
-      mod = (await import(pkg)) as { default: new (url: string) => unknown };
-    } catch {
-      throw new Error(`GATEHOUSE_STORE is a ${settings.kind} URL, but ${pkg} is not installed: run \`npm install ${pkg}\`.`);
-    }
-    open = (namespace) => wrap(namespace, new mod.default(settings.url));
-    closers.push(() => Promise.all(instances.map((k) => k.disconnect().catch(() => undefined))).then(() => undefined));
-  }
+  const dedupeStore = worker.store('dedupe');
+  // keyv's own format, so keyv reads these entries like any other: key `dedupe:<id>`, value
+  // {"value":1,"expires":<ms>} (PLAIN_JSON), expiry honoured by the claim and by the sweep.
+  const claimEvent: Storage['claimEvent'] = (id, ttlMs) => {
+    const now = Date.now();
+    return dedupeStore.claim(`dedupe:${id}`, JSON.stringify({ value: 1, expires: now + ttlMs }), now);
+  };
+  const approvalsStore = worker.store('approvals');
+  const decideOnce: Storage['decideOnce'] = (key, value, ttlMs) => {
+    const now = Date.now();
+    return approvalsStore.setUndecided(`approvals:${key}`, JSON.stringify({ value, expires: now + ttlMs }), now);
+  };
   const stores = {
     transcripts: open('transcripts'),
     runs: open('runs'),
@@ -91,21 +138,23 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     allowlists: open('allowlists'),
     dedupe: open('dedupe'),
   };
-  // Fail now, not on the first message, if the store cannot be used.
+  // Fail now, not on the first message, if the store cannot be written.
   try {
     await stores.dedupe.set('startup-check', Date.now(), 60_000);
   } catch (err) {
-    await Promise.all(closers.map((c) => c().catch(() => undefined)));
-    throw new Error(`cannot open the store (${settings.url}): ${(err as Error).message}`);
+    await worker.close().catch(() => undefined);
+    const code = String((err as { code?: unknown }).code ?? '');
+    throw fail(PERMISSION_CODES.has(code) ? `permission problem in the store folder ${dirname(settings.path)}: ${(err as Error).message} (${code})` : (err as Error).message);
   }
   let closed = false;
   return {
     ...stores,
-    claimEvent: claimEvent ?? claimByReadThenWrite(stores.dedupe),
+    claimEvent,
+    decideOnce,
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.all(closers.map((c) => c()));
+      await worker.close();
     },
   };
 }
@@ -114,13 +163,21 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
 export function memoryStorage(): Storage {
   const mk = () => new Keyv({ throwOnErrors: true });
   const dedupe = mk();
+  const approvals = mk();
   return {
     transcripts: mk(),
     runs: mk(),
-    approvals: mk(),
+    approvals,
     allowlists: mk(),
     dedupe,
     claimEvent: claimByReadThenWrite(dedupe),
+    // One process: a read then a write cannot be raced by another.
+    async decideOnce(key, value, ttlMs) {
+      const stored: unknown = await approvals.get(key);
+      if (typeof stored !== 'object' || stored === null || (stored as { decision?: unknown }).decision !== undefined) return false;
+      await approvals.set(key, value, ttlMs);
+      return true;
+    },
     async close() {},
   };
 }

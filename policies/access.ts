@@ -107,7 +107,8 @@ export function checkAccess(
       onceKey: `${p}:user:${input.senderId}`,
       reply:
         `Gatehouse doesn't know you yet. Your ${label} user id is ${input.senderId}. ` +
-        `To let you in, add it to access.${p}.users in ${file}.`,
+        `To let you in, add it to access.${p}.users in ${file}. ` +
+        `To let you approve the agent's actions too, also add it to approvers.${p} under the agent (agents.<name>.approvers.${p}).`,
     };
   }
   let where: string;

@@ -55,18 +55,21 @@ export type GateDecision =
 
 export type AlwaysKey = { kind: 'command'; key: string } | { kind: 'tool'; name: string };
 
-/** What an "Always approve" click will cover, for the card: a short button label and a sentence. */
+/**
+ * What an "Always" click will cover, for the card: a short button label and a sentence. Plain text, no
+ * backticks: labels and status lines show them literally on every surface.
+ */
 export function describeAlways(always: AlwaysKey): { label: string; covers: string } {
   if (always.kind === 'tool') {
     return {
-      label: `Always approve ${always.name}`,
-      covers: `"Always approve" lets this agent run ${always.name} from now on without asking, with any input.`,
+      label: `Always allow ${always.name}`,
+      covers: `“Always” lets this agent run ${always.name} from now on without asking, with any input.`,
     };
   }
   return {
-    label: `Always approve \`${always.key}\``,
+    label: `Always allow “${always.key}”`,
     covers:
-      `"Always approve" adds \`${always.key}\` to this agent's allowlist: from now on \`${always.key}\` runs without asking ` +
+      `“Always” adds “${always.key}” to this agent's allowlist: from now on “${always.key}” runs without asking ` +
       `with any arguments, but never with options that run other code, write files or change its directory or ` +
       `configuration, never with unsafe variables, redirects to files or substitutions, and never chained with ` +
       `a command the allowlist does not cover.`,

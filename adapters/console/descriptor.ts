@@ -3,7 +3,7 @@ import type { PlatformDescriptor } from '../types.js';
 
 export const consoleDescriptor: PlatformDescriptor = {
   platform: 'console',
-  ids: { re: /^\S+$/, hint: 'a name without spaces, like local' },
+  ids: { re: /^local$/, hint: 'the terminal chat has one user, "local": write console: [local] (or leave it out)' },
   env: [],
   secrets: [],
 };

@@ -2,7 +2,8 @@
  * The Telegram adapter (grammy). The only module in the project that imports grammy.
  *
  * Contract (beyond adapters/types.ts):
- * - start(): getMe (unless `botInfo`), then either long polling (deleteWebhook, a quick getUpdates
+ * - start(): getMe (unless `botInfo`), setMyCommands (the / menu: /stop, /reset, /help; a refusal is
+ *   a warning), then either long polling (deleteWebhook, a quick getUpdates
  *   probe so a 409 fails start(), then @grammyjs/runner) or webhook mode (setWebhook with the
  *   secret; `httpRoutes()` gives the handler the bot's HTTP server mounts; a wrong secret gets 401).
  *   Start-up errors say what to do and never contain the token. A 401/409 while polling later is
@@ -15,6 +16,11 @@
  *   or image by MIME type/extension. One that cannot be read is not downloaded; the message text
  *   tells the model so, and the sender is told (only if the core accepted the message, so a
  *   stranger gets no extra reply).
+ * - Not from a person, so never a user, a sender or an approver: linked-channel forwards
+ *   (`is_automatic_forward`), messages sent on behalf of a chat (`sender_chat`: channel posts,
+ *   anonymous admins) and Telegram's service account (id 777000). Such messages and presses are dropped.
+ * - A command addressed to another bot (`/stop@OtherBot`, at the start of the message) is not ours: the
+ *   whole message is ignored, in groups and in private chats. Only `/cmd` and `/cmd@<this bot>` count.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Api, Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
@@ -56,10 +62,19 @@ export interface TelegramAdapterOptions {
   /** Long-poll timeout in seconds; default 30. */
   pollTimeoutSeconds?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** The / menu registered with setMyCommands at start; default CHAT_COMMANDS. */
+  commands?: ReadonlyArray<{ command: string; description: string }>;
 }
 
 /** Telegram only ever contributes its webhook (POST). */
 export type TelegramHttpRoute = HttpRoute & { method: 'POST' };
+
+/** The chat commands the router understands (bot/router.ts), for Telegram's / menu. */
+export const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
+  { command: 'stop', description: 'Cancel the current run' },
+  { command: 'reset', description: 'Start a new conversation' },
+  { command: 'help', description: 'What this bot can do and its commands' },
+];
 
 export type TelegramAdapter = Adapter & {
   /** Webhook mode: the routes the bot's HTTP server mounts. Empty in polling mode. */
@@ -67,6 +82,8 @@ export type TelegramAdapter = Adapter & {
 };
 
 const DEFAULT_API_ROOT = 'https://api.telegram.org';
+/** "Telegram": the service account linked-channel forwards and notifications arrive from. */
+const TELEGRAM_SERVICE_USER_ID = 777000;
 const MAX_429_RETRIES = 3;
 const MAX_RETRY_AFTER_S = 60;
 const NO_LONGER_VALID = 'This button is no longer valid.';
@@ -160,6 +177,10 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const topicOf = (msg: Pick<Message, 'is_topic_message' | 'message_thread_id'>): number | undefined =>
     msg.is_topic_message === true && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
 
+  /** Channel forwards, posts on behalf of a chat and Telegram's service account are not people. */
+  const fromAPerson = (m: Pick<Message, 'from' | 'sender_chat' | 'is_automatic_forward'>): boolean =>
+    m.from !== undefined && m.from.id !== TELEGRAM_SERVICE_USER_ID && m.sender_chat === undefined && m.is_automatic_forward !== true;
+
   const senderOf = (u: User): Sender => {
     const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || (u.username ? `@${u.username}` : undefined);
     const s: Sender = { id: String(u.id), isBot: u.is_bot };
@@ -191,6 +212,11 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
         log('warn', `answerCallbackQuery failed: ${describe(err)}`);
       }
     };
+    // Only a person can approve: the service account never counts (answered, so no spinner stays).
+    if (q.from.id === TELEGRAM_SERVICE_USER_ID) {
+      await answer(undefined);
+      return;
+    }
     const data = q.data;
     const msg = q.message;
     if (data === undefined || !data.startsWith(prefix) || data.length === prefix.length || !msg || !sink) {
@@ -217,6 +243,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const m = ctx.message;
     const me = ctx.me;
     if (!m.from || !sink) return;
+    if (!fromAPerson(m)) return;
     const rawText = m.text ?? m.caption ?? '';
     const entities = m.entities ?? m.caption_entities ?? [];
     const isDirect = m.chat.type === 'private';
@@ -239,7 +266,11 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     if (first) {
       const cmd = rawText.slice(0, first.length);
       const at = cmd.indexOf('@');
-      if (at >= 0 && cmd.slice(at).toLowerCase() === myName) text = cmd.slice(0, at) + rawText.slice(first.length);
+      if (at >= 0) {
+        // Addressed to another bot: not a message for us at all.
+        if (cmd.slice(at).toLowerCase() !== myName) return;
+        text = cmd.slice(0, at) + rawText.slice(first.length);
+      }
     }
 
     const topic = topicOf(m);
@@ -491,6 +522,12 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     sink = s;
     try {
       if (!opts.botInfo) bot.botInfo = await bot.api.getMe();
+      // Fills the / menu. A refusal costs only the menu, so it is a warning, not a failed start.
+      try {
+        await bot.api.setMyCommands([...(opts.commands ?? CHAT_COMMANDS)]);
+      } catch (err) {
+        log('warn', `could not register the / menu (setMyCommands): ${describe(err)}`);
+      }
       if (opts.webhook) {
         const { url, secret } = opts.webhook;
         await bot.api.setWebhook(url, { secret_token: secret, allowed_updates: ['message', 'callback_query'] });

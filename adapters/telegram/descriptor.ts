@@ -18,6 +18,9 @@ export interface TelegramEnv {
   webhookSecret: string | undefined;
 }
 
+/** A shorter webhook secret could be guessed; the generated one has 64 hex characters. */
+const MIN_WEBHOOK_SECRET_CHARS = 16;
+
 function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: EnvProblem[]): TelegramEnv | undefined {
   const token = envValue(env, 'TELEGRAM_BOT_TOKEN');
   const apiRoot = envValue(env, 'TELEGRAM_API_ROOT');
@@ -55,6 +58,12 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   if (webhookSecret !== undefined) {
     if (!/^[A-Za-z0-9_-]{1,256}$/.test(webhookSecret)) {
       problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'Telegram accepts 1-256 characters of A-Z, a-z, 0-9, _ and -; choose another secret' });
+    } else if (webhookSecret.length < MIN_WEBHOOK_SECRET_CHARS) {
+      // Anyone who guesses it can post fake updates (fake users, fake approvals) to the webhook.
+      problems.push({
+        path: 'TELEGRAM_WEBHOOK_SECRET',
+        message: `is ${webhookSecret.length} characters; use at least ${MIN_WEBHOOK_SECRET_CHARS} random characters (or unset it and a 64-character one is generated at each start)`,
+      });
     }
     if (webhookUrl === undefined) {
       problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'is set but TELEGRAM_WEBHOOK_URL is not; set the URL for webhook mode or remove the secret (long polling needs none)' });

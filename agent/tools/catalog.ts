@@ -6,10 +6,13 @@ import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
 import { builtinFileTools, builtinMiscTools } from './builtin/index.js';
+import type { SandboxPolicy } from './sandbox/index.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
   commandTimeoutMs?: number;
+  /** Where execute_command runs (default: bubblewrap, network off). */
+  sandbox?: SandboxPolicy;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -17,7 +20,10 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     ...builtinFileTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),
-    executeCommandTool(opts.commandTimeoutMs !== undefined ? { defaultTimeoutMs: opts.commandTimeoutMs } : {}),
+    executeCommandTool({
+      ...(opts.commandTimeoutMs !== undefined ? { defaultTimeoutMs: opts.commandTimeoutMs } : {}),
+      ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
+    }),
   ]);
 }
 

@@ -18,8 +18,10 @@ import type { AgentPolicy, GateDecision } from '../../policies/gate.js';
 import { decide, describeAlways } from '../../policies/gate.js';
 import type { Tier } from '../../policies/tiers.js';
 import { newToken, type ApprovalBroker, type Decision } from '../approvals.js';
+import type { Audit } from '../audit.js';
 import type { AgentEvent } from '../events.js';
 import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
+import { describeInput, summarizeCall } from './summary.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
 
 export const MAX_PARALLEL_CALLS = 10;
@@ -80,6 +82,8 @@ export interface BatchContext {
   watchAllowlist?(recheck: () => Promise<void>): () => void;
   /** Waiting on a human does not count against the run's timeout. */
   humanWait<T>(wait: () => Promise<T>): Promise<T>;
+  /** The audit trail: one gate_decision per decided call. */
+  audit?: Audit;
 }
 
 type Prepared =
@@ -298,13 +302,27 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
     ctx.policy,
     { classify: (c) => ctx.classify(c) },
   );
+  auditDecision(ctx, tool.name, decision);
   if (decision.action === 'deny') {
     // Denylist reasons already open with "Blocked by the shell denylist"; do not say it twice.
     const content = decision.absolute && !decision.reason.startsWith('Blocked') ? `Blocked: ${decision.reason}` : decision.reason;
     return { kind: 'result', result: { content, isError: true } };
   }
-  if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: `${tool.name} ${JSON.stringify(input).slice(0, 200)}` }, decision };
+  if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: summarizeCall(tool.name, input, 200) }, decision };
   return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
+}
+
+function auditDecision(ctx: BatchContext, tool: string, d: GateDecision): void {
+  if (!ctx.audit) return;
+  const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool };
+  if (d.action === 'deny') {
+    // A decline (nobody to approve) is a deny the operator can fix; its reason names the config key.
+    const rule = d.rule ?? (d.absolute ? 'absolute' : /no approver is bound/.test(d.reason) ? 'no approver bound' : 'denied');
+    ctx.audit({ ...base, decision: 'deny', rule });
+    return;
+  }
+  const approvalKey = d.action === 'ask' && d.always ? (d.always.kind === 'command' ? d.always.key : d.always.name) : undefined;
+  ctx.audit({ ...base, decision: d.action, tier: d.tier, rule: d.why, ...(approvalKey !== undefined ? { approvalKey } : {}) });
 }
 
 async function execute(
@@ -318,7 +336,7 @@ async function execute(
   const prior = ctx.states.get(call.id);
   // Recorded before running: from here on, a restart reports the call instead of running it twice.
   await ctx.states.set(call.id, prior?.status === 'started' ? prior : { status: 'started' });
-  await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: call.id, tool: tool.name, summary: prepared.proposal?.summary ?? summarize(tool.name, input) });
+  await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: call.id, tool: tool.name, summary: prepared.proposal?.summary ?? summarizeCall(tool.name, input) });
   const ac = new AbortController();
   const onAbort = () => ac.abort();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -385,13 +403,16 @@ function toBlock(id: string, r: ToolResult): ToolResultBlock {
   return block;
 }
 
-function summarize(name: string, input: unknown): string {
-  const s = JSON.stringify(input) ?? '';
-  return `${name} ${s.length > 120 ? s.slice(0, 117) + '...' : s}`;
-}
-
 function firstLine(r: ToolResult): string {
   const text = typeof r.content === 'string' ? r.content : r.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join(' ');
-  const line = text.split('\n', 1)[0] ?? '';
+  let line = text.split('\n', 1)[0] ?? '';
+  // A tool that answers in JSON: a status line shows its fields, not its punctuation.
+  if (/^\s*[[{]/.test(line)) {
+    try {
+      line = describeInput(JSON.parse(text) as unknown) || line;
+    } catch {
+      // not JSON after all: shown as it is
+    }
+  }
   return line.length > 160 ? line.slice(0, 157) + '...' : line;
 }

@@ -11,12 +11,30 @@
  *   through) whose target lies outside. Resolution uses realpath on the deepest existing ancestor
  *   and follows dangling links by hand, so a not-yet-existing file is judged by where it would land.
  * - Callers use the RETURNED path for every fs call (never the user's string), so what was checked
- *   is what is touched. Writers still open with O_NOFOLLOW and re-resolve right before writing, to
- *   narrow the window in which a concurrent command could swap a directory for a symlink.
+ *   is what is touched.
+ *
+ * Contract of `openInWorkspace(root, abs, mode)` (race-free opening; every write and every file read
+ * of read_file / write_file / edit_file goes through it):
+ * - The realpath check above is only advice: a command running at the same time can swap a checked
+ *   directory for a symlink to elsewhere before the file is opened (TOCTOU). So the file is opened
+ *   again WITHOUT trusting the path: the workspace root is opened as a directory fd, then each
+ *   component of the (already symlink-free) relative path is opened relative to the previous fd with
+ *   O_NOFOLLOW|O_DIRECTORY, and the file last with O_NOFOLLOW (plus O_CREAT|O_TRUNC to write).
+ *   Node has no openat(2), so "relative to fd N" is spelled `/proc/self/fd/N/<name>`: the kernel
+ *   resolves that magic link to the open directory itself (not to a path that could be rewired) and
+ *   looks up only `<name>` in it. O_NOFOLLOW on every step means a symlink swapped in anywhere makes
+ *   the open fail (ELOOP/ENOTDIR) instead of following it: a ToolError, nothing is written outside.
+ * - Missing directories are created one by one (mkdir relative to the fd, which never follows a
+ *   symlink at its last component) when `mode.createDirs` is set, then opened the same way.
+ * - Reads and writes open with O_NONBLOCK so a FIFO planted at the path cannot hang the tool; the
+ *   caller fstat()s the handle and refuses anything that is not a regular file.
+ * - Needs Linux's /proc (checked: a clear ToolError otherwise).
  * - Not covered (documented limits): hard links to outside files (indistinguishable from ordinary
- *   files) and races against another process that rewires directories between check and use.
+ *   files), and a process that can write OUTSIDE the workspace moving an opened directory out of it
+ *   (inside the sandbox the workspace is its own bind mount, where such a rename fails with EXDEV).
  */
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { constants as fsc, statSync } from 'node:fs';
+import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './types.js';
 
@@ -117,8 +135,12 @@ async function physical(p: string, userPath: string, hops: number): Promise<{ re
       if (hops >= MAX_LINK_HOPS) {
         throw new ToolError(`The path "${userPath}" follows too many symlinks; use a path without them.`);
       }
-      const dir = await realpath(path.dirname(cur));
-      const target = path.resolve(dir, await readlink(cur));
+      // A concurrent swap can change `cur` between lstat and readlink: a clear refusal, not a crash.
+      const changed = (): never => {
+        throw new ToolError(`The path "${userPath}" changed while it was being resolved; try again once the workspace is stable.`);
+      };
+      const dir = await realpath(path.dirname(cur)).catch(changed);
+      const target = path.resolve(dir, await readlink(cur).catch(changed));
       const r = await physical(target, userPath, hops + 1);
       return { real: tail.length ? path.join(r.real, ...tail) : r.real, exists: false };
     }
@@ -132,4 +154,95 @@ async function physical(p: string, userPath: string, hops: number): Promise<{ re
 export function errCode(err: unknown): string {
   if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string') return err.code;
   return err instanceof Error ? err.message : String(err);
+}
+
+export interface OpenMode {
+  /** Open for writing: create the file when missing and truncate it (default: read only). */
+  write?: boolean;
+  /** Create missing parent directories inside the workspace (writes only). */
+  createDirs?: boolean;
+  /** Called with each directory createDirs made, still open (the sandbox hands it to its user). */
+  onCreatedDir?: (dir: FileHandle) => Promise<void>;
+}
+
+/** Where a directory fd can be named as a path; Linux only. */
+const FD_DIR = '/proc/self/fd';
+
+/**
+ * Open `abs` (a path returned by resolveInWorkspace, so inside the real `root` and free of symlinks)
+ * walking from `root` fd by fd, never following a symlink (see the Contract above). The caller owns
+ * and closes the returned handle and must fstat it before trusting what kind of file it is.
+ */
+export async function openInWorkspace(root: string, abs: string, mode: OpenMode = {}): Promise<FileHandle> {
+  const rel = path.relative(root, abs);
+  if (!isInside(root, abs) || path.isAbsolute(rel)) {
+    throw new ToolError(`${abs} is outside the workspace ${root}; file tools only reach files inside it.`);
+  }
+  const parts = rel === '' ? [] : rel.split(path.sep);
+  if (parts.some((part) => part === '' || part === '.' || part === '..')) {
+    throw new ToolError(`${abs} is not a normalized path inside the workspace; use a plain relative path.`);
+  }
+  const fileFlags = mode.write
+    ? fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW | fsc.O_NONBLOCK
+    : fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
+  const dirFlags = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
+  let dir: FileHandle;
+  try {
+    dir = await open(root, dirFlags);
+  } catch (err) {
+    throw new ToolError(`The workspace ${root} cannot be opened (${errCode(err)}).`);
+  }
+  // The workspace root itself: hand over its fd (the caller's fstat sees a directory).
+  if (parts.length === 0) return dir;
+  try {
+    for (const part of parts.slice(0, -1)) {
+      const next = `${FD_DIR}/${dir.fd}/${part}`;
+      let child: FileHandle;
+      try {
+        child = await open(next, dirFlags);
+      } catch (err) {
+        if (errCode(err) !== 'ENOENT' || !mode.createDirs) throw raceOrFail(err, abs);
+        await mkdir(next, 0o755).catch((e: unknown) => {
+          if (errCode(e) !== 'EEXIST') throw raceOrFail(e, abs);
+        });
+        child = await open(next, dirFlags).catch((e: unknown) => {
+          throw raceOrFail(e, abs);
+        });
+        await mode.onCreatedDir?.(child);
+      }
+      await dir.close();
+      dir = child;
+    }
+    try {
+      return await open(`${FD_DIR}/${dir.fd}/${parts[parts.length - 1]}`, fileFlags, 0o644);
+    } catch (err) {
+      throw raceOrFail(err, abs);
+    }
+  } finally {
+    await dir.close().catch(() => undefined);
+  }
+}
+
+/** A symlink met on the way (ELOOP, or ENOTDIR for a link to a non-directory) means the path changed. */
+function raceOrFail(err: unknown, abs: string): unknown {
+  const code = errCode(err);
+  if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'EMLINK') {
+    return new ToolError(
+      `${abs} changed while it was being opened (a symlink or file now sits where a directory was); nothing outside the workspace was touched. Try again once the workspace is stable.`,
+    );
+  }
+  if (!existsProc()) return new ToolError(`Opening files safely needs Linux's ${FD_DIR}, which is not available here.`);
+  return err;
+}
+
+let procChecked: boolean | undefined;
+function existsProc(): boolean {
+  procChecked ??= (() => {
+    try {
+      return statSync(FD_DIR).isDirectory();
+    } catch {
+      return false;
+    }
+  })();
+  return procChecked;
 }

@@ -12,6 +12,11 @@
  * - Constructs whose inner words matter only for the substitutions they may hold ([[ ]], (( )), let,
  *   $(( )), ${a[i]}, ${a:o:l}) are flattened to the words they contain.
  * - A node type this module does not know becomes `{ k: 'unsupported' }`: callers deny it.
+ * - `evaluateScript` facts also carry assignment values (`CommandSite.assignValues` for FOO=v cmd,
+ *   `ScriptFacts.envAssigns` for standalone X=v / export X=v) so the denylist can judge variables that
+ *   programs run (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...). A string run later (alias value, trap, watch)
+ *   is parsed with its unknown parts kept as markers: an unknown command name stays 'dynamic-command'.
+ * - `<&N` (N not 0) on a command's stdin is reported as a file path `&N` (content unknown).
  *
  * Why mvdan-sh (GopherJS build of mvdan/sh) and not sh-syntax: sh-syntax 0.7 (the WASM build of the same
  * parser) serialises only Stmt positions (`Cmd` is `{Pos, End}`, word parts carry no type or value), so
@@ -444,6 +449,8 @@ export interface CommandSite {
   display: string[];
   /** names assigned in front of the command (FOO=1 cmd) */
   assigns: string[];
+  /** the same assignments as NAME=value words, one per possible value (for rules on the values) */
+  assignValues: string[];
   redirs: RedirectSite[];
   stdin: Stdin;
   cwd: string[];
@@ -462,6 +469,8 @@ export interface ScriptFacts {
   procSubsts: { op: string; sites: CommandSite[] }[];
   /** every variable name assigned anywhere (prefix, standalone, export/declare/local, read, for) */
   assigned: string[];
+  /** standalone assignments (X=v, export X=v) as NAME=value words, one per possible value */
+  envAssigns: string[];
   hasSubstitution: boolean;
   /** anything beyond one plain simple command: pipes, lists, groups, loops, functions, background... */
   structure: boolean;
@@ -618,6 +627,7 @@ export class Evaluator {
     redirects: [],
     procSubsts: [],
     assigned: [],
+    envAssigns: [],
     hasSubstitution: false,
     structure: false,
     infiniteLoop: false,
@@ -701,6 +711,8 @@ export class Evaluator {
       else if (r.op === '<<' || r.op === '<<-') {
         stdin = { kind: 'here', heredoc: true, texts: r.hdoc ? this.expandStringQuiet(r.hdoc) : [''] };
       } else if (r.op === '<' || r.op === '<>') stdin = { kind: 'file', paths: site.targets };
+      // <&3: another descriptor, whose content is not known here ('&' marks it for the denylist)
+      else if (r.op === '<&' && !site.targets.every((t) => t === '0' || t === '-')) stdin = { kind: 'file', paths: site.targets.map((t) => `&${t}`) };
     });
     return stdin;
   }
@@ -819,6 +831,7 @@ export class Evaluator {
     if (a.value && isMktemp(a.value)) vals = [MARK.TMP];
     if (a.append) vals = uniq(this.get(a.name).flatMap((p) => vals.map((v) => p + v)));
     this.arrays.delete(a.name);
+    for (const v of vals) this.facts.envAssigns.push(`${a.name}=${v}`);
     this.set(a.name, vals, ctx);
   }
 
@@ -829,9 +842,10 @@ export class Evaluator {
     }
     const pos = this.seq++;
     // Prefix assignments apply to the command only; their values may still hold substitutions.
+    const assignValues: string[] = [];
     for (const a of c.assigns) {
       this.facts.assigned.push(a.name);
-      if (a.value) this.expandString(a.value, ctx, true);
+      if (a.value) for (const v of this.expandString(a.value, ctx, true)) assignValues.push(`${a.name}=${v}`);
     }
     const perWord = c.args.map((w) => this.expandFields(w, ctx));
     const argvs = product(perWord).map((alt) => alt.flat());
@@ -849,6 +863,7 @@ export class Evaluator {
       argvs,
       display,
       assigns: c.assigns.map((a) => a.name),
+      assignValues,
       redirs,
       stdin: ctx.stdin,
       cwd: this.get(CWD),
@@ -867,7 +882,7 @@ export class Evaluator {
     const cond: Ctx = { ...ctx, conditional: ctx.conditional || site.argvs.length > 1 };
     for (const full of site.argvs) {
       if (ctx.functions.includes(full[0] ?? '') && (site.inPipeline || site.background)) this.facts.forkBomb = full[0]!;
-      const argv = unwrapCommand(full).words;
+      const argv = unwrapCommand(full, { deep: true }).words;
       const name = basename(argv[0] ?? '');
       const args = argv.slice(1);
       switch (name) {
@@ -928,7 +943,7 @@ export class Evaluator {
       const inner = argv.slice(i + 1, j).map((w) => w.replace(/\{\}/g, MARK.UNKNOWN));
       if (inner.length > 0) {
         this.facts.structure = true;
-        this.facts.sites.push({ ...site, argvs: [inner], display: inner.map(displayField), assigns: [], pos: site.pos + 0.5, origin: 'find-exec' });
+        this.facts.sites.push({ ...site, argvs: [inner], display: inner.map(displayField), assigns: [], assignValues: [], pos: site.pos + 0.5, origin: 'find-exec' });
       }
       i = j;
     }
@@ -941,10 +956,7 @@ export class Evaluator {
       this.facts.unsupported = 'nesting too deep';
       return;
     }
-    if (!isStatic(text)) {
-      this.facts.unsupported = 'a command string that is not known statically';
-      return;
-    }
+    // Unknown parts stay markers inside the text: as a command name they are 'dynamic-command'.
     const res = this.parse(text);
     if (!res.ok) {
       this.facts.unsupported = `a nested command string that does not parse (${res.error})`;

@@ -37,7 +37,60 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   doas: { valueOpts: ['-u', '-C'] },
   chronic: { valueOpts: [] },
   unbuffer: { valueOpts: [] },
+  // Below: wrappers the denylist looks through (`deep`), but approval keys do not: their own
+  // options can change what the command does (strace -o FILE, chroot DIR, nsenter -t PID), so an
+  // allowlist entry for the inner command must not cover them.
+  // process attributes, scheduling and limits
+  setsid: { valueOpts: [] },
+  taskset: { valueOpts: [], positionals: 1 },
+  chrt: { valueOpts: ['-T', '--sched-runtime', '-P', '--sched-period', '-D', '--sched-deadline'], positionals: 1 },
+  numactl: { valueOpts: ['-N', '-m', '-C', '-p', '-i', '--cpunodebind', '--membind', '--physcpubind', '--preferred', '--interleave'] },
+  prlimit: { valueOpts: ['-p', '--pid'] },
+  cgexec: { valueOpts: ['-g'] },
+  setarch: { valueOpts: [], positionals: 1 },
+  linux32: { valueOpts: [] },
+  linux64: { valueOpts: [] },
+  faketime: { valueOpts: ['-f'], positionals: 1 },
+  eatmydata: { valueOpts: [] },
+  nocache: { valueOpts: [] },
+  caffeinate: { valueOpts: ['-t', '-w'] },
+  tini: { valueOpts: ['-p', '-e'] },
+  'dumb-init': { valueOpts: ['-r', '--rewrite'] },
+  rlwrap: { valueOpts: ['-f', '-H', '-P', '-S', '-e', '-l', '-o', '-q', '-s', '-t', '-z', '-C', '-D', '-g', '-O', '-w', '-M'] },
+  entr: { valueOpts: [] },
+  // tracers, debuggers, sandboxes and namespaces
+  strace: { valueOpts: ['-o', '-e', '-p', '-s', '-u', '-E', '-a', '-b', '-I', '-O', '-S', '-P', '-X', '--output', '--signal', '--trace', '--user', '--env'] },
+  ltrace: { valueOpts: ['-o', '-e', '-p', '-s', '-u', '-a', '-n', '-A', '-D', '-E', '-x', '-l', '-L', '-w', '-F', '--output', '--library'] },
+  valgrind: { valueOpts: [] },
+  catchsegv: { valueOpts: [] },
+  chroot: { valueOpts: ['--userspec', '--groups'], positionals: 1 },
+  unshare: { valueOpts: ['-S', '--setuid', '-G', '--setgid', '--propagation', '-R', '--root', '-w', '--wd', '--map-user', '--map-group', '--map-users', '--map-groups'] },
+  nsenter: { valueOpts: ['-t', '--target', '-S', '--setuid', '-G', '--setgid', '-w', '--wd', '-R', '--root', '-W'] },
+  firejail: { valueOpts: [] },
+  proot: { valueOpts: ['-r', '-b', '-m', '-w', '-q', '-k', '-R', '-S', '--rootfs', '--bind', '--mount', '--cwd', '--qemu', '--kernel-release'] },
+  fakeroot: { valueOpts: ['-l', '--lib', '--faked', '-s', '-i'] },
+  'xvfb-run': { valueOpts: ['-n', '--server-num', '-f', '--auth-file', '-e', '--error-file', '-s', '--server-args', '-p', '--xauth-protocol', '-w', '--wait'] },
+  'dbus-launch': { valueOpts: ['--config-file'] },
+  'dbus-run-session': { valueOpts: ['--config-file', '--dbus-daemon'] },
+  'systemd-run': {
+    valueOpts: ['-u', '--unit', '-p', '--property', '-M', '--machine', '-H', '--host', '--description', '--slice', '-E', '--setenv', '--uid', '--gid', '--working-directory', '--on-calendar', '--on-active', '--on-boot', '--on-startup', '--on-unit-active', '--on-unit-inactive', '--timer-property', '--path-property', '--socket-property', '--service-type', '--nice'],
+  },
+  torsocks: { valueOpts: ['-u', '-p', '-a', '-P'] },
+  proxychains: { valueOpts: ['-f'] },
+  proxychains4: { valueOpts: ['-f'] },
+  toybox: { valueOpts: [] },
+  // running as another user
+  runuser: { valueOpts: ['-u', '--user', '-g', '--group', '-G', '--supp-group', '-s', '--shell', '-w', '--whitelist-environment'] },
+  pkexec: { valueOpts: ['--user'] },
+  run0: { valueOpts: ['-u', '--user', '-g', '--group', '-D', '--chdir', '--setenv', '--unit', '--property', '--description', '--slice', '--nice'] },
+  setpriv: { valueOpts: ['--reuid', '--regid', '--ruid', '--euid', '--rgid', '--egid', '--groups', '--inh-caps', '--ambient-caps', '--bounding-set', '--securebits', '--pdeathsig', '--selinux-label', '--apparmor-profile'] },
 };
+
+/** The wrappers every caller looks through; the rest only with `deep` (the denylist). */
+const SHALLOW: ReadonlySet<string> = new Set(['env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs', 'flock', 'busybox', 'chronic', 'unbuffer', 'sudo', 'doas']);
+
+/** Wrappers that run their command as another user (privilege escalation whatever the command). */
+export const PRIVILEGED_WRAPPERS: ReadonlySet<string> = new Set(['sudo', 'doas', 'runuser', 'pkexec', 'run0', 'setpriv']);
 
 const ASSIGN_RE = /^[A-Za-z_][A-Za-z0-9_]*=/;
 
@@ -52,6 +105,8 @@ export interface Unwrapped {
   xargs: { replace: string | null } | null;
   /** `env -S STRING` / `env --split-string`: the string was split into words (as env does) */
   splitString: boolean;
+  /** the NAME=value words met on the way (prefix words and env's), for rules that judge the values */
+  assignWords: string[];
 }
 
 export function basename(word: string): string {
@@ -59,21 +114,28 @@ export function basename(word: string): string {
   return i >= 0 ? word.slice(i + 1) : word;
 }
 
-/** Skip assignments and wrappers; see the module comment. */
-export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?: boolean } = {}): Unwrapped {
+/**
+ * Skip assignments and wrappers; see the module comment. `keepPrivileged` (approval keys): stop at a
+ * wrapper that runs as another user. `deep` (the denylist): look through the whole table; without it
+ * only the small SHALLOW set is skipped, so approval keys and allowlist words keep `strace`, `chroot`,
+ * `nsenter`... whose options change what the inner command may do.
+ */
+export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?: boolean; deep?: boolean } = {}): Unwrapped {
   let words = [...input];
-  const out: Unwrapped = { words: [], assigns: [], wrappers: [], xargs: null, splitString: false };
+  const out: Unwrapped = { words: [], assigns: [], wrappers: [], xargs: null, splitString: false, assignWords: [] };
   for (let guard = 0; guard < 32; guard++) {
     while (words.length > 0 && ASSIGN_RE.test(words[0]!)) {
       out.assigns.push(words[0]!.slice(0, words[0]!.indexOf('=')));
+      out.assignWords.push(words[0]!);
       words = words.slice(1);
     }
     const name = basename(words[0] ?? '');
     const spec = WRAPPERS[name];
     if (!spec) break;
-    if (opts.keepPrivileged && (name === 'sudo' || name === 'doas')) break;
+    if (!opts.deep && !SHALLOW.has(name)) break;
+    if (opts.keepPrivileged && PRIVILEGED_WRAPPERS.has(name)) break;
     if (name === 'command' && words.slice(1).some((w) => w === '-v' || w === '-V')) break;
-    if (name === 'busybox' && (words[1] ?? '').startsWith('-')) break;
+    if ((name === 'busybox' || name === 'toybox') && (words[1] ?? '').startsWith('-')) break;
     out.wrappers.push(name);
     let i = 1;
     let replace: string | null = null;
@@ -90,10 +152,11 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
       }
       const eq = w.indexOf('=');
       const opt = w.startsWith('--') && eq > 0 ? w.slice(0, eq) : w;
-      if (name === 'env' && (opt === '-S' || opt === '--split-string' || /^-[a-zA-Z]*S/.test(w))) {
+      if (name === 'env' && (opt === '-S' || (opt.length >= 4 && '--split-string'.startsWith(opt)) || /^-[a-zA-Z]*S/.test(w))) {
         // env -S 'a b c' runs a with arguments b c.
-        const str = eq > 0 ? w.slice(eq + 1) : w.length > 2 && !w.startsWith('--') ? w.slice(w.indexOf('S') + 1) : words[i + 1] ?? '';
-        const consumed = eq > 0 || (w.length > 2 && !w.startsWith('--') && w.indexOf('S') < w.length - 1) ? 1 : 2;
+        const glued = eq > 0 || (!w.startsWith('--') && w.indexOf('S') < w.length - 1);
+        const str = eq > 0 ? w.slice(eq + 1) : glued ? w.slice(w.indexOf('S') + 1) : words[i + 1] ?? '';
+        const consumed = glued ? 1 : 2;
         words = [...words.slice(0, i), ...str.split(/[ \t\n]+/).filter(Boolean), ...words.slice(i + consumed)];
         out.splitString = true;
         continue;
@@ -117,6 +180,7 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
     if (spec.assigns) {
       while (i < words.length && ASSIGN_RE.test(words[i]!)) {
         out.assigns.push(words[i]!.slice(0, words[i]!.indexOf('=')));
+        out.assignWords.push(words[i]!);
         i++;
       }
     }

@@ -4,6 +4,7 @@
  * workspace where each attack, had it run, would leave a marker file. Every attack is also run once on
  * purpose (an approver's "Approve once") to show the marker would appear: the checks can fail.
  */
+import { prepareWorkspace } from '../../agent/tools/sandbox/index.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ const ENTRIES = 'autoApprovedCommands: ["git status", "git log", "npm test", "ma
 
 async function start(...lines: string[]): Promise<Harness> {
   const harness = await Harness.start({
-    yaml: agentYaml('tools: [execute_command]', 'tier: read-only', 'approvers: { console: [boss] }', 'approvalTimeoutMs: 60000', ...lines),
+    yaml: agentYaml('tools: [execute_command]', 'tier: read-only', 'approvers: { console: [local] }', 'approvalTimeoutMs: 60000', ...lines),
   });
   mkdirSync(harness.workspace, { recursive: true });
   // Had the gate asked the classifier, a card would follow; an auto-run never asks it.
@@ -28,12 +29,15 @@ async function start(...lines: string[]): Promise<Harness> {
   return harness;
 }
 
-function gitRepo(dir: string): void {
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir, stdio: 'ignore' });
+/** A repository as the box's user would have made it (a root bot's workspace belongs to that user). */
+async function gitRepo(dir: string): Promise<void> {
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', `safe.directory=${dir}`, ...args], { cwd: dir, stdio: 'ignore' });
   git('init', '-q');
   writeFileSync(join(dir, 'README.md'), 'hello\n');
   git('add', 'README.md');
   git('commit', '-q', '-m', 'first commit');
+  await prepareWorkspace(dir);
 }
 
 function lastToolResult(req: RecordedRequest): { content: string; is_error?: boolean } {
@@ -54,7 +58,7 @@ async function run(command: string, decide: 'Deny' | 'Approve once' = 'Deny'): P
   h.script({ toolUses: [{ name: 'execute_command', input: { command } }] }, { text: `done: ${command}` });
   await h.adapter.send(`please run ${command}`);
   const card = await waitFor('a card or an answer', () => h.adapter.cards[cardsBefore] ?? (h.adapter.answers().length > answersBefore ? 'answered' : undefined));
-  if (card !== 'answered') await h.adapter.click(card, decide, { user: 'boss' });
+  if (card !== 'answered') await h.adapter.click(card, decide, { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[answersBefore]);
   const result = lastToolResult(h.modelRequests()[requestsBefore + 1]!);
   return { auto: card === 'answered' && result.is_error === undefined, ...(card !== 'answered' ? { card } : {}), result };
@@ -71,7 +75,7 @@ function expectNotAutoRun(r: Awaited<ReturnType<typeof run>>): void {
 
 test('an allowlisted `git status` does not run `git -c core.fsmonitor=...`; plain `git status` still runs on its own', async () => {
   h = await start(ENTRIES);
-  gitRepo(h.workspace);
+  await gitRepo(h.workspace);
   const pwned = join(h.workspace, 'PWNED');
 
   for (const attack of [
@@ -135,7 +139,7 @@ test('an allowlisted `make test` does not run `make test --eval=...`, `-f`, or a
 
 test('`git log --output=FILE` does not ride on `git log`; `git log --oneline` does', async () => {
   h = await start(ENTRIES);
-  gitRepo(h.workspace);
+  await gitRepo(h.workspace);
   const out = join(h.workspace, 'LEAKED');
   expectNotAutoRun(await run('git log --output=LEAKED -1'));
   expect(existsSync(out)).toBe(false);
@@ -146,7 +150,7 @@ test('`git log --output=FILE` does not ride on `git log`; `git log --oneline` do
 
 test('"Always" decides its own card only: the other pending cards go through the gate again, and only those the new key covers run', async () => {
   h = await start(); // no allowlist: every command asks
-  gitRepo(h.workspace);
+  await gitRepo(h.workspace);
   const leaked = join(h.workspace, 'LEAKED');
   const commands = [
     'git log --oneline -1', // A: Always is clicked here (key `git log`)
@@ -162,15 +166,15 @@ test('"Always" decides its own card only: the other pending cards go through the
 
   // Each card says what its Always would cover; the risky one offers none.
   const alwaysA = a!.card.buttons.find((x) => x.label.startsWith('Always'));
-  expect(alwaysA?.label).toBe('Always approve `git log`');
-  expect(a!.card.body).toContain('adds `git log` to this agent\'s allowlist');
+  expect(alwaysA?.label).toBe('Always allow “git log”');
+  expect(a!.card.body).toContain('adds “git log” to this agent\'s allowlist');
   expect(a!.card.body).toMatch(/never with options that run other code, write files or change its directory or configuration/);
   expect(b!.card.buttons.some((x) => x.label.startsWith('Always'))).toBe(false);
   expect(b!.card.body).not.toContain('Always approve');
 
-  await h.adapter.click(a!, 'Always', { user: 'boss' });
+  await h.adapter.click(a!, 'Always', { user: 'local' });
   await waitFor('C approved by the re-check', () => c!.updates.at(-1));
-  expect(a!.updates.at(-1)?.outcome).toMatch(/^Always approved by boss/);
+  expect(a!.updates.at(-1)?.outcome).toMatch(/^Always approved by local/);
   expect(c!.updates.at(-1)?.outcome).toMatch(/covered by an Always/);
   // A runs only after the re-check of the others is over; once A and C have finished, B and D are
   // still waiting for a human: no outcome, buttons intact.
@@ -180,8 +184,8 @@ test('"Always" decides its own card only: the other pending cards go through the
   expect(h.adapter.answers()).toHaveLength(0);
   expect(existsSync(leaked)).toBe(false);
 
-  await h.adapter.click(b!, 'Deny', { user: 'boss' });
-  await h.adapter.click(d!, 'Approve once', { user: 'boss' });
+  await h.adapter.click(b!, 'Deny', { user: 'local' });
+  await h.adapter.click(d!, 'Approve once', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(existsSync(leaked)).toBe(false);
   const results = (h.modelRequests()[1]!.body as { messages: Array<{ content: Array<{ type: string; content?: unknown; is_error?: boolean }> }> }).messages
@@ -190,7 +194,7 @@ test('"Always" decides its own card only: the other pending cards go through the
     .map((x) => ({ text: typeof x.content === 'string' ? x.content : JSON.stringify(x.content), error: x.is_error === true }));
   expect(results.map((r) => r.error)).toEqual([false, true, false, false]);
   expect(results[0]!.text).toContain('first commit');
-  expect(results[1]!.text).toMatch(/denied by boss/);
+  expect(results[1]!.text).toMatch(/denied by local/);
   expect(results[2]!.text).toContain('first commit');
 
   // The new key covers later plain `git log` without a card, and never the risky spelling.
@@ -202,7 +206,7 @@ test('"Always" decides its own card only: the other pending cards go through the
 
 test('an "Always" in one conversation re-checks the cards waiting in the others: the covered one runs, the risky one stays pending', async () => {
   h = await start();
-  gitRepo(h.workspace);
+  await gitRepo(h.workspace);
   const leaked = join(h.workspace, 'LEAKED');
   const use = (command: string) => ({ toolUses: [{ name: 'execute_command', input: { command } }] });
   h.script(use('git log --oneline -1'), use('git log -1 --format=%s'), use('git log --output=LEAKED -1'), { text: 'finished' }, { text: 'finished' }, { text: 'finished' });
@@ -214,17 +218,17 @@ test('an "Always" in one conversation re-checks the cards waiting in the others:
   const b = await cardIn('b', 'log subject please');
   const c = await cardIn('c', 'log to a file please');
 
-  await h.adapter.click(a, 'Always', { user: 'boss' });
+  await h.adapter.click(a, 'Always', { user: 'local' });
   await waitFor('a answered', () => h.adapter.answers('console:a')[0]);
   await waitFor('b answered', () => h.adapter.answers('console:b')[0]);
-  expect(a.updates.at(-1)?.outcome).toMatch(/^Always approved by boss/);
+  expect(a.updates.at(-1)?.outcome).toMatch(/^Always approved by local/);
   expect(b.updates.at(-1)?.outcome).toMatch(/covered by an Always/);
   expect(c.updates).toHaveLength(0);
   expect(h.adapter.answers('console:c')).toHaveLength(0);
   expect(existsSync(leaked)).toBe(false);
 
-  await h.adapter.click(c, 'Deny', { user: 'boss' });
+  await h.adapter.click(c, 'Deny', { user: 'local' });
   await waitFor('c answered', () => h.adapter.answers('console:c')[0]);
-  expect(c.updates.at(-1)?.outcome).toMatch(/^Denied by boss/);
+  expect(c.updates.at(-1)?.outcome).toMatch(/^Denied by local/);
   expect(existsSync(leaked)).toBe(false);
 });

@@ -18,7 +18,7 @@ agents:
     tools: [deploy_counter, pick_region, ask_user_question, execute_command, write_file]
     tier: read-only
     workspace: "{{workspace}}"
-    approvers: { console: [boss] }
+    approvers: { console: [local] }
     approvalTimeoutMs: 60000
     questionTimeoutMs: 60000
 `;
@@ -44,7 +44,7 @@ test('a non-approver (even the person who asked) changes nothing; the approver d
   expect(byStranger.accepted).toBe(false);
   expect(runsLog(h.workspace)).toEqual([]);
   expect(card.updates).toHaveLength(0);
-  const ok = await h.adapter.click(card, 'Approve once', { user: 'boss' });
+  const ok = await h.adapter.click(card, 'Approve once', { user: 'local' });
   expect(ok.accepted).toBe(true);
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(runsLog(h.workspace)).toEqual(['v1']);
@@ -65,26 +65,26 @@ test('replayed, foreign-conversation and forged tokens change nothing and get a 
 
   // A's token clicked in conversation B: refused.
   const approveA = cardA.card.buttons[0]!.token;
-  const foreign = await h.adapter.clickToken(approveA, { user: 'boss', conversation: 'b' });
+  const foreign = await h.adapter.clickToken(approveA, { user: 'local', conversation: 'b' });
   expect(foreign).toEqual({ accepted: false, notice: expect.stringMatching(/another conversation/) });
   // Forged tokens: well-formed but unknown, and malformed.
-  expect((await h.adapter.clickToken('AAAAAAAAAAAAAAAAAAAAAAAA', { user: 'boss', conversation: 'a' })).accepted).toBe(false);
-  expect((await h.adapter.clickToken('../../etc/passwd', { user: 'boss', conversation: 'a' })).accepted).toBe(false);
+  expect((await h.adapter.clickToken('AAAAAAAAAAAAAAAAAAAAAAAA', { user: 'local', conversation: 'a' })).accepted).toBe(false);
+  expect((await h.adapter.clickToken('../../etc/passwd', { user: 'local', conversation: 'a' })).accepted).toBe(false);
   expect(runsLog(h.workspace)).toEqual([]);
 
   // First valid click wins; the same token again, or another button of the same card, is a replay.
-  expect((await h.adapter.clickToken(approveA, { user: 'boss', conversation: 'a' })).accepted).toBe(true);
-  const replay = await h.adapter.clickToken(approveA, { user: 'boss', conversation: 'a' });
+  expect((await h.adapter.clickToken(approveA, { user: 'local', conversation: 'a' })).accepted).toBe(true);
+  const replay = await h.adapter.clickToken(approveA, { user: 'local', conversation: 'a' });
   expect(replay.accepted).toBe(false);
   expect(replay.notice).toMatch(/Already decided/);
-  const denyAfter = await h.adapter.click(cardA, 'Deny', { user: 'boss' });
+  const denyAfter = await h.adapter.click(cardA, 'Deny', { user: 'local' });
   expect(denyAfter.accepted).toBe(false);
   await waitFor('a answered', () => h.adapter.answers('console:a')[0]);
   expect(runsLog(h.workspace)).toEqual(['a']);
 
   // B is untouched by all of the above.
   expect(cardB.updates).toHaveLength(0);
-  await h.adapter.click(cardB, 'Deny', { user: 'boss' });
+  await h.adapter.click(cardB, 'Deny', { user: 'local' });
   await waitFor('b answered', () => h.adapter.answers('console:b')[0]);
   expect(runsLog(h.workspace)).toEqual(['a']);
 });
@@ -94,8 +94,8 @@ test('the same platform event delivered twice (a platform retry) is handled once
   h.script({ toolUses: [{ name: 'deploy_counter', input: { label: 'x' } }] }, { text: 'ok' });
   await h.adapter.send('deploy');
   const card = await waitFor('card', () => h.adapter.cards[0]);
-  const first = await h.adapter.click(card, 'Approve once', { user: 'boss', eventId: 'same-event' });
-  const retry = await h.adapter.click(card, 'Approve once', { user: 'boss', eventId: 'same-event' });
+  const first = await h.adapter.click(card, 'Approve once', { user: 'local', eventId: 'same-event' });
+  const retry = await h.adapter.click(card, 'Approve once', { user: 'local', eventId: 'same-event' });
   expect(first.accepted).toBe(true);
   expect(retry.accepted).toBe(false);
   await waitFor('answer', () => h.adapter.answers()[0]);
@@ -115,9 +115,9 @@ test('Always approve for a command key: the same key then runs without a card, a
   const card = await waitFor('card', () => h.adapter.cards[0]);
   const always = card.card.buttons.find((b) => b.label.startsWith('Always'));
   expect(always?.label).toContain('git status');
-  await h.adapter.click(card, 'Always', { user: 'boss' });
+  await h.adapter.click(card, 'Always', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[0]);
-  expect(card.updates.at(-1)?.outcome).toMatch(/Always approved by boss/);
+  expect(card.updates.at(-1)?.outcome).toMatch(/Always approved by local/);
 
   await h.gh.runner.idle();
   await h.restart();
@@ -129,7 +129,7 @@ test('Always approve for a command key: the same key then runs without a card, a
   await h.adapter.send('and this');
   const second = await waitFor('card for compound', () => h.adapter.cards[0]);
   expect(second.card.title).toMatch(/execute_command/);
-  await h.adapter.click(second, 'Deny', { user: 'boss' });
+  await h.adapter.click(second, 'Deny', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[1]);
 });
 
@@ -148,7 +148,7 @@ test('Always for a tool covers the other queued card of the same turn; approve-a
   await waitFor('three cards', () => h.adapter.cards.length === 3);
   const [c1, c2, all] = h.adapter.cards;
   expect(all!.card.kind).toBe('approve_all');
-  await h.adapter.click(c1!, 'Always', { user: 'boss' });
+  await h.adapter.click(c1!, 'Always', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(runsLog(h.workspace).sort()).toEqual(['one', 'two']);
   expect(c2!.updates.at(-1)?.outcome).toMatch(/covered by an Always/);
@@ -170,7 +170,7 @@ test('Approve all decides every card of the turn, and only for an approver', asy
   const all = h.adapter.cards[2]!;
   expect((await h.adapter.click(all, 'Approve all', { user: 'mallory' })).accepted).toBe(false);
   expect(runsLog(h.workspace)).toEqual([]);
-  expect((await h.adapter.click(all, 'Approve all', { user: 'boss' })).accepted).toBe(true);
+  expect((await h.adapter.click(all, 'Approve all', { user: 'local' })).accepted).toBe(true);
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(runsLog(h.workspace).sort()).toEqual(['x', 'y']);
   for (const c of h.adapter.cards.slice(0, 2)) expect(c.updates.at(-1)?.outcome).toMatch(/Approve all/);
@@ -184,7 +184,7 @@ test('a picker: one button per option plus Deny; the chosen id reaches execute, 
   const card = await waitFor('card', () => h.adapter.cards[0]);
   expect(card.card.kind).toBe('picker');
   expect(card.card.buttons.map((b) => b.label)).toEqual(['EU West', 'US East', 'Deny']);
-  await h.adapter.click(card, 'EU West', { user: 'boss' });
+  await h.adapter.click(card, 'EU West', { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(String(toolResults(h.modelRequests()[1]!)[0]!.content)).toBe('deployed api to eu-west');
 });
@@ -234,14 +234,14 @@ test('a restart while waiting: the click after it continues the run and the tool
   await h.restart();
   h.script({ text: 'prod is deployed' });
   // The click arrives at the new process, with the token the old card carried.
-  const r = await h.adapter.clickToken(approveToken, { user: 'boss' });
+  const r = await h.adapter.clickToken(approveToken, { user: 'local' });
   expect(r.accepted).toBe(true);
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(h.adapter.answers()).toEqual(['prod is deployed']);
   expect(runsLog(h.workspace)).toEqual(['prod']);
   // The replayed click and another restart run nothing again.
   await h.gh.runner.idle();
-  expect((await h.adapter.clickToken(approveToken, { user: 'boss' })).accepted).toBe(false);
+  expect((await h.adapter.clickToken(approveToken, { user: 'local' })).accepted).toBe(false);
   await h.restart();
   await h.gh.runner.idle();
   expect(runsLog(h.workspace)).toEqual(['prod']);
@@ -252,7 +252,7 @@ test('a call that was executing when the process died is reported, not run again
   h.script({ toolUses: [{ name: 'deploy_counter', input: { label: 'hang' } }] });
   await h.adapter.send('deploy');
   const card = await waitFor('card', () => h.adapter.cards[0]);
-  await h.adapter.click(card, 'Approve once', { user: 'boss' });
+  await h.adapter.click(card, 'Approve once', { user: 'local' });
   await waitFor('started', () => runsLog(h.workspace).length === 1);
   // The process dies mid-execution: the decision and the start were recorded, the result was not.
   await h.restart();
@@ -269,7 +269,7 @@ test('a crash during the model call after a tool ran: the run continues after th
   h.script({ toolUses: [{ name: 'deploy_counter', input: { label: 'once' } }] }, { hang: true });
   await h.adapter.send('deploy once');
   const card = await waitFor('card', () => h.adapter.cards[0]);
-  await h.adapter.click(card, 'Approve once', { user: 'boss' });
+  await h.adapter.click(card, 'Approve once', { user: 'local' });
   await waitFor('second model call', () => h.modelRequests().length === 2);
   await h.restart();
   h.script({ text: 'recovered' });
@@ -284,11 +284,15 @@ test('a restart while a question waits: the answer after it continues the run', 
   const card = await waitFor('question card', () => h.adapter.cards[0]);
   await h.restart();
   h.script({ text: 'shipping' });
-  // The asker's typed answer reaches the resumed run (its question was not posted twice).
+  // Shown again after the restart: the same question (same buttons), not a new one.
+  const again = await waitFor('question shown again', () => h.adapter.cards[0]);
+  expect(again.card.buttons.map((b) => b.token)).toEqual(card.card.buttons.map((b) => b.token));
+  // The asker's typed answer reaches the resumed run.
   await h.adapter.send('yes, ship it', { user: 'alice' });
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(h.adapter.answers()).toEqual(['shipping']);
-  expect(h.adapter.cards).toHaveLength(0);
+  expect(h.adapter.cards).toHaveLength(1);
+  expect(again.updates.at(-1)?.outcome).toMatch(/Answered by alice/);
   expect(String(toolResults(h.modelRequests().at(-1)!)[0]!.content)).toContain('yes, ship it');
   void card;
 });

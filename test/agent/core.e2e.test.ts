@@ -115,11 +115,11 @@ test('a gated call: approve runs it, and the card shows who decided', async () =
   expect(card.card.kind).toBe('approval');
   expect(card.card.preview).toContain('+hi');
   expect(() => readFileSync(join(h.workspace, 'hello.txt'))).toThrow(); // propose mutates nothing
-  const r = await h.adapter.click(card, 'Approve once', { user: 'boss' });
+  const r = await h.adapter.click(card, 'Approve once', { user: 'local' });
   expect(r.accepted).toBe(true);
   await waitFor('answer', () => h.adapter.answers()[0]);
   expect(readFileSync(join(h.workspace, 'hello.txt'), 'utf8')).toBe('hi\n');
-  expect(card.updates.at(-1)?.outcome).toMatch(/Approved once by boss/);
+  expect(card.updates.at(-1)?.outcome).toMatch(/Approved once by local/);
   expect(card.updates.at(-1)?.buttons).toHaveLength(0);
 });
 

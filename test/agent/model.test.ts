@@ -293,7 +293,8 @@ describe('retries', () => {
     const m = createAnthropicModel({ apiKey: KEY, baseURL: `http://127.0.0.1:${port}`, retryBaseMs: 1, maxRetries: 1, onRetry: (i) => retries.push(i) });
     const err = await failure(m.complete(ask('hi')));
     expect(err.code).toBe('network');
-    expect(err.userMessage).toBe(USER_MESSAGES.network);
+    // The user is told where it tried and why it failed.
+    expect(err.userMessage).toBe(`Could not reach the model service at http://127.0.0.1:${port} (connection refused: is the server running?); try again in a moment.`);
     expect(retries.map((r) => r.code)).toEqual(['network']);
   });
 });

@@ -220,15 +220,17 @@ test('`env` through the whole stack shows no API key or platform token, only wha
   const saved = {
     ANTHROPIC_API_KEY: process.env.ANTHROPIC_API_KEY,
     TELEGRAM_BOT_TOKEN: process.env.TELEGRAM_BOT_TOKEN,
-    GATEHOUSE_E2E_VISIBLE: process.env.GATEHOUSE_E2E_VISIBLE,
-    GATEHOUSE_E2E_TOKEN: process.env.GATEHOUSE_E2E_TOKEN,
+    E2E_VISIBLE: process.env.E2E_VISIBLE,
+    E2E_DEPLOY_TOKEN: process.env.E2E_DEPLOY_TOKEN,
+    GATEHOUSE_E2E_STORE: process.env.GATEHOUSE_E2E_STORE,
   };
   process.env.ANTHROPIC_API_KEY = 'sk-ant-e2e-must-not-leak-7f3a';
   process.env.TELEGRAM_BOT_TOKEN = '123456:tg-e2e-must-not-leak-91bc';
-  process.env.GATEHOUSE_E2E_VISIBLE = 'plain-visible-value';
-  process.env.GATEHOUSE_E2E_TOKEN = 'unhidden-by-envAllowlist';
+  process.env.E2E_VISIBLE = 'plain-visible-value';
+  process.env.E2E_DEPLOY_TOKEN = 'unhidden-by-envAllowlist';
+  process.env.GATEHOUSE_E2E_STORE = 'postgres://u:store-must-not-leak@h/db';
   try {
-    h = await start(shellAgent('tier: high-risk', 'envAllowlist: [GATEHOUSE_E2E_TOKEN]'));
+    h = await start(shellAgent('tier: high-risk', 'envAllowlist: [E2E_DEPLOY_TOKEN]'));
     h.script({ toolUses: [{ name: 'execute_command', input: { command: 'env' } }] }, { text: 'printed' });
     await h.adapter.send('print the environment');
     await waitFor('answer', () => h.adapter.answers()[0]);
@@ -237,9 +239,9 @@ test('`env` through the whole stack shows no API key or platform token, only wha
     const [r] = toolResults(h.modelRequests()[1]!);
     expect(r!.content).toMatch(/^exit code: 0/);
     // env did print the environment (an empty one would pass the checks below for nothing).
-    expect(r!.content).toContain('GATEHOUSE_E2E_VISIBLE=plain-visible-value');
-    expect(r!.content).toContain('GATEHOUSE_E2E_TOKEN=unhidden-by-envAllowlist');
-    for (const s of ['ANTHROPIC_API_KEY', 'sk-ant-e2e-must-not-leak-7f3a', 'TELEGRAM_BOT_TOKEN', 'tg-e2e-must-not-leak-91bc']) {
+    expect(r!.content).toContain('E2E_VISIBLE=plain-visible-value');
+    expect(r!.content).toContain('E2E_DEPLOY_TOKEN=unhidden-by-envAllowlist');
+    for (const s of ['ANTHROPIC_API_KEY', 'sk-ant-e2e-must-not-leak-7f3a', 'TELEGRAM_BOT_TOKEN', 'tg-e2e-must-not-leak-91bc', 'GATEHOUSE_E2E_STORE', 'store-must-not-leak']) {
       expect(r!.content).not.toContain(s);
     }
   } finally {

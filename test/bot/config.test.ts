@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -57,7 +57,7 @@ function problemAt(problems: ConfigProblem[], path: string): string {
 }
 
 describe('no config file', () => {
-  test('one read-only agent "default" for the terminal, workspace = cwd', () => {
+  test('one read-only agent "default" for the terminal, workspace = <cwd>/workspace, sandboxed', () => {
     const cwd = setup();
     const c = load(cwd);
     expect(c.configFile).toBeUndefined();
@@ -73,7 +73,7 @@ describe('no config file', () => {
       autoApprovedTools: [],
       autoApprovedCommands: [],
       envAllowlist: [],
-      workspace: cwd,
+      workspace: join(cwd, 'workspace'),
       maxIterations: 100,
       runTimeoutMs: 600_000,
       maxConversations: 100,
@@ -81,6 +81,8 @@ describe('no config file', () => {
       questionTimeoutMs: 900_000,
       commandTimeoutMs: 300_000,
       maxTokens: 8192,
+      sandbox: 'bubblewrap',
+      sandboxNetwork: false,
     });
     expect(a.system.length).toBeGreaterThan(20);
     expect(a.approvers).toEqual({ console: ['local'], telegram: [], slack: [], discord: [] });
@@ -115,10 +117,92 @@ describe('no config file', () => {
   });
 });
 
+describe('sandbox and workspace', () => {
+  test('sandbox and sandboxNetwork: per agent, layered over defaults', () => {
+    const c = load(
+      setup('defaults: { model: m, sandboxNetwork: true }\nagents:\n  a: { tools: [execute_command] }\n  b: { sandbox: none, sandboxNetwork: false }\n  c: { sandbox: bubblewrap }\ndefaultAgent: a\n'),
+    );
+    expect(c.agents['a']).toMatchObject({ sandbox: 'bubblewrap', sandboxNetwork: true });
+    expect(c.agents['b']).toMatchObject({ sandbox: 'none', sandboxNetwork: false });
+    expect(c.agents['c']).toMatchObject({ sandbox: 'bubblewrap', sandboxNetwork: true });
+  });
+
+  test('a wrong sandbox value or a non-boolean sandboxNetwork names the key', () => {
+    const problems = problemsOf(() => load(setup('agents:\n  a: { model: m, sandbox: docker, sandboxNetwork: "yes" }\n')));
+    expect(problemAt(problems, 'agents.a.sandbox')).toMatch(/expected one of bubblewrap \| none, got "docker"/);
+    expect(problemAt(problems, 'agents.a.sandboxNetwork')).toMatch(/expected true or false/);
+  });
+
+  test.each([
+    ['the directory holding the config file', '.', /contains the config file/],
+    ['an ancestor of the config file', '..', /contains the config file/],
+  ])('a workspace that is %s is an error at agents.<name>.workspace', (_what, ws, message) => {
+    const cwd = setup(`agents:\n  ops: { model: m, workspace: "${ws}" }\n`);
+    expect(problemAt(problemsOf(() => load(cwd)), 'agents.ops.workspace')).toMatch(message);
+  });
+
+  test('a workspace containing the .env loaded is an error, also when the workspace comes from defaults', () => {
+    const cwd = setup(undefined, 'X=1\n');
+    const elsewhere = tempDir();
+    writeFileSync(join(elsewhere, 'bot.yaml'), `defaults: { workspace: "${cwd}" }\nagents:\n  ops: { model: m }\n`);
+    const problems = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_CONFIG: join(elsewhere, 'bot.yaml') }));
+    expect(problemAt(problems, 'agents.ops.workspace')).toMatch(/contains the \.env file \(.*\.env\)/);
+  });
+
+  test('a workspace containing the store (GATEHOUSE_STORE) is an error; the store elsewhere is fine', () => {
+    const cwd = setup('agents:\n  ops: { model: m, workspace: ./ws }\n');
+    const bad = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://./ws/db/store.sqlite' }));
+    expect(problemAt(bad, 'agents.ops.workspace')).toMatch(/contains the store \(.*store\.sqlite\)/);
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://./data/store.sqlite' }).agents['ops']!.workspace).toBe(join(cwd, 'ws'));
+  });
+
+  test('without a config file, a .env in cwd does not end up in the default workspace', () => {
+    const cwd = setup(undefined, 'X=1\n');
+    const c = load(cwd);
+    expect(c.envFile).toBe(join(cwd, '.env'));
+    expect(c.agents['default']!.workspace).toBe(join(cwd, 'workspace'));
+  });
+});
+/** The example with each <placeholder> replaced by a real-looking value, as an operator would. */
+function filledExample(): string {
+  return readFileSync(resolve('gatehouse.example.yaml'), 'utf8')
+    .replaceAll('<your-telegram-user-id>', '123456789')
+    .replaceAll('<your-telegram-group-chat-id>', '-1001234567890')
+    .replaceAll('<your-slack-user-id>', 'U0123ABCD')
+    .replaceAll('<your-slack-channel-id>', 'C0123ABCD')
+    .replaceAll('<your-discord-user-id>', '123456789012345678')
+    .replaceAll('<your-discord-role-id>', '876543210987654321');
+}
+
 describe('gatehouse.example.yaml', () => {
-  test('loads as documented (every key valid)', () => {
+  test('copied unchanged, it admits and approves nobody: every placeholder is refused, saying to replace it', () => {
     const cwd = tempDir();
     copyFileSync(resolve('gatehouse.example.yaml'), join(cwd, 'gatehouse.yaml'));
+    const p = problemsOf(() => load(cwd));
+    // Only placeholders are wrong with it, and each one is reported where it is.
+    expect(p.length).toBeGreaterThanOrEqual(10);
+    for (const x of p) expect(x.message).toMatch(/is a placeholder from gatehouse\.example\.yaml; replace it with the real value/);
+    const paths = p.map((x) => x.path);
+    expect(paths).toEqual(expect.arrayContaining([
+      'agents.ops.approvers.telegram[0]', 'agents.ops.approvers.slack[0]', 'agents.ops.approvers.discord[0]',
+      'agents.ops.approvers.discord[1]', 'routes[0].match', 'access.telegram.users[0]', 'access.telegram.chats[0]',
+    ]));
+    // No id in the example could be a real person's: nothing in it looks like one.
+    expect(readFileSync(resolve('gatehouse.example.yaml'), 'utf8')).not.toMatch(/["\[ ]-?\d{5,}["\],]/);
+  });
+
+  test('a placeholder in any id list or route is refused, whatever the platform', () => {
+    const p = problemsOf(() =>
+      load(setup('agents:\n  a: { model: m, approvers: { telegram: ["<id>"] } }\nroutes: [{ match: "telegram:<chat>", agent: a }]\naccess:\n  discord: { guilds: ["<guild id>"] }\n')),
+    );
+    expect(problemAt(p, 'agents.a.approvers.telegram[0]')).toMatch(/placeholder/);
+    expect(problemAt(p, 'routes[0].match')).toMatch(/placeholder/);
+    expect(problemAt(p, 'access.discord.guilds[0]')).toMatch(/placeholder/);
+  });
+
+  test('with its placeholders filled in, it loads as documented (every key valid)', () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, 'gatehouse.yaml'), filledExample());
     const c = load(cwd);
     expect(Object.keys(c.agents).sort()).toEqual(['helper', 'ops']);
     const ops = c.agents['ops']!;
@@ -276,22 +360,35 @@ describe('every problem names its key path', () => {
     expect(problemAt(p, 'agents.ops.envAllowlist[2]')).toMatch(/environment variable name/);
   });
 
+  test('every name in Gatehouse\'s own families is refused in envAllowlist, not just a fixed list', () => {
+    const own = ['GATEHOUSE_STORE', 'gatehouse_config', 'ANTHROPIC_BASE_URL', 'TELEGRAM_WEBHOOK_SECRET', 'SLACK_APP_TOKEN', 'DISCORD_PUBLIC_KEY', 'SLACK_ANYTHING_NEW'];
+    const p = problemsOf(() => load(setup(`agents:\n  ops: { model: m, envAllowlist: [${own.join(', ')}, GITHUB_PAT] }\n`)));
+    own.forEach((name, i) => {
+      expect(problemAt(p, `agents.ops.envAllowlist[${i}]`)).toMatch(new RegExp(`^${name} is Gatehouse's own credential`));
+    });
+    // A secret-looking name that is not Gatehouse's own is the operator's to pass on.
+    expect(p.some((problem) => problem.path.startsWith(`agents.ops.envAllowlist[${own.length}]`))).toBe(false);
+  });
+
   test('a bad store URL names the variable and never echoes its credentials', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'mysql://admin:hunter2@db/x' }));
     const msg = problemAt(p, 'GATEHOUSE_STORE');
-    expect(msg).toMatch(/unsupported scheme "mysql:"; use sqlite:\/\/<path>, redis:\/\/.* or postgres:\/\//);
+    expect(msg).toMatch(/unsupported scheme "mysql:"; only sqlite:\/\/ is supported for now/);
     expect(msg).not.toContain('hunter2');
     const p2 = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@' }));
     expect(problemAt(p2, 'GATEHOUSE_STORE')).not.toContain('hunter2');
   });
 
-  test('store URLs: relative sqlite resolved against cwd, redis and postgres kept', () => {
+  test('store URLs: relative sqlite resolved against cwd; redis and postgres are a config error naming sqlite://', () => {
     const cwd = setup();
     expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://state/g.sqlite' }).store).toEqual({
       kind: 'sqlite', path: join(cwd, 'state', 'g.sqlite'), url: `sqlite://${join(cwd, 'state', 'g.sqlite')}`,
     });
-    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'redis://127.0.0.1:6379' }).store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379' });
-    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgresql://u:p@h/db' }).store).toEqual({ kind: 'postgres', url: 'postgresql://u:p@h/db' });
+    for (const url of ['redis://127.0.0.1:6379', 'rediss://h:6380', 'postgres://u:hunter2@h/db', 'postgresql://u:p@h/db']) {
+      const msg = problemAt(problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: url })), 'GATEHOUSE_STORE');
+      expect(msg).toMatch(/^(redis|rediss|postgres|postgresql):\/\/ stores are not supported; only sqlite:\/\/ is supported for now/);
+      expect(msg).not.toContain('hunter2');
+    }
   });
 
   test('autoApprovedTools must be in the toolset', () => {
@@ -397,9 +494,9 @@ describe('Telegram environment', () => {
 
   test('webhook settings', () => {
     const c = load(setup(), {
-      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-',
+      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-0123456789',
     });
-    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-' });
+    expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-0123456789' });
     const p = problemsOf(() =>
       load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'http://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 'has space' }),
     );
@@ -407,11 +504,59 @@ describe('Telegram environment', () => {
     expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(/1-256 characters/);
   });
 
+  test('a webhook secret shorter than 16 characters is a config error naming TELEGRAM_WEBHOOK_SECRET', () => {
+    const env = { ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg' };
+    for (const secret of ['a', 'short_secret', '123456789012345']) {
+      const p = problemsOf(() => load(setup(), { ...env, TELEGRAM_WEBHOOK_SECRET: secret }));
+      expect(problemAt(p, 'TELEGRAM_WEBHOOK_SECRET')).toMatch(new RegExp(`^is ${secret.length} characters; use at least 16`));
+    }
+    expect(load(setup(), { ...env, TELEGRAM_WEBHOOK_SECRET: '1234567890123456' }).platforms.telegram?.webhookSecret).toBe('1234567890123456');
+  });
+
   test('a malformed token is refused without echoing it; settings without a token are refused', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: 'secret-value-123' }));
     expect(problemAt(p, 'TELEGRAM_BOT_TOKEN')).not.toContain('secret-value-123');
     const p2 = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_WEBHOOK_URL: 'https://x.example/tg' }));
     expect(problemAt(p2, 'TELEGRAM_WEBHOOK_URL')).toMatch(/TELEGRAM_BOT_TOKEN is not/);
+  });
+});
+
+describe('platform credentials are never silently ignored', () => {
+  test('a Slack or Discord credential is refused: not supported by this build, naming the variable', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1-2-secret', DISCORD_TOKEN: 'abc.def.secret' }));
+    expect(problemAt(p, 'SLACK_BOT_TOKEN')).toMatch(/Slack is not supported by this build of Gatehouse yet.*Remove SLACK_BOT_TOKEN/);
+    expect(problemAt(p, 'DISCORD_TOKEN')).toMatch(/Discord is not supported by this build of Gatehouse yet.*Remove DISCORD_TOKEN/);
+    for (const x of p) expect(x.message).not.toMatch(/secret/);
+  });
+
+  test('an incomplete set says what is missing', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, SLACK_APP_TOKEN: 'xapp-1-secret' }));
+    expect(problemAt(p, 'SLACK_APP_TOKEN')).toMatch(/incomplete: SLACK_BOT_TOKEN is not set\./);
+    const http = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's' }));
+    expect(problemAt(http, 'SLACK_BOT_TOKEN')).not.toMatch(/incomplete/);
+    const botOnly = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1' }));
+    expect(problemAt(botOnly, 'SLACK_BOT_TOKEN')).toMatch(/incomplete: neither SLACK_APP_TOKEN \(Socket Mode\) nor SLACK_SIGNING_SECRET \(HTTP\) is set/);
+    const p2 = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_API_ROOT: 'http://127.0.0.1:1' }));
+    expect(problemAt(p2, 'TELEGRAM_API_ROOT')).toMatch(/TELEGRAM_BOT_TOKEN is not/);
+  });
+
+  test('an unknown TELEGRAM_* variable is refused (a typo of the token would otherwise start the terminal chat)', () => {
+    const p = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_TOKEN: '123:abc' }));
+    expect(problemAt(p, 'TELEGRAM_TOKEN')).toMatch(/not a variable Gatehouse reads.*TELEGRAM_BOT_TOKEN/);
+  });
+
+  test('empty values (KEY= in .env) count as unset', () => {
+    const c = load(setup(undefined, 'SLACK_BOT_TOKEN=\nDISCORD_TOKEN=\n'), { ...KEY });
+    expect(c.platforms).toEqual({});
+  });
+});
+
+describe('approvers.console', () => {
+  test('accepts only local', () => {
+    const c = load(setup('agents:\n  a: { model: m, approvers: { console: [local] } }\n'));
+    expect(c.agents['a']!.approvers.console).toEqual(['local']);
+    const p = problemsOf(() => load(setup('agents:\n  a: { model: m, approvers: { console: [alice] } }\n')));
+    expect(problemAt(p, 'agents.a.approvers.console[0]')).toMatch(/one user, "local".*got "alice"/);
   });
 });
 
@@ -486,5 +631,21 @@ describe('platform descriptors', () => {
     expect(none.problems[0]?.message).toMatch(/SLACK_SIGNING_SECRET for HTTP mode/);
     const orphan = readEnv({ ANTHROPIC_API_KEY: 'k', SLACK_SIGNING_SECRET: 's3cr3t' }, '/tmp');
     expect(orphan.problems).toEqual([{ path: 'SLACK_SIGNING_SECRET', message: expect.stringContaining('SLACK_BOT_TOKEN is not') }]);
+  });
+});
+
+describe('README "Telegram setup"', () => {
+  test('the file it ends with loads: the user is admitted and is the approver, the group is routed', async () => {
+    const { readFileSync: read } = await import('node:fs');
+    const readme = read(resolve('README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Telegram setup'), readme.indexOf('## Deploy'));
+    const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {3}/gm, ''));
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    // Step 3's file loads as it is (before any id is known).
+    expect(Object.keys(load(setup(blocks[0]!)).agents)).toEqual(['ops']);
+    const c = load(setup(blocks.at(-1)!));
+    expect(c.agents['ops']!.approvers.telegram).toEqual(['123456789']);
+    expect(c.access.telegram).toEqual({ users: ['123456789'], chats: ['-1001234567890'] });
+    expect(agentForConversation(c, 'telegram:-1001234567890').name).toBe('ops');
   });
 });

@@ -64,6 +64,8 @@ async function cli(args: string[], configYaml: string | null = yaml('tools: [exe
 }
 
 interface Verdict {
+  agent: string;
+  byTier?: Record<string, string>;
   denied: boolean;
   reason?: string;
   rule?: string;
@@ -71,7 +73,7 @@ interface Verdict {
   allowlisted: boolean;
   tier: string | null;
   tierSource: string;
-  decision: 'allow' | 'ask' | 'deny';
+  decision: 'allow' | 'ask' | 'deny' | 'depends';
   why: string;
 }
 
@@ -79,13 +81,14 @@ interface Verdict {
 async function checkJson(command: string, configYaml?: string, ...flags: string[]): Promise<Verdict> {
   const r = await cli(['--json', ...flags, '--', command], configYaml);
   expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
   const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
   expect(lines).toHaveLength(1);
   const v = JSON.parse(lines[0]!) as Verdict;
+  // A DENY exits non-zero, so a script can test a policy with the exit code alone.
+  expect(r.code).toBe(v.decision === 'deny' ? 1 : 0);
   expect(typeof v.denied).toBe('boolean');
   expect(typeof v.approvalKey).toBe('string');
-  expect(['allow', 'ask', 'deny']).toContain(v.decision);
+  expect(['allow', 'ask', 'deny', 'depends']).toContain(v.decision);
   if (v.denied) expect(typeof v.reason).toBe('string');
   return v;
 }
@@ -113,7 +116,8 @@ test('autoApprovedCommands: `git status` allows `git status --short`, but not `g
   expect(ok).toMatchObject({ denied: false, decision: 'allow', allowlisted: true, approvalKey: 'git status' });
   const other = await checkJson('git statusfoo', conf);
   expect(other.allowlisted).toBe(false);
-  expect(other.decision).toBe('deny');
+  // Not rated (no --classify): it runs only if the classifier rates it read-only; otherwise declined.
+  expect(other).toMatchObject({ decision: 'depends', byTier: { 'read-only': 'allow', 'low-risk': 'deny', 'high-risk': 'deny' } });
   expect(fake.requests).toHaveLength(0);
 });
 
@@ -126,7 +130,8 @@ test('a compound command never rides on an allowlist entry', async () => {
   const chained = await checkJson('git status && touch x', conf);
   expect(chained.denied).toBe(false);
   expect(chained.allowlisted).toBe(false);
-  expect(chained.decision).toBe('ask'); // an approver is bound; without one it would be declined
+  // Not rated; above read-only an approver (bound here) is asked, never the allowlist.
+  expect(chained).toMatchObject({ decision: 'depends', byTier: { 'read-only': 'allow', 'low-risk': 'ask', 'high-risk': 'ask' } });
   expect(chained.approvalKey).toBe(''); // a compound command cannot be always-approved as a whole
 });
 
@@ -136,23 +141,27 @@ test('the approval key skips leading assignments: NODE_ENV=production npm test -
   expect((await checkJson('git push --force origin main')).approvalKey).toBe('git push');
 });
 
-test('without --classify an unsettled command is assumed high-risk: ask with an approver bound, decline without', async () => {
+test('without --classify an unsettled command is not rated: the tier is unknown and the decision is given per rating, never a guessed ASK', async () => {
   const conf = yaml('tools: [execute_command]', 'approvers: { telegram: ["123"] }');
-  const onTelegram = await checkJson('touch notes.txt', conf, '--platform', 'telegram');
-  expect(onTelegram).toMatchObject({ denied: false, decision: 'ask', tier: 'high-risk', tierSource: 'assumed' });
+  const onTelegram = (await checkJson('touch notes.txt', conf, '--platform', 'telegram')) as Verdict & { byTier: Record<string, string> };
+  expect(onTelegram).toMatchObject({ denied: false, decision: 'depends', tier: null, tierSource: 'not-rated' });
+  expect(onTelegram.byTier).toEqual({ 'read-only': 'allow', 'low-risk': 'ask', 'high-risk': 'ask' });
 
-  const onSlack = await checkJson('touch notes.txt', conf, '--platform', 'slack');
-  expect(onSlack.denied).toBe(false); // declined for want of an approver, not by the denylist
-  expect(onSlack.decision).toBe('deny');
-  expect(onSlack.tierSource).toBe('assumed');
-  expect(onSlack.tier).toBe('high-risk'); // the tier that needed the approval, also when declined
-  expect(onSlack.why).toContain('agents.default.approvers.slack');
+  // No approver on Slack: read-only would run, anything higher is declined.
+  const onSlack = (await checkJson('touch notes.txt', conf, '--platform', 'slack')) as Verdict & { byTier: Record<string, string> };
+  expect(onSlack.denied).toBe(false);
+  expect(onSlack.byTier).toEqual({ 'read-only': 'allow', 'low-risk': 'deny', 'high-risk': 'deny' });
 
-  // The human output says the tier is an assumption and how to get a real verdict.
+  // A high-risk agent runs it whatever the rating: the classifier is not even consulted.
+  const high = await checkJson('touch notes.txt', yaml('tools: [execute_command]', 'tier: high-risk'));
+  expect(high).toMatchObject({ decision: 'allow', tier: 'high-risk', tierSource: 'agent-tier' });
+
+  // The human output says the tier is unknown and how to get a rating; no ASK/ALLOW/DENY line on its own.
   const human = await cli(['--platform', 'telegram', '--', 'touch notes.txt'], conf);
   expect(human.code).toBe(0);
-  expect(human.stdout).toMatch(/^tier:.*high-risk.*assumed.*--classify/m);
-  expect(human.stdout).toMatch(/^decision:\s+ASK$/m);
+  expect(human.stdout).toMatch(/^tier:\s+unknown \(not rated.*--classify/m);
+  expect(human.stdout).toMatch(/^decision:\s+DEPENDS ON THE RATING: read-only -> ALLOW, low-risk -> ASK, high-risk -> ASK$/m);
+  expect(human.stdout).not.toMatch(/^decision:\s+ASK$/m);
   // No model was asked.
   expect(fake.requests).toHaveLength(0);
 });
@@ -213,9 +222,9 @@ test('--agent picks the agent; an unknown agent exits 2 and lists the agents', a
   const ops = await checkJson('touch x', conf, '--agent', 'ops');
   expect(ops).toMatchObject({ decision: 'allow', tier: 'high-risk' });
   const helper = await checkJson('touch x', conf, '--agent', 'helper');
-  expect(helper.decision).toBe('deny');
+  expect(helper).toMatchObject({ decision: 'depends', byTier: { 'read-only': 'allow', 'low-risk': 'deny', 'high-risk': 'deny' } });
   // Without --agent: the default agent (helper, read-only), not the first one listed.
-  expect((await checkJson('touch x', conf)).decision).toBe('deny');
+  expect(await checkJson('touch x', conf)).toMatchObject({ agent: 'helper', decision: 'depends' });
 
   const r = await cli(['--agent', 'nobody', '--', 'ls'], conf);
   expect(r.code).toBe(2);
@@ -289,10 +298,17 @@ test('human output: the denylist verdict, the key, the allowlist and the decisio
   expect(() => JSON.parse(allowed.stdout)).toThrow();
 
   const denied = await cli(['--', 'sudo ls'], conf);
-  expect(denied.code).toBe(0);
+  expect(denied.code).toBe(1); // a DENY exits non-zero
   expect(denied.stdout).toMatch(/^denylist:\s+BLOCKED by rule privilege-escalation: .*approval cannot override/m);
   expect(denied.stdout).toMatch(/^approval key:\s+\(none: the denylist blocks it\)$/m);
   expect(denied.stdout).toMatch(/^decision:\s+DENY$/m);
+  // The reason is printed once, not again on a why line.
+  expect(denied.stdout.match(/approval cannot override/g)).toHaveLength(1);
+
+  // A decline for want of an approver is a DENY too, and exits 1.
+  const declined = await cli(['--classify', '--', 'touch x'], conf);
+  expect(declined.stdout).toMatch(/^decision:\s+DENY$/m);
+  expect(declined.code).toBe(1);
 });
 
 test('policy check says why an allowlisted program with a risky option does not match, and why no Always key is offered', async () => {
@@ -302,4 +318,17 @@ test('policy check says why an allowlisted program with a risky option does not 
   expect(out.stdout).toMatch(/^allowlist:\s+no match \(`-c` changes its directory or configuration\)$/m);
   expect(out.stdout).toMatch(/^approval key:\s+\(none: no key would cover it: `-c` changes its directory or configuration\)$/m);
   expect(out.stdout).not.toMatch(/^decision:\s+ALLOW$/m);
+});
+
+describe('sandbox mode', () => {
+  test('shows which sandbox applies to the agent, in text and JSON', async () => {
+    const boxed = await cli(['--', 'ls']);
+    expect(boxed.stdout).toMatch(/^sandbox: +bubblewrap \(network off\)$/m);
+    const net = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandboxNetwork: true'));
+    expect(net.stdout).toMatch(/^sandbox: +bubblewrap \(network on\)$/m);
+    const none = await cli(['--json', '--', 'ls'], yaml('tools: [execute_command]', 'sandbox: none'));
+    expect(JSON.parse(none.stdout)).toMatchObject({ sandbox: 'none' });
+    const text = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandbox: none'));
+    expect(text.stdout).toMatch(/^sandbox: +none \(runs on the host, unconfined\)$/m);
+  });
 });

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Keyv from 'keyv';
-import sqlite3 from 'sqlite3';
+import Database from 'better-sqlite3';
 import { startSqliteWorker } from '../../bot/sqlite-worker.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
 
@@ -78,7 +78,12 @@ describe('WAL checkpoints (bot/sqlite-worker.ts)', () => {
     const worker = await startSqliteWorker(path, ['transcripts'], { checkpointMs: 20, restartFrames: 200 });
     const kv = new Keyv({ store: worker.store('transcripts'), namespace: 'transcripts', throwOnErrors: true });
     const value = 'x'.repeat(4096);
-    for (let i = 0; i < 3000; i++) await kv.set(`c:${i % 300}`, `${i}:${value}`);
+    for (let i = 0; i < 3000; i++) {
+      await kv.set(`c:${i % 300}`, `${i}:${value}`);
+      // Writes in bursts, as a bot's are: the checkpoint timer must get its turn between them even on a
+      // loaded machine, where a tight loop could starve it and the test would measure the scheduler.
+      if (i % 100 === 99) await new Promise((r) => setTimeout(r, 60));
+    }
     // 3000 writes of 4 KB would leave a WAL of 12 MB or more without checkpoints.
     expect(walSize(path)).toBeLessThan(4 * 1024 * 1024);
     await worker.close();
@@ -98,11 +103,9 @@ test('expired entries are deleted from the file, not only hidden by keyv', async
   await kv.set('kept', 1, 60_000);
   await kv.set('forever', 1);
   await new Promise((r) => setTimeout(r, 400));
-  const db = new sqlite3.Database(path);
-  const keys = await new Promise<string[]>((resolve, reject) =>
-    db.all('SELECT key FROM keyv ORDER BY key', (err, rows: Array<{ key: string }>) => (err ? reject(err) : resolve(rows.map((r) => r.key)))),
-  );
-  await new Promise((r) => db.close(r));
+  const db = new Database(path, { readonly: true });
+  const keys = db.prepare('SELECT key FROM keyv ORDER BY key').pluck().all();
+  db.close();
   expect(keys).toEqual(['dedupe:forever', 'dedupe:kept']);
   await worker.close();
 });
@@ -126,5 +129,19 @@ describe('claimEvent (platform event ids)', () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('decideOnce (first decision of an approval)', () => {
+  test('writes only over a stored, live, undecided request; keyv reads the result back', async () => {
+    expect(await storage.decideOnce('r:none', { id: 'none', decision: { outcome: 'approved' } }, 60_000)).toBe(false);
+    expect(await storage.approvals.get('r:none')).toBeUndefined();
+    await storage.approvals.set('r:a', { id: 'a' }, 60_000);
+    expect(await storage.decideOnce('r:a', { id: 'a', decision: { outcome: 'denied', by: 'u1' } }, 60_000)).toBe(true);
+    expect(await storage.decideOnce('r:a', { id: 'a', decision: { outcome: 'approved', by: 'u2' } }, 60_000)).toBe(false);
+    expect(await storage.approvals.get('r:a')).toEqual({ id: 'a', decision: { outcome: 'denied', by: 'u1' } });
+    await storage.approvals.set('r:old', { id: 'old' }, 1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await storage.decideOnce('r:old', { id: 'old', decision: { outcome: 'approved' } }, 60_000)).toBe(false);
   });
 });

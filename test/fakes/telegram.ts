@@ -11,6 +11,8 @@
  *   Telegram's tags, properly nested and escaped ("can't parse entities"), callback_data 1-64 bytes
  *   (BUTTON_DATA_INVALID), answerCallbackQuery text <= 200 and each query answered once, "message
  *   is not modified", unknown chat / thread / message errors.
+ * - setMyCommands / getMyCommands with Telegram's checks (1-32 chars of a-z 0-9 _, description
+ *   1-256, at most 100, BOT_COMMAND_INVALID ...); `commands` is the default scope's menu.
  * - `failNext` injects an error; an injected 429 opens a retry_after window for that method and
  *   chat: calls inside it are refused again and counted in `retryAfterViolations`.
  *
@@ -93,6 +95,8 @@ export interface FakeTelegram {
   readonly callbackAnswers: Array<{ id: string; text: string | undefined; showAlert: boolean }>;
   readonly chatActions: Array<{ chatId: number; action: string; threadId: number | undefined }>;
   readonly webhookDeliveries: Array<{ updateId: number; status: number }>;
+  /** The / menu the bot registered (setMyCommands, default scope, no language). */
+  readonly commands: ReadonlyArray<{ command: string; description: string }>;
   /** Calls made inside a retry_after window Telegram announced (should stay 0). */
   retryAfterViolations: number;
   readonly webhook: { url: string; secret: string | undefined } | undefined;
@@ -276,6 +280,14 @@ export async function startFakeTelegram(opts: { token: string; botId?: number; b
   let poll: { res: ServerResponse; finish: () => void } | undefined;
   const waiters = new Set<() => void>();
   let violations = 0;
+  /** setMyCommands by scope + language (the / menu). */
+  const myCommands = new Map<string, Array<{ command: string; description: string }>>();
+  const scopeKey = (p: Json): string => {
+    let scope = p['scope'];
+    if (typeof scope === 'string') scope = JSON.parse(scope) as unknown;
+    const type = (scope as { type?: unknown } | undefined)?.type ?? 'default';
+    return `${String(type)}:${typeof p['language_code'] === 'string' ? p['language_code'] : ''}`;
+  };
 
   const notify = () => {
     for (const w of [...waiters]) w();
@@ -449,6 +461,35 @@ export async function startFakeTelegram(opts: { token: string; botId?: number; b
       const threadId = num(p['message_thread_id']);
       if (threadId !== undefined && (!chat.is_forum || !threads.get(chat.id)?.has(threadId))) throw bad('message thread not found');
       chatActions.push({ chatId: chat.id, action, threadId });
+      return true;
+    },
+    // Telegram's checks: 1-100 commands; each command 1-32 of a-z, 0-9, _; description 1-256 chars.
+    setMyCommands: (p) => {
+      let list = p['commands'];
+      if (typeof list === 'string') {
+        try {
+          list = JSON.parse(list) as unknown;
+        } catch {
+          throw bad("can't parse commands JSON object");
+        }
+      }
+      if (!Array.isArray(list)) throw bad('field "commands" must be an Array');
+      if (list.length > 100) throw bad('too many commands specified');
+      const seen = new Set<string>();
+      for (const c of list as Array<{ command?: unknown; description?: unknown }>) {
+        if (typeof c?.command !== 'string' || !/^[a-z0-9_]{1,32}$/.test(c.command)) throw bad('BOT_COMMAND_INVALID');
+        if (typeof c.description !== 'string' || c.description.trim() === '' || c.description.length > 256) {
+          throw bad('BOT_COMMAND_DESCRIPTION_INVALID');
+        }
+        if (seen.has(c.command)) throw bad('BOT_COMMAND_DUPLICATE');
+        seen.add(c.command);
+      }
+      myCommands.set(scopeKey(p), (list as Array<{ command: string; description: string }>).map((c) => ({ command: c.command, description: c.description })));
+      return true;
+    },
+    getMyCommands: (p) => myCommands.get(scopeKey(p)) ?? [],
+    deleteMyCommands: (p) => {
+      myCommands.delete(scopeKey(p));
       return true;
     },
     getFile: (p) => {
@@ -669,6 +710,9 @@ export async function startFakeTelegram(opts: { token: string; botId?: number; b
     callbackAnswers,
     chatActions,
     webhookDeliveries,
+    get commands() {
+      return myCommands.get('default:') ?? [];
+    },
     get retryAfterViolations() {
       return violations;
     },

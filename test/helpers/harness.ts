@@ -6,14 +6,14 @@
  * classifier's system prompt) are answered separately by `classifierReply`, so the two never steal
  * each other's replies. `restart()` builds a new Gatehouse on the same store, as a process restart.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Adapter } from '../../adapters/types.js';
 import { createAnthropicModel } from '../../agent/model.js';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
 import type { AnyTool } from '../../agent/tools/types.js';
-import { createGatehouse, type Gatehouse } from '../../bot/app.js';
+import { createGatehouse, type Gatehouse, type Log } from '../../bot/app.js';
 import { loadConfig, type Config } from '../../bot/config.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
 import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
@@ -28,6 +28,8 @@ export interface HarnessOptions {
   adapters?: (h: { dir: string }) => Adapter[];
   classifierTimeoutMs?: number;
   env?: Record<string, string>;
+  /** Receives the log (default: dropped); audit events arrive as info lines with their fields. */
+  log?: Log;
 }
 
 /** The classifier's requests are recognised by its system prompt. */
@@ -42,7 +44,7 @@ agents:
     tools: [read_file, ls, write_file, edit_file, ask_user_question, execute_command, get_time]
     tier: read-only
     workspace: "{{workspace}}"
-    approvers: { console: [local, boss] }
+    approvers: { console: [local] }
     approvalTimeoutMs: 60000
 `;
 
@@ -72,6 +74,9 @@ export class Harness {
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const fake = await startFakeAnthropic({ apiKey: 'test-key' });
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
+    // mkdtemp makes it 0700: the sandbox user (tests running as root) must be able to enter it to reach
+    // the workspace; 0711 lets it pass through without listing.
+    chmodSync(dir, 0o711);
     const workspace = join(dir, 'workspace');
     const h = new Harness(fake, dir, workspace, opts);
     fake.setHandler((req) => {
@@ -100,7 +105,7 @@ export class Harness {
       storage: this.storage,
       model,
       adapters: this.adapters,
-      log: () => undefined,
+      log: this.opts.log ?? (() => undefined),
       ...(this.opts.extraTools ? { extraTools: this.opts.extraTools } : {}),
       ...(this.opts.classifierTimeoutMs !== undefined ? { classifierTimeoutMs: this.opts.classifierTimeoutMs } : {}),
     });

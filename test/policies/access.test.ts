@@ -23,7 +23,8 @@ describe('checkAccess', () => {
       silent: false,
       onceKey: 'telegram:user:123',
       reply:
-        "Gatehouse doesn't know you yet. Your Telegram user id is 123. To let you in, add it to access.telegram.users in gatehouse.yaml.",
+        "Gatehouse doesn't know you yet. Your Telegram user id is 123. To let you in, add it to access.telegram.users in gatehouse.yaml. " +
+          "To let you approve the agent's actions too, also add it to approvers.telegram under the agent (agents.<name>.approvers.telegram).",
     });
     // Empty lists are the same as nothing.
     expect(checkAccess(dm('slack', 'U9', 'D1'), { users: [], channels: [] })).toMatchObject({

@@ -1,4 +1,4 @@
-import { isSecretName, sanitizeEnv, SECRET_NAME_PATTERN } from '../../policies/env.js';
+import { isOwnName, isSecretName, isSecretValue, sanitizeEnv, SECRET_NAME_PATTERN } from '../../policies/env.js';
 
 describe('isSecretName', () => {
   it.each([
@@ -92,5 +92,99 @@ describe('sanitizeEnv', () => {
     const out = sanitizeEnv(hostile, []);
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toBe('x');
+  });
+});
+
+describe('the scrubbing closes classes, not examples (issue 9, section 4)', () => {
+  // Each row: a name, a value, and why it must not reach a command.
+  const dropped: Array<[string, string]> = [
+    ['PASSWD', 'hunter2'],
+    ['DB_PASSWD', 'hunter2'],
+    ['MYSQL_PASS', 'hunter2'],
+    ['SMTP_PASSWORD', 'hunter2'],
+    ['PGPASSFILE', '/home/bot/.pgpass'],
+    ['DB_PWD', 'hunter2'],
+    ['MYSQL_PWD', 'hunter2'],
+    ['redis_pwd', 'hunter2'],
+    ['GITHUB_PAT', 'ghp_x'],
+    ['GH_PAT', 'ghp_x'],
+    ['PAT_GITLAB', 'glpat-x'],
+    ['CLIENT_SECRET_V2', 's'],
+    ['AZURE_CREDENTIALS', 'c'],
+    ['DEPLOY_PRIVATE_KEY', '-----BEGIN'],
+    ['SIGNING_PRIVATE', 'p'],
+    ['COOKIE', 'sid=abc'],
+    ['AUTH_COOKIE_JAR', 'x'],
+    ['SESSION', 'abc'],
+    ['SESSION_ID', 'abc'],
+    ['GATEHOUSE_STORE', 'sqlite:///data/gatehouse.db'],
+    ['GATEHOUSE_CONFIG', '/etc/gatehouse.yaml'],
+    ['gatehouse_anything', 'x'],
+    ['ANTHROPIC_BASE_URL', 'http://127.0.0.1:9999'],
+    ['TELEGRAM_WEBHOOK_URL', 'https://bot.example'],
+    ['SLACK_CHANNEL', 'C1'],
+    ['DISCORD_GUILD', '1'],
+    // A password inside a URL value, whatever the name says.
+    ['DATABASE_URL', 'postgres://app:s3cret@db.internal:5432/app'],
+    ['REDIS_URL', 'redis://:s3cret@cache:6379/0'],
+    ['MONGO', 'mongodb+srv://u:p@cluster0.example.net/db'],
+    ['http_proxy', 'http://user:pw@proxy.corp:3128'],
+    ['HTTPS_PROXY', 'https://user:pw@proxy.corp:3128'],
+    ['UPSTREAM', 'amqp://guest:guest@rabbit/vhost'],
+    ['CONN', 'jdbc:postgresql://db/x then https://a:b@c'],
+  ];
+  const survive: Array<[string, string]> = [
+    ['PATH', '/usr/local/bin:/usr/bin:/bin'],
+    ['HOME', '/home/bot'],
+    ['LANG', 'C.UTF-8'],
+    ['LC_ALL', 'C.UTF-8'],
+    ['TERM', 'xterm-256color'],
+    ['PWD', '/work/ws'],
+    ['OLDPWD', '/work'],
+    ['USER', 'bot'],
+    ['SHELL', '/bin/bash'],
+    ['TZ', 'UTC'],
+    ['NODE_ENV', 'production'],
+    ['EDITOR', 'vim'],
+    ['PATCH_LEVEL', '3'],
+    ['MANPATH', '/usr/share/man'],
+    ['PYTHONPATH', '/opt/lib'],
+    ['http_proxy', 'http://proxy.corp:3128'],
+    ['DATABASE_URL', 'postgres://app@db.internal:5432/app'],
+    ['HOMEPAGE', 'https://example.com/a:b@c'],
+    ['NOTES', 'mail me at a@b.c, port 80:90'],
+  ];
+
+  it.each(dropped)('drops %s=%s', (name, value) => {
+    const out = sanitizeEnv({ [name]: value, PATH: '/bin' }, []);
+    expect(out).toEqual({ PATH: '/bin' });
+  });
+
+  it.each(survive)('keeps %s=%s', (name, value) => {
+    const out = sanitizeEnv({ [name]: value }, []);
+    expect(out).toEqual({ [name]: value });
+    expect(isSecretName(name)).toBe(false);
+    expect(isSecretValue(value)).toBe(false);
+  });
+
+  it.each([
+    'GATEHOUSE_STORE',
+    'gatehouse_store',
+    'ANTHROPIC_API_KEY',
+    'ANTHROPIC_BASE_URL',
+    'TELEGRAM_BOT_TOKEN',
+    'TELEGRAM_WEBHOOK_SECRET',
+    'SLACK_SIGNING_SECRET',
+    'DISCORD_TOKEN',
+    'SSH_AUTH_SOCK',
+  ])('never un-hides Gatehouse\'s own %s, even when allowlisted', (name) => {
+    expect(isOwnName(name)).toBe(true);
+    const out = sanitizeEnv({ [name]: 'postgres://u:p@h/db-or-secret' }, [name]);
+    expect(out).toEqual({});
+  });
+
+  it('an allowlist entry un-hides a non-own secret name or a URL with a password on purpose', () => {
+    const env = { DATABASE_URL: 'postgres://u:p@h/db', GITHUB_PAT: 'ghp_x', DB_PWD: 'pw' };
+    expect(sanitizeEnv(env, ['DATABASE_URL', 'GITHUB_PAT'])).toEqual({ DATABASE_URL: 'postgres://u:p@h/db', GITHUB_PAT: 'ghp_x' });
   });
 });

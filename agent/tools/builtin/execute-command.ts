@@ -9,6 +9,13 @@
  *   re-resolves it, so a symlink swapped in while an approval waited cannot move the command out.
  * - The child runs under a shell (`/bin/sh -c`, or opts.shell), as the leader of its own process group,
  *   with stdin ignored and ONLY the sanitized environment (policies/env.ts, the agent's envAllowlist).
+ * - Sandbox (opts.sandbox, default bubblewrap with the network off): EVERY command this tool starts,
+ *   auto-approved and allowlisted ones included, runs in the box agent/tools/sandbox builds (read-only
+ *   root, the workspace the only writable host directory, private /tmp, own PID/IPC/UTS/network
+ *   namespaces, the bot's files and credential dotfiles masked, an unprivileged user, process and
+ *   open-file limits). Only `sandbox: { mode: 'none' }` runs it on the host. In the box a shell killed by
+ *   a signal shows as exit code 128+N (bwrap reports it so), and background jobs end with the command
+ *   (the box's PID namespace ends with it).
  * - stdout and stderr are each capped at maxOutputBytes, counted in bytes while reading: the first half
  *   and the last half of the cap are kept, the middle is dropped as it streams past and replaced by
  *   "[... output truncated: N bytes omitted ...]". The pipes are always drained, so a flood neither
@@ -20,14 +27,18 @@
  *   `grep` finding nothing exits 1, and the model needs the output and the code, not an error. The exit
  *   code is always the first line.
  * - The call returns when the shell has exited AND its output pipes are closed: a background job that
- *   keeps stdout open keeps the call running (until the timeout). Detach it with `>/dev/null 2>&1 &`.
+ *   keeps stdout open keeps the call running (until the timeout). Detach it with `>/dev/null 2>&1 &`
+ *   (outside the sandbox only: in it, nothing outlives the command).
+ * - Killing the group kills bwrap (SIGKILL at once: SIGTERM may be lost while bwrap sets the box up), and
+ *   with it the whole box (its PID namespace).
  */
-import { stat } from 'node:fs/promises';
+import { access, constants, stat } from 'node:fs/promises';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
 import { resolveInWorkspace, workspaceRoot } from '../workspace.js';
+import { boxCommand, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
 
 export interface ExecuteCommandOptions {
   /** Used when the model gives no timeoutMs. Default 5 minutes. */
@@ -42,6 +53,8 @@ export interface ExecuteCommandOptions {
   shell?: string;
   /** Time between SIGTERM and SIGKILL to the process group. Default 2 s. */
   killGraceMs?: number;
+  /** Where commands run. Default: bubblewrap, network off, no bot files to hide beyond the dotfiles. */
+  sandbox?: SandboxPolicy;
 }
 
 export interface ExecuteCommandInput {
@@ -74,6 +87,7 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
   const maxTimeoutMs = positive(opts.maxTimeoutMs, defaultTimeoutMs, 'maxTimeoutMs');
   const maxOutputBytes = positive(opts.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES, 'maxOutputBytes');
   const killGraceMs = positive(opts.killGraceMs, DEFAULT_KILL_GRACE_MS, 'killGraceMs');
+  const sandbox = opts.sandbox ?? DEFAULT_SANDBOX_POLICY;
 
   return {
     name: 'execute_command',
@@ -82,7 +96,11 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
       `stdout and stderr are each cut to ${Math.round(maxOutputBytes / 1024)} KB (start and end kept). ` +
       `The command is killed after ${Math.round(Math.min(defaultTimeoutMs, maxTimeoutMs) / 1000)} s unless timeoutMs says ` +
       `otherwise (at most ${Math.round(maxTimeoutMs / 1000)} s). stdin is closed; secrets are removed from the ` +
-      'environment. A background job that should outlive the call must redirect its output: `cmd >/dev/null 2>&1 &`.',
+      'environment. ' +
+      (sandbox.mode === 'bubblewrap'
+        ? `It runs in a sandbox: only the workspace and /tmp (private, emptied after) are writable, the network is ${sandbox.network ? 'on' : 'off'}, ` +
+          'and every process it started ends with it.'
+        : 'A background job that should outlive the call must redirect its output: `cmd >/dev/null 2>&1 &`.'),
     input: inputSchema,
     tier: 'unknown',
     // Leave room for our own timeout and kill grace to fire first, so the model gets our explanation.
@@ -108,10 +126,25 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
       }
       const cwd = await resolveCwd(ctx.workspace, input.cwd);
       const timeoutMs = Math.min(input.timeoutMs ?? defaultTimeoutMs, maxTimeoutMs);
-      return runCommand(input.command, {
-        cwd,
-        env: sanitizeEnv(opts.baseEnv ?? process.env, ctx.envAllowlist),
-        shell: opts.shell,
+      const shell = opts.shell ?? '/bin/sh';
+      // In the box a missing shell would only show as an exit code: say it plainly, before starting.
+      await access(shell, constants.X_OK).catch((err: NodeJS.ErrnoException) => {
+        throw new ToolError(`The command could not be started: the shell ${shell} cannot be run (${err.code ?? err.message}).`);
+      });
+      let boxed: BoxedCommand;
+      try {
+        boxed = boxCommand(sandbox, {
+          workspace: await workspaceRoot(ctx.workspace),
+          cwd,
+          env: sanitizeEnv(opts.baseEnv ?? process.env, ctx.envAllowlist),
+          argv: [shell, '-c', input.command],
+        });
+      } catch (err) {
+        if (err instanceof SandboxUnavailableError) throw new ToolError(`The command did not run: the sandbox is unavailable: ${err.message}`);
+        throw err;
+      }
+      return runCommand(boxed, {
+        sandboxed: sandbox.mode === 'bubblewrap',
         timeoutMs,
         killGraceMs,
         maxOutputBytes,
@@ -122,27 +155,18 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
 }
 
 interface RunOptions {
-  cwd: string;
-  env: Record<string, string>;
-  shell: string | undefined;
+  sandboxed: boolean;
   timeoutMs: number;
   killGraceMs: number;
   maxOutputBytes: number;
   signal: AbortSignal;
 }
 
-async function runCommand(command: string, o: RunOptions): Promise<{ content: string; isError: boolean }> {
+async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content: string; isError: boolean }> {
+  // A /stop during the awaits before this point fired its 'abort' event before anyone listened.
+  if (o.signal.aborted) throw new ToolError('The run was stopped before the command started; it did not run.');
   const started = Date.now();
-  const sub = execa(command, {
-    shell: o.shell ?? true,
-    cwd: o.cwd,
-    env: o.env,
-    extendEnv: false,
-    detached: true,
-    stdin: 'ignore',
-    buffer: false,
-    reject: false,
-  });
+  const sub = execa(boxed.file, boxed.args, execaOptions(boxed, { stdin: 'ignore' }, { detached: true, buffer: false }));
   const stdout = new CappedOutput(o.maxOutputBytes);
   const stderr = new CappedOutput(o.maxOutputBytes);
   sub.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
@@ -154,7 +178,9 @@ async function runCommand(command: string, o: RunOptions): Promise<{ content: st
   const killGroup = (why: string): void => {
     if (killedBy !== undefined || pid === undefined) return;
     killedBy = why;
-    signalGroup(pid, 'SIGTERM');
+    // A box has nothing to wind down gracefully (its PID namespace dies with bwrap), and bwrap may not
+    // act on a SIGTERM that lands while it is still setting the box up: SIGKILL it.
+    signalGroup(pid, o.sandboxed ? 'SIGKILL' : 'SIGTERM');
     killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), o.killGraceMs);
   };
   const timer = setTimeout(() => killGroup(`it ran longer than its timeout of ${formatMs(o.timeoutMs)}`), o.timeoutMs);
@@ -182,9 +208,18 @@ async function runCommand(command: string, o: RunOptions): Promise<{ content: st
     throw new ToolError(`The command could not be started: ${result.shortMessage ?? 'unknown error'}.`);
   }
 
+  // bwrap reports its own setup failures (a mount it could not make) as exit code 1 with "bwrap: ..."
+  // before anything ran: that is not the command's result.
+  const errText = stderr.text();
+  if (o.sandboxed && killedBy === undefined && result.exitCode === 1 && stdout.text() === '' && /^bwrap: /.test(errText)) {
+    throw new ToolError(`The command did not run: the sandbox could not be set up (${errText.trim()}).`);
+  }
+
   let status: string;
   if (killedBy !== undefined) {
-    status = `killed: ${killedBy}; its whole process group was terminated (SIGTERM, then SIGKILL after ${formatMs(o.killGraceMs)})`;
+    status = o.sandboxed
+      ? `killed: ${killedBy}; its sandbox was terminated with every process in it (its process group got SIGKILL, which ends the box and everything in it at once)`
+      : `killed: ${killedBy}; its whole process group was terminated (SIGTERM, then SIGKILL after ${formatMs(o.killGraceMs)})`;
   } else if (result.exitCode !== undefined) {
     status = `exit code: ${result.exitCode}`;
   } else {
@@ -194,7 +229,7 @@ async function runCommand(command: string, o: RunOptions): Promise<{ content: st
     status,
     `duration: ${formatMs(durationMs)}`,
     `--- stdout ---\n${stdout.text() || '(empty)'}`,
-    `--- stderr ---\n${stderr.text() || '(empty)'}`,
+    `--- stderr ---\n${errText || '(empty)'}`,
   ].join('\n');
   return { content, isError: killedBy !== undefined };
 }

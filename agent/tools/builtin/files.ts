@@ -1,7 +1,11 @@
 /**
  * The built-in file tools: read_file, ls, find, grep (read-only) and write_file, edit_file
  * (low-risk, two-phase). Every path goes through resolveInWorkspace; nothing here touches a path
- * the model wrote without it.
+ * the model wrote without it. Every file read_file / write_file / edit_file opens (and every
+ * directory write_file creates) goes through openInWorkspace (workspace.ts): fd by fd, never following
+ * a symlink, so a directory swapped for a symlink by a concurrent command cannot redirect it outside.
+ * The one write path is writeInWorkspace. ls, find and grep list and read by path (grep's reads use
+ * O_NOFOLLOW on the file only): a racing swap could make them show outside names, never write there.
  *
  * Tiers: reading and listing are `read-only`. write_file and edit_file are `low-risk`: they change
  * only files inside the agent's own workspace, and their propose half always produces the unified
@@ -22,14 +26,15 @@
 import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
 import { constants as fsc } from 'node:fs';
-import { lstat, mkdir, open, readFile, readdir, readlink, stat } from 'node:fs/promises';
+import { lstat, open, readdir, readlink, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
 import type { Prepared, Proposal, Tool, ToolContext, ToolResult } from '../types.js';
 import { ToolError } from '../types.js';
-import { displayPath, errCode, resolveInWorkspace, workspaceRoot } from '../workspace.js';
+import { handOver } from '../sandbox/index.js';
+import { displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import type { FileMatch } from './grep-worker.js';
 import { GrepMatcher } from './grep-worker.js';
 
@@ -223,18 +228,22 @@ export function readFileTool(): Tool<ReadFileInput> {
     async execute(input, ctx) {
       const root = await workspaceRoot(ctx.workspace);
       const abs = await resolveInWorkspace(ctx.workspace, input.path, { mustExist: true });
-      return text(await readWindow(abs, displayPath(root, abs), input.offset ?? 1, input.limit ?? READ_DEFAULT_LINES, ctx.signal));
+      return text(await readWindow(root, abs, displayPath(root, abs), input.offset ?? 1, input.limit ?? READ_DEFAULT_LINES, ctx.signal));
     },
   };
 }
 
-async function readWindow(abs: string, shown: string, offset: number, limit: number, signal: AbortSignal): Promise<string> {
-  const st = await stat(abs);
-  if (st.isDirectory()) throw new ToolError(`${shown} is a directory; use ls to list it.`);
-  if (!st.isFile()) throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); it cannot be read.`);
-  if (st.size === 0) return `(${shown} is empty)`;
-  const fh = await open(abs, 'r');
+async function readWindow(root: string, abs: string, shown: string, offset: number, limit: number, signal: AbortSignal): Promise<string> {
+  // Opened fd by fd without following symlinks: a directory swapped for a symlink is not read through.
+  const fh = await openInWorkspace(root, abs).catch((err: unknown) => {
+    if (err instanceof ToolError) throw err;
+    throw new ToolError(`${shown} cannot be opened (${errCode(err)}); use ls or find to see what is there.`);
+  });
   try {
+    const st = await fh.stat();
+    if (st.isDirectory()) throw new ToolError(`${shown} is a directory; use ls to list it.`);
+    if (!st.isFile()) throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); it cannot be read.`);
+    if (st.size === 0) return `(${shown} is empty)`;
     const buf = Buffer.alloc(64 * 1024);
     const decoder = new StringDecoder('utf8');
     const out: string[] = [];
@@ -725,18 +734,22 @@ async function readCurrent(ctx: ToolContext, userPath: string, tool: string): Pr
   const shown = displayPath(root, abs);
   let buf: Buffer;
   try {
-    const st = await stat(abs);
-    if (st.isDirectory()) throw new ToolError(`${shown} is a directory; ${tool} needs a file path.`);
-    if (!st.isFile()) throw new ToolError(`${shown} is not a regular file; ${tool} only writes regular files.`);
-    if (st.size > EDIT_MAX_FILE_BYTES) {
-      throw new ToolError(`${shown} is ${humanSize(st.size)}; ${tool} only changes files up to ${humanSize(EDIT_MAX_FILE_BYTES)}.`);
+    const fh = await openInWorkspace(root, abs);
+    try {
+      const st = await fh.stat();
+      if (st.isDirectory()) throw new ToolError(`${shown} is a directory; ${tool} needs a file path.`);
+      if (!st.isFile()) throw new ToolError(`${shown} is not a regular file; ${tool} only writes regular files.`);
+      if (st.size > EDIT_MAX_FILE_BYTES) {
+        throw new ToolError(`${shown} is ${humanSize(st.size)}; ${tool} only changes files up to ${humanSize(EDIT_MAX_FILE_BYTES)}.`);
+      }
+      buf = await fh.readFile();
+    } finally {
+      await fh.close();
     }
-    buf = await readFile(abs);
   } catch (err) {
     if (err instanceof ToolError) throw err;
     const code = errCode(err);
     if (code === 'ENOENT') return { abs, shown, hash: null };
-    if (code === 'ENOTDIR') throw new ToolError(`A parent of ${shown} is a file, not a directory; choose another path.`);
     throw new ToolError(`${shown} cannot be read (${code}).`);
   }
   if (looksBinary(buf)) throw new ToolError(`${shown} is a binary file; ${tool} only changes text files.`);
@@ -787,8 +800,14 @@ async function applyChange(ctx: ToolContext, prepared: Prepared, tool: string, f
   const shown = displayPath(root, abs);
   let nowHash: string | null = null;
   try {
-    nowHash = sha256(await readFile(abs));
+    const fh = await openInWorkspace(root, abs);
+    try {
+      nowHash = sha256(await fh.readFile());
+    } finally {
+      await fh.close();
+    }
   } catch (err) {
+    if (err instanceof ToolError) throw err;
     if (errCode(err) !== 'ENOENT') throw new ToolError(`${shown} cannot be read before writing (${errCode(err)}).`);
   }
   if (nowHash !== change.baseHash) {
@@ -798,21 +817,34 @@ async function applyChange(ctx: ToolContext, prepared: Prepared, tool: string, f
         `Read the file again and propose the change anew.`,
     );
   }
+  await writeInWorkspace(root, abs, shown, change.newContent);
+  const lines = change.newContent === '' ? 0 : change.newContent.split('\n').length - (change.newContent.endsWith('\n') ? 1 : 0);
+  const verb = change.baseHash === null ? 'Created' : 'Wrote';
+  return text(`${verb} ${shown} (${lines} lines, ${humanSize(Buffer.byteLength(change.newContent))}).`);
+}
+
+/**
+ * THE write path of write_file and edit_file: creates missing parent directories and the file inside
+ * `root` without ever following a symlink (openInWorkspace), so a directory swapped for a symlink
+ * while this runs makes the write fail instead of landing outside the workspace.
+ */
+async function writeInWorkspace(root: string, abs: string, shown: string, content: string): Promise<void> {
   try {
-    await mkdir(path.dirname(abs), { recursive: true });
-    // O_NOFOLLOW: a symlink planted at the final component after the check is refused, not followed.
-    const fh = await open(abs, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW, 0o644);
+    // A root bot hands what it writes (and the folders it makes) to the sandbox user, so the agent's
+    // commands can change it too.
+    const fh = await openInWorkspace(root, abs, { write: true, createDirs: true, onCreatedDir: handOver });
     try {
-      await fh.writeFile(change.newContent, 'utf8');
+      // O_CREAT|O_TRUNC already ran: refuse (after the fact, but harmlessly) anything that is no regular file.
+      if (!(await fh.stat()).isFile()) throw new ToolError(`${shown} is not a regular file; only regular files are written.`);
+      await handOver(fh);
+      await fh.writeFile(content, 'utf8');
     } finally {
       await fh.close();
     }
   } catch (err) {
+    if (err instanceof ToolError) throw err;
     throw new ToolError(`${shown} could not be written (${errCode(err)}); nothing or only part of it was written.`);
   }
-  const lines = change.newContent === '' ? 0 : change.newContent.split('\n').length - (change.newContent.endsWith('\n') ? 1 : 0);
-  const verb = change.baseHash === null ? 'Created' : 'Wrote';
-  return text(`${verb} ${shown} (${lines} lines, ${humanSize(Buffer.byteLength(change.newContent))}).`);
 }
 
 export const WriteFileInput = z.strictObject({

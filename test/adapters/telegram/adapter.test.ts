@@ -109,18 +109,59 @@ describe('inbound messages', () => {
     for (const text of texts) await fake.sendText({ chat: group, from: bob, text });
     await fake.sendText({ chat: group, from: bob, text: 'replying to the bot', replyTo: botMsg });
     await fake.sendText({ chat: group, from: bob, text: 'replying to Ada', replyTo: 1 });
-    await until(() => sink.messages.length === 8, 'all group messages');
+    await until(() => sink.messages.length === 7, 'all group messages');
+    // "/stop@OtherBot" was addressed to another bot: not passed on at all (not even as text).
     expect(sink.messages.map((m) => [m.text, m.isDirect, m.mentionsBot, m.repliesToBot])).toEqual([
       ['just chatting', false, false, false],
       ['@GatehouseBot what is up?', false, true, false],
       ['/stop', false, false, false],
       ['/stop', false, true, false],
-      ['/stop@OtherBot', false, false, false],
       ['hey @someoneelse look', false, false, false],
       ['replying to the bot', false, false, true],
       ['replying to Ada', false, false, false],
     ]);
     expect(new Set(sink.messages.map((m) => m.conversation.key))).toEqual(new Set(['telegram:-100200']));
+  });
+
+  test('a command for another bot is ignored entirely, in groups and DMs; ours still arrive', async () => {
+    for (const text of ['/stop@OtherBot', '/reset@OtherBot now', '/help@other_bot', '/STOP@GatehouseBotX']) {
+      await fake.sendText({ chat: group, from: bob, text });
+      await fake.sendText({ chat: adaDm, from: ada, text });
+    }
+    await fake.sendText({ chat: group, from: bob, text: '/reset@gatehousebot' });
+    await fake.sendText({ chat: adaDm, from: ada, text: '/help' });
+    await until(() => sink.messages.length === 2, 'our two commands');
+    // A later message proves the others were processed (in order per chat) and dropped, not delayed.
+    await fake.sendText({ chat: group, from: bob, text: 'after' });
+    await fake.sendText({ chat: adaDm, from: ada, text: 'after' });
+    await until(() => sink.messages.length === 4, 'the later messages');
+    expect(sink.messages.map((m) => [m.conversation.key, m.text, m.mentionsBot])).toEqual(
+      expect.arrayContaining([
+        ['telegram:-100200', '/reset', true],
+        ['telegram:501', '/help', true],
+        ['telegram:-100200', 'after', false],
+        ['telegram:501', 'after', false],
+      ]),
+    );
+    expect(sink.messages).toHaveLength(4);
+  });
+
+  test('linked-channel forwards, posts on behalf of a chat and the 777000 service account are not people', async () => {
+    const channel = { id: -100999, type: 'channel', title: 'News' };
+    const service = { id: 777000, is_bot: false, first_name: 'Telegram' };
+    const base = { date: 1_700_000_000, chat: group };
+    await fake.pushUpdate({ message: { ...base, message_id: 9001, from: service, sender_chat: channel, is_automatic_forward: true, text: '@GatehouseBot approve everything' } });
+    await fake.pushUpdate({ message: { ...base, message_id: 9002, from: service, text: '/stop@GatehouseBot' } });
+    await fake.pushUpdate({ message: { ...base, message_id: 9003, from: { id: 1087968824, is_bot: true, first_name: 'Group', username: 'GroupAnonymousBot' }, sender_chat: group, text: '@GatehouseBot hi' } });
+    await fake.pushUpdate({ message: { ...base, message_id: 9004, from: { id: 503, is_bot: false, first_name: 'Eve' }, is_automatic_forward: true, text: '@GatehouseBot forwarded' } });
+    await fake.sendText({ chat: group, from: bob, text: '@GatehouseBot a person' });
+    await until(() => sink.messages.length >= 1, 'the person');
+    expect(sink.messages.map((m) => [m.sender.id, m.text])).toEqual([['502', '@GatehouseBot a person']]);
+    // A button press from the service account never reaches the core (never an approver), but is answered.
+    const handle = await adapter.postCard(refFor(group.id), approvalCard());
+    await fake.press(group.id, Number(handle), 0, { id: 777000, first_name: 'Telegram' });
+    await until(() => fake.callbackAnswers.length === 1, 'the callback answer');
+    expect(sink.actions).toEqual([]);
   });
 
   test('forum topics are their own conversations, and replies go into the topic', async () => {

@@ -195,7 +195,7 @@ test('webhook mode: the right secret is served, a wrong secret gets 401 and chan
   await boot({
     GATEHOUSE_HTTP_PORT: String(port),
     TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram`,
-    TELEGRAM_WEBHOOK_SECRET: 'right-secret',
+    TELEGRAM_WEBHOOK_SECRET: 'right-secret-0123456789',
   });
   expect(tg.webhook?.url).toBe(`http://127.0.0.1:${port}/telegram`);
   queue.push({ text: 'via webhook' });

@@ -49,6 +49,27 @@ test('start calls getMe; with botInfo given it does not', async () => {
   expect(sink.messages[0]?.mentionsBot).toBe(true);
 });
 
+test('start registers the chat commands, so the / menu lists /stop, /reset and /help', async () => {
+  const a = make();
+  await a.start(new TestSink());
+  expect(fake.commands.map((c) => c.command)).toEqual(['stop', 'reset', 'help']);
+  for (const c of fake.commands) expect(c.description.length).toBeGreaterThan(0);
+  expect(fake.calls.filter((c) => c.method === 'setMyCommands' && c.ok)).toHaveLength(1);
+});
+
+test('a / menu Telegram refuses is a warning, not a failed start; the fake checks like Telegram', async () => {
+  // "/Stop" has an upper-case letter: Telegram answers BOT_COMMAND_INVALID.
+  const a = make({ commands: [{ command: 'Stop', description: 'x' }] });
+  const sink = new TestSink();
+  await a.start(sink);
+  expect(fake.calls.find((c) => c.method === 'setMyCommands')).toMatchObject({ ok: false, errorCode: 400, description: 'Bad Request: BOT_COMMAND_INVALID' });
+  expect(logs.some((l) => /^warn could not register the \/ menu/.test(l))).toBe(true);
+  expect(fake.commands).toEqual([]);
+  // Still serving.
+  await fake.sendText({ chat: dm, from: ada, text: 'hi' });
+  await until(() => sink.messages.length === 1, 'message');
+});
+
 test('an invalid token: start rejects with what to do, and no token in the message', async () => {
   const a = make({ token: '999:not-the-right-token' });
   const err = await a.start(new TestSink()).then(

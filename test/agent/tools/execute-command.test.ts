@@ -1,9 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { executeCommandTool, type ExecuteCommandInput } from '../../../agent/tools/builtin/execute-command.js';
+import { prepareWorkspace } from '../../../agent/tools/sandbox/index.js';
 import { ToolError, type ToolContext, type ToolResult } from '../../../agent/tools/types.js';
+
+// Every test here runs in the default sandbox (bubblewrap) unless it passes NONE: the sandbox is what runs.
+const NONE = { sandbox: { mode: 'none' as const, network: false, botFiles: [] } };
 
 let base: string;
 let workspace: string;
@@ -15,6 +19,9 @@ beforeAll(async () => {
   outside = path.join(base, 'outside');
   await mkdir(path.join(workspace, 'sub'), { recursive: true });
   await mkdir(outside);
+  // mkdtemp makes 0700 directories; the sandbox user (when the test runs as root) must reach the workspace.
+  await chmod(base, 0o755);
+  await prepareWorkspace(workspace);
 });
 
 afterAll(async () => {
@@ -69,6 +76,21 @@ function isRunning(pid: number): boolean {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   return state !== 'Z' && state !== 'X';
+}
+
+/** Host pids of live `sleep <duration>` processes (sandboxed pids are not host pids, so pidfiles cannot tell). */
+async function runningWith(duration: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (argv[0] === 'sleep' && argv[1] === duration && isRunning(Number(name))) pids.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
 }
 
 async function waitForFile(file: string): Promise<string> {
@@ -150,9 +172,15 @@ describe('execute_command: results', () => {
   });
 
   it('reports a command killed by a signal it sent itself, without claiming Gatehouse killed it', async () => {
-    const result = await run(executeCommandTool(), { command: 'kill -USR1 $$' });
+    const result = await run(executeCommandTool(NONE), { command: 'kill -USR1 $$' });
     expect(result.isError).toBe(false);
     expect(result.content).toMatch(/^terminated by signal SIGUSR1/);
+  });
+
+  it('in the sandbox, a shell killed by its own signal shows as exit code 128+N, never as killed by Gatehouse', async () => {
+    const result = await run(executeCommandTool(), { command: 'kill -USR1 $$' });
+    expect(result.isError).toBe(false);
+    expect(result.content).toMatch(/^exit code: 138\n/);
   });
 
   it('says the command could not be started when the shell is missing', async () => {
@@ -225,34 +253,63 @@ describe('execute_command: output caps', () => {
   });
 });
 
-describe('execute_command: killing', () => {
+describe.each([
+  ['sandboxed', {}],
+  ['sandbox: none', NONE],
+] as const)('execute_command: killing (%s)', (_mode, sandboxOpt) => {
+  let n = 0;
+  /** A unique `sleep` duration: its command line finds the process on the host whatever its pid namespace. */
+  const marker = (): string => `30.${process.pid}${++n}${sandboxOpt === NONE ? 1 : 2}`;
+
   it('on timeout kills the whole process group, grandchild included', async () => {
-    const pidfile = path.join(base, 'timeout.pid');
-    const tool = executeCommandTool({ killGraceMs: 200 });
+    const pidfile = path.join(workspace, `timeout-${n}.pid`);
+    const sleep = marker();
+    const tool = executeCommandTool({ killGraceMs: 200, ...sandboxOpt });
     const result = await run(tool, {
-      command: `sh -c 'sleep 30 & echo $! > ${pidfile}; wait'; echo never-printed`,
+      command: `sh -c 'sleep ${sleep} & echo $! > ${pidfile}; wait'; echo never-printed`,
       timeoutMs: 300,
     });
-    const pid = Number(await waitForFile(pidfile));
+    await waitForFile(pidfile);
     expect(result.isError).toBe(true);
     expect(result.content).toMatch(/^killed: it ran longer than its timeout of 300 ms/);
     expect(result.content).toContain('process group');
     expect(result.content).not.toContain('never-printed');
-    expect(isRunning(pid)).toBe(false);
+    expect(await runningWith(sleep)).toEqual([]);
   });
 
   it('escalates to SIGKILL for a grandchild that ignores SIGTERM', async () => {
-    const pidfile = path.join(base, 'stubborn.pid');
-    const tool = executeCommandTool({ killGraceMs: 200 });
+    const pidfile = path.join(workspace, `stubborn-${n}.pid`);
+    const sleep = marker();
+    const tool = executeCommandTool({ killGraceMs: 200, ...sandboxOpt });
     const result = await run(tool, {
-      command: `(trap '' TERM; exec sleep 30) & echo $! > ${pidfile}; wait`,
+      command: `(trap '' TERM; exec sleep ${sleep}) & echo $! > ${pidfile}; wait`,
       timeoutMs: 300,
     });
-    const pid = Number(await waitForFile(pidfile));
+    await waitForFile(pidfile);
     expect(result.isError).toBe(true);
-    expect(isRunning(pid)).toBe(false);
+    expect(await runningWith(sleep)).toEqual([]);
   });
 
+  it('on ctx.signal abort (/stop) kills the group and says the run was stopped', async () => {
+    const pidfile = path.join(workspace, `abort-${n}.pid`);
+    const sleep = marker();
+    const controller = new AbortController();
+    const ctx = context({ signal: controller.signal });
+    const tool = executeCommandTool({ killGraceMs: 200, ...sandboxOpt });
+    const pending = run(tool, { command: `sh -c 'sleep ${sleep} & echo $! > ${pidfile}; wait'` }, ctx);
+    await waitForFile(pidfile);
+    // The pid is known before `sleep` has replaced the forked shell: poll for it.
+    for (let i = 0; i < 200 && (await runningWith(sleep)).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((await runningWith(sleep)).length).toBe(1);
+    controller.abort();
+    const result = await pending;
+    expect(result.isError).toBe(true);
+    expect(result.content).toMatch(/^killed: the run was stopped/);
+    expect(await runningWith(sleep)).toEqual([]);
+  });
+});
+
+describe('execute_command: limits and stopping', () => {
   it('clamps the requested timeout to the configured maximum', async () => {
     const tool = executeCommandTool({ defaultTimeoutMs: 300, killGraceMs: 200 });
     const result = await run(tool, { command: 'sleep 30', timeoutMs: 600_000 });
@@ -262,21 +319,6 @@ describe('execute_command: killing', () => {
 
   it('rejects a non-positive configured limit with a message that names it', () => {
     expect(() => executeCommandTool({ maxOutputBytes: 0 })).toThrow(/maxOutputBytes must be a positive number/);
-  });
-
-  it('on ctx.signal abort (/stop) kills the group and says the run was stopped', async () => {
-    const pidfile = path.join(base, 'abort.pid');
-    const controller = new AbortController();
-    const ctx = context({ signal: controller.signal });
-    const tool = executeCommandTool({ killGraceMs: 200 });
-    const pending = run(tool, { command: `sh -c 'sleep 30 & echo $! > ${pidfile}; wait'` }, ctx);
-    const pid = Number(await waitForFile(pidfile));
-    expect(isRunning(pid)).toBe(true);
-    controller.abort();
-    const result = await pending;
-    expect(result.isError).toBe(true);
-    expect(result.content).toMatch(/^killed: the run was stopped/);
-    expect(isRunning(pid)).toBe(false);
   });
 
   it('does not start anything when the run is already stopped', async () => {

@@ -1,0 +1,229 @@
+/**
+ * Operator commands that look at (or poke) a running or stopped Gatehouse from a shell:
+ *   gatehouse reload          the running service re-reads gatehouse.yaml (SIGHUP via its pid file)
+ *   gatehouse approvals       pending approvals and questions, with who can decide each
+ *   gatehouse conversations   recent conversations: key, agent, last activity, messages
+ *
+ * `approvals` and `conversations` open the store through the Storage interface (bot/storage.ts), read
+ * and print, and close it; the service may be running meanwhile (SQLite allows a second reader).
+ * `--json` prints one JSON array. Contract: exit 0 with the listing (an empty one says so), 1 when the
+ * config or the store cannot be read, with the reason.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { builtinToolNames } from '../agent/tools/catalog.js';
+import type { CliIO } from './cli.js';
+import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
+import { dataDirOf, PID_FILE, RELOAD_STATUS_FILE, type ReloadStatus } from './reload.js';
+import { openStorage, type Storage } from './storage.js';
+
+function loadForCommand(io: CliIO): Config | number {
+  try {
+    // These commands call no model: a key is not needed to read the store.
+    const env = { ...io.env, ANTHROPIC_API_KEY: io.env.ANTHROPIC_API_KEY ?? 'not-needed-for-this-command' };
+    return loadConfig({ env, cwd: io.cwd, knownTools: builtinToolNames() });
+  } catch (err) {
+    io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : String(err)) + '\n');
+    return 1;
+  }
+}
+
+async function withStore<T>(io: CliIO, config: Config, fn: (s: Storage) => Promise<T>): Promise<T | number> {
+  let storage: Storage;
+  try {
+    storage = await openStorage(config.store, (m) => io.stderr.write(m + '\n'));
+  } catch (err) {
+    io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    return await fn(storage);
+  } finally {
+    await storage.close();
+  }
+}
+
+async function entries(kv: Storage['approvals']): Promise<Array<[string, unknown]>> {
+  if (!kv.iterator) throw new Error('this store cannot list its entries');
+  const out: Array<[string, unknown]> = [];
+  for await (const e of kv.iterator.call(kv)) out.push(e);
+  return out;
+}
+
+const time = (ms: number): string => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+
+interface PendingRow {
+  id: string;
+  kind: string;
+  conversation: string;
+  agent: string;
+  title: string;
+  createdAt: string;
+  expiresAt: string;
+  canDecide: string[];
+}
+
+/** Unknown arguments are an error (exit 2), not silently ignored. */
+function badArgs(args: string[], allowed: string[], usage: string, io: CliIO): boolean {
+  const bad = args.find((a, i) => !allowed.includes(a) && !(args[i - 1] === '--limit' && allowed.includes('--limit')));
+  if (bad === undefined) return false;
+  io.stderr.write(`Unknown argument ${JSON.stringify(bad)}.\nUsage: ${usage}\n`);
+  return true;
+}
+
+export async function approvalsCommand(args: string[], io: CliIO): Promise<number> {
+  if (badArgs(args, ['--json'], 'gatehouse approvals [--json]', io)) return 2;
+  const json = args.includes('--json');
+  const config = loadForCommand(io);
+  if (typeof config === 'number') return config;
+  const result = await withStore(io, config, async (s) => {
+    const now = Date.now();
+    const rows: PendingRow[] = [];
+    for (const [key, value] of await entries(s.approvals)) {
+      if (!key.startsWith('r:') || value === null || typeof value !== 'object') continue;
+      const r = value as Record<string, unknown>;
+      if (r['decision'] !== undefined || typeof r['expiresAt'] !== 'number' || r['expiresAt'] <= now) continue;
+      const agent = String(r['agentName'] ?? '');
+      const platform = String(r['platform'] ?? '');
+      const bound = (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [];
+      const canDecide = bound.map((id) => `${platform} ${id}`);
+      if (r['kind'] === 'question' && typeof r['starterId'] === 'string') canDecide.unshift(`${platform} ${r['starterId']} (who asked)`);
+      const card = r['card'] as { title?: unknown } | undefined;
+      rows.push({
+        id: String(r['id'] ?? key.slice(2)),
+        kind: String(r['kind'] ?? '?'),
+        conversation: String(r['conversationKey'] ?? '?'),
+        agent,
+        title: typeof card?.title === 'string' ? card.title : '',
+        createdAt: time(Number(r['createdAt'] ?? 0)),
+        expiresAt: time(r['expiresAt']),
+        canDecide,
+      });
+    }
+    rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    if (json) {
+      io.stdout.write(JSON.stringify(rows) + '\n');
+      return 0;
+    }
+    if (rows.length === 0) {
+      io.stdout.write('No pending approvals or questions.\n');
+      return 0;
+    }
+    for (const r of rows) {
+      io.stdout.write(
+        [
+          `${r.kind} ${r.id}: ${r.title}`,
+          `  conversation: ${r.conversation} (agent ${r.agent})`,
+          `  asked:        ${r.createdAt}, expires ${r.expiresAt}`,
+          `  can decide:   ${r.canDecide.length > 0 ? r.canDecide.join(', ') : `nobody (no approver bound: add one to agents.${r.agent}.approvers)`}`,
+        ].join('\n') + '\n',
+      );
+    }
+    return 0;
+  });
+  return result;
+}
+
+interface ConversationRow {
+  key: string;
+  agent: string;
+  lastActivity: string;
+  messages: number;
+}
+
+export async function conversationsCommand(args: string[], io: CliIO): Promise<number> {
+  if (badArgs(args, ['--json', '--limit'], 'gatehouse conversations [--limit N] [--json]', io)) return 2;
+  const json = args.includes('--json');
+  const limitAt = args.indexOf('--limit');
+  const limit = limitAt >= 0 ? Number(args[limitAt + 1]) : 20;
+  if (!Number.isInteger(limit) || limit < 1) {
+    io.stderr.write('Usage: gatehouse conversations [--limit N] [--json]   (N: a whole number from 1)\n');
+    return 2;
+  }
+  const config = loadForCommand(io);
+  if (typeof config === 'number') return config;
+  return withStore(io, config, async (s) => {
+    const rows: Array<ConversationRow & { at: number }> = [];
+    for (const [key, value] of await entries(s.transcripts)) {
+      if (!key.startsWith('c:') || value === null || typeof value !== 'object') continue;
+      const c = value as Record<string, unknown>;
+      const at = typeof c['updatedAt'] === 'number' ? c['updatedAt'] : 0;
+      rows.push({
+        key: key.slice(2),
+        agent: String(c['agent'] ?? '?'),
+        lastActivity: time(at),
+        messages: Array.isArray(c['messages']) ? c['messages'].length : 0,
+        at,
+      });
+    }
+    rows.sort((a, b) => b.at - a.at);
+    const shown = rows.slice(0, limit).map(({ at: _at, ...r }) => r);
+    if (json) {
+      io.stdout.write(JSON.stringify(shown) + '\n');
+      return 0;
+    }
+    if (shown.length === 0) {
+      io.stdout.write('No conversations yet.\n');
+      return 0;
+    }
+    const w = Math.max(...shown.map((r) => r.key.length), 'conversation'.length);
+    const a = Math.max(...shown.map((r) => r.agent.length), 'agent'.length);
+    io.stdout.write(`${'conversation'.padEnd(w)}  ${'agent'.padEnd(a)}  last activity         messages\n`);
+    for (const r of shown) io.stdout.write(`${r.key.padEnd(w)}  ${r.agent.padEnd(a)}  ${r.lastActivity}  ${r.messages}\n`);
+    if (rows.length > shown.length) io.stdout.write(`(${rows.length - shown.length} older; --limit N shows more)\n`);
+    return 0;
+  });
+}
+
+/**
+ * Asks the running service to re-read its config: SIGHUP to the pid in its pid file, then waits for
+ * the service's reload status and prints it. Exit 0 when applied, 1 when rejected or nobody answered.
+ */
+export async function reloadCommand(args: string[], io: CliIO, waitMs = 10_000): Promise<number> {
+  if (badArgs(args, [], 'gatehouse reload', io)) return 2;
+  // The same checks the service makes: a file it would reject is reported here, and not sent.
+  const config = loadForCommand(io);
+  if (typeof config === 'number') {
+    io.stderr.write('(Not sent: the running service keeps its current configuration until the file is fixed.)\n');
+    return 1;
+  }
+  const dir = dataDirOf(config, io.cwd);
+  if (!dir) {
+    io.stderr.write('The store is in memory (GATEHOUSE_STORE=sqlite://:memory:): there is no pid file to find the service by; send it SIGHUP yourself.\n');
+    return 1;
+  }
+  const pidFile = join(dir, PID_FILE);
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim());
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error('not a pid');
+    process.kill(pid, 0);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    io.stderr.write(
+      code === 'EPERM'
+        ? `Not allowed to signal the service (pid file ${pidFile}): run this as the service's user, or \`systemctl reload gatehouse\`.\n`
+        : `No running Gatehouse found (${pidFile} ${code === 'ENOENT' ? 'does not exist' : 'names no live process'}). Is it running with this GATEHOUSE_STORE and working directory?\n`,
+    );
+    return 1;
+  }
+  const statusFile = join(dir, RELOAD_STATUS_FILE);
+  const sentAt = Date.now();
+  process.kill(pid, 'SIGHUP');
+  const end = sentAt + waitMs;
+  while (Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+    let status: ReloadStatus;
+    try {
+      if (statSync(statusFile).mtimeMs < sentAt - 1000) continue;
+      status = JSON.parse(readFileSync(statusFile, 'utf8')) as ReloadStatus;
+    } catch {
+      continue;
+    }
+    if (status.pid !== pid || status.at < sentAt) continue;
+    (status.ok ? io.stdout : io.stderr).write(status.message + '\n');
+    return status.ok ? 0 : 1;
+  }
+  io.stderr.write(`Sent SIGHUP to pid ${pid}, but it did not report back within ${waitMs / 1000} s; check its log.\n`);
+  return 1;
+}

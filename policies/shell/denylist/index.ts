@@ -1,0 +1,474 @@
+/**
+ * The shell denylist: absolute refusals that no approval overrides.
+ *
+ * Contract: `findDenial(facts)` judges what `Evaluator` (../parse.ts) found: every simple command with
+ * its words expanded (all alternatives), unwrapped from wrappers (../wrappers.ts), with its stdin source
+ * and the redirections of the whole command. It returns the first rule that matches, as
+ * `{ rule, reason }` with a stable rule id (see RULES in ./rules.ts), or null.
+ *
+ * Each command is judged
+ * - as written, and as the command its wrappers run (./commands.ts);
+ * - for every argument slice that starts with a known-dangerous command (`foo --bar rm -rf /`);
+ * - for the command strings its options carry (./embedded.ts: tar --to-command, ssh -o ProxyCommand,
+ *   git -c core.pager, awk system(), PAGER=..., ...), each judged as a command of its own;
+ * - for the paths it names (./paths.ts: secrets, raw devices, /proc, persistence), through symlinks made
+ *   earlier in the same command;
+ * - for scripts it runs that the same command wrote (`echo ... > x.sh; sh x.sh`): their content is judged.
+ *
+ * Fail closed: a command name that cannot be known statically is 'dynamic-command'; constructs the
+ * evaluator does not know are 'unsupported-syntax'; too many alternatives is 'too-complex'; a command a
+ * tool would run that cannot be known is 'embedded-command'; a written script with unknown content is
+ * 'written-script'. One carve-out: rm -r/-f whose every target is a directory this command created with
+ * mktemp, or $TMPDIR, or something under them (no `..`), passes.
+ */
+import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
+import { MARK, analyzeScript, displayField, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
+import { deny, type DenyVerdict } from './rules.js';
+import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
+import { assignmentEmbedded, awkFiles, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
+import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
+import { HARMLESS_DEV, PERSISTENCE_PATHS, globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
+
+export { RULES, deny, type DenyVerdict } from './rules.js';
+export { normalizePath } from './paths.js';
+
+const MAX_DEPTH = 4;
+
+/** Tools that copy files: naming a secret directory copies its secrets. */
+const COPIERS = new Set(['cp', 'scp', 'rsync', 'tar', 'zip', '7z', 'mv', 'rclone', 'sftp', 'curl', 'base64', 'xxd', 'gpg']);
+
+/** Tools that read every file under a directory they are given. */
+const DIR_READERS = new Set(['grep', 'egrep', 'fgrep', 'rg', 'ag', 'ack', 'strings', 'cat', 'head', 'tail', 'less', 'more', 'od', 'hexdump', 'xxd']);
+
+/** Programs that never run their arguments: an argument slice of theirs is just text. */
+const NON_EXEC = new Set([
+  'echo', 'printf', 'man', 'which', 'whereis', 'type', 'help', 'whatis', 'apropos', 'info', 'tldr', 'hash', 'grep', 'egrep', 'fgrep',
+  'rg', 'ag', 'ack', 'apt', 'apt-get', 'apt-cache', 'dpkg', 'rpm', 'dnf', 'yum', 'brew', 'pacman', 'apk', 'snap', 'complete', 'compgen',
+  'alias', 'unalias', 'declare', 'typeset', 'export', 'local', 'readonly', 'ls', 'stat', 'file', 'cat', 'wc', 'head', 'tail', 'touch',
+  'mkdir', 'cp', 'mv', 'ln', 'git', 'diff', 'cmp', 'sort', 'uniq', 'cut', 'tr', 'basename', 'dirname', 'realpath', 'readlink', 'test', '[',
+]);
+
+/** Programs whose first operand is a subcommand that may share a name with a dangerous command (git rm, docker kill). */
+const SUBCOMMAND_TOOLS = new Set([
+  'git', 'docker', 'podman', 'nerdctl', 'npm', 'pnpm', 'yarn', 'bun', 'cargo', 'kubectl', 'helm', 'systemctl', 'apt', 'apt-get', 'dnf',
+  'yum', 'brew', 'pip', 'pip3', 'conda', 'gh', 'snap', 'flatpak', 'lxc', 'incus', 'virsh', 'ctr', 'crictl', 'vagrant', 'heroku', 'az',
+  'aws', 'gcloud', 'doctl', 'svn', 'hg', 'tmux', 'pm2', 'supervisorctl', 'service', 'rclone', 'restic', 'borg', 'go', 'deno',
+  'uv', 'poetry', 'pipx', 'gem', 'composer', 'mix', 'stack', 'cabal', 'dotnet', 'kill',
+]);
+
+/** Programs refused by name: in an argument slice they count once they have arguments. */
+const DANGEROUS_BY_NAME = new Set([
+  'sudo', 'su', 'doas', 'pkexec', 'runuser', 'run0', 'shutdown', 'reboot', 'poweroff', 'pkill', 'killall', 'killall5', 'fdisk',
+  'sfdisk', 'parted', 'wipefs', 'shred', 'blkdiscard', 'iptables', 'ip6tables', 'nft', 'ufw', 'useradd', 'userdel', 'usermod',
+  'visudo', 'crontab', 'systemd-run', 'umount', 'mount', 'chpasswd',
+]);
+
+/** Metadata tools that may name a raw device without reading its content. */
+const DEVICE_METADATA = new Set(['ls', 'lsblk', 'blkid', 'stat', 'file', 'df', 'findmnt', 'udevadm', 'smartctl', 'readlink', 'realpath', 'test', '[', 'lsof', 'fuser', 'du', 'echo', 'printf', 'grep']);
+
+interface Ctx {
+  facts: ScriptFacts;
+  links: LinkMap;
+  /** files this command wrote so far: path -> possible contents (null: unknown) */
+  written: Map<string, (string | null)[]>;
+  depth: number;
+}
+
+/** The first denylist rule that matches the evaluated command, or null. */
+export function findDenial(facts: ScriptFacts): DenyVerdict | null {
+  return findDenialAt(facts, 0);
+}
+
+function findDenialAt(facts: ScriptFacts, depth: number): DenyVerdict | null {
+  if (facts.tooComplex) return deny('too-complex');
+  if (facts.unsupported) return deny('unsupported-syntax', facts.unsupported);
+  if (facts.forkBomb) return deny('fork-bomb', `function ${facts.forkBomb}`);
+  const ctx: Ctx = { facts, links: linksOf(facts), written: new Map(), depth };
+  for (const a of facts.envAssigns) {
+    const v = judgeAssignment(a, ctx);
+    if (v) return v;
+  }
+  for (const site of facts.sites) {
+    const v = judgeSite(site, ctx) ?? recordWrites(site, ctx);
+    if (v) return v;
+  }
+  for (const r of facts.redirects) {
+    const v = judgeRedirect(r, ctx.links);
+    if (v) return v;
+  }
+  if (facts.infiniteLoop) return deny('infinite-loop');
+  return chainedRemote(facts);
+}
+
+/** A command string a tool will run, judged as a command of its own. */
+function judgeText(text: string, where: string, ctx: Ctx): DenyVerdict | null {
+  if (ctx.depth >= MAX_DEPTH) return deny('too-complex', `command strings nested too deep (${where})`);
+  const res = analyzeScript(text);
+  if (!res.ok) return deny('embedded-command', `${where} runs text that does not parse as shell`);
+  const v = findDenialAt(res.facts, ctx.depth + 1);
+  return v ? { rule: v.rule, reason: v.reason.replace(/\. This rule is absolute/, ` (inside ${where})$&`) } : null;
+}
+
+function judgeEmbedded(list: Embedded[], ctx: Ctx): DenyVerdict | null {
+  for (const e of list) {
+    if ('refuse' in e) return deny(e.where.endsWith('=') ? 'env-injection' : e.where.includes('docker') ? 'container-escape' : 'embedded-command', `${e.where}: ${e.refuse}`);
+    const v = judgeText(e.text, e.where, ctx);
+    if (v) return v;
+  }
+  return null;
+}
+
+function judgeAssignment(word: string, ctx: Ctx): DenyVerdict | null {
+  const eq = word.indexOf('=');
+  return eq > 0 ? judgeEmbedded(assignmentEmbedded(word.slice(0, eq), word.slice(eq + 1)), ctx) : null;
+}
+
+/** ln [-s] TARGET... LINK: links made in this command, for path rules. */
+function linksOf(facts: ScriptFacts): LinkMap {
+  const links: LinkMap = new Map();
+  for (const site of facts.sites) {
+    for (const argv of site.argvs) {
+      const words = unwrapCommand(argv, { deep: true }).words;
+      const name = basename(words[0] ?? '');
+      if (name !== 'ln' && name !== 'link' && !(name === 'cp' && words.some((w) => /^-[a-zA-Z]*s/.test(w) || w === '--symbolic-link'))) continue;
+      const ops = operands(words.slice(1));
+      if (ops.length === 0) continue;
+      const cwd = site.cwd[0] ?? '';
+      const targets = ops.length === 1 ? ops : ops.slice(0, -1);
+      const dest = ops.length === 1 ? '.' : ops[ops.length - 1]!;
+      for (const t of targets) {
+        const target = normalizePath(t, cwd);
+        const link = ops.length > 2 || dest === '.' ? normalizePath(`${dest}/${basename(t)}`, cwd) : normalizePath(dest, cwd);
+        links.set(link, target);
+        // ln -s TARGET DIR puts the link inside DIR; fail closed: resolve both
+        if (ops.length === 2) links.set(normalizePath(`${dest}/${basename(t)}`, cwd), target);
+      }
+    }
+  }
+  return links;
+}
+
+/** The argv as written, and the command that really runs after wrappers (xargs gets its stdin items). */
+function levels(argv: string[], site: CommandSite): string[][] {
+  const u = unwrapCommand(argv, { deep: true });
+  if (u.wrappers.length === 0 && u.assigns.length === 0) return [argv];
+  const inner = u.xargs ? xargsArgv(u.words, u.xargs.replace, site) : u.words;
+  return inner.length > 0 ? [argv, inner] : [argv];
+}
+
+function xargsArgv(words: string[], replace: string | null, site: CommandSite): string[] {
+  const cmd = words.length > 0 ? words : ['echo'];
+  const items = stdinItems(site);
+  if (replace !== null && replace !== '') return cmd.map((w) => w.split(replace).join(items.join(' ')));
+  return [...cmd, ...items];
+}
+
+function stdinItems(site: CommandSite): string[] {
+  const s = site.stdin;
+  if (s.kind === 'here') return s.texts.flatMap((t) => t.split(/\s+/).filter(Boolean));
+  if (s.kind === 'pipe' && s.upstream.length === 1) {
+    const up = s.upstream[0]!;
+    const argv = up.argvs.length === 1 ? unwrapCommand(up.argvs[0]!, { deep: true }).words : [];
+    const n = basename(argv[0] ?? '');
+    if (n === 'echo' || n === 'printf') return argv.slice(1).filter((a) => !/^-[neE]+$/.test(a)).flatMap((a) => a.split(/\\n|\s+/)).filter(Boolean);
+  }
+  return [MARK.UNKNOWN];
+}
+
+function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
+  const { facts, links } = ctx;
+  for (const a of site.assignValues) {
+    const v = judgeAssignment(a, ctx);
+    if (v) return v;
+  }
+  for (const argv of site.argvs) {
+    const u = unwrapCommand(argv, { deep: true });
+    const priv = u.wrappers.find((w) => PRIVILEGED_WRAPPERS.has(w));
+    if (priv) return deny('privilege-escalation', priv);
+    for (const a of u.assignWords) {
+      const v = judgeAssignment(a, ctx);
+      if (v) return v;
+    }
+    for (const level of levels(argv, site)) {
+      const v =
+        judgeArgv(level, { site, facts, ownStdin: true }) ??
+        judgeEmbedded(embeddedCommands(basename(level[0] ?? ''), level.slice(1)), ctx) ??
+        judgeSlices(level, site, ctx) ??
+        judgePaths(level, site, ctx) ??
+        judgeWrittenRun(level, site, ctx);
+      if (v) return v;
+    }
+    if (u.xargs && basename(u.words[0] ?? '') === 'rm' && stdinItems(site).includes(MARK.UNKNOWN)) return deny('recursive-delete', 'xargs rm');
+    if (site.stdin.kind === 'file') {
+      for (const p of site.stdin.paths) {
+        const secret = secretPath(p, site.cwd, links);
+        if (secret) return deny('secret-file', `input redirection from ${secret}`);
+      }
+    }
+    const runName = basename(u.words[0] ?? '');
+    const makefileFromStdin = (runName === 'make' || runName === 'gmake') && u.words.some((w, i) => /^(-f|--file|--makefile)$/.test(w) && STDIN_PATHS.test(u.words[i + 1] ?? '') || /^--(file|makefile)=(-|\/dev\/stdin)$/.test(w));
+    if (makefileFromStdin && site.stdin.kind === 'here') {
+      const v = judgeEmbedded(site.stdin.texts.flatMap((t) => makefileCommands(t, 'a makefile on stdin')), ctx);
+      if (v) return v;
+    }
+    if (site.stdin.kind === 'here' && DB_SHELLS.has(basename(u.words[0] ?? '')) && site.stdin.texts.some(dbEscapes)) {
+      return deny('embedded-command', 'a database shell escape fed on stdin');
+    }
+  }
+  return null;
+}
+
+/** `foo --bar rm -rf /`: an argument slice that starts with a known command is judged as that command. */
+function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict | null {
+  const name = basename(level[0] ?? '');
+  if (NON_EXEC.has(name)) return null;
+  const firstOperand = SUBCOMMAND_TOOLS.has(name) ? level.findIndex((w, i) => i > 0 && !w.startsWith('-')) : -1;
+  for (let i = 1; i < level.length; i++) {
+    const head = level[i]!;
+    const tool = !head.startsWith('-') && TOOLS[basename(head)] !== undefined && basename(head) !== 'git';
+    if (i === firstOperand || !(isKnownCommand(head) || tool)) continue;
+    const j = { site, facts: ctx.facts, ownStdin: false };
+    // `curl ... | anything bash`: whatever carries the interpreter, downloaded code reaches it
+    if (interpreterName(basename(head)) && site.stdin.kind === 'pipe' && site.stdin.upstream.some((s) => s.argvs.some(isDownload))) {
+      return deny('remote-code-exec', `download piped through ${name} into ${basename(head)}`);
+    }
+    const slice = level.slice(i);
+    // Only where the arguments make it dangerous: a bare name (`grep pkill`, `stat /usr/bin/sudo`) is text.
+    // Programs dangerous by name alone count when they are given arguments (`foo shutdown -h now`).
+    const byName = judgeArgv(slice.slice(0, 1), j) !== null;
+    if (!tool && byName && !(slice.length >= 2 && (DANGEROUS_BY_NAME.has(basename(head)) || basename(head).startsWith('mkfs')))) continue;
+    const v = judgeArgv(slice, j) ?? judgeEmbedded(embeddedCommands(basename(slice[0]!), slice.slice(1)), ctx);
+    if (v) return v;
+  }
+  return null;
+}
+
+/** Paths named in the arguments: secrets, raw devices, /dev/tcp, writes to protected places. */
+function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict | null {
+  const name = basename(level[0] ?? '');
+  const args = level.slice(1);
+  const writes = new Set(writeTargets(name, args));
+  for (const t of writes) {
+    const v = judgeWrite(t, site.cwd, ctx.links, name);
+    if (v) return v;
+  }
+  // dd names its output as of=PATH
+  if (name === 'dd') for (const t of [...writes]) writes.add(`of=${t}`);
+  for (const a of args) {
+    if (a.includes('/dev/tcp/') || a.includes('/dev/udp/')) return deny('reverse-shell', '/dev/tcp');
+    const secret = secretPath(a, site.cwd, ctx.links);
+    if (secret) return deny('secret-file', secret);
+    const p = resolveLinks(normalizePath(a.replace(/^(if|of|--?[\w-]+)=/, ''), site.cwd[0] ?? ''), ctx.links);
+    if ((COPIERS.has(name) || DIR_READERS.has(name)) && SECRET_DIRS.test(p)) return deny('secret-file', `${name} of ${displayField(p)}`);
+    if (RAW_DEVICE.test(p) && !DEVICE_METADATA.has(name)) return deny(writes.has(a) ? 'device-write' : 'raw-device', `${name} ${displayField(p)}`);
+  }
+  if (['awk', 'gawk', 'mawk', 'nawk'].includes(name)) {
+    const files = awkFiles(args);
+    for (const f of files.reads) {
+      const secret = secretPath(f, site.cwd, ctx.links);
+      if (secret) return deny('secret-file', `awk reads ${secret}`);
+    }
+    for (const f of files.writes) {
+      const v = judgeWrite(f, site.cwd, ctx.links, 'awk print >');
+      if (v) return v;
+    }
+  }
+  if (name === 'sed' || name === 'gsed') {
+    for (const s of sedScripts(args)) {
+      const r = readSed(s);
+      for (const f of r.reads) {
+        const secret = secretPath(f, site.cwd, ctx.links);
+        if (secret) return deny('secret-file', `sed r ${secret}`);
+      }
+      for (const f of r.writes) {
+        const v = judgeWrite(f, site.cwd, ctx.links, 'sed w');
+        if (v) return v;
+      }
+    }
+  }
+  return null;
+}
+
+/** Files a command writes through its arguments (not redirections). */
+function writeTargets(name: string, args: string[]): string[] {
+  const ops = operands(args);
+  switch (name) {
+    case 'tee':
+      return ops;
+    case 'cp':
+    case 'mv':
+    case 'install':
+    case 'ln':
+    case 'rsync':
+    case 'scp': {
+      const t = args.find((a) => a.startsWith('--target-directory='))?.split('=')[1] ?? (args.indexOf('-t') >= 0 ? args[args.indexOf('-t') + 1] : undefined);
+      return t !== undefined ? [t] : ops.length >= 2 ? [ops[ops.length - 1]!] : [];
+    }
+    case 'sed':
+    case 'gsed':
+    case 'perl': {
+      if (!args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'))) return [];
+      // sed's first operand is the script unless -e/-f gave it
+      const scriptGiven = name === 'perl' || args.some((a) => /^-[a-zA-Z]*[ef]/.test(a) || /^--(expression|file)/.test(a));
+      return scriptGiven ? ops.filter((o, i) => i > 0 || !args.includes('-e') || args[args.indexOf('-e') + 1] !== o) : ops.slice(1);
+    }
+    case 'dd':
+      return args.filter((a) => a.startsWith('of=')).map((a) => a.slice(3));
+    case 'curl':
+    case 'wget':
+      return args.flatMap((a, i) => (a === '-o' || a === '-O' || a === '--output' || a === '--output-document' ? [args[i + 1] ?? ''] : []));
+    default:
+      return [];
+  }
+}
+
+function judgeWrite(target: string, cwds: string[], links: LinkMap, how: string): DenyVerdict | null {
+  // both the path as named and where an earlier link points (`ln -s x ~/.bashrc` writes the link itself)
+  for (const p of cwds.flatMap((cwd) => [normalizePath(target, cwd), resolveLinks(normalizePath(target, cwd), links)])) {
+    if (/(^|\/)authorized_keys2?$/.test(p)) return deny('authorized-keys-write', `${how} ${displayField(p)}`);
+    if (p === '/proc/sysrq-trigger' || p.startsWith('/proc/sys/') || p.startsWith('/sys/')) return deny('proc-write', `${how} ${displayField(p)}`);
+    if (p.startsWith('/dev/') && !HARMLESS_DEV.test(p)) return deny('device-write', `${how} ${displayField(p)}`);
+    const hit = pathMatches(p, [''], new Map(), PERSISTENCE_PATHS, ['~/.bashrc', '~/.profile', '~/.zshrc', '/etc/crontab', '/etc/cron.d/x', '/etc/profile']);
+    if (hit) return deny('persistence', `${how} ${hit}`);
+  }
+  return null;
+}
+
+/** Scripts this command wrote and now runs: judge their content (unknown content fails closed). */
+function judgeWrittenRun(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict | null {
+  if (ctx.written.size === 0) return null;
+  const name = basename(level[0] ?? '');
+  const cwd = site.cwd[0] ?? '';
+  let path: string | null = null;
+  let shell = true;
+  if ((level[0] ?? '').includes('/')) path = level[0]!;
+  else if (name === 'source' || name === '.') path = level[1] ?? null;
+  else if (interpreterName(name)) {
+    const op = scriptOperand(name, level.slice(1));
+    if (op !== null && op !== 'module' && !STDIN_PATHS.test(op)) path = op;
+    shell = INTERPRETERS[interpreterName(name)!]!.code === 'c' && INTERPRETERS[interpreterName(name)!]!.value === 'oO';
+  }
+  // build files written in this command and then used: their recipes / scripts run
+  if ((name === 'make' || name === 'gmake') && path === null) {
+    const f = level.find((w, i) => /^(-f|--file)$/.test(level[i - 1] ?? '')) ?? null;
+    for (const file of f ? [f] : ['GNUmakefile', 'makefile', 'Makefile']) {
+      const contents = ctx.written.get(resolveLinks(normalizePath(file, cwd), ctx.links));
+      for (const c of contents ?? []) {
+        if (c === null) return deny('written-script', `${file}, written by this command`);
+        const v = judgeEmbedded(makefileCommands(c, file), ctx);
+        if (v) return v;
+      }
+    }
+    return null;
+  }
+  if (['npm', 'pnpm', 'yarn', 'bun'].includes(name) && ctx.written.has(resolveLinks(normalizePath('package.json', cwd), ctx.links))) {
+    return deny('written-script', `${name} runs scripts from a package.json written by this command`);
+  }
+  if (path === null && interpreterName(name) && site.stdin.kind === 'file') path = site.stdin.paths[0] ?? null;
+  if (path === null) return null;
+  // a path not known here (find -exec sh {}, sh "$f") may be the file just written
+  if (path.includes(MARK.UNKNOWN)) return deny('written-script', `${name} runs a path not known here, after this command wrote files`);
+  const target = resolveLinks(normalizePath(path, cwd), ctx.links);
+  // a glob (`for f in *.sh; do bash "$f"; done`) runs every written file it matches
+  const re = hasGlob(target) ? globRegex(target) : null;
+  const contents = re ? [...ctx.written].filter(([p]) => re.test(p)).flatMap(([, c]) => c) : ctx.written.get(target);
+  if (!contents || contents.length === 0) return null;
+  if (!shell) return deny('inline-code', `${name} runs ${displayField(path)}, written by this same command`);
+  for (const c of contents) {
+    if (c === null) return deny('written-script', `${displayField(path)}`);
+    if (c.startsWith('#!') && !/^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(c)) return deny('inline-code', `${displayField(path)} is a script written by this same command`);
+    const v = judgeText(c, `${displayField(path)}, written by this command`, ctx);
+    if (v) return v;
+  }
+  return null;
+}
+
+const WRITE_OPS = new Set(['>', '>>', '>|', '&>', '&>>', '<>']);
+
+/** What a command writes with known content (echo > f, cat > f <<EOF, printf | tee f, cp a f). */
+function recordWrites(site: CommandSite, ctx: Ctx): null {
+  const cwd = site.cwd[0] ?? '';
+  const put = (path: string, content: string | null, append: boolean): void => {
+    const p = resolveLinks(normalizePath(path, cwd), ctx.links);
+    const before = append ? ctx.written.get(p) ?? [''] : [''];
+    ctx.written.set(p, before.map((b) => (b === null || content === null ? null : b + content)));
+  };
+  for (const argv of site.argvs) {
+    const words = unwrapCommand(argv, { deep: true }).words;
+    const name = basename(words[0] ?? '');
+    const content = producedText(site, words);
+    for (const r of site.redirs) {
+      if (!WRITE_OPS.has(r.op) || (r.fd !== null && r.fd !== '1')) continue;
+      for (const t of r.targets) put(t, content, r.op.endsWith('>>'));
+    }
+    if (name === 'tee') {
+      const up = site.stdin.kind === 'pipe' && site.stdin.upstream.length === 1 ? site.stdin.upstream[0]! : null;
+      const text = up && up.argvs.length === 1 ? producedText(up, unwrapCommand(up.argvs[0]!, { deep: true }).words) : site.stdin.kind === 'here' ? site.stdin.texts.join('\n') : null;
+      const append = words.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append');
+      for (const t of operands(words.slice(1))) put(t, text, append);
+    } else if (name !== 'curl' && name !== 'wget') {
+      // (a download run later is 'remote-code-exec', judged by chainedRemote)
+      for (const t of writeTargets(name, words.slice(1))) {
+        const src = operands(words.slice(1))[0];
+        const copied = (name === 'cp' || name === 'mv') && src !== undefined ? ctx.written.get(normalizePath(src, cwd)) : undefined;
+        put(t, copied && copied.length === 1 ? copied[0]! : null, false);
+      }
+    }
+  }
+  return null;
+}
+
+function producedText(site: CommandSite, words: string[]): string | null {
+  const name = basename(words[0] ?? '');
+  if (name === 'echo') return `${words.slice(1).filter((w) => !/^-[neE]+$/.test(w)).join(' ')}\n`;
+  if (name === 'printf') return words.slice(1).join(' ').replace(/\\n/g, '\n').replace(/\\t/g, '\t');
+  if (name === 'cat' && words.length === 1 && site.stdin.kind === 'here') return site.stdin.texts.length === 1 ? site.stdin.texts[0]! : null;
+  return null;
+}
+
+function judgeRedirect(r: RedirectSite, links: LinkMap): DenyVerdict | null {
+  for (const t of r.targets) {
+    if (/^\/dev\/(tcp|udp)\//.test(t)) return deny('reverse-shell', `redirection to ${t}`);
+    const writes = WRITE_OPS.has(r.op) || r.op === '>&';
+    if (/^\d+$|^-$/.test(t) && (r.op === '>&' || r.op === '<&')) continue;
+    if (writes) {
+      const v = judgeWrite(t, r.cwd, links, r.op);
+      if (v) return v;
+    }
+    if (r.op !== '<<' && r.op !== '<<-' && r.op !== '<<<') {
+      const secret = secretPath(t, r.cwd, links);
+      if (secret) return deny('secret-file', `redirection ${r.op} ${secret}`);
+      for (const cwd of r.cwd) {
+        const p = resolveLinks(normalizePath(t, cwd), links);
+        if (RAW_DEVICE.test(p)) return deny(writes ? 'device-write' : 'raw-device', `${r.op} ${displayField(p)}`);
+      }
+    }
+  }
+  return null;
+}
+
+/** Download, then an interpreter or a ./script later in the same command: remote content is run. */
+function chainedRemote(facts: ScriptFacts): DenyVerdict | null {
+  const firstDownload = facts.sites.findIndex((s) => s.argvs.some(isDownload));
+  if (firstDownload < 0) return null;
+  for (const s of facts.sites.slice(firstDownload + 1)) {
+    for (const argv of s.argvs) {
+      const words = unwrapCommand(argv, { deep: true }).words;
+      const n = words[0] ?? '';
+      const name = basename(n);
+      const runsFile =
+        (interpreterName(name) !== null &&
+          (() => {
+            const op = scriptOperand(name, words.slice(1));
+            return op !== null && op !== 'module';
+          })()) ||
+        name === 'source' ||
+        name === '.' ||
+        (n.includes('/') && !n.startsWith('/usr/') && !n.startsWith('/bin/'));
+      if (runsFile) return deny('remote-code-exec', `download followed by ${displayField(name)}`);
+    }
+  }
+  return null;
+}
+
+export { deny as denyVerdict };

@@ -1,0 +1,122 @@
+/**
+ * The `gatehouse` command itself: --version, --help / help, unknown commands (runCli in-process), and
+ * the bin launcher as a real process on a copy of the repository: it builds dist/ when it is missing
+ * or older than the sources, and not otherwise (`npm start` does not recompile on every start).
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, writeFileSync, readFileSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { runCli } from '../../bot/cli.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string>; scripts: Record<string, string> };
+
+async function cli(args: string[], env: Record<string, string> = {}, cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c: Buffer) => (out += c.toString()));
+  stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await runCli(args, { env, cwd, stdout, stderr });
+  return { code, stdout: out, stderr: err };
+}
+
+test('--version prints the package version', async () => {
+  for (const flag of ['--version', '-v']) {
+    expect(await cli([flag])).toEqual({ code: 0, stdout: `gatehouse ${pkg.version}\n`, stderr: '' });
+  }
+});
+
+test('--help, -h and help list every command', async () => {
+  for (const flag of ['--help', '-h', 'help']) {
+    const r = await cli([flag]);
+    expect(r.code).toBe(0);
+    for (const c of ['[start]', 'serve', 'reload', 'approvals', 'conversations', 'policy check', '--version']) expect(r.stdout).toContain(`gatehouse ${c}`);
+  }
+});
+
+test('an unknown command exits 2 with the usage', async () => {
+  const r = await cli(['strat']);
+  expect(r.code).toBe(2);
+  expect(r.stderr).toMatch(/^Unknown command "strat"\.\nUsage:/);
+});
+
+test('npm wiring: the bin is the launcher, start does not build, install builds (prepare)', () => {
+  expect(pkg.bin['gatehouse']).toBe('bin/gatehouse.js');
+  expect(pkg.scripts['start']).toBe('node bin/gatehouse.js');
+  expect(pkg.scripts['prepare']).toMatch(/tsc -p tsconfig\.build\.json/);
+  expect(readFileSync(join(root, 'bin', 'gatehouse.js'), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+});
+
+test('the launcher builds a fresh clone once, not on every start, and again when a source changes', () => {
+  const copy = mkdtempSync(join(tmpdir(), 'gh-launcher-'));
+  try {
+    for (const p of ['bin', 'bot', 'adapters', 'agent', 'policies', 'bench', 'test/fakes', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      cpSync(join(root, p), join(copy, p), { recursive: true });
+    }
+    symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
+    const run = () => spawnSync(process.execPath, [join(copy, 'bin', 'gatehouse.js'), '--version'], { cwd: copy, encoding: 'utf8' });
+
+    const fresh = run();
+    expect(fresh.stderr).toContain('Building Gatehouse');
+    expect(fresh.stdout).toBe(`gatehouse ${pkg.version}\n`);
+    expect(fresh.status).toBe(0);
+
+    const again = run();
+    expect(again.stderr).toBe('');
+    expect(again.stdout).toBe(`gatehouse ${pkg.version}\n`);
+
+    // A source newer than the build (a git pull): built again before it runs.
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(join(copy, 'bot', 'cli.ts'), later, later);
+    const changed = run();
+    expect(changed.stderr).toContain('Building Gatehouse');
+    expect(changed.status).toBe(0);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test('a token for a platform this build does not support stops the start (exit 1) instead of opening the terminal chat', async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'gh-cli-'));
+  try {
+    writeFileSync(join(cwd, '.env'), 'SLACK_BOT_TOKEN=xoxb-1-2-not-real\n');
+    const r = await cli([], { ANTHROPIC_API_KEY: 'k' }, cwd);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/SLACK_BOT_TOKEN: is set, but Slack is not supported by this build of Gatehouse yet/);
+    expect(r.stderr).not.toContain('xoxb-1-2-not-real');
+    expect(r.stdout).not.toMatch(/terminal chat/i);
+    const serve = await cli(['serve'], { ANTHROPIC_API_KEY: 'k', DISCORD_TOKEN: 'abc' }, cwd);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toMatch(/DISCORD_TOKEN: is set, but Discord is not supported/);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+});
+
+test('operator commands refuse arguments they do not know (exit 2 with their usage)', async () => {
+  for (const [args, usage] of [
+    [['approvals', '--all'], 'gatehouse approvals [--json]'],
+    [['conversations', '--limit', '5', '--verbose'], 'gatehouse conversations [--limit N] [--json]'],
+    [['reload', 'now'], 'gatehouse reload'],
+  ] as const) {
+    const r = await cli([...args]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`Usage: ${usage}`);
+  }
+  const limit = await cli(['conversations', '--limit', 'x']);
+  expect(limit.code).toBe(2);
+});
+
+test('gatehouse policy check --help prints its usage', async () => {
+  const r = await cli(['policy', 'check', '--help']);
+  expect(r).toMatchObject({ code: 0, stderr: '' });
+  expect(r.stdout).toMatch(/^Usage: gatehouse policy check/);
+  // After --, -h is the checked command's own option.
+  const grep = await cli(['policy', 'check', '--json', '--', 'grep -h foo .']);
+  expect(JSON.parse(grep.stdout)).toMatchObject({ command: 'grep -h foo .' });
+});

@@ -1,0 +1,219 @@
+/**
+ * The deploy files (deploy/Dockerfile, deploy/compose.yaml, deploy/gatehouse.service, .dockerignore),
+ * checked for what broke them before, and the image's start command run as a real process outside
+ * Docker (no Docker daemon here): the CMD with the environment compose gives it, no platform token,
+ * no terminal, as the image's user (uid 1000, `node` in the official image) when the test runs as root.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const register = join(root, 'test', 'helpers', 'register-ts.mjs');
+const dockerfile = readFileSync(join(root, 'deploy', 'Dockerfile'), 'utf8');
+const compose = parse(readFileSync(join(root, 'deploy', 'compose.yaml'), 'utf8')) as {
+  services: { gatehouse: { command: string[]; environment: Record<string, string>; volumes: string[]; security_opt: string[]; env_file: string } };
+  volumes: Record<string, unknown>;
+};
+const service = compose.services.gatehouse;
+const unitPath = join(root, 'deploy', 'gatehouse.service');
+const unit = readFileSync(unitPath, 'utf8');
+
+/** The runtime stage: everything after the last FROM. */
+const runtimeStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+const jsonInstruction = (name: string): string[] => {
+  const m = new RegExp(`^${name} (\\[.*\\])$`, 'm').exec(runtimeStage);
+  if (!m) throw new Error(`no ${name} in the Dockerfile's runtime stage`);
+  return JSON.parse(m[1]!) as string[];
+};
+
+describe('Dockerfile and compose', () => {
+  test('the data folder is created and owned by the image user before USER, so a new volume is writable', () => {
+    const user = /^USER (\S+)$/m.exec(runtimeStage)?.[1];
+    expect(user).toBe('node');
+    const mk = /^RUN mkdir -p ([^&\n]+)&& chown (\S+) ([^\n]+)$/m.exec(runtimeStage);
+    expect(mk).not.toBeNull();
+    expect(mk![1]).toContain('/app/data');
+    expect(mk![2]).toBe('node:node');
+    expect(mk![3]).toContain('/app/data');
+    expect(mk![3]).toContain('/app/workspace');
+    expect(runtimeStage.indexOf('chown node:node')).toBeLessThan(runtimeStage.indexOf('USER node'));
+    expect(runtimeStage.indexOf('chown node:node')).toBeLessThan(runtimeStage.indexOf('VOLUME'));
+  });
+
+  test('the image has what the sandbox needs (bubblewrap, prlimit from util-linux) and tini', () => {
+    for (const pkg of ['bubblewrap', 'util-linux', 'tini']) expect(runtimeStage).toMatch(new RegExp(`install -y --no-install-recommends[^\\n]*\\b${pkg}\\b`));
+  });
+
+  test('.dockerignore keeps the host node_modules, secrets, state and .git out of the image', () => {
+    const ignore = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    for (const entry of ['node_modules', '.env', 'data', '.git', 'workspace', 'dist', 'coverage', '*.sqlite', 'gatehouse.yaml']) {
+      expect(ignore).toContain(entry);
+    }
+  });
+
+  test('the container runs `serve` (never the terminal chat); compose and the image agree', () => {
+    expect(jsonInstruction('CMD')).toEqual(['node', 'dist/bot/main.js', 'serve']);
+    expect(service.command).toEqual(jsonInstruction('CMD'));
+    expect(jsonInstruction('ENTRYPOINT')).toEqual(['/usr/bin/tini', '--']);
+  });
+
+  test('compose binds no single config file (a missing one would become a directory); the config is in a mounted folder', () => {
+    for (const v of service.volumes) expect(v.split(':')[0]).not.toMatch(/\.ya?ml$/);
+    const configPath = service.environment['GATEHOUSE_CONFIG']!;
+    const folder = service.volumes.map((v) => v.split(':')).find(([, target]) => target !== undefined && configPath.startsWith(`${target}/`));
+    expect(folder).toBeDefined();
+    expect(folder![0]).not.toMatch(/\.ya?ml$/);
+    // The store and the workspace are named volumes the image pre-creates with the right owner.
+    expect(service.volumes).toContain('gatehouse-data:/app/data');
+    expect(service.volumes).toContain('gatehouse-workspace:/app/workspace');
+    expect(service.environment['GATEHOUSE_STORE']).toBe('sqlite:///app/data/gatehouse.sqlite');
+  });
+
+  test('compose lets bubblewrap create user namespaces (Docker\'s default seccomp/AppArmor profiles block it)', () => {
+    expect(service.security_opt).toEqual(expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']));
+    expect(JSON.stringify(service)).not.toMatch(/privileged|cap_add|SYS_ADMIN/);
+  });
+});
+
+describe('systemd unit', () => {
+  const directives = (key: string): string[] => [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!);
+
+  test('systemd-analyze verify accepts it', () => {
+    // systemd's own tools are on this machine kind (Debian 12); the check needs no running systemd.
+    const which = spawnSync('sh', ['-c', 'command -v systemd-analyze'], { encoding: 'utf8' });
+    expect(which.status).toBe(0);
+    const r = spawnSync('systemd-analyze', ['verify', unitPath], { encoding: 'utf8' });
+    const complaints = (r.stdout + r.stderr).split('\n').filter((l) => l.includes('gatehouse.service'));
+    expect(complaints).toEqual([]);
+    expect(r.status).toBe(0);
+  });
+
+  test('the user exists by sysusers.d, the writable paths are created by systemd, /tmp is private and writable', () => {
+    const user = directives('User')[0];
+    expect(user).toBe('gatehouse');
+    const sysusers = readFileSync(join(root, 'deploy', 'gatehouse.sysusers'), 'utf8');
+    expect(sysusers).toMatch(/^u gatehouse - /m);
+    expect(directives('StateDirectory')).toEqual(['gatehouse']);
+    expect(directives('WorkingDirectory')).toEqual(['/var/lib/gatehouse']);
+    // Any ReadWritePaths must be created by systemd or optional ("-"), or start fails with 226/NAMESPACE.
+    for (const p of directives('ReadWritePaths').flatMap((l) => l.split(/\s+/))) expect(p.startsWith('-')).toBe(true);
+    expect(directives('PrivateTmp')).toEqual(['yes']);
+    expect(directives('ExecStart')[0]).toMatch(/ serve$/);
+    expect(directives('ExecReload')[0]).toMatch(/kill -HUP \$MAINPID/);
+  });
+
+  test('no hardening that stops bubblewrap (user namespaces, netlink for the sandbox\'s loopback)', () => {
+    for (const key of ['RestrictNamespaces', 'PrivateUsers', 'SystemCallFilter', 'ProtectHostname', 'MemoryDenyWriteExecute']) expect(directives(key)).toEqual([]);
+    const families = directives('RestrictAddressFamilies').join(' ');
+    if (families !== '') expect(families).toContain('AF_NETLINK');
+  });
+});
+
+describe("the image's start command as a real process", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gh-deploy-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const asRoot = process.getuid?.() === 0;
+  /** The image's user is uid/gid 1000 (`node`); switch to it when the test runs as root. */
+  const IMAGE_UID = 1000;
+
+  /** The container's filesystem mapped into `dir`: /app/<x> -> <dir>/app/<x>. */
+  function containerEnv(): Record<string, string> {
+    const fromImage: Record<string, string> = {};
+    const envBlock = /^ENV ((?:.*\\\n)*.*)$/m.exec(runtimeStage)?.[1] ?? '';
+    for (const m of envBlock.matchAll(/([A-Z_]+)=(\S+)/g)) fromImage[m[1]!] = m[2]!;
+    const env: Record<string, string> = { ...fromImage, ...service.environment };
+    for (const [k, v] of Object.entries(env)) env[k] = v.replaceAll('/app/', `${dir}/app/`);
+    // The published port is fixed in compose; here any free port (printed at start) will do.
+    env['GATEHOUSE_HTTP_PORT'] = '0';
+    env['GATEHOUSE_HTTP_HOST'] = '127.0.0.1';
+    return env;
+  }
+
+  function prepareImageTree(configYaml: string | undefined): void {
+    for (const d of ['app/data', 'app/workspace', 'app/config']) mkdirSync(join(dir, d), { recursive: true });
+    if (configYaml !== undefined) writeFileSync(join(dir, 'app', 'config', 'gatehouse.yaml'), configYaml);
+    if (asRoot) {
+      // As in the image: data and workspace owned by node, the config folder root-owned (mounted :ro).
+      for (const d of ['', 'app', 'app/data', 'app/workspace']) chownSync(join(dir, d), IMAGE_UID, IMAGE_UID);
+    }
+  }
+
+  function start(env: Record<string, string>) {
+    const cmd = jsonInstruction('CMD');
+    expect(cmd.slice(0, 2)).toEqual(['node', 'dist/bot/main.js']);
+    // dist/bot/main.js is bot/main.ts compiled; the test runs the source through the same hooks as
+    // the other process tests, with the image's arguments.
+    const child = spawn(process.execPath, ['--import', register, join(root, 'bot', 'main.ts'), ...cmd.slice(2)], {
+      cwd: join(dir, 'app'),
+      env: { PATH: process.env.PATH ?? '', HOME: join(dir, 'app'), ANTHROPIC_API_KEY: 'sk-test', ...env },
+      // No terminal: stdin is /dev/null, as in a container started without -it.
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(asRoot ? { uid: IMAGE_UID, gid: IMAGE_UID } : {}),
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => setTimeout(() => resolve({ code, signal }), 50)),
+    );
+    return { child, output: () => output, exited };
+  }
+
+  async function until(what: string, check: () => boolean, output: () => string, ms = 20_000): Promise<void> {
+    const end = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${output()}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  test('no platform token, no terminal: it keeps running, serves /healthz, and exits 0 on SIGTERM', async () => {
+    prepareImageTree('agents:\n  ops:\n    model: claude-sonnet-5-5\n    workspace: /app/workspace\n'.replace('/app/', `${dir}/app/`));
+    const p = start(containerEnv());
+    let exitedEarly = false;
+    void p.exited.then(() => (exitedEarly = true));
+    await until('the HTTP server', () => /HTTP server on http:\/\/127\.0\.0\.1:\d+/.test(p.output()) || exitedEarly, p.output);
+    expect(exitedEarly).toBe(false);
+    expect(p.output()).toMatch(/no chat platform is set up \(set TELEGRAM_BOT_TOKEN/);
+    const port = /HTTP server on http:\/\/127\.0\.0\.1:(\d+)/.exec(p.output())![1];
+    await until('Gatehouse started', () => /Gatehouse started/.test(p.output()), p.output);
+    const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as Record<string, unknown>;
+    expect(health).toMatchObject({ ok: true, mode: 'service', platforms: [] });
+    // Still there (end of input on stdin did not stop it), and the store is where compose put it.
+    expect(p.child.exitCode).toBeNull();
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    expect(existsSync(join(dir, 'app', 'data', 'gatehouse.sqlite'))).toBe(true);
+    expect(p.output()).not.toMatch(/terminal chat/i);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toEqual({ code: 0, signal: null });
+    expect(p.output()).not.toMatch(/FATAL|napi/);
+  }, 60_000);
+
+  test('a missing config file stops the start with a clear error (not an empty directory, not a restart loop of terminal chats)', async () => {
+    prepareImageTree(undefined);
+    const p = start(containerEnv());
+    expect(await p.exited).toEqual({ code: 1, signal: null });
+    expect(p.output()).toContain(`GATEHOUSE_CONFIG: file not found: ${dir}/app/config/gatehouse.yaml`);
+  }, 30_000);
+
+  test('a workspace the service user cannot create is a config error naming the key', async () => {
+    prepareImageTree('agents:\n  ops:\n    model: claude-sonnet-5-5\n');
+    // The default workspace is next to the config file: in the image, inside the read-only config mount.
+    if (asRoot) chownSync(join(dir, 'app', 'config'), 0, 0);
+    else spawnSync('chmod', ['a-w', join(dir, 'app', 'config')]);
+    const p = start(containerEnv());
+    expect(await p.exited).toEqual({ code: 1, signal: null });
+    expect(p.output()).toMatch(/agents\.ops\.workspace: cannot create or open .*config\/workspace \(permission denied\)/);
+    spawnSync('chmod', ['u+w', join(dir, 'app', 'config')]);
+  }, 30_000);
+});
