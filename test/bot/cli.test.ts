@@ -81,18 +81,20 @@ test('the launcher builds a fresh clone once, not on every start, and again when
   }
 }, 120_000);
 
-test('a token for a platform this build does not support stops the start (exit 1) instead of opening the terminal chat', async () => {
+test('a token for a platform this build does not support (or an incomplete Slack set) stops the start (exit 1) instead of opening the terminal chat', async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'gh-cli-'));
   try {
-    writeFileSync(join(cwd, '.env'), 'SLACK_BOT_TOKEN=xoxb-1-2-not-real\n');
+    writeFileSync(join(cwd, '.env'), 'DISCORD_TOKEN=abc.def.not-real\n');
     const r = await cli([], { ANTHROPIC_API_KEY: 'k' }, cwd);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/SLACK_BOT_TOKEN: is set, but Slack is not supported by this build of Gatehouse yet/);
-    expect(r.stderr).not.toContain('xoxb-1-2-not-real');
+    expect(r.stderr).toMatch(/DISCORD_TOKEN: is set, but Discord is not supported by this build of Gatehouse yet/);
+    expect(r.stderr).not.toContain('abc.def.not-real');
     expect(r.stdout).not.toMatch(/terminal chat/i);
-    const serve = await cli(['serve'], { ANTHROPIC_API_KEY: 'k', DISCORD_TOKEN: 'abc' }, cwd);
+    rmSync(join(cwd, '.env'));
+    const serve = await cli(['serve'], { ANTHROPIC_API_KEY: 'k', SLACK_BOT_TOKEN: 'xoxb-1-2-not-real' }, cwd);
     expect(serve.code).toBe(1);
-    expect(serve.stderr).toMatch(/DISCORD_TOKEN: is set, but Discord is not supported/);
+    expect(serve.stderr).toMatch(/SLACK_APP_TOKEN: is not set and neither is SLACK_SIGNING_SECRET/);
+    expect(serve.stderr).not.toContain('xoxb-1-2-not-real');
   } finally {
     rmSync(cwd, { recursive: true, force: true });
   }
