@@ -34,7 +34,9 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 function startInside(extra: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
   const args = [
     '--unshare-user', '--uid', '1000', '--gid', '1000',
-    '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--bind', dir, dir,
+    '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
+    // The checkout itself may live under /tmp (a CI clone): bring it back over the private /tmp.
+    '--ro-bind', root, root, '--bind', dir, dir,
     ...extra,
     '--chdir', dir, '--', process.execPath, '--import', register, main,
   ];
