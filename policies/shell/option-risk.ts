@@ -22,7 +22,7 @@
  * Errors lean one way: an option misread as risky only puts the command in front of a human.
  */
 import { MARK } from './parse.js';
-import { basename, unwrapCommand } from './wrappers.js';
+import { basename, SHALLOW_WRAPPERS, unwrapCommand } from './wrappers.js';
 
 export type RiskKind = 'runs other code' | 'writes files' | 'changes its directory or configuration';
 
@@ -377,7 +377,7 @@ export function riskyOption(argv: readonly string[]): OptionRisk | null {
   const front = isSuffix ? argv.slice(0, argv.length - inner.length) : argv;
   let table: OptionTable | undefined;
   for (const w of front) {
-    if (!w.startsWith('-') && WRAPPER_OPTIONS_NAMES.has(basename(w))) {
+    if (!w.startsWith('-') && SHALLOW_WRAPPERS.has(basename(w))) {
       table = WRAPPER_OPTIONS[basename(w)] ?? {};
       continue;
     }
@@ -391,9 +391,3 @@ export function riskyOption(argv: readonly string[]): OptionRisk | null {
   if (inner.length === 0) return null;
   return programRisk(inner, rulesFor(inner[0]!));
 }
-
-/** Every wrapper ./wrappers.ts unwraps (those without risky options of their own have empty tables). */
-const WRAPPER_OPTIONS_NAMES: ReadonlySet<string> = new Set([
-  'env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs',
-  'flock', 'busybox', 'sudo', 'doas', 'chronic', 'unbuffer',
-]);

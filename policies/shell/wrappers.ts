@@ -86,8 +86,8 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   setpriv: { valueOpts: ['--reuid', '--regid', '--ruid', '--euid', '--rgid', '--egid', '--groups', '--inh-caps', '--ambient-caps', '--bounding-set', '--securebits', '--pdeathsig', '--selinux-label', '--apparmor-profile'] },
 };
 
-/** The wrappers every caller looks through; the rest only with `deep` (the denylist). */
-const SHALLOW: ReadonlySet<string> = new Set(['env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs', 'flock', 'busybox', 'chronic', 'unbuffer', 'sudo', 'doas']);
+/** The wrappers every caller looks through (approval keys too); the rest only with `deep` (the denylist). */
+export const SHALLOW_WRAPPERS: ReadonlySet<string> = new Set(['env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs', 'flock', 'busybox', 'chronic', 'unbuffer', 'sudo', 'doas']);
 
 /** Wrappers that run their command as another user (privilege escalation whatever the command). */
 export const PRIVILEGED_WRAPPERS: ReadonlySet<string> = new Set(['sudo', 'doas', 'runuser', 'pkexec', 'run0', 'setpriv']);
@@ -117,7 +117,7 @@ export function basename(word: string): string {
 /**
  * Skip assignments and wrappers; see the module comment. `keepPrivileged` (approval keys): stop at a
  * wrapper that runs as another user. `deep` (the denylist): look through the whole table; without it
- * only the small SHALLOW set is skipped, so approval keys and allowlist words keep `strace`, `chroot`,
+ * only the small SHALLOW_WRAPPERS set is skipped, so approval keys and allowlist words keep `strace`, `chroot`,
  * `nsenter`... whose options change what the inner command may do.
  */
 export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?: boolean; deep?: boolean } = {}): Unwrapped {
@@ -132,7 +132,7 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
     const name = basename(words[0] ?? '');
     const spec = WRAPPERS[name];
     if (!spec) break;
-    if (!opts.deep && !SHALLOW.has(name)) break;
+    if (!opts.deep && !SHALLOW_WRAPPERS.has(name)) break;
     if (opts.keepPrivileged && PRIVILEGED_WRAPPERS.has(name)) break;
     if (name === 'command' && words.slice(1).some((w) => w === '-v' || w === '-V')) break;
     if ((name === 'busybox' || name === 'toybox') && (words[1] ?? '').startsWith('-')) break;
