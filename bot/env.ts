@@ -16,6 +16,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { httpUrl } from '../adapters/kit/env.js';
 import { slackDescriptor, type SlackEnv } from '../adapters/slack/descriptor.js';
 import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
 
@@ -79,22 +80,6 @@ function get(env: Env, name: string): string | undefined {
 function scheme(value: string): string {
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(value);
   return m ? `${m[1]}:` : '(none)';
-}
-
-/** An http(s) URL, or a problem. Never echoes credentials: only the scheme is quoted back. */
-function httpUrl(name: string, value: string, problems: ConfigProblem[]): URL | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    problems.push({ path: name, message: 'not a valid URL; expected something like https://host[:port][/path]' });
-    return undefined;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    problems.push({ path: name, message: `expected an http:// or https:// URL, got scheme "${url.protocol}"` });
-    return undefined;
-  }
-  return url;
 }
 
 /** GATEHOUSE_STORE alone (commands that need only the store, e.g. `gatehouse backup`). */
