@@ -439,6 +439,7 @@ export class Runner {
         agentName,
         envAllowlist: agent.envAllowlist,
         state: convState,
+        transcript: () => conv.messages,
       };
       if (record.humanAvailable) ctx.askUser = (q) => this.askUser(q, { key, agent, record, callId, states, humanWait, emit, signal });
       return ctx;

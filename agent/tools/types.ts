@@ -9,7 +9,7 @@
  */
 import type { z } from 'zod';
 import type { ToolTier, Tier } from '../../policies/tiers.js';
-import type { ImageBlock, TextBlock } from '../messages.js';
+import type { ImageBlock, Message, TextBlock } from '../messages.js';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 3 * 60_000;
 
@@ -44,6 +44,8 @@ export interface ToolContext {
   askUser?: (q: QuestionRequest) => Promise<QuestionAnswer>;
   /** Per-conversation scratch state that lives with the transcript (e.g. todos). */
   state: ConversationState;
+  /** The conversation's transcript as it stands (read-only; analyze_media finds attachments in it). */
+  transcript?: () => readonly Message[];
 }
 
 /** Small per-conversation state (JSON), saved with the transcript. */
