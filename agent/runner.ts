@@ -28,6 +28,7 @@ import type { PersistedAllowlists } from './allowlists.js';
 import type { Audit } from './audit.js';
 import { newToken, type ApprovalBroker } from './approvals.js';
 import { appendUserTurn, type ConversationStore, type StoredConversation } from './conversation-store.js';
+import { ContextKeeper } from './context-keeper.js';
 import type { AgentEvent, Usage } from './events.js';
 import type { KV } from './kv.js';
 import { runLoop, unansweredToolUses } from './loop.js';
@@ -464,6 +465,7 @@ export class Runner {
           addUsage: (u) => {
             usage = addUsage(usage, u);
           },
+          keeper: new ContextKeeper({ model: this.opts.model, modelName: agent.model, ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}), storeResult: (c) => this.opts.store.putToolResult(key, c), log: (l, m) => this.log(l, `[${key}] ${m}`) }),
           checkpoint: async () => {
             checkpointed = true;
             await this.opts.store.save(key, conv);
