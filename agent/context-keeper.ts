@@ -7,7 +7,8 @@
  *   in any message but the newest (the model has seen it whole once), is written to the store under
  *   an id of this conversation and replaced in the transcript by a reference line plus its first
  *   `headChars` characters. `retrieve_tool_result` reads it back by id. Results holding images are
- *   left alone. A store failure leaves the result where it was (logged).
+ *   left alone. A store failure leaves the result where it was (logged). Only for agents that have
+ *   retrieve_tool_result: without it nothing could read a stored result back, so none is moved.
  * - Size: the larger of the API's own count for the last request (input + cache tokens, plus an
  *   estimate of what was appended since) and an estimate of the whole transcript plus system prompt
  *   and tool specs (agent/context.ts, ~4 characters a token).
@@ -46,8 +47,11 @@ export interface ContextKeeperOptions {
   modelName: string;
   /** The window in tokens (agent's contextWindowTokens); default: agent/context.ts's table. */
   windowTokens?: number;
-  /** Stores a big result for this conversation; returns its id. */
-  storeResult(content: string): Promise<string>;
+  /**
+   * Stores a big result for this conversation; returns its id. Absent (the agent lacks
+   * retrieve_tool_result, so nothing could read it back): big results stay in the transcript.
+   */
+  storeResult?: (content: string) => Promise<string>;
   log?: (level: 'info' | 'warn', msg: string) => void;
   summarizeAt?: number;
   keepTurns?: number;
@@ -106,6 +110,7 @@ export class ContextKeeper {
 
   /** Moves big tool results of messages[0 .. end) to the store. */
   private async offload(messages: Message[], end: number): Promise<void> {
+    if (!this.opts.storeResult) return;
     for (let i = 0; i < end; i++) {
       const m = messages[i]!;
       if (m.role !== 'user') continue;

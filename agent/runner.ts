@@ -441,6 +441,7 @@ export class Runner {
         envAllowlist: agent.envAllowlist,
         state: convState,
         transcript: () => conv.messages,
+        addUsage: (u) => (usage = addUsage(usage, u)),
       };
       if (record.humanAvailable) ctx.askUser = (q) => this.askUser(q, { key, agent, record, callId, states, humanWait, emit, signal });
       return ctx;
@@ -465,7 +466,7 @@ export class Runner {
           addUsage: (u) => {
             usage = addUsage(usage, u);
           },
-          keeper: new ContextKeeper({ model: this.opts.model, modelName: agent.model, ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}), storeResult: (c) => this.opts.store.putToolResult(key, c), log: (l, m) => this.log(l, `[${key}] ${m}`) }),
+          keeper: new ContextKeeper({ model: this.opts.model, modelName: agent.model, ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}), ...(tools.has('retrieve_tool_result') ? { storeResult: (c: string) => this.opts.store.putToolResult(key, c) } : {}), log: (l, m) => this.log(l, `[${key}] ${m}`) }),
           checkpoint: async () => {
             checkpointed = true;
             await this.opts.store.save(key, conv);

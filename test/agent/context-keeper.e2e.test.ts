@@ -161,3 +161,13 @@ test('a big tool result is stored and replaced by a reference; retrieve_tool_res
   await turn('fetch it again', 'gone');
   expect(JSON.stringify(body(mainRequests().at(-1)!).messages.at(-1))).toContain(`no stored result ${id}`);
 });
+
+test('without retrieve_tool_result in the toolset a big result stays in the transcript (nothing could read it back)', async () => {
+  await start('    tools: [read_file, get_time]\n');
+  writeFileSync(join(h.workspace, 'big.log'), Array.from({ length: 1600 }, (_, i) => `line ${String(i).padStart(5, '0')} of the big log`).join('\n'));
+  h.script({ toolUses: [{ name: 'read_file', input: { path: 'big.log', limit: 2000 } }] }, { toolUses: [{ name: 'get_time', input: {} }] }, { text: 'kept' });
+  await turn('read big.log', 'kept');
+  const text = JSON.stringify(body(mainRequests().at(-1)!).messages);
+  expect(text).toContain('line 01599 of the big log');
+  expect(text).not.toContain('[Stored result');
+});

@@ -14,7 +14,8 @@
  *   (the approver's click) and checks it is still configured; the input schema has no model field
  *   and rejects unknown keys, so a model id in the arguments is an error, never a choice.
  * - The companion call is one Messages API request through the agent's model client (no tools):
- *   the media block, then the prompt. Its failure is a tool error naming the model.
+ *   the media block, then the prompt; its usage counts for the run. Its failure is a tool error
+ *   naming the model.
  */
 import { z } from 'zod';
 import { companionsKey, type Companion, type CompanionKind, type Companions } from '../../companions.js';
@@ -117,6 +118,7 @@ export function analyzeMediaTool(deps?: AnalyzeMediaDeps): Tool<AnalyzeMediaInpu
           maxTokens: COMPANION_MAX_TOKENS,
           signal: ctx.signal,
         });
+        ctx.addUsage?.(res.usage);
         text = res.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('').trim();
       } catch (err) {
         if (err instanceof ModelError) throw new ToolError(`the companion model ${companion!.id} failed: ${err.userMessage} (${err.message})`);

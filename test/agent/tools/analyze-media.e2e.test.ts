@@ -167,7 +167,11 @@ describe('through the adapter seam', () => {
   });
 
   test('an image a user attached is reachable as attachment 1; a PDF in the workspace goes as a document', async () => {
+    const audit: Array<Record<string, unknown>> = [];
     h = await Harness.start({
+      log: (_level, _msg, fields) => {
+        if (fields) audit.push(fields as Record<string, unknown>);
+      },
       yaml: `agents:
   default:
     model: claude-sonnet-5-5
@@ -177,7 +181,7 @@ describe('through the adapter seam', () => {
 `,
     });
     h.fake.setHandler((req) => {
-      if (isCompanion(req)) return { text: `${body(req).model} answered` };
+      if (isCompanion(req)) return { text: `${body(req).model} answered`, usage: { input_tokens: 100_000, output_tokens: 10 } };
       return h.mainQueue.shift() as FakeReply ?? { text: '(none)' };
     });
     writeFileSync(join(h.workspace, 'report.pdf'), PDF);
@@ -193,6 +197,9 @@ describe('through the adapter seam', () => {
     expect(body(image).messages[0]!.content[0]).toMatchObject({ type: 'image', source: { data: PNG.toString('base64') } });
     const pdf = calls.find((r) => body(r).model === 'claude-opus-5-5')!;
     expect(body(pdf).messages[0]!.content[0]).toEqual({ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF.toString('base64') } });
+    // The companions' tokens count for the run (cost and audit), not only the main model's.
+    const finished = await waitFor('run_finished', () => audit.find((f) => f.event === 'run_finished'));
+    expect(finished.inputTokens as number).toBeGreaterThanOrEqual(200_000);
   });
 
   test('a file that is neither image, PDF nor text is refused before any model sees it', async () => {
