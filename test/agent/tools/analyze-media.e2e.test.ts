@@ -202,6 +202,30 @@ describe('through the adapter seam', () => {
     expect(finished.inputTokens as number).toBeGreaterThanOrEqual(200_000);
   });
 
+  test('two pickers in one turn get no "Approve all" card: each needs its own pick', async () => {
+    h = await Harness.start({
+      yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    approvers: { console: [local] }\n    companions: { "analyze:image": [claude-haiku-5-5, claude-opus-5-5] }\n`,
+    });
+    h.fake.setHandler((req) => {
+      if (isCompanion(req)) return { text: `${body(req).model} answered` };
+      return (h.mainQueue.shift() as FakeReply) ?? { text: '(none)' };
+    });
+    writeFileSync(join(h.workspace, 'a.png'), PNG);
+    h.script(
+      { toolUses: [{ name: 'analyze_media', input: { path: 'a.png', prompt: 'one' } }, { name: 'analyze_media', input: { path: 'a.png', prompt: 'two' } }] },
+      { text: 'both' },
+    );
+    await h.adapter.send('analyze twice');
+    await waitFor('two cards', () => h.adapter.cards.length === 2);
+    expect(h.adapter.cards.map((c) => c.card.kind)).toEqual(['picker', 'picker']);
+    await h.adapter.click(h.adapter.cards[0]!, 'claude-opus-5-5');
+    await h.adapter.click(h.adapter.cards[1]!, 'claude-haiku-5-5');
+    await waitFor('answer', () => h.adapter.answers().includes('both'));
+    expect(h.adapter.cards).toHaveLength(2);
+    const asked = h.fake.requests.filter(isCompanion).map((r) => `${body(r).model}:${JSON.stringify(body(r).messages[0]!.content[1])}`);
+    expect(asked.sort()).toEqual(['claude-haiku-5-5:{"type":"text","text":"two"}', 'claude-opus-5-5:{"type":"text","text":"one"}']);
+  });
+
   test('a file that is neither image, PDF nor text is refused before any model sees it', async () => {
     h = await Harness.start({ yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    companions: { "analyze:file": [claude-haiku-5-5] }\n` });
     writeFileSync(join(h.workspace, 'blob.bin'), Buffer.from([0, 1, 2, 255, 254, 0, 7]));
