@@ -9,8 +9,8 @@
  *   `headChars` characters. `retrieve_tool_result` reads it back by id. Results holding images are
  *   left alone. A store failure leaves the result where it was (logged). Only for agents that have
  *   retrieve_tool_result: without it nothing could read a stored result back, so none is moved.
- * - Size: the larger of the API's own count for the last request (input + cache tokens, plus an
- *   estimate of what was appended since) and an estimate of the whole transcript plus system prompt
+ * - Size: the larger of the API's own count for the last request (input + cache tokens, kept in the
+ *   conversation's state across runs, plus an estimate of what was appended since) and an estimate of the whole transcript plus system prompt
  *   and tool specs (agent/context.ts, ~4 characters a token).
  * - Summarizing: at `summarizeAt` (default 0.8) of the window (or earlier, when the reply's max_tokens
  *   would not fit beside it), the older part is replaced by a summary
@@ -53,6 +53,11 @@ export interface ContextKeeperOptions {
    */
   storeResult?: (content: string) => Promise<string>;
   log?: (level: 'info' | 'warn', msg: string) => void;
+  /**
+   * Where the API's last count lives between runs (the conversation's state): read once, written on
+   * every change, so the next turn starts from what the API counted, not from an estimate alone.
+   */
+  memory?: { get(): unknown; set(value: Reported | undefined): void };
   summarizeAt?: number;
   keepTurns?: number;
   bigResultChars?: number;
@@ -68,13 +73,21 @@ export interface BeforeCall {
   addUsage(u: Usage): void;
 }
 
+/** The API's token count for a request that held the first `messages` messages of the transcript. */
+export type Reported = { tokens: number; messages: number };
+
+function isReported(v: unknown): v is Reported {
+  const r = v as Reported | undefined;
+  return typeof r === 'object' && r !== null && Number.isInteger(r.tokens) && r.tokens >= 0 && Number.isInteger(r.messages) && r.messages >= 0;
+}
+
 export class ContextKeeper {
   readonly windowTokens: number;
   private readonly summarizeAt: number;
   private readonly keepTurns: number;
   private readonly bigResultChars: number;
   private readonly headChars: number;
-  private reported: { tokens: number; messages: number } | undefined;
+  private reportedCount: Reported | undefined;
   private failures = 0;
 
   constructor(private readonly opts: ContextKeeperOptions) {
@@ -83,6 +96,17 @@ export class ContextKeeper {
     this.keepTurns = opts.keepTurns ?? 4;
     this.bigResultChars = opts.bigResultChars ?? 16 * 1024;
     this.headChars = opts.headChars ?? 2000;
+    const remembered = opts.memory?.get();
+    this.reportedCount = isReported(remembered) ? remembered : undefined;
+  }
+
+  private get reported(): Reported | undefined {
+    return this.reportedCount;
+  }
+
+  private set reported(value: Reported | undefined) {
+    this.reportedCount = value;
+    this.opts.memory?.set(value);
   }
 
   /** After a model call: what the API counted for the request of `sentMessages` messages. */

@@ -466,7 +466,7 @@ export class Runner {
           addUsage: (u) => {
             usage = addUsage(usage, u);
           },
-          keeper: new ContextKeeper({ model: this.opts.model, modelName: agent.model, ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}), ...(tools.has('retrieve_tool_result') ? { storeResult: (c: string) => this.opts.store.putToolResult(key, c) } : {}), log: (l, m) => this.log(l, `[${key}] ${m}`) }),
+          keeper: new ContextKeeper({ model: this.opts.model, modelName: agent.model, ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}), ...(tools.has('retrieve_tool_result') ? { storeResult: (c: string) => this.opts.store.putToolResult(key, c) } : {}), log: (l, m) => this.log(l, `[${key}] ${m}`), memory: { get: () => conv.state['contextReported'], set: (v) => void (conv.state['contextReported'] = v) } }),
           checkpoint: async () => {
             checkpointed = true;
             await this.opts.store.save(key, conv);

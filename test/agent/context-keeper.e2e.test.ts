@@ -171,3 +171,14 @@ test('without retrieve_tool_result in the toolset a big result stays in the tran
   expect(text).toContain('line 01599 of the big log');
   expect(text).not.toContain('[Stored result');
 });
+
+test('the size the API reports counts: a small-looking transcript the model counted as near the window is summarized', async () => {
+  await start('    tools: [read_file]\n    contextWindowTokens: 20000\n    maxTokens: 1000\n');
+  // Short texts (a few hundred tokens by estimate), but the API said the first request used 17,000.
+  h.script({ text: 'ok 1', usage: { input_tokens: 17_000 } }, { text: 'ok 2' });
+  await turn('short question one', 'ok 1');
+  expect(summaryRequests()).toHaveLength(0);
+  await turn('short question two', 'ok 2');
+  expect(summaryRequests()).toHaveLength(1);
+  expect(JSON.stringify(body(summaryRequests()[0]!).messages)).toContain('short question one');
+});

@@ -90,8 +90,10 @@ export function analyzeMediaTool(deps?: AnalyzeMediaDeps): Tool<AnalyzeMediaInpu
       const media = await loadMedia(input, ctx);
       const companions = companionsFor(media.kind, ctx);
       const summary = `analyze_media ${media.shown} (${media.kind.slice(8)}, ${human(media.size)}): ${cut(input.prompt.replace(/\s+/g, ' '), 120)}`;
-      if (companions.length === 1) return { summary: `${summary} (model: ${companions[0]!.label})` };
-      return { summary: `${summary} — pick the model that looks at it`, options: companions.map((c) => ({ id: c.id, label: c.label })) };
+      // The whole prompt on the card when the summary had to cut it.
+      const preview = input.prompt.length > 120 ? { preview: input.prompt } : {};
+      if (companions.length === 1) return { summary: `${summary} (model: ${companions[0]!.label})`, ...preview };
+      return { summary: `${summary} — pick the model that looks at it`, options: companions.map((c) => ({ id: c.id, label: c.label })), ...preview };
     },
     async execute(input, ctx, prepared) {
       const media = await loadMedia(input, ctx);

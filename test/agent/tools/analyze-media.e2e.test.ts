@@ -4,7 +4,7 @@
  * server shows which model id the companion request really named. The model trying to choose the
  * companion itself (an argument, or the reserved _selectedOptionId) gets nowhere.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -224,6 +224,22 @@ describe('through the adapter seam', () => {
     expect(h.adapter.cards).toHaveLength(2);
     const asked = h.fake.requests.filter(isCompanion).map((r) => `${body(r).model}:${JSON.stringify(body(r).messages[0]!.content[1])}`);
     expect(asked.sort()).toEqual(['claude-haiku-5-5:{"type":"text","text":"two"}', 'claude-opus-5-5:{"type":"text","text":"one"}']);
+  });
+
+  test('a path outside the workspace (by .. or through a symlink) is refused; nothing of it reaches a model', async () => {
+    h = await Harness.start({ yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    companions: { "analyze:file": [claude-haiku-5-5] }\n` });
+    writeFileSync(join(h.dir, 'secret.txt'), 'TOPSECRET-VALUE\n');
+    symlinkSync(join(h.dir, 'secret.txt'), join(h.workspace, 'link.txt'));
+    h.script(
+      { toolUses: [{ name: 'analyze_media', input: { path: '../secret.txt', prompt: 'read it' } }, { name: 'analyze_media', input: { path: 'link.txt', prompt: 'read it' } }] },
+      { text: 'refused' },
+    );
+    await h.adapter.send('read the secret');
+    await waitFor('answer', () => h.adapter.answers().includes('refused'));
+    const results = body(h.modelRequests()[1]!).messages.at(-1)!.content;
+    expect(results.map((b) => b.is_error)).toEqual([true, true]);
+    expect(JSON.stringify(h.fake.requests.map((r) => r.body))).not.toContain('TOPSECRET');
+    expect(h.fake.requests.filter(isCompanion)).toHaveLength(0);
   });
 
   test('a file that is neither image, PDF nor text is refused before any model sees it', async () => {
