@@ -26,6 +26,8 @@
  *   moved out as well.
  */
 import { contextWindow, estimateTokens } from './context.js';
+import type { ConversationStore, StoredConversation } from './conversation-store.js';
+import type { AgentSettings } from './settings.js';
 import type { Usage } from './events.js';
 import type { ContentBlock, Message, TextBlock, ToolResultBlock } from './messages.js';
 import type { ModelClient } from './model-types.js';
@@ -261,4 +263,32 @@ function renderBlock(role: string, b: ContentBlock, max: number): string {
       return `[result of ${b.tool_use_id}${b.is_error ? ', an error' : ''}] ${cut(text)}`;
     }
   }
+}
+
+/**
+ * The keeper for one run of a conversation: the agent's model and window, results stored under the
+ * conversation's key (only when the agent has retrieve_tool_result), the API's count kept in its state.
+ */
+export function contextKeeperFor(c: {
+  model: ModelClient;
+  agent: AgentSettings;
+  key: string;
+  conv: StoredConversation;
+  store: ConversationStore;
+  tools: ReadonlyMap<string, unknown>;
+  log: (level: 'info' | 'warn', msg: string) => void;
+}): ContextKeeper {
+  return new ContextKeeper({
+    model: c.model,
+    modelName: c.agent.model,
+    ...(c.agent.contextWindowTokens ? { windowTokens: c.agent.contextWindowTokens } : {}),
+    ...(c.tools.has('retrieve_tool_result') ? { storeResult: (content: string) => c.store.putToolResult(c.key, content) } : {}),
+    log: c.log,
+    memory: {
+      get: () => c.conv.state['contextReported'],
+      set: (v) => {
+        c.conv.state['contextReported'] = v;
+      },
+    },
+  });
 }

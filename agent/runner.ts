@@ -28,7 +28,7 @@ import type { PersistedAllowlists } from './allowlists.js';
 import type { Audit } from './audit.js';
 import { newToken, type ApprovalBroker } from './approvals.js';
 import { appendUserTurn, type ConversationStore, type StoredConversation } from './conversation-store.js';
-import { ContextKeeper } from './context-keeper.js';
+import { contextKeeperFor } from './context-keeper.js';
 import type { AgentEvent, Usage } from './events.js';
 import type { KV } from './kv.js';
 import { runLoop, unansweredToolUses } from './loop.js';
@@ -466,7 +466,7 @@ export class Runner {
           addUsage: (u) => {
             usage = addUsage(usage, u);
           },
-          keeper: new ContextKeeper({ model: this.opts.model, modelName: agent.model, ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}), ...(tools.has('retrieve_tool_result') ? { storeResult: (c: string) => this.opts.store.putToolResult(key, c) } : {}), log: (l, m) => this.log(l, `[${key}] ${m}`), memory: { get: () => conv.state['contextReported'], set: (v) => void (conv.state['contextReported'] = v) } }),
+          keeper: contextKeeperFor({ model: this.opts.model, agent, key, conv, store: this.opts.store, tools, log: (l, m) => this.log(l, `[${key}] ${m}`) }),
           checkpoint: async () => {
             checkpointed = true;
             await this.opts.store.save(key, conv);
