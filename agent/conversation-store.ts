@@ -9,7 +9,11 @@
  * - At most `maxConversations` per agent; saving a new one evicts the least recently used. The LRU
  *   index is persisted, so a restart keeps every conversation and the order.
  * - `reset` starts a new conversation in that place (the old transcript is deleted).
+ * - Big tool results moved out of a transcript (agent/context-keeper.ts) are stored per conversation
+ *   under an unguessable id: `getToolResult(key, id)` finds only that conversation's own. They are
+ *   deleted with the conversation (reset or LRU eviction).
  */
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KV } from './kv.js';
 import { Transcript, type Message, type ContentBlock } from './messages.js';
@@ -61,8 +65,37 @@ export class ConversationStore {
 
   async reset(key: string, agent: string): Promise<void> {
     await this.kv.delete(`c:${key}`);
+    await this.dropToolResults(key);
     const keys = await this.index(agent);
     if (keys.delete(key)) await this.writeIndex(agent);
+  }
+
+  /** Stores a big tool result for this conversation; returns its id (`tr_...`). */
+  async putToolResult(key: string, content: string): Promise<string> {
+    const id = `tr_${randomBytes(12).toString('base64url')}`;
+    await this.kv.set(`tr:${key}:${id}`, content);
+    const ids = await this.toolResultIds(key);
+    ids.push(id);
+    await this.kv.set(`tri:${key}`, ids);
+    return id;
+  }
+
+  /** A stored result of THIS conversation, or undefined (another conversation's id included). */
+  async getToolResult(key: string, id: string): Promise<string | undefined> {
+    const v = await this.kv.get(`tr:${key}:${id}`);
+    return typeof v === 'string' ? v : undefined;
+  }
+
+  private async toolResultIds(key: string): Promise<string[]> {
+    const parsed = z.array(z.string()).safeParse(await this.kv.get(`tri:${key}`));
+    return parsed.success ? parsed.data : [];
+  }
+
+  private async dropToolResults(key: string): Promise<void> {
+    const ids = await this.toolResultIds(key);
+    if (ids.length === 0) return;
+    await Promise.all(ids.map((id) => this.kv.delete(`tr:${key}:${id}`)));
+    await this.kv.delete(`tri:${key}`);
   }
 
   /** Keys of an agent's conversations, least recently used first. */
@@ -118,7 +151,10 @@ export class ConversationStore {
       evicted.push(k);
     }
     for (const k of evicted) keys.delete(k);
-    await Promise.all(evicted.map((k) => this.kv.delete(`c:${k}`)));
+    await Promise.all(evicted.map(async (k) => {
+      await this.kv.delete(`c:${k}`);
+      await this.dropToolResults(k);
+    }));
     await this.writeIndex(agent);
   }
 

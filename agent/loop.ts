@@ -8,10 +8,13 @@
  *   with the call states that complete it.
  * - A transcript whose last message is an assistant turn with unanswered tool_use blocks is resumed:
  *   the batch runs first (a restart while waiting for an approval continues here).
+ * - Before each model call `keeper` (when given) may summarize older turns and move big tool results
+ *   out of `messages` (in place, always leaving it valid); fitToContext then trims the request only.
  * - Text deltas are emitted as they stream (when `streamText`), tagged with their segment: the number
  *   of the model call they come from (1-based). The final reply's text is returned, not emitted.
  */
 import { fitToContext, contextWindow } from './context.js';
+import type { ContextKeeper } from './context-keeper.js';
 import type { AgentEvent, Usage } from './events.js';
 import type { Message, ToolResultBlock, ToolUseBlock } from './messages.js';
 import type { ModelClient, ModelToolSpec } from './model-types.js';
@@ -34,6 +37,8 @@ export interface LoopContext {
   /** Saves the transcript as it is (called before a batch and after it). */
   checkpoint(): Promise<void>;
   addUsage(u: Usage): void;
+  /** Summarizes and moves big results out as the transcript nears the window (agent/context-keeper.ts). */
+  keeper?: ContextKeeper;
 }
 
 export type LoopOutcome = { kind: 'answer'; text: string } | { kind: 'max_iterations' } | { kind: 'stopped' };
@@ -51,7 +56,11 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
     }
     if (iterations >= ctx.maxIterations) return { kind: 'max_iterations' };
     iterations++;
-    const budget = contextWindow(ctx.modelName) - ctx.maxTokens - Math.ceil(ctx.system.length / 4) - 2_000;
+    const fixedTokens = Math.ceil((ctx.system.length + JSON.stringify(ctx.tools).length) / 4);
+    // Summaries and stored results keep the transcript itself small; fitToContext is the last resort.
+    await ctx.keeper?.beforeCall(ctx.messages, { fixedTokens, reserveTokens: ctx.maxTokens + 2_000, signal: ctx.signal, addUsage: ctx.addUsage });
+    const budget = (ctx.keeper?.windowTokens ?? contextWindow(ctx.modelName)) - ctx.maxTokens - fixedTokens - 2_000;
+    const sent = ctx.messages.length;
     const response = await ctx.model.complete({
       model: ctx.modelName,
       system: ctx.system,
@@ -64,6 +73,7 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
         : {}),
     });
     ctx.addUsage(response.usage);
+    ctx.keeper?.noteUsage(response.usage, sent);
     const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];
     const uses = content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
     if (uses.length === 0) {

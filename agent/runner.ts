@@ -28,6 +28,7 @@ import type { PersistedAllowlists } from './allowlists.js';
 import type { Audit } from './audit.js';
 import { newToken, type ApprovalBroker } from './approvals.js';
 import { appendUserTurn, type ConversationStore, type StoredConversation } from './conversation-store.js';
+import { contextKeeperFor } from './context-keeper.js';
 import type { AgentEvent, Usage } from './events.js';
 import type { KV } from './kv.js';
 import { runLoop, unansweredToolUses } from './loop.js';
@@ -439,6 +440,8 @@ export class Runner {
         agentName,
         envAllowlist: agent.envAllowlist,
         state: convState,
+        transcript: () => conv.messages,
+        addUsage: (u) => (usage = addUsage(usage, u)),
       };
       if (record.humanAvailable) ctx.askUser = (q) => this.askUser(q, { key, agent, record, callId, states, humanWait, emit, signal });
       return ctx;
@@ -463,6 +466,7 @@ export class Runner {
           addUsage: (u) => {
             usage = addUsage(usage, u);
           },
+          keeper: contextKeeperFor({ model: this.opts.model, agent, key, conv, store: this.opts.store, tools, log: (l, m) => this.log(l, `[${key}] ${m}`) }),
           checkpoint: async () => {
             checkpointed = true;
             await this.opts.store.save(key, conv);

@@ -5,6 +5,7 @@
  */
 import type { Tier } from '../policies/tiers.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
+import type { Companions } from './companions.js';
 
 export interface AgentSettings {
   name: string;
@@ -33,6 +34,10 @@ export interface AgentSettings {
   sandbox?: SandboxMode;
   /** Network inside the sandbox; default false. */
   sandboxNetwork?: boolean;
+  /** Models analyze_media may hand media to, per kind (agent/companions.ts). */
+  companions?: Companions;
+  /** The model's context window in tokens, when the built-in table (agent/context.ts) does not know it. */
+  contextWindowTokens?: number;
 }
 
 export interface AgentDirectory {

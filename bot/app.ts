@@ -194,7 +194,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
     let r = registries.get(id);
     if (!r) {
-      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox });
+      const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };
+      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox, media, toolResults: store });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }

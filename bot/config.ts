@@ -35,6 +35,7 @@ import { z } from 'zod';
 import { DESCRIPTORS, PLATFORM_SECRETS } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
+import { companionsSchema } from '../agent/companions.js';
 import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
@@ -289,6 +290,8 @@ function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    companions: companionsSchema.optional(),
+    contextWindowTokens: int(1_000, 100_000_000).optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -599,6 +602,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      ...(layer.companions ? { companions: layer.companions } : {}),
+      ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
     };
   }
 

@@ -6,13 +6,20 @@ import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
 import { builtinFileTools, builtinMiscTools } from './builtin/index.js';
+import type { AnyTool } from './types.js';
 import type { SandboxPolicy } from './sandbox/index.js';
+import { analyzeMediaTool, type AnalyzeMediaDeps } from './builtin/analyze-media.js';
+import { retrieveToolResultTool, type ToolResultReader } from './builtin/retrieve-tool-result.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
   commandTimeoutMs?: number;
   /** Where execute_command runs (default: bubblewrap, network off). */
   sandbox?: SandboxPolicy;
+  /** analyze_media's model client and the agent's companions (without: it refuses to run). */
+  media?: AnalyzeMediaDeps;
+  /** Where retrieve_tool_result reads stored results (without: it refuses to run). */
+  toolResults?: ToolResultReader;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -24,6 +31,8 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
       ...(opts.commandTimeoutMs !== undefined ? { defaultTimeoutMs: opts.commandTimeoutMs } : {}),
       ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
     }),
+    analyzeMediaTool(opts.media) as unknown as AnyTool,
+    retrieveToolResultTool(opts.toolResults) as unknown as AnyTool,
   ]);
 }
 

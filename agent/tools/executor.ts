@@ -5,7 +5,8 @@
  *
  * One call: lookup -> input validation (model-supplied `_selectedOptionId` stripped) -> propose ->
  * gate -> (ask: card, wait for the decision) -> execute, with a timeout unless the tool is
- * longRunning. Up to 10 calls of a turn run at once.
+ * longRunning. Up to 10 calls of a turn run at once. Several approvals in one turn also get an
+ * "Approve all / Deny all" card; pickers are left out of it (each needs its own choice).
  *
  * Durability: every step that matters is recorded in `CallStates` (persisted by the runner) before it
  * happens: `awaiting` (the card's request id), `started` (about to execute: from here the call runs at
@@ -126,7 +127,8 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
       await ctx.emit({ type: 'approval_asked', runId: ctx.runId, callId: call.id, tool: p.tool.name, summary: p.proposal.summary });
       prepared[i] = { kind: 'awaiting', tool: p.tool, state };
       asks.push({ index: i, state });
-      newlyAsked.push(requestId);
+      // A picker needs its own choice: "Approve all" cannot make it, so it is not among the members.
+      if (!p.proposal.options?.length) newlyAsked.push(requestId);
     } else if (p.kind === 'awaiting') {
       asks.push({ index: i, state: p.state });
     }

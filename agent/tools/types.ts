@@ -9,7 +9,8 @@
  */
 import type { z } from 'zod';
 import type { ToolTier, Tier } from '../../policies/tiers.js';
-import type { ImageBlock, TextBlock } from '../messages.js';
+import type { ImageBlock, Message, TextBlock } from '../messages.js';
+import type { Usage } from '../events.js';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 3 * 60_000;
 
@@ -44,6 +45,10 @@ export interface ToolContext {
   askUser?: (q: QuestionRequest) => Promise<QuestionAnswer>;
   /** Per-conversation scratch state that lives with the transcript (e.g. todos). */
   state: ConversationState;
+  /** The conversation's transcript as it stands (read-only; analyze_media finds attachments in it). */
+  transcript?: () => readonly Message[];
+  /** Counts a model call the tool made itself (analyze_media's companion) in the run's usage and cost. */
+  addUsage?: (u: Usage) => void;
 }
 
 /** Small per-conversation state (JSON), saved with the transcript. */

@@ -43,3 +43,18 @@ test('a corrupt transcript starts a new conversation instead of failing every tu
   }
   expect(warnings.join('\n')).toContain('unreadable');
 });
+
+test('stored tool results belong to one conversation and go with it (reset, eviction)', async () => {
+  const kv = new Keyv();
+  const store = new ConversationStore(kv, () => 1, 60_000);
+  await store.save('k1', conv('one'));
+  const id = await store.putToolResult('k1', 'big output');
+  expect(id).toMatch(/^tr_[A-Za-z0-9_-]{16}$/);
+  expect(await store.getToolResult('k1', id)).toBe('big output');
+  expect(await store.getToolResult('k2', id)).toBeUndefined(); // another conversation: not found
+  await store.save('k2', conv('two')); // evicts k1 (one conversation kept)
+  expect(await store.getToolResult('k1', id)).toBeUndefined();
+  const id2 = await store.putToolResult('k2', 'more');
+  await store.reset('k2', 'a');
+  expect(await store.getToolResult('k2', id2)).toBeUndefined();
+});

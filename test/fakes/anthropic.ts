@@ -195,7 +195,9 @@ function validateMessages(messages: unknown, bad: (m: string) => never): void {
           if (blk.text === '') bad(`${where}: text content blocks must be non-empty`);
           break;
         case 'image':
+        case 'document':
           if (!isObj(blk.source)) bad(`${where}.source: Field required`);
+          if (m.role !== 'user') bad(`${where}: ${String(blk.type)} blocks are only allowed in user messages`);
           break;
         case 'tool_use':
           if (m.role !== 'assistant') bad(`${where}: tool_use blocks are only allowed in assistant messages`);

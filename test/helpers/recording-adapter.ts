@@ -4,7 +4,7 @@
  * `console:<name>`, so several conversations can be driven at once.
  */
 import { randomUUID } from 'node:crypto';
-import type { Adapter, AdapterSink, ActionResult, ConversationRef, MessageResult } from '../../adapters/types.js';
+import type { Adapter, AdapterSink, ActionResult, ConversationRef, InboundMessage, MessageResult } from '../../adapters/types.js';
 import type { AgentEvent, Card } from '../../agent/events.js';
 
 export interface PostedCard {
@@ -51,14 +51,14 @@ export class RecordingAdapter implements Adapter {
     this.texts.push({ key: ref.key, text });
   }
 
-  send(text: string, opts: { user?: string; conversation?: string } = {}): Promise<MessageResult> {
+  send(text: string, opts: { user?: string; conversation?: string; attachments?: InboundMessage['attachments'] } = {}): Promise<MessageResult> {
     const key = `console:${opts.conversation ?? 'main'}`;
     return this.sink!.message({
       platform: 'console',
       conversation: this.decodeKey(key),
       sender: { id: opts.user ?? 'local', name: opts.user ?? 'local' },
       text,
-      attachments: [],
+      attachments: opts.attachments ?? [],
       isDirect: true,
       mentionsBot: true,
       eventId: randomUUID(),
