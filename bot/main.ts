@@ -9,6 +9,10 @@ process.on('SIGINT', onEarlySignal);
 process.on('SIGTERM', onEarlySignal);
 // `ps` and /proc show "gatehouse" from here on (and a test knows the signal handling is in place).
 process.title = 'gatehouse';
+// `gatehouse run`: stdout carries the result alone; a library that logs through console goes to stderr.
+if (process.argv[2] === 'run') {
+  for (const m of ['log', 'info', 'debug'] as const) console[m] = (...a: unknown[]) => console.error(...a);
+}
 const { runCli } = await import('./cli.js');
 
 const exitCode = runCli(process.argv.slice(2), {
