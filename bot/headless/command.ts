@@ -182,7 +182,9 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
 
   const all = args.events.has('all');
   const writeEvent = (m: Record<string, unknown>) => io.stderr.write(JSON.stringify(cutEvent(m)) + '\n');
+  const streaming = args.events.size > 0 || args.interactiveFlag;
   const wants = (type: string): boolean => {
+    if (!streaming) return false;
     if (type === 'error') return true;
     if (args.interactiveFlag && (type === 'user_input_required' || type === 'approval_required')) return true;
     const cat = CATEGORY_OF[type];
@@ -260,13 +262,14 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       return 2;
     }
     if (args.json) io.stdout.write(JSON.stringify({ ok: false, error: (e as Error).message, costUSD: 0, costKnown: true, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, conversation: args.conversation ?? null }) + '\n');
-    writeEvent({ type: 'error', message: (e as Error).message });
+    if (streaming) writeEvent({ type: 'error', message: (e as Error).message });
+    else err(`gatehouse run: ${(e as Error).message}`);
     return 1;
   }
   rl?.close();
   if (args.json) io.stdout.write(JSON.stringify(result) + '\n');
   else if (result.ok) io.stdout.write((result.answer ?? '') + '\n');
-  if (!result.ok && !args.json && args.events.size === 0) err(`gatehouse run: ${result.error ?? 'the run failed'}`);
+  if (!result.ok && !streaming) err(`gatehouse run: ${result.error ?? 'the run failed'}`);
   return result.ok ? 0 : 1;
 }
 

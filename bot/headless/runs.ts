@@ -146,10 +146,13 @@ export class HeadlessRuns {
         return { value: s?.value ?? b.label, label: b.label, ...(s?.description ? { description: s.description } : {}), token: b.token };
       });
       this.open.set(requestId, { key, runId, choices });
+      // The card body is the question, then one line per described suggestion, then the typing hint.
+      const extra = suggestions.filter((s) => s.description).length + (req.allowCustom ? 1 : 0);
+      const bodyLines = card.body.split('\n');
       run.send({
         type: 'user_input_required',
         requestId,
-        question: card.body.split('\n')[0] ?? card.body,
+        question: bodyLines.slice(0, Math.max(1, bodyLines.length - extra)).join('\n'),
         suggestions: choices.map(({ token: _t, ...c }) => c),
         allowCustom: req.allowCustom === true,
       });
