@@ -32,6 +32,7 @@ import type { Config } from './config.js';
 import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
 import { CLI_PREFIX, HeadlessRuns } from './headless/runs.js';
+import { createOperatorShell } from './operator-shell.js';
 import type { Storage } from './storage.js';
 
 export type { Log } from './log.js';
@@ -232,7 +233,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     audit,
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
-  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit });
+  const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
+  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit, operatorShell });
 
   return {
     config,
