@@ -13,7 +13,8 @@ process.title = 'gatehouse';
 if (process.argv[2] === 'run') {
   for (const m of ['log', 'info', 'debug'] as const) console[m] = (...a: unknown[]) => console.error(...a);
 }
-const { runCli } = await import('./cli.js');
+// `gatehouse run` loads only what it needs: attached to a running service it never loads the agent.
+const { runCli } = process.argv[2] === 'run' ? { runCli: (argv: string[], io: Parameters<typeof import('./cli.js').runCli>[1]) => import('./headless/command.js').then((c) => c.runCommand(argv.slice(1), io)) } : await import('./cli.js');
 
 const exitCode = runCli(process.argv.slice(2), {
   env: process.env,

@@ -24,8 +24,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult, HeadlessRuns } from './runs.js';
-import { HeadlessResponse as ResponseSchema, HeadlessUsageError } from './runs.js';
+import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './protocol.js';
+import { HeadlessResponse as ResponseSchema, HeadlessUsageError } from './protocol.js';
+import type { HeadlessRuns } from './runs.js';
 
 export const SOCKET_FILE = 'gatehouse.sock';
 export const TOKEN_FILE = 'gatehouse.token';

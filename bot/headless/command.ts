@@ -29,11 +29,10 @@
 import { createInterface, type Interface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { TIERS } from '../../policies/tiers.js';
+import { dirname, resolve } from 'node:path';
 import type { CliIO } from '../cli.js';
-import { ConfigError, formatConfigError } from '../config.js';
-import { dataDirOf } from '../reload.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
-import { HeadlessResponse, HeadlessUsageError, type HeadlessMessage, type HeadlessRequest, type HeadlessResult } from './runs.js';
+import { HeadlessResponse, HeadlessUsageError, type HeadlessMessage, type HeadlessRequest, type HeadlessResult } from './protocol.js';
 
 export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
               [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"`;
@@ -257,8 +256,13 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
     result = await execute(io, request, onMessage, (r) => (respond = r), args.events.size > 0);
   } catch (e) {
     rl?.close();
-    if (e instanceof HeadlessUsageError || e instanceof ConfigError) {
-      err(e instanceof ConfigError ? formatConfigError(e) : `gatehouse run: ${e.message}`);
+    if (e instanceof HeadlessUsageError) {
+      err(`gatehouse run: ${e.message}`);
+      return 2;
+    }
+    const { ConfigError, formatConfigError } = await import('../config.js');
+    if (e instanceof ConfigError) {
+      err(formatConfigError(e));
       return 2;
     }
     if (args.json) io.stdout.write(JSON.stringify({ ok: false, error: (e as Error).message, costUSD: 0, costKnown: true, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, conversation: args.conversation ?? null }) + '\n');
@@ -281,10 +285,9 @@ async function execute(
   setRespond: (r: (x: HeadlessResponse) => Promise<{ accepted: boolean; notice?: string }>) => void,
   eventsOn: boolean,
 ): Promise<HeadlessResult> {
-  const { readConfig } = await import('../cli.js');
-  const config = readConfig(io);
-  const dir = dataDirOf(config, io.cwd);
-  const service = dir ? findService(dir) : undefined;
+  // The service's folder comes from GATEHOUSE_STORE alone (environment, then .env), so an attached run
+  // never loads the configuration or the agent: the service has its own.
+  const service = findService(await dataDirFromEnv(io));
   if (service) {
     try {
       setRespond((r) => attachRespond(service, r));
@@ -294,7 +297,18 @@ async function execute(
       // Stale files from a service that is gone: run here.
     }
   }
+  const { readConfig } = await import('../cli.js');
+  const config = readConfig(io);
   const { runInProcess } = await import('./in-process.js');
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
+}
+
+/** The data folder (the SQLite store's), as bot/reload.ts dataDirOf finds it, from the environment and .env. */
+async function dataDirFromEnv(io: CliIO): Promise<string> {
+  const { loadDotEnv, storeFromEnv } = await import('../env.js');
+  const env = { ...io.env };
+  loadDotEnv(env, io.cwd);
+  const { store } = storeFromEnv(env, io.cwd);
+  return store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data');
 }
 
