@@ -148,14 +148,17 @@ export interface ServiceAddress {
   token: string;
 }
 
-/** The running service's socket and token, when both are there and readable by this user. */
+/**
+ * The running service's socket and token, when its socket is there. The token is '' when this user
+ * cannot read it: attachRun then says so (a 401) rather than running beside the service on its store.
+ */
 export function findService(dir: string): ServiceAddress | undefined {
   const socket = join(dir, SOCKET_FILE);
   if (!existsSync(socket)) return undefined;
   try {
     return { socket, token: readFileSync(join(dir, TOKEN_FILE), 'utf8').trim() };
   } catch {
-    return undefined;
+    return { socket, token: '' };
   }
 }
 
@@ -187,6 +190,9 @@ export async function attachRun(addr: ServiceAddress, body: HeadlessRequest, onM
       }
     })();
     if (res.statusCode === 400) throw new HeadlessUsageError(error);
+    if (res.statusCode === 401 && addr.token === '') {
+      throw new HeadlessUsageError(`a Gatehouse service runs here (${addr.socket}) but its token file is not readable by this user: run gatehouse run as the service's user`);
+    }
     throw new Error(`the running service refused the run (HTTP ${res.statusCode}): ${error}`);
   }
   let buffer = '';
