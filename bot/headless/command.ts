@@ -21,7 +21,8 @@
  *   whatever --events says, and answered by JSON lines on stdin:
  *     {"type":"user_input_response","requestId":"…","value":"<suggestion value or typed answer>"}
  *     {"type":"approval_response","requestId":"…","value":"approve"|"always"|"deny"|"<option id>"}
- *   A line that does not parse gets an `error` event and changes nothing. An empty value is no answer.
+ *   A line that does not parse gets an `error` event and changes nothing. An empty value is no answer;
+ *   so is every open or later request once stdin has ended.
  *   On a terminal without the flag, a numbered prompt on stderr instead.
  * - When a service runs on this machine (./attach.ts finds its socket and token in the data folder),
  *   the run goes through it; otherwise it runs in this process on the same store.
@@ -234,12 +235,28 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
     const done = await respond(r.data).catch((e: unknown) => ({ accepted: false, notice: (e as Error).message }));
     if (!done.accepted) writeEvent({ type: 'error', message: `stdin: ${r.data.requestId}: ${done.notice ?? 'not accepted'}` });
   };
+  // Requests not answered yet; once stdin has ended, each gets "no answer" at once instead of waiting
+  // for its timeout.
+  const unanswered = new Map<string, 'user_input_response' | 'approval_response'>();
+  let stdinEnded = false;
+  const noAnswer = (requestId: string, type: 'user_input_response' | 'approval_response') =>
+    void respond({ type, requestId, value: null }).catch(() => undefined);
   if (interactive && io.stdin) {
     rl = createInterface({ input: io.stdin, terminal: false });
     rl.on('line', (l) => void onLine(l));
+    rl.on('close', () => {
+      stdinEnded = true;
+      for (const [id, type] of unanswered) noAnswer(id, type);
+    });
   }
 
   const onMessage = (m: HeadlessMessage) => {
+    if (m.type === 'user_input_required' || m.type === 'approval_required') {
+      const type = m.type === 'user_input_required' ? 'user_input_response' : 'approval_response';
+      unanswered.set(m.requestId, type);
+      if (stdinEnded) noAnswer(m.requestId, type);
+    }
+    if (m.type === 'request_closed') unanswered.delete(m.requestId);
     if (wants(m.type)) writeEvent(m as unknown as Record<string, unknown>);
     if (promptMode && (m.type === 'user_input_required' || m.type === 'approval_required')) {
       pending.push({ m });

@@ -67,52 +67,52 @@ describe('in the terminal chat', () => {
   test('"! cmd" runs without asking, shows its output, and the output goes along with the next turn', async () => {
     await terminal();
     stdin.write('! echo hello-from-the-operator; echo SECRET_TOKEN=${ANTHROPIC_API_KEY:-scrubbed}\n');
-    await waitFor('the command output', () => screen.includes('hello-from-the-operator'), 20_000);
+    await waitFor('the command output', () => screen.includes('hello-from-the-operator'), 60_000);
     // The environment is scrubbed as for the agent's commands, and the model was not asked.
     expect(screen).toContain('SECRET_TOKEN=scrubbed');
     expect(screen).not.toContain('test-key');
     expect(model.requests).toHaveLength(0);
     queue.push({ text: 'summarized' });
     stdin.write('what did that print?\n');
-    await waitFor('the answer', () => screen.includes('summarized'), 10_000);
+    await waitFor('the answer', () => screen.includes('summarized'), 30_000);
     expect(model.requests).toHaveLength(1);
     expect(userText(model.requests[0]!)).toContain('hello-from-the-operator');
     expect(userText(model.requests[0]!)).toContain('what did that print?');
     // Used once: the turn after does not carry it again.
     queue.push({ text: 'second' });
     stdin.write('and now?\n');
-    await waitFor('the second answer', () => screen.includes('second'), 10_000);
+    await waitFor('the second answer', () => screen.includes('second'), 30_000);
     expect(userText(model.requests[1]!)).not.toContain('hello-from-the-operator');
-  }, 60_000);
+  }, 120_000);
 
   test('long output is cut, on the screen and in what the model gets', async () => {
     await terminal();
     stdin.write('! seq 1 20000\n');
-    await waitFor('the cut output', () => screen.includes('characters cut'), 20_000);
+    await waitFor('the cut output', () => screen.includes('characters cut'), 60_000);
     expect(screen).toContain('\n1\n2\n3\n');
     expect(screen).toContain('20000');
     expect(screen).not.toContain('\n10000\n');
     queue.push({ text: 'ok' });
     stdin.write('go on\n');
-    await waitFor('the answer', () => model.requests.length === 1, 10_000);
+    await waitFor('the answer', () => model.requests.length === 1, 30_000);
     const sent = userText(model.requests[0]!);
     expect(sent).toContain('characters cut');
     expect(sent.length).toBeLessThan(6000);
-  }, 60_000);
+  }, 120_000);
 
   test('a denylisted command is refused and does not run', async () => {
     await terminal();
     stdin.write(`! touch ran-marker && rm -rf ${workspace}\n`);
-    await waitFor('the refusal', () => screen.includes('Refused by the denylist'), 20_000);
+    await waitFor('the refusal', () => screen.includes('Refused by the denylist'), 60_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(existsSync(join(workspace, 'ran-marker'))).toBe(false);
     expect(existsSync(workspace)).toBe(true);
     // Nothing of it is kept for the next turn.
     queue.push({ text: 'ok' });
     stdin.write('next\n');
-    await waitFor('the answer', () => model.requests.length === 1, 10_000);
+    await waitFor('the answer', () => model.requests.length === 1, 30_000);
     expect(userText(model.requests[0]!)).not.toContain('operator_shell');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('on a chat platform', () => {
@@ -134,9 +134,9 @@ describe('on a chat platform', () => {
     bot = await startBot({ env: env({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: tg.apiRoot }), cwd: dir, stdout: new PassThrough(), stderr: new PassThrough() }, () => undefined);
     queue.push({ text: 'just text to me' });
     await tg.sendText({ chat: { id: 501, type: 'private', first_name: 'Ada' }, from: { id: 501, first_name: 'Ada' }, text: `! touch ${workspace}/tg-marker` });
-    await tg.waitFor(() => tg.visible(501).some((m) => m.plain === 'just text to me'), 10_000, 'the answer');
+    await tg.waitFor(() => tg.visible(501).some((m) => m.plain === 'just text to me'), 30_000, 'the answer');
     expect(model.requests).toHaveLength(1);
     expect(userText(model.requests[0]!)).toContain(`! touch ${workspace}/tg-marker`);
     expect(existsSync(join(workspace, 'tg-marker'))).toBe(false);
-  }, 60_000);
+  }, 120_000);
 });
