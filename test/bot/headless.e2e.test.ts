@@ -205,6 +205,11 @@ describe('conversations', () => {
     expect((await run(['run', 'what is my name?'])).code).toBe(0);
     expect(seen[1]).toContain('my name is Ada');
     expect(seen[2]).not.toContain('my name is Ada');
+    // The kept conversation is in the store's listing under its cli: key; the one-shot run left nothing.
+    const listing = await run(['conversations', '--json']);
+    expect(listing.code).toBe(0);
+    expect(listing.stdout).toContain('"cli:nightly-1"');
+    expect(listing.stdout).not.toContain('cli:~');
   }, 180_000);
 });
 
@@ -368,6 +373,20 @@ describe('attach to a running service', () => {
     script.push((req) => ({ text: JSON.stringify(req.body).includes('and again') ? 'in-process, same store' : 'lost the conversation' }));
     const r3 = await run(['run', '--conversation', 'attach-1', 'third']);
     expect({ code: r3.code, stdout: r3.stdout }).toEqual({ code: 0, stdout: 'in-process, same store\n' });
+  }, 240_000);
+
+  test('through the service, an approval is answered on stdin (the answer goes back over the socket)', async () => {
+    const service = start(['serve']);
+    await until('the attach socket', () => existsSync(join(dir, 'data', 'gatehouse.sock')));
+    script.push({ toolUses: [{ name: 'write_file', input: { path: 'attached.txt', content: 'ok' } }] }, echoToolResult);
+    const p = start(['run', '--interactive-stdin', 'write attached.txt'], { env: env({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' }) });
+    const asked = await until('approval_required', () => lines(p.stderr()).find((e) => e.type === 'approval_required'));
+    p.child.stdin!.write(JSON.stringify({ type: 'approval_response', requestId: asked.requestId, value: 'approve' }) + '\n');
+    const r = await p.done;
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(workspace, 'attached.txt'), 'utf8')).toBe('ok');
+    service.child.kill('SIGTERM');
+    expect((await service.done).code).toBe(0);
   }, 240_000);
 
   test('a stale socket left by a killed service does not stop runs: they run in-process', async () => {
