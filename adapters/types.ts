@@ -13,7 +13,8 @@
  *   `notice` (when set) is shown privately to the clicker (callback answer, ephemeral message).
  * - Conversation keys: `telegram:<chatId>[:<topicId>]`, `slack:<teamId>:<channelId>[:<threadTs>]`,
  *   `discord:<guildId|dm>:<channelId>[:<threadId>]`, `console:<name>`. `decodeKey(ref.key)` must
- *   give back an equal ref (used after a restart to reach a conversation again).
+ *   give back an equal ref (used after a restart to reach a conversation again). `cli:<KEY>` keys
+ *   belong to headless runs (`gatehouse run`, bot/headless/), which need no adapter.
  * - HTTP: an adapter that receives platform requests (Telegram webhook, Slack Events API) returns
  *   its routes from `httpRoutes()`; bot/http.ts mounts them on the bot's one HTTP server. The
  *   handler owns the response (status, body) and checks the platform's signature or secret itself.

@@ -226,7 +226,7 @@ export class ApprovalBroker {
     await this.addPending(input.conversationKey, id, ttl);
     if (extra.allowCustom) this.typedAnswerable.add(input.conversationKey);
     // Stored before posting: a click can only come after the card exists, and must find its token.
-    const handle = await this.opts.outputs(input.conversationKey).postCard(card);
+    const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
     await this.update(id, (r) => ({ ...r, cardHandle: handle }));
     this.auditAsked(request, false);
     return id;
@@ -243,7 +243,7 @@ export class ApprovalBroker {
     for (const id of await this.pendingIds(conversationKey)) {
       const req = await this.get(id);
       if (!req || req.decision || this.now() >= req.expiresAt) continue;
-      const handle = await this.opts.outputs(conversationKey).postCard(req.card);
+      const handle = await this.opts.outputs(conversationKey).postCard(req.card, { requestId: id });
       await this.update(id, (r) => ({
         ...r,
         cardHandle: handle,
@@ -388,6 +388,43 @@ export class ApprovalBroker {
         return { accepted: true, notice: decision.outcome === 'approved' ? 'Approved all.' : 'Denied all.' };
       }
       if (!(await this.record(req, decision))) return alreadyDecided();
+      return { accepted: true, notice: noticeFor(decision) };
+    });
+  }
+
+  /** What each button of a request means (`once`, `always`, `deny`, `option:<id>`, `answer:<i>`, ...), in card order. */
+  async buttonChoices(requestId: string): Promise<Array<{ token: string; label: string; choice: string }>> {
+    const req = await this.get(requestId);
+    const out: Array<{ token: string; label: string; choice: string }> = [];
+    for (const b of req?.card.buttons ?? []) {
+      const entry = TokenEntry.safeParse(await this.opts.kv.get(`t:${b.token}`));
+      if (entry.success && entry.data.requestId === requestId) out.push({ token: b.token, label: b.label, choice: entry.data.choice });
+    }
+    return out;
+  }
+
+  /**
+   * Decides a request for a caller the conversation itself already trusts, without the approver check:
+   * a headless run's own client (the operator at `gatehouse run`, or a local caller holding the
+   * service's token). `pick`: a button's token, or a typed answer (questions that allow one; null or
+   * empty = no answer). First decision wins, as with clicks.
+   */
+  async decideAs(requestId: string, conversationKey: string, pick: { token: string } | { answer: string | null }, user: { id: string; name?: string }): Promise<ClickResult> {
+    return this.locked(requestId, async () => {
+      const req = await this.get(requestId);
+      if (!req || req.conversationKey !== conversationKey) return { accepted: false, notice: 'No such open request in this conversation.' };
+      if (req.decision) return { accepted: false, notice: `Already decided: ${describe(req.decision)}.` };
+      let decision: Decision | null;
+      if ('token' in pick) {
+        const entry = TokenEntry.safeParse(await this.opts.kv.get(`t:${pick.token}`));
+        decision = entry.success && entry.data.requestId === requestId ? this.decisionFor(req, entry.data.choice, user) : null;
+      } else if (pick.answer === null || pick.answer.trim() === '') {
+        decision = { outcome: req.kind === 'question' ? 'unanswered' : 'denied', by: user.id, byName: user.name, at: this.now(), note: 'no answer given' };
+      } else if (req.kind === 'question' && req.allowCustom) {
+        decision = { outcome: 'answered', answer: pick.answer, by: user.id, byName: user.name, at: this.now() };
+      } else decision = null;
+      if (!decision) return { accepted: false, notice: 'That is not one of the choices offered.' };
+      if (!(await this.record(req, decision))) return { accepted: false, notice: 'Already decided.' };
       return { accepted: true, notice: noticeFor(decision) };
     });
   }

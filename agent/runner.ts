@@ -16,6 +16,8 @@
  *   and continues every run that was waiting when the process stopped.
  * - Audit (when `audit` is given): run_started and run_finished (outcome, tokens, cost) per run; the
  *   executor adds one gate_decision per call.
+ * - Per-turn overrides (headless runs, `Turn.overrides`): tier, approvers and run timeout for that turn
+ *   only, stored with its run record so a resumed run keeps them.
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */
@@ -52,7 +54,23 @@ export interface Turn {
   attachments?: ContentBlock[];
   /** False where nobody can answer a question (ask_user_question is then not offered). */
   humanAvailable?: boolean;
+  /** Chosen by the caller so it can tell this turn's events apart (default: a new id). */
+  runId?: string;
+  /** Per-turn policy (headless runs): replaces the agent's tier / approvers / run timeout for this turn. */
+  overrides?: TurnOverrides;
 }
+
+export interface TurnOverrides {
+  tier?: Tier;
+  approvers?: Record<string, string[]>;
+  runTimeoutMs?: number;
+  /** What would let a declined call run, said in the decline (see policies/gate.ts noApproverFix). */
+  noApproverFix?: string;
+}
+
+const TurnOverridesSchema = z
+  .object({ tier: z.enum(['read-only', 'low-risk', 'high-risk']).optional(), approvers: z.record(z.string(), z.array(z.string())).optional(), runTimeoutMs: z.number().optional(), noApproverFix: z.string().optional() })
+  .optional();
 
 export interface RunnerOptions {
   model: ModelClient;
@@ -80,6 +98,7 @@ const RunRecord = z.object({
   platform: z.string(),
   starter: z.object({ id: z.string(), name: z.string().optional() }),
   humanAvailable: z.boolean(),
+  overrides: TurnOverridesSchema,
   calls: z.record(z.string(), CallState),
 });
 type RunRecord = z.infer<typeof RunRecord>;
@@ -96,6 +115,8 @@ const QueuedTurns = z.array(
       text: z.string(),
       attachments: z.array(z.unknown()).optional(),
       humanAvailable: z.boolean().optional(),
+      runId: z.string().optional(),
+      overrides: TurnOverridesSchema,
     }),
   }),
 );
@@ -321,7 +342,7 @@ export class Runner {
     const key = turn?.conversationKey ?? resumed!.conversationKey;
     const agentName = turn?.agentName ?? resumed!.agentName;
     const output = this.opts.outputs(key);
-    const runId = resumed?.runId ?? randomUUID();
+    const runId = resumed?.runId ?? turn?.runId ?? randomUUID();
     const emit = async (e: AgentEvent): Promise<void> => {
       try {
         await output.emit(e);
@@ -355,7 +376,9 @@ export class Runner {
     await this.slots.acquire();
     let holdsSlot = true;
     let timedOut = false;
-    const deadline = new Deadline(agent.runTimeoutMs, () => {
+    const overrides = resumed?.overrides ?? turn?.overrides;
+    const runTimeoutMs = overrides?.runTimeoutMs ?? agent.runTimeoutMs;
+    const deadline = new Deadline(runTimeoutMs, () => {
       timedOut = true;
       controller.abort(new Error('timeout'));
     });
@@ -372,6 +395,7 @@ export class Runner {
       platform: turn!.platform,
       starter: turn!.sender,
       humanAvailable: turn!.humanAvailable ?? true,
+      ...(turn!.overrides ? { overrides: turn!.overrides } : {}),
       calls: {},
     };
     if (turn) appendUserTurn(conv.messages, [...(turn.text ? [{ type: 'text' as const, text: turn.text }] : []), ...(turn.attachments ?? [])]);
@@ -425,10 +449,11 @@ export class Runner {
       const a = this.opts.agents.get(agentName) ?? agent;
       return {
         name: a.name,
-        tier: a.tier,
+        tier: overrides?.tier ?? a.tier,
         autoApprovedTools: [...a.autoApprovedTools, ...this.opts.allowlists.tools(a.name)],
         autoApprovedCommands: [...a.autoApprovedCommands, ...this.opts.allowlists.commands(a.name)],
-        approvers: a.approvers,
+        approvers: overrides?.approvers ? { ...a.approvers, ...overrides.approvers } : a.approvers,
+        ...(overrides?.noApproverFix ? { noApproverFix: overrides.noApproverFix } : {}),
       };
     };
 
@@ -513,13 +538,13 @@ export class Runner {
         await emit({ type: 'error', runId, message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.` });
       } else {
         reason = timedOut ? 'timeout' : 'stopped';
-        await emit(stoppedEvent(runId, timedOut, agent.runTimeoutMs));
+        await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
       }
       await this.opts.store.save(key, conv);
     } catch (err) {
       if (controller.signal.aborted) {
         reason = timedOut ? 'timeout' : 'stopped';
-        await emit(stoppedEvent(runId, timedOut, agent.runTimeoutMs));
+        await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
       } else {
         reason = 'failed';
         const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';

@@ -31,6 +31,8 @@ import type { Audit } from '../agent/audit.js';
 import type { Config } from './config.js';
 import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
+import { CLI_PREFIX, HeadlessRuns } from './headless/runs.js';
+import { createOperatorShell } from './operator-shell.js';
 import type { Storage } from './storage.js';
 
 export type { Log } from './log.js';
@@ -54,6 +56,8 @@ export interface Gatehouse {
   router: Router;
   runner: Runner;
   broker: ApprovalBroker;
+  /** `gatehouse run` messages (in-process, or through the service's attach endpoint). */
+  headless: HeadlessRuns;
   /** Starts the adapters and continues runs that were waiting when the process stopped. */
   start(): Promise<void>;
   /**
@@ -152,6 +156,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   // emitted without waiting; cards must not overtake the status they follow).
   const delivery = new OrderedDelivery();
   const outputs = (key: string): ConversationOutput => {
+    if (key.startsWith(CLI_PREFIX)) return headless.output(key);
     const { adapter, ref } = adapterFor(key);
     return {
       emit: (e) => delivery.run(key, () => adapter.render(ref, e)),
@@ -228,13 +233,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     log,
     audit,
   });
-  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit });
+  const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
+  const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
+  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit, operatorShell });
 
   return {
     config,
     router,
     runner,
     broker,
+    headless,
     async start() {
       for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
       for (const a of adapters.values()) await a.start(router);

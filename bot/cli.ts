@@ -4,12 +4,15 @@
  *   gatehouse [start]      run the bot: chat platforms enabled by their tokens; with none, a terminal chat
  *   gatehouse serve        run as a service: never the terminal chat (no token: /healthz only, a warning)
  *   gatehouse reload       the running service re-reads gatehouse.yaml (same as SIGHUP)
+ *   gatehouse run ...      one message for scripts and CI (bot/headless/): through the running service
+ *                          when there is one (its attach socket), else in this process
  *   gatehouse approvals | conversations | policy check ...   operator commands (see USAGE)
  *   gatehouse --version | --help | help
  *
  * Start order: config (a bad one exits 1 before anything connects) -> store -> model client ->
  * adapters -> HTTP server (/healthz in every mode; in the terminal chat a port in use is only a
- * warning) -> runs waiting from before a restart continue -> pid file in the data folder.
+ * warning) -> runs waiting from before a restart continue -> pid file in the data folder -> the attach
+ * socket and token for `gatehouse run` (bot/headless/attach.ts), closed first at stop.
  * Signals: SIGTERM / SIGINT stop cleanly (exit 0); SIGHUP re-reads the config (bot/reload.ts): a bad
  * file is logged with the same errors as at start and the old config stays in force.
  * The log (bot/log.ts) goes to stdout, or in the terminal chat to stderr, where it shows errors only
@@ -30,6 +33,7 @@ import { backupCommand } from './backup-command.js';
 import { policyCommand } from './policy-command.js';
 import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStorage } from './storage.js';
+import { startAttachServer, type AttachServer } from './headless/attach.js';
 import { readFileSync } from 'node:fs';
 
 export interface CliIO {
@@ -54,6 +58,10 @@ const USAGE = `Usage:
   gatehouse [start]        run the bot: chat platforms enabled by their tokens; none set: a terminal chat
   gatehouse serve          run as a service (Docker, systemd): never opens the terminal chat; /healthz always
   gatehouse reload         make the running service re-read gatehouse.yaml (a bad file is rejected, the old one stays)
+  gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
+                [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"
+                           one message to an agent for scripts and CI: the answer (or one JSON object) on
+                           stdout; through the running service when there is one (see README "Headless runs")
   gatehouse approvals [--json]
                            pending approvals and questions, with who can decide each
   gatehouse conversations [--limit N] [--json]
@@ -89,6 +97,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stdout.write(`gatehouse ${gatehouseVersion()}\n`);
     return 0;
   }
+  if (cmd === 'run') return (await import('./headless/command.js')).runCommand(rest, io);
   if (cmd === 'policy') return policyCommand(rest, io);
   if (cmd === 'backup') return backupCommand(rest, io);
   if (cmd === 'reload') return reloadCommand(rest, io);
@@ -185,9 +194,11 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
+  let attach: AttachServer | undefined;
   let configLoadedAt = new Date().toISOString();
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      await attach?.close();
       await gatehouse.stop();
       await http?.close();
       await storage.close();
@@ -218,6 +229,11 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       pidFile = writePidFile(dataDir);
     } catch (err) {
       out('warn', `could not write the pid file in ${dataDir} (gatehouse reload will not find this process; SIGHUP still works): ${(err as Error).message}`);
+    }
+    try {
+      attach = await startAttachServer({ dir: dataDir, runs: gatehouse.headless, log: out });
+    } catch (err) {
+      out('warn', `gatehouse run cannot attach to this service (runs will load the agent themselves): ${(err as Error).message}`);
     }
   }
   out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);

@@ -9,7 +9,12 @@ process.on('SIGINT', onEarlySignal);
 process.on('SIGTERM', onEarlySignal);
 // `ps` and /proc show "gatehouse" from here on (and a test knows the signal handling is in place).
 process.title = 'gatehouse';
-const { runCli } = await import('./cli.js');
+// `gatehouse run`: stdout carries the result alone; a library that logs through console goes to stderr.
+if (process.argv[2] === 'run') {
+  for (const m of ['log', 'info', 'debug'] as const) console[m] = (...a: unknown[]) => console.error(...a);
+}
+// `gatehouse run` loads only what it needs: attached to a running service it never loads the agent.
+const { runCli } = process.argv[2] === 'run' ? { runCli: (argv: string[], io: Parameters<typeof import('./cli.js').runCli>[1]) => import('./headless/command.js').then((c) => c.runCommand(argv.slice(1), io)) } : await import('./cli.js');
 
 const exitCode = runCli(process.argv.slice(2), {
   env: process.env,

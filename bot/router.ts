@@ -6,6 +6,8 @@
  * A turn that queues behind a run waiting on a human is accepted with a reply saying what it waits
  * for ("Queued: waiting for an approval on deploy first; /stop to cancel it."). Refused strangers are
  * audited; message text is logged at debug only.
+ * In the terminal chat only, a line starting with "! " runs as an operator command (bot/operator-shell.ts)
+ * and its bounded output goes along with the next turn.
  * Policy decisions (who may talk, who may approve) are made in policies/, not here.
  */
 import type { ActionResult, AdapterSink, InboundAction, InboundMessage, MessageResult } from '../adapters/types.js';
@@ -15,6 +17,7 @@ import type { ContentBlock } from '../agent/messages.js';
 import type { Runner } from '../agent/runner.js';
 import { OnceNotifier, checkAccess, createRateLimiter, rateLimitReply, type RateLimiter } from '../policies/access.js';
 import { agentForConversation, type Config } from './config.js';
+import type { OperatorShell } from './operator-shell.js';
 
 const DEDUPE_TTL_MS = 24 * 3600_000;
 
@@ -27,6 +30,8 @@ export interface RouterOptions {
   log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
   /** The audit trail: strangers refused. */
   audit?: Audit;
+  /** `! cmd` in the terminal chat (bot/operator-shell.ts); never offered to a chat platform. */
+  operatorShell?: OperatorShell;
 }
 
 export class Router implements AdapterSink {
@@ -34,6 +39,8 @@ export class Router implements AdapterSink {
   private readonly limiter: RateLimiter;
   /** Event ids seen in this process: closes the window between a dedupe read and its write. */
   private readonly recent = new Set<string>();
+  /** Operator shell output waiting to go along with the conversation's next turn. */
+  private readonly shellContext = new Map<string, string[]>();
 
   constructor(private readonly opts: RouterOptions) {
     this.limiter = createRateLimiter(opts.config.access.rateLimit);
@@ -79,17 +86,26 @@ export class Router implements AdapterSink {
       return { accepted: true, reply: 'Started a new conversation: I have forgotten what was said here before.' };
     }
     if (command === '/help' || command === '/start') return { accepted: true, reply: helpText(agent.name, agent.tools, agent.tier) };
+    // The terminal chat's user is the operator at the keyboard; on a chat platform "! " is just text.
+    if (msg.platform === 'console' && this.opts.operatorShell && msg.text.startsWith('! ') && msg.text.slice(2).trim() !== '') {
+      const r = await this.opts.operatorShell(key, agent.name, msg.text.slice(2).trim());
+      if (r.context) this.shellContext.set(key, [...(this.shellContext.get(key) ?? []), r.context]);
+      return { accepted: true, reply: r.reply };
+    }
 
     if (msg.text.trim() !== '' && (await this.opts.broker.answerTyped(key, msg.sender, msg.text.trim()))) {
       return { accepted: true };
     }
     if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
 
-    const attachments: ContentBlock[] = msg.attachments.map((a) =>
+    const shell = this.shellContext.get(key) ?? [];
+    this.shellContext.delete(key);
+    const attachments: ContentBlock[] = shell.map((text): ContentBlock => ({ type: 'text', text }));
+    attachments.push(...msg.attachments.map((a): ContentBlock =>
       a.kind === 'image'
         ? { type: 'image', source: { type: 'base64', media_type: a.mimeType, data: a.data } }
         : { type: 'text', text: `<attachment name="${a.name.replace(/"/g, "'")}">\n${a.data}\n</attachment>` },
-    );
+    ));
     // Resolves once the turn is stored (not when it has run): a restart after this still runs it.
     // Told before it is queued: a run parked on a human holds the lane until someone decides.
     // (Busy and a card pending: also right after a restart, before the resumed run is parked again.)

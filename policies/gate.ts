@@ -25,6 +25,11 @@ export interface AgentPolicy {
   autoApprovedCommands: readonly string[];
   /** Approver ids per platform (`role:<id>` on Discord). */
   approvers: Readonly<Record<string, readonly string[] | undefined>>;
+  /**
+   * Where nobody can be bound as an approver (an unattended headless run): what would let the call
+   * run, said in the decline instead of "bind an approver".
+   */
+  noApproverFix?: string;
 }
 
 export interface GateRequest {
@@ -129,7 +134,7 @@ function askOrDecline(
   const approvers = policy.approvers[req.platform] ?? [];
   if (approvers.length > 0) return { action: 'ask', tier, why, always };
   const key = `agents.${policy.name}.approvers.${req.platform}`;
-  const fixes = [`bind an approver for ${req.platform} (add their user id to ${key} in gatehouse.yaml)`];
+  const fixes = [policy.noApproverFix ?? `bind an approver for ${req.platform} (add their user id to ${key} in gatehouse.yaml)`];
   if (!req.hasOptions) {
     if (req.command !== undefined) fixes.push(`add the command to agents.${policy.name}.autoApprovedCommands`);
     else fixes.push(`add ${req.toolName} to agents.${policy.name}.autoApprovedTools`);
@@ -139,7 +144,7 @@ function askOrDecline(
     action: 'deny',
     absolute: false,
     reason:
-      `Declined: ${req.toolName} needs approval (${why}) and no approver is bound for ${req.platform} here, ` +
+      `Declined: ${req.toolName} needs approval (${why}) and ${policy.noApproverFix ? 'nobody is there to approve it' : `no approver is bound for ${req.platform} here`}, ` +
       `so nobody can approve it. Do not retry it; find another way with the tools you may use, or tell the user. ` +
       `An operator could: ${fixes.join('; or ')}.`,
   };

@@ -1,0 +1,331 @@
+/**
+ * `gatehouse run`: one message to an agent, for scripts, CI and home-made bridges.
+ *
+ *   gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
+ *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"
+ *
+ * Contract:
+ * - stdout carries the result and nothing else: with --json exactly one JSON object
+ *   `{ok, answer?, error?, costUSD, costKnown, usage, conversation}` and a newline; without it, the
+ *   answer text. Logs, prompts and events go to stderr.
+ * - Exit 0: answered. 1: the run failed (model error, timeout, stopped). 2: usage or config error.
+ * - The message is the arguments after the options (joined by spaces), or stdin when there are none
+ *   and stdin is not used for answers.
+ * - --events CATS (comma list of tools, text, reasoning, usage, approval, question, all): NDJSON on
+ *   stderr, one event a line; `error` events are always written. String fields longer than
+ *   EVENT_STRING_MAX (2000) characters are cut (marked `…[cut N chars]`), except in question events
+ *   (`question_asked`, `user_input_required`), which are never cut. `reasoning` is accepted; the model
+ *   client emits no reasoning events yet.
+ * - Interactive when --interactive-stdin is given, or stdin is a terminal and CI is not "true".
+ *   With --interactive-stdin, `user_input_required` / `approval_required` lines are written to stderr
+ *   whatever --events says, and answered by JSON lines on stdin:
+ *     {"type":"user_input_response","requestId":"…","value":"<suggestion value or typed answer>"}
+ *     {"type":"approval_response","requestId":"…","value":"approve"|"always"|"deny"|"<option id>"}
+ *   A line that does not parse gets an `error` event and changes nothing. An empty value is no answer;
+ *   so is every open or later request once stdin has ended.
+ *   On a terminal without the flag, a numbered prompt on stderr instead.
+ * - When a service runs on this machine (./attach.ts finds its socket and token in the data folder),
+ *   the run goes through it; otherwise it runs in this process on the same store.
+ */
+import { createInterface, type Interface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { TIERS } from '../../policies/tiers.js';
+import { dirname, resolve } from 'node:path';
+import type { CliIO } from '../cli.js';
+import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
+import { HeadlessResponse, HeadlessUsageError, type HeadlessMessage, type HeadlessRequest, type HeadlessResult } from './protocol.js';
+
+export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
+              [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"`;
+
+export const EVENT_CATEGORIES = ['tools', 'text', 'reasoning', 'usage', 'approval', 'question', 'all'] as const;
+export const EVENT_STRING_MAX = 2000;
+
+const CATEGORY_OF: Record<string, string> = {
+  tool_started: 'tools',
+  tool_finished: 'tools',
+  text: 'text',
+  usage: 'usage',
+  approval_asked: 'approval',
+  approval_resolved: 'approval',
+  approval_required: 'approval',
+  question_asked: 'question',
+  question_answered: 'question',
+  user_input_required: 'question',
+  request_closed: 'approval',
+  run_started: 'all',
+  run_finished: 'all',
+  answer: 'all',
+};
+const NEVER_CUT = new Set(['question_asked', 'user_input_required']);
+
+interface RunArgs {
+  request: HeadlessRequest;
+  json: boolean;
+  events: Set<string>;
+  interactiveFlag: boolean;
+}
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): { args: Omit<RunArgs, 'request'> & { agent?: string; conversation?: string; approvalPolicy?: string; timeoutSeconds?: number }; words: string[] } {
+  const out: ReturnType<typeof parseArgs>['args'] = { json: false, events: new Set(), interactiveFlag: false };
+  const words: string[] = [];
+  const value = (i: number, name: string): string => {
+    const v = argv[i + 1];
+    if (v === undefined) throw new UsageError(`${name} needs a value`);
+    return v;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      words.push(...argv.slice(i + 1));
+      break;
+    }
+    const eq = a.indexOf('=');
+    const [flag, inline] = a.startsWith('--') && eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
+    const take = (): string => {
+      if (inline !== undefined) return inline;
+      i++;
+      return value(i - 1, flag);
+    };
+    switch (flag) {
+      case '--json':
+        out.json = true;
+        break;
+      case '--interactive-stdin':
+        out.interactiveFlag = true;
+        break;
+      case '--agent':
+        out.agent = take();
+        break;
+      case '--conversation':
+        out.conversation = take();
+        break;
+      case '--approval-policy': {
+        const v = take();
+        if (!(TIERS as readonly string[]).includes(v)) throw new UsageError(`--approval-policy must be one of ${TIERS.join(', ')}; got "${v}"`);
+        out.approvalPolicy = v;
+        break;
+      }
+      case '--timeout': {
+        const v = take();
+        const n = Number(v);
+        if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--timeout must be a positive number of seconds; got "${v}"`);
+        out.timeoutSeconds = n;
+        break;
+      }
+      case '--events': {
+        for (const c of take().split(',').map((s) => s.trim()).filter(Boolean)) {
+          if (!(EVENT_CATEGORIES as readonly string[]).includes(c)) throw new UsageError(`--events: unknown category "${c}" (one of ${EVENT_CATEGORIES.join(', ')})`);
+          out.events.add(c);
+        }
+        break;
+      }
+      default:
+        if (a.startsWith('--')) throw new UsageError(`unknown option ${a}`);
+        words.push(a);
+    }
+  }
+  return { args: out, words };
+}
+
+async function readAll(stream: Readable): Promise<string> {
+  let s = '';
+  for await (const c of stream) s += typeof c === 'string' ? c : (c as Buffer).toString('utf8');
+  return s;
+}
+
+/** Cuts long strings of an event for the stream (question events are never cut). */
+export function cutEvent(m: Record<string, unknown>): Record<string, unknown> {
+  if (NEVER_CUT.has(String(m.type))) return m;
+  const cut = (v: unknown): unknown => {
+    if (typeof v === 'string') return v.length > EVENT_STRING_MAX ? `${v.slice(0, EVENT_STRING_MAX)}…[cut ${v.length - EVENT_STRING_MAX} chars]` : v;
+    if (Array.isArray(v)) return v.map(cut);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, cut(x)]));
+    return v;
+  };
+  return cut(m) as Record<string, unknown>;
+}
+
+export async function runCommand(argv: string[], io: CliIO): Promise<number> {
+  const err = (line: string) => io.stderr.write(line + '\n');
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs(argv);
+  } catch (e) {
+    err(`gatehouse run: ${(e as Error).message}\nUsage: ${RUN_USAGE}`);
+    return 2;
+  }
+  const { args, words } = parsed;
+  const stdinTTY = (io.stdin as { isTTY?: boolean } | undefined)?.isTTY === true;
+  const ciMode = (io.env.CI ?? '').toLowerCase() === 'true';
+  const promptMode = !args.interactiveFlag && stdinTTY && !ciMode;
+  const interactive = args.interactiveFlag || promptMode;
+  let message = words.join(' ');
+  if (words.length === 0) {
+    if (interactive || !io.stdin) {
+      err(`gatehouse run: give the message as an argument (stdin is used for answers here)\nUsage: ${RUN_USAGE}`);
+      return 2;
+    }
+    message = (await readAll(io.stdin)).replace(/\r?\n$/, '');
+  }
+  if (message.trim() === '') {
+    err(`gatehouse run: the message is empty\nUsage: ${RUN_USAGE}`);
+    return 2;
+  }
+  const request: HeadlessRequest = { message, interactive };
+  if (args.agent !== undefined) request.agent = args.agent;
+  if (args.conversation !== undefined) request.conversation = args.conversation;
+  if (args.approvalPolicy !== undefined) request.approvalPolicy = args.approvalPolicy as (typeof TIERS)[number];
+  if (args.timeoutSeconds !== undefined) request.timeoutSeconds = args.timeoutSeconds;
+
+  const all = args.events.has('all');
+  const writeEvent = (m: Record<string, unknown>) => io.stderr.write(JSON.stringify(cutEvent(m)) + '\n');
+  const streaming = args.events.size > 0 || args.interactiveFlag;
+  const wants = (type: string): boolean => {
+    if (!streaming) return false;
+    if (type === 'error') return true;
+    if (args.interactiveFlag && (type === 'user_input_required' || type === 'approval_required')) return true;
+    const cat = CATEGORY_OF[type];
+    return all || (cat !== undefined && args.events.has(cat));
+  };
+
+  // Answers: from stdin lines (the protocol, or the terminal prompt).
+  let respond: (r: HeadlessResponse) => Promise<{ accepted: boolean; notice?: string }> = async () => ({ accepted: false, notice: 'not connected' });
+  let rl: Interface | undefined;
+  const pending: Array<{ m: HeadlessMessage & { type: 'user_input_required' | 'approval_required' } }> = [];
+  const prompt = (m: HeadlessMessage & { type: 'user_input_required' | 'approval_required' }) => {
+    const options = m.type === 'user_input_required' ? m.suggestions : m.choices;
+    const lines = m.type === 'user_input_required' ? [`? ${m.question}`] : [`! ${m.title}`, ...m.body.split('\n').map((l) => `  ${l}`), ...(m.preview ? m.preview.split('\n').map((l) => `    ${l}`) : [])];
+    options.forEach((o, i) => lines.push(`  [${i + 1}] ${o.label}${o.description ? ` — ${o.description}` : ''}`));
+    lines.push(m.type === 'user_input_required' && m.allowCustom ? 'Number or your answer (empty: no answer)> ' : 'Number (empty: no answer)> ');
+    io.stderr.write(lines.join('\n'));
+  };
+  const onLine = async (raw: string) => {
+    const line = raw.trim();
+    if (promptMode) {
+      const head = pending.shift();
+      if (!head) return;
+      const m = head.m;
+      const options = m.type === 'user_input_required' ? m.suggestions : m.choices;
+      const n = /^\d+$/.test(line) ? Number(line) : NaN;
+      const value = Number.isInteger(n) && n >= 1 && n <= options.length ? options[n - 1]!.value : line;
+      const r = await respond({ type: m.type === 'user_input_required' ? 'user_input_response' : 'approval_response', requestId: m.requestId, value });
+      if (!r.accepted) {
+        err(`  (${r.notice ?? 'not accepted'})`);
+        pending.unshift(head);
+        prompt(m);
+      }
+      return;
+    }
+    if (!line) return;
+    let body: unknown;
+    try {
+      body = JSON.parse(line);
+    } catch {
+      writeEvent({ type: 'error', message: `stdin: not a JSON line: ${line.slice(0, 200)}` });
+      return;
+    }
+    const r = HeadlessResponse.safeParse(body);
+    if (!r.success) {
+      writeEvent({ type: 'error', message: `stdin: not a user_input_response / approval_response: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      return;
+    }
+    const done = await respond(r.data).catch((e: unknown) => ({ accepted: false, notice: (e as Error).message }));
+    if (!done.accepted) writeEvent({ type: 'error', message: `stdin: ${r.data.requestId}: ${done.notice ?? 'not accepted'}` });
+  };
+  // Requests not answered yet; once stdin has ended, each gets "no answer" at once instead of waiting
+  // for its timeout.
+  const unanswered = new Map<string, 'user_input_response' | 'approval_response'>();
+  let stdinEnded = false;
+  const noAnswer = (requestId: string, type: 'user_input_response' | 'approval_response') =>
+    void respond({ type, requestId, value: null }).catch(() => undefined);
+  if (interactive && io.stdin) {
+    rl = createInterface({ input: io.stdin, terminal: false });
+    rl.on('line', (l) => void onLine(l));
+    rl.on('close', () => {
+      stdinEnded = true;
+      for (const [id, type] of unanswered) noAnswer(id, type);
+    });
+  }
+
+  const onMessage = (m: HeadlessMessage) => {
+    if (m.type === 'user_input_required' || m.type === 'approval_required') {
+      const type = m.type === 'user_input_required' ? 'user_input_response' : 'approval_response';
+      unanswered.set(m.requestId, type);
+      if (stdinEnded) noAnswer(m.requestId, type);
+    }
+    if (m.type === 'request_closed') unanswered.delete(m.requestId);
+    if (wants(m.type)) writeEvent(m as unknown as Record<string, unknown>);
+    if (promptMode && (m.type === 'user_input_required' || m.type === 'approval_required')) {
+      pending.push({ m });
+      if (pending.length === 1) prompt(m);
+    }
+    if (promptMode && m.type === 'request_closed') {
+      const i = pending.findIndex((p) => p.m.requestId === m.requestId);
+      if (i >= 0) pending.splice(i, 1);
+    }
+  };
+
+  let result: HeadlessResult;
+  try {
+    result = await execute(io, request, onMessage, (r) => (respond = r), args.events.size > 0);
+  } catch (e) {
+    rl?.close();
+    if (e instanceof HeadlessUsageError) {
+      err(`gatehouse run: ${e.message}`);
+      return 2;
+    }
+    const { ConfigError, formatConfigError } = await import('../config.js');
+    if (e instanceof ConfigError) {
+      err(formatConfigError(e));
+      return 2;
+    }
+    if (args.json) io.stdout.write(JSON.stringify({ ok: false, error: (e as Error).message, costUSD: 0, costKnown: true, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, conversation: args.conversation ?? null }) + '\n');
+    if (streaming) writeEvent({ type: 'error', message: (e as Error).message });
+    else err(`gatehouse run: ${(e as Error).message}`);
+    return 1;
+  }
+  rl?.close();
+  if (args.json) io.stdout.write(JSON.stringify(result) + '\n');
+  else if (result.ok) io.stdout.write((result.answer ?? '') + '\n');
+  if (!result.ok && !streaming) err(`gatehouse run: ${result.error ?? 'the run failed'}`);
+  return result.ok ? 0 : 1;
+}
+
+/** Through the running service when there is one, else in this process. */
+async function execute(
+  io: CliIO,
+  request: HeadlessRequest,
+  onMessage: (m: HeadlessMessage) => void,
+  setRespond: (r: (x: HeadlessResponse) => Promise<{ accepted: boolean; notice?: string }>) => void,
+  eventsOn: boolean,
+): Promise<HeadlessResult> {
+  // The service's folder comes from GATEHOUSE_STORE alone (environment, then .env), so an attached run
+  // never loads the configuration or the agent: the service has its own.
+  const service = findService(await dataDirFromEnv(io));
+  if (service) {
+    try {
+      setRespond((r) => attachRespond(service, r));
+      return await attachRun(service, request, onMessage);
+    } catch (e) {
+      if (!(e instanceof AttachUnavailable)) throw e;
+      // Stale files from a service that is gone: run here.
+    }
+  }
+  const { readConfig } = await import('../cli.js');
+  const config = readConfig(io);
+  const { runInProcess } = await import('./in-process.js');
+  return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
+}
+
+/** The data folder (the SQLite store's), as bot/reload.ts dataDirOf finds it, from the environment and .env. */
+async function dataDirFromEnv(io: CliIO): Promise<string> {
+  const { loadDotEnv, storeFromEnv } = await import('../env.js');
+  const env = { ...io.env };
+  loadDotEnv(env, io.cwd);
+  const { store } = storeFromEnv(env, io.cwd);
+  return store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data');
+}
+

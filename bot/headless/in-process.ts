@@ -1,0 +1,54 @@
+/**
+ * `gatehouse run` without a running service: the agent is loaded in this process, on the same store
+ * (SQLite file) the service uses, with no adapter started and no waiting chat run resumed. The log
+ * goes to stderr only (stdout is the result's): at warn and above, as `{"type":"log"}` event lines
+ * when --events is on so the stream stays NDJSON.
+ */
+import type { Writable } from 'node:stream';
+import { createAnthropicModel } from '../../agent/model.js';
+import { createGatehouse } from '../app.js';
+import type { CliIO } from '../cli.js';
+import type { Config } from '../config.js';
+import { auditTo, createLogger, levelRank, secretValues, type Log } from '../log.js';
+import { openStorage } from '../storage.js';
+import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './runs.js';
+
+export async function runInProcess(
+  io: CliIO,
+  config: Config,
+  request: HeadlessRequest,
+  onMessage: (m: HeadlessMessage) => void,
+  setRespond: (r: (x: HeadlessResponse) => Promise<{ accepted: boolean; notice?: string }>) => void,
+  eventsOn: boolean,
+): Promise<HeadlessResult> {
+  const log = stderrLog(io.stderr, config, io.env, eventsOn);
+  const model = createAnthropicModel({
+    apiKey: config.anthropic.apiKey ?? 'not-needed',
+    ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
+    onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
+  });
+  const storage = await openStorage(config.store, (m) => log('error', m));
+  try {
+    const gatehouse = await createGatehouse({ config, storage, model, adapters: [], log, audit: auditTo(log) });
+    try {
+      setRespond((r) => gatehouse.headless.respond(r));
+      return await gatehouse.headless.run(request, onMessage);
+    } finally {
+      await gatehouse.stop({ graceMs: 0 });
+    }
+  } finally {
+    await storage.close();
+  }
+}
+
+function stderrLog(stderr: Writable, config: Config, env: Record<string, string | undefined>, eventsOn: boolean): Log {
+  const level = levelRank(config.logLevel) < levelRank('warn') ? 'warn' : config.logLevel;
+  if (!eventsOn) return createLogger({ level, destination: stderr, secrets: secretValues(env) }).log;
+  const secrets = secretValues(env).filter((s) => s.length >= 6);
+  return (lvl, msg) => {
+    if (levelRank(lvl) < levelRank(level)) return;
+    let message = msg;
+    for (const s of secrets) message = message.split(s).join('[redacted]');
+    stderr.write(JSON.stringify({ type: 'log', level: lvl, message }) + '\n');
+  };
+}
