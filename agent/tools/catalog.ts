@@ -5,7 +5,7 @@
 import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
-import { builtinFileTools, builtinMiscTools } from './builtin/index.js';
+import { builtinFileTools, builtinManageTools, builtinMiscTools } from './builtin/index.js';
 import type { SandboxPolicy } from './sandbox/index.js';
 
 export interface CatalogOptions {
@@ -18,6 +18,7 @@ export interface CatalogOptions {
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
   return new ToolRegistry([
     ...builtinFileTools(),
+    ...builtinManageTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),
     executeCommandTool({

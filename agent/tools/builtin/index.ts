@@ -4,6 +4,7 @@
  */
 import type { AnyTool, Tool } from '../types.js';
 import { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from './files.js';
+import { cpTool, mkdirTool, mvTool, rmTool } from './files/manage.js';
 import { getTimeTool, type GetTimeOptions } from './time.js';
 import { listTodosTool, manageTodosTool } from './todos.js';
 
@@ -15,6 +16,11 @@ function erase<I>(tool: Tool<I>): AnyTool {
 /** read_file, ls, find, grep (read-only); write_file, edit_file (low-risk, two-phase). */
 export function builtinFileTools(): AnyTool[] {
   return [erase(readFileTool()), erase(lsTool()), erase(findTool()), erase(grepTool()), erase(writeFileTool()), erase(editFileTool())];
+}
+
+/** mkdir, rm, mv, cp (high-risk, two-phase: the card lists what is created, removed or overwritten). */
+export function builtinManageTools(): AnyTool[] {
+  return [erase(mkdirTool()), erase(rmTool()), erase(mvTool()), erase(cpTool())];
 }
 
 /** get_time, list_todos (read-only); manage_todos (low-risk). */
