@@ -194,7 +194,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
     let r = registries.get(id);
     if (!r) {
-      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox });
+      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox, network: () => config.agents[agent.name]?.network });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }

@@ -36,6 +36,7 @@ import { DESCRIPTORS, PLATFORM_SECRETS } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
+import { networkSchema, type NetworkConfig } from '../agent/tools/builtin/web/config.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
@@ -59,6 +60,8 @@ export interface AgentConfig extends AgentSettings {
   commandTimeoutMs: number;
   sandbox: SandboxMode;
   sandboxNetwork: boolean;
+  /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
+  network: NetworkConfig;
 }
 
 export interface Route {
@@ -289,6 +292,7 @@ function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    network: networkSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -599,6 +603,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      network: { allow: [...(layer.network?.allow ?? [])] },
     };
   }
 

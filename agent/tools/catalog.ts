@@ -5,7 +5,8 @@
 import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
-import { builtinFileTools, builtinManageTools, builtinMiscTools } from './builtin/index.js';
+import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinWebTools } from './builtin/index.js';
+import type { NetworkConfig } from './builtin/web/config.js';
 import type { SandboxPolicy } from './sandbox/index.js';
 
 export interface CatalogOptions {
@@ -13,12 +14,15 @@ export interface CatalogOptions {
   commandTimeoutMs?: number;
   /** Where execute_command runs (default: bubblewrap, network off). */
   sandbox?: SandboxPolicy;
+  /** The agent's live `network` settings (web_fetch / http_request read network.allow at each call). */
+  network?: () => NetworkConfig | undefined;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
   return new ToolRegistry([
     ...builtinFileTools(),
     ...builtinManageTools(),
+    ...builtinWebTools(opts.network ? { network: opts.network } : {}),
     ...builtinMiscTools(),
     askUserQuestionTool(),
     executeCommandTool({

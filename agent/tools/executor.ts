@@ -31,6 +31,7 @@ const ProposalSchema = z.object({
   preview: z.string().optional(),
   options: z.array(z.object({ id: z.string(), label: z.string() })).optional(),
   command: z.string().optional(),
+  tier: z.enum(['read-only', 'low-risk', 'high-risk']).optional(),
   data: z.unknown().optional(),
 });
 
@@ -218,7 +219,7 @@ function cardBody(summary: string, d: Extract<GateDecision, { action: 'ask' }>):
 async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {
   if (state.proposal.options && state.proposal.options.length > 0) return false;
   const d = await decide(
-    { toolName: tool.name, toolTier: tool.tier, platform: ctx.platform, hasOptions: false, ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}) },
+    { toolName: tool.name, toolTier: state.proposal.tier ?? tool.tier, platform: ctx.platform, hasOptions: false, ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}) },
     ctx.policy,
     // Re-check against allowlists only: no new classifier call, a non-allowlisted call stays asked.
     { classify: async () => ({ tier: 'high-risk' }) },
@@ -294,7 +295,7 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
   const decision = await decide(
     {
       toolName: tool.name,
-      toolTier: tool.tier,
+      toolTier: proposal?.tier ?? tool.tier,
       platform: ctx.platform,
       hasOptions: (proposal?.options?.length ?? 0) > 0,
       ...(proposal?.command !== undefined ? { command: proposal.command } : {}),

@@ -5,6 +5,7 @@
 import type { AnyTool, Tool } from '../types.js';
 import { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from './files.js';
 import { cpTool, mkdirTool, mvTool, rmTool } from './files/manage.js';
+import { httpRequestTool, webFetchTool, type WebToolOptions } from './web/tools.js';
 import { getTimeTool, type GetTimeOptions } from './time.js';
 import { listTodosTool, manageTodosTool } from './todos.js';
 
@@ -21,6 +22,11 @@ export function builtinFileTools(): AnyTool[] {
 /** mkdir, rm, mv, cp (high-risk, two-phase: the card lists what is created, removed or overwritten). */
 export function builtinManageTools(): AnyTool[] {
   return [erase(mkdirTool()), erase(rmTool()), erase(mvTool()), erase(cpTool())];
+}
+
+/** web_fetch (read-only), http_request (GET/HEAD read-only, other methods high-risk). */
+export function builtinWebTools(opts: WebToolOptions = {}): AnyTool[] {
+  return [erase(webFetchTool(opts)), erase(httpRequestTool(opts))];
 }
 
 /** get_time, list_todos (read-only); manage_todos (low-risk). */
