@@ -5,7 +5,7 @@
 import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
-import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinWebTools } from './builtin/index.js';
+import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinPdfTools, builtinWebTools } from './builtin/index.js';
 import type { NetworkConfig } from './builtin/web/config.js';
 import type { SandboxPolicy } from './sandbox/index.js';
 
@@ -23,6 +23,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     ...builtinFileTools(),
     ...builtinManageTools(),
     ...builtinWebTools(opts.network ? { network: opts.network } : {}),
+    ...builtinPdfTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),
     executeCommandTool({

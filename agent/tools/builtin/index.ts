@@ -6,6 +6,7 @@ import type { AnyTool, Tool } from '../types.js';
 import { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from './files.js';
 import { cpTool, mkdirTool, mvTool, rmTool } from './files/manage.js';
 import { httpRequestTool, webFetchTool, type WebToolOptions } from './web/tools.js';
+import { pdfPageCountTool, readPdfTool } from './pdf.js';
 import { getTimeTool, type GetTimeOptions } from './time.js';
 import { listTodosTool, manageTodosTool } from './todos.js';
 
@@ -27,6 +28,11 @@ export function builtinManageTools(): AnyTool[] {
 /** web_fetch (read-only), http_request (GET/HEAD read-only, other methods high-risk). */
 export function builtinWebTools(opts: WebToolOptions = {}): AnyTool[] {
   return [erase(webFetchTool(opts)), erase(httpRequestTool(opts))];
+}
+
+/** read_pdf, pdf_page_count (read-only). */
+export function builtinPdfTools(): AnyTool[] {
+  return [erase(readPdfTool()), erase(pdfPageCountTool())];
 }
 
 /** get_time, list_todos (read-only); manage_todos (low-risk). */
