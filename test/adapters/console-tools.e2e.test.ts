@@ -129,6 +129,25 @@ agents:
   expect(lastToolResult()).toContain('HTTP 201 Created');
 });
 
+test('http_request GET is rated read-only per call: it runs without a card on a read-only agent', async () => {
+  start(`
+agents:
+  default:
+    model: claude-sonnet-5-5
+    tools: [http_request]
+    workspace: ./ws
+    approvers: { console: [local] }
+    network:
+      allow: [127.0.0.1]
+`);
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push({ toolUses: [{ name: 'http_request', input: { method: 'GET', url: `${apiUrl}/issues/42` } }] }, { text: 'Issue 42 exists.' });
+  type('is there an issue 42?');
+  await waitFor('answer', () => screen.includes('Issue 42 exists.'));
+  expect(screen).not.toContain('Approve http_request?');
+  expect(hits).toEqual([{ method: 'GET', body: '' }]);
+});
+
 test('web_fetch runs without asking on a read-only agent, and a loopback address not in network.allow is refused', async () => {
   start(`
 agents:

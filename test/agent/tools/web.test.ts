@@ -237,3 +237,11 @@ describe('http_request', () => {
     expect(other.hits[0]!.headers.authorization).toBeUndefined();
   });
 });
+
+test('status lines and cards read as words, never as JSON', async () => {
+  const { summarizeCall } = await import('../../../agent/tools/summary.js');
+  expect(summarizeCall('web_fetch', { url: 'https://example.com/docs', maxChars: 2000 })).toBe('web_fetch url: https://example.com/docs, maxChars: 2000');
+  expect(summarizeCall('read_pdf', { path: 'specs/api.pdf', pages: '1-3' })).toBe('read_pdf path: specs/api.pdf, pages: 1-3');
+  const card = await propose(httpRequestTool(), { method: 'DELETE', url: 'https://api.example.com/items/7' }, ctx);
+  expect(card.summary).toBe('http_request DELETE https://api.example.com/items/7');
+});
