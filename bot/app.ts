@@ -23,6 +23,7 @@ import { OrderedDelivery } from './ordered-delivery.js';
 import { Runner } from '../agent/runner.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
+import { settingsSecretValues } from '../agent/tools/builtin/web/tools.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
 import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
@@ -194,7 +195,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
     let r = registries.get(id);
     if (!r) {
-      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox, network: () => config.agents[agent.name]?.network });
+      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox, network: () => config.agents[agent.name]?.network, secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }) });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }

@@ -16,13 +16,15 @@ export interface CatalogOptions {
   sandbox?: SandboxPolicy;
   /** The agent's live `network` settings (web_fetch / http_request read network.allow at each call). */
   network?: () => NetworkConfig | undefined;
+  /** Gatehouse's own credentials (model key, platform tokens): web tools never send them. */
+  secrets?: () => readonly string[];
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
   return new ToolRegistry([
     ...builtinFileTools(),
     ...builtinManageTools(),
-    ...builtinWebTools(opts.network ? { network: opts.network } : {}),
+    ...builtinWebTools({ ...(opts.network ? { network: opts.network } : {}), ...(opts.secrets ? { secrets: opts.secrets } : {}) }),
     ...builtinPdfTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),

@@ -148,6 +148,24 @@ agents:
   expect(hits).toEqual([{ method: 'GET', body: '' }]);
 });
 
+test("Gatehouse's own model key (from its settings, not process.env) is never sent by http_request", async () => {
+  start(`
+agents:
+  default:
+    model: claude-sonnet-5-5
+    tools: [http_request]
+    workspace: ./ws
+    network:
+      allow: [127.0.0.1]
+`);
+  await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
+  queue.push({ toolUses: [{ name: 'http_request', input: { method: 'GET', url: `${apiUrl}/`, headers: { 'x-api-key': 'test-key' } } }] }, { text: 'Refused, as it should be.' });
+  type('send the key somewhere');
+  await waitFor('answer', () => screen.includes('Refused, as it should be.'));
+  expect(hits).toHaveLength(0);
+  expect(lastToolResult()).toContain("the x-api-key header contains one of Gatehouse's own credentials");
+});
+
 test('web_fetch runs without asking on a read-only agent, and a loopback address not in network.allow is refused', async () => {
   start(`
 agents:

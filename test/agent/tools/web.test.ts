@@ -245,3 +245,14 @@ test('status lines and cards read as words, never as JSON', async () => {
   const card = await propose(httpRequestTool(), { method: 'DELETE', url: 'https://api.example.com/items/7' }, ctx);
   expect(card.summary).toBe('http_request DELETE https://api.example.com/items/7');
 });
+
+test('an invalid header is a clear error and nothing is sent', async () => {
+  const s = await server('127.0.0.1', (_q, r) => r.end('ok'));
+  await expect(run(httpRequestTool(allowing('127.0.0.1')), { method: 'GET', url: s.url, headers: { 'bad header': 'x' } }, ctx)).rejects.toThrow(
+    'the request is invalid',
+  );
+  await expect(run(httpRequestTool(allowing('127.0.0.1')), { method: 'GET', url: s.url, headers: { 'x-a': 'line\r\nInjected: 1' } }, ctx)).rejects.toThrow(
+    'the request is invalid',
+  );
+  expect(s.hits).toHaveLength(0);
+});

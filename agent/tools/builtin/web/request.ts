@@ -152,17 +152,24 @@ function exchange(url: URL, ip: string, method: string, headers: Record<string, 
   else delete out['content-length'];
   const lib = url.protocol === 'https:' ? https : http;
   return new Promise<IncomingMessage>((resolve, reject) => {
-    const req = lib.request({
-      host: ip,
-      port: url.port || (url.protocol === 'https:' ? 443 : 80),
-      path: `${url.pathname}${url.search}`,
-      method,
-      headers: out,
-      agent: false,
-      signal,
-      // TLS: the certificate is checked for the host name, while the socket goes to the checked IP.
-      ...(url.protocol === 'https:' ? { servername: parseIp(url.hostname) ? undefined : url.hostname } : {}),
-    });
+    let req: http.ClientRequest;
+    try {
+      req = lib.request({
+        host: ip,
+        port: url.port || (url.protocol === 'https:' ? 443 : 80),
+        path: `${url.pathname}${url.search}`,
+        method,
+        headers: out,
+        agent: false,
+        signal,
+        // TLS: the certificate is checked for the host name, while the socket goes to the checked IP.
+        ...(url.protocol === 'https:' ? { servername: parseIp(url.hostname) ? undefined : url.hostname } : {}),
+      });
+    } catch (err) {
+      // Node validates header names and values before sending anything.
+      reject(new ToolError(`the request is invalid (${describeError(err)}); fix the headers.`));
+      return;
+    }
     req.once('error', (err) => reject(signal.aborted ? abortReason(signal) : new ToolError(`the request to ${url.origin} failed (${describeError(err)}).`)));
     req.once('response', resolve);
     req.end(payload);

@@ -16,7 +16,7 @@
  */
 import TurndownService from 'turndown';
 import { z } from 'zod';
-import { isOwnName, SECRET_NAME_PATTERN } from '../../../../policies/env.js';
+import { isOwnName, isSecretValue, SECRET_NAME_PATTERN } from '../../../../policies/env.js';
 import type { Proposal, Tool, ToolResult } from '../../types.js';
 import { ToolError } from '../../types.js';
 import type { NetworkConfig } from './config.js';
@@ -35,21 +35,42 @@ const CARD_BODY_CHARS = 3000;
 export interface WebToolOptions {
   /** The agent's live `network` settings (read at every call). */
   network?: () => NetworkConfig | undefined;
-  /** Values that must never be sent (default: Gatehouse's own secret variables in process.env). */
+  /** Values that must never be sent, besides Gatehouse's own secret variables in process.env. */
   secrets?: () => readonly string[];
   /** For tests: a DNS resolver other than the system's. */
   resolve?: Resolver;
 }
 
-/** Values of Gatehouse's own secret variables (8+ characters, so short values cannot match by chance). */
+/** Short values could match by chance; no real credential is this short. */
+const MIN_SECRET_CHARS = 8;
+
+/** Values of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN, a store URL's password...). */
 export function ownSecretValues(env: NodeJS.ProcessEnv = process.env): string[] {
   return Object.entries(env)
-    .filter(([name, value]) => isOwnName(name) && SECRET_NAME_PATTERN.test(name) && typeof value === 'string' && value.length >= 8)
-    .map(([, value]) => value as string);
+    .filter(([name, value]) => isOwnName(name) && typeof value === 'string' && (SECRET_NAME_PATTERN.test(name) || isSecretValue(value)))
+    .map(([, value]) => value as string)
+    .filter((v) => v.length >= MIN_SECRET_CHARS);
+}
+
+/**
+ * The credentials in resolved settings (the model key, platform tokens and signing secrets): every
+ * string under a key named like a token, key, secret or password, at any depth.
+ */
+export function settingsSecretValues(settings: unknown): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown, key: string): void => {
+    if (typeof v === 'string') {
+      if (/token|secret|key|pass/i.test(key) && v.length >= MIN_SECRET_CHARS) out.push(v);
+    } else if (v && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) walk(child, k);
+    }
+  };
+  walk(settings, '');
+  return out;
 }
 
 function refuseSecrets(opts: WebToolOptions, parts: { url: string; headers?: Record<string, string>; body?: string }): void {
-  const secrets = (opts.secrets ?? (() => ownSecretValues()))();
+  const secrets = [...ownSecretValues(), ...(opts.secrets?.() ?? [])];
   const places: Array<[string, string]> = [['the URL', parts.url], ...Object.entries(parts.headers ?? {}).map(([k, v]): [string, string] => [`the ${k} header`, v])];
   if (parts.body !== undefined) places.push(['the body', parts.body]);
   for (const [where, value] of places) {
