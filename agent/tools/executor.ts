@@ -4,7 +4,8 @@
  * denial, a timeout, an exception or a /stop all become error results the model can react to.
  *
  * One call: lookup -> input validation (model-supplied `_selectedOptionId` stripped) -> propose ->
- * gate -> (ask: card, wait for the decision) -> execute, with a timeout unless the tool is
+ * gate (judging the proposal's own `tier` when the tool set one, else the tool's) -> (ask: card, wait
+ * for the decision) -> execute, with a timeout unless the tool is
  * longRunning. Up to 10 calls of a turn run at once.
  *
  * Durability: every step that matters is recorded in `CallStates` (persisted by the runner) before it

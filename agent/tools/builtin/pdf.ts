@@ -7,7 +7,7 @@
  *   must be a regular file of at most PDF_MAX_FILE_BYTES.
  * - Parsing runs in a worker thread, never on the bot's event loop: a hostile or huge PDF can cost
  *   at most PDF_TIME_BUDGET_MS (or the call's abort) before the worker is terminated, and then the
- *   call fails with a ToolError saying so.
+ *   call fails with a ToolError saying so; its heap is capped (PDF_WORKER_HEAP_MB) the same way.
  * - `pages` is a list of ranges, "1-3,7,10-": at most READ_PDF_MAX_PAGES pages and READ_PDF_MAX_CHARS
  *   characters per call. Output: a header line, then `--- page N ---` and that page's text per page;
  *   when cut, the last line is `[truncated: true; ...]` naming the `pages` value that reads on.
@@ -28,6 +28,7 @@ export const READ_PDF_MAX_PAGES = 50;
 export const READ_PDF_DEFAULT_PAGES = 20;
 export const READ_PDF_MAX_CHARS = 100_000;
 export const PDF_TIME_BUDGET_MS = 60_000;
+export const PDF_WORKER_HEAP_MB = 512;
 
 /** Parses `pages` ("1-3,7,10-") into sorted unique page numbers, bounded by the page count. */
 export function parsePages(spec: string, count: number): number[] {
@@ -123,7 +124,12 @@ interface Extracted {
 
 async function extract(shown: string, bytes: Buffer, pages: number[], signal: AbortSignal, budgetMs: number): Promise<Extracted> {
   signal.throwIfAborted();
-  const worker = new Worker(WORKER, { eval: true, workerData: { unpdf: unpdfEntry(), bytes, pages, maxChars: READ_PDF_MAX_CHARS } });
+  const worker = new Worker(WORKER, {
+    eval: true,
+    workerData: { unpdf: unpdfEntry(), bytes, pages, maxChars: READ_PDF_MAX_CHARS },
+    // A PDF built to explode in memory kills the worker, not the bot.
+    resourceLimits: { maxOldGenerationSizeMb: PDF_WORKER_HEAP_MB },
+  });
   try {
     return await new Promise<Extracted>((resolve, reject) => {
       const timer = setTimeout(() => reject(new ToolError(`reading ${shown} took longer than ${Math.round(budgetMs / 1000)} s and was stopped; try fewer pages.`)), budgetMs);
