@@ -14,7 +14,7 @@
  * http_request's propose sets the call's tier (Proposal.tier): GET and HEAD are read-only, every other
  * method is high-risk and its card shows the method, the URL, the headers and the body.
  */
-import TurndownService from 'turndown';
+import type TurndownService from 'turndown';
 import { z } from 'zod';
 import { isOwnName, isSecretValue, SECRET_NAME_PATTERN } from '../../../../policies/env.js';
 import type { Proposal, Tool, ToolResult } from '../../types.js';
@@ -108,10 +108,12 @@ function isText(type: string, body: Buffer): boolean {
 }
 
 /** HTML to readable markdown: scripts, styles, navigation, forms and other page chrome dropped. */
-export function htmlToMarkdown(html: string): { title: string | undefined; markdown: string } {
+export async function htmlToMarkdown(html: string): Promise<{ title: string | undefined; markdown: string }> {
+  // Loaded on first use: the library and its DOM parser cost start-up time an agent without web_fetch never needs.
+  const { default: Turndown } = await import('turndown');
   const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.replace(/\s+/g, ' ').trim();
   const main = /<main[\s>][\s\S]*<\/main>/i.exec(html)?.[0] ?? /<article[\s>][\s\S]*<\/article>/i.exec(html)?.[0] ?? html;
-  const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+  const td = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
   td.remove(['head', 'title', 'script', 'style', 'noscript', 'template', 'nav', 'header', 'footer', 'aside', 'form', 'iframe', 'svg', 'canvas', 'button', 'select', 'input', 'textarea', 'object', 'embed'] as TurndownService.TagName[]);
   const markdown = td.turndown(main).replace(/\n{3,}/g, '\n\n').trim();
   return { title: title ? decodeEntities(title) : undefined, markdown };
@@ -169,7 +171,7 @@ export function webFetchTool(opts: WebToolOptions = {}): Tool<WebFetchInput> {
       if (type) head.push(`Content-Type: ${type}`);
       let body: string;
       if (isHtml(type, res.body)) {
-        const page = htmlToMarkdown(res.body.toString('utf8'));
+        const page = await htmlToMarkdown(res.body.toString('utf8'));
         if (page.title) head.push(`Title: ${page.title}`);
         body = page.markdown;
       } else if (isText(type, res.body)) {
