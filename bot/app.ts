@@ -23,6 +23,7 @@ import { OrderedDelivery } from './ordered-delivery.js';
 import { Runner } from '../agent/runner.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
+import { settingsSecretValues } from '../agent/tools/builtin/web/tools.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
 import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
@@ -200,7 +201,14 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     let r = registries.get(id);
     if (!r) {
       const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };
-      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox, media, toolResults: store });
+      r = builtinRegistry({
+        ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}),
+        sandbox,
+        media,
+        toolResults: store,
+        network: () => config.agents[agent.name]?.network,
+        secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
+      });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }

@@ -37,6 +37,7 @@ import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { companionsSchema } from '../agent/companions.js';
 import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
+import { networkSchema, type NetworkConfig } from '../agent/tools/builtin/web/config.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
@@ -60,6 +61,8 @@ export interface AgentConfig extends AgentSettings {
   commandTimeoutMs: number;
   sandbox: SandboxMode;
   sandboxNetwork: boolean;
+  /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
+  network: NetworkConfig;
 }
 
 export interface Route {
@@ -292,6 +295,7 @@ function buildSchema(knownTools: readonly string[]) {
     sandboxNetwork: z.boolean().optional(),
     companions: companionsSchema.optional(),
     contextWindowTokens: int(1_000, 100_000_000).optional(),
+    network: networkSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -604,6 +608,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
       ...(layer.companions ? { companions: layer.companions } : {}),
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
+      network: { allow: [...(layer.network?.allow ?? [])] },
     };
   }
 

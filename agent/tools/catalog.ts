@@ -5,8 +5,9 @@
 import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
-import { builtinFileTools, builtinMiscTools } from './builtin/index.js';
+import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinPdfTools, builtinWebTools } from './builtin/index.js';
 import type { AnyTool } from './types.js';
+import type { NetworkConfig } from './builtin/web/config.js';
 import type { SandboxPolicy } from './sandbox/index.js';
 import { analyzeMediaTool, type AnalyzeMediaDeps } from './builtin/analyze-media.js';
 import { retrieveToolResultTool, type ToolResultReader } from './builtin/retrieve-tool-result.js';
@@ -20,11 +21,18 @@ export interface CatalogOptions {
   media?: AnalyzeMediaDeps;
   /** Where retrieve_tool_result reads stored results (without: it refuses to run). */
   toolResults?: ToolResultReader;
+  /** The agent's live `network` settings (web_fetch / http_request read network.allow at each call). */
+  network?: () => NetworkConfig | undefined;
+  /** Gatehouse's own credentials (model key, platform tokens): web tools never send them. */
+  secrets?: () => readonly string[];
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
   return new ToolRegistry([
     ...builtinFileTools(),
+    ...builtinManageTools(),
+    ...builtinWebTools({ ...(opts.network ? { network: opts.network } : {}), ...(opts.secrets ? { secrets: opts.secrets } : {}) }),
+    ...builtinPdfTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),
     executeCommandTool({

@@ -4,9 +4,10 @@
  * denial, a timeout, an exception or a /stop all become error results the model can react to.
  *
  * One call: lookup -> input validation (model-supplied `_selectedOptionId` stripped) -> propose ->
- * gate -> (ask: card, wait for the decision) -> execute, with a timeout unless the tool is
- * longRunning. Up to 10 calls of a turn run at once. Several approvals in one turn also get an
- * "Approve all / Deny all" card; pickers are left out of it (each needs its own choice).
+ * gate (judging the proposal's own `tier` when the tool set one, else the tool's) -> (ask: card, wait
+ * for the decision) -> execute, with a timeout unless the tool is longRunning. Up to 10 calls of a
+ * turn run at once. Several approvals in one turn also get an "Approve all / Deny all" card; pickers
+ * are left out of it (each needs its own choice).
  *
  * Durability: every step that matters is recorded in `CallStates` (persisted by the runner) before it
  * happens: `awaiting` (the card's request id), `started` (about to execute: from here the call runs at
@@ -32,6 +33,7 @@ const ProposalSchema = z.object({
   preview: z.string().optional(),
   options: z.array(z.object({ id: z.string(), label: z.string() })).optional(),
   command: z.string().optional(),
+  tier: z.enum(['read-only', 'low-risk', 'high-risk']).optional(),
   data: z.unknown().optional(),
 });
 
@@ -220,7 +222,7 @@ function cardBody(summary: string, d: Extract<GateDecision, { action: 'ask' }>):
 async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {
   if (state.proposal.options && state.proposal.options.length > 0) return false;
   const d = await decide(
-    { toolName: tool.name, toolTier: tool.tier, platform: ctx.platform, hasOptions: false, ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}) },
+    { toolName: tool.name, toolTier: state.proposal.tier ?? tool.tier, platform: ctx.platform, hasOptions: false, ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}) },
     ctx.policy,
     // Re-check against allowlists only: no new classifier call, a non-allowlisted call stays asked.
     { classify: async () => ({ tier: 'high-risk' }) },
@@ -296,7 +298,7 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
   const decision = await decide(
     {
       toolName: tool.name,
-      toolTier: tool.tier,
+      toolTier: proposal?.tier ?? tool.tier,
       platform: ctx.platform,
       hasOptions: (proposal?.options?.length ?? 0) > 0,
       ...(proposal?.command !== undefined ? { command: proposal.command } : {}),

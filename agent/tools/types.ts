@@ -72,6 +72,12 @@ export interface Proposal {
   options?: ProposalOption[];
   /** For shell commands: the command the gate must judge. */
   command?: string;
+  /**
+   * The tier of THIS call when it depends on the input (http_request: GET is read-only, POST
+   * high-risk); the gate judges it instead of the tool's declared tier. Only a tool's own propose
+   * sets it, never the model.
+   */
+  tier?: Tier;
   /** Anything execute needs from propose (JSON-serializable: it is persisted while waiting). */
   data?: unknown;
 }

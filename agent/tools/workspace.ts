@@ -24,6 +24,8 @@
  *   resolves that magic link to the open directory itself (not to a path that could be rewired) and
  *   looks up only `<name>` in it. O_NOFOLLOW on every step means a symlink swapped in anywhere makes
  *   the open fail (ELOOP/ENOTDIR) instead of following it: a ToolError, nothing is written outside.
+ * - `mode.directory` opens the last component as a directory too (mkdir/rm/mv/cp work on such fds
+ *   through `atDir(fd, name)`, the same openat-style path, see builtin/files/tree.ts).
  * - Missing directories are created one by one (mkdir relative to the fd, which never follows a
  *   symlink at its last component) when `mode.createDirs` is set, then opened the same way.
  * - Reads and writes open with O_NONBLOCK so a FIFO planted at the path cannot hang the tool; the
@@ -163,10 +165,27 @@ export interface OpenMode {
   createDirs?: boolean;
   /** Called with each directory createDirs made, still open (the sandbox hands it to its user). */
   onCreatedDir?: (dir: FileHandle) => Promise<void>;
+  /** Open the last component as a directory (O_DIRECTORY; created too when createDirs is set). */
+  directory?: boolean;
 }
 
 /** Where a directory fd can be named as a path; Linux only. */
 const FD_DIR = '/proc/self/fd';
+
+/**
+ * `name` inside the open directory `dir`, as a path the kernel resolves relative to that fd (the
+ * openat(2) of the Contract above). unlink, rmdir, rename, mkdir and lstat never follow a symlink at
+ * the last component, so with a plain `name` they act on the entry itself, wherever `dir` now sits.
+ */
+export function atDir(dir: FileHandle, name: string): string {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+    throw new ToolError(`${JSON.stringify(name)} is not a plain file name.`);
+  }
+  return `${FD_DIR}/${dir.fd}/${name}`;
+}
+
+/** Flags that open a directory and nothing else, never through a symlink. */
+export const DIR_OPEN_FLAGS = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
 
 /**
  * Open `abs` (a path returned by resolveInWorkspace, so inside the real `root` and free of symlinks)
@@ -213,8 +232,22 @@ export async function openInWorkspace(root: string, abs: string, mode: OpenMode 
       await dir.close();
       dir = child;
     }
+    const last = `${FD_DIR}/${dir.fd}/${parts[parts.length - 1]}`;
     try {
-      return await open(`${FD_DIR}/${dir.fd}/${parts[parts.length - 1]}`, fileFlags, 0o644);
+      if (mode.directory) {
+        try {
+          return await open(last, dirFlags);
+        } catch (err) {
+          if (errCode(err) !== 'ENOENT' || !mode.createDirs) throw err;
+          await mkdir(last, 0o755).catch((e: unknown) => {
+            if (errCode(e) !== 'EEXIST') throw e;
+          });
+          const made = await open(last, dirFlags);
+          await mode.onCreatedDir?.(made);
+          return made;
+        }
+      }
+      return await open(last, fileFlags, 0o644);
     } catch (err) {
       throw raceOrFail(err, abs);
     }

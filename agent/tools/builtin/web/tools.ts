@@ -1,0 +1,274 @@
+/**
+ * web_fetch (read-only) and http_request (GET/HEAD read-only, other methods high-risk).
+ *
+ * Both go through guardedRequest (./request.ts): private, loopback, link-local, CGNAT, metadata and
+ * other non-public addresses are refused after DNS resolution and on every redirect unless the
+ * agent's `network.allow` lists them, read live from the agent's config at each call.
+ *
+ * Gatehouse's own credentials never leave: the request carries only what the model wrote (no proxy,
+ * token or cookie from the environment), and a request whose URL, header values or body contain the
+ * value of one of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN,
+ * SLACK_BOT_TOKEN, DISCORD_TOKEN, any GATEHOUSE_*TOKEN...; policies/env.ts isOwnName + secret name) is
+ * refused before anything is sent. Cards mask credential header values.
+ *
+ * http_request's propose sets the call's tier (Proposal.tier): GET and HEAD are read-only, every other
+ * method is high-risk and its card shows the method, the URL, the headers and the body.
+ */
+import type TurndownService from 'turndown';
+import { z } from 'zod';
+import { isOwnName, isSecretValue, SECRET_NAME_PATTERN } from '../../../../policies/env.js';
+import type { Proposal, Tool, ToolResult } from '../../types.js';
+import { ToolError } from '../../types.js';
+import type { NetworkConfig } from './config.js';
+import { guardedRequest, parseUrl, type GuardedResponse, type Resolver } from './request.js';
+
+export const WEB_FETCH_MAX_BYTES = 5 * 1024 * 1024;
+export const WEB_FETCH_DEFAULT_CHARS = 50_000;
+export const WEB_FETCH_MAX_CHARS = 200_000;
+export const HTTP_REQUEST_MAX_BYTES = 1024 * 1024;
+export const HTTP_REQUEST_SHOWN_CHARS = 50_000;
+export const WEB_DEFAULT_TIMEOUT_S = 30;
+export const WEB_MAX_TIMEOUT_S = 120;
+/** How much of a request body the approval card shows. */
+const CARD_BODY_CHARS = 3000;
+
+export interface WebToolOptions {
+  /** The agent's live `network` settings (read at every call). */
+  network?: () => NetworkConfig | undefined;
+  /** Values that must never be sent, besides Gatehouse's own secret variables in process.env. */
+  secrets?: () => readonly string[];
+  /** For tests: a DNS resolver other than the system's. */
+  resolve?: Resolver;
+}
+
+/** Short values could match by chance; no real credential is this short. */
+const MIN_SECRET_CHARS = 8;
+
+/** Values of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN, a store URL's password...). */
+export function ownSecretValues(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.entries(env)
+    .filter(([name, value]) => isOwnName(name) && typeof value === 'string' && (SECRET_NAME_PATTERN.test(name) || isSecretValue(value)))
+    .map(([, value]) => value as string)
+    .filter((v) => v.length >= MIN_SECRET_CHARS);
+}
+
+/**
+ * The credentials in resolved settings (the model key, platform tokens and signing secrets): every
+ * string under a key named like a token, key, secret or password, at any depth.
+ */
+export function settingsSecretValues(settings: unknown): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown, key: string): void => {
+    if (typeof v === 'string') {
+      if (/token|secret|key|pass/i.test(key) && v.length >= MIN_SECRET_CHARS) out.push(v);
+    } else if (v && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) walk(child, k);
+    }
+  };
+  walk(settings, '');
+  return out;
+}
+
+function refuseSecrets(opts: WebToolOptions, parts: { url: string; headers?: Record<string, string>; body?: string }): void {
+  const secrets = [...ownSecretValues(), ...(opts.secrets?.() ?? [])];
+  const places: Array<[string, string]> = [['the URL', parts.url], ...Object.entries(parts.headers ?? {}).map(([k, v]): [string, string] => [`the ${k} header`, v])];
+  if (parts.body !== undefined) places.push(['the body', parts.body]);
+  for (const [where, value] of places) {
+    if (secrets.some((s) => value.includes(s))) {
+      throw new ToolError(`${where} contains one of Gatehouse's own credentials; it is never sent anywhere. Nothing was sent.`);
+    }
+  }
+}
+
+const timeoutField = z
+  .number()
+  .int()
+  .min(1)
+  .max(WEB_MAX_TIMEOUT_S)
+  .optional()
+  .describe(`Seconds to wait for the whole exchange, redirects included (default ${WEB_DEFAULT_TIMEOUT_S}, max ${WEB_MAX_TIMEOUT_S}).`);
+
+function truncatedLine(what: string, hint: string): string {
+  return `[truncated: true; ${what}; ${hint}]`;
+}
+
+function headerOf(res: GuardedResponse, name: string): string {
+  return res.headers.find(([k]) => k.toLowerCase() === name)?.[1] ?? '';
+}
+
+const TEXTUAL = /^(text\/|application\/([\w.+-]*\+)?(json|xml|javascript|ecmascript|x-www-form-urlencoded|yaml|x-yaml|toml|csv))/i;
+
+function isHtml(type: string, body: Buffer): boolean {
+  if (/^(text\/html|application\/xhtml\+xml)/i.test(type)) return true;
+  return type === '' && /^\s*(<!doctype html|<html)/i.test(body.subarray(0, 512).toString('utf8'));
+}
+
+function isText(type: string, body: Buffer): boolean {
+  return TEXTUAL.test(type) || (type === '' && !body.subarray(0, 8000).includes(0));
+}
+
+/** HTML to readable markdown: scripts, styles, navigation, forms and other page chrome dropped. */
+export async function htmlToMarkdown(html: string): Promise<{ title: string | undefined; markdown: string }> {
+  // Loaded on first use: the library and its DOM parser cost start-up time an agent without web_fetch never needs.
+  const { default: Turndown } = await import('turndown');
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.replace(/\s+/g, ' ').trim();
+  const main = /<main[\s>][\s\S]*<\/main>/i.exec(html)?.[0] ?? /<article[\s>][\s\S]*<\/article>/i.exec(html)?.[0] ?? html;
+  const td = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+  td.remove(['head', 'title', 'script', 'style', 'noscript', 'template', 'nav', 'header', 'footer', 'aside', 'form', 'iframe', 'svg', 'canvas', 'button', 'select', 'input', 'textarea', 'object', 'embed'] as TurndownService.TagName[]);
+  const markdown = td.turndown(main).replace(/\n{3,}/g, '\n\n').trim();
+  return { title: title ? decodeEntities(title) : undefined, markdown };
+}
+
+function decodeEntities(s: string): string {
+  return s.replace(/&(amp|lt|gt|quot|#39|apos);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", apos: "'" })[e] ?? _m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// web_fetch
+
+export const WebFetchInput = z.strictObject({
+  url: z.string().min(1).describe('The http:// or https:// URL to fetch.'),
+  offset: z.number().int().min(0).optional().describe('Character offset to start at, to read on after a truncated fetch (default 0).'),
+  maxChars: z
+    .number()
+    .int()
+    .min(100)
+    .max(WEB_FETCH_MAX_CHARS)
+    .optional()
+    .describe(`Characters of text to return (default ${WEB_FETCH_DEFAULT_CHARS}, max ${WEB_FETCH_MAX_CHARS}).`),
+  timeoutSeconds: timeoutField,
+});
+export type WebFetchInput = z.infer<typeof WebFetchInput>;
+
+export function webFetchTool(opts: WebToolOptions = {}): Tool<WebFetchInput> {
+  return {
+    name: 'web_fetch',
+    description:
+      'Fetch a web page (GET) and return it as readable markdown (HTML converted; scripts, navigation and styling ' +
+      'dropped) or as text for text and JSON. Reports the final URL after redirects. Private and internal addresses ' +
+      `are refused. At most ${WEB_FETCH_MAX_BYTES / 1024 / 1024} MB are downloaded; when the text is cut, the last line ` +
+      'says which offset to pass to read on.',
+    input: WebFetchInput,
+    tier: 'read-only',
+    timeoutMs: (WEB_MAX_TIMEOUT_S + 10) * 1000,
+    async execute(input, ctx) {
+      const url = parseUrl(input.url).href;
+      refuseSecrets(opts, { url });
+      const res = await guardedRequest({
+        url,
+        method: 'GET',
+        headers: { accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5' },
+        followRedirects: true,
+        maxBytes: WEB_FETCH_MAX_BYTES,
+        timeoutMs: (input.timeoutSeconds ?? WEB_DEFAULT_TIMEOUT_S) * 1000,
+        allow: opts.network?.()?.allow ?? [],
+        signal: ctx.signal,
+        ...(opts.resolve ? { resolve: opts.resolve } : {}),
+      });
+      const type = headerOf(res, 'content-type').split(';')[0]!.trim().toLowerCase();
+      const head = [`URL: ${res.finalUrl}`, `Status: ${res.status} ${res.statusText}`.trim()];
+      if (res.redirects.length) head.push(`Redirected from: ${res.redirects.join(' -> ')}`);
+      if (type) head.push(`Content-Type: ${type}`);
+      let body: string;
+      if (isHtml(type, res.body)) {
+        const page = await htmlToMarkdown(res.body.toString('utf8'));
+        if (page.title) head.push(`Title: ${page.title}`);
+        body = page.markdown;
+      } else if (isText(type, res.body)) {
+        body = res.body.toString('utf8');
+      } else {
+        head.push('', `(${type || 'binary'} content of ${res.body.length}${res.truncated ? '+' : ''} bytes; not shown as text)`);
+        return { content: head.join('\n') };
+      }
+      const offset = input.offset ?? 0;
+      const max = input.maxChars ?? WEB_FETCH_DEFAULT_CHARS;
+      if (offset > 0 && offset >= body.length) throw new ToolError(`offset ${offset} is past the end of the text (${body.length} characters).`);
+      const shown = body.slice(offset, offset + max);
+      const lines = [...head, '', shown === '' ? '(empty)' : shown];
+      if (offset + max < body.length) {
+        lines.push(truncatedLine(`showing characters ${offset}-${offset + shown.length} of ${body.length}`, `call web_fetch with offset=${offset + shown.length} to read on`));
+      } else if (res.truncated) {
+        lines.push(truncatedLine(`the page is larger than ${WEB_FETCH_MAX_BYTES / 1024 / 1024} MB and only its start was read`, 'the rest cannot be fetched with web_fetch'));
+      }
+      return { content: lines.join('\n') };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// http_request
+
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
+
+export const HttpRequestInput = z.strictObject({
+  method: z.enum(HTTP_METHODS).describe('HTTP method. GET and HEAD are read-only; the others change things and need approval.'),
+  url: z.string().min(1).describe('The http:// or https:// URL.'),
+  headers: z.record(z.string(), z.string()).optional().describe('Request headers, e.g. {"content-type": "application/json"}.'),
+  body: z.string().optional().describe('Request body (not for GET or HEAD).'),
+  timeoutSeconds: timeoutField,
+});
+export type HttpRequestInput = z.infer<typeof HttpRequestInput>;
+
+const MASKED = /^(authorization|proxy-authorization|cookie|x-api-key|api-key|x-auth-token)$|token|secret|key/i;
+
+function cardOf(input: HttpRequestInput, url: string): Proposal {
+  const tier = READ_METHODS.has(input.method) ? 'read-only' : 'high-risk';
+  const size = input.body === undefined ? '' : ` (body ${Buffer.byteLength(input.body)} bytes)`;
+  const lines = [`${input.method} ${url}`];
+  for (const [k, v] of Object.entries(input.headers ?? {})) lines.push(`${k}: ${MASKED.test(k) ? `(hidden, ${v.length} characters)` : v}`);
+  if (input.body !== undefined) {
+    const cut = input.body.length > CARD_BODY_CHARS;
+    lines.push('', cut ? `${input.body.slice(0, CARD_BODY_CHARS)}\n[body cut at ${CARD_BODY_CHARS} of ${input.body.length} characters]` : input.body);
+  }
+  return { summary: `http_request ${input.method} ${url}${size}`, preview: lines.join('\n'), tier };
+}
+
+export function httpRequestTool(opts: WebToolOptions = {}): Tool<HttpRequestInput> {
+  return {
+    name: 'http_request',
+    description:
+      'Send one HTTP request and return the status, response headers and body (text shown, binary summarized). GET ' +
+      'and HEAD follow redirects and run without approval where reads do; other methods need approval, show method, ' +
+      'URL, headers and body on the card, and do not follow redirects. Private and internal addresses are refused.',
+    input: HttpRequestInput,
+    tier: 'high-risk', // the highest it can be; propose rates each call (GET/HEAD: read-only)
+    timeoutMs: (WEB_MAX_TIMEOUT_S + 10) * 1000,
+    async propose(input) {
+      const url = parseUrl(input.url).href;
+      if (input.body !== undefined && READ_METHODS.has(input.method)) throw new ToolError(`${input.method} requests carry no body; use POST, PUT or PATCH to send one.`);
+      refuseSecrets(opts, { url, ...(input.headers ? { headers: input.headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
+      return cardOf(input, url);
+    },
+    async execute(input, ctx): Promise<ToolResult> {
+      const url = parseUrl(input.url).href;
+      refuseSecrets(opts, { url, ...(input.headers ? { headers: input.headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
+      const res = await guardedRequest({
+        url,
+        method: input.method,
+        ...(input.headers ? { headers: input.headers } : {}),
+        ...(input.body !== undefined && !READ_METHODS.has(input.method) ? { body: input.body } : {}),
+        followRedirects: READ_METHODS.has(input.method),
+        maxBytes: HTTP_REQUEST_MAX_BYTES,
+        timeoutMs: (input.timeoutSeconds ?? WEB_DEFAULT_TIMEOUT_S) * 1000,
+        allow: opts.network?.()?.allow ?? [],
+        signal: ctx.signal,
+        ...(opts.resolve ? { resolve: opts.resolve } : {}),
+      });
+      const lines = [`HTTP ${res.status} ${res.statusText}`.trim(), `URL: ${res.finalUrl}`];
+      if (res.redirects.length) lines.push(`Redirected from: ${res.redirects.join(' -> ')}`);
+      for (const [k, v] of res.headers) lines.push(`${k}: ${v}`);
+      lines.push('');
+      const type = headerOf(res, 'content-type');
+      if (input.method === 'HEAD' || res.body.length === 0) lines.push('(no body)');
+      else if (isText(type.split(';')[0]!.trim(), res.body)) {
+        const text = res.body.toString('utf8');
+        lines.push(text.slice(0, HTTP_REQUEST_SHOWN_CHARS));
+        if (text.length > HTTP_REQUEST_SHOWN_CHARS || res.truncated) {
+          lines.push(truncatedLine(`showing ${Math.min(text.length, HTTP_REQUEST_SHOWN_CHARS)} characters of a ${res.truncated ? `body over ${HTTP_REQUEST_MAX_BYTES / 1024 / 1024} MB` : `${text.length}-character body`}`, 'use web_fetch with offset to page through a long text'));
+        }
+      } else lines.push(`(${type || 'binary'} body of ${res.body.length}${res.truncated ? '+' : ''} bytes; not shown)`);
+      return { content: lines.join('\n') };
+    },
+  };
+}
