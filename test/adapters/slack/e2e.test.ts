@@ -1,8 +1,8 @@
 /**
- * Slack end to end through the real start path (bot/cli.ts startBot) in HTTP mode: env and YAML
- * config, the SQLite store, the router, the runner, the real Anthropic SDK against the fake model,
- * and real Bolt + @slack/web-api against the fake Slack, events signed and posted to /slack/events
- * on the bot's own HTTP server.
+ * Slack end to end through the real start path (bot/cli.ts startBot), in HTTP mode and in Socket
+ * Mode: env and YAML config, the SQLite store, the router, the runner, the real Anthropic SDK against
+ * the fake model, and real Bolt + @slack/web-api + socket-mode against the fake Slack (events signed
+ * and posted to /slack/events on the bot's own HTTP server, or envelopes over the fake's WebSocket).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -178,6 +178,87 @@ for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP
     expect(JSON.stringify(model.requests[0]!.body)).toContain('the word is pineapple');
   });
 
+  test('/gatehouse help|reset|stop: acked at once, answered privately, acting on the user\u2019s conversation', async () => {
+    await boot(mode);
+    // help (and an unknown word) in a DM
+    expect((await slack.slashCommand({ user: 'U0ADA', channel: 'D0ADA', text: 'help' })).status).toBe(200);
+    await waitFor('help', () => slack.responses.length === 1);
+    expect(slack.responses[0]).toMatchObject({ responseType: 'ephemeral', user: 'U0ADA', channel: 'D0ADA' });
+    expect(slack.responses[0]!.text).toContain('/reset starts a new conversation');
+    expect((await slack.slashCommand({ user: 'U0ADA', channel: 'D0ADA', text: 'dance' })).status).toBe(200);
+    await waitFor('help for an unknown word', () => slack.responses.length === 2);
+    expect(slack.responses[1]!.text).toContain('/stop cancels the current run');
+
+    // reset: the next turn starts without the earlier one
+    queue.push({ text: 'Noted: blue.' }, { text: 'Fresh start.' });
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'my colour is blue', im: true });
+    await waitFor('first answer', () => texts('D0ADA').includes('Noted: blue.'));
+    expect((await slack.slashCommand({ user: 'U0ADA', channel: 'D0ADA', text: 'reset' })).status).toBe(200);
+    await waitFor('reset reply', () => slack.responses.some((r) => /new conversation/.test(r.text)));
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'what is my colour?', im: true });
+    await waitFor('answer after reset', () => texts('D0ADA').includes('Fresh start.'));
+    expect((model.requests.at(-1)!.body as { messages: unknown[] }).messages).toHaveLength(1);
+
+    // stop, typed in the channel (slash commands cannot be typed in threads): stops the run in the thread
+    queue.push({ hang: true } as FakeReply);
+    const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> think hard` });
+    await waitFor('model called', () => model.requests.length === 3);
+    expect((await slack.slashCommand({ user: 'U0BOB', channel: 'C0TEAM', text: 'stop' })).status).toBe(200);
+    await waitFor('stop reply', () => slack.responses.some((r) => r.user === 'U0BOB' && /Stopping the current run/.test(r.text)));
+    await waitFor('stopped in the thread', () => texts('C0TEAM', ts).some((t) => /Stopped\./.test(t)));
+    // private: nothing of it was posted to the channel or the DM
+    expect([...texts('C0TEAM'), ...texts('D0ADA')].join('\n')).not.toMatch(/Stopping the current run|\/reset starts/);
+  });
+
+  test('an unlisted user\u2019s slash command is refused privately and runs nothing', async () => {
+    await boot(mode);
+    expect((await slack.slashCommand({ user: 'U0EVE', channel: 'D0EVE', text: 'reset' })).status).toBe(200);
+    await waitFor('refusal', () => slack.responses.length === 1);
+    expect(slack.responses[0]!.text).toContain('access.slack.users');
+    expect(slack.responses[0]!.text).not.toMatch(/new conversation/);
+    expect(texts('D0EVE')).toEqual([]);
+  });
+
+  test('a retried event, the same event again and a click delivered twice are each handled once', async () => {
+    await boot(mode);
+    queue.push({ text: 'Only once.' }, { toolUses: [{ name: 'write_file', input: { path: 'a.txt', content: 'a\n' } }] }, { text: 'Written once.' });
+    const first = await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR' });
+    expect(first.statuses).toEqual([200]);
+    await waitFor('answer', () => texts('D0ADA').includes('Only once.'));
+    // Slack redelivers the same event (same event_id; X-Slack-Retry-Num over HTTP, retry_attempt over the socket)
+    expect((await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR', retry: 1 })).statuses).toEqual([200]);
+    expect((await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR', retry: 2 })).statuses).toEqual([200]);
+    if (mode === 'socket') expect(await slack.resendLastEnvelope()).toBe(200); // the very same envelope_id
+    await new Promise((r) => setTimeout(r, 150));
+    expect(model.requests).toHaveLength(1);
+
+    const { ts } = await slack.userMessage({ user: 'U0ADA', channel: 'C0TEAM', text: `<@${slack.botUserId}> write a.txt` });
+    await waitFor('the card', () => slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions')));
+    const card = slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions'))!;
+    const deny = (card.blocks!.find((b) => b['type'] === 'actions') as { elements: Array<{ value: string; text: { text: string } }> }).elements.find((e) => e.text.text.startsWith('Approve'))!.value;
+    await slack.click({ user: 'U0ADA', message: card, value: deny });
+    if (mode === 'socket') expect(await slack.resendLastEnvelope()).toBe(200);
+    await waitFor('answer', () => texts('C0TEAM', ts).includes('Written once.'));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(texts('C0TEAM', ts).filter((t) => t === 'Written once.')).toHaveLength(1);
+    expect(readFileSync(join(dir, 'ws', 'a.txt'), 'utf8')).toBe('a\n');
+    // the repeated click found the card decided: at most a private notice, never a second run
+    expect(model.requests.filter((r) => !JSON.stringify(r.body).includes('classif'))).toHaveLength(3);
+  });
+
+  test('an AI assistant thread: the answer goes in the thread, with the native thread status while working', async () => {
+    slack.assistantApp = true;
+    await boot(mode);
+    const { threadTs, status } = await slack.assistantThreadStarted({ user: 'U0ADA', channel: 'D0ADA' });
+    expect(status).toBe(200);
+    queue.push({ text: 'Thought about it.', delayMs: 700 });
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'think a little', im: true, threadTs });
+    await waitFor('answer in the thread', () => texts('D0ADA', threadTs).includes('Thought about it.'));
+    expect(slack.assistantStatuses.filter((s) => s.threadTs === threadTs).map((s) => s.status)[0]).toBe('is working…');
+    await waitFor('status cleared', () => slack.assistantStatuses.at(-1)?.status === '');
+    expect(slack.visible('D0ADA').filter((m) => m.threadTs === undefined)).toEqual([]); // nothing outside the thread
+  });
+
   test('an unlisted user\u2019s DM gets one reply with their id and the config key, and no run', async () => {
     await boot(mode);
     await slack.userMessage({ user: 'U0EVE', channel: 'D0EVE', text: 'let me in', im: true });
@@ -223,16 +304,4 @@ test('Socket Mode: an xoxb token given as the app token stops the start with wha
       () => undefined,
     ),
   ).rejects.toThrow(/SLACK_APP_TOKEN/);
-});
-
-test('Socket Mode: a retried envelope of one event is answered once', async () => {
-  await boot('socket');
-  queue.push({ text: 'Only once.' }, { text: 'Twice?!' });
-  const first = await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR' });
-  expect(first.statuses).toEqual([200]);
-  await waitFor('answer', () => texts('D0ADA').includes('Only once.'));
-  // Slack redelivers the same event (same event_id and ts) when it thinks the ack was late
-  await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'hi', im: true, eventId: 'EvR', retry: 1 });
-  await new Promise((r) => setTimeout(r, 100));
-  expect(model.requests).toHaveLength(1);
 });
