@@ -15,8 +15,10 @@ import type { SlackContext } from './context.js';
 const MANIFEST = 'deploy/slack-manifest.yaml';
 
 function slackCode(err: unknown): { code: string | undefined; needed: string | undefined; rateLimited: boolean } {
-  const e = err as { code?: string; data?: { error?: string; needed?: string } };
-  return { code: e.data?.error, needed: e.data?.needed, rateLimited: e.code === ErrorCode.RateLimitedError || e.data?.error === 'ratelimited' };
+  const e = err as { code?: string; message?: string; original?: { message?: string }; data?: { error?: string; needed?: string } };
+  // After its retries the SDK gives up on a 429 with a request error wrapping "A rate limit was exceeded".
+  const gaveUpOn429 = e.code === ErrorCode.RequestError && /rate limit was exceeded/i.test(`${e.original?.message ?? ''} ${e.message ?? ''}`);
+  return { code: e.data?.error, needed: e.data?.needed, rateLimited: e.code === ErrorCode.RateLimitedError || e.data?.error === 'ratelimited' || gaveUpOn429 };
 }
 
 export function startError(err: unknown, ctx: Pick<SlackContext, 'describe'>): Error {
