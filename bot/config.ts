@@ -40,6 +40,7 @@ import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
 import type { LogLevelSetting } from './log.js';
+import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -59,12 +60,16 @@ export interface AgentConfig extends AgentSettings {
   commandTimeoutMs: number;
   sandbox: SandboxMode;
   sandboxNetwork: boolean;
+  /** bot/thread-follow-ups.ts; unset: true. */
+  threadFollowUps?: boolean;
 }
 
 export interface Route {
   /** A platform name, or a conversation-key prefix that matches at a ':' boundary. */
   match: string;
   agent: string;
+  /** bot/thread-follow-ups.ts; unset: the agent's. */
+  threadFollowUps?: boolean;
 }
 
 export interface AccessConfig {
@@ -289,6 +294,7 @@ function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    threadFollowUps: threadFollowUpsSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -314,7 +320,7 @@ function buildSchema(knownTools: readonly string[]) {
   return z.strictObject({
     defaults: agent.optional(),
     agents: z.record(agentName, agent).optional(),
-    routes: z.array(z.strictObject({ match: routeMatch, agent: text() })).optional(),
+    routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
     defaultAgent: text().optional(),
     access: z
       .strictObject({
@@ -599,11 +605,12 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),
     };
   }
 
   const names = Object.keys(agents);
-  const routes: Route[] = (file.routes ?? []).map((r) => ({ match: r.match, agent: r.agent }));
+  const routes: Route[] = (file.routes ?? []).map((r) => ({ match: r.match, agent: r.agent, ...(r.threadFollowUps !== undefined ? { threadFollowUps: r.threadFollowUps } : {}) }));
   routes.forEach((r, i) => {
     if (r.agent !== '' && !Object.hasOwn(agents, r.agent)) {
       problems.push({ path: `routes[${i}].agent`, message: `unknown agent ${JSON.stringify(r.agent)}${didYouMean(r.agent, names)}; defined agents: ${names.join(', ')}` });

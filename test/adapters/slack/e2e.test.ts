@@ -274,6 +274,27 @@ for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP
   });
 });
 
+test('threadFollowUps: false on a route: a follow-up there needs a new mention; elsewhere it does not', async () => {
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    YAML(join(dir, 'ws')).replace('channels: ["C0TEAM"]', 'channels: ["C0TEAM", "C0QUIET"]') +
+      `routes:\n  - { match: "slack:${slack.teamId}:C0QUIET", agent: default, threadFollowUps: false }\n`,
+  );
+  await boot();
+  queue.push({ text: 'Quiet first.' }, { text: 'Quiet mentioned again.' }, { text: 'Team first.' }, { text: 'Team follow-up.' });
+  const quiet = await slack.userMessage({ user: 'U0BOB', channel: 'C0QUIET', text: `<@${slack.botUserId}> hello` });
+  await waitFor('quiet answer', () => texts('C0QUIET', quiet.ts).includes('Quiet first.'));
+  await slack.userMessage({ user: 'U0BOB', channel: 'C0QUIET', text: 'talking among ourselves', threadTs: quiet.ts });
+  await slack.userMessage({ user: 'U0BOB', channel: 'C0QUIET', text: `<@${slack.botUserId}> now you`, threadTs: quiet.ts });
+  await waitFor('quiet answer to the new mention', () => texts('C0QUIET', quiet.ts).includes('Quiet mentioned again.'));
+  const team = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> hello` });
+  await waitFor('team answer', () => texts('C0TEAM', team.ts).includes('Team first.'));
+  await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: 'and a follow-up', threadTs: team.ts });
+  await waitFor('team follow-up', () => texts('C0TEAM', team.ts).includes('Team follow-up.'));
+  expect(model.requests).toHaveLength(4);
+  expect(JSON.stringify(model.requests.map((r) => r.body))).not.toContain('talking among ourselves');
+});
+
 test('a forged or stale request to /slack/events gets 401 through the real server', async () => {
   await boot();
   const body = JSON.stringify({ type: 'event_callback', team_id: slack.teamId, event_id: 'EvF', event: { type: 'message', channel_type: 'im', user: 'U0ADA', text: 'forged', ts: '1.1', channel: 'D0ADA' } });
