@@ -24,8 +24,9 @@
  *   arrives as "/stop" (…) for the user's last conversation in that channel, answered ephemerally.
  * - Output: answers as mrkdwn cut on the markdown tree; progress as one status message in the thread
  *   (kit StatusMessage, 429 Retry-After honoured by coalescing) and, in an AI assistant app's threads,
- *   the native assistant thread status; cards as Block Kit. Answers are posted whole (no chat
- *   streaming; see README).
+ *   the native assistant thread status, and there the answer is streamed (chat.startStream /
+ *   appendStream / stopStream, one message per text segment; whole answers elsewhere or when
+ *   streaming fails); cards as Block Kit.
  * - A click is passed on with the button's token exactly; the result's notice is an ephemeral
  *   message to the clicker only.
  */
@@ -64,6 +65,10 @@ export interface SlackAdapterOptions {
   threadFollowUps?: (ref: ConversationRef) => boolean;
   /** The app is an AI assistant app (thread status) from the start; otherwise detected from assistant_thread_started. */
   assistant?: boolean;
+  /** Stream answers with chat.startStream/appendStream/stopStream in AI assistant threads; default true. */
+  streamAnswers?: boolean;
+  /** Minimum time between appendStream calls of one streamed answer; default 400 ms. */
+  streamAppendIntervalMs?: number;
   /** The slash command; default /gatehouse. */
   slashCommand?: string;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
@@ -131,7 +136,11 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     assistant: { app: opts.assistant === true, threads: new Recent(ASSISTANT_THREADS_MAX) },
   };
 
-  const output = createOutput(ctx, { statusEditIntervalMs: opts.statusEditIntervalMs ?? 1200 });
+  const output = createOutput(ctx, {
+    statusEditIntervalMs: opts.statusEditIntervalMs ?? 1200,
+    streamAnswers: opts.streamAnswers ?? true,
+    streamAppendIntervalMs: opts.streamAppendIntervalMs ?? 400,
+  });
   registerInbound(app, ctx, {
     maxAttachmentBytes: opts.maxAttachmentBytes ?? 5 * 1024 * 1024,
     slashCommand,
@@ -182,7 +191,10 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
 
   return {
     platform: 'slack',
-    streamsText: false,
+    // true once this is known to be an AI assistant app: its threads stream the answer
+    get streamsText() {
+      return output.streamsText;
+    },
     start,
     stop,
     render: output.render,

@@ -8,6 +8,8 @@
  *   `statusEditIntervalMs`; a 429 is not waited on but coalesced, the next edit after Retry-After.
  * - In an AI assistant app's thread (ctx.assistant), the native thread status too
  *   (assistant.threads.setStatus "is working…", renewed while the run works, cleared when it ends).
+ * - Answers in an assistant thread are streamed (stream.ts, `streamAnswers`, default on): each text
+ *   segment one streamed message; elsewhere, or when streaming fails, whole.
  * - Cards: Block Kit (blocks.ts); an over-long body's head goes first as plain messages; updateCard
  *   replaces the card in place by its ts.
  * - Every failed call is an Error naming the call and the conversation, with Slack's error code
@@ -22,8 +24,11 @@ import type { ConversationRef } from '../types.js';
 import { renderSlackCard } from './blocks.js';
 import type { SlackContext } from './context.js';
 import { escapeMrkdwn, slackAnswer } from './mrkdwn.js';
+import { AnswerStreams } from './stream.js';
 
 export interface SlackOutput {
+  /** Whether `text` events are wanted now (chat streaming in assistant threads). */
+  readonly streamsText: boolean;
   render(ref: ConversationRef, event: AgentEvent): Promise<void>;
   postPlain(ref: ConversationRef, text: string): Promise<void>;
   postCard(ref: ConversationRef, card: Card): Promise<string>;
@@ -35,7 +40,7 @@ export interface SlackOutput {
 const ASSISTANT_STATUS_RENEW_MS = 60_000;
 export const ASSISTANT_WORKING = 'is working…';
 
-export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: number }): SlackOutput {
+export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: number; streamAnswers: boolean; streamAppendIntervalMs: number }): SlackOutput {
   const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { thread_ts: ref.threadId } : {});
 
   async function outbound<T>(what: string, ref: ConversationRef, call: () => Promise<T>): Promise<T> {
@@ -77,6 +82,8 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
     }
   }
 
+  const streams = new AnswerStreams(ctx, { canStream: isAssistantThread, appendIntervalMs: opts.streamAppendIntervalMs });
+
   const progress = new ProgressView({
     createStatus: (ref) =>
       new StatusMessage(
@@ -105,8 +112,11 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
 
   async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
     await progress.handle(ref, event);
+    if (opts.streamAnswers && event.type !== 'answer') await streams.handle(ref, event);
     if (event.type === 'answer') {
-      for (const piece of slackAnswer(event.text)) {
+      const s = opts.streamAnswers ? await streams.answer(ref, event) : { streamed: false };
+      if (s.streamed && s.rest === undefined) return;
+      for (const piece of slackAnswer(s.streamed ? (s.rest ?? '') : event.text)) {
         await outbound('sending the answer', ref, () => ctx.web.chat.postMessage({ channel: ref.channelId, text: piece, ...threadOpts(ref) }));
       }
     } else if (event.type === 'error') {
@@ -132,5 +142,17 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
     await outbound('updating a card', ref, () => ctx.web.chat.update({ channel: ref.channelId, ts: handle, text: m.text, blocks: m.blocks as never }));
   }
 
-  return { render, postPlain, postCard, updateCard, stop: () => progress.stopAll() };
+  return {
+    get streamsText() {
+      return opts.streamAnswers && streams.active && ctx.assistant.app;
+    },
+    render,
+    postPlain,
+    postCard,
+    updateCard,
+    stop: async () => {
+      await streams.stopAll();
+      await progress.stopAll();
+    },
+  };
 }

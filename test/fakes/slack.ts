@@ -20,7 +20,9 @@
  * same envelope_id (`resendLastEnvelope`); AI assistant apps (`assistantThreadStarted` sends
  * assistant_thread_started; assistant.threads.setStatus is recorded in `assistantStatuses`, status at
  * most 50 characters, and refused with `not_allowed` unless `assistantApp` is set, as for an app
- * without the assistant feature).
+ * without the assistant feature). Chat streaming: chat.startStream (needs thread_ts; outside a DM
+ * also recipient_user_id and recipient_team_id), appendStream, stopStream; markdown_text at most
+ * 12,000 characters a call; appending to a stopped stream is message_not_in_streaming_state.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -39,6 +41,8 @@ export interface FakeSlackMessage {
   blocks: Json[] | undefined;
   edits: Array<{ text: string; blocks: Json[] | undefined }>;
   deleted: boolean;
+  /** A message made with chat.startStream: its markdown grows with appendStream until stopStream. */
+  stream?: { state: 'streaming' | 'stopped'; appends: number };
 }
 
 export interface FakeEphemeral {
@@ -269,6 +273,37 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         fakeState.onPost?.(posted);
         record(true, 200);
         return reply(200, { ok: true, channel, ts, message: { text, ts } });
+      }
+      case 'chat.startStream':
+      case 'chat.appendStream':
+      case 'chat.stopStream': {
+        const channel = String(p['channel'] ?? '');
+        if (notIn.has(channel)) return fail('not_in_channel');
+        const md = p['markdown_text'];
+        if (md !== undefined && (typeof md !== 'string' || md.length > 12_000)) return fail('msg_too_long');
+        if (method === 'chat.startStream') {
+          const threadTs = p['thread_ts'];
+          if (typeof threadTs !== 'string' || threadTs === '') return fail('invalid_arguments');
+          if (!channel.startsWith('D') && (!p['recipient_user_id'] || !p['recipient_team_id'])) return fail('invalid_arguments');
+          const ts = nextTs();
+          const posted: FakeSlackMessage = { channel, ts, threadTs, user: botUserId, text: String(md ?? ''), blocks: undefined, edits: [], deleted: false, stream: { state: 'streaming', appends: 0 } };
+          messages.push(posted);
+          record(true, 200);
+          return reply(200, { ok: true, channel, ts });
+        }
+        const m = messages.find((x) => x.channel === channel && x.ts === p['ts'] && !x.deleted);
+        if (!m || !m.stream) return fail('message_not_found');
+        if (m.stream.state !== 'streaming') return fail('message_not_in_streaming_state');
+        if (typeof md === 'string') {
+          m.text += md;
+          m.stream.appends++;
+        } else if (method === 'chat.appendStream') return fail('invalid_arguments');
+        if (method === 'chat.stopStream') {
+          m.stream.state = 'stopped';
+          fakeState.onPost?.(m);
+        }
+        record(true, 200);
+        return reply(200, { ok: true, channel, ts: m.ts });
       }
       case 'chat.delete': {
         const m = messages.find((x) => x.channel === p['channel'] && x.ts === p['ts'] && !x.deleted);

@@ -257,6 +257,36 @@ for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP
     expect(slack.assistantStatuses.filter((s) => s.threadTs === threadTs).map((s) => s.status)[0]).toBe('is working…');
     await waitFor('status cleared', () => slack.assistantStatuses.at(-1)?.status === '');
     expect(slack.visible('D0ADA').filter((m) => m.threadTs === undefined)).toEqual([]); // nothing outside the thread
+    // streamed with chat.startStream/appendStream/stopStream: one message, complete, stopped
+    const answers = slack.visible('D0ADA', threadTs).filter((m) => m.text.includes('Thought'));
+    expect(answers.map((m) => [m.text, m.stream?.state])).toEqual([['Thought about it.', 'stopped']]);
+  });
+
+  test('an AI assistant thread streams each text segment as its own message; a failing stream falls back to whole answers', async () => {
+    slack.assistantApp = true;
+    await boot(mode);
+    writeFileSync(join(dir, 'ws', 'notes.txt'), 'the answer is 42\n');
+    const { threadTs } = await slack.assistantThreadStarted({ user: 'U0ADA', channel: 'D0ADA' });
+    const long = 'Found it: **42**. ' + 'More detail follows here. '.repeat(40);
+    queue.push({ text: 'Let me look at the notes.', toolUses: [{ name: 'read_file', input: { path: 'notes.txt' } }] }, { text: long, chunkDelayMs: 1 });
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'what is in notes?', im: true, threadTs });
+    await waitFor('the streamed answer', () => slack.visible('D0ADA', threadTs).some((m) => m.text === long && m.stream?.state === 'stopped'));
+    const streamed = slack.visible('D0ADA', threadTs).filter((m) => m.stream);
+    expect(streamed.map((m) => m.text)).toEqual(['Let me look at the notes.', long]);
+    expect(streamed.every((m) => m.stream!.state === 'stopped')).toBe(true);
+    // ~250 deltas of 4 characters, appended in a few coalesced calls, not one call each
+    expect(streamed[1]!.stream!.appends).toBeGreaterThanOrEqual(1);
+    expect(slack.calls.filter((c) => c.method === 'chat.appendStream').length).toBeLessThan(20);
+    expect(texts('D0ADA', threadTs).filter((t) => t.includes('Found it'))).toHaveLength(1); // not posted twice
+
+    // Slack refuses streaming (say, for this app): the answer arrives whole all the same
+    slack.failNext('chat.startStream', { error: 'not_allowed' });
+    queue.push({ text: 'Whole **answer**.' }, { text: 'Second whole answer.' });
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'again', im: true, threadTs });
+    await waitFor('whole answer', () => texts('D0ADA', threadTs).includes('Whole *answer*.'));
+    await slack.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'and again', im: true, threadTs });
+    await waitFor('second whole answer', () => texts('D0ADA', threadTs).includes('Second whole answer.'));
+    expect(slack.calls.filter((c) => c.method === 'chat.startStream')).toHaveLength(3); // two streams, then the refused one only
   });
 
   test('an unlisted user\u2019s DM gets one reply with their id and the config key, and no run', async () => {
