@@ -138,6 +138,31 @@ for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP
     expect(model.requests.filter((r) => !JSON.stringify(r.body).includes('classif'))).toHaveLength(2);
   });
 
+  test('a forged token and a card\u2019s token clicked from another conversation change nothing', async () => {
+    await boot(mode);
+    queue.push({ toolUses: [{ name: 'write_file', input: { path: 'x.txt', content: 'x\n' } }] }, { text: 'Written.' });
+    const { ts } = await slack.userMessage({ user: 'U0ADA', channel: 'C0TEAM', text: `<@${slack.botUserId}> write x.txt` });
+    await waitFor('the card', () => slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions')));
+    const card = slack.visible('C0TEAM', ts).find((m) => (m.blocks ?? []).some((b) => b['type'] === 'actions'))!;
+    const actions = card.blocks!.find((b) => b['type'] === 'actions') as { elements: Array<{ value: string; text: { text: string } }> };
+    const approve = actions.elements.find((e) => e.text.text.startsWith('Approve'))!.value;
+    const withValue = (value: string) => card.blocks!.map((b) => (b['type'] === 'actions' ? { ...b, elements: actions.elements.map((e) => ({ ...e, value })) } : b));
+
+    // an approver presses a button whose value was tampered with
+    await slack.click({ user: 'U0ADA', message: { ...card, blocks: withValue(approve.slice(0, -2) + 'zz') }, value: approve.slice(0, -2) + 'zz' });
+    await waitFor('notice on the forged token', () => slack.ephemerals.find((e) => e.user === 'U0ADA'));
+    // the real token, but sent from a message in another channel (a copied payload)
+    await slack.click({ user: 'U0ADA', message: { ...card, channel: 'C0OTHER', threadTs: undefined }, value: approve });
+    await waitFor('notice on the foreign click', () => slack.ephemerals.filter((e) => e.user === 'U0ADA').length === 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(join(dir, 'ws', 'x.txt'))).toBe(false);
+    expect((card.blocks ?? []).some((b) => b['type'] === 'actions')).toBe(true); // still undecided
+    // the card itself still works
+    await slack.click({ user: 'U0ADA', message: card, value: approve });
+    await waitFor('answer', () => texts('C0TEAM', ts).includes('Written.'));
+    expect(readFileSync(join(dir, 'ws', 'x.txt'), 'utf8')).toBe('x\n');
+  });
+
   test('a question: a suggestion button, then a typed reply in the thread', async () => {
     await boot(mode);
     queue.push(
@@ -332,6 +357,42 @@ test('a forged or stale request to /slack/events gets 401 through the real serve
   expect((await slack.post(body, { timestamp: Math.floor(Date.now() / 1000) - 600 })).status).toBe(401);
   expect(model.requests).toHaveLength(0);
 });
+
+const startEnv = (mode: 'http' | 'socket', extra: Record<string, string> = {}) => ({
+  ANTHROPIC_API_KEY: 'test-key',
+  ANTHROPIC_BASE_URL: model.url,
+  GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
+  GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`,
+  GATEHOUSE_HTTP_PORT: '0',
+  SLACK_BOT_TOKEN: BOT_TOKEN,
+  ...(mode === 'socket' ? { SLACK_APP_TOKEN: APP_TOKEN } : { SLACK_SIGNING_SECRET: SECRET }),
+  SLACK_API_URL: slack.apiUrl,
+  ...extra,
+});
+
+const START_ERRORS: Array<[string, 'http' | 'socket', string, { error: string; needed?: string }, RegExp]> = [
+  ['a rejected bot token', 'http', 'auth.test', { error: 'invalid_auth' }, /SLACK_BOT_TOKEN was rejected by Slack \(invalid_auth\)/],
+  ['a missing scope', 'socket', 'auth.test', { error: 'missing_scope', needed: 'chat:write' }, /lacks the scope chat:write.*slack-manifest\.yaml/],
+  ['an app token without connections:write', 'socket', 'apps.connections.open', { error: 'missing_scope', needed: 'connections:write' }, /SLACK_APP_TOKEN lacks the scope connections:write/],
+  ['Socket Mode switched off', 'socket', 'apps.connections.open', { error: 'socket_mode_not_enabled' }, /Socket Mode is off/],
+];
+
+for (const [what, mode, method, err, re] of START_ERRORS) {
+  test(`the real start path stops on ${what}, saying what to do, printing no token`, async () => {
+    slack.mode = mode;
+    slack.failNext(method, err);
+    const out = new PassThrough();
+    let printed = '';
+    out.on('data', (c: Buffer) => (printed += c.toString()));
+    const failure = await startBot({ env: startEnv(mode), cwd: dir, stdout: out, stderr: out }, () => undefined).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(failure?.message).toMatch(re);
+    for (const secret of [BOT_TOKEN, APP_TOKEN, SECRET]) expect(`${failure?.message}\n${printed}`).not.toContain(secret);
+    expect(slack.sockets.open).toBe(0);
+  });
+}
 
 test('Socket Mode: an xoxb token given as the app token stops the start with what to do', async () => {
   slack.mode = 'socket';
