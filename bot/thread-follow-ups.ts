@@ -9,14 +9,12 @@
  * - Read at decision time, so a config reload applies to the next message.
  */
 import { z } from 'zod';
-import type { AgentConfig, Config, Route } from './config.js';
+import type { AgentConfig, Config } from './config.js';
 
 export const threadFollowUpsSchema = z.boolean();
 
-export type ThreadFollowUpsRoute = Route & { threadFollowUps?: boolean };
-
 export function threadFollowUpsFor(config: Pick<Config, 'routes'>, key: string, agent: Pick<AgentConfig, 'threadFollowUps'>): boolean {
   // Same matching as agentForConversation: the key itself, or a prefix ending at a ':' boundary.
-  const route = (config.routes as ThreadFollowUpsRoute[]).find((r) => key === r.match || key.startsWith(`${r.match}:`));
+  const route = config.routes.find((r) => key === r.match || key.startsWith(`${r.match}:`));
   return route?.threadFollowUps ?? agent.threadFollowUps ?? true;
 }
