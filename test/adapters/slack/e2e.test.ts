@@ -131,6 +131,7 @@ for (const mode of ['http', 'socket'] as const) describe(mode === 'http' ? 'HTTP
     expect(readFileSync(join(dir, 'ws', 'hello.txt'), 'utf8')).toBe('hi\n');
     expect((card.blocks ?? []).some((b) => b['type'] === 'actions')).toBe(false); // decided in place
     expect(JSON.stringify(card.blocks)).toMatch(/U0CAROL|carol/i);
+    expect(JSON.stringify(card.blocks)).toMatch(/\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/); // and when
 
     const before = slack.ephemerals.length;
     await slack.click({ user: 'U0CAROL', message: { ...card, blocks: card.edits[0]?.blocks }, value: approve });
