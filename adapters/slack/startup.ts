@@ -3,7 +3,8 @@
  *
  * Contract:
  * - `checkAppToken` opens one Socket Mode connection URL with the app token before Bolt's socket
- *   client does, because that client retries a refused token forever instead of failing the start:
+ *   client does, because that client keeps retrying a refused token instead of failing the start
+ *   (seen with not_allowed_token_type, PLATFORM-NOTES):
  *   a revoked token, a bot token, a token without connections:write, Socket Mode switched off in the
  *   app's settings each become an error naming the fix. A 429 is waited out (Retry-After) a few times.
  * - `startError` turns a failed auth.test / init into such an error: invalid_auth (and revoked,
