@@ -5,6 +5,8 @@
  *
  * IPC: -> parent { type: 'ready', apiUrl }; <- { type: 'run', id, eventsUrl, channels, total, ratePerSec? }
  *      -> parent { type: 'result', id, latenciesMs, elapsedMs, errors }. argv[2]: 'http' | 'socket'.
+ * `errors`: deliveries Slack would count as failed (not acked, HTTP status not 200) plus messages
+ * with no answer within 60 s (lost), so an overloaded run still ends and says so.
  */
 import { startFakeSlack } from '../test/fakes/slack.js';
 
@@ -41,6 +43,9 @@ process.on('message', (raw) => {
   );
 });
 
+/** A message with no answer after this is counted as an error (lost), so a row always ends. */
+const ANSWER_TIMEOUT_MS = 60_000;
+
 async function run(req: RunRequest): Promise<{ latenciesMs: number[]; elapsedMs: number; errors: number }> {
   fake.eventsUrl = req.eventsUrl;
   fake.messages.length = 0;
@@ -53,7 +58,13 @@ async function run(req: RunRequest): Promise<{ latenciesMs: number[]; elapsedMs:
     return new Promise<void>((resolve) => {
       const q = waiting.get(channel) ?? [];
       waiting.set(channel, q);
-      q.push({ at: performance.now(), done: (ms) => (latencies.push(ms), resolve()) });
+      const entry = { at: performance.now(), done: (ms: number) => (clearTimeout(timer), latencies.push(ms), resolve()) };
+      const timer = setTimeout(() => {
+        q.splice(q.indexOf(entry), 1);
+        errors++;
+        resolve();
+      }, ANSWER_TIMEOUT_MS);
+      q.push(entry);
       fake.userMessage({ user, channel, text: `message ${i}`, im: true }).then(
         (r) => {
           if (r.statuses.some((s) => s !== 200)) errors++;

@@ -42,6 +42,7 @@ import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
 import type { LogLevelSetting } from './log.js';
+import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -63,12 +64,16 @@ export interface AgentConfig extends AgentSettings {
   sandboxNetwork: boolean;
   /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
   network: NetworkConfig;
+  /** bot/thread-follow-ups.ts; unset: true. */
+  threadFollowUps?: boolean;
 }
 
 export interface Route {
   /** A platform name, or a conversation-key prefix that matches at a ':' boundary. */
   match: string;
   agent: string;
+  /** bot/thread-follow-ups.ts; unset: the agent's. */
+  threadFollowUps?: boolean;
 }
 
 export interface AccessConfig {
@@ -296,6 +301,7 @@ function buildSchema(knownTools: readonly string[]) {
     companions: companionsSchema.optional(),
     contextWindowTokens: int(1_000, 100_000_000).optional(),
     network: networkSchema.optional(),
+    threadFollowUps: threadFollowUpsSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -321,7 +327,7 @@ function buildSchema(knownTools: readonly string[]) {
   return z.strictObject({
     defaults: agent.optional(),
     agents: z.record(agentName, agent).optional(),
-    routes: z.array(z.strictObject({ match: routeMatch, agent: text() })).optional(),
+    routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
     defaultAgent: text().optional(),
     access: z
       .strictObject({
@@ -609,11 +615,12 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...(layer.companions ? { companions: layer.companions } : {}),
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
       network: { allow: [...(layer.network?.allow ?? [])] },
+      ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),
     };
   }
 
   const names = Object.keys(agents);
-  const routes: Route[] = (file.routes ?? []).map((r) => ({ match: r.match, agent: r.agent }));
+  const routes: Route[] = (file.routes ?? []).map((r) => ({ match: r.match, agent: r.agent, ...(r.threadFollowUps !== undefined ? { threadFollowUps: r.threadFollowUps } : {}) }));
   routes.forEach((r, i) => {
     if (r.agent !== '' && !Object.hasOwn(agents, r.agent)) {
       problems.push({ path: `routes[${i}].agent`, message: `unknown agent ${JSON.stringify(r.agent)}${didYouMean(r.agent, names)}; defined agents: ${names.join(', ')}` });

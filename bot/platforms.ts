@@ -6,8 +6,9 @@ import type { Adapter } from '../adapters/types.js';
 import { createSlackAdapter } from '../adapters/slack/adapter.js';
 import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
 import type { Log } from './app.js';
-import type { Config } from './config.js';
+import { agentForConversation, type Config } from './config.js';
 import type { HttpRoute } from './http.js';
+import { threadFollowUpsFor } from './thread-follow-ups.js';
 
 export function createPlatformAdapters(config: Config, log: Log): { adapters: Adapter[]; routes(): HttpRoute[] } {
   const adapters: Adapter[] = [];
@@ -31,6 +32,7 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
         ...(slack.apiUrl ? { apiUrl: slack.apiUrl } : {}),
         approverGroups: () =>
           Object.values(config.agents).flatMap((a) => (a.approvers.slack ?? []).filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length))),
+        threadFollowUps: (ref) => threadFollowUpsFor(config, ref.key, agentForConversation(config, ref.key)),
         log: (level, msg) => log(level, `[slack] ${msg}`),
       }),
     );

@@ -14,6 +14,15 @@
  * apps.connections.open (app-level token only: an xoxb token gets not_allowed_token_type) with a
  * ws:// URL, sends `hello`, then envelopes {envelope_id, type, payload} that the app must ack with
  * {envelope_id}; a delivery resolves 200 once acked, 408 when not acked within 3 s.
+ *
+ * Also: the slash command (`slashCommand`, form-encoded over HTTP, a `slash_commands` envelope over
+ * the socket) with a response_url whose posts land in `responses`; an envelope sent again with the
+ * same envelope_id (`resendLastEnvelope`); AI assistant apps (`assistantThreadStarted` sends
+ * assistant_thread_started; assistant.threads.setStatus is recorded in `assistantStatuses`, status at
+ * most 50 characters, and refused with `not_allowed` unless `assistantApp` is set, as for an app
+ * without the assistant feature). Chat streaming: chat.startStream (needs thread_ts; outside a DM
+ * also recipient_user_id and recipient_team_id), appendStream, stopStream; markdown_text at most
+ * 12,000 characters a call; appending to a stopped stream is message_not_in_streaming_state.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -32,6 +41,8 @@ export interface FakeSlackMessage {
   blocks: Json[] | undefined;
   edits: Array<{ text: string; blocks: Json[] | undefined }>;
   deleted: boolean;
+  /** A message made with chat.startStream: its markdown grows with appendStream until stopStream. */
+  stream?: { state: 'streaming' | 'stopped'; appends: number };
 }
 
 export interface FakeEphemeral {
@@ -39,6 +50,14 @@ export interface FakeEphemeral {
   user: string;
   text: string;
   threadTs: string | undefined;
+}
+
+export interface FakeResponse {
+  /** What response_url received: response_type ephemeral (only the user sees it) or in_channel. */
+  responseType: string;
+  text: string;
+  channel: string;
+  user: string;
 }
 
 export interface FakeCall {
@@ -78,6 +97,17 @@ export interface FakeSlack {
   post(body: string, opts?: { contentType?: string; timestamp?: number; signature?: string; retryNum?: number }): Promise<{ status: number; body: string }>;
   /** A user clicks the element with `value` (button, or an option of a select) on a bot message. */
   click(a: { user: string; message: FakeSlackMessage; value: string }): Promise<{ status: number }>;
+  /** Posts to a slash command's response_url, in order. */
+  readonly responses: FakeResponse[];
+  /** A user types `/gatehouse <text>` (default command) in a channel or DM. */
+  slashCommand(a: { user: string; channel: string; text: string; command?: string }): Promise<{ status: number }>;
+  /** Sends the last socket envelope again, same envelope_id (Slack redelivers when unsure of the ack). */
+  resendLastEnvelope(): Promise<number>;
+  /** The app has Slack's AI assistant feature (assistant.threads.* allowed). */
+  assistantApp: boolean;
+  readonly assistantStatuses: Array<{ channel: string; threadTs: string; status: string }>;
+  /** A user opens an assistant thread in their DM with the app: assistant_thread_started. Returns the thread ts. */
+  assistantThreadStarted(a: { user: string; channel: string }): Promise<{ threadTs: string; status: number }>;
   close(): Promise<void>;
 }
 
@@ -124,6 +154,9 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
   const notIn = new Set<string>();
   const groups = new Map<string, string[]>();
   const files = new Map<string, Buffer>();
+  const responses: FakeResponse[] = [];
+  const responseUrls = new Map<string, { channel: string; user: string }>();
+  const assistantStatuses: Array<{ channel: string; threadTs: string; status: string }> = [];
   let clock = 1_700_000_000_000;
   const nextTs = () => {
     clock = Math.max(clock + 1, Date.now() * 1000);
@@ -162,6 +195,14 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
       }
       res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(file);
       return;
+    }
+    if (url.pathname.startsWith('/response/')) {
+      const target = responseUrls.get(url.pathname.slice('/response/'.length));
+      if (!target) return reply(404, { ok: false, error: 'expired_url' });
+      const body = JSON.parse(raw || '{}') as { text?: string; response_type?: string };
+      if (typeof body.text !== 'string' || body.text === '' || body.text.length > TEXT_MAX) return reply(400, { ok: false, error: 'no_text' });
+      responses.push({ responseType: body.response_type ?? 'ephemeral', text: body.text, ...target });
+      return reply(200, { ok: true });
     }
     if (!url.pathname.startsWith('/api/')) return reply(404, { ok: false, error: 'unknown_path' });
     const method = url.pathname.slice('/api/'.length);
@@ -233,6 +274,37 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         record(true, 200);
         return reply(200, { ok: true, channel, ts, message: { text, ts } });
       }
+      case 'chat.startStream':
+      case 'chat.appendStream':
+      case 'chat.stopStream': {
+        const channel = String(p['channel'] ?? '');
+        if (notIn.has(channel)) return fail('not_in_channel');
+        const md = p['markdown_text'];
+        if (md !== undefined && (typeof md !== 'string' || md.length > 12_000)) return fail('msg_too_long');
+        if (method === 'chat.startStream') {
+          const threadTs = p['thread_ts'];
+          if (typeof threadTs !== 'string' || threadTs === '') return fail('invalid_arguments');
+          if (!channel.startsWith('D') && (!p['recipient_user_id'] || !p['recipient_team_id'])) return fail('invalid_arguments');
+          const ts = nextTs();
+          const posted: FakeSlackMessage = { channel, ts, threadTs, user: botUserId, text: String(md ?? ''), blocks: undefined, edits: [], deleted: false, stream: { state: 'streaming', appends: 0 } };
+          messages.push(posted);
+          record(true, 200);
+          return reply(200, { ok: true, channel, ts });
+        }
+        const m = messages.find((x) => x.channel === channel && x.ts === p['ts'] && !x.deleted);
+        if (!m || !m.stream) return fail('message_not_found');
+        if (m.stream.state !== 'streaming') return fail('message_not_in_streaming_state');
+        if (typeof md === 'string') {
+          m.text += md;
+          m.stream.appends++;
+        } else if (method === 'chat.appendStream') return fail('invalid_arguments');
+        if (method === 'chat.stopStream') {
+          m.stream.state = 'stopped';
+          fakeState.onPost?.(m);
+        }
+        record(true, 200);
+        return reply(200, { ok: true, channel, ts: m.ts });
+      }
       case 'chat.delete': {
         const m = messages.find((x) => x.channel === p['channel'] && x.ts === p['ts'] && !x.deleted);
         if (!m) return fail('message_not_found');
@@ -246,6 +318,17 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         ephemerals.push({ channel: String(p['channel']), user: String(p['user']), text, threadTs: p['thread_ts'] as string | undefined });
         record(true, 200);
         return reply(200, { ok: true, message_ts: nextTs() });
+      }
+      case 'assistant.threads.setStatus': {
+        if (!fakeState.assistantApp) return fail('not_allowed');
+        const channel = String(p['channel_id'] ?? '');
+        const threadTs = String(p['thread_ts'] ?? '');
+        const status = p['status'];
+        if (channel === '' || threadTs === '' || typeof status !== 'string') return fail('invalid_arguments');
+        if (status.length > 50) return fail('invalid_arguments');
+        assistantStatuses.push({ channel, threadTs, status });
+        record(true, 200);
+        return reply(200, { ok: true });
       }
       case 'usergroups.users.list': {
         const users = groups.get(String(p['usergroup'] ?? ''));
@@ -262,6 +345,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
   const sockets = { opened: 0, open: 0 };
   let socket: WebSocket | undefined;
   const pendingAcks = new Map<string, () => void>();
+  let lastEnvelope: string | undefined;
   server.on('upgrade', (req, sock, head) => {
     if (!(req.url ?? '').startsWith('/link')) {
       sock.destroy();
@@ -289,9 +373,14 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
 
   /** Sends an envelope over the socket; 200 once acked, 408 when not acked in 3 s, 503 without a socket. */
   async function envelope(type: string, payload: unknown, retryAttempt = 0): Promise<number> {
+    const id = randomBytes(8).toString('hex');
+    return deliver(id, JSON.stringify({ envelope_id: id, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: retryAttempt, retry_reason: retryAttempt ? 'timeout' : '' }));
+  }
+
+  async function deliver(id: string, raw: string): Promise<number> {
     const ws = socket;
     if (!ws) return 503;
-    const id = randomBytes(8).toString('hex');
+    lastEnvelope = raw;
     const acked = new Promise<number>((resolve) => {
       const timer = setTimeout(() => {
         pendingAcks.delete(id);
@@ -303,7 +392,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         resolve(200);
       });
     });
-    ws.send(JSON.stringify({ envelope_id: id, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: retryAttempt, retry_reason: retryAttempt ? 'timeout' : '' }));
+    ws.send(raw);
     return acked;
   }
 
@@ -322,6 +411,9 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
     calls,
     retryAfterViolations: 0,
     onPost: undefined,
+    responses,
+    assistantApp: false,
+    assistantStatuses,
     eventsUrl: '',
     mode: 'http',
     sockets,
@@ -394,6 +486,52 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
       await send({ type: 'message', channel_type: a.im ? 'im' : 'channel', ...base });
       if (!a.im && a.text.includes(`<@${botUserId}>`)) await send({ type: 'app_mention', ...base });
       return { ts, statuses };
+    },
+    async slashCommand(a) {
+      const id = randomBytes(6).toString('hex');
+      responseUrls.set(id, { channel: a.channel, user: a.user });
+      const payload: Record<string, string> = {
+        token: 'legacy',
+        team_id: teamId,
+        team_domain: 'fake',
+        channel_id: a.channel,
+        channel_name: a.channel.startsWith('D') ? 'directmessage' : 'chan',
+        user_id: a.user,
+        user_name: a.user.toLowerCase(),
+        command: a.command ?? '/gatehouse',
+        text: a.text,
+        api_app_id: 'A0APP',
+        is_enterprise_install: 'false',
+        response_url: `http://127.0.0.1:${port}/response/${id}`,
+        trigger_id: `trig${++eventSeq}`,
+      };
+      if (fakeState.mode === 'socket') return { status: await envelope('slash_commands', payload) };
+      const r = await fakeState.post(new URLSearchParams(payload).toString(), { contentType: 'application/x-www-form-urlencoded' });
+      return { status: r.status };
+    },
+    async resendLastEnvelope() {
+      if (!lastEnvelope) throw new Error('no envelope sent yet');
+      const raw = lastEnvelope;
+      return deliver((JSON.parse(raw) as { envelope_id: string }).envelope_id, raw);
+    },
+    async assistantThreadStarted(a) {
+      const threadTs = nextTs();
+      const body = JSON.stringify({
+        token: 'legacy',
+        team_id: teamId,
+        api_app_id: 'A0APP',
+        type: 'event_callback',
+        event_id: `Ev${++eventSeq}`,
+        event_time: Math.floor(Date.now() / 1000),
+        authorizations: [{ team_id: teamId, user_id: botUserId, is_bot: true }],
+        event: {
+          type: 'assistant_thread_started',
+          assistant_thread: { user_id: a.user, context: {}, channel_id: a.channel, thread_ts: threadTs },
+          event_ts: threadTs,
+        },
+      });
+      if (fakeState.mode === 'socket') return { threadTs, status: await envelope('events_api', JSON.parse(body)) };
+      return { threadTs, status: (await fakeState.post(body)).status };
     },
     async click(a) {
       const actionsBlock = (a.message.blocks ?? []).find((b) => b['type'] === 'actions') as { block_id: string; elements: Json[] } | undefined;

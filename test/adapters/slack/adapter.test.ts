@@ -9,11 +9,12 @@ import type { Adapter, HttpRoute } from '../../../adapters/types.js';
 import { startHttpServer } from '../../../bot/http.js';
 import type { HttpServer } from '../../../bot/http.js';
 import { startFakeSlack } from '../../fakes/slack.js';
-import type { FakeSlack } from '../../fakes/slack.js';
+import type { FakeSlack, FakeSlackMessage } from '../../fakes/slack.js';
 import { TestSink, until } from '../telegram/helpers.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
+const APP_TOKEN = 'xapp-1-A0APP-3333-fakeAppTokenValue';
 
 let fake: FakeSlack;
 let adapter: Adapter & { httpRoutes(): HttpRoute[] };
@@ -21,10 +22,18 @@ let http: HttpServer;
 let sink: TestSink;
 let logs: string[];
 
-async function setup(extra: Partial<SlackAdapterOptions> = {}, start = true): Promise<void> {
-  fake = await startFakeSlack({ botToken: BOT_TOKEN, signingSecret: SECRET });
+async function setup(extra: Partial<SlackAdapterOptions> = {}, start = true, mode: 'http' | 'socket' = 'http'): Promise<void> {
+  fake = await startFakeSlack({ botToken: BOT_TOKEN, signingSecret: SECRET, appToken: APP_TOKEN });
+  fake.mode = mode;
   logs = [];
-  adapter = createSlackAdapter({ botToken: BOT_TOKEN, signingSecret: SECRET, apiUrl: fake.apiUrl, statusEditIntervalMs: 30, log: (l, m) => logs.push(`${l} ${m}`), ...extra });
+  adapter = createSlackAdapter({
+    botToken: BOT_TOKEN,
+    ...(mode === 'socket' ? { appToken: APP_TOKEN } : { signingSecret: SECRET }),
+    apiUrl: fake.apiUrl,
+    statusEditIntervalMs: 30,
+    log: (l, m) => logs.push(`${l} ${m}`),
+    ...extra,
+  });
   http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: adapter.httpRoutes(), health: () => ({}) });
   fake.eventsUrl = `http://127.0.0.1:${http.port}/slack/events`;
   sink = new TestSink();
@@ -38,8 +47,20 @@ afterEach(async () => {
   for (const l of logs) {
     expect(l).not.toContain(BOT_TOKEN);
     expect(l).not.toContain(SECRET);
+    expect(l).not.toContain(APP_TOKEN);
   }
 });
+
+/** start() fails with a message matching `re` that holds no secret. */
+async function startFails(re: RegExp): Promise<void> {
+  const err = await adapter.start(sink).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  expect(err).toBeInstanceOf(Error);
+  expect(err!.message).toMatch(re);
+  for (const secret of [BOT_TOKEN, APP_TOKEN, SECRET]) expect(err!.message).not.toContain(secret);
+}
 
 describe('conversations and threads', () => {
   beforeEach(() => setup());
@@ -110,13 +131,13 @@ describe('start-up errors say what to do and never print a token', () => {
   test('invalid_auth', async () => {
     await setup({}, false);
     fake.failNext('auth.test', { error: 'invalid_auth' });
-    await expect(adapter.start(sink)).rejects.toThrow(/SLACK_BOT_TOKEN was rejected by Slack \(invalid_auth\)/);
+    await startFails(/SLACK_BOT_TOKEN was rejected by Slack \(invalid_auth\).*OAuth & Permissions/);
   });
 
   test('a missing scope is named and points at the manifest', async () => {
     await setup({}, false);
     fake.failNext('auth.test', { error: 'missing_scope', needed: 'chat:write' });
-    await expect(adapter.start(sink)).rejects.toThrow(/lacks the scope chat:write.*slack-manifest\.yaml/);
+    await startFails(/lacks the scope chat:write.*deploy\/slack-manifest\.yaml/);
   });
 
   test('wrong token kinds and a missing mode are refused before connecting', async () => {
@@ -126,10 +147,141 @@ describe('start-up errors say what to do and never print a token', () => {
     expect(() => createSlackAdapter({ botToken: BOT_TOKEN })).toThrow(/SLACK_APP_TOKEN .*or SLACK_SIGNING_SECRET/);
   });
 
-  test('not_in_channel when posting is an error naming the conversation', async () => {
+  test('Socket Mode: an app token without connections:write fails the start naming the scope (no endless reconnect)', async () => {
+    await setup({}, false, 'socket');
+    fake.failNext('apps.connections.open', { error: 'missing_scope', needed: 'connections:write' });
+    await startFails(/SLACK_APP_TOKEN lacks the scope connections:write.*App-Level Tokens/);
+    expect(fake.sockets.opened).toBe(0);
+  });
+
+  test('Socket Mode: Socket Mode switched off in the app settings', async () => {
+    await setup({}, false, 'socket');
+    fake.failNext('apps.connections.open', { error: 'socket_mode_not_enabled' });
+    await startFails(/Socket Mode is off.*Socket Mode.*SLACK_SIGNING_SECRET/);
+    expect(fake.sockets.opened).toBe(0);
+  });
+
+  test('Socket Mode: a revoked app token', async () => {
+    await setup({}, false, 'socket');
+    fake.failNext('apps.connections.open', { error: 'invalid_auth' });
+    await startFails(/SLACK_APP_TOKEN was rejected by Slack \(invalid_auth\)/);
+  });
+
+  test('Socket Mode: a bot token given as the app token is caught by Slack too', async () => {
+    await setup({}, false, 'socket');
+    fake.failNext('apps.connections.open', { error: 'not_allowed_token_type' });
+    await startFails(/SLACK_APP_TOKEN is not an app-level token/);
+  });
+
+  test('ratelimited at start: Retry-After is waited out, then the start goes on', async () => {
+    await setup({}, false, 'socket');
+    fake.failNext('auth.test', { error: 'ratelimited', retryAfter: 1 });
+    fake.failNext('apps.connections.open', { error: 'ratelimited', retryAfter: 1 });
+    await adapter.start(sink);
+    expect(fake.retryAfterViolations).toBe(0);
+    expect(fake.calls.filter((c) => c.status === 429).map((c) => c.method)).toEqual(['auth.test', 'apps.connections.open']);
+    expect(fake.sockets.open).toBe(1);
+  });
+
+  test('ratelimited at start without end: a start error that says to wait', async () => {
+    await setup({}, false);
+    fake.failNext('auth.test', { error: 'ratelimited', retryAfter: 1 }, 3);
+    await startFails(/rate-limited.*ratelimited.*wait a minute/);
+    expect(fake.retryAfterViolations).toBe(0);
+  });
+
+  test('not_in_channel when posting is an error naming the conversation, for text, answers and cards', async () => {
     await setup();
     fake.notInChannel('C0GONE');
-    await expect(adapter.postText(refFor(fake.teamId, 'C0GONE'), 'hello')).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
+    const ref = refFor(fake.teamId, 'C0GONE');
+    await expect(adapter.postText(ref, 'hello')).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
+    await expect(adapter.render(ref, { type: 'answer', runId: 'r', text: 'hi' })).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
+    await expect(adapter.postCard(ref, { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 't1', label: 'Approve once', style: 'primary' }] })).rejects.toThrow(
+      /slack:T0TEAM:C0GONE.*not_in_channel/,
+    );
+  });
+});
+
+describe('files via url_private with the bot token, size-limited', () => {
+  beforeEach(() => setup({ maxAttachmentBytes: 1000 }));
+
+  test('an image and a text file are read; the download carries the bot token', async () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3, 4]);
+    const image = fake.addFile('shot.png', 'image/png', png);
+    const text = fake.addFile('notes.txt', 'text/plain', 'hello from a file');
+    await fake.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'look', im: true, files: [image, text] });
+    await until(() => sink.messages.length === 1, 'the message');
+    expect(sink.messages[0]!.attachments).toEqual([
+      { kind: 'image', name: 'shot.png', mimeType: 'image/png', data: png.toString('base64') },
+      { kind: 'text', name: 'notes.txt', mimeType: 'text/plain', data: 'hello from a file' },
+    ]);
+  });
+
+  test('a file over the limit is refused by its declared size, and by its real size when the size lies', async () => {
+    const big = fake.addFile('big.txt', 'text/plain', 'x'.repeat(5000));
+    const liar = { ...fake.addFile('liar.txt', 'text/plain', 'y'.repeat(5000)), size: 10 };
+    await fake.userMessage({ user: 'U0ADA', channel: 'D0ADA', text: 'two files', im: true, files: [big, liar] });
+    await until(() => sink.messages.length === 1, 'the message');
+    const m = sink.messages[0]!;
+    expect(m.attachments).toEqual([]);
+    expect(m.text).toMatch(/^two files\n\[attachment not read: big\.txt[^\n]*\]\n\[attachment not read: liar\.txt[^\n]*\]$/);
+    expect(JSON.stringify(m)).not.toContain('yyyy');
+    // the user is told too
+    await until(() => fake.visible('D0ADA').length === 1, 'the notice');
+    expect(fake.visible('D0ADA')[0]!.text).toMatch(/Not read: big\.txt.*\nNot read: liar\.txt/);
+  });
+});
+
+describe('user groups as approvers', () => {
+  const approve = async (user: string, card: FakeSlackMessage) => {
+    const before = sink.actions.length;
+    await fake.click({ user, message: card, value: 'tokApprove' });
+    await until(() => sink.actions.length === before + 1, `${user}'s click`);
+    return sink.actions.at(-1)!.user.roles ?? [];
+  };
+  const listCalls = () => fake.calls.filter((c) => c.method === 'usergroups.users.list').length;
+  const card = async () => {
+    const ts = await adapter.postCard(refFor(fake.teamId, 'C0CHAN'), { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }] });
+    return fake.messages.find((m) => m.ts === ts)!;
+  };
+
+  test('a member is found from the cache; someone just added is found by re-reading on the miss', async () => {
+    await setup({ approverGroups: () => ['S0OPS'], groupMissRereadMs: 0 });
+    fake.setGroup('S0OPS', ['U0CAROL']);
+    const c = await card();
+    expect(await approve('U0CAROL', c)).toEqual(['S0OPS']);
+    expect(await approve('U0CAROL', c)).toEqual(['S0OPS']);
+    expect(listCalls()).toBe(1); // the second click was answered from the cache
+    expect(await approve('U0DAVE', c)).toEqual([]);
+    expect(listCalls()).toBe(2); // a miss re-reads
+    fake.setGroup('S0OPS', ['U0CAROL', 'U0DAVE']);
+    expect(await approve('U0DAVE', c)).toEqual(['S0OPS']);
+    expect(listCalls()).toBe(3);
+  });
+
+  test('misses do not hammer Slack: within the re-read interval a miss trusts the cache', async () => {
+    await setup({ approverGroups: () => ['S0OPS'] }); // default: at most one re-read per 5 s
+    fake.setGroup('S0OPS', ['U0CAROL']);
+    const c = await card();
+    for (const u of ['U0CAROL', 'U0X1', 'U0X2', 'U0X3']) await approve(u, c);
+    expect(listCalls()).toBe(1);
+  });
+
+  test('the cache is brief: someone removed from the group loses the role once it expires', async () => {
+    await setup({ approverGroups: () => ['S0OPS'], groupCacheMs: 100 });
+    fake.setGroup('S0OPS', ['U0CAROL']);
+    const c = await card();
+    expect(await approve('U0CAROL', c)).toEqual(['S0OPS']);
+    fake.setGroup('S0OPS', []);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await approve('U0CAROL', c)).toEqual([]);
+  });
+
+  test('a group Slack cannot read (no usergroups:read) gives no role and a warning, not a crash', async () => {
+    await setup({ approverGroups: () => ['S0GONE'] });
+    const c = await card();
+    expect(await approve('U0CAROL', c)).toEqual([]);
+    expect(logs.some((l) => /warn could not read user group S0GONE.*no_such_subteam/.test(l))).toBe(true);
   });
 });
 

@@ -1,0 +1,70 @@
+/**
+ * What the parts of the Slack adapter (inbound events, interactivity, output, start-up) share: the
+ * Web API clients, the bot's identity once known, the core's sink, a log that never prints a secret.
+ * No Bolt here; the clients are @slack/web-api's.
+ */
+import type { WebClient } from '@slack/web-api';
+import type { AdapterSink } from '../types.js';
+
+export type SlackLog = (level: 'info' | 'warn' | 'error', msg: string) => void;
+
+export interface SlackContext {
+  /** Outbound Web API calls (a 429 is waited out by the SDK, per Retry-After). */
+  readonly web: WebClient;
+  /** The same, but a 429 is rejected at once (the status message coalesces instead of waiting). */
+  readonly statusWeb: WebClient;
+  readonly botToken: string;
+  readonly log: SlackLog;
+  /** An error as one line: Slack's error code (and the missing scope), never a secret. */
+  readonly describe: (err: unknown) => string;
+  /** Removes every secret from a text. */
+  readonly scrub: (s: string) => string;
+  /** Set by start(): the workspace and the bot's own user id. */
+  identity: { teamId: string; botUserId: string };
+  /** The core; undefined before start and after stop. */
+  sink: AdapterSink | undefined;
+  /**
+   * AI assistant app: `app` once Slack sent assistant_thread_started (or the option said so);
+   * `threads` the assistant threads seen ("<channel>:<thread_ts>").
+   */
+  readonly assistant: { app: boolean; threads: Recent };
+}
+
+/** A bounded set: the oldest entries go first. */
+export class Recent {
+  private readonly set = new Set<string>();
+  constructor(private readonly max: number) {}
+  has(k: string): boolean {
+    return this.set.has(k);
+  }
+  add(k: string): void {
+    this.set.delete(k);
+    this.set.add(k);
+    if (this.set.size > this.max) this.set.delete(this.set.values().next().value as string);
+  }
+}
+
+/** A bounded map: the least recently set entries go first. */
+export class RecentMap<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+  get(k: string): V | undefined {
+    return this.map.get(k);
+  }
+  set(k: string, v: V): void {
+    this.map.delete(k);
+    this.map.set(k, v);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
+  }
+}
+
+export function secretScrubber(secrets: Array<string | undefined>): { scrub: (s: string) => string; describe: (err: unknown) => string } {
+  const list = secrets.filter((s): s is string => !!s);
+  const scrub = (s: string): string => list.reduce((acc, t) => acc.split(t).join('<secret>'), s);
+  const describe = (err: unknown): string => {
+    const e = err as { code?: string; data?: { error?: string; needed?: string }; message?: string };
+    const detail = e.data?.error ? `${e.data.error}${e.data.needed ? ` (needs ${e.data.needed})` : ''}` : (e.message ?? String(err));
+    return scrub(detail);
+  };
+  return { scrub, describe };
+}
