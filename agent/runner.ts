@@ -428,6 +428,8 @@ export class Runner {
         autoApprovedTools: [...a.autoApprovedTools, ...this.opts.allowlists.tools(a.name)],
         autoApprovedCommands: [...a.autoApprovedCommands, ...this.opts.allowlists.commands(a.name)],
         approvers: a.approvers,
+        ...(a.toolPolicy ? { toolPolicy: a.toolPolicy } : {}),
+        ...(a.commandRules ? { commandRules: a.commandRules } : {}),
       };
     };
 

@@ -4,6 +4,7 @@
  * bot/config.ts's resolved AgentConfig satisfies this shape.
  */
 import type { Tier } from '../policies/tiers.js';
+import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
 
 export interface AgentSettings {
@@ -33,6 +34,10 @@ export interface AgentSettings {
   sandbox?: SandboxMode;
   /** Network inside the sandbox; default false. */
   sandboxNetwork?: boolean;
+  /** Per tool or glob: allow | ask | deny (policies/tool-policy.ts). */
+  toolPolicy?: ToolPolicy;
+  /** Per simple command: deny | ask | allow, with a reason. */
+  commandRules?: readonly CommandRule[];
 }
 
 export interface AgentDirectory {

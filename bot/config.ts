@@ -39,6 +39,9 @@ import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
+import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
+import { mcpServersSchema, resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
+import { commandRulesSchema, toolPolicySchema, toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
@@ -59,6 +62,10 @@ export interface AgentConfig extends AgentSettings {
   commandTimeoutMs: number;
   sandbox: SandboxMode;
   sandboxNetwork: boolean;
+  toolPolicy: ToolPolicy;
+  commandRules: CommandRule[];
+  /** MCP servers by name (agent/mcp/config.ts), references to environment variables filled in. */
+  mcpServers: Record<string, McpServerConfig>;
 }
 
 export interface Route {
@@ -289,6 +296,9 @@ function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    toolPolicy: toolPolicySchema.optional(),
+    commandRules: commandRulesSchema.optional(),
+    mcpServers: mcpServersSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -578,6 +588,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
           'Use a directory of its own, e.g. ./workspace next to the config file',
       });
     }
+    const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems });
+    problems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
     agents[name] = {
       name,
       model: layer.model ?? DEFAULT_MODEL,
@@ -599,6 +611,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      toolPolicy: { ...(layer.toolPolicy ?? {}) },
+      commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
+      mcpServers,
     };
   }
 
