@@ -44,6 +44,10 @@ const specCache = new WeakMap<AnyTool, ModelToolSpec>();
 
 export function toolSpec(tool: AnyTool): ModelToolSpec {
   let spec = specCache.get(tool);
+  if (!spec && tool.jsonSchema) {
+    spec = { name: tool.name, description: tool.description, input_schema: tool.jsonSchema };
+    specCache.set(tool, spec);
+  }
   if (!spec) {
     const schema = z.toJSONSchema(tool.input as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
     delete schema.$schema;
