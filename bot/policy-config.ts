@@ -43,7 +43,7 @@ export function toolPolicyProblems(
   const known = [...opts.knownTools].sort();
   const mcpHint = opts.mcpServers.length > 0 ? `, and mcp_<server>_<tool> for ${opts.mcpServers.map((s) => `mcp_${s}_*`).join(', ')}` : '';
   for (const key of Object.keys(toolPolicy ?? {})) {
-    const at = `${opts.path}[${JSON.stringify(key)}]`;
+    const at = /^[A-Za-z0-9_-]+$/.test(key) ? `${opts.path}.${key}` : `${opts.path}[${JSON.stringify(key)}]`;
     if (key.startsWith('mcp_')) {
       if (isGlob(key)) continue; // fine whatever the servers list later
       if (opts.mcpServers.some((s) => key.startsWith(`mcp_${s}_`) && key.length > `mcp_${s}_`.length)) continue;
