@@ -137,7 +137,7 @@ export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, de
   }
   // 4. Forced asks.
   if (toolRule?.value === 'ask') {
-    return askOrDecline(req, policy, asTier, `${toolRuleName} says a human approves every call`, null, toolRuleName);
+    return askOrDecline(req, policy, asTier, `approval required by ${toolRuleName} (ask), even within the tier`, null, toolRuleName);
   }
   if (analysis) {
     const hit = findCommandRule(policy.commandRules, analysis, 'ask');
@@ -146,7 +146,7 @@ export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, de
         req,
         policy,
         asTier,
-        `${ruleName(hit.index)} (match "${hit.rule.match}" on \`${hit.simple}\`) requires approval${because(hit.rule.reason)}`,
+        `approval required by ${ruleName(hit.index)} (match "${hit.rule.match}" on \`${hit.simple}\`)${because(hit.rule.reason)}`,
         null,
         ruleName(hit.index),
       );
