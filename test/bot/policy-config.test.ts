@@ -148,3 +148,55 @@ test('the CLI exits non-zero on a bad policy entry and names it', async () => {
   expect(code).toBe(1);
   expect(text).toContain('agents.ops.toolPolicy.nope: unknown tool "nope"');
 });
+
+describe('gatehouse policy check explains toolPolicy and commandRules', () => {
+  async function check(cwd: string, args: string[]): Promise<{ code: number; text: string }> {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (d: Buffer) => (text += d.toString()));
+    const code = await runCli(['policy', 'check', ...args], { env: { ...env }, cwd, stdin: new PassThrough(), stdout: out, stderr: out });
+    return { code, text };
+  }
+  const cwd = () =>
+    setup(`
+approvers: { console: [local] }
+toolPolicy: { "mcp_github_*": allow, mcp_github_delete_repo: deny, write_file: ask }
+commandRules:
+  - { match: "git push", policy: deny, reason: "pushes go through CI" }
+  - { match: "npm publish", policy: ask, reason: "releases need two people" }
+  - { match: "kubectl get *", policy: allow }
+mcpServers: { github: { command: x } }
+`);
+
+  test('a command denied by a commandRule: the rule and its reason, exit 1', async () => {
+    const { code, text } = await check(cwd(), ['--', 'git push origin main']);
+    expect(code).toBe(1);
+    expect(text).toMatch(/^commandRules: deny by agents\.ops\.commandRules\[0\] \(match "git push" on `git push origin main`; reason: pushes go through CI\)$/m);
+    expect(text).toMatch(/^decision:\s+DENY$/m);
+    expect(text).toMatch(/^rule:\s+agents\.ops\.commandRules\[0\]$/m);
+  });
+
+  test('an ask rule and an allow rule, in JSON', async () => {
+    const ask = await check(cwd(), ['--json', '--', 'npm publish']);
+    expect(ask.code).toBe(0);
+    expect(JSON.parse(ask.text)).toMatchObject({ decision: 'ask', rule: 'agents.ops.commandRules[1]', why: expect.stringContaining('releases need two people') });
+    const allow = await check(cwd(), ['--json', '--', 'kubectl get pods']);
+    expect(JSON.parse(allow.text)).toMatchObject({ decision: 'allow', rule: 'autoApprovedCommands', allowlisted: true });
+  });
+
+  test('--tool: an MCP tool allowed by a glob, one denied by its exact name, a built-in asked', async () => {
+    const allowed = await check(cwd(), ['--tool', 'mcp_github_create_issue']);
+    expect(allowed.code).toBe(0);
+    expect(allowed.text).toMatch(/^tool:\s+mcp_github_create_issue \(MCP server github\), tier high-risk$/m);
+    expect(allowed.text).toMatch(/^toolPolicy:\s+allow \(agents\.ops\.toolPolicy\["mcp_github_\*"\]\)$/m);
+    expect(allowed.text).toMatch(/^decision:\s+ALLOW$/m);
+    const denied = await check(cwd(), ['--json', '--tool', 'mcp_github_delete_repo']);
+    expect(denied.code).toBe(1);
+    expect(JSON.parse(denied.text)).toMatchObject({ decision: 'deny', rule: 'agents.ops.toolPolicy["mcp_github_delete_repo"]' });
+    const asked = await check(cwd(), ['--json', '--tool', 'write_file']);
+    expect(JSON.parse(asked.text)).toMatchObject({ decision: 'ask', rule: 'agents.ops.toolPolicy["write_file"]' });
+    const unknown = await check(cwd(), ['--tool', 'nope']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.text).toContain('No tool "nope"');
+  });
+});
