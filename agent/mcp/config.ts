@@ -11,7 +11,7 @@
  *   A referenced variable that is not set is a config error naming the key and the variable.
  * - `tools` declares tools before the server was ever listed (a name, or { name, description,
  *   inputSchema }); the last successful listing, cached in the store, takes precedence over it.
- * - `timeoutMs` (default 60000) bounds each request to the server (connect, list, call).
+ * - `timeoutMs` (default 60000) bounds each call; starting and listing get at least 30 s (manager.ts).
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
@@ -145,7 +145,7 @@ export function resolveMcpServers(
   return out;
 }
 
-/** The name the model sees: mcp_<server>_<tool>, cut to the Messages API's characters and length. */
+/** The name the model sees: mcp_<server>_<tool>, cut to the Messages API's characters and length (64). */
 export function mcpToolName(server: string, tool: string): string {
-  return `mcp_${server}_${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 128);
+  return `mcp_${server}_${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
 }

@@ -14,6 +14,7 @@
  *   timed out (timeoutMs), tool gone (no longer listed), or the server's own error. Text output is
  *   capped at MAX_OUTPUT_BYTES with the same truncation marker as execute_command.
  *   An abort (run stopped, executor timeout) is passed to the SDK, which cancels the request.
+ * - Starting (handshake + listing) gets max(timeoutMs, START_TIMEOUT_MS); each call gets timeoutMs.
  * - `close()` closes every connection; stdio servers are stopped with their whole process group.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -27,6 +28,8 @@ import type { McpServerConfig, McpToolInfo } from './config.js';
 import { ProcessTransport } from './process-transport.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
+/** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
+export const START_TIMEOUT_MS = 30_000;
 /** How long a first run waits for a server that was never listed. */
 export const LIST_WAIT_MS = 10_000;
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
@@ -210,12 +213,13 @@ export class McpManager {
     client.onerror = () => {
       // Transport noise (a non-JSON line on stdout); failures that matter reject the request itself.
     };
+    const startTimeoutMs = Math.max(config.timeoutMs, START_TIMEOUT_MS);
     try {
-      await client.connect(transport, { timeout: config.timeoutMs });
+      await client.connect(transport, { timeout: startTimeoutMs });
       const tools: McpToolInfo[] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: config.timeoutMs });
+        const page = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: startTimeoutMs });
         for (const t of page.tools) {
           tools.push({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown> });
         }
@@ -224,8 +228,10 @@ export class McpManager {
       for (const t of tools) conn.tools.set(t.name, t);
       await this.saveListing(agent, server, tools);
     } catch (err) {
+      // Described before closing: how it ended on its own, not how our close ended it.
+      const message = startFailure(server, config, transport, err, startTimeoutMs);
       await closeConnection(conn);
-      throw new McpFailure(startFailure(server, config, transport, err));
+      throw new McpFailure(message);
     }
     if (this.closing) {
       await closeConnection(conn);
@@ -258,12 +264,14 @@ function describeExit(conn: Connection): string {
   return ` (${parts.join('; ')})`;
 }
 
-function startFailure(server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown): string {
-  const why = err instanceof Error ? err.message : String(err);
+function startFailure(server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
+  const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
+  const why = timedOut ? `it did not complete the MCP handshake and tool listing within ${formatSeconds(timeoutMs)}` : err instanceof Error ? err.message : String(err);
   if (config.kind === 'http') return `MCP server "${server}" at ${config.url} could not be reached: ${why}. Tell the user; an operator should check the server and agents' mcpServers.${server}.url.`;
   const cmd = [config.command, ...config.args].map((w) => (/\s/.test(w) ? JSON.stringify(w) : w)).join(' ');
   const pt = transport as ProcessTransport;
-  const lines = [`MCP server "${server}" could not be started: \`${cmd}\` ${pt.exit ? `ended with ${pt.exit}` : 'failed'} (${why}).`];
+  const ended = pt.exit !== undefined && !pt.exit.startsWith('could not start') ? ` ended with ${pt.exit}` : ' failed';
+  const lines = [`MCP server "${server}" could not be started: \`${cmd}\`${ended} (${why}).`];
   if (pt.stderrTail) lines.push(`Its stderr ended with:\n${tail(pt.stderrTail)}`);
   lines.push(`Tell the user; an operator should fix mcpServers.${server} in gatehouse.yaml. The next call tries to start it again.`);
   return lines.join('\n');

@@ -67,8 +67,9 @@ export class ProcessTransport implements Transport {
           this.onclose?.();
         });
       });
-      child.once('error', (err) => {
-        this.exit ??= `could not start (${(err as NodeJS.ErrnoException).code ?? err.message})`;
+      // `on`, not `once`: a later 'error' (a failed kill) must not become an uncaught exception.
+      child.on('error', (err) => {
+        if (child.pid === undefined) this.exit ??= `could not start (${(err as NodeJS.ErrnoException).code ?? err.message})`;
         reject(err);
         this.onerror?.(err);
       });
@@ -91,6 +92,8 @@ export class ProcessTransport implements Transport {
         this.tail = (this.tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
       });
       child.stdin!.on('error', (err) => this.onerror?.(err));
+      child.stdout!.on('error', (err) => this.onerror?.(err));
+      child.stderr!.on('error', () => undefined);
     });
   }
 

@@ -171,3 +171,16 @@ test('Streamable HTTP on 127.0.0.1: headers sent, tools listed and called; an un
     await http.stop();
   }
 });
+
+test('tools declared in the config are offered without starting anything; a never-listed broken server does not hold a run up', async () => {
+  const startsFile = join(dir, 'starts');
+  const declared = { ...stdioServer({ FIXTURE_STARTS_FILE: startsFile }), tools: [{ name: 'echo', inputSchema: { type: 'object' } }] };
+  const m = managerFor({ fx: declared, broken: { kind: 'stdio', command: join(dir, 'missing'), args: [], env: {}, timeoutMs: 5000 } });
+  await m.ensureListed('ops', 2000);
+  expect(m.knownTools('ops', 'fx')!.map((t) => t.name)).toEqual(['echo']);
+  expect(m.knownTools('ops', 'broken')).toBeUndefined();
+  expect(starts(startsFile)).toEqual([]);
+  // The first call lists for real: the listing replaces the declaration.
+  await m.call('ops', 'fx', 'echo', { text: 'x' }, never);
+  expect(m.knownTools('ops', 'fx')!.map((t) => t.name)).toContain('slow');
+});
