@@ -588,8 +588,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
           'Use a directory of its own, e.g. ./workspace next to the config file',
       });
     }
-    const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems });
-    problems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
+    const policyProblems: ConfigProblem[] = [];
+    const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems: policyProblems });
+    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
+    // Set in defaults, the same problem would otherwise be listed once per agent.
+    for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
       name,
       model: layer.model ?? DEFAULT_MODEL,

@@ -32,6 +32,8 @@ export const MAX_OUTPUT_BYTES = 256 * 1024;
 export const START_TIMEOUT_MS = 30_000;
 /** How long a first run waits for a server that was never listed. */
 export const LIST_WAIT_MS = 10_000;
+/** The Messages API takes images up to 5 MB; base64 is 4/3 of that. */
+const MAX_IMAGE_BASE64 = Math.floor((5 * 1024 * 1024 * 4) / 3);
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 const CachedListing = z.object({
@@ -302,7 +304,9 @@ export function toToolResult(server: string, tool: string, r: CallResult): ToolR
   const items = r.content ?? [];
   for (const c of items) {
     if (c.type === 'text' && typeof c.text === 'string') blocks.push({ type: 'text', text: c.text });
-    else if (c.type === 'image' && typeof c.data === 'string' && typeof c.mimeType === 'string' && IMAGE_TYPES.has(c.mimeType)) {
+    else if (c.type === 'image' && typeof c.data === 'string' && c.data.length > MAX_IMAGE_BASE64) {
+      blocks.push({ type: 'text', text: `[image (${String(c.mimeType)}) of ${Math.round((c.data.length * 3) / 4 / 1024)} KB not shown: over the 5 MB a model accepts]` });
+    } else if (c.type === 'image' && typeof c.data === 'string' && typeof c.mimeType === 'string' && IMAGE_TYPES.has(c.mimeType)) {
       blocks.push({ type: 'image', source: { type: 'base64', media_type: c.mimeType, data: c.data } });
     } else if (c.type === 'resource' && c.resource && typeof (c.resource as { text?: unknown }).text === 'string') {
       const res = c.resource as { uri?: string; text: string };

@@ -200,3 +200,14 @@ mcpServers: { github: { command: x } }
     expect(unknown.text).toContain('No tool "nope"');
   });
 });
+
+test('a missing variable in defaults.mcpServers is reported once, not once per agent', () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'gatehouse-policy-config-'));
+  dirs.push(cwd);
+  writeFileSync(
+    join(cwd, 'gatehouse.yaml'),
+    'defaults:\n  model: m\n  mcpServers: { gh: { command: x, env: { T: "${NOPE}" } } }\nagents:\n  a: {}\n  b: {}\ndefaultAgent: a\n',
+  );
+  const ps = problems(cwd);
+  expect(ps.filter((p) => p.path === 'defaults.mcpServers.gh.env.T')).toHaveLength(1);
+});
