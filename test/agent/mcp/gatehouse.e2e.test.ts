@@ -75,7 +75,8 @@ test('start-up connects nothing (even with a broken server); the first run lists
 });
 
 test('toolPolicy: a glob allows a server without a card, an exact deny forbids one tool; the model is told', async () => {
-  h = await start(['toolPolicy: { "mcp_fx_*": allow, mcp_fx_crash: deny }']);
+  const logs: string[] = [];
+  h = await start(['toolPolicy: { "mcp_fx_*": allow, mcp_fx_crash: deny, mcp_fx_no_such_tool: ask }'], logs);
   h.script({ toolUses: [{ name: 'mcp_fx_echo', input: { text: 'a' } }, { name: 'mcp_fx_crash', input: {} }] }, { text: 'ok' });
   await h.adapter.send('go');
   await waitFor('second model call', () => h!.modelRequests()[1]);
@@ -86,6 +87,23 @@ test('toolPolicy: a glob allows a server without a card, an exact deny forbids o
   expect(h.adapter.cards).toHaveLength(0);
   // The server was not crashed: it is still the one that started.
   expect(starts(join(h.dir, 'starts'))).toHaveLength(1);
+  // An exact MCP name in toolPolicy is checked once the server is listed.
+  expect(logs.join('\n')).toMatch(/agents\.default\.toolPolicy\["mcp_fx_no_such_tool"\]: MCP server fx offers no such tool \(its tools: mcp_fx_echo, /);
+});
+
+test('one server process serves every conversation of the agent', async () => {
+  h = await start(['toolPolicy: { "mcp_fx_*": allow }']);
+  h.script({ toolUses: [{ name: 'mcp_fx_pid', input: {} }] }, { text: 'a done' });
+  await h.adapter.send('pid please', { conversation: 'a' });
+  await waitFor('a answered', () => h!.modelRequests()[1]);
+  h.script({ toolUses: [{ name: 'mcp_fx_pid', input: {} }] }, { text: 'b done' });
+  await h.adapter.send('pid please', { conversation: 'b' });
+  await waitFor('b answered', () => h!.modelRequests()[3]);
+  const pidA = resultText(toolResults(h.modelRequests()[1]!)[0]!);
+  const pidB = resultText(toolResults(h.modelRequests()[3]!)[0]!);
+  expect(pidA).toMatch(/^\d+$/);
+  expect(pidB).toBe(pidA);
+  expect(starts(join(h.dir, 'starts'))).toEqual([Number(pidA)]);
 });
 
 test('a toolPolicy ask and a commandRules ask each put a card up within the tier, with the rule and its reason; long arguments are cut on the card only', async () => {
