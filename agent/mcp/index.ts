@@ -55,6 +55,7 @@ export async function createMcp(opts: {
     registry: (base, agent) => new RegistryWithMcp(base, () => mcpToolsFor(manager, agent, servers(agent) ?? {})),
     prepare: async (agent) => {
       try {
+        await manager.prune(agent);
         await manager.ensureListed(agent);
       } catch (err) {
         opts.log('warn', `MCP listing for agent ${agent}: ${(err as Error).message}`);

@@ -7,7 +7,8 @@
  *   config declares. A server with neither is listed on the agent's first run (`ensureListed`, which
  *   waits at most LIST_WAIT_MS and never throws: a failure is logged and the run goes on without it).
  * - One connection per (agent, server), opened on the first call or listing, reused by every
- *   conversation of the agent. A connection whose server config changed (reload) is replaced.
+ *   conversation of the agent. A connection whose server config changed (reload) is replaced on its
+ *   next use; one whose server was removed is closed by `prune` (before each run of the agent).
  * - Every successful listing (at connect) is written to the store and replaces the cached one.
  * - `call` never throws at the model: failures come back as error results that say what happened:
  *   not startable (the command and its stderr tail), crashed mid-call (the next call starts it again),
@@ -142,6 +143,18 @@ export class McpManager {
         return this.toolGone(server, tool, conn);
       }
       return { content: `MCP server "${server}" answered ${tool} with an error: ${(err as Error).message}`, isError: true };
+    }
+  }
+
+  /** Closes the agent's connections to servers its config no longer has (after a reload). */
+  async prune(agent: string): Promise<void> {
+    const configured = this.opts.servers(agent) ?? {};
+    for (const [key, p] of [...this.connections]) {
+      const [a, server] = key.split('\u0000');
+      if (a !== agent || Object.hasOwn(configured, server!)) continue;
+      this.connections.delete(key);
+      this.listings.delete(key);
+      await p.then((c) => closeConnection(c), () => undefined);
     }
   }
 

@@ -184,3 +184,23 @@ test('tools declared in the config are offered without starting anything; a neve
   await m.call('ops', 'fx', 'echo', { text: 'x' }, never);
   expect(m.knownTools('ops', 'fx')!.map((t) => t.name)).toContain('slow');
 });
+
+test('a server removed from the config (reload) is stopped on the agent\'s next run; a changed one is restarted on its next call', async () => {
+  let servers: Record<string, McpServerConfig> = { fx: stdioServer(), other: stdioServer() };
+  manager = new McpManager({ servers: () => servers });
+  const m = manager;
+  const fx = Number(text(await m.call('ops', 'fx', 'pid', {}, never)));
+  const other = Number(text(await m.call('ops', 'other', 'pid', {}, never)));
+  servers = { fx: { ...stdioServer(), timeoutMs: 19_000 } };
+  await m.prune('ops');
+  expect(alive(other)).toBe(false);
+  expect(alive(fx)).toBe(true);
+  const fx2 = Number(text(await m.call('ops', 'fx', 'pid', {}, never)));
+  expect(fx2).not.toBe(fx);
+  await waitGone(fx);
+});
+
+async function waitGone(pid: number): Promise<void> {
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(alive(pid)).toBe(false);
+}
