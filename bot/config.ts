@@ -25,6 +25,9 @@
  *   `agentForConversation` returns the live AgentConfig, not a copy.
  * - `approvers.console` accepts only `local` (the terminal chat's one user). A value still holding a
  *   `<placeholder>` from gatehouse.example.yaml (an id, a route match) is an error saying to replace it.
+ * - Per agent, `toolPolicy` and `commandRules` (bot/policy-config.ts: unknown tool names are errors
+ *   listing the known ones) and `mcpServers` (agent/mcp/config.ts: `${NAME}` in env and headers is
+ *   filled from the environment; a missing variable is an error at that key).
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */

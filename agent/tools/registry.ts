@@ -1,7 +1,8 @@
 /**
  * The tool registry: every tool Gatehouse knows, by name. An agent's toolset is a subset (a tool not
  * listed in its config does not exist for it); tools that need a human are left out where none can
- * answer. Tool specs for the model come from the zod schemas (zod 4's JSON Schema output).
+ * answer. Tool specs for the model come from the zod schemas (zod 4's JSON Schema output), or from a
+ * tool's own `jsonSchema` when it has one (MCP tools: the server's schema, as given).
  */
 import { z } from 'zod';
 import type { ModelToolSpec } from '../model-types.js';
