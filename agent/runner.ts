@@ -79,6 +79,8 @@ export interface RunnerOptions {
   broker: ApprovalBroker;
   /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
   registry(agent: AgentSettings): ToolRegistry;
+  /** Called before a run takes its toolset (MCP: lists a server never listed before; bounded, never throws). */
+  prepareTools?(agent: AgentSettings): Promise<void>;
   agents: AgentDirectory;
   allowlists: PersistedAllowlists;
   outputs: OutputResolver;
@@ -444,6 +446,7 @@ export class Runner {
         conv.state[name] = value;
       },
     };
+    await this.opts.prepareTools?.(agent);
     const tools = this.opts.registry(agent).toolset(agent.tools, { humanAvailable: record.humanAvailable });
     const policy = (): AgentPolicy => {
       const a = this.opts.agents.get(agentName) ?? agent;
@@ -454,6 +457,8 @@ export class Runner {
         autoApprovedCommands: [...a.autoApprovedCommands, ...this.opts.allowlists.commands(a.name)],
         approvers: overrides?.approvers ? { ...a.approvers, ...overrides.approvers } : a.approvers,
         ...(overrides?.noApproverFix ? { noApproverFix: overrides.noApproverFix } : {}),
+        ...(a.toolPolicy ? { toolPolicy: a.toolPolicy } : {}),
+        ...(a.commandRules ? { commandRules: a.commandRules } : {}),
       };
     };
 

@@ -4,6 +4,7 @@
  * bot/config.ts's resolved AgentConfig satisfies this shape.
  */
 import type { Tier } from '../policies/tiers.js';
+import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
 import type { Companions } from './companions.js';
 
@@ -38,6 +39,10 @@ export interface AgentSettings {
   companions?: Companions;
   /** The model's context window in tokens, when the built-in table (agent/context.ts) does not know it. */
   contextWindowTokens?: number;
+  /** Per tool or glob: allow | ask | deny (policies/tool-policy.ts). */
+  toolPolicy?: ToolPolicy;
+  /** Per simple command: deny | ask | allow, with a reason. */
+  commandRules?: readonly CommandRule[];
 }
 
 export interface AgentDirectory {

@@ -27,6 +27,7 @@ import { settingsSecretValues } from '../agent/tools/builtin/web/tools.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
 import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
+import { createMcp, type Mcp } from '../agent/mcp/index.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
 import type { Audit } from '../agent/audit.js';
 import type { Config } from './config.js';
@@ -59,6 +60,8 @@ export interface Gatehouse {
   broker: ApprovalBroker;
   /** `gatehouse run` messages (in-process, or through the service's attach endpoint). */
   headless: HeadlessRuns;
+  /** MCP connections (lazy: nothing connects until a call or a first listing). */
+  mcp: Mcp;
   /** Starts the adapters and continues runs that were waiting when the process stopped. */
   start(): Promise<void>;
   /**
@@ -192,6 +195,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     }
     return c;
   };
+  const mcp = await createMcp({ agents: () => config.agents, kv: storage.mcp, log: (level, m) => log(level, m) });
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {
     const live = config.agents[agent.name];
@@ -210,6 +214,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
       });
       for (const t of opts.extraTools ?? []) r.add(t);
+      r = mcp.registry(r, agent.name);
       registries.set(id, r);
     }
     return r;
@@ -221,6 +226,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     runs: storage.runs,
     broker,
     registry: registryFor,
+    prepareTools: (agent) => mcp.prepare(agent.name),
     agents: { get: (name) => config.agents[name] },
     allowlists,
     outputs,
@@ -251,6 +257,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     runner,
     broker,
     headless,
+    mcp,
     async start() {
       for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
       for (const a of adapters.values()) await a.start(router);
@@ -260,6 +267,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     async stop(stopOpts = {}) {
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
+      await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));
       // Only the LRU order is at stake: a stop must finish even when the store has already failed.
       await store.flush().catch((e: unknown) => log('warn', `could not write the conversation order: ${(e as Error).message}`));
       broker.close();

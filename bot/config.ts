@@ -25,6 +25,9 @@
  *   `agentForConversation` returns the live AgentConfig, not a copy.
  * - `approvers.console` accepts only `local` (the terminal chat's one user). A value still holding a
  *   `<placeholder>` from gatehouse.example.yaml (an id, a route match) is an error saying to replace it.
+ * - Per agent, `toolPolicy` and `commandRules` (bot/policy-config.ts: unknown tool names are errors
+ *   listing the known ones) and `mcpServers` (agent/mcp/config.ts: `${NAME}` in env and headers is
+ *   filled from the environment; a missing variable is an error at that key).
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
@@ -41,6 +44,9 @@ import { networkSchema, type NetworkConfig } from '../agent/tools/builtin/web/co
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
+import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
+import { mcpServersSchema, resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
+import { commandRulesSchema, toolPolicySchema, toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
@@ -66,6 +72,10 @@ export interface AgentConfig extends AgentSettings {
   network: NetworkConfig;
   /** bot/thread-follow-ups.ts; unset: true. */
   threadFollowUps?: boolean;
+  toolPolicy: ToolPolicy;
+  commandRules: CommandRule[];
+  /** MCP servers by name (agent/mcp/config.ts), references to environment variables filled in. */
+  mcpServers: Record<string, McpServerConfig>;
 }
 
 export interface Route {
@@ -302,6 +312,9 @@ function buildSchema(knownTools: readonly string[]) {
     contextWindowTokens: int(1_000, 100_000_000).optional(),
     network: networkSchema.optional(),
     threadFollowUps: threadFollowUpsSchema.optional(),
+    toolPolicy: toolPolicySchema.optional(),
+    commandRules: commandRulesSchema.optional(),
+    mcpServers: mcpServersSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -591,6 +604,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
           'Use a directory of its own, e.g. ./workspace next to the config file',
       });
     }
+    const policyProblems: ConfigProblem[] = [];
+    const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems: policyProblems });
+    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
+    // Set in defaults, the same problem would otherwise be listed once per agent.
+    for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
       name,
       model: layer.model ?? DEFAULT_MODEL,
@@ -616,6 +634,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
       network: { allow: [...(layer.network?.allow ?? [])] },
       ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),
+      toolPolicy: { ...(layer.toolPolicy ?? {}) },
+      commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
+      mcpServers,
     };
   }
 

@@ -9,8 +9,16 @@
  * Exit code: 1 when the decision is DENY (denylist, decline for want of an approver, no
  * execute_command), 0 otherwise; 2 for a usage error, 1 for a config error (on stderr).
  *
+ * The per-tool policy is explained too: the `commandRules` entry that denies or asks (with its reason),
+ * the `toolPolicy` entry for execute_command, and `rule:` names what settled the decision in the
+ * README's precedence (denylist rule, agents.<a>.commandRules[i], agents.<a>.toolPolicy["<key>"],
+ * picker, autoApprovedCommands, autoApprovedTools, tier, no approver bound).
+ * `--tool NAME` checks a call of any other tool (built-in or mcp_<server>_<tool>) the same way.
+ *
  * --json prints one object: { command, agent, platform, denied, reason?, rule?, approvalKey,
- * allowlisted, tier, tierSource, classifierDetail?, hasTool, sandbox, decision, byTier?, why }.
+ * allowlisted, tier, tierSource, classifierDetail?, hasTool, sandbox, decision, byTier?, rule, why }
+ * (`rule` is the denylist's rule when denied by it, else what settled the decision); with --tool:
+ * { tool, agent, platform, toolTier, mcpServer?, toolPolicy, hasTool, decision, rule, why }.
  * decision: "allow" | "ask" | "deny", or "depends" when not rated and the tiers lead to different
  * decisions (byTier then maps each tier to its decision). `denied` is the denylist's verdict alone.
  * tierSource: 'not-rated' (no --classify, tier null), 'classifier', 'classifier-failed' (the call
@@ -23,12 +31,16 @@ import { allowlistMiss, analyzeCommand, commandApprovalKey, isCommandAllowlisted
 import { TIERS, type Tier } from '../policies/tiers.js';
 import type { CliIO } from './cli.js';
 import { ConfigError, formatConfigError, loadConfig } from './config.js';
-import { builtinToolNames } from '../agent/tools/catalog.js';
+import { builtinRegistry, builtinToolNames } from '../agent/tools/catalog.js';
+import { allowRuleMatcher, findCommandRule, matchToolPolicy } from '../policies/tool-policy.js';
+import type { AgentConfig } from './config.js';
 
 /** The ratings the classifier can give a command. */
 const RATINGS: readonly Tier[] = TIERS;
 
-const USAGE = 'Usage: gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"';
+const USAGE =
+  'Usage: gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"\n' +
+  '       gatehouse policy check [--agent NAME] [--platform NAME] [--json] --tool NAME';
 
 export async function policyCommand(args: string[], io: CliIO): Promise<number> {
   // Only before `--`: after it, `-h` belongs to the command being checked (grep -h).
@@ -45,6 +57,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
   let platform = 'console';
   let classify = false;
   let json = false;
+  let toolName: string | undefined;
   const words: string[] = [];
   for (let i = 1; i < args.length; i++) {
     const a = args[i]!;
@@ -52,13 +65,14 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
       words.push(...args.slice(i + 1));
       break;
     }
-    if (a === '--agent' || a === '--platform') {
+    if (a === '--agent' || a === '--platform' || a === '--tool') {
       const value = args[++i];
       if (value === undefined || value.startsWith('--')) {
         io.stderr.write(`${a} needs a value.\n${USAGE}\n`);
         return 2;
       }
       if (a === '--agent') agentName = value;
+      else if (a === '--tool') toolName = value;
       else platform = value;
     } else if (a === '--classify') classify = true;
     else if (a === '--json') json = true;
@@ -68,7 +82,11 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     } else words.push(a);
   }
   const command = words.join(' ');
-  if (command.trim() === '') {
+  if (toolName !== undefined && command.trim() !== '') {
+    io.stderr.write(`Give either --tool NAME or a command, not both.\n${USAGE}\n`);
+    return 2;
+  }
+  if (toolName === undefined && command.trim() === '') {
     io.stderr.write(`No command given.\n${USAGE}\n`);
     return 2;
   }
@@ -92,9 +110,11 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     return 2;
   }
 
+  if (toolName !== undefined) return checkTool(toolName, agent, platform, json, io);
+
   const analysis = await analyzeCommand(command);
   const approvalKey = await commandApprovalKey(command);
-  const allowlisted = !analysis.denied && isCommandAllowlisted(analysis, agent.autoApprovedCommands);
+  const allowlisted = !analysis.denied && isCommandAllowlisted(analysis, agent.autoApprovedCommands, allowRuleMatcher(agent.commandRules));
   type TierSource = 'classifier' | 'classifier-failed' | 'not-rated' | 'agent-tier' | 'allowlist' | 'none';
   // Set from inside the gate's classify callback, hence an object (flow analysis cannot see into it).
   const seen: { tierSource: TierSource; classifiedTier?: Tier; classifierDetail?: string } = { tierSource: 'none' };
@@ -104,6 +124,8 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     autoApprovedTools: agent.autoApprovedTools,
     autoApprovedCommands: agent.autoApprovedCommands,
     approvers: agent.approvers,
+    toolPolicy: agent.toolPolicy,
+    commandRules: agent.commandRules,
   });
   const call = { toolName: 'execute_command', toolTier: 'unknown' as const, platform, command, hasOptions: false };
   const analyze = async () => analysis;
@@ -132,7 +154,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     byTier = {} as Record<Tier, 'allow' | 'ask' | 'deny'>;
     for (const t of RATINGS) byTier[t] = (await decide(call, policy, { classify: async () => ({ tier: t }), analyze })).action;
   }
-  if (allowlisted) seen.tierSource = 'allowlist';
+  if (allowlisted && decision.action === 'allow' && decision.rule === 'autoApprovedCommands') seen.tierSource = 'allowlist';
   else if (seen.tierSource === 'none' && agent.tier === 'high-risk' && !analysis.denied) seen.tierSource = 'agent-tier';
   const tierSource = seen.tierSource;
   const tier = tierSource === 'not-rated' ? null : decision.action === 'deny' ? (seen.classifiedTier ?? null) : decision.tier;
@@ -165,6 +187,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     sandbox: agent.sandbox,
     decision: action,
     ...(byTier ? { byTier } : {}),
+    rule: ruleOf(decision),
     why,
   };
   const exitCode = action === 'deny' ? 1 : 0;
@@ -177,7 +200,9 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     `agent:        ${agent.name} (tier ${agent.tier}) on ${platform}`,
     `denylist:     ${analysis.denied ? `BLOCKED by rule ${analysis.denied.rule}: ${analysis.denied.reason}` : 'passes'}`,
     `approval key: ${approvalKey ?? `(none: ${noKeyReason(analysis)})`}`,
-    `allowlist:    ${allowlisted ? 'matches autoApprovedCommands' : `no match (${allowlistMiss(analysis, agent.autoApprovedCommands) ?? 'not allowlisted'})`}`,
+    `allowlist:    ${allowlisted ? (isCommandAllowlisted(analysis, agent.autoApprovedCommands) ? 'matches autoApprovedCommands' : 'matches an allow commandRule') : `no match (${allowlistMiss(analysis, agent.autoApprovedCommands, allowRuleMatcher(agent.commandRules)) ?? 'not allowlisted'})`}`,
+    `commandRules: ${describeCommandRules(agent, analysis)}`,
+    `toolPolicy:   ${describeToolPolicy(agent, 'execute_command')}`,
     `tier:         ${
       tierSource === 'not-rated'
         ? 'unknown (not rated: the classifier rates it when it runs; --classify asks it now)'
@@ -190,6 +215,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
           }`
     }`,
     `decision:     ${action === 'depends' ? `DEPENDS ON THE RATING: ${dependsText}` : action.toUpperCase()}`,
+    `rule:         ${action === 'depends' ? 'tier (by the rating)' : ruleOf(decision)}`,
     `sandbox:      ${agent.sandbox === 'none' ? 'none (runs on the host, unconfined)' : `bubblewrap (network ${agent.sandboxNetwork ? 'on' : 'off'})`}`,
   ];
   // A denylisted command's reason is already on the denylist line: printed once.
@@ -207,4 +233,83 @@ function noKeyReason(analysis: ShellAnalysis): string {
   const key = analysis.approvalKeys[0] ?? '';
   const miss = key === '' ? 'it runs no command' : allowlistMiss(analysis, [key]);
   return `no key would cover it: ${miss ?? 'it runs no command'}`;
+}
+
+/** The rule that settled a decision, in the README's precedence terms. */
+function ruleOf(d: { action: string; rule?: string }): string {
+  return d.rule ?? (d.action === 'deny' ? 'denylist' : 'tier');
+}
+
+function describeToolPolicy(agent: AgentConfig, tool: string): string {
+  const m = matchToolPolicy(agent.toolPolicy, tool);
+  return m ? `${m.value} (agents.${agent.name}.toolPolicy["${m.pattern}"])` : 'no entry';
+}
+
+function describeCommandRules(agent: AgentConfig, analysis: ShellAnalysis): string {
+  if (agent.commandRules.length === 0) return 'none';
+  if (analysis.denied) return 'not consulted (the denylist blocks it)';
+  const hits = (['deny', 'ask'] as const)
+    .map((p) => findCommandRule(agent.commandRules, analysis, p))
+    .filter((h) => h !== null)
+    .map((h) => `${h.rule.policy} by agents.${agent.name}.commandRules[${h.index}] (match "${h.rule.match}" on \`${h.simple}\`${h.rule.reason ? `; reason: ${h.rule.reason}` : ''})`);
+  return hits.length > 0 ? hits.join('; ') : 'no deny or ask rule matches';
+}
+
+/** `--tool NAME`: what the gate would do with a call of a (non-shell) tool. */
+async function checkTool(toolName: string, agent: AgentConfig, platform: string, json: boolean, io: CliIO): Promise<number> {
+  const mcpServer = Object.keys(agent.mcpServers).find((s) => toolName.startsWith(`mcp_${s}_`));
+  const builtin = builtinRegistry().get(toolName);
+  if (!builtin && !mcpServer) {
+    const known = [...builtinToolNames(), ...Object.keys(agent.mcpServers).map((s) => `mcp_${s}_*`)];
+    io.stderr.write(`No tool "${toolName}" for agent ${agent.name}. Known: ${known.join(', ')}.\n`);
+    return 2;
+  }
+  if (toolName === 'execute_command') {
+    io.stderr.write(`execute_command depends on the command: use gatehouse policy check -- "<command>".\n`);
+    return 2;
+  }
+  const toolTier = builtin ? builtin.tier : 'high-risk';
+  const hasTool = mcpServer !== undefined || agent.tools.includes(toolName);
+  const decision = await decide(
+    { toolName, toolTier, platform, hasOptions: false },
+    () => ({
+      name: agent.name,
+      tier: agent.tier,
+      autoApprovedTools: agent.autoApprovedTools,
+      autoApprovedCommands: agent.autoApprovedCommands,
+      approvers: agent.approvers,
+      toolPolicy: agent.toolPolicy,
+      commandRules: agent.commandRules,
+    }),
+    { classify: async () => ({ tier: 'high-risk' }) },
+  );
+  const action = hasTool ? decision.action : 'deny';
+  const gateText = decision.action === 'deny' ? decision.reason : decision.why;
+  const why = hasTool ? gateText : `agent ${agent.name} does not have ${toolName} (add it to agents.${agent.name}.tools); with it: ${gateText}`;
+  const result = {
+    tool: toolName,
+    agent: agent.name,
+    platform,
+    toolTier,
+    ...(mcpServer ? { mcpServer } : {}),
+    toolPolicy: matchToolPolicy(agent.toolPolicy, toolName),
+    hasTool,
+    decision: action,
+    rule: ruleOf(decision),
+    why,
+  };
+  if (json) io.stdout.write(JSON.stringify(result) + '\n');
+  else {
+    io.stdout.write(
+      [
+        `tool:         ${toolName}${mcpServer ? ` (MCP server ${mcpServer})` : ''}, tier ${toolTier}`,
+        `agent:        ${agent.name} (tier ${agent.tier}) on ${platform}`,
+        `toolPolicy:   ${describeToolPolicy(agent, toolName)}`,
+        `decision:     ${action.toUpperCase()}`,
+        `rule:         ${ruleOf(decision)}`,
+        `why:          ${why}`,
+      ].join('\n') + '\n',
+    );
+  }
+  return action === 'deny' ? 1 : 0;
 }

@@ -10,7 +10,7 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
-import type { AgentStores } from '../agent/kv.js';
+import type { AgentStores, KV } from '../agent/kv.js';
 import type { StoreSettings } from './env.js';
 import { startSqliteWorker } from './sqlite-worker.js';
 
@@ -23,10 +23,12 @@ const PLAIN_JSON: Pick<KeyvOptions, 'serialize' | 'deserialize'> = {
   deserialize: <V>(text: string) => JSON.parse(text) as { value?: V; expires?: number },
 };
 
-export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'dedupe'] as const;
+export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'dedupe', 'mcp'] as const;
 type Namespace = (typeof NAMESPACES)[number];
 
 export interface Storage extends AgentStores {
+  /** The last successful tool listing of each MCP server, per agent (agent/mcp/manager.ts). */
+  mcp: KV;
   /**
    * Records a platform event id for `ttlMs`; true the first time, false while it is recorded
    * (a platform retry, a redelivery after a restart). One atomic statement on SQLite, so two
@@ -137,6 +139,7 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     approvals: open('approvals'),
     allowlists: open('allowlists'),
     dedupe: open('dedupe'),
+    mcp: open('mcp'),
   };
   // Fail now, not on the first message, if the store cannot be written.
   try {
@@ -170,6 +173,7 @@ export function memoryStorage(): Storage {
     approvals,
     allowlists: mk(),
     dedupe,
+    mcp: mk(),
     claimEvent: claimByReadThenWrite(dedupe),
     // One process: a read then a write cannot be raced by another.
     async decideOnce(key, value, ttlMs) {

@@ -1,7 +1,8 @@
 /**
  * The tool registry: every tool Gatehouse knows, by name. An agent's toolset is a subset (a tool not
  * listed in its config does not exist for it); tools that need a human are left out where none can
- * answer. Tool specs for the model come from the zod schemas (zod 4's JSON Schema output).
+ * answer. Tool specs for the model come from the zod schemas (zod 4's JSON Schema output), or from a
+ * tool's own `jsonSchema` when it has one (MCP tools: the server's schema, as given).
  */
 import { z } from 'zod';
 import type { ModelToolSpec } from '../model-types.js';
@@ -44,6 +45,10 @@ const specCache = new WeakMap<AnyTool, ModelToolSpec>();
 
 export function toolSpec(tool: AnyTool): ModelToolSpec {
   let spec = specCache.get(tool);
+  if (!spec && tool.jsonSchema) {
+    spec = { name: tool.name, description: tool.description, input_schema: tool.jsonSchema };
+    specCache.set(tool, spec);
+  }
   if (!spec) {
     const schema = z.toJSONSchema(tool.input as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
     delete schema.$schema;

@@ -94,6 +94,11 @@ export interface Tool<I = unknown> {
   /** What the model reads to decide when to call it. */
   description: string;
   input: z.ZodType<I>;
+  /**
+   * The JSON Schema the model sees, when it does not come from `input` (an MCP server's own schema,
+   * passed as given; `input` then only checks the shape loosely and forwards the arguments untouched).
+   */
+  jsonSchema?: Record<string, unknown>;
   tier: ToolTier;
   /** Default DEFAULT_TOOL_TIMEOUT_MS; ignored when longRunning. */
   timeoutMs?: number;

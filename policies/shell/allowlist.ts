@@ -39,12 +39,15 @@ export function entryMatches(entry: string, key: string, words: readonly string[
   return startsWith(k, e) || startsWith(words, e);
 }
 
-export function isCommandAllowlisted(analysis: ShellAnalysis, entries: readonly string[]): boolean {
-  return allowlistMiss(analysis, entries) === null;
+/** An extra way a simple command can be covered (an `allow` commandRule, policies/tool-policy.ts). */
+export type SimpleCommandMatcher = (key: string, words: readonly string[]) => boolean;
+
+export function isCommandAllowlisted(analysis: ShellAnalysis, entries: readonly string[], extra?: SimpleCommandMatcher): boolean {
+  return allowlistMiss(analysis, entries, extra) === null;
 }
 
 /** Why the command does not match the entries (for `gatehouse policy check`), or null when it does. */
-export function allowlistMiss(analysis: ShellAnalysis, entries: readonly string[]): string | null {
+export function allowlistMiss(analysis: ShellAnalysis, entries: readonly string[], extra?: SimpleCommandMatcher): string | null {
   if (!analysis.parsed || analysis.denied) return 'the denylist blocks it';
   if (analysis.hasFileRedirect) return 'it redirects output to a file';
   if (analysis.hasSubstitution) return 'it substitutes a command';
@@ -55,7 +58,7 @@ export function allowlistMiss(analysis: ShellAnalysis, entries: readonly string[
   if (risk) return `\`${risk.word}\` ${risk.kind}`;
   const missing = analysis.approvalKeys.findIndex((key, i) => {
     const words = analysis.commandWords[i] ?? splitWords(key);
-    return key === '' || !entries.some((entry) => entryMatches(entry, key, words));
+    return key === '' || !(entries.some((entry) => entryMatches(entry, key, words)) || (extra?.(key, words) ?? false));
   });
   return missing < 0 ? null : `\`${analysis.approvalKeys[missing]}\` matches no entry`;
 }

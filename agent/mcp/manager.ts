@@ -1,0 +1,361 @@
+/**
+ * MCP connections of every agent: lazy, shared, and closed with their processes.
+ *
+ * Contract:
+ * - Nothing connects at start. `load()` reads the last successful listings from the store (no server is
+ *   contacted); `tools(agent)` offers `mcp_<server>_<tool>` from that cache, else from the tools the
+ *   config declares. A server with neither is listed on the agent's first run (`ensureListed`, which
+ *   waits at most LIST_WAIT_MS and never throws: a failure is logged and the run goes on without it).
+ * - One connection per (agent, server), opened on the first call or listing, reused by every
+ *   conversation of the agent. A connection whose server config changed (reload) is replaced on its
+ *   next use; one whose server was removed is closed by `prune` (before each run of the agent).
+ * - Every successful listing (at connect) is written to the store and replaces the cached one.
+ * - `call` never throws at the model: failures come back as error results that say what happened:
+ *   not startable (the command and its stderr tail), crashed mid-call (the next call starts it again),
+ *   timed out (timeoutMs), tool gone (no longer listed), or the server's own error. Text output is
+ *   capped at MAX_OUTPUT_BYTES with the same truncation marker as execute_command.
+ *   An abort (run stopped, executor timeout) is passed to the SDK, which cancels the request.
+ * - Starting (handshake + listing) gets max(timeoutMs, START_TIMEOUT_MS); each call gets timeoutMs.
+ * - `close()` closes every connection; stdio servers are stopped with their whole process group.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { KV } from '../kv.js';
+import type { ImageBlock, TextBlock } from '../messages.js';
+import type { ToolResult } from '../tools/types.js';
+import type { McpServerConfig, McpToolInfo } from './config.js';
+import { ProcessTransport } from './process-transport.js';
+
+export const MAX_OUTPUT_BYTES = 256 * 1024;
+/** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
+export const START_TIMEOUT_MS = 30_000;
+/** How long a first run waits for a server that was never listed. */
+export const LIST_WAIT_MS = 10_000;
+/** The Messages API takes images up to 5 MB; base64 is 4/3 of that. */
+const MAX_IMAGE_BASE64 = Math.floor((5 * 1024 * 1024 * 4) / 3);
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+const CachedListing = z.object({
+  tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()) })),
+  at: z.number(),
+});
+
+export interface McpManagerOptions {
+  /** The agent's servers, read live (a reload may change them). */
+  servers(agent: string): Readonly<Record<string, McpServerConfig>> | undefined;
+  /** Where listings are cached (the `mcp` namespace); optional in tests. */
+  kv?: KV;
+  log?: (level: 'info' | 'warn', msg: string) => void;
+  /** Called after each successful listing (to check toolPolicy names against it). */
+  onListed?: (agent: string, server: string, tools: readonly McpToolInfo[]) => void;
+}
+
+interface Connection {
+  client: Client;
+  transport: ProcessTransport | StreamableHTTPClientTransport;
+  config: McpServerConfig;
+  fingerprint: string;
+  tools: Map<string, McpToolInfo>;
+  /** Set when the transport closed (the server exited or the HTTP session ended). */
+  closed: boolean;
+}
+
+/** A failure meant for the model: `message` says what happened and what to do. */
+export class McpFailure extends Error {
+  override name = 'McpFailure';
+}
+
+const keyOf = (agent: string, server: string) => `${agent}\u0000${server}`;
+
+export class McpManager {
+  private readonly listings = new Map<string, McpToolInfo[]>();
+  private readonly connections = new Map<string, Promise<Connection>>();
+  private closing = false;
+
+  constructor(private readonly opts: McpManagerOptions) {}
+
+  /** Reads cached listings for these agents' servers (the store only; no server is contacted). */
+  async load(agents: readonly string[]): Promise<void> {
+    if (!this.opts.kv) return;
+    for (const agent of agents) {
+      for (const server of Object.keys(this.opts.servers(agent) ?? {})) {
+        const raw = await this.opts.kv.get(`tools:${keyOf(agent, server)}`);
+        const parsed = CachedListing.safeParse(raw);
+        if (parsed.success) this.listings.set(keyOf(agent, server), parsed.data.tools.map(stripUndefined));
+      }
+    }
+  }
+
+  /** The tools known for (agent, server): the last listing, else the config's declaration, else none. */
+  knownTools(agent: string, server: string): McpToolInfo[] | undefined {
+    return this.listings.get(keyOf(agent, server)) ?? this.opts.servers(agent)?.[server]?.tools;
+  }
+
+  /** Lists servers of the agent that have no known tools yet; waits at most LIST_WAIT_MS, never throws. */
+  async ensureListed(agent: string, waitMs = LIST_WAIT_MS): Promise<void> {
+    const missing = Object.keys(this.opts.servers(agent) ?? {}).filter((s) => this.knownTools(agent, s) === undefined);
+    if (missing.length === 0) return;
+    const attempts = missing.map((server) =>
+      this.connection(agent, server).then(
+        () => undefined,
+        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${(err as Error).message}`),
+      ),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(attempts), new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Calls a tool; every failure is an error result (see the contract). */
+  async call(agent: string, server: string, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+    let conn: Connection;
+    try {
+      conn = await this.connection(agent, server);
+    } catch (err) {
+      return { content: (err as Error).message, isError: true };
+    }
+    if (!conn.tools.has(tool)) return this.toolGone(server, tool, conn);
+    const timeoutMs = conn.config.timeoutMs;
+    try {
+      const result = await conn.client.callTool({ name: tool, arguments: args }, undefined, { timeout: timeoutMs, signal });
+      return toToolResult(server, tool, result as CallResult);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if (conn.closed || (err instanceof McpError && err.code === ErrorCode.ConnectionClosed)) {
+        conn.closed = true;
+        return {
+          content:
+            `MCP server "${server}" stopped during the call to ${tool}${describeExit(conn)}. It is started again on the next call; ` +
+            `check whether this call had an effect before retrying it.`,
+          isError: true,
+        };
+      }
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        return {
+          content: `MCP server "${server}" did not answer ${tool} within ${formatSeconds(timeoutMs)} (timed out; the request was cancelled, but the server may have acted on it). Check before retrying.`,
+          isError: true,
+        };
+      }
+      if (err instanceof McpError && err.code === ErrorCode.InvalidParams && /not found|unknown tool/i.test(err.message)) {
+        conn.tools.delete(tool);
+        return this.toolGone(server, tool, conn);
+      }
+      return { content: `MCP server "${server}" answered ${tool} with an error: ${(err as Error).message}`, isError: true };
+    }
+  }
+
+  /** Closes the agent's connections to servers its config no longer has (after a reload). */
+  async prune(agent: string): Promise<void> {
+    const configured = this.opts.servers(agent) ?? {};
+    for (const [key, p] of [...this.connections]) {
+      const [a, server] = key.split('\u0000');
+      if (a !== agent || Object.hasOwn(configured, server!)) continue;
+      this.connections.delete(key);
+      this.listings.delete(key);
+      await p.then((c) => closeConnection(c), () => undefined);
+    }
+  }
+
+  /** Closes every connection and stops every server process (its whole process group). */
+  async close(): Promise<void> {
+    this.closing = true;
+    const all = [...this.connections.values()];
+    this.connections.clear();
+    await Promise.all(all.map((p) => p.then((c) => closeConnection(c), () => undefined)));
+  }
+
+  /** The pids of running stdio servers (for operators and tests). */
+  async pids(): Promise<number[]> {
+    const out: number[] = [];
+    for (const p of this.connections.values()) {
+      const c = await p.catch(() => undefined);
+      if (c && !c.closed && c.transport instanceof ProcessTransport && c.transport.pid !== undefined) out.push(c.transport.pid);
+    }
+    return out;
+  }
+
+  private toolGone(server: string, tool: string, conn: Connection): ToolResult {
+    const offered = [...conn.tools.keys()];
+    return {
+      content: `MCP server "${server}" no longer offers the tool ${tool} (it offers: ${offered.join(', ') || 'nothing'}). Do not call it again; use one of those or tell the user.`,
+      isError: true,
+    };
+  }
+
+  /** The live connection for (agent, server), opening it when there is none or it died. */
+  private connection(agent: string, server: string): Promise<Connection> {
+    if (this.closing) return Promise.reject(new McpFailure(`MCP server "${server}" is not available: Gatehouse is shutting down.`));
+    const config = this.opts.servers(agent)?.[server];
+    if (!config) return Promise.reject(new McpFailure(`MCP server "${server}" is no longer configured for this agent.`));
+    const key = keyOf(agent, server);
+    const fingerprint = JSON.stringify(config);
+    const existing = this.connections.get(key);
+    if (existing) {
+      return existing.then(
+        (c) => {
+          if (!c.closed && c.fingerprint === fingerprint && this.connections.get(key) === existing) return c;
+          if (this.connections.get(key) === existing) this.connections.delete(key);
+          void closeConnection(c);
+          return this.connection(agent, server);
+        },
+        () => {
+          if (this.connections.get(key) === existing) this.connections.delete(key);
+          return this.connection(agent, server);
+        },
+      );
+    }
+    const opening = this.open(agent, server, config, fingerprint);
+    this.connections.set(key, opening);
+    // A failed start is not kept: the next call tries again.
+    opening.catch(() => {
+      if (this.connections.get(key) === opening) this.connections.delete(key);
+    });
+    return opening;
+  }
+
+  private async open(agent: string, server: string, config: McpServerConfig, fingerprint: string): Promise<Connection> {
+    const transport =
+      config.kind === 'stdio'
+        ? new ProcessTransport({ command: config.command, args: config.args, env: config.env, ...(config.cwd !== undefined ? { cwd: config.cwd } : {}) })
+        : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+    const client = new Client({ name: 'gatehouse', version: '1' });
+    const conn: Connection = { client, transport, config, fingerprint, tools: new Map(), closed: false };
+    client.onclose = () => {
+      conn.closed = true;
+    };
+    client.onerror = () => {
+      // Transport noise (a non-JSON line on stdout); failures that matter reject the request itself.
+    };
+    const startTimeoutMs = Math.max(config.timeoutMs, START_TIMEOUT_MS);
+    try {
+      await client.connect(transport, { timeout: startTimeoutMs });
+      const tools: McpToolInfo[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: startTimeoutMs });
+        for (const t of page.tools) {
+          tools.push({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown> });
+        }
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      for (const t of tools) conn.tools.set(t.name, t);
+      await this.saveListing(agent, server, tools);
+    } catch (err) {
+      // Described before closing: how it ended on its own, not how our close ended it.
+      const message = startFailure(server, config, transport, err, startTimeoutMs);
+      await closeConnection(conn);
+      throw new McpFailure(message);
+    }
+    if (this.closing) {
+      await closeConnection(conn);
+      throw new McpFailure(`MCP server "${server}" is not available: Gatehouse is shutting down.`);
+    }
+    this.opts.log?.('info', `MCP server ${server} of agent ${agent} connected (${conn.tools.size} tools)`);
+    return conn;
+  }
+
+  private async saveListing(agent: string, server: string, tools: McpToolInfo[]): Promise<void> {
+    this.listings.set(keyOf(agent, server), tools);
+    this.opts.onListed?.(agent, server, tools);
+    await this.opts.kv?.set(`tools:${keyOf(agent, server)}`, { tools, at: Date.now() }).catch((err: unknown) => {
+      this.opts.log?.('warn', `could not cache the tool list of MCP server ${server}: ${(err as Error).message}`);
+    });
+  }
+}
+
+async function closeConnection(c: Connection): Promise<void> {
+  c.closed = true;
+  await c.client.close().catch(() => undefined);
+  // Client.close closes the transport; a ProcessTransport's close is idempotent and waits for the group.
+  await c.transport.close().catch(() => undefined);
+}
+
+function describeExit(conn: Connection): string {
+  if (!(conn.transport instanceof ProcessTransport)) return ' (the connection closed)';
+  const parts = [conn.transport.exit ? `the process ended with ${conn.transport.exit}` : 'the connection closed'];
+  if (conn.transport.stderrTail) parts.push(`its stderr ended with:\n${tail(conn.transport.stderrTail)}`);
+  return ` (${parts.join('; ')})`;
+}
+
+function startFailure(server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
+  const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
+  const why = timedOut ? `it did not complete the MCP handshake and tool listing within ${formatSeconds(timeoutMs)}` : err instanceof Error ? err.message : String(err);
+  if (config.kind === 'http') return `MCP server "${server}" at ${config.url} could not be reached: ${why}. Tell the user; an operator should check the server and agents' mcpServers.${server}.url.`;
+  const cmd = [config.command, ...config.args].map((w) => (/\s/.test(w) ? JSON.stringify(w) : w)).join(' ');
+  const pt = transport as ProcessTransport;
+  const ended = pt.exit !== undefined && !pt.exit.startsWith('could not start') ? ` ended with ${pt.exit}` : ' failed';
+  const lines = [`MCP server "${server}" could not be started: \`${cmd}\`${ended} (${why}).`];
+  if (pt.stderrTail) lines.push(`Its stderr ended with:\n${tail(pt.stderrTail)}`);
+  lines.push(`Tell the user; an operator should fix mcpServers.${server} in gatehouse.yaml. The next call tries to start it again.`);
+  return lines.join('\n');
+}
+
+function tail(s: string, max = 1500): string {
+  return s.length > max ? `...${s.slice(-max)}` : s;
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function stripUndefined(t: { name: string; description?: string | undefined; inputSchema: Record<string, unknown> }): McpToolInfo {
+  return { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema };
+}
+
+interface CallResult {
+  content?: Array<Record<string, unknown>>;
+  structuredContent?: unknown;
+  isError?: boolean;
+  toolResult?: unknown;
+}
+
+/** An MCP result as a tool result: text and images kept, other content described, text capped. */
+export function toToolResult(server: string, tool: string, r: CallResult): ToolResult {
+  const blocks: Array<TextBlock | ImageBlock> = [];
+  const items = r.content ?? [];
+  for (const c of items) {
+    if (c.type === 'text' && typeof c.text === 'string') blocks.push({ type: 'text', text: c.text });
+    else if (c.type === 'image' && typeof c.data === 'string' && c.data.length > MAX_IMAGE_BASE64) {
+      blocks.push({ type: 'text', text: `[image (${String(c.mimeType)}) of ${Math.round((c.data.length * 3) / 4 / 1024)} KB not shown: over the 5 MB a model accepts]` });
+    } else if (c.type === 'image' && typeof c.data === 'string' && typeof c.mimeType === 'string' && IMAGE_TYPES.has(c.mimeType)) {
+      blocks.push({ type: 'image', source: { type: 'base64', media_type: c.mimeType, data: c.data } });
+    } else if (c.type === 'resource' && c.resource && typeof (c.resource as { text?: unknown }).text === 'string') {
+      const res = c.resource as { uri?: string; text: string };
+      blocks.push({ type: 'text', text: `[resource ${res.uri ?? ''}]\n${res.text}` });
+    } else if (c.type === 'resource_link') {
+      blocks.push({ type: 'text', text: `[resource link: ${String(c.uri ?? '')}${c.name ? ` (${String(c.name)})` : ''}]` });
+    } else {
+      const mime = typeof c.mimeType === 'string' ? c.mimeType : typeof (c.resource as { mimeType?: unknown } | undefined)?.mimeType === 'string' ? String((c.resource as { mimeType: string }).mimeType) : 'unknown type';
+      blocks.push({ type: 'text', text: `[${String(c.type)} content (${mime}) not shown]` });
+    }
+  }
+  if (items.length === 0 && r.structuredContent !== undefined) blocks.push({ type: 'text', text: JSON.stringify(r.structuredContent, null, 2) });
+  if (items.length === 0 && r.toolResult !== undefined) blocks.push({ type: 'text', text: JSON.stringify(r.toolResult, null, 2) });
+  capText(blocks);
+  if (r.isError) {
+    blocks.unshift({ type: 'text', text: `MCP server "${server}" reported an error from ${tool}:` });
+  }
+  const result: ToolResult = blocks.every((b) => b.type === 'text')
+    ? { content: (blocks as TextBlock[]).map((b) => b.text).join('\n') || '(no output)' }
+    : { content: blocks };
+  if (r.isError) result.isError = true;
+  return result;
+}
+
+/** Caps the total text at MAX_OUTPUT_BYTES: keeps the head and the tail, marks what was cut. */
+function capText(blocks: Array<TextBlock | ImageBlock>): void {
+  const total = blocks.reduce((n, b) => n + (b.type === 'text' ? Buffer.byteLength(b.text) : 0), 0);
+  if (total <= MAX_OUTPUT_BYTES) return;
+  const headCap = Math.floor(MAX_OUTPUT_BYTES / 2);
+  const tailCap = MAX_OUTPUT_BYTES - headCap;
+  const text = blocks.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n');
+  const buf = Buffer.from(text);
+  const head = buf.subarray(0, headCap).toString('utf8').replace(/\uFFFD$/, '');
+  const tailText = buf.subarray(buf.length - tailCap).toString('utf8').replace(/^\uFFFD/, '');
+  const omitted = buf.length - Buffer.byteLength(head) - Buffer.byteLength(tailText);
+  const images = blocks.filter((b) => b.type === 'image');
+  blocks.length = 0;
+  blocks.push({ type: 'text', text: `${head}\n[... output truncated: ${omitted} bytes omitted ...]\n${tailText}` }, ...images);
+}

@@ -1,0 +1,54 @@
+/**
+ * Shared bits of the MCP tests: the fixture server (a real SDK McpServer, test/fakes/mcp-server.mjs)
+ * run as a child process over stdio or Streamable HTTP, and process checks on real pids.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { McpServerConfig } from '../../../agent/mcp/config.js';
+
+export const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fakes', 'mcp-server.mjs');
+
+export function stdioServer(env: Record<string, string> = {}, timeoutMs = 20_000): McpServerConfig {
+  return { kind: 'stdio', command: process.execPath, args: [FIXTURE], env, timeoutMs };
+}
+
+/** True while `pid` is a live process (a zombie waiting to be reaped counts as gone). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The pids the fixture wrote at each start (FIXTURE_STARTS_FILE). */
+export function starts(file: string): number[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [];
+}
+
+/** Starts the fixture in HTTP mode; resolves with its URL once it listens. */
+export async function startHttpServer(env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [FIXTURE, '--http'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`fixture http server exited (${code})`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    child,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await gone;
+    },
+  };
+}
