@@ -4,6 +4,8 @@
  * bot/config.ts's resolved AgentConfig satisfies this shape.
  */
 import type { Tier } from '../policies/tiers.js';
+import type { MemorySettings } from './memory.js';
+import type { ReminderSettings } from './reminders.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
 
 export interface AgentSettings {
@@ -33,6 +35,10 @@ export interface AgentSettings {
   sandbox?: SandboxMode;
   /** Network inside the sandbox; default false. */
   sandboxNetwork?: boolean;
+  /** Memory scopes and caps (agent/memory.ts); defaults when absent. */
+  memory?: MemorySettings;
+  /** Reminder delivery and caps (agent/reminders.ts); defaults when absent. */
+  reminders?: ReminderSettings;
 }
 
 export interface AgentDirectory {

@@ -31,6 +31,7 @@ import type { Audit } from '../agent/audit.js';
 import type { Config } from './config.js';
 import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
+import { memoryAndReminders } from './reminder-scheduler.js';
 import type { Storage } from './storage.js';
 
 export type { Log } from './log.js';
@@ -186,6 +187,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     }
     return c;
   };
+  const assistant = memoryAndReminders(config, storage);
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {
     const live = config.agents[agent.name];
@@ -194,7 +196,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
     let r = registries.get(id);
     if (!r) {
-      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox });
+      r = builtinRegistry({ ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}), sandbox, stores: assistant.stores });
       for (const t of opts.extraTools ?? []) r.add(t);
       registries.set(id, r);
     }
@@ -226,6 +228,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,
     audit,
+    systemExtra: assistant.systemExtra,
+  });
+  const reminderScheduler = assistant.scheduler({
+    runner,
+    post: (key, text) => {
+      const { adapter, ref } = adapterFor(key);
+      return delivery.run(key, () => adapter.postText(ref, text));
+    },
+    reachable: (key) => adapters.has(key.slice(0, key.indexOf(':')) as Adapter['platform']),
+    log,
   });
   const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit });
 
@@ -239,8 +251,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       for (const a of adapters.values()) await a.start(router);
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
+      await reminderScheduler.start();
     },
     async stop(stopOpts = {}) {
+      await reminderScheduler.stop();
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
       // Only the LRU order is at stake: a stop must finish even when the store has already failed.

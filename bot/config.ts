@@ -40,6 +40,7 @@ import { TIERS, type Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
 import type { LogLevelSetting } from './log.js';
+import { memoryConfigSchema, remindersConfigSchema, resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -289,6 +290,7 @@ function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    memory: memoryConfigSchema.optional(), reminders: remindersConfigSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -599,6 +601,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      memory: resolveMemoryConfig(layer.memory), reminders: resolveRemindersConfig(layer.reminders),
     };
   }
 
