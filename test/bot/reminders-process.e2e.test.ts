@@ -74,7 +74,7 @@ interface Bot {
 function startBot(): Bot {
   const child = spawn(process.execPath, ['--import', register, main], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: model.url },
+    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
