@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ReminderSettings } from '../../agent/reminders.js';
 import { addReminderTool, cancelReminderTool, listRemindersTool } from '../../agent/tools/builtin/reminders.js';
+import { summarizeCall } from '../../agent/tools/summary.js';
 import type { ToolContext } from '../../agent/tools/types.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
 
@@ -137,4 +138,11 @@ test('durations read as people say them', () => {
   expect(formatDuration(3_660_000)).toBe('1 h 1 min');
   expect(formatDuration(7_200_000)).toBe('2 h');
   expect(formatDuration(90_061_000)).toBe('1 d 1 h');
+});
+
+test('a status line shows duration arguments as people say them', () => {
+  expect(summarizeCall('add_reminder', { text: 'tea', delaySeconds: 5400, repeatEverySeconds: 30 })).toBe(
+    'add_reminder text: tea, delaySeconds: 5400 (1 h 30 min), repeatEverySeconds: 30',
+  );
+  expect(summarizeCall('execute_command', { command: 'make', timeoutMs: 120_000 })).toBe('execute_command command: make, timeoutMs: 120000 (2 min)');
 });
