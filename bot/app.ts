@@ -55,10 +55,13 @@ export interface Gatehouse {
   router: Router;
   runner: Runner;
   broker: ApprovalBroker;
-  /** Starts the adapters and continues runs that were waiting when the process stopped. */
+  /**
+   * Starts the adapters, continues runs that were waiting when the process stopped, then the reminder
+   * scheduler (bot/reminder-scheduler.ts), which first posts what came due while the bot was down.
+   */
   start(): Promise<void>;
   /**
-   * Stops adapters first (no new input), then the runner: running turns get `graceMs` (default
+   * Stops the reminder timer, then adapters (no new input), then the runner: running turns get `graceMs` (default
    * 10 s) to finish, then are interrupted. Runs waiting on a human stay stored for the next start.
    */
   stop(opts?: { graceMs?: number }): Promise<void>;
