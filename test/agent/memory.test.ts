@@ -128,3 +128,11 @@ test('the tools: manage_memory says what it will do on its card and what it did;
   await expect(manageMemoryTool().execute({ action: 'add', text: 'x' }, c, {})).rejects.toThrow(/not available/);
   expect([manage.tier, view.tier]).toEqual(['low-risk', 'read-only']);
 });
+
+test('with only agent memory enabled, an add without a scope goes there instead of being refused', async () => {
+  settings = { ...settings, scopes: ['agent'] };
+  const m = store();
+  const result = await manageMemoryTool(m).execute({ action: 'add', text: 'Team standup is at 9:30' }, ctx(), {});
+  expect(result.content).toMatch(/^Added a1 \(agent memory/);
+  await expect(manageMemoryTool(m).execute({ action: 'add', scope: 'conversation', text: 'x' }, ctx(), {})).rejects.toThrow(/memory\.scopes lists agent/);
+});

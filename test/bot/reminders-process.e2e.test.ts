@@ -3,7 +3,8 @@
  * source, the terminal chat, the fake model server on 127.0.0.1). A reminder is set through the
  * model's add_reminder call and a memory note through manage_memory; the process is killed (SIGKILL,
  * nothing gets to clean up); it is started again after the reminder came due. The reminder is posted
- * once, saying how late; a third start posts nothing; the note is in the system prompt the model gets.
+ * once, saying how late; a third start posts nothing and stops cleanly with a timer armed; the note is
+ * in the system prompt the model gets.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,6 +50,7 @@ beforeAll(async () => {
   model.setHandler((req): FakeReply => {
     const last = lastUserText(req);
     if (last.includes('tool_result')) return { text: 'done.' };
+    if (last.includes('remind-later')) return { toolUses: [{ name: 'add_reminder', input: { text: 'next hour', delaySeconds: 3600 } }] };
     if (last.includes('remind-me')) return { toolUses: [{ name: 'add_reminder', input: { text: 'water the plants', delaySeconds: DELAY_S } }] };
     if (last.includes('remember-this')) return { toolUses: [{ name: 'manage_memory', input: { action: 'add', scope: 'agent', text: NOTE } }] };
     return { text: 'ok' };
@@ -142,9 +144,12 @@ test('a reminder set before a crash is posted once after the restart, saying how
     db.close();
   }
 
-  // Run 3: started (the scheduler's first pass is done before "Gatehouse started"), posts nothing.
+  // Run 3: started (the scheduler's first pass is done before "Gatehouse started"), posts nothing;
+  // with a timer armed for a reminder an hour away, SIGTERM still stops it cleanly.
   const third = startBot();
   await until('the start', () => third.output().includes('Gatehouse started'), third);
+  third.child.stdin.write('remind-later please\n');
+  await until('the later reminder to be set', () => third.output().includes('agent> done.'), third);
   third.child.kill('SIGTERM');
   expect(await third.exited).toEqual({ code: 0, signal: null });
   expect(third.output()).not.toContain('⏰ Reminder');

@@ -6,7 +6,17 @@
  * names) they refuse with a clear error.
  */
 import { z } from 'zod';
-import { MAX_ENTRY_CHARS, MEMORY_SCOPES, MemoryError, describeScope, renderEntries, scopeOfId, type MemoryChange, type MemoryStore } from '../../memory.js';
+import {
+  MAX_ENTRY_CHARS,
+  MEMORY_SCOPES,
+  MemoryError,
+  describeScope,
+  renderEntries,
+  scopeOfId,
+  type MemoryChange,
+  type MemoryScope,
+  type MemoryStore,
+} from '../../memory.js';
 import type { Tool, ToolContext } from '../types.js';
 import { ToolError } from '../types.js';
 
@@ -29,11 +39,17 @@ function need(memory: MemoryStore | undefined): MemoryStore {
   return memory;
 }
 
-function toChange(input: ManageMemoryInput): MemoryChange {
+/** Without a scope, an add goes to this conversation's list, or the agent's when that is the only one enabled. */
+function defaultScope(memory: MemoryStore | undefined, agentName: string): MemoryScope {
+  const enabled = memory?.enabledScopes(agentName) ?? [];
+  return enabled.includes('conversation') || enabled.length === 0 ? 'conversation' : enabled[0]!;
+}
+
+function toChange(input: ManageMemoryInput, scope: MemoryScope = 'conversation'): MemoryChange {
   if (input.action === 'add') {
     if (input.text === undefined) throw new ToolError('add needs text.');
     if (input.id !== undefined) throw new ToolError('add takes no id (ids are given out); use replace to change an entry.');
-    return { action: 'add', scope: input.scope ?? 'conversation', text: input.text };
+    return { action: 'add', scope: input.scope ?? scope, text: input.text };
   }
   if (input.id === undefined) throw new ToolError(`${input.action} needs the id of an entry (view_memory lists them).`);
   if (input.action === 'replace') {
@@ -69,8 +85,8 @@ export function viewMemoryTool(memory?: MemoryStore): Tool<ViewMemoryInput> {
 
 /** manage_memory: low-risk (see the module comment). */
 export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> {
-  const describe = (input: ManageMemoryInput): string => {
-    const change = toChange(input);
+  const describe = (input: ManageMemoryInput, agentName: string): string => {
+    const change = toChange(input, defaultScope(memory, agentName));
     if (change.action === 'add') return `manage_memory add to ${describeScope(change.scope)}: ${oneLine(change.text)}`;
     if (change.action === 'replace') return `manage_memory replace ${change.id} with: ${oneLine(change.text)}`;
     return `manage_memory remove ${change.id}`;
@@ -83,7 +99,7 @@ export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> 
     input: ManageMemoryInput,
     tier: 'low-risk',
     async propose(input, ctx: ToolContext) {
-      const summary = describe(input);
+      const summary = describe(input, ctx.agentName);
       let preview: string | undefined;
       const change = toChange(input);
       if (change.action !== 'add' && memory) {
@@ -96,7 +112,7 @@ export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> 
     async execute(input, ctx) {
       const store = need(memory);
       try {
-        const r = await store.change(ctx.agentName, ctx.conversationKey, toChange(input));
+        const r = await store.change(ctx.agentName, ctx.conversationKey, toChange(input, defaultScope(store, ctx.agentName)));
         const what =
           input.action === 'add' ? `Added ${r.entry?.id}` : input.action === 'replace' ? `Replaced ${r.entry?.id}` : `Removed ${r.removed?.id}`;
         return { content: `${what} (${describeScope(r.scope)}, now ${r.entries.length} entr${r.entries.length === 1 ? 'y' : 'ies'}).` };
