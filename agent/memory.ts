@@ -80,6 +80,12 @@ export class MemoryStore {
     return scope === 'agent' ? `a:${agentName}` : `c:${agentName}:${conversationKey}`;
   }
 
+  /** "3 of 50 entries, 120 of 8192 bytes": how full a list is, for view_memory. */
+  usage(agentName: string, entries: readonly MemoryEntry[]): string {
+    const limits = this.settings(agentName);
+    return `${entries.length} of ${limits.maxEntries} entries, ${bytes(entries)} of ${limits.maxBytes} bytes`;
+  }
+
   enabledScopes(agentName: string): MemoryScope[] {
     return this.settings(agentName).scopes;
   }

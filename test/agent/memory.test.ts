@@ -122,6 +122,7 @@ test('the tools: manage_memory says what it will do on its card and what it did;
   const shown = await view.execute({}, c, {});
   expect(shown.content).toContain('[a1] Prefer short answers');
   expect(shown.content).toContain('[c1] Ticket 42 is ours');
+  expect(shown.content).toContain('agent memory (every conversation of this agent) (1 of 50 entries, 20 of 8192 bytes):');
   await expect(manage.execute({ action: 'remove' }, c, {})).rejects.toThrow(ToolError);
   await expect(manage.execute({ action: 'add' }, c, {})).rejects.toThrow(/add needs text/);
   // Without a store the tool refuses instead of pretending.

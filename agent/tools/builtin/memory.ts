@@ -76,7 +76,7 @@ export function viewMemoryTool(memory?: MemoryStore): Tool<ViewMemoryInput> {
       const parts: string[] = [];
       for (const scope of store.enabledScopes(ctx.agentName)) {
         const entries = await store.read(ctx.agentName, scope, ctx.conversationKey);
-        parts.push(`${describeScope(scope)}: ${entries.length === 0 ? 'empty' : `\n${renderEntries(entries)}`}`);
+        parts.push(`${describeScope(scope)} (${store.usage(ctx.agentName, entries)}):${entries.length === 0 ? ' empty' : `\n${renderEntries(entries)}`}`);
       }
       return { content: parts.length === 0 ? 'Memory is turned off for this agent.' : parts.join('\n\n') };
     },
