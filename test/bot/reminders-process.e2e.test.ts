@@ -15,6 +15,7 @@ import Database from 'better-sqlite3';
 import { DEFAULT_REMINDER_SETTINGS, Reminders } from '../../agent/reminders.js';
 import { openStorage } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
+import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -75,10 +76,10 @@ interface Bot {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function startBot(): Bot {
+function startBot(extraEnv: Record<string, string> = {}): Bot {
   const child = spawn(process.execPath, ['--import', register, main], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0' },
+    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', ...extraEnv },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
@@ -185,4 +186,38 @@ test('two processes on the same store, their timers aimed at the same moment: ea
   const all = posted();
   expect(all).toHaveLength(30);
   expect(new Set(all).size).toBe(30);
+}, 90_000);
+
+test('Telegram: a reminder set in a forum topic is posted into that topic by the next process, once', async () => {
+  const tg = await startFakeTelegram({ token: '123456:REMINDER-test_token_abcdefghijklm' });
+  try {
+    const owner: FakeUser = { id: 501, first_name: 'Ada' };
+    const forum: FakeChat = { id: -100300, type: 'supergroup', title: 'Ops', is_forum: true };
+    writeFileSync(
+      join(dir, 'gatehouse.yaml'),
+      CONFIG.replace('approvers: { console: [local] }', 'approvers: { telegram: ["501"] }') + 'access:\n  telegram: { users: ["501"] }\n',
+    );
+    const env = { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.apiRoot };
+    const inTopic = () => tg.visible(forum.id).filter((m) => m.threadId === 7);
+    const first = startBot(env);
+    await until('the bot to connect', () => /connected as @/.test(first.output()), first);
+    await tg.sendText({ chat: forum, from: owner, text: `@${tg.bot.username} remind-me please`, threadId: 7 });
+    await until('the reminder to be set', () => inTopic().some((m) => m.plain.includes('done.')), first);
+    const setAt = Date.now();
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+    await sleep(Math.max(0, setAt + DELAY_S * 1000 - Date.now()) + 2_000);
+
+    const second = startBot(env);
+    await until('the reminder in the topic', () => inTopic().some((m) => m.plain.startsWith('⏰ Reminder: water the plants')), second);
+    await until('the start', () => second.output().includes('Gatehouse started'), second);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    const posted = tg.sent.filter((m) => m.plain.startsWith('⏰ Reminder'));
+    expect(posted).toHaveLength(1);
+    expect(posted[0]).toMatchObject({ chatId: forum.id, threadId: 7 });
+    expect(posted[0]!.plain).toMatch(/delivered \d+ s late/);
+  } finally {
+    await tg.close();
+  }
 }, 90_000);
