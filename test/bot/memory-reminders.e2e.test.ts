@@ -96,23 +96,27 @@ test('a due reminder is posted into the conversation that set it, and with runAs
   h = await Harness.start({
     yaml: agentYaml('tools: [add_reminder, list_reminders, cancel_reminder]', 'tier: low-risk', 'approvers: { console: [local] }', 'reminders: { runAsTurn: true }'),
   });
-  h.script({ toolUses: [{ name: 'add_reminder', input: { text: 'check the deploy', delaySeconds: 1 } }] }, { text: 'I will remind you.' });
+  h.script(
+    { toolUses: [{ name: 'add_reminder', input: { text: 'check the deploy', delaySeconds: 1 } }] },
+    { text: 'I will remind you.' },
+    (req) => ({ text: lastUser(req).includes('check the deploy') ? 'Time to check the deploy: all green?' : 'unexpected' }),
+  );
   await h.adapter.send('remind me in a second to check the deploy', { conversation: 'ops' });
   await waitFor('the answer', () => h.adapter.answers('console:ops')[0]);
-  h.script((req) => ({ text: lastUser(req).includes('check the deploy') ? 'Time to check the deploy: all green?' : 'unexpected' }));
-  const posted = await waitFor('the reminder post', () => h.adapter.texts[0], 10_000);
+  const posted = await waitFor('the reminder post', () => h.adapter.texts[0], 30_000);
   expect(posted.key).toBe('console:ops');
   expect(posted.text).toMatch(/^⏰ Reminder: check the deploy\n\(due .*; id [0-9a-f]+\)$/);
-  await waitFor('the turn', () => h.adapter.answers('console:ops')[1]);
+  await waitFor('the turn', () => h.adapter.answers('console:ops')[1], 30_000);
   expect(h.adapter.answers('console:ops')).toEqual(['I will remind you.', 'Time to check the deploy: all green?']);
   expect(lastUser(h.modelRequests().at(-1)!)).toMatch(/\[Reminder [0-9a-f]+, set in this conversation on .*\] check the deploy/);
   await h.gh.runner.idle();
   expect(h.adapter.texts).toHaveLength(1);
-});
+}, 60_000);
 
 test('a cancelled reminder never fires', async () => {
   h = await Harness.start({ yaml: agentYaml('tools: [add_reminder, list_reminders, cancel_reminder]', 'tier: low-risk', 'approvers: { console: [local] }') });
-  h.script({ toolUses: [{ name: 'add_reminder', input: { text: 'never', delaySeconds: 2 } }] }, { text: 'set' });
+  // Long enough to cancel it first, even on a loaded machine.
+  h.script({ toolUses: [{ name: 'add_reminder', input: { text: 'never', delaySeconds: 6 } }] }, { text: 'set' });
   await h.adapter.send('set it');
   await waitFor('set', () => h.adapter.answers()[0]);
   const id = /Reminder set\. ([0-9a-f]+):/.exec(JSON.stringify(h.modelRequests()[1]!.body))![1]!;
@@ -120,11 +124,11 @@ test('a cancelled reminder never fires', async () => {
   await h.adapter.send('cancel it');
   await waitFor('cancelled', () => h.adapter.answers()[1]);
   // A one-shot added alongside, due later than the cancelled one, proves the scheduler got that far.
-  h.script({ toolUses: [{ name: 'add_reminder', input: { text: 'the later one', delaySeconds: 3 } }] }, { text: 'set again' });
+  h.script({ toolUses: [{ name: 'add_reminder', input: { text: 'the later one', delaySeconds: 7 } }] }, { text: 'set again' });
   await h.adapter.send('another');
-  await waitFor('the later reminder', () => h.adapter.texts[0], 10_000);
+  await waitFor('the later reminder', () => h.adapter.texts[0], 30_000);
   expect(h.adapter.texts.map((t) => t.text.split('\n')[0])).toEqual(['⏰ Reminder: the later one']);
-});
+}, 60_000);
 
 describe('config', () => {
   const dirs: string[] = [];

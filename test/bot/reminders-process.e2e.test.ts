@@ -32,7 +32,8 @@ agents:
 `;
 
 const NOTE = 'The deploy window is Thursday 14:00 UTC';
-const DELAY_S = 2;
+// Long enough that the first process is killed before it comes due, even on a loaded machine.
+const DELAY_S = 6;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -91,7 +92,7 @@ function startBot(extraEnv: Record<string, string> = {}): Bot {
   return { child, output: () => out, exited };
 }
 
-async function until(what: string, check: () => boolean, bot: Bot, timeoutMs = 20_000): Promise<void> {
+async function until(what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output so far:\n${bot.output()}`);
@@ -105,11 +106,12 @@ test('a reminder set before a crash is posted once after the restart, saying how
   // Run 1: set the reminder and the note, then die without any cleanup.
   const first = startBot();
   await until('the terminal chat', () => first.output().includes('Gatehouse terminal chat'), first);
-  first.child.stdin.write('remind-me please\n');
-  await until('the reminder to be set', () => count(first.output(), 'agent> done.') === 1, first);
-  const setAt = Date.now();
   first.child.stdin.write('remember-this please\n');
-  await until('the note to be saved', () => count(first.output(), 'agent> done.') === 2, first);
+  await until('the note to be saved', () => count(first.output(), 'agent> done.') === 1, first);
+  first.child.stdin.write('remind-me please\n');
+  await until('the reminder to be set', () => count(first.output(), 'agent> done.') === 2, first);
+  // After the reminder was stored: due + 3 s from here is at least 3 s past its real due time.
+  const setAt = Date.now();
   first.child.kill('SIGKILL');
   expect((await first.exited).signal).toBe('SIGKILL');
   expect(first.output()).not.toContain('⏰ Reminder');
@@ -156,7 +158,7 @@ test('a reminder set before a crash is posted once after the restart, saying how
   third.child.kill('SIGTERM');
   expect(await third.exited).toEqual({ code: 0, signal: null });
   expect(third.output()).not.toContain('⏰ Reminder');
-}, 90_000);
+}, 240_000);
 
 test('two processes on the same store, their timers aimed at the same moment: each reminder is posted once', async () => {
   const path = join(dir, 'data', 'gatehouse.sqlite');
@@ -171,7 +173,7 @@ test('two processes on the same store, their timers aimed at the same moment: ea
   const bots = [startBot(), startBot()];
   const posted = () => bots.map((b) => b.output().match(/⏰ Reminder: race-\d+-end/g) ?? []).flat();
   for (const b of bots) await until('the start', () => b.output().includes('Gatehouse started'), b);
-  await until('all 30 reminders', () => posted().length >= 30, bots[0]!, 30_000);
+  await until('all 30 reminders', () => posted().length >= 30, bots[0]!);
   // Both timers have fired by now (each one's store read shows nothing left to fire).
   await until('the store to be empty', () => {
     const db = new Database(path, { readonly: true });
@@ -186,7 +188,7 @@ test('two processes on the same store, their timers aimed at the same moment: ea
   const all = posted();
   expect(all).toHaveLength(30);
   expect(new Set(all).size).toBe(30);
-}, 90_000);
+}, 240_000);
 
 test('Telegram: a reminder set in a forum topic is posted into that topic by the next process, once', async () => {
   const tg = await startFakeTelegram({ token: '123456:REMINDER-test_token_abcdefghijklm' });
@@ -220,4 +222,4 @@ test('Telegram: a reminder set in a forum topic is posted into that topic by the
   } finally {
     await tg.close();
   }
-}, 90_000);
+}, 240_000);
