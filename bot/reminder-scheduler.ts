@@ -136,7 +136,12 @@ export class ReminderScheduler {
         continue;
       }
       const fire = await this.opts.reminders.claim(r);
-      if (!fire) continue; // another tick or process fired it
+      if (!fire) {
+        // Another process fired it (or it changed): read the store again later, in case that process
+        // stops before the reminder's next occurrence.
+        soonest = Math.min(soonest ?? Infinity, this.now() + (this.opts.maxWaitMs ?? 60_000));
+        continue;
+      }
       await this.deliver(fire);
       if (fire.nextDueAt !== undefined) soonest = Math.min(soonest ?? Infinity, fire.nextDueAt);
     }
