@@ -14,6 +14,7 @@
  * - Durable waits: when a run enters a tool batch, its transcript and a run record (call states) are
  *   saved; `resumeAll()` at start shows each waiting run's pending cards again (broker.reshowPending)
  *   and continues every run that was waiting when the process stopped.
+ * - The system prompt is the agent's, plus `systemExtra(agent, key)` (its memory) read at every run.
  * - Audit (when `audit` is given): run_started and run_finished (outcome, tokens, cost) per run; the
  *   executor adds one gate_decision per call.
  * - Per-turn overrides (headless runs, `Turn.overrides`): tier, approvers and run timeout for that turn
@@ -91,6 +92,8 @@ export interface RunnerOptions {
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
   /** The audit trail: runs started and finished, gate decisions (through the executor). */
   audit?: Audit;
+  /** Appended to the agent's system prompt, read at the start of every run (the agent's memory). */
+  systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
 }
 
 const RunRecord = z.object({
@@ -485,7 +488,7 @@ export class Runner {
           runId,
           model: this.opts.model,
           modelName: agent.model,
-          system: agent.system,
+          system: await this.systemPrompt(agent, key),
           tools: [...tools.values()].map(toolSpec),
           maxTokens: agent.maxTokens,
           maxIterations: agent.maxIterations,
@@ -585,6 +588,15 @@ export class Runner {
     });
     await emit(u);
     await emit({ type: 'run_finished', runId, reason });
+  }
+
+  /** The configured prompt plus `systemExtra`; a failure to read the extra is logged, the run goes on. */
+  private async systemPrompt(agent: AgentSettings, key: string): Promise<string> {
+    const extra = await (this.opts.systemExtra?.(agent, key) ?? Promise.resolve('')).catch((err: unknown) => {
+      this.log('warn', `[${key}] could not read the agent's memory for the system prompt: ${(err as Error).message}`);
+      return '';
+    });
+    return extra ? `${agent.system}\n\n${extra}` : agent.system;
   }
 
   private async askUser(

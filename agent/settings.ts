@@ -5,6 +5,8 @@
  */
 import type { Tier } from '../policies/tiers.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
+import type { MemorySettings } from './memory.js';
+import type { ReminderSettings } from './reminders.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
 import type { Companions } from './companions.js';
 
@@ -43,6 +45,10 @@ export interface AgentSettings {
   toolPolicy?: ToolPolicy;
   /** Per simple command: deny | ask | allow, with a reason. */
   commandRules?: readonly CommandRule[];
+  /** Memory scopes and caps (agent/memory.ts); defaults when absent. */
+  memory?: MemorySettings;
+  /** Reminder delivery and caps (agent/reminders.ts); defaults when absent. */
+  reminders?: ReminderSettings;
 }
 
 export interface AgentDirectory {

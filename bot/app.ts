@@ -35,6 +35,7 @@ import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
 import { CLI_PREFIX, HeadlessRuns } from './headless/runs.js';
 import { createOperatorShell } from './operator-shell.js';
+import { memoryAndReminders } from './reminder-scheduler.js';
 import type { Storage } from './storage.js';
 
 export type { Log } from './log.js';
@@ -62,10 +63,13 @@ export interface Gatehouse {
   headless: HeadlessRuns;
   /** MCP connections (lazy: nothing connects until a call or a first listing). */
   mcp: Mcp;
-  /** Starts the adapters and continues runs that were waiting when the process stopped. */
+  /**
+   * Starts the adapters, continues runs that were waiting when the process stopped, then the reminder
+   * scheduler (bot/reminder-scheduler.ts), which first posts what came due while the bot was down.
+   */
   start(): Promise<void>;
   /**
-   * Stops adapters first (no new input), then the runner: running turns get `graceMs` (default
+   * Stops the reminder timer, then adapters (no new input), then the runner: running turns get `graceMs` (default
    * 10 s) to finish, then are interrupted. Runs waiting on a human stay stored for the next start.
    */
   stop(opts?: { graceMs?: number }): Promise<void>;
@@ -196,6 +200,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     return c;
   };
   const mcp = await createMcp({ agents: () => config.agents, kv: storage.mcp, log: (level, m) => log(level, m) });
+  const assistant = memoryAndReminders(config, storage);
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {
     const live = config.agents[agent.name];
@@ -210,6 +215,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         sandbox,
         media,
         toolResults: store,
+        stores: assistant.stores,
         network: () => config.agents[agent.name]?.network,
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
       });
@@ -246,6 +252,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
     log,
     audit,
+    systemExtra: assistant.systemExtra,
+  });
+  const reminderScheduler = assistant.scheduler({
+    runner,
+    post: (key, text) => {
+      const { adapter, ref } = adapterFor(key);
+      return delivery.run(key, () => adapter.postText(ref, text));
+    },
+    reachable: (key) => adapters.has(key.slice(0, key.indexOf(':')) as Adapter['platform']),
+    log,
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
   const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
@@ -263,8 +279,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       for (const a of adapters.values()) await a.start(router);
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
+      await reminderScheduler.start();
     },
     async stop(stopOpts = {}) {
+      await reminderScheduler.stop();
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
       await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));

@@ -49,6 +49,7 @@ import { mcpServersSchema, resolveMcpServers, type McpServerConfig } from '../ag
 import { commandRulesSchema, toolPolicySchema, toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { threadFollowUpsSchema } from './thread-follow-ups.js';
+import { memoryConfigSchema, remindersConfigSchema, resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -315,6 +316,7 @@ function buildSchema(knownTools: readonly string[]) {
     toolPolicy: toolPolicySchema.optional(),
     commandRules: commandRulesSchema.optional(),
     mcpServers: mcpServersSchema.optional(),
+    memory: memoryConfigSchema.optional(), reminders: remindersConfigSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -637,6 +639,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       toolPolicy: { ...(layer.toolPolicy ?? {}) },
       commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
       mcpServers,
+      memory: resolveMemoryConfig(layer.memory), reminders: resolveRemindersConfig(layer.reminders),
     };
   }
 

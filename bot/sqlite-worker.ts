@@ -18,7 +18,8 @@
  *   rejects with SQLite's message (and its code, e.g. SQLITE_CANTOPEN, SQLITE_READONLY).
  * - `store(namespace)` is a keyv store adapter (get, set, delete, has, clear, iterator), used as
  *   `new Keyv({ store, namespace })`, plus `claim` (an atomic set-if-absent, see bot/storage.ts) and
- *   `setUndecided` (an atomic compare-and-set: first decision of an approval wins).
+ *   `setUndecided` (an atomic compare-and-set: first decision of an approval wins), and `setIfRev` (a
+ *   compare-and-set on a value's `rev`: a reminder fires once).
  *   Keys arrive with keyv's namespace prefix; the table is @keyv/sqlite's (`keyv(key, value)`), so
  *   files written by earlier versions open unchanged.
  * - Every call resolves after SQLite finished it; a failure rejects with SQLite's error.
@@ -77,6 +78,10 @@ function open() {
     setUndecided: db.prepare(
       "UPDATE keyv SET value = ? WHERE key = ? AND json_valid(value) AND json_type(value, '$.value') = 'object' " +
         "AND json_type(value, '$.value.decision') IS NULL AND coalesce(json_extract(value, '$.expires') >= ?, 1) RETURNING key",
+    ).pluck(),
+    // Compare-and-set on a revision counter (reminders: one claim per fire); a row when it wrote.
+    setIfRev: db.prepare(
+      "UPDATE keyv SET value = ? WHERE key = ? AND json_valid(value) AND json_extract(value, '$.value.rev') = ? RETURNING key",
     ).pluck(),
     sweep: db.prepare('DELETE FROM keyv WHERE rowid IN (SELECT rowid FROM keyv WHERE ' + EXPIRES + ' < ? LIMIT 500)'),
   };
@@ -145,6 +150,8 @@ function handle(m) {
       return sql.claim.get(key, value, now) !== undefined;
     case 'setUndecided':
       return sql.setUndecided.get(value, key, now) !== undefined;
+    case 'setIfRev':
+      return sql.setIfRev.get(value, key, now) !== undefined;
   }
   throw new Error('unsupported store call ' + m.method);
 }
@@ -340,6 +347,13 @@ export class WorkerStore extends EventEmitter {
    */
   setUndecided(key: string, value: string, now: number): Promise<boolean> {
     return this.call(this.ns, 'setUndecided', [key, value, now]) as Promise<boolean>;
+  }
+  /**
+   * Writes `value` at `key` only if the stored value's `rev` is `rev`; true when it wrote. One
+   * UPDATE ... RETURNING: of any number of processes that read the same revision, one wins.
+   */
+  setIfRev(key: string, value: string, rev: number): Promise<boolean> {
+    return this.call(this.ns, 'setIfRev', [key, value, rev]) as Promise<boolean>;
   }
   async *iterator(namespace?: string): AsyncGenerator<[string, unknown], void> {
     const entries = (await this.call(this.ns, 'list', [namespace])) as Array<[string, unknown]>;

@@ -11,6 +11,7 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores, KV } from '../agent/kv.js';
+import { kvReminderBackend, type ReminderBackend } from '../agent/reminders.js';
 import type { StoreSettings } from './env.js';
 import { startSqliteWorker } from './sqlite-worker.js';
 
@@ -23,7 +24,7 @@ const PLAIN_JSON: Pick<KeyvOptions, 'serialize' | 'deserialize'> = {
   deserialize: <V>(text: string) => JSON.parse(text) as { value?: V; expires?: number },
 };
 
-export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'dedupe', 'mcp'] as const;
+export const NAMESPACES = ['transcripts', 'runs', 'approvals', 'allowlists', 'dedupe', 'mcp', 'memory', 'reminders'] as const;
 type Namespace = (typeof NAMESPACES)[number];
 
 export interface Storage extends AgentStores {
@@ -41,6 +42,10 @@ export interface Storage extends AgentStores {
    * several processes sharing the file exactly one records an approval's decision (first click wins).
    */
   decideOnce(key: string, value: unknown, ttlMs: number): Promise<boolean>;
+  /** The agent's memory notes (agent/memory.ts). */
+  memory: KV;
+  /** Reminders, with their compare-and-set claim (agent/reminders.ts). */
+  reminders: ReminderBackend;
   close(): Promise<void>;
 }
 
@@ -141,6 +146,14 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     dedupe: open('dedupe'),
     mcp: open('mcp'),
   };
+  const memory = open('memory');
+  const remindersKv = open('reminders');
+  const remindersStore = worker.store('reminders');
+  const reminders: ReminderBackend = {
+    kv: remindersKv,
+    // Keyv's own format (PLAIN_JSON, no expiry), so keyv reads the entry back like any other.
+    swap: (id, expectedRev, next) => remindersStore.setIfRev(`reminders:r:${id}`, JSON.stringify({ value: next }), expectedRev),
+  };
   // Fail now, not on the first message, if the store cannot be written.
   try {
     await stores.dedupe.set('startup-check', Date.now(), 60_000);
@@ -154,6 +167,8 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     ...stores,
     claimEvent,
     decideOnce,
+    memory,
+    reminders,
     async close() {
       if (closed) return;
       closed = true;
@@ -174,6 +189,8 @@ export function memoryStorage(): Storage {
     allowlists: mk(),
     dedupe,
     mcp: mk(),
+    memory: mk(),
+    reminders: kvReminderBackend(mk()),
     claimEvent: claimByReadThenWrite(dedupe),
     // One process: a read then a write cannot be raced by another.
     async decideOnce(key, value, ttlMs) {

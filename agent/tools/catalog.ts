@@ -11,6 +11,7 @@ import type { NetworkConfig } from './builtin/web/config.js';
 import type { SandboxPolicy } from './sandbox/index.js';
 import { analyzeMediaTool, type AnalyzeMediaDeps } from './builtin/analyze-media.js';
 import { retrieveToolResultTool, type ToolResultReader } from './builtin/retrieve-tool-result.js';
+import { memoryAndReminderTools, type MemoryAndReminderStores } from './builtin/memory-reminders.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -25,6 +26,8 @@ export interface CatalogOptions {
   network?: () => NetworkConfig | undefined;
   /** Gatehouse's own credentials (model key, platform tokens): web tools never send them. */
   secrets?: () => readonly string[];
+  /** The stores behind view_memory / manage_memory and the reminder tools (absent: they refuse). */
+  stores?: MemoryAndReminderStores;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -35,6 +38,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     ...builtinPdfTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),
+    ...memoryAndReminderTools(opts.stores),
     executeCommandTool({
       ...(opts.commandTimeoutMs !== undefined ? { defaultTimeoutMs: opts.commandTimeoutMs } : {}),
       ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),

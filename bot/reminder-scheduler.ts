@@ -1,0 +1,199 @@
+/**
+ * Fires reminders (agent/reminders.ts) into the conversations that set them, and wires memory and
+ * reminders into the composition root (bot/app.ts calls `memoryAndReminders`).
+ *
+ * Contract:
+ * - One timer, armed for the soonest due reminder (never a per-second poll). A single wait is at most
+ *   `maxWaitMs` (default 60 s); after it the wall clock is read again, so a clock set forward fires
+ *   what became due within that wait, and a clock set back simply waits longer. With no reminders
+ *   stored, no timer runs; an add or cancel through the tools re-arms at once.
+ * - At start every stored reminder is read: what came due while the bot was down fires now, once,
+ *   and its message says how late it is ("due ..., delivered 2 h 5 min late").
+ * - Exactly once: each fire is claimed in the store first (Reminders.claim, a compare-and-set), so
+ *   of two ticks or two processes only one posts. A claimed delivery that fails is logged, not retried.
+ * - Delivery: the text is posted through the conversation's adapter (postText, in that conversation's
+ *   delivery order). With `reminders.runAsTurn` on the agent, the reminder then also runs as a turn of
+ *   the agent (sender "reminder", nobody to answer questions), whose answer is posted as usual.
+ * - A conversation whose platform is not enabled now is left stored and untouched (logged once).
+ * - `stop()` clears the timer and waits for a fire in progress: nothing fires after it resolves.
+ */
+import type { Config } from './config.js';
+import type { Log } from './log.js';
+import type { Storage } from './storage.js';
+import type { Runner } from '../agent/runner.js';
+import { DEFAULT_MEMORY_SETTINGS, MEMORY_TOOL_NAMES, MemoryStore } from '../agent/memory.js';
+import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
+import type { AgentSettings } from '../agent/settings.js';
+
+/** Lateness below this is timer jitter, not worth saying. */
+export const LATE_AFTER_MS = 2_000;
+/** A one-shot claimed this long ago whose entry is still there: its process died; the entry goes. */
+const CLAIMED_SWEEP_MS = 10 * 60_000;
+
+export interface ReminderSchedulerOptions {
+  reminders: Reminders;
+  /** Posts text into a conversation by key (the adapter's normal path). */
+  post(conversationKey: string, text: string): Promise<void>;
+  /** Whether a conversation can be reached now (its platform's adapter runs). */
+  reachable(conversationKey: string): boolean;
+  /** Submits the reminder as a turn of its agent. */
+  runTurn?(reminder: Reminder, text: string): Promise<void>;
+  runAsTurn(agentName: string): boolean;
+  log: Log;
+  now?: () => number;
+  maxWaitMs?: number;
+}
+
+export class ReminderScheduler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private readonly unreachable = new Set<string>();
+  private unsubscribe: (() => void) | undefined;
+  /** When the armed timer is meant to fire (tests and logs). */
+  nextWakeAt: number | undefined;
+
+  constructor(private readonly opts: ReminderSchedulerOptions) {}
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /** Reads the store, fires what is due (also what came due while the bot was down), arms the timer. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.unsubscribe = this.opts.reminders.onChange(() => this.poke());
+    this.poke();
+    await this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.clearTimer();
+    await this.running;
+    this.clearTimer();
+  }
+
+  /** Runs a tick now, or right after the one in progress. */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.clearTimer();
+    this.running = this.tick()
+      .catch((err: unknown) => {
+        this.opts.log('error', `reminders: ${(err as Error).message}; trying again in a minute`);
+        this.arm(this.now() + (this.opts.maxWaitMs ?? 60_000));
+      })
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.poke();
+        }
+      });
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.nextWakeAt = undefined;
+  }
+
+  private arm(at: number): void {
+    if (this.stopped) return;
+    this.clearTimer();
+    const wait = Math.min(Math.max(0, at - this.now()), this.opts.maxWaitMs ?? 60_000);
+    this.nextWakeAt = this.now() + wait;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.poke();
+    }, wait);
+    // Stopping is stop()'s job; the timer alone must not keep a finished process alive.
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    const all = await this.opts.reminders.all();
+    await this.opts.reminders.sweepClaimed(all, CLAIMED_SWEEP_MS);
+    let soonest: number | undefined;
+    for (const r of all.sort((a, b) => a.dueAt - b.dueAt)) {
+      if (this.stopped) return;
+      if (r.firedAt !== undefined) continue;
+      if (!this.opts.reachable(r.conversationKey)) {
+        if (!this.unreachable.has(r.id)) {
+          this.unreachable.add(r.id);
+          this.opts.log('warn', `reminder ${r.id} is for ${r.conversationKey}, whose platform is not enabled: kept for a start that enables it`);
+        }
+        continue;
+      }
+      if (r.dueAt > this.now()) {
+        soonest = Math.min(soonest ?? Infinity, r.dueAt);
+        continue;
+      }
+      const fire = await this.opts.reminders.claim(r);
+      if (!fire) {
+        // Another process fired it (or it changed): read the store again later, in case that process
+        // stops before the reminder's next occurrence.
+        soonest = Math.min(soonest ?? Infinity, this.now() + (this.opts.maxWaitMs ?? 60_000));
+        continue;
+      }
+      await this.deliver(fire);
+      if (fire.nextDueAt !== undefined) soonest = Math.min(soonest ?? Infinity, fire.nextDueAt);
+    }
+    if (soonest !== undefined) this.arm(soonest);
+  }
+
+  private async deliver(fire: ClaimedFire): Promise<void> {
+    const r = fire.reminder;
+    const late = fire.lateMs >= LATE_AFTER_MS ? `, delivered ${formatDuration(fire.lateMs)} late` : '';
+    const next = fire.nextDueAt !== undefined ? `; repeats every ${formatDuration(r.repeatMs!)}, next ${new Date(fire.nextDueAt).toISOString()}` : '';
+    const message = `⏰ Reminder: ${r.text}\n(due ${new Date(fire.dueAt).toISOString()}${late}${next}; id ${r.id})`;
+    try {
+      await this.opts.post(r.conversationKey, message);
+      this.opts.log('info', `reminder ${r.id} fired in ${r.conversationKey}`, { reminder: r.id, lateMs: fire.lateMs });
+    } catch (err) {
+      this.opts.log('error', `reminder ${r.id} could not be posted in ${r.conversationKey}: ${(err as Error).message}`);
+    }
+    await this.opts.reminders.finish(fire);
+    if (this.opts.runTurn && this.opts.runAsTurn(r.agentName)) {
+      const lateNote = late ? ` It fires ${formatDuration(fire.lateMs)} late (the bot was not running or was busy when it came due).` : '';
+      const text = `[Reminder ${r.id}, set in this conversation on ${new Date(r.createdAt).toISOString()}, due ${new Date(fire.dueAt).toISOString()}.${lateNote}] ${r.text}`;
+      await this.opts.runTurn(r, text).catch((err: unknown) => this.opts.log('error', `reminder ${r.id} could not start a turn: ${(err as Error).message}`));
+    }
+  }
+}
+
+/** The memory store, the reminders, and what the composition root needs from them. */
+export function memoryAndReminders(config: Config, storage: Storage) {
+  const memory = new MemoryStore(storage.memory, (a) => config.agents[a]?.memory ?? DEFAULT_MEMORY_SETTINGS);
+  const reminders = new Reminders(storage.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS);
+  return {
+    stores: { memory, reminders },
+    /** The system prompt's memory section, for agents that have a memory tool. */
+    systemExtra: async (agent: AgentSettings, key: string): Promise<string> =>
+      agent.tools.some((t) => (MEMORY_TOOL_NAMES as readonly string[]).includes(t)) ? memory.promptSection(agent.name, key) : '',
+    scheduler: (o: { runner: Runner; post(key: string, text: string): Promise<void>; reachable(key: string): boolean; log: Log }) =>
+      new ReminderScheduler({
+        reminders,
+        post: o.post,
+        reachable: o.reachable,
+        log: o.log,
+        runAsTurn: (a) => (config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS).runAsTurn,
+        runTurn: async (r, text) => {
+          await o.runner.submit({
+            agentName: r.agentName,
+            conversationKey: r.conversationKey,
+            platform: r.conversationKey.slice(0, r.conversationKey.indexOf(':')),
+            sender: { id: 'reminder', name: 'reminder' },
+            text,
+            humanAvailable: false,
+          });
+        },
+      }),
+  };
+}
