@@ -16,6 +16,7 @@
  * - The prompt section marks the notes as data saved earlier (possibly on behalf of other people),
  *   not instructions.
  */
+import { KeyedChain } from './keyed-chain.js';
 import { z } from 'zod';
 import type { KV } from './kv.js';
 
@@ -67,7 +68,8 @@ export function describeScope(scope: MemoryScope): string {
 }
 
 export class MemoryStore {
-  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Store updates of one key, one after another. */
+  private readonly chains = new KeyedChain();
 
   constructor(
     private readonly kv: KV,
@@ -113,7 +115,7 @@ export class MemoryStore {
       return Promise.reject(err);
     }
     const key = this.key(agentName, scope, conversationKey);
-    return this.serialize(key, async () => {
+    return this.chains.run(key, async () => {
       const entries = await this.read(agentName, scope, conversationKey);
       const limits = this.settings(agentName);
       const where = describeScope(scope);
@@ -180,16 +182,6 @@ export class MemoryStore {
     else await this.kv.set(key, entries);
   }
 
-  private serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(key) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(key, tail);
-    void tail.then(() => {
-      if (this.chains.get(key) === tail) this.chains.delete(key);
-    });
-    return next;
-  }
 }
 
 export function renderEntries(entries: readonly MemoryEntry[]): string {

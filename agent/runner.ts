@@ -22,6 +22,7 @@
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */
+import { KeyedChain } from './keyed-chain.js';
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { z } from 'zod';
@@ -199,7 +200,7 @@ export class Runner {
     const key = turn.conversationKey;
     const id = randomUUID();
     // Enqueued synchronously (lane order = arrival order); stored through a per-key chain.
-    const stored = this.chain(key, () => this.storeQueued(key, { id, turn }));
+    const stored = this.chains.run(key, () => this.storeQueued(key, { id, turn }));
     const finished = this.enqueue(key, async () => {
       // The transcript is read while the turn's own write finishes: the run needs both.
       const transcript = this.opts.store.load(key);
@@ -641,19 +642,8 @@ export class Runner {
     return result;
   }
 
-  private readonly chains = new Map<string, Promise<unknown>>();
-
-  /** Runs store updates of one conversation's queue one after another. */
-  private chain<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(key) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(key, tail);
-    void tail.then(() => {
-      if (this.chains.get(key) === tail) this.chains.delete(key);
-    });
-    return next;
-  }
+  /** Store updates of one key, one after another. */
+  private readonly chains = new KeyedChain();
 
   /**
    * Queued turns are mirrored in memory (this process is the store's only writer of them): a turn
@@ -670,7 +660,7 @@ export class Runner {
   }
 
   private dropQueued(key: string, id: string): Promise<void> {
-    return this.chain(key, async () => {
+    return this.chains.run(key, async () => {
       const list = this.queued.get(key) ?? [];
       const rest = list.filter((q) => q.id !== id);
       if (rest.length === list.length) return;

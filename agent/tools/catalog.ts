@@ -5,8 +5,7 @@
 import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
 import { executeCommandTool } from './builtin/execute-command.js';
-import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinPdfTools, builtinWebTools } from './builtin/index.js';
-import type { AnyTool } from './types.js';
+import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinPdfTools, builtinWebTools, erase } from './builtin/index.js';
 import type { NetworkConfig } from './builtin/web/config.js';
 import type { SandboxPolicy } from './sandbox/index.js';
 import { analyzeMediaTool, type AnalyzeMediaDeps } from './builtin/analyze-media.js';
@@ -43,8 +42,8 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
       ...(opts.commandTimeoutMs !== undefined ? { defaultTimeoutMs: opts.commandTimeoutMs } : {}),
       ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
     }),
-    analyzeMediaTool(opts.media) as unknown as AnyTool,
-    retrieveToolResultTool(opts.toolResults) as unknown as AnyTool,
+    erase(analyzeMediaTool(opts.media)),
+    erase(retrieveToolResultTool(opts.toolResults)),
   ]);
 }
 

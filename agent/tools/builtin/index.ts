@@ -11,7 +11,7 @@ import { getTimeTool, type GetTimeOptions } from './time.js';
 import { listTodosTool, manageTodosTool } from './todos.js';
 
 /** The registry stores tools untyped; each tool validates its own input before it is called. */
-function erase<I>(tool: Tool<I>): AnyTool {
+export function erase<I>(tool: Tool<I>): AnyTool {
   return tool as unknown as AnyTool;
 }
 
