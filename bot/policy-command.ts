@@ -25,7 +25,7 @@
  * failed and the gate fell back to high-risk; classifierDetail says why), 'allowlist', 'agent-tier', 'none'.
  */
 import { classifierCompletionFrom, createAnthropicModel } from '../agent/model.js';
-import { decide } from '../policies/gate.js';
+import { decide, type AgentPolicy } from '../policies/gate.js';
 import { createCommandClassifier } from '../policies/classifier.js';
 import { allowlistMiss, analyzeCommand, commandApprovalKey, isCommandAllowlisted, type ShellAnalysis } from '../policies/shell/index.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
@@ -118,15 +118,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
   type TierSource = 'classifier' | 'classifier-failed' | 'not-rated' | 'agent-tier' | 'allowlist' | 'none';
   // Set from inside the gate's classify callback, hence an object (flow analysis cannot see into it).
   const seen: { tierSource: TierSource; classifiedTier?: Tier; classifierDetail?: string } = { tierSource: 'none' };
-  const policy = () => ({
-    name: agent.name,
-    tier: agent.tier,
-    autoApprovedTools: agent.autoApprovedTools,
-    autoApprovedCommands: agent.autoApprovedCommands,
-    approvers: agent.approvers,
-    toolPolicy: agent.toolPolicy,
-    commandRules: agent.commandRules,
-  });
+  const policy = () => policyOf(agent);
   const call = { toolName: 'execute_command', toolTier: 'unknown' as const, platform, command, hasOptions: false };
   const analyze = async () => analysis;
   const classifyFn = async (cmd: string): Promise<{ tier: Tier }> => {
@@ -272,15 +264,7 @@ async function checkTool(toolName: string, agent: AgentConfig, platform: string,
   const hasTool = mcpServer !== undefined || agent.tools.includes(toolName);
   const decision = await decide(
     { toolName, toolTier, platform, hasOptions: false },
-    () => ({
-      name: agent.name,
-      tier: agent.tier,
-      autoApprovedTools: agent.autoApprovedTools,
-      autoApprovedCommands: agent.autoApprovedCommands,
-      approvers: agent.approvers,
-      toolPolicy: agent.toolPolicy,
-      commandRules: agent.commandRules,
-    }),
+    () => policyOf(agent),
     { classify: async () => ({ tier: 'high-risk' }) },
   );
   const action = hasTool ? decision.action : 'deny';
@@ -312,4 +296,17 @@ async function checkTool(toolName: string, agent: AgentConfig, platform: string,
     );
   }
   return action === 'deny' ? 1 : 0;
+}
+
+/** The gate's view of an agent as configured (no runtime Always entries: this explains the config). */
+function policyOf(agent: AgentConfig): AgentPolicy {
+  return {
+    name: agent.name,
+    tier: agent.tier,
+    autoApprovedTools: agent.autoApprovedTools,
+    autoApprovedCommands: agent.autoApprovedCommands,
+    approvers: agent.approvers,
+    toolPolicy: agent.toolPolicy,
+    commandRules: agent.commandRules,
+  };
 }
