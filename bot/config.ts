@@ -58,6 +58,8 @@ export interface AgentConfig extends AgentSettings {
   /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
   sandbox: SandboxMode;
+  /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
+  discordReplyInThread: boolean;
   sandboxNetwork: boolean;
 }
 
@@ -289,6 +291,7 @@ function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    discordReplyInThread: z.boolean().optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -599,6 +602,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }
 

@@ -3,10 +3,11 @@
  * (with the adapter folders themselves) that knows which adapters exist.
  */
 import type { Adapter } from '../adapters/types.js';
+import { createDiscordAdapter } from '../adapters/discord/adapter.js';
 import { createSlackAdapter } from '../adapters/slack/adapter.js';
 import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
 import type { Log } from './app.js';
-import type { Config } from './config.js';
+import { agentForConversation, type Config } from './config.js';
 import type { HttpRoute } from './http.js';
 
 export function createPlatformAdapters(config: Config, log: Log): { adapters: Adapter[]; routes(): HttpRoute[] } {
@@ -32,6 +33,19 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
         approverGroups: () =>
           Object.values(config.agents).flatMap((a) => (a.approvers.slack ?? []).filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length))),
         log: (level, msg) => log(level, `[slack] ${msg}`),
+      }),
+    );
+  }
+  const discord = config.platforms.discord;
+  if (discord) {
+    adapters.push(
+      createDiscordAdapter({
+        token: discord.token,
+        ...(discord.apiUrl ? { apiUrl: discord.apiUrl } : {}),
+        // per agent (and so per route): the agent that serves this channel decides
+        replyInThread: (guild, channel) => agentForConversation(config, `discord:${guild}:${channel}`).discordReplyInThread,
+        commandGuilds: () => config.access.discord.guilds,
+        log: (level, msg) => log(level, `[discord] ${msg}`),
       }),
     );
   }
