@@ -158,7 +158,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     if (seen.has(message.id)) return;
     seen.add(message.id);
     const { text, mentioned } = normalize(message.content);
-    const repliesToBot = message.mentions.repliedUser?.id === botUserId && botUserId !== '';
+    let repliesToBot = message.mentions.repliedUser?.id === botUserId && botUserId !== '';
     const guildId = message.guildId;
     let ref: ConversationRef;
     let newThread: { parent: string; id: string; name: string } | undefined;
@@ -171,6 +171,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       const ours = thread.ownerId === botUserId || threads.has(thread.id);
       if (!mentioned && !repliesToBot && !ours) return; // chatter in a thread the bot is not part of
       threads.add(thread.id);
+      repliesToBot ||= ours; // a thread the bot answers in is a conversation with it
       ref = refFor(guildId, parent, thread.id);
     } else {
       if (!mentioned && !repliesToBot) return; // a channel message not for the bot: not even passed on

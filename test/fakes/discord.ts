@@ -82,7 +82,7 @@ export interface FakeDiscord {
   readonly commands: Map<string, Json[]>;
   /** Interaction callbacks received: type and when (ms after the interaction was sent). */
   readonly callbacks: Array<{ id: string; type: number; afterMs: number }>;
-  readonly gateway: { identifies: number; resumes: number; open: number; heartbeats: number };
+  readonly gateway: { identifies: number; resumes: number; open: number; heartbeats: number; /** events sent again on a resume that the client already had */ resent: number };
   retryAfterViolations: number;
   privilegedIntents: boolean;
   resendOnResume: boolean;
@@ -169,7 +169,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
   const files = new Map<string, { type: string; body: Buffer }>();
   const guilds = opts.guilds ?? [];
   for (const g of guilds) for (const c of g.channels) channels.set(c, { id: c, guildId: g.id, type: 0, name: `chan-${c.slice(-4)}` });
-  const gatewayStats = { identifies: 0, resumes: 0, open: 0, heartbeats: 0 };
+  const gatewayStats = { identifies: 0, resumes: 0, open: 0, heartbeats: 0, resent: 0 };
   let editLimit = { times: 0, retryAfterS: 1 };
   let limitedUntil = 0;
   /** Interactions sent and not yet answered: id -> sent time, and who (for ephemerals). */
@@ -291,7 +291,13 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
         const from = Number(p.d['seq']);
         live?.close(4000, 'replaced');
         live = ws;
-        for (const e of history) if (e.s > from || (state.resendOnResume && e.s === from)) sendDispatch(ws, e);
+        for (const e of history) {
+          if (e.s > from) sendDispatch(ws, e);
+          else if (state.resendOnResume && e.s === from) {
+            gatewayStats.resent++;
+            sendDispatch(ws, e);
+          }
+        }
         sock.ready = true;
         const resumed = { s: ++seq, t: 'RESUMED', d: {} };
         history.push(resumed);
@@ -484,7 +490,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
         }
       }
       const method = req.method ?? 'GET';
-      handle(method, url.pathname, body, req, res)
+      handle(method, decodeURIComponent(url.pathname), body, req, res)
         .catch((err: unknown) => {
           if (err instanceof HttpError) return { status: err.status, body: err.body };
           return { status: 500, body: { message: String(err), code: 0 } };
