@@ -33,6 +33,8 @@ export interface FakeDiscordMessage {
   components: Json[];
   edits: Array<{ content: string; components: Json[] }>;
   deleted: boolean;
+  /** The allowed_mentions the bot sent with it (undefined: Discord's default, every mention pings). */
+  allowedMentions: unknown;
 }
 
 export interface FakeEphemeral {
@@ -355,6 +357,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       components: (body['components'] as Json[] | undefined) ?? [],
       edits: [],
       deleted: false,
+      allowedMentions: body['allowed_mentions'],
     };
     messages.push(m);
     byId.set(m.id, m);

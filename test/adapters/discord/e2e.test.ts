@@ -249,6 +249,17 @@ test('a text file is read; a file over the size limit is refused with the reason
   expect(sent).not.toContain('xxxxxxxxxx');
 });
 
+test('model text cannot ping: every bot message goes out with no allowed mentions, mention syntax escaped', async () => {
+  await boot();
+  queue.push({ text: `@everyone look, <@&${MODS}> and <@${BOB.id}>` });
+  discord.userMessage({ user: ADA, channel: DM_ADA, text: 'say something loud' });
+  await waitFor('answer', () => discord.visible(DM_ADA).length === 1);
+  const [m] = discord.visible(DM_ADA);
+  expect(m!.allowedMentions).toEqual({ parse: [] });
+  expect(m!.content).toContain(`\\<@&${MODS}>`);
+  expect(m!.content).toContain(`\\<@${BOB.id}>`);
+});
+
 test("an unlisted user's DM gets one reply with their id and the config key, and no run", async () => {
   await boot();
   discord.userMessage({ user: EVE, channel: DM_EVE, text: 'let me in' });
