@@ -42,6 +42,7 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
       createDiscordAdapter({
         token: discord.token,
         ...(discord.apiUrl ? { apiUrl: discord.apiUrl } : {}),
+        ...(discord.requestsPerSecond ? { requestsPerSecond: discord.requestsPerSecond } : {}),
         // per agent (and so per route): the agent that serves this channel decides
         replyInThread: (guild, channel) => agentForConversation(config, `discord:${guild}:${channel}`).discordReplyInThread,
         commandGuilds: () => config.access.discord.guilds,

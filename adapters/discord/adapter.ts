@@ -64,6 +64,8 @@ export interface DiscordAdapterOptions {
   statusEditIntervalMs?: number;
   /** Default 5 MB. */
   maxAttachmentBytes?: number;
+  /** REST requests a second (discord.js's global limiter); default 50, Discord's limit per bot. */
+  requestsPerSecond?: number;
   /** How long start() waits for the gateway's READY; default 30 s. */
   readyTimeoutMs?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
@@ -509,7 +511,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     const c = new Client({
       intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
       partials: [Partials.Channel],
-      rest: { api: apiUrl, retries: 2, timeout: 15_000 },
+      rest: { api: apiUrl, retries: 2, timeout: 15_000, globalRequestsPerSecond: opts.requestsPerSecond ?? 50 },
       allowedMentions: NO_MENTIONS,
     });
     client = c;

@@ -525,8 +525,9 @@ describe('platform credentials are never silently ignored', () => {
   test('Discord: a valid token enables it; a malformed token, a bad URL or a URL without the token is refused, naming the variable', () => {
     const token = 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue0123';
     const c = load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_API_URL: 'http://127.0.0.1:9/api/' });
-    expect(c.platforms.discord).toEqual({ token, apiUrl: 'http://127.0.0.1:9/api' });
-    expect(load(setup(), { ...KEY, DISCORD_TOKEN: `Bot ${token}` }).platforms.discord).toEqual({ token, apiUrl: undefined });
+    expect(c.platforms.discord).toEqual({ token, apiUrl: 'http://127.0.0.1:9/api', requestsPerSecond: undefined });
+    expect(load(setup(), { ...KEY, DISCORD_TOKEN: `Bot ${token}`, DISCORD_REQUESTS_PER_SECOND: '200' }).platforms.discord).toEqual({ token, apiUrl: undefined, requestsPerSecond: 200 });
+    expect(problemAt(problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_REQUESTS_PER_SECOND: 'fast' })), 'DISCORD_REQUESTS_PER_SECOND')).toMatch(/whole number from 1 to 10000/);
     const bad = problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: 'abc.def.secret' }));
     expect(problemAt(bad, 'DISCORD_TOKEN')).toMatch(/doesn't look like a Discord bot token/);
     for (const x of bad) expect(x.message).not.toMatch(/secret/);

@@ -108,7 +108,7 @@ test('environment: token required for the URL, token shape checked, never echoed
   };
   expect(parse({}).value).toBeUndefined();
   const ok = parse({ DISCORD_TOKEN: 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue' });
-  expect(ok.value).toEqual({ token: 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue', apiUrl: undefined });
+  expect(ok.value).toEqual({ token: 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue', apiUrl: undefined, requestsPerSecond: undefined });
   const bad = parse({ DISCORD_TOKEN: 'hunter2-secret' });
   expect(bad.problems.map((p) => p.path)).toEqual(['DISCORD_TOKEN']);
   expect(JSON.stringify(bad.problems)).not.toContain('hunter2');
