@@ -88,6 +88,8 @@ export interface FakeDiscord {
   retryAfterViolations: number;
   privilegedIntents: boolean;
   resendOnResume: boolean;
+  /** Close the gateway with this code on IDENTIFY (e.g. 4004 for a token revoked after GET /gateway/bot). */
+  closeOnIdentify: number | undefined;
   /** Called for every message the bot posts (benchmarks stamp answers here). */
   onPost: ((m: FakeDiscordMessage) => void) | undefined;
   visible(channelId: string): FakeDiscordMessage[];
@@ -191,6 +193,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     retryAfterViolations: 0,
     privilegedIntents: opts.privilegedIntents ?? true,
     resendOnResume: false,
+    closeOnIdentify: undefined as number | undefined,
     onPost: undefined as ((m: FakeDiscordMessage) => void) | undefined,
   };
 
@@ -278,6 +281,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       } else if (p.op === 2) {
         gatewayStats.identifies++;
         if (p.d['token'] !== opts.token) return void ws.close(4004, 'Authentication failed.');
+        if (state.closeOnIdentify !== undefined) return void ws.close(state.closeOnIdentify, 'closed by the test');
         if ((Number(p.d['intents']) & MESSAGE_CONTENT_INTENT) !== 0 && !state.privilegedIntents) return void ws.close(4014, 'Disallowed intent(s).');
         live?.close(4000, 'replaced');
         live = ws;
@@ -588,6 +592,12 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     },
     set resendOnResume(v: boolean) {
       state.resendOnResume = v;
+    },
+    get closeOnIdentify() {
+      return state.closeOnIdentify;
+    },
+    set closeOnIdentify(v: number | undefined) {
+      state.closeOnIdentify = v;
     },
     get onPost() {
       return state.onPost;

@@ -179,6 +179,10 @@ test('an approval: a non-approver is told privately, a role holder approves, the
   // a forged token and a component that is not ours change nothing either
   await discord.click({ user: ADA, message: snapshot, customId: 'gh:forged-token-000000000000000000000000' });
   await waitFor('notice on forgery', () => discord.ephemerals.length > before + 1);
+  // a component that is not one of the bot's (another app's custom_id) gets a notice too
+  await discord.click({ user: ADA, message: snapshot, customId: 'someone-else:approve' });
+  await waitFor('notice on a foreign click', () => discord.ephemerals.length > before + 2);
+  expect(discord.ephemerals.at(-1)!.content).toMatch(/no longer valid/);
   expect(modelTurns()).toHaveLength(2);
   // every click was acknowledged well within Discord's 3 s
   for (const c of discord.callbacks) expect(c.afterMs).toBeLessThan(3000);
@@ -290,6 +294,8 @@ test('a gateway disconnect in the middle of a run: the client resumes, nothing i
   expect(JSON.stringify(model.requests[1]!.body)).toContain('second question while you were away');
   expect(discord.gateway.resumes).toBe(1);
   expect(discord.gateway.resent).toBe(1);
+  // typing was shown while the slow answer was being made (Discord shows it for 10 s a call)
+  expect(discord.calls.some((c) => c.method === 'POST' && c.route === '/channels/:id/typing' && c.status === 204)).toBe(true);
   expect(discord.gateway.identifies).toBe(1);
 });
 
@@ -301,6 +307,11 @@ test('4014 (Message Content Intent not enabled) stops the start naming the switc
     /Message Content Intent.*Developer Portal|Developer Portal.*Message Content Intent/,
   );
   expect(discord.gateway.identifies).toBe(1);
+});
+
+test('a token refused by the gateway (close 4004) stops the start the same way', async () => {
+  discord.closeOnIdentify = 4004;
+  await expect(startBot({ env: env(), cwd: dir, stdout: new PassThrough(), stderr: new PassThrough() }, () => {})).rejects.toThrow(/DISCORD_TOKEN was rejected by Discord/);
 });
 
 test('an invalid token stops the start with what to do, without the token', async () => {
