@@ -3,7 +3,7 @@
  * (with the adapter folders themselves) that knows which adapters exist.
  */
 import type { Adapter } from '../adapters/types.js';
-import { createDiscordAdapter } from '../adapters/discord/adapter.js';
+import { createDiscordAdapter } from '../adapters/discord/lazy.js';
 import { createSlackAdapter } from '../adapters/slack/adapter.js';
 import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
 import type { Log } from './app.js';

@@ -19,6 +19,7 @@
  * - Slash commands and clicks are acknowledged first (within Discord's 3 s), then handled. A click
  *   passes the component's token exactly; the result's notice goes to the clicker as an ephemeral
  *   follow-up. The clicker's roles come from the interaction's member (none in a DM).
+ * - stop() closes the gateway (no new input); output still goes out (runs finishing during shutdown).
  * - Output: answers as Discord markdown cut at 2,000 characters on the markdown tree; progress as
  *   typing (refreshed every 8 s; it lasts 10) and one throttled status message; discord.js's REST
  *   queue waits out 429s, so an edit is delayed, never lost. Every message is sent with no allowed
@@ -33,6 +34,7 @@ import {
   MessageType,
   Partials,
   PermissionsBitField,
+  REST,
   Routes,
   type ChatInputCommandInteraction,
   type Interaction,
@@ -133,10 +135,10 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
   /** Threads being started: output to them waits until they exist. */
   const pendingThreads = new Map<string, Promise<void>>();
 
-  const rest = () => {
-    if (!client) throw new Error('the Discord adapter is not started');
-    return client.rest;
-  };
+  // Outbound calls have their own REST client: it outlives stop(), so a run finishing during the
+  // shutdown grace period still delivers its answer (only the gateway, the input, is closed).
+  const api = new REST({ api: apiUrl, retries: 2, timeout: 15_000, globalRequestsPerSecond: opts.requestsPerSecond ?? 50 }).setToken(token);
+  const rest = () => api;
 
   // ---- inbound ------------------------------------------------------------------------------
 
