@@ -33,7 +33,6 @@ import {
   MessageFlags,
   MessageType,
   Partials,
-  PermissionsBitField,
   REST,
   Routes,
   type ChatInputCommandInteraction,
@@ -43,13 +42,15 @@ import {
   type StringSelectMenuInteraction,
 } from 'discord.js';
 import type { AgentEvent, Card } from '../../agent/events.js';
-import { classifyAttachment, cutText, decodeText, overLimit } from '../kit/attachments.js';
+import { cutText } from '../kit/attachments.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
-import type { Adapter, AdapterSink, Attachment, ConversationRef, InboundMessage, Sender } from '../types.js';
+import type { Adapter, AdapterSink, ConversationRef, InboundMessage, Sender } from '../types.js';
 import { renderDiscordCard, tokenOf } from './components.js';
+import { readAttachments } from './files.js';
+import { inviteUrl, SLASH_COMMANDS, startError } from './setup.js';
 import { DEFAULT_DISCORD_API_URL } from './descriptor.js';
 import { decodeKey, refFor, targetChannel } from './keys.js';
 import { discordAnswer, escapeDiscord, DISCORD_TEXT_LIMIT } from './markdown.js';
@@ -72,27 +73,6 @@ export interface DiscordAdapterOptions {
   readyTimeoutMs?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
-
-/** View Channels, Send Messages, Send Messages in Threads, Create Public Threads, Read Message History, Embed Links, Attach Files. */
-export const INVITE_PERMISSIONS = PermissionsBitField.resolve([
-  'ViewChannel',
-  'SendMessages',
-  'SendMessagesInThreads',
-  'CreatePublicThreads',
-  'ReadMessageHistory',
-  'EmbedLinks',
-  'AttachFiles',
-]).toString();
-
-export function inviteUrl(applicationId: string): string {
-  return `https://discord.com/oauth2/authorize?client_id=${applicationId}&scope=bot%20applications.commands&permissions=${INVITE_PERMISSIONS}`;
-}
-
-export const SLASH_COMMANDS = [
-  { name: 'stop', description: 'Cancel the current run here' },
-  { name: 'reset', description: 'Start a new conversation here (forget what was said)' },
-  { name: 'help', description: 'What this bot can do, and its commands' },
-] as const;
 
 const SEEN_MAX = 5000;
 const THREADS_MAX = 20000;
@@ -256,50 +236,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     return ids.filter((r) => r !== guildId);
   }
 
-  async function readFiles(message: Message): Promise<{ attachments: Attachment[]; refused: string[] }> {
-    const attachments: Attachment[] = [];
-    const refused: string[] = [];
-    for (const a of message.attachments.values()) {
-      const name = a.name || 'file';
-      const c = classifyAttachment({ name, mimeType: a.contentType ?? undefined, size: a.size }, maxBytes);
-      if (c.kind === 'refused') {
-        refused.push(c.reason);
-        continue;
-      }
-      const got = await download(a.url, name);
-      if (typeof got === 'string') refused.push(got);
-      else if (c.kind === 'image') attachments.push({ kind: 'image', name, mimeType: c.mimeType, data: got.toString('base64') });
-      else {
-        const t = decodeText(got);
-        if (t === undefined) refused.push(`${name} is not a text file`);
-        else attachments.push({ kind: 'text', name, mimeType: c.mimeType, data: t });
-      }
-    }
-    return { attachments, refused };
-  }
-
-  async function download(url: string, name: string): Promise<Buffer | string> {
-    try {
-      // CDN links are signed; the bot token is never sent there.
-      const res = await fetch(url, { signal: AbortSignal.timeout(60_000) });
-      if (!res.ok || !res.body) {
-        await res.body?.cancel();
-        log('warn', `file download for ${name} failed: HTTP ${res.status}`);
-        return `${name} could not be downloaded from Discord`;
-      }
-      const parts: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        total += chunk.byteLength;
-        if (total > maxBytes) return overLimit(name, total, maxBytes);
-        parts.push(Buffer.from(chunk));
-      }
-      return Buffer.concat(parts);
-    } catch (err) {
-      log('warn', `file download for ${name} failed: ${describe(err)}`);
-      return `${name} could not be downloaded from Discord`;
-    }
-  }
+  const readFiles = (message: Message) => readAttachments(message.attachments.values(), maxBytes, (m) => log('warn', scrub(m)));
 
   /** The conversation an interaction happened in. */
   function refOfInteraction(i: Interaction): ConversationRef | undefined {
@@ -475,20 +412,6 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
-  function startError(err: unknown, closeCode: number | undefined): Error {
-    const e = err as { code?: unknown; status?: number; message?: string };
-    if (closeCode === 4014 || e.code === 'DisallowedIntents' || /disallowed intents/i.test(e.message ?? '')) {
-      return new Error(
-        'Discord refused the Message Content Intent (gateway close 4014): open the Discord Developer Portal > your application > Bot > ' +
-          'Privileged Gateway Intents, turn on "Message Content Intent", save, and start again',
-      );
-    }
-    if (closeCode === 4004 || e.code === 'TokenInvalid' || e.status === 401 || /authentication failed/i.test(e.message ?? '')) {
-      return new Error('DISCORD_TOKEN was rejected by Discord (invalid token): copy a new one from the Developer Portal > your application > Bot > Reset Token');
-    }
-    if (closeCode === 4013) return new Error('Discord refused the gateway intents (close 4013): this build asks for Guilds, GuildMessages, MessageContent and DirectMessages');
-    return new Error(`Discord start failed: ${describe(err)} (check DISCORD_API_URL and the network)`);
-  }
 
   function onInteraction(i: Interaction): void {
     if (i.isChatInputCommand()) void onCommand(i);
@@ -549,7 +472,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       started = false;
       client = undefined;
       await c.destroy().catch(() => {});
-      throw startError(err, closeCode);
+      throw startError(err, closeCode, describe(err));
     } finally {
       clearTimeout(timer);
     }
