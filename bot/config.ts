@@ -68,6 +68,8 @@ export interface AgentConfig extends AgentSettings {
   /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
   sandbox: SandboxMode;
+  /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
+  discordReplyInThread: boolean;
   sandboxNetwork: boolean;
   /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
   network: NetworkConfig;
@@ -316,7 +318,9 @@ function buildSchema(knownTools: readonly string[]) {
     toolPolicy: toolPolicySchema.optional(),
     commandRules: commandRulesSchema.optional(),
     mcpServers: mcpServersSchema.optional(),
-    memory: memoryConfigSchema.optional(), reminders: remindersConfigSchema.optional(),
+    memory: memoryConfigSchema.optional(),
+    reminders: remindersConfigSchema.optional(),
+    discordReplyInThread: z.boolean().optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {
@@ -639,7 +643,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       toolPolicy: { ...(layer.toolPolicy ?? {}) },
       commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
       mcpServers,
-      memory: resolveMemoryConfig(layer.memory), reminders: resolveRemindersConfig(layer.reminders),
+      memory: resolveMemoryConfig(layer.memory),
+      reminders: resolveRemindersConfig(layer.reminders),
+      discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }
 

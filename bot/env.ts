@@ -10,17 +10,18 @@
  *   the variable. Messages never echo a secret (tokens, keys, URL credentials).
  * - An empty value (`KEY=` in a .env file) counts as unset.
  * - A platform credential is never silently ignored: one that is set but incomplete (a Telegram
- *   setting without TELEGRAM_BOT_TOKEN), for a platform this build does not support yet (SLACK_*,
- *   DISCORD_*), or an unknown TELEGRAM_* name is a problem naming the variable.
+ *   setting without TELEGRAM_BOT_TOKEN, DISCORD_API_URL without DISCORD_TOKEN), malformed, or an
+ *   unknown TELEGRAM_* / SLACK_* / DISCORD_* name is a problem naming the variable.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { httpUrl } from '../adapters/kit/env.js';
+import { discordDescriptor, type DiscordEnv } from '../adapters/discord/descriptor.js';
 import { slackDescriptor, type SlackEnv } from '../adapters/slack/descriptor.js';
 import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
 
-export type { SlackEnv, TelegramEnv };
+export type { DiscordEnv, SlackEnv, TelegramEnv };
 import { LOG_LEVELS, type LogLevelSetting } from './log.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
@@ -38,6 +39,7 @@ export type StoreSettings = { kind: 'sqlite'; url: string; /** Absolute path, or
 export interface PlatformEnv {
   telegram?: TelegramEnv;
   slack?: SlackEnv;
+  discord?: DiscordEnv;
 }
 
 export interface EnvSettings {
@@ -116,39 +118,14 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
   return fallback;
 }
 
-/**
- * Platforms this build has no adapter for yet. A credential for one of them must not be silently
- * ignored (an operator would think the bot is on Slack): it is a start-up error that names the
- * variable, says what else that platform would need, and that it is not supported yet.
- * When a platform is built, its entry moves from here to PLATFORM_ENV.
- */
-const UNSUPPORTED_PLATFORMS: ReadonlyArray<{ label: string; prefix: string; missing: (env: Env) => string | undefined }> = [
-  { label: 'Discord', prefix: 'DISCORD_', missing: (env) => (get(env, 'DISCORD_TOKEN') === undefined ? 'DISCORD_TOKEN is not set' : undefined) },
-];
-
 /** Every variable a supported platform's descriptor reads; any other with its prefix is a typo or a leftover. */
 const KNOWN_PLATFORM_VARS: ReadonlyArray<{ prefix: string; names: readonly string[] }> = [
   { prefix: 'TELEGRAM_', names: telegramDescriptor.env },
   { prefix: 'SLACK_', names: slackDescriptor.env },
+  { prefix: 'DISCORD_', names: discordDescriptor.env },
 ];
 
-function unsupportedPlatforms(env: Env, problems: ConfigProblem[]): void {
-  const supported = Object.keys(PLATFORM_ENV).map((p) => p[0]!.toUpperCase() + p.slice(1));
-  for (const p of UNSUPPORTED_PLATFORMS) {
-    const set = Object.keys(env)
-      .filter((name) => name.startsWith(p.prefix) && get(env, name) !== undefined)
-      .sort();
-    for (const name of set) {
-      const missing = p.missing(env);
-      const incomplete = missing !== undefined ? ` It is also incomplete: ${missing}.` : '';
-      problems.push({
-        path: name,
-        message:
-          `is set, but ${p.label} is not supported by this build of Gatehouse yet (supported: ${supported.join(', ')} and the terminal chat).` +
-          `${incomplete} Remove ${name} from .env or the environment.`,
-      });
-    }
-  }
+function unknownPlatformVars(env: Env, problems: ConfigProblem[]): void {
   for (const known of KNOWN_PLATFORM_VARS) {
     for (const name of Object.keys(env).filter((n) => n.startsWith(known.prefix) && get(env, n) !== undefined).sort()) {
       if (!known.names.includes(name)) {
@@ -162,6 +139,7 @@ function unsupportedPlatforms(env: Env, problems: ConfigProblem[]): void {
 const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: ConfigProblem[]) => PlatformEnv[P] } = {
   telegram: (env, problems) => telegramDescriptor.parseEnv?.(env, problems),
   slack: (env, problems) => slackDescriptor.parseEnv?.(env, problems),
+  discord: (env, problems) => discordDescriptor.parseEnv?.(env, problems),
 };
 
 /** Parses the environment (after loadDotEnv). Never throws; problems are returned, one per variable. */
@@ -194,7 +172,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     } else port = n;
   }
 
-  unsupportedPlatforms(env, problems);
+  unknownPlatformVars(env, problems);
   const levelRaw = get(env, 'GATEHOUSE_LOG_LEVEL')?.trim().toLowerCase();
   let logLevel: LogLevelSetting = 'info';
   if (levelRaw !== undefined) {

@@ -3,6 +3,7 @@
  * (with the adapter folders themselves) that knows which adapters exist.
  */
 import type { Adapter } from '../adapters/types.js';
+import { createDiscordAdapter } from '../adapters/discord/lazy.js';
 import { createSlackAdapter } from '../adapters/slack/adapter.js';
 import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
 import type { Log } from './app.js';
@@ -34,6 +35,20 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
           Object.values(config.agents).flatMap((a) => (a.approvers.slack ?? []).filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length))),
         threadFollowUps: (ref) => threadFollowUpsFor(config, ref.key, agentForConversation(config, ref.key)),
         log: (level, msg) => log(level, `[slack] ${msg}`),
+      }),
+    );
+  }
+  const discord = config.platforms.discord;
+  if (discord) {
+    adapters.push(
+      createDiscordAdapter({
+        token: discord.token,
+        ...(discord.apiUrl ? { apiUrl: discord.apiUrl } : {}),
+        ...(discord.requestsPerSecond ? { requestsPerSecond: discord.requestsPerSecond } : {}),
+        // per agent (and so per route): the agent that serves this channel decides
+        replyInThread: (guild, channel) => agentForConversation(config, `discord:${guild}:${channel}`).discordReplyInThread,
+        commandGuilds: () => config.access.discord.guilds,
+        log: (level, msg) => log(level, `[discord] ${msg}`),
       }),
     );
   }

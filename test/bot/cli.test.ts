@@ -81,13 +81,13 @@ test('the launcher builds a fresh clone once, not on every start, and again when
   }
 }, 120_000);
 
-test('a token for a platform this build does not support (or an incomplete Slack set) stops the start (exit 1) instead of opening the terminal chat', async () => {
+test('an invalid Discord token (or an incomplete Slack set) stops the start (exit 1) instead of opening the terminal chat', async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'gh-cli-'));
   try {
     writeFileSync(join(cwd, '.env'), 'DISCORD_TOKEN=abc.def.not-real\n');
     const r = await cli([], { ANTHROPIC_API_KEY: 'k' }, cwd);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/DISCORD_TOKEN: is set, but Discord is not supported by this build of Gatehouse yet/);
+    expect(r.stderr).toMatch(/DISCORD_TOKEN: doesn't look like a Discord bot token/);
     expect(r.stderr).not.toContain('abc.def.not-real');
     expect(r.stdout).not.toMatch(/terminal chat/i);
     rmSync(join(cwd, '.env'));

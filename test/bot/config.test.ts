@@ -522,10 +522,30 @@ describe('Telegram environment', () => {
 });
 
 describe('platform credentials are never silently ignored', () => {
-  test('a Discord credential is refused: not supported by this build, naming the variable', () => {
-    const p = problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: 'abc.def.secret' }));
-    expect(problemAt(p, 'DISCORD_TOKEN')).toMatch(/Discord is not supported by this build of Gatehouse yet.*Remove DISCORD_TOKEN/);
-    for (const x of p) expect(x.message).not.toMatch(/secret/);
+  test('Discord: a valid token enables it; a malformed token, a bad URL or a URL without the token is refused, naming the variable', () => {
+    const token = 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue0123';
+    const c = load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_API_URL: 'http://127.0.0.1:9/api/' });
+    expect(c.platforms.discord).toEqual({ token, apiUrl: 'http://127.0.0.1:9/api', requestsPerSecond: undefined });
+    expect(load(setup(), { ...KEY, DISCORD_TOKEN: `Bot ${token}`, DISCORD_REQUESTS_PER_SECOND: '200' }).platforms.discord).toEqual({ token, apiUrl: undefined, requestsPerSecond: 200 });
+    expect(problemAt(problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_REQUESTS_PER_SECOND: 'fast' })), 'DISCORD_REQUESTS_PER_SECOND')).toMatch(/whole number from 1 to 10000/);
+    const bad = problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: 'abc.def.secret' }));
+    expect(problemAt(bad, 'DISCORD_TOKEN')).toMatch(/doesn't look like a Discord bot token/);
+    for (const x of bad) expect(x.message).not.toMatch(/secret/);
+    const url = problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_API_URL: 'ftp://x' }));
+    expect(problemAt(url, 'DISCORD_API_URL')).toMatch(/http:\/\/ or https:\/\//);
+    const noToken = problemsOf(() => load(setup(), { ...KEY, DISCORD_API_URL: 'http://127.0.0.1:9/api' }));
+    expect(problemAt(noToken, 'DISCORD_API_URL')).toMatch(/DISCORD_TOKEN is not/);
+    const typo = problemsOf(() => load(setup(), { ...KEY, DISCORD_BOT_TOKEN: token }));
+    expect(problemAt(typo, 'DISCORD_BOT_TOKEN')).toMatch(/not a variable Gatehouse reads.*DISCORD_TOKEN/);
+    expect(JSON.stringify(typo)).not.toContain(token);
+  });
+
+  test('discordReplyInThread: per agent, default true', () => {
+    const c = load(setup('agents:\n  a: { model: m }\n  b: { model: m, discordReplyInThread: false }\ndefaultAgent: a\n'));
+    expect(c.agents['a']!.discordReplyInThread).toBe(true);
+    expect(c.agents['b']!.discordReplyInThread).toBe(false);
+    const p = problemsOf(() => load(setup('agents:\n  a: { model: m, discordReplyInThread: "no" }\n')));
+    expect(problemAt(p, 'agents.a.discordReplyInThread')).toBeDefined();
   });
 
   test('an incomplete set says what is missing', () => {

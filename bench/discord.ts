@@ -1,0 +1,117 @@
+/**
+ * Benchmark (not a test): Discord messages per second and the latency from a MESSAGE_CREATE
+ * dispatched by the fake gateway to the bot's answer reaching the fake REST API, with the fake model
+ * answering at once.
+ *
+ * What runs: the real start path (bot/cli.ts startBot) with the real discord.js adapter; this
+ * process is only the bot. The fake model (bench/fake-model-process.ts) and the fake Discord with its
+ * load generator (bench/discord-fake-process.ts) run in child processes; both timestamps are taken
+ * in the fake Discord's process. Rows: closed (one message in flight per channel) and open (a fixed
+ * rate, default 300/s, round-robin) over 100 DM channels, each row on a fresh bot, store and fakes
+ * after a warm-up. "main ms/msg" is CPU of the bot's main thread per message (from /proc).
+ *
+ * Run: npm run build && node dist/bench/discord.js [--messages 2000] [--rate 300] [--rps 10000]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { startBot } from '../bot/cli.js';
+import { BENCH_DISCORD_TOKEN, benchUser } from './discord-fake-process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CHANNELS = 100;
+
+function forkReady(script: string, args: string[] = []): Promise<{ child: ChildProcess; ready: unknown }> {
+  const child = fork(join(here, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m) => resolve({ child, ready: m }));
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+  });
+}
+
+function mainThreadCpuMs(): number {
+  try {
+    const f = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+
+let nextId = 1;
+function runLoad(child: ChildProcess, req: { channels: number; total: number; ratePerSec?: number }) {
+  const id = nextId++;
+  return new Promise<{ latenciesMs: number[]; elapsedMs: number; errors: number }>((resolve, reject) => {
+    const on = (m: unknown) => {
+      const r = m as { id: number; type: string; message?: string };
+      if (r.id !== id) return;
+      child.off('message', on);
+      if (r.type === 'result') resolve(m as { latenciesMs: number[]; elapsedMs: number; errors: number });
+      else reject(new Error(r.message));
+    };
+    child.on('message', on);
+    child.send({ type: 'run', id, ...req });
+  });
+}
+
+async function row(label: string, rps: number, total: number, ratePerSec?: number): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-discord-'));
+  const users = Array.from({ length: CHANNELS }, (_, i) => `"${benchUser(i)}"`).join(', ');
+  writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "${join(dir, 'ws')}"\naccess:\n  discord: { users: [${users}] }\n  rateLimit: { messages: 10000, perSeconds: 1 }\n`);
+  const model = await forkReady('fake-model-process.js');
+  const discord = await forkReady('discord-fake-process.js');
+  const apiUrl = (discord.ready as { apiUrl: string }).apiUrl;
+  const bot = await startBot(
+    {
+      env: {
+        ANTHROPIC_API_KEY: 'bench',
+        ANTHROPIC_BASE_URL: String(model.ready),
+        GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
+        GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`,
+        GATEHOUSE_HTTP_PORT: '0',
+        DISCORD_TOKEN: BENCH_DISCORD_TOKEN,
+        DISCORD_API_URL: apiUrl,
+        // Discord allows 50 REST requests/s per bot unless raised; the fake has no such limit
+        DISCORD_REQUESTS_PER_SECOND: String(rps),
+      },
+      cwd: dir,
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+    },
+    () => undefined,
+  );
+  try {
+    await runLoad(discord.child, { channels: CHANNELS, total: 600 }); // warm-up, not printed
+    const cpu0 = mainThreadCpuMs();
+    const r = await runLoad(discord.child, { channels: CHANNELS, total, ...(ratePerSec ? { ratePerSec } : {}) });
+    const cpu = mainThreadCpuMs() - cpu0;
+    const sorted = [...r.latenciesMs].sort((a, b) => a - b);
+    const perSec = (sorted.length / r.elapsedMs) * 1000;
+    return [label.padEnd(7), String(sorted.length).padStart(6), perSec.toFixed(0).padStart(7), ...[50, 90, 99].map((p) => pct(sorted, p).toFixed(1).padStart(7)), (cpu / sorted.length).toFixed(2).padStart(11), String(r.errors).padStart(6)].join(' ');
+  } finally {
+    await bot.stop();
+    model.child.disconnect();
+    discord.child.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const arg = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.indexOf(`--${n}`) + 1] ?? d : d);
+  const total = Number(arg('messages', '2000'));
+  const rate = Number(arg('rate', '300'));
+  console.log(`Discord benchmark: node ${process.version}, ${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${CHANNELS} DM channels`);
+  console.log(['row    ', '  msgs', '  msg/s', 'p50 ms ', 'p90 ms ', 'p99 ms ', 'main ms/msg', 'errors'].join(' '));
+  const rps = Number(arg('rps', '10000'));
+  console.log(`REST cap ${rps} requests/s (DISCORD_REQUESTS_PER_SECOND; Discord's own default is 50)`);
+  console.log(await row('closed', rps, total));
+  console.log(await row('open', rps, total, rate));
+}
+
+await main();
