@@ -658,7 +658,8 @@ describe('README "Telegram setup"', () => {
   test('the file it ends with loads: the user is admitted and is the approver, the group is routed', async () => {
     const { readFileSync: read } = await import('node:fs');
     const readme = read(resolve('README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Telegram setup'), readme.indexOf('## Deploy'));
+    const start = readme.indexOf('## Telegram setup');
+    const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
     const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {3}/gm, ''));
     expect(blocks.length).toBeGreaterThanOrEqual(2);
     // Step 3's file loads as it is (before any id is known).
