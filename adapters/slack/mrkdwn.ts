@@ -11,9 +11,8 @@
  * - `slackAnswer(md)` gives messages of at most `SLACK_TEXT_LIMIT` characters of mrkdwn, cut on the
  *   tree: a code block is split into complete code blocks, a link never split.
  */
-import type { PhrasingContent, Root, RootContent } from 'mdast';
-import { blockSeparator, chunkMarkdown, parseMarkdown, sourceOf, textOf } from '../kit/markdown.js';
-import type { MarkdownTarget } from '../kit/markdown.js';
+import { chunkMarkdown, parseMarkdown, type MarkdownTarget } from '../kit/markdown.js';
+import { textDialectTarget } from '../kit/text-dialect.js';
 
 /** Slack cuts `text` at 40,000 characters and advises 4,000 for readability. */
 export const SLACK_TEXT_LIMIT = 3900;
@@ -24,100 +23,27 @@ export function escapeMrkdwn(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-function blocks(nodes: RootContent[], source: string, indent: string): string {
-  let out = '';
-  nodes.forEach((node, i) => {
-    const text = block(node, source, indent);
-    if (text === '') return;
-    const prev = nodes[i - 1];
-    if (out !== '' && prev) out += blockSeparator(prev, node);
-    out += text;
-  });
-  return out;
-}
-
 function fence(value: string): string {
   // a ``` inside the code would end Slack's block early
   return '```\n' + escapeMrkdwn(value.replace(/```/g, '`\u200b``')) + '\n```';
 }
 
-function block(node: RootContent, source: string, indent: string): string {
-  switch (node.type) {
-    case 'paragraph':
-      return inline(node.children);
-    case 'heading':
-      return `*${inline(node.children)}*`;
-    case 'thematicBreak':
-      return '──────────';
-    case 'code':
-      return node.value.trim() === '' ? '' : fence(node.value);
-    case 'blockquote':
-      return blocks(node.children as RootContent[], source, '')
-        .split('\n')
-        .map((l) => `> ${l}`)
-        .join('\n');
-    case 'list': {
-      const start = node.start ?? 1;
-      return node.children
-        .map((item, i) => {
-          const marker = item.checked === true ? '☑' : item.checked === false ? '☐' : node.ordered ? `${start + i}.` : '•';
-          const [first, ...rest] = item.children as RootContent[];
-          const lines = [`${indent}${marker} ${first ? block(first, source, `${indent}    `) : ''}`];
-          for (const b of rest) {
-            const t = block(b, source, `${indent}    `);
-            if (t !== '') lines.push(t.startsWith(indent) && b.type === 'list' ? t : `${indent}    ${t}`);
-          }
-          return lines.join('\n');
-        })
-        .join('\n');
-    }
-    case 'table':
-      return fence(sourceOf(node, source) || textOf(node));
-    case 'html':
-      return escapeMrkdwn(node.value);
-    default:
-      return escapeMrkdwn(sourceOf(node, source) || textOf(node));
-  }
-}
-
-function inline(nodes: PhrasingContent[]): string {
-  return nodes.map(phrasing).join('');
-}
-
-function phrasing(node: PhrasingContent): string {
-  switch (node.type) {
-    case 'text':
-      return escapeMrkdwn(node.value);
-    case 'strong':
-    case 'emphasis':
-    case 'delete': {
-      const inner = inline(node.children);
-      if (inner.trim() === '') return inner;
-      const mark = node.type === 'strong' ? '*' : node.type === 'emphasis' ? '_' : '~';
-      return `${mark}${inner}${mark}`;
-    }
-    case 'inlineCode':
-      return node.value === '' ? '' : `\`${escapeMrkdwn(node.value.replace(/`/g, "'"))}\``;
-    case 'break':
-      return '\n';
-    case 'link': {
-      const text = textOf(node).replace(/[|<>]/g, ' ').trim();
-      if (SAFE_URL.test(node.url)) return text === '' || text === node.url ? `<${node.url}>` : `<${node.url}|${escapeMrkdwn(text)}>`;
-      return `${escapeMrkdwn(text)} (${escapeMrkdwn(node.url)})`;
-    }
-    case 'image':
-      return SAFE_URL.test(node.url) ? `<${node.url}|${escapeMrkdwn(node.alt || 'image')}>` : escapeMrkdwn(`${node.alt ?? ''} (${node.url})`);
-    case 'html':
-      return escapeMrkdwn(node.value);
-    default:
-      return escapeMrkdwn(textOf(node));
-  }
-}
-
-export const slackMrkdwn: MarkdownTarget = {
-  render: (root: Root, source: string) => blocks(root.children, source, '').trim(),
-  measure: (s) => s.length,
-};
+export const slackMrkdwn: MarkdownTarget = textDialectTarget({
+  escape: escapeMrkdwn,
+  fence, // language dropped: Slack ignores it
+  heading: (inner) => `*${inner}*`,
+  listMarker: ({ checked, ordered, number }) => (checked === true ? '☑' : checked === false ? '☐' : ordered ? `${number}.` : '•'),
+  listIndent: '    ',
+  marks: { strong: '*', emphasis: '_', delete: '~' },
+  inlineCode: (value) => `\`${escapeMrkdwn(value.replace(/`/g, "'"))}\``,
+  link: (url, raw) => {
+    const text = raw.replace(/[|<>]/g, ' ').trim();
+    if (SAFE_URL.test(url)) return text === '' || text === url ? `<${url}>` : `<${url}|${escapeMrkdwn(text)}>`;
+    return `${escapeMrkdwn(text)} (${escapeMrkdwn(url)})`;
+  },
+  image: (url, alt) => (SAFE_URL.test(url) ? `<${url}|${escapeMrkdwn(alt || 'image')}>` : escapeMrkdwn(`${alt} (${url})`)),
+  thematicBreak: '──────────',
+});
 
 export function markdownToMrkdwn(md: string): string {
   const doc = parseMarkdown(md);
