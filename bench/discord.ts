@@ -12,52 +12,15 @@
  *
  * Run: npm run build && node dist/bench/discord.js [--messages 2000] [--rate 300] [--rps 10000]
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { startBot } from '../bot/cli.js';
+import { forkReady, mainThreadCpuMs, pct, runLoad } from './harness.js';
 import { BENCH_DISCORD_TOKEN, benchUser } from './discord-fake-process.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const CHANNELS = 100;
-
-function forkReady(script: string, args: string[] = []): Promise<{ child: ChildProcess; ready: unknown }> {
-  const child = fork(join(here, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m) => resolve({ child, ready: m }));
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
-  });
-}
-
-function mainThreadCpuMs(): number {
-  try {
-    const f = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return NaN;
-  }
-}
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-
-let nextId = 1;
-function runLoad(child: ChildProcess, req: { channels: number; total: number; ratePerSec?: number }) {
-  const id = nextId++;
-  return new Promise<{ latenciesMs: number[]; elapsedMs: number; errors: number }>((resolve, reject) => {
-    const on = (m: unknown) => {
-      const r = m as { id: number; type: string; message?: string };
-      if (r.id !== id) return;
-      child.off('message', on);
-      if (r.type === 'result') resolve(m as { latenciesMs: number[]; elapsedMs: number; errors: number });
-      else reject(new Error(r.message));
-    };
-    child.on('message', on);
-    child.send({ type: 'run', id, ...req });
-  });
-}
 
 async function row(label: string, rps: number, total: number, ratePerSec?: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-discord-'));

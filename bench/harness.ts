@@ -1,0 +1,54 @@
+/**
+ * What the platform benches (bench/slack.ts, bench/discord.ts) share: fake servers forked into their
+ * own processes, the load generator driven over IPC, the bot's main-thread CPU, percentiles.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Forks a bench/ script and waits for its first IPC message (what it is listening on). */
+export function forkReady(script: string, args: string[] = []): Promise<{ child: ChildProcess; ready: unknown }> {
+  const child = fork(join(here, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m) => resolve({ child, ready: m }));
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+  });
+}
+
+/** CPU time (user + system) of this process's main thread so far, from /proc; NaN elsewhere. */
+export function mainThreadCpuMs(): number {
+  try {
+    const f = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+export const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+
+export interface LoadResult {
+  latenciesMs: number[];
+  elapsedMs: number;
+  errors: number;
+}
+
+let nextId = 1;
+/** Asks a fake platform process to send a load and report what came back (its `run` message). */
+export function runLoad(child: ChildProcess, req: { channels: number; total: number; ratePerSec?: number } & Record<string, unknown>): Promise<LoadResult> {
+  const id = nextId++;
+  return new Promise<LoadResult>((resolve, reject) => {
+    const on = (m: unknown) => {
+      const r = m as { id: number; type: string; message?: string };
+      if (r.id !== id) return;
+      child.off('message', on);
+      if (r.type === 'result') resolve(m as LoadResult);
+      else reject(new Error(r.message));
+    };
+    child.on('message', on);
+    child.send({ type: 'run', id, ...req });
+  });
+}
