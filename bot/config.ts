@@ -34,25 +34,24 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import { parseDocument } from 'yaml';
-import { z } from 'zod';
-import { DESCRIPTORS, PLATFORM_SECRETS } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
-import { companionsSchema } from '../agent/companions.js';
-import { SANDBOX_MODES, type SandboxMode } from '../agent/tools/sandbox/index.js';
-import { networkSchema, type NetworkConfig } from '../agent/tools/builtin/web/config.js';
-import { TIERS, type Tier } from '../policies/tiers.js';
+import type { SandboxMode } from '../agent/tools/sandbox/index.js';
+import type { NetworkConfig } from '../agent/tools/builtin/web/config.js';
+import type { Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
-import { mcpServersSchema, resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
-import { commandRulesSchema, toolPolicySchema, toolPolicyProblems } from './policy-config.js';
+import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
+import { toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
-import { threadFollowUpsSchema } from './thread-follow-ups.js';
-import { memoryConfigSchema, remindersConfigSchema, resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
+import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
+import { buildSchema, type FileConfig, type RawAgent } from './config-schema.js';
+import { didYouMean, issueProblems } from './config-problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
+export { formatPath } from './config-problems.js';
 
 /**
  * A resolved agent: every default filled in. The runner reads it live as agent/settings.ts's
@@ -157,9 +156,6 @@ export const DEFAULT_SYSTEM_PROMPT =
 /** The no-config agent's toolset (filtered by the tools that exist). */
 export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'list_todos', 'ask_user_question'] as const;
 
-/** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 const HARD_DEFAULTS = {
   classifierModel: DEFAULT_CLASSIFIER_MODEL,
   system: DEFAULT_SYSTEM_PROMPT,
@@ -178,301 +174,6 @@ const HARD_DEFAULTS = {
   sandbox: 'bubblewrap' as const,
   sandboxNetwork: false,
 };
-
-// ---------------------------------------------------------------------------------------------
-// Schema
-
-function describe(v: unknown): string {
-  if (v === null) return 'nothing';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
-  if (typeof v === 'object') return 'a mapping';
-  return String(v);
-}
-
-/** A whole number in [min, max]; YAML integers arrive as BigInt. */
-function int(min: number, max: number, hint = '') {
-  return z.preprocess(
-    (v) => (typeof v === 'bigint' ? Number(v) : v),
-    z.number().superRefine((n, ctx) => {
-      if (!Number.isInteger(n) || n < min || n > max) {
-        ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${hint}, got ${describe(n)}` });
-      }
-    }),
-  );
-}
-const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
-
-const text = () =>
-  z.string().superRefine((s, ctx) => {
-    if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
-  });
-
-/** What an id looks like on each platform: the adapters' descriptors say. */
-const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(
-  PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids]),
-) as Record<Platform, { re: RegExp; hint: string }>;
-
-/**
- * gatehouse.example.yaml writes ids as `<your-telegram-user-id>`: a copy used unchanged must admit
- * and approve nobody, so such a value is refused with a message that says to replace it.
- */
-const PLACEHOLDER = /<[^<>]*>/;
-function placeholderMessage(s: string): string {
-  return `${describe(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
-}
-
-/** An id: a string, or a YAML number turned into its exact digits. */
-function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = {}) {
-  const rule = ID_RULES[platform];
-  return z.preprocess(
-    (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
-    z.string().superRefine((s, ctx) => {
-      if (PLACEHOLDER.test(s)) {
-        ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
-        return;
-      }
-      if (rule.re.test(s)) return;
-      if (opts.roles && /^role:\d+$/.test(s)) return;
-      // approver forms the platform's descriptor allows (Slack group:<id>)
-      const forms = DESCRIPTORS[platform].approverForms ?? [];
-      if (opts.approver && forms.some((f) => f.re.test(s))) return;
-      if (/^group:/.test(s)) {
-        const slackHint = DESCRIPTORS.slack.approverForms?.[0]?.hint ?? 'group:<id>';
-        ctx.addIssue({
-          code: 'custom',
-          message: platform === 'slack' && opts.approver ? `expected ${slackHint}, got ${describe(s)}` : `group:<id> entries only work for slack approvers, got ${describe(s)}`,
-        });
-        return;
-      }
-      if (/^role:/.test(s)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: opts.roles ? `expected role:<role id digits>, got ${describe(s)}` : `role:<id> entries only work for discord approvers, got ${describe(s)}`,
-        });
-        return;
-      }
-      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${describe(s)}` });
-    }),
-  );
-}
-const ids = (platform: Platform, opts?: { roles?: boolean; approver?: boolean }) => z.array(id(platform, opts)).optional();
-
-function buildSchema(knownTools: readonly string[]) {
-  const known = [...knownTools].sort();
-  const toolName = z.string().superRefine((s, ctx) => {
-    if (!knownTools.includes(s)) {
-      ctx.addIssue({ code: 'custom', message: `unknown tool ${describe(s)}${didYouMean(s, known)}; known tools: ${known.join(', ') || '(none)'}` });
-    }
-  });
-  const envName = z.string().superRefine((s, ctx) => {
-    if (/^SSH_/i.test(s)) {
-      ctx.addIssue({ code: 'custom', message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it` });
-    } else if (isOwnName(s)) {
-      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it` });
-    } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
-      ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
-    }
-  });
-  const command = z.string().superRefine((s, ctx) => {
-    if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
-    else if (/[;&|<>`$()\n]/.test(s)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${describe(s)} would never match: an entry is a command prefix like "git status", and a command that chains, pipes, substitutes or redirects never matches as a whole`,
-      });
-    }
-  });
-
-  const agent = z.strictObject({
-    model: text().optional(),
-    classifierModel: text().optional(),
-    system: z.string().optional(),
-    tools: z.array(toolName).optional(),
-    tier: z.enum(TIERS).optional(),
-    approvers: z
-      .strictObject({
-        console: ids('console'),
-        telegram: ids('telegram'),
-        slack: ids('slack', { approver: true }),
-        discord: ids('discord', { roles: true, approver: true }),
-      })
-      .optional(),
-    autoApprovedTools: z.array(text()).optional(),
-    autoApprovedCommands: z.array(command).optional(),
-    envAllowlist: z.array(envName).optional(),
-    workspace: text().optional(),
-    maxIterations: int(1, 100_000).optional(),
-    runTimeoutMs: ms().optional(),
-    maxConversations: int(1, 10_000_000).optional(),
-    approvalTimeoutMs: ms().optional(),
-    questionTimeoutMs: ms().optional(),
-    commandTimeoutMs: ms().optional(),
-    maxTokens: int(1, 1_000_000).optional(),
-    sandbox: z.enum(SANDBOX_MODES).optional(),
-    sandboxNetwork: z.boolean().optional(),
-    companions: companionsSchema.optional(),
-    contextWindowTokens: int(1_000, 100_000_000).optional(),
-    network: networkSchema.optional(),
-    threadFollowUps: threadFollowUpsSchema.optional(),
-    toolPolicy: toolPolicySchema.optional(),
-    commandRules: commandRulesSchema.optional(),
-    mcpServers: mcpServersSchema.optional(),
-    memory: memoryConfigSchema.optional(),
-    reminders: remindersConfigSchema.optional(),
-    discordReplyInThread: z.boolean().optional(),
-  });
-
-  const agentName = z.string().superRefine((s, ctx) => {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(s)) {
-      ctx.addIssue({ code: 'custom', message: 'agent names are 1-64 letters, digits, "-" or "_", starting with a letter or digit' });
-    }
-  });
-
-  const routeMatch = z.string().superRefine((s, ctx) => {
-    if (PLACEHOLDER.test(s)) {
-      ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
-      return;
-    }
-    const parts = s.split(':');
-    if (!PLATFORMS.includes(parts[0] as Platform) || parts.some((p) => p === '')) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `expected a platform (${PLATFORMS.join(', ')}) or a conversation key prefix like "telegram:-1001234", got ${describe(s)}`,
-      });
-    }
-  });
-
-  return z.strictObject({
-    defaults: agent.optional(),
-    agents: z.record(agentName, agent).optional(),
-    routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
-    defaultAgent: text().optional(),
-    access: z
-      .strictObject({
-        telegram: z.strictObject({ users: ids('telegram'), chats: ids('telegram') }).optional(),
-        slack: z.strictObject({ users: ids('slack'), channels: ids('slack') }).optional(),
-        discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
-        rateLimit: z
-          .strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') })
-          .optional(),
-      })
-      .optional(),
-    runner: z.strictObject({ maxConcurrentRuns: int(1, 1000).optional() }).optional(),
-  });
-}
-
-type FileConfig = z.output<ReturnType<typeof buildSchema>>;
-type RawAgent = NonNullable<FileConfig['defaults']>;
-
-// ---------------------------------------------------------------------------------------------
-// Issue formatting
-
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else {
-      const s = String(seg);
-      out += /^[A-Za-z0-9_-]+$/.test(s) ? (out === '' ? s : `.${s}`) : `[${JSON.stringify(s)}]`;
-    }
-  }
-  return out === '' ? '(top level)' : out;
-}
-
-function levenshtein(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
-}
-
-function didYouMean(word: string, options: readonly string[]): string {
-  let best: string | undefined;
-  let bestD = Infinity;
-  for (const o of options) {
-    const d = levenshtein(word, o);
-    if (d < bestD) [best, bestD] = [o, d];
-  }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(word.length / 3)) ? ` (did you mean "${best}"?)` : '';
-}
-
-interface SchemaDef {
-  type?: string;
-  shape?: Record<string, unknown>;
-  innerType?: unknown;
-  valueType?: unknown;
-  element?: unknown;
-  in?: unknown;
-  out?: unknown;
-}
-const defOf = (s: unknown): SchemaDef => ((s as { _zod?: { def?: SchemaDef } })?._zod?.def ?? {});
-
-/** The keys an object schema at `path` accepts (for "unknown key" messages). */
-function knownKeysAt(schema: unknown, path: ReadonlyArray<PropertyKey>): string[] {
-  let s = schema;
-  let i = 0;
-  for (let guard = 0; guard < 100; guard++) {
-    const d = defOf(s);
-    if (d.type === 'optional' || d.type === 'nullable' || d.type === 'default') s = d.innerType;
-    else if (d.type === 'pipe') s = d.out;
-    else if (i >= path.length) return d.type === 'object' && d.shape ? Object.keys(d.shape) : [];
-    else if (d.type === 'object' && d.shape) s = d.shape[String(path[i++])];
-    else if (d.type === 'record') (s = d.valueType), i++;
-    else if (d.type === 'array') (s = d.element), i++;
-    else return [];
-  }
-  return [];
-}
-
-const EXPECTED: Record<string, string> = {
-  string: 'a string',
-  number: 'a number',
-  array: 'a list',
-  object: 'a mapping (key: value)',
-  record: 'a mapping (key: value)',
-  boolean: 'true or false',
-};
-
-function issueProblems(issue: z.core.$ZodIssue, schema: unknown): ConfigProblem[] {
-  const path = issue.path;
-  switch (issue.code) {
-    case 'unrecognized_keys': {
-      const known = knownKeysAt(schema, path);
-      return issue.keys.map((k) => ({
-        path: formatPath([...path, k]),
-        message: `unknown key${didYouMean(k, known)}; allowed here: ${known.join(', ')}`,
-      }));
-    }
-    case 'invalid_type': {
-      const input = (issue as { input?: unknown }).input;
-      if (input === undefined) return [{ path: formatPath(path), message: 'required' }];
-      const want = EXPECTED[issue.expected] ?? issue.expected;
-      const quoted = issue.expected === 'number' && typeof input === 'string' ? '; write it without quotes' : '';
-      return [{ path: formatPath(path), message: `expected ${want}, got ${describe(input)}${quoted}` }];
-    }
-    case 'invalid_value':
-      return [
-        {
-          path: formatPath(path),
-          message: `expected one of ${issue.values.map(String).join(' | ')}, got ${describe((issue as { input?: unknown }).input)}`,
-        },
-      ];
-    case 'invalid_key': {
-      const inner = issue.issues[0];
-      return [{ path: formatPath(path), message: inner?.message ?? 'invalid key' }];
-    }
-    default:
-      return [{ path: formatPath(path), message: issue.message }];
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Loading

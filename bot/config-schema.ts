@@ -1,0 +1,198 @@
+/**
+ * The zod schema of gatehouse.yaml (bot/config.ts loads and resolves it). Every key an operator may
+ * write is declared here, with the value rules and the messages a wrong value gets; unknown keys are
+ * errors (strict objects). Feature modules own their sub-schemas (MCP, policy, network, memory, ...).
+ */
+import { z } from 'zod';
+import { describe, didYouMean } from './config-problems.js';
+import { DESCRIPTORS } from '../adapters/descriptors.js';
+import { PLATFORMS, type Platform } from '../adapters/types.js';
+import { companionsSchema } from '../agent/companions.js';
+import { SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
+import { networkSchema } from '../agent/tools/builtin/web/config.js';
+import { TIERS } from '../policies/tiers.js';
+import { isOwnName } from '../policies/env.js';
+import { mcpServersSchema } from '../agent/mcp/config.js';
+import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
+import { threadFollowUpsSchema } from './thread-follow-ups.js';
+import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-config.js';
+
+
+/** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+
+/** A whole number in [min, max]; YAML integers arrive as BigInt. */
+function int(min: number, max: number, hint = '') {
+  return z.preprocess(
+    (v) => (typeof v === 'bigint' ? Number(v) : v),
+    z.number().superRefine((n, ctx) => {
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${hint}, got ${describe(n)}` });
+      }
+    }),
+  );
+}
+const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
+
+const text = () =>
+  z.string().superRefine((s, ctx) => {
+    if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
+  });
+
+/** What an id looks like on each platform: the adapters' descriptors say. */
+const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(
+  PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids]),
+) as Record<Platform, { re: RegExp; hint: string }>;
+
+/**
+ * gatehouse.example.yaml writes ids as `<your-telegram-user-id>`: a copy used unchanged must admit
+ * and approve nobody, so such a value is refused with a message that says to replace it.
+ */
+const PLACEHOLDER = /<[^<>]*>/;
+function placeholderMessage(s: string): string {
+  return `${describe(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
+}
+
+/** An id: a string, or a YAML number turned into its exact digits. */
+function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = {}) {
+  const rule = ID_RULES[platform];
+  return z.preprocess(
+    (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
+    z.string().superRefine((s, ctx) => {
+      if (PLACEHOLDER.test(s)) {
+        ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
+        return;
+      }
+      if (rule.re.test(s)) return;
+      if (opts.roles && /^role:\d+$/.test(s)) return;
+      // approver forms the platform's descriptor allows (Slack group:<id>)
+      const forms = DESCRIPTORS[platform].approverForms ?? [];
+      if (opts.approver && forms.some((f) => f.re.test(s))) return;
+      if (/^group:/.test(s)) {
+        const slackHint = DESCRIPTORS.slack.approverForms?.[0]?.hint ?? 'group:<id>';
+        ctx.addIssue({
+          code: 'custom',
+          message: platform === 'slack' && opts.approver ? `expected ${slackHint}, got ${describe(s)}` : `group:<id> entries only work for slack approvers, got ${describe(s)}`,
+        });
+        return;
+      }
+      if (/^role:/.test(s)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: opts.roles ? `expected role:<role id digits>, got ${describe(s)}` : `role:<id> entries only work for discord approvers, got ${describe(s)}`,
+        });
+        return;
+      }
+      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${describe(s)}` });
+    }),
+  );
+}
+const ids = (platform: Platform, opts?: { roles?: boolean; approver?: boolean }) => z.array(id(platform, opts)).optional();
+
+export function buildSchema(knownTools: readonly string[]) {
+  const known = [...knownTools].sort();
+  const toolName = z.string().superRefine((s, ctx) => {
+    if (!knownTools.includes(s)) {
+      ctx.addIssue({ code: 'custom', message: `unknown tool ${describe(s)}${didYouMean(s, known)}; known tools: ${known.join(', ') || '(none)'}` });
+    }
+  });
+  const envName = z.string().superRefine((s, ctx) => {
+    if (/^SSH_/i.test(s)) {
+      ctx.addIssue({ code: 'custom', message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it` });
+    } else if (isOwnName(s)) {
+      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it` });
+    } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
+      ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
+    }
+  });
+  const command = z.string().superRefine((s, ctx) => {
+    if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
+    else if (/[;&|<>`$()\n]/.test(s)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${describe(s)} would never match: an entry is a command prefix like "git status", and a command that chains, pipes, substitutes or redirects never matches as a whole`,
+      });
+    }
+  });
+
+  const agent = z.strictObject({
+    model: text().optional(),
+    classifierModel: text().optional(),
+    system: z.string().optional(),
+    tools: z.array(toolName).optional(),
+    tier: z.enum(TIERS).optional(),
+    approvers: z
+      .strictObject({
+        console: ids('console'),
+        telegram: ids('telegram'),
+        slack: ids('slack', { approver: true }),
+        discord: ids('discord', { roles: true, approver: true }),
+      })
+      .optional(),
+    autoApprovedTools: z.array(text()).optional(),
+    autoApprovedCommands: z.array(command).optional(),
+    envAllowlist: z.array(envName).optional(),
+    workspace: text().optional(),
+    maxIterations: int(1, 100_000).optional(),
+    runTimeoutMs: ms().optional(),
+    maxConversations: int(1, 10_000_000).optional(),
+    approvalTimeoutMs: ms().optional(),
+    questionTimeoutMs: ms().optional(),
+    commandTimeoutMs: ms().optional(),
+    maxTokens: int(1, 1_000_000).optional(),
+    sandbox: z.enum(SANDBOX_MODES).optional(),
+    sandboxNetwork: z.boolean().optional(),
+    companions: companionsSchema.optional(),
+    contextWindowTokens: int(1_000, 100_000_000).optional(),
+    network: networkSchema.optional(),
+    threadFollowUps: threadFollowUpsSchema.optional(),
+    toolPolicy: toolPolicySchema.optional(),
+    commandRules: commandRulesSchema.optional(),
+    mcpServers: mcpServersSchema.optional(),
+    memory: memoryConfigSchema.optional(),
+    reminders: remindersConfigSchema.optional(),
+    discordReplyInThread: z.boolean().optional(),
+  });
+
+  const agentName = z.string().superRefine((s, ctx) => {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(s)) {
+      ctx.addIssue({ code: 'custom', message: 'agent names are 1-64 letters, digits, "-" or "_", starting with a letter or digit' });
+    }
+  });
+
+  const routeMatch = z.string().superRefine((s, ctx) => {
+    if (PLACEHOLDER.test(s)) {
+      ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
+      return;
+    }
+    const parts = s.split(':');
+    if (!PLATFORMS.includes(parts[0] as Platform) || parts.some((p) => p === '')) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a platform (${PLATFORMS.join(', ')}) or a conversation key prefix like "telegram:-1001234", got ${describe(s)}`,
+      });
+    }
+  });
+
+  return z.strictObject({
+    defaults: agent.optional(),
+    agents: z.record(agentName, agent).optional(),
+    routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
+    defaultAgent: text().optional(),
+    access: z
+      .strictObject({
+        telegram: z.strictObject({ users: ids('telegram'), chats: ids('telegram') }).optional(),
+        slack: z.strictObject({ users: ids('slack'), channels: ids('slack') }).optional(),
+        discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
+        rateLimit: z
+          .strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') })
+          .optional(),
+      })
+      .optional(),
+    runner: z.strictObject({ maxConcurrentRuns: int(1, 1000).optional() }).optional(),
+  });
+}
+
+export type FileConfig = z.output<ReturnType<typeof buildSchema>>;
+export type RawAgent = NonNullable<FileConfig['defaults']>;
