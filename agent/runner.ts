@@ -23,6 +23,7 @@
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */
 import { KeyedChain } from './keyed-chain.js';
+import { Deadline, Slots } from './run-limits.js';
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { z } from 'zod';
@@ -128,53 +129,6 @@ const QueuedTurns = z.array(
 );
 
 type QueuedTurn = { id: string; turn: Turn };
-
-/** A counting semaphore whose permits a waiting run can hand back. */
-class Slots {
-  private free: number;
-  private readonly waiting: Array<() => void> = [];
-  constructor(n: number) {
-    this.free = n;
-  }
-  async acquire(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return;
-    }
-    await new Promise<void>((r) => this.waiting.push(r));
-  }
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
-  }
-}
-
-/** A run's time budget; paused while it waits on a human. */
-class Deadline {
-  private timer: NodeJS.Timeout | undefined;
-  private remaining: number;
-  private startedAt = 0;
-  constructor(ms: number, private readonly onExpire: () => void) {
-    this.remaining = ms;
-    this.resume();
-  }
-  pause(): void {
-    if (!this.timer) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.remaining -= Date.now() - this.startedAt;
-  }
-  resume(): void {
-    if (this.timer) return;
-    this.startedAt = Date.now();
-    this.timer = setTimeout(this.onExpire, Math.max(0, this.remaining));
-  }
-  clear(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-}
 
 interface Lane {
   queue: PQueue;
