@@ -25,6 +25,7 @@
  *   queue waits out 429s, so an edit is delayed, never lost. Every message is sent with no allowed
  *   mentions (model text cannot ping @everyone or a role).
  */
+import { outboundCaller } from '../kit/outbound.js';
 import {
   Client,
   DiscordAPIError,
@@ -332,15 +333,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     return targetChannel(ref);
   }
 
-  async function outbound<T>(what: string, ref: ConversationRef, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      const msg = `${what} in ${ref.key} failed: ${describe(err)}`;
-      log('error', msg);
-      throw new Error(msg);
-    }
-  }
+  const outbound = outboundCaller(log, describe);
 
   async function send(ref: ConversationRef, body: Record<string, unknown>): Promise<string> {
     const channel = await channelFor(ref);

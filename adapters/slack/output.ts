@@ -15,6 +15,7 @@
  * - Every failed call is an Error naming the call and the conversation, with Slack's error code
  *   (not_in_channel, …), never a token.
  */
+import { outboundCaller } from '../kit/outbound.js';
 import { ErrorCode } from '@slack/web-api';
 import type { AgentEvent, Card } from '../../agent/events.js';
 import { ProgressView } from '../kit/progress.js';
@@ -43,15 +44,7 @@ export const ASSISTANT_WORKING = 'is working…';
 export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: number; streamAnswers: boolean; streamAppendIntervalMs: number }): SlackOutput {
   const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { thread_ts: ref.threadId } : {});
 
-  async function outbound<T>(what: string, ref: ConversationRef, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      const msg = `${what} in ${ref.key} failed: ${ctx.describe(err)}`;
-      ctx.log('error', msg);
-      throw new Error(msg);
-    }
-  }
+  const outbound = outboundCaller(ctx.log, ctx.describe);
 
   async function postPlain(ref: ConversationRef, text: string): Promise<void> {
     for (const piece of chunkText(escapeMrkdwn(text), 3900)) {

@@ -22,6 +22,7 @@
  * - A command addressed to another bot (`/stop@OtherBot`, at the start of the message) is not ours: the
  *   whole message is ignored, in groups and in private chats. Only `/cmd` and `/cmd@<this bot>` count.
  */
+import { outboundCaller } from '../kit/outbound.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Api, Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
 import type { Context, Transformer } from 'grammy';
@@ -392,15 +393,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const isParseError = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /can't parse entities/i.test(err.description);
   const isNotModified = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description);
 
-  async function outbound<T>(what: string, ref: ConversationRef, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      const msg = `${what} in ${ref.key} failed: ${describe(err)}`;
-      log('error', msg);
-      throw new Error(msg);
-    }
-  }
+  const outbound = outboundCaller(log, describe);
 
   async function sendPlain(ref: ConversationRef, text: string, replyTo?: number): Promise<void> {
     let first = true;

@@ -1,0 +1,23 @@
+/**
+ * One way every adapter reports a failed platform call (post, edit, delete) for a conversation.
+ *
+ * Contract: `outboundCaller(log, describe)` gives `outbound(what, ref, call)`, which returns what
+ * `call` returns; when it throws, the error is logged once as "<what> in <key> failed: <why>" (the
+ * platform's own describer says why, never echoing a token) and rethrown with that message, so the
+ * runner reports it instead of dropping it.
+ */
+import type { ConversationRef } from '../types.js';
+
+export type Outbound = <T>(what: string, ref: ConversationRef, call: () => Promise<T>) => Promise<T>;
+
+export function outboundCaller(log: (level: 'error', msg: string) => void, describe: (err: unknown) => string): Outbound {
+  return async (what, ref, call) => {
+    try {
+      return await call();
+    } catch (err) {
+      const msg = `${what} in ${ref.key} failed: ${describe(err)}`;
+      log('error', msg);
+      throw new Error(msg);
+    }
+  };
+}
