@@ -7,6 +7,7 @@
  * IPC: -> parent { type: 'ready', apiUrl }; <- { type: 'run', id, channels, total, ratePerSec? }
  *      -> parent { type: 'result', id, latenciesMs, elapsedMs, errors }.
  */
+import { driveLoad } from './harness.js';
 import { startFakeDiscord } from '../test/fakes/discord.js';
 
 export const BENCH_DISCORD_TOKEN = 'OTAwMDAwMDAwMDAwMDAwMDAx.Gbench.benchDiscordTokenValue0123456789';
@@ -54,23 +55,7 @@ async function run(req: RunRequest): Promise<{ latenciesMs: number[]; elapsedMs:
     });
   };
   const start = performance.now();
-  if (req.ratePerSec === undefined) {
-    // closed loop: one message in flight per channel
-    let next = 0;
-    const lane = async () => {
-      while (next < req.total) await send(next++);
-    };
-    await Promise.all(Array.from({ length: req.channels }, lane));
-  } else {
-    const pending: Array<Promise<void>> = [];
-    for (let i = 0; i < req.total; i++) {
-      const due = start + (i * 1000) / req.ratePerSec;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      pending.push(send(i));
-    }
-    await Promise.all(pending);
-  }
+  await driveLoad(req, send);
   const errors = fake.calls.filter((c) => c.status >= 400).length;
   return { latenciesMs: latencies, elapsedMs: performance.now() - start, errors };
 }

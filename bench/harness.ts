@@ -52,3 +52,27 @@ export function runLoad(child: ChildProcess, req: { channels: number; total: num
     child.send({ type: 'run', id, ...req });
   });
 }
+
+/**
+ * Sends `total` messages through `send` (which resolves when that message is answered or given up):
+ * closed loop, one in flight per channel, without `ratePerSec`; open loop at that fixed rate with it.
+ * Returns when every message is done; the elapsed time is measured by the caller.
+ */
+export async function driveLoad(req: { channels: number; total: number; ratePerSec?: number }, send: (i: number) => Promise<void>): Promise<void> {
+  if (req.ratePerSec === undefined) {
+    let next = 0;
+    const lane = async () => {
+      while (next < req.total) await send(next++);
+    };
+    await Promise.all(Array.from({ length: req.channels }, lane));
+    return;
+  }
+  const start = performance.now();
+  const pending: Array<Promise<void>> = [];
+  for (let i = 0; i < req.total; i++) {
+    const wait = start + (i * 1000) / req.ratePerSec - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    pending.push(send(i));
+  }
+  await Promise.all(pending);
+}

@@ -8,6 +8,7 @@
  * `errors`: deliveries Slack would count as failed (not acked, HTTP status not 200) plus messages
  * with no answer within 60 s (lost), so an overloaded run still ends and says so.
  */
+import { driveLoad } from './harness.js';
 import { startFakeSlack } from '../test/fakes/slack.js';
 
 export const BENCH_BOT_TOKEN = 'xoxb-1-2-benchBotToken';
@@ -74,22 +75,6 @@ async function run(req: RunRequest): Promise<{ latenciesMs: number[]; elapsedMs:
     });
   };
   const start = performance.now();
-  if (req.ratePerSec === undefined) {
-    // closed loop: one message in flight per channel
-    let next = 0;
-    const lane = async () => {
-      while (next < req.total) await send(next++);
-    };
-    await Promise.all(Array.from({ length: req.channels }, lane));
-  } else {
-    const pending: Array<Promise<void>> = [];
-    for (let i = 0; i < req.total; i++) {
-      const due = start + (i * 1000) / req.ratePerSec;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      pending.push(send(i));
-    }
-    await Promise.all(pending);
-  }
+  await driveLoad(req, send);
   return { latenciesMs: latencies, elapsedMs: performance.now() - start, errors };
 }
