@@ -5,7 +5,7 @@
  * no terminal, as the image's user (uid 1000, `node` in the official image) when the test runs as root.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,6 +125,24 @@ describe("the image's start command as a real process", () => {
   const asRoot = process.getuid?.() === 0;
   /** The image's user is uid/gid 1000 (`node`); switch to it when the test runs as root. */
   const IMAGE_UID = 1000;
+
+  // In the image the code is readable by `node`; here it is this checkout, which may sit in a folder
+  // only root can enter (a clone in `mktemp -d`, mode 0700). Let others pass through (x, not list)
+  // for the duration of these tests, and put every mode back afterwards.
+  const opened: Array<{ path: string; mode: number }> = [];
+  beforeAll(() => {
+    if (!asRoot) return;
+    for (let d = root; d !== dirname(d); d = dirname(d)) {
+      const mode = statSync(d).mode & 0o7777;
+      if ((mode & 0o001) === 0) {
+        opened.push({ path: d, mode });
+        chmodSync(d, mode | 0o001);
+      }
+    }
+  });
+  afterAll(() => {
+    for (const { path, mode } of opened) chmodSync(path, mode);
+  });
 
   /** The container's filesystem mapped into `dir`: /app/<x> -> <dir>/app/<x>. */
   function containerEnv(): Record<string, string> {
