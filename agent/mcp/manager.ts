@@ -31,7 +31,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +42,7 @@ import type { ToolResult } from '../tools/types.js';
 import { cappedFetch } from './capped-fetch.js';
 import type { McpServerConfig } from './config.js';
 import { launchSpec, LaunchError, type BoxSettings } from './launch.js';
-import { acceptTools, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo } from './listing.js';
+import { acceptTools, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
 import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
@@ -350,6 +350,12 @@ function formatSeconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
 }
 
+/** A page of tools/list, loosely: each tool is judged on its own (acceptTools), so one bad entry does not cost the rest. */
+const ListingPage = z.looseObject({
+  tools: z.array(z.looseObject({})),
+  nextCursor: z.string().optional(),
+});
+
 /**
  * Every page of tools/list, within the limits (listing.ts): stops at a limit or the deadline and
  * keeps what it has; `cut` says which limit. A failure before any page is the caller's to report.
@@ -364,9 +370,9 @@ async function listAllTools(client: Client, server: string, deadline: number, no
     if (page >= MAX_LIST_PAGES) return { tools, refused, cut: `more than ${MAX_LIST_PAGES} pages` };
     const left = deadline - now();
     if (left <= 0) return { tools, refused, cut: 'the start deadline passed' };
-    let result: z.output<typeof ListToolsResultSchema>;
+    let result: z.output<typeof ListingPage>;
     try {
-      result = await client.request({ method: 'tools/list', params: cursor !== undefined ? { cursor } : {} }, ListToolsResultSchema, { timeout: left });
+      result = await client.request({ method: 'tools/list', params: cursor !== undefined ? { cursor } : {} }, ListingPage, { timeout: left });
     } catch (err) {
       if (page > 0 && err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { tools, refused, cut: 'the start deadline passed' };
       throw err;
@@ -374,7 +380,7 @@ async function listAllTools(client: Client, server: string, deadline: number, no
     bytes += Buffer.byteLength(JSON.stringify(result.tools));
     if (bytes > MAX_LISTING_BYTES) return { tools, refused, cut: `more than ${MAX_LISTING_BYTES / (1024 * 1024)} MB of tool descriptions` };
     const room = MAX_LISTED_TOOLS - tools.length;
-    const accepted = acceptTools(server, result.tools, names);
+    const accepted = acceptTools(server, result.tools as RawTool[], names);
     refused.push(...accepted.refused);
     for (const t of accepted.tools.slice(0, room)) {
       tools.push(t);
