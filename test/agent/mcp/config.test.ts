@@ -57,12 +57,18 @@ mcpServers:
   a: { command: x, sandbox: docker }
   b: { command: x, network: "yes" }
   web: { url: "https://x.example/mcp", sandbox: none, network: true }
-  decl: { command: x, tools: [ok_tool, "bad name", { name: "${'n'.repeat(60)}" }, { name: fine, inputSchema: { type: array } }] }
 `);
   expect(at(ps, 'agents.ops.mcpServers.a.sandbox')).toMatch(/bubblewrap|none/);
   expect(at(ps, 'agents.ops.mcpServers.b.network')).toMatch(/true or false/);
   expect(at(ps, 'agents.ops.mcpServers.web.sandbox')).toMatch(/only applies to a command server/);
   expect(at(ps, 'agents.ops.mcpServers.web.network')).toMatch(/only applies to a command server/);
+});
+
+test('declared tool names are held to the listing\'s rules, each error at its path', () => {
+  const ps = problems(`
+mcpServers:
+  decl: { command: x, tools: [ok_tool, "bad name", { name: "${'n'.repeat(60)}" }, { name: fine, inputSchema: { type: array } }] }
+`);
   expect(at(ps, 'agents.ops.mcpServers.decl.tools[1]')).toMatch(/"bad name" is not 1-64 letters/);
   expect(at(ps, 'agents.ops.mcpServers.decl.tools[2]')).toMatch(/over the 64 characters/);
   expect(at(ps, 'agents.ops.mcpServers.decl.tools[3]')).toMatch(/not of type "object"/);
