@@ -40,8 +40,9 @@ function hostile(sandbox: 'bubblewrap' | 'none', env: Record<string, string> = {
   return { kind: 'stdio', command: process.execPath, args: [FIXTURE, '--hostile'], env, timeoutMs: 20_000, sandbox, network };
 }
 
-function managerFor(server: McpServerConfig, extra: { botFiles?: string[]; homes?: string[] } = {}): McpManager {
+function managerFor(server: McpServerConfig, extra: { botFiles?: string[]; homes?: string[]; now?: () => number } = {}): McpManager {
   manager = new McpManager({
+    ...(extra.now ? { now: extra.now } : {}),
     servers: (agent) => (agent === 'ops' ? { evil: server } : undefined),
     log: (level, m) => void logs.push(`${level} ${m}`),
     box: { stateRoot: join(dir, 'state'), botFiles: extra.botFiles ?? [], homes: extra.homes ?? [] },
@@ -172,6 +173,18 @@ test('endless pagination stops at the page cap; the tools listed so far are offe
   expect(gone).toContain('no longer offers the tool t25_0');
   expect(gone).toContain('listing was cut (more than 20 pages)');
   expect(await call(m, 'write_path', { path: 'still.txt' })).toBe('OK');
+});
+
+test('a listing that outlives the start deadline stops there and keeps what it has (injected clock)', async () => {
+  let t = 0;
+  const now = () => (t += 5_000); // every look at the clock: 5 s later
+  const m = managerFor(hostile('bubblewrap', { HOSTILE_PAGES: 'infinite' }), { now });
+  await m.ensureListed('ops', 60_000);
+  expect(logs.filter((l) => l.includes('tool listing stopped'))).toEqual([expect.stringContaining('the start deadline passed')]);
+  const served = Number(await call(m, 'pages_served'));
+  expect(served).toBeGreaterThan(1);
+  expect(served).toBeLessThan(MAX_LIST_PAGES);
+  expect(m.knownTools('ops', 'evil')!.map((x) => x.name)).toContain('t1_0');
 });
 
 test('huge pages stop at the tool and byte caps with memory bounded; a 20 MB message stops the server, not the bot', async () => {
