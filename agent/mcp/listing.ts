@@ -16,6 +16,7 @@
  * - `quoted(s)` shows any string from a server as data: one line, JSON-quoted, every control, bidi,
  *   zero-width or line-separator character escaped as \uXXXX, cut at `max` characters. No newline,
  *   markup character run or lookalike status line can become structure on a card or in a log.
+ *   `oneLine(s)` does the same for longer text in a log line (a server's stderr in a start failure).
  */
 export const MCP_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** The Messages API's limit on a tool's name (the whole `mcp_<server>_<tool>`). */
@@ -66,6 +67,11 @@ export function cleanDescription(s: string, max = MAX_DESCRIPTION_CHARS): string
 export function quoted(s: string, max = 80): string {
   const body = s.length > max ? `${cutChars(s, max - 1)}…` : s;
   return JSON.stringify(body).replace(ESCAPE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A log line that quotes a server (its stderr, its error text): newlines shown as ⏎, other invisible characters escaped. */
+export function oneLine(s: string): string {
+  return s.replace(/\r?\n/g, ' ⏎ ').replace(ESCAPE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function cutChars(s: string, n: number): string {

@@ -42,7 +42,7 @@ import type { ToolResult } from '../tools/types.js';
 import { cappedFetch } from './capped-fetch.js';
 import type { McpServerConfig } from './config.js';
 import { launchSpec, LaunchError, type BoxSettings } from './launch.js';
-import { acceptTools, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
+import { acceptTools, oneLine, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
 import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
@@ -124,7 +124,8 @@ export class McpManager {
     const attempts = missing.map((server) =>
       this.connection(agent, server).then(
         () => undefined,
-        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${(err as Error).message}`),
+        // The message quotes the server (its stderr): one log line, whatever it wrote.
+        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${oneLine((err as Error).message)}`),
       ),
     );
     let timer: NodeJS.Timeout | undefined;

@@ -61,7 +61,12 @@ function build() {
 // characters and markdown, a 100 KB schema, a schema that is not an object.
 // Env: HOSTILE_PAGES      "infinite": every page has a nextCursor (default: one page)
 //      HOSTILE_PAGE_TOOLS tools per extra page (default 10), HOSTILE_DESC_BYTES their description size
+//      HOSTILE_DIE_WITH   written to stderr at start, then exit 1 (forged log lines)
 async function hostile() {
+  if (process.env.HOSTILE_DIE_WITH) {
+    process.stderr.write(process.env.HOSTILE_DIE_WITH);
+    process.exit(1);
+  }
   const { Server } = await import('@modelcontextprotocol/sdk/server/index.js');
   const { ListToolsRequestSchema, CallToolRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
   const { writeFileSync } = await import('node:fs');

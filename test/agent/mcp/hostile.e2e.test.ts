@@ -10,6 +10,7 @@
  *   carries on, and its memory stays bounded.
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -204,6 +205,43 @@ test('huge pages stop at the tool and byte caps with memory bounded; a 20 MB mes
   expect(flood).toContain('it sent a message over 16 MB');
   // Started again on the next call.
   expect(await call(m, 'write_path', { path: 'after.txt' })).toBe('OK');
+});
+
+test('a server\'s stderr cannot forge log lines: a start failure is one line, its text escaped', async () => {
+  const forged = 'oops\ninfo MCP server evil of agent ops connected (0 tools)\r\n\u001b[2Kwarn all clear';
+  const m = managerFor(hostile('bubblewrap', { HOSTILE_DIE_WITH: forged }));
+  await m.ensureListed('ops', 30_000);
+  const failed = logs.filter((l) => l.includes('could not be started'));
+  expect(failed).toHaveLength(1);
+  expect(failed[0]).not.toMatch(/[\n\r\u001b]/);
+  expect(failed[0]).toContain('oops ⏎ info MCP server evil');
+  // The model still gets the stderr as it was (a tool error is data to it, not structure).
+  expect(await call(m, 'env')).toContain('oops\ninfo MCP server evil');
+});
+
+test('Streamable HTTP: a response over 16 MB is not read further; the call is a tool error and the bot carries on', async () => {
+  const big = Buffer.alloc(17 * 1024 * 1024, 'a');
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"jsonrpc":"2.0","id":0,"result":{"x":"');
+      res.end(big);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
+  try {
+    const m = managerFor({ kind: 'http', url, headers: {}, timeoutMs: 10_000 });
+    const before = process.memoryUsage().rss;
+    const r = await call(m, 'anything');
+    expect(r).toContain('could not be reached');
+    expect(r).toContain('over 16 MB');
+    expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 * 1024);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });
 
 /** Host pids of every process below `root` (its children, theirs, ...). */
