@@ -32,7 +32,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -189,6 +189,8 @@ export class McpManager {
     const all = [...this.connections.values()];
     this.connections.clear();
     await Promise.all(all.map((p) => p.then((c) => closeConnection(c), () => undefined)));
+    // A temp state folder of our own making is not found again by another manager: remove it.
+    if (this.stateRoot !== undefined) rmSync(this.stateRoot, { recursive: true, force: true });
   }
 
   /** The pids of running stdio servers (for operators and tests). */
