@@ -10,7 +10,7 @@
  * hides the config file, the .env loaded and the store from its commands.
  */
 import { mkdirSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker } from '../agent/approvals.js';
@@ -28,6 +28,7 @@ import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
 import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
 import { createMcp, type Mcp } from '../agent/mcp/index.js';
+import { dataDirOf } from './reload.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
 import type { Audit } from '../agent/audit.js';
 import type { Config } from './config.js';
@@ -199,7 +200,14 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     }
     return c;
   };
-  const mcp = await createMcp({ agents: () => config.agents, kv: storage.mcp, log: (level, m) => log(level, m) });
+  // Boxed MCP servers: each gets its own folder under <data folder>/mcp, and the box hides botFiles.
+  const dataDir = dataDirOf(config, process.cwd());
+  const mcp = await createMcp({
+    agents: () => config.agents,
+    kv: storage.mcp,
+    log: (level, m) => log(level, m),
+    box: { botFiles, ...(dataDir !== undefined ? { stateRoot: join(dataDir, 'mcp') } : {}) },
+  });
   const assistant = memoryAndReminders(config, storage);
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {

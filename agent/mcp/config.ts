@@ -3,9 +3,14 @@
  * resolution into `McpServerConfig` (environment references filled in, cwd absolute).
  *
  * Contract:
- * - `mcpServers: { <name>: { command, args?, env?, cwd?, timeoutMs?, tools? } | { url, headers?, timeoutMs?, tools? } }`.
- *   A server name is letters, digits and "-" (no "_": the model sees `mcp_<server>_<tool>`, which must
- *   say unambiguously which server a tool belongs to).
+ * - `mcpServers: { <name>: { command, args?, env?, cwd?, sandbox?, network?, timeoutMs?, tools? } | { url, headers?, timeoutMs?, tools? } }`.
+ *   A server name is 1-32 letters, digits and "-" (no "_": the model sees `mcp_<server>_<tool>`, which
+ *   must say unambiguously which server a tool belongs to, and fit 64 characters).
+ * - A command server runs in the sandbox by default (`sandbox: bubblewrap`, manager.ts says how), with
+ *   no network unless `network: true`. `sandbox: none` runs it on the host with the bot's rights: the
+ *   explicit opt-out, logged as a warning at every start. Both keys are errors on an url server.
+ * - A declared tool's name follows the listing's rules (listing.ts): 1-64 of [A-Za-z0-9_-], and
+ *   `mcp_<server>_<tool>` at most 64 characters; else a config error at its path.
  * - Values in `env` and `headers` may reference environment variables as `${NAME}` (e.g.
  *   `Authorization: "Bearer ${GITHUB_TOKEN}"`), so no secret sits in the YAML; `$${` writes a literal `${`.
  *   A referenced variable that is not set is a config error naming the key and the variable.
@@ -16,23 +21,31 @@
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 
+import { cleanDescription, schemaProblem, toolNameProblem, type McpToolInfo } from './listing.js';
+
+export { mcpToolName, type McpToolInfo } from './listing.js';
+
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
 export const MCP_SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,31}$/;
-
-export interface McpToolInfo {
-  /** The server's own tool name. */
-  name: string;
-  description?: string;
-  /** The server's JSON Schema for the arguments, passed to the model as given. */
-  inputSchema: Record<string, unknown>;
-}
+export const MCP_SANDBOX_MODES = ['bubblewrap', 'none'] as const;
+export type McpSandboxMode = (typeof MCP_SANDBOX_MODES)[number];
 
 interface McpServerBase {
   timeoutMs: number;
   tools?: McpToolInfo[];
 }
 export type McpServerConfig =
-  | (McpServerBase & { kind: 'stdio'; command: string; args: string[]; env: Record<string, string>; cwd?: string })
+  | (McpServerBase & {
+      kind: 'stdio';
+      command: string;
+      args: string[];
+      env: Record<string, string>;
+      cwd?: string;
+      /** bubblewrap: in the box (its own writable folder, see manager.ts); none: on the host. */
+      sandbox: McpSandboxMode;
+      /** Network inside the box (ignored under sandbox: none, where the host's is used). */
+      network: boolean;
+    })
   | (McpServerBase & { kind: 'http'; url: string; headers: Record<string, string> });
 
 const declaredTool = z.union([
@@ -57,6 +70,8 @@ const serverEntry = z
     cwd: z.string().min(1).optional(),
     url: z.string().min(1).optional(),
     headers: z.record(z.string(), z.string()).optional(),
+    sandbox: z.enum(MCP_SANDBOX_MODES).optional(),
+    network: z.boolean().optional(),
     timeoutMs: timeoutMs.optional(),
     tools: z.array(declaredTool).optional(),
   })
@@ -68,6 +83,9 @@ const serverEntry = z
     if (s.url !== undefined) {
       for (const k of ['args', 'env', 'cwd'] as const) {
         if (s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server; an url server takes headers` });
+      }
+      for (const k of ['sandbox', 'network'] as const) {
+        if (s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server (it runs here); an url server runs elsewhere` });
       }
       if (!/^https?:\/\/[^/\s]+/i.test(s.url)) ctx.addIssue({ code: 'custom', path: ['url'], message: `expected an http:// or https:// URL, got ${JSON.stringify(s.url)}` });
     } else if (s.headers !== undefined) {
@@ -119,11 +137,16 @@ export function resolveMcpServers(
     const at = `${opts.path}.${name}`;
     const base: McpServerBase = { timeoutMs: s.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS };
     if (s.tools) {
-      base.tools = s.tools.map((t) =>
-        typeof t === 'string'
-          ? { name: t, inputSchema: { type: 'object' } }
-          : { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema ?? { type: 'object' } },
-      );
+      base.tools = [];
+      s.tools.forEach((t, i) => {
+        const info: McpToolInfo =
+          typeof t === 'string'
+            ? { name: t, inputSchema: { type: 'object' } }
+            : { name: t.name, ...(t.description !== undefined ? { description: cleanDescription(t.description) } : {}), inputSchema: t.inputSchema ?? { type: 'object' } };
+        const problem = toolNameProblem(name, info.name) ?? schemaProblem(info.inputSchema);
+        if (problem) opts.problems.push({ path: `${at}.tools[${i}]`, message: problem });
+        else base.tools!.push(info);
+      });
     }
     if (s.url !== undefined) {
       const headers: Record<string, string> = {};
@@ -139,13 +162,10 @@ export function resolveMcpServers(
         args: s.args ?? [],
         env,
         ...(s.cwd !== undefined ? { cwd: isAbsolute(s.cwd) ? s.cwd : resolve(opts.baseDir, s.cwd) } : {}),
+        sandbox: s.sandbox ?? 'bubblewrap',
+        network: s.network ?? false,
       };
     }
   }
   return out;
-}
-
-/** The name the model sees: mcp_<server>_<tool>, cut to the Messages API's characters and length (64). */
-export function mcpToolName(server: string, tool: string): string {
-  return `mcp_${server}_${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
 }

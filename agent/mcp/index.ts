@@ -2,12 +2,14 @@
  * MCP in one piece for the composition root (bot/app.ts): the manager, the registry wrapper that
  * offers each agent its MCP tools, the first-run listing hook, and shutdown.
  *
- * Contract: building this connects nothing and reads only the store; see ./manager.ts for the
+ * Contract: building this connects nothing and reads only the store (boxed stdio servers get their
+ * folders under `box.stateRoot` when they first start); see ./manager.ts for the
  * connection rules and ./tools.ts for how a tool looks to the model and on a card. Once a server is
  * listed, a toolPolicy entry naming one of its tools exactly (`mcp_github_create_issue`) that the
  * server does not offer is logged as a warning naming the key (config cannot know it earlier).
  */
 import type { KV } from '../kv.js';
+import type { BoxSettings } from './launch.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { isGlob } from '../../policies/tool-policy.js';
 import { mcpToolName, type McpServerConfig } from './config.js';
@@ -35,11 +37,14 @@ export async function createMcp(opts: {
   agents: () => Readonly<Record<string, McpAgentView>>;
   kv?: KV;
   log: (level: 'info' | 'warn', msg: string) => void;
+  /** Boxed stdio servers: where their folders go (the data folder's mcp/) and what the box hides. */
+  box?: Partial<BoxSettings>;
 }): Promise<Mcp> {
   const servers = (agent: string) => opts.agents()[agent]?.mcpServers;
   const manager = new McpManager({
     servers,
     ...(opts.kv ? { kv: opts.kv } : {}),
+    ...(opts.box ? { box: opts.box } : {}),
     log: opts.log,
     onListed: (agent, server, tools) => {
       const offered = new Set(tools.map((t) => mcpToolName(server, t.name)));

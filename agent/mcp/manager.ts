@@ -15,18 +15,35 @@
  *   timed out (timeoutMs), tool gone (no longer listed), or the server's own error. Text output is
  *   capped at MAX_OUTPUT_BYTES with the same truncation marker as execute_command.
  *   An abort (run stopped, executor timeout) is passed to the SDK, which cancels the request.
- * - Starting (handshake + listing) gets max(timeoutMs, START_TIMEOUT_MS); each call gets timeoutMs.
- * - `close()` closes every connection; stdio servers are stopped with their whole process group.
+ * - Starting (handshake + listing) gets max(timeoutMs, START_TIMEOUT_MS) in all; each call gets timeoutMs.
+ * - A listing is outside data (listing.ts): invalid tools are refused (never offered; one warning per
+ *   listing names them, quoted), and the listing stops at MAX_LIST_PAGES pages, MAX_LISTED_TOOLS
+ *   tools, MAX_LISTING_BYTES or the start deadline, keeping what it has (one warning; the "tool gone"
+ *   error then says the listing was cut). Cached listings are checked the same way when loaded.
+ *   Pages are requested with a plain `tools/list` request: the SDK's listTools would compile every
+ *   listed outputSchema (a server's) with ajv, which nothing here needs.
+ * - Stdio servers start as launch.ts says: in the sandbox, in their own folder under `box.stateRoot`
+ *   (default: a fresh folder in the system temp dir), unless their config says `sandbox: none`,
+ *   which is logged as a warning at every start. One message from a server is at most
+ *   MAX_MESSAGE_BYTES (stdio: the process is stopped; HTTP: the response is not read further).
+ * - `close()` closes every connection; stdio servers are stopped with their whole process group (a
+ *   boxed one with its whole box).
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { KV } from '../kv.js';
 import type { ImageBlock, TextBlock } from '../messages.js';
 import type { ToolResult } from '../tools/types.js';
-import type { McpServerConfig, McpToolInfo } from './config.js';
-import { ProcessTransport } from './process-transport.js';
+import { cappedFetch } from './capped-fetch.js';
+import type { McpServerConfig } from './config.js';
+import { launchSpec, LaunchError, type BoxSettings } from './launch.js';
+import { acceptTools, oneLine, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
+import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
@@ -38,7 +55,7 @@ const MAX_IMAGE_BASE64 = Math.floor((5 * 1024 * 1024 * 4) / 3);
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 const CachedListing = z.object({
-  tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()) })),
+  tools: z.array(z.object({ name: z.unknown(), description: z.unknown().optional(), inputSchema: z.unknown() })),
   at: z.number(),
 });
 
@@ -50,6 +67,10 @@ export interface McpManagerOptions {
   log?: (level: 'info' | 'warn', msg: string) => void;
   /** Called after each successful listing (to check toolPolicy names against it). */
   onListed?: (agent: string, server: string, tools: readonly McpToolInfo[]) => void;
+  /** Where boxed stdio servers get their folders, and what the box hides (launch.ts). */
+  box?: Partial<BoxSettings>;
+  /** The clock for the listing deadline (tests inject one). */
+  now?: () => number;
 }
 
 interface Connection {
@@ -58,6 +79,8 @@ interface Connection {
   config: McpServerConfig;
   fingerprint: string;
   tools: Map<string, McpToolInfo>;
+  /** Set when the listing stopped at a limit: what was cut, for the "tool gone" error. */
+  listingCut?: string;
   /** Set when the transport closed (the server exited or the HTTP session ended). */
   closed: boolean;
 }
@@ -83,7 +106,8 @@ export class McpManager {
       for (const server of Object.keys(this.opts.servers(agent) ?? {})) {
         const raw = await this.opts.kv.get(`tools:${keyOf(agent, server)}`);
         const parsed = CachedListing.safeParse(raw);
-        if (parsed.success) this.listings.set(keyOf(agent, server), parsed.data.tools.map(stripUndefined));
+        // Checked again: the cache may predate these rules, and the store is outside data too.
+        if (parsed.success) this.listings.set(keyOf(agent, server), acceptTools(server, parsed.data.tools.slice(0, MAX_LISTED_TOOLS)).tools);
       }
     }
   }
@@ -100,7 +124,8 @@ export class McpManager {
     const attempts = missing.map((server) =>
       this.connection(agent, server).then(
         () => undefined,
-        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${(err as Error).message}`),
+        // The message quotes the server (its stderr): one log line, whatever it wrote.
+        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${oneLine((err as Error).message)}`),
       ),
     );
     let timer: NodeJS.Timeout | undefined;
@@ -164,6 +189,8 @@ export class McpManager {
     const all = [...this.connections.values()];
     this.connections.clear();
     await Promise.all(all.map((p) => p.then((c) => closeConnection(c), () => undefined)));
+    // A temp state folder of our own making is not found again by another manager: remove it.
+    if (this.stateRoot !== undefined) rmSync(this.stateRoot, { recursive: true, force: true });
   }
 
   /** The pids of running stdio servers (for operators and tests). */
@@ -178,10 +205,25 @@ export class McpManager {
 
   private toolGone(server: string, tool: string, conn: Connection): ToolResult {
     const offered = [...conn.tools.keys()];
+    const shown = offered.length > 50 ? `${offered.slice(0, 50).join(', ')} and ${offered.length - 50} more` : offered.join(', ');
+    const cut = conn.listingCut ? ` Its tool listing was cut (${conn.listingCut}), so tools past that point are not offered.` : '';
     return {
-      content: `MCP server "${server}" no longer offers the tool ${tool} (it offers: ${offered.join(', ') || 'nothing'}). Do not call it again; use one of those or tell the user.`,
+      content: `MCP server "${server}" no longer offers the tool ${tool} (it offers: ${shown || 'nothing'}).${cut} Do not call it again; use one of those or tell the user.`,
       isError: true,
     };
+  }
+
+  private stateRoot: string | undefined;
+
+  /** The folder boxed servers' folders go in: the configured one, else one fresh temp folder. */
+  private boxSettings(): BoxSettings {
+    let root = this.opts.box?.stateRoot ?? this.stateRoot;
+    if (root === undefined) {
+      root = mkdtempSync(join(tmpdir(), 'gatehouse-mcp-'));
+      chmodSync(root, 0o711); // the sandbox user must pass through to its own folder
+      this.stateRoot = root;
+    }
+    return { stateRoot: root, botFiles: this.opts.box?.botFiles ?? [], ...(this.opts.box?.homes ? { homes: this.opts.box.homes } : {}) };
   }
 
   /** The live connection for (agent, server), opening it when there is none or it died. */
@@ -216,10 +258,22 @@ export class McpManager {
   }
 
   private async open(agent: string, server: string, config: McpServerConfig, fingerprint: string): Promise<Connection> {
-    const transport =
-      config.kind === 'stdio'
-        ? new ProcessTransport({ command: config.command, args: config.args, env: config.env, ...(config.cwd !== undefined ? { cwd: config.cwd } : {}) })
-        : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+    let transport: Connection['transport'];
+    if (config.kind === 'stdio') {
+      let spec;
+      try {
+        spec = launchSpec(agent, server, config, this.boxSettings());
+      } catch (err) {
+        if (!(err instanceof LaunchError)) throw err;
+        throw new McpFailure(`MCP server "${server}" could not be started: ${err.message}. Tell the user; an operator should fix agents.${agent}.mcpServers.${server}.`);
+      }
+      if (config.sandbox === 'none') {
+        this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: sandbox: none — it runs on this host with the bot's own rights, outside any sandbox (agents.${agent}.mcpServers.${server}.sandbox)`);
+      }
+      transport = new ProcessTransport(spec);
+    } else {
+      transport = new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers }, fetch: cappedFetch(MAX_MESSAGE_BYTES) });
+    }
     const client = new Client({ name: 'gatehouse', version: '1' });
     const conn: Connection = { client, transport, config, fingerprint, tools: new Map(), closed: false };
     client.onclose = () => {
@@ -229,19 +283,18 @@ export class McpManager {
       // Transport noise (a non-JSON line on stdout); failures that matter reject the request itself.
     };
     const startTimeoutMs = Math.max(config.timeoutMs, START_TIMEOUT_MS);
+    const now = this.opts.now ?? Date.now;
+    const deadline = now() + startTimeoutMs;
     try {
       await client.connect(transport, { timeout: startTimeoutMs });
-      const tools: McpToolInfo[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: startTimeoutMs });
-        for (const t of page.tools) {
-          tools.push({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown> });
-        }
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
-      for (const t of tools) conn.tools.set(t.name, t);
-      await this.saveListing(agent, server, tools);
+      const listed = await listAllTools(client, server, deadline, now);
+      for (const t of listed.tools) conn.tools.set(t.name, t);
+      if (listed.refused.length > 0) this.opts.log?.('warn', `${refusalSummary(server, listed.refused)} (agent ${agent})`);
+      if (listed.cut) {
+        conn.listingCut = listed.cut;
+        this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: tool listing stopped: ${listed.cut}; the ${listed.tools.length} tools listed so far are offered`);
+      }
+      await this.saveListing(agent, server, listed.tools);
     } catch (err) {
       // Described before closing: how it ended on its own, not how our close ended it.
       const message = startFailure(server, config, transport, err, startTimeoutMs);
@@ -300,8 +353,46 @@ function formatSeconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function stripUndefined(t: { name: string; description?: string | undefined; inputSchema: Record<string, unknown> }): McpToolInfo {
-  return { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema };
+/** A page of tools/list, loosely: each tool is judged on its own (acceptTools), so one bad entry does not cost the rest. */
+const ListingPage = z.looseObject({
+  tools: z.array(z.looseObject({})),
+  nextCursor: z.string().optional(),
+});
+
+/**
+ * Every page of tools/list, within the limits (listing.ts): stops at a limit or the deadline and
+ * keeps what it has; `cut` says which limit. A failure before any page is the caller's to report.
+ */
+async function listAllTools(client: Client, server: string, deadline: number, now: () => number): Promise<{ tools: McpToolInfo[]; refused: string[]; cut?: string }> {
+  const tools: McpToolInfo[] = [];
+  const refused: string[] = [];
+  const names = new Set<string>();
+  let bytes = 0;
+  let cursor: string | undefined;
+  for (let page = 0; ; page++) {
+    if (page >= MAX_LIST_PAGES) return { tools, refused, cut: `more than ${MAX_LIST_PAGES} pages` };
+    const left = deadline - now();
+    if (left <= 0) return { tools, refused, cut: 'the start deadline passed' };
+    let result: z.output<typeof ListingPage>;
+    try {
+      result = await client.request({ method: 'tools/list', params: cursor !== undefined ? { cursor } : {} }, ListingPage, { timeout: left });
+    } catch (err) {
+      if (page > 0 && err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { tools, refused, cut: 'the start deadline passed' };
+      throw err;
+    }
+    bytes += Buffer.byteLength(JSON.stringify(result.tools));
+    if (bytes > MAX_LISTING_BYTES) return { tools, refused, cut: `more than ${MAX_LISTING_BYTES / (1024 * 1024)} MB of tool descriptions` };
+    const room = MAX_LISTED_TOOLS - tools.length;
+    const accepted = acceptTools(server, result.tools as RawTool[], names);
+    refused.push(...accepted.refused);
+    for (const t of accepted.tools.slice(0, room)) {
+      tools.push(t);
+      names.add(t.name);
+    }
+    if (accepted.tools.length > room) return { tools, refused, cut: `more than ${MAX_LISTED_TOOLS} tools` };
+    cursor = result.nextCursor;
+    if (cursor === undefined) return { tools, refused };
+  }
 }
 
 interface CallResult {

@@ -2,29 +2,40 @@
  * An MCP stdio transport that owns its child process as a process group.
  *
  * Why not the SDK's StdioClientTransport: it signals only the direct child, so a server started through
- * a launcher (`npx ...`, `uvx ...`, a shell script) leaves its real process behind on shutdown, and it
- * does not say how the process ended. Here:
- * - the server runs in its own process group (detached), with the SDK's minimal inherited environment
- *   (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus the configured `env`: none of Gatehouse's secrets;
+ * a launcher (`npx ...`, `uvx ...`, a shell script) leaves its real process behind on shutdown, it
+ * does not say how the process ended, and its read buffer grows without bound. Here:
+ * - the process is started exactly as given (`file`, `args`, `env` only, `cwd`; for a boxed server
+ *   that is bwrap, with its options on fd 3 and the sandbox user's uid/gid: see manager.ts) in its own
+ *   process group (detached);
+ * - one message (a line) may be at most `maxMessageBytes` (settable: the listing lowers it); a longer
+ *   one closes the transport and stops the process, and `exit` says why;
  * - the last 4 KB of stderr are kept for error messages (`stderrTail`), and `exit` says how it ended;
  * - `close()` ends stdin, then SIGTERM, then SIGKILL to the whole group, and resolves when the leader
  *   is reaped and no process of the group is left (or after the SIGKILL).
  * JSON-RPC framing reuses the SDK's ReadBuffer / serializeMessage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Writable } from 'node:stream';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 const STDERR_TAIL_BYTES = 4096;
 const GRACE_MS = 2000;
+/** One JSON-RPC message from a server; an image result (5 MB, base64) fits with room to spare. */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 export interface ProcessTransportOptions {
-  command: string;
+  /** The program to start (absolute, or found on the bot's PATH). */
+  file: string;
   args: readonly string[];
+  /** The whole environment of the process: nothing else is inherited. */
   env: Readonly<Record<string, string>>;
   cwd?: string;
+  /** Written to fd 3 and closed (bwrap's `--args 3`). */
+  fd3?: Buffer;
+  uid?: number;
+  gid?: number;
 }
 
 export class ProcessTransport implements Transport {
@@ -33,8 +44,14 @@ export class ProcessTransport implements Transport {
   onmessage?: <T extends JSONRPCMessage>(message: T) => void;
 
   private child: ChildProcess | undefined;
-  private readonly buffer = new ReadBuffer();
+  private chunks: Buffer[] = [];
+  private pending = 0;
   private tail = '';
+  /** The longest line accepted from the server; a longer one ends the connection. */
+  maxMessageBytes = MAX_MESSAGE_BYTES;
+  /** Bytes read from the server's stdout so far. */
+  bytesIn = 0;
+  private overflowed = false;
   private exited: Promise<void> | undefined;
   /** How the process ended: "exit code 1", "signal SIGKILL", or undefined while running. */
   exit: string | undefined;
@@ -53,16 +70,23 @@ export class ProcessTransport implements Transport {
   start(): Promise<void> {
     if (this.child) throw new Error('ProcessTransport already started');
     return new Promise((resolve, reject) => {
-      const child = spawn(this.opts.command, [...this.opts.args], {
-        env: { ...getDefaultEnvironment(), ...this.opts.env },
+      const child = spawn(this.opts.file, [...this.opts.args], {
+        env: { ...this.opts.env },
         ...(this.opts.cwd !== undefined ? { cwd: this.opts.cwd } : {}),
-        stdio: ['pipe', 'pipe', 'pipe'],
+        stdio: this.opts.fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
         detached: true,
+        ...(this.opts.uid !== undefined ? { uid: this.opts.uid, gid: this.opts.gid ?? this.opts.uid } : {}),
       });
       this.child = child;
+      const options = this.opts.fd3;
+      if (options) {
+        const fd3 = child.stdio[3] as Writable;
+        fd3.on('error', () => undefined);
+        fd3.end(options);
+      }
       this.exited = new Promise((done) => {
         child.once('close', (code, signal) => {
-          this.exit = signal ? `signal ${signal}` : `exit code ${code ?? '?'}`;
+          this.exit ??= signal ? `signal ${signal}` : `exit code ${code ?? '?'}`;
           done();
           this.onclose?.();
         });
@@ -74,20 +98,7 @@ export class ProcessTransport implements Transport {
         this.onerror?.(err);
       });
       child.once('spawn', () => resolve());
-      child.stdout!.on('data', (chunk: Buffer) => {
-        this.buffer.append(chunk);
-        for (;;) {
-          let message: JSONRPCMessage | null;
-          try {
-            message = this.buffer.readMessage();
-          } catch (err) {
-            this.onerror?.(err as Error); // a line that is not JSON-RPC (a server logging to stdout)
-            continue;
-          }
-          if (message === null) break;
-          this.onmessage?.(message);
-        }
-      });
+      child.stdout!.on('data', (chunk: Buffer) => this.receive(chunk));
       child.stderr!.on('data', (chunk: Buffer) => {
         this.tail = (this.tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
       });
@@ -95,6 +106,47 @@ export class ProcessTransport implements Transport {
       child.stdout!.on('error', (err) => this.onerror?.(err));
       child.stderr!.on('error', () => undefined);
     });
+  }
+
+  /** Splits stdout into lines without ever holding more than maxMessageBytes of one line. */
+  private receive(chunk: Buffer): void {
+    if (this.overflowed) return;
+    this.bytesIn += chunk.length;
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      if (this.pending + (nl - start) > this.maxMessageBytes) return this.overflow();
+      this.chunks.push(chunk.subarray(start, nl));
+      const line = Buffer.concat(this.chunks).toString('utf8').replace(/\r$/, '');
+      this.chunks = [];
+      this.pending = 0;
+      start = nl + 1;
+      if (line.trim() === '') continue;
+      let message: JSONRPCMessage;
+      try {
+        message = deserializeMessage(line);
+      } catch (err) {
+        this.onerror?.(err as Error); // a line that is not JSON-RPC (a server logging to stdout)
+        continue;
+      }
+      this.onmessage?.(message);
+      if (this.overflowed) return;
+    }
+    if (start < chunk.length) {
+      this.pending += chunk.length - start;
+      if (this.pending > this.maxMessageBytes) return this.overflow();
+      this.chunks.push(chunk.subarray(start));
+    }
+  }
+
+  /** A message over the cap: nothing more is read, and the server is stopped (its whole group). */
+  private overflow(): void {
+    this.overflowed = true;
+    this.chunks = [];
+    this.pending = 0;
+    this.exit ??= `stopped: it sent a message over ${formatBytes(this.maxMessageBytes)}`;
+    this.onerror?.(new Error(this.exit));
+    const pid = this.child?.pid;
+    if (pid !== undefined) signalGroup(pid, 'SIGKILL');
   }
 
   send(message: JSONRPCMessage): Promise<void> {
@@ -131,8 +183,12 @@ export class ProcessTransport implements Transport {
       for (let i = 0; i < 20 && groupAlive(pgid); i++) await new Promise((r) => setTimeout(r, 100));
       if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
     }
-    this.buffer.clear();
+    this.chunks = [];
   }
+}
+
+function formatBytes(n: number): string {
+  return n >= 1024 * 1024 ? `${Math.round(n / (1024 * 1024))} MB` : `${Math.round(n / 1024)} KB`;
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {

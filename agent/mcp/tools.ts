@@ -5,11 +5,13 @@
  *
  * The card (propose) shows the server, the tool and the arguments as pretty JSON, cut at
  * MAX_CARD_ARGS characters with a note saying how much was left out. Nothing connects in propose.
+ * Names from a server reach the card and the model only as quoted data (listing.ts `quoted`), and
+ * only names the listing accepted are offered at all (listing.ts); descriptions arrive cleaned.
  */
 import { z } from 'zod';
 import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool, Proposal } from '../tools/types.js';
-import { mcpToolName, type McpToolInfo } from './config.js';
+import { mcpToolName, quoted, type McpToolInfo } from './listing.js';
 import type { McpManager } from './manager.js';
 
 export const MAX_CARD_ARGS = 2500;
@@ -31,13 +33,13 @@ export function mcpTool(manager: McpManager, agent: string, server: string, info
   const name = mcpToolName(server, info.name);
   return {
     name,
-    description: `[MCP server "${server}", tool "${info.name}"] ${info.description ?? ''}`.trim(),
+    description: `[MCP server ${quoted(server)}, tool ${quoted(info.name)}] ${info.description ?? ''}`.trim(),
     input: argsObject as z.ZodType<unknown>,
     jsonSchema: info.inputSchema,
     tier: 'high-risk',
     timeoutMs: timeoutMs + TIMEOUT_SLACK_MS,
     async propose(input): Promise<Proposal> {
-      return { summary: `MCP server "${server}", tool "${info.name}"`, preview: prettyArgs(input) };
+      return { summary: `MCP server ${quoted(server)}, tool ${quoted(info.name)}`, preview: prettyArgs(input) };
     },
     execute(input, ctx) {
       return manager.call(agent, server, info.name, input as Record<string, unknown>, ctx.signal);

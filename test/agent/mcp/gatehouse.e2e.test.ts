@@ -28,7 +28,7 @@ function yaml(extra: string[] = []): string {
     '    approvers: { console: [local] }',
     '    mcpServers:',
     // The harness puts the workspace in its temp folder: the starts file sits next to it.
-    `      fx: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(FIXTURE)}], env: { FIXTURE_STARTS_FILE: "{{workspace}}/../starts" } }`,
+    `      fx: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(FIXTURE)}], env: { FIXTURE_STARTS_FILE: "{{workspace}}/../starts" }, sandbox: none }`,
     '      broken: { command: /nonexistent/mcp-server, args: [--stdio] }',
     ...extra.map((l) => `    ${l}`),
   ].join('\n');

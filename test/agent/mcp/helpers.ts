@@ -10,8 +10,9 @@ import type { McpServerConfig } from '../../../agent/mcp/config.js';
 
 export const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fakes', 'mcp-server.mjs');
 
-export function stdioServer(env: Record<string, string> = {}, timeoutMs = 20_000): McpServerConfig {
-  return { kind: 'stdio', command: process.execPath, args: [FIXTURE], env, timeoutMs };
+/** The fixture over stdio; on the host unless `sandbox` says bubblewrap (box tests pass it). */
+export function stdioServer(env: Record<string, string> = {}, timeoutMs = 20_000, sandbox: 'none' | 'bubblewrap' = 'none', network = false): McpServerConfig {
+  return { kind: 'stdio', command: process.execPath, args: [FIXTURE], env, timeoutMs, sandbox, network };
 }
 
 /** True while `pid` is a live process (a zombie waiting to be reaped counts as gone). */
