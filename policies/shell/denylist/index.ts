@@ -22,12 +22,13 @@
  * mktemp, or $TMPDIR, or something under them (no `..`), passes.
  */
 import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
-import { MARK, analyzeScript, displayField, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
+import { MARK, analyzeScript, displayField, isStatic, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
 import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
 import { assignmentEmbedded, awkFiles, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
-import { HARMLESS_DEV, PERSISTENCE_PATHS, globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { HARMLESS_DEV, HISTORY_FILE, PERSISTENCE_PATHS, globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, normalizePaths, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { containerEntry, ENTRY_WRAPPERS, historyAssignment } from './system.js';
 
 export { RULES, deny, type DenyVerdict } from './rules.js';
 export { normalizePath } from './paths.js';
@@ -92,8 +93,9 @@ function findDenialAt(facts: ScriptFacts, depth: number): DenyVerdict | null {
     const v = judgeSite(site, ctx) ?? recordWrites(site, ctx);
     if (v) return v;
   }
+  const appended = appendedTexts(facts);
   for (const r of facts.redirects) {
-    const v = judgeRedirect(r, ctx.links);
+    const v = judgeRedirect(r, ctx.links, appended.get(r));
     if (v) return v;
   }
   if (facts.infiniteLoop) return deny('infinite-loop');
@@ -120,7 +122,8 @@ function judgeEmbedded(list: Embedded[], ctx: Ctx): DenyVerdict | null {
 
 function judgeAssignment(word: string, ctx: Ctx): DenyVerdict | null {
   const eq = word.indexOf('=');
-  return eq > 0 ? judgeEmbedded(assignmentEmbedded(word.slice(0, eq), word.slice(eq + 1)), ctx) : null;
+  if (eq <= 0) return null;
+  return historyAssignment(word.slice(0, eq), word.slice(eq + 1)) ?? judgeEmbedded(assignmentEmbedded(word.slice(0, eq), word.slice(eq + 1)), ctx);
 }
 
 /** ln [-s] TARGET... LINK: links made in this command, for path rules. */
@@ -191,7 +194,7 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
     }
     for (const level of levels(argv, site)) {
       const v =
-        judgeArgv(level, { site, facts, ownStdin: true }) ??
+        judgeArgv(level, { site, facts, ownStdin: true, links }) ??
         judgeEmbedded(embeddedCommands(basename(level[0] ?? ''), level.slice(1)), ctx) ??
         judgeSlices(level, site, ctx) ??
         judgePaths(level, site, ctx) ??
@@ -199,6 +202,13 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
       if (v) return v;
     }
     if (u.xargs && basename(u.words[0] ?? '') === 'rm' && stdinItems(site).includes(MARK.UNKNOWN)) return deny('recursive-delete', 'xargs rm');
+    // Judged after the command they run, so a refusal of that command names its own rule.
+    const entry = u.wrappers.find((w) => ENTRY_WRAPPERS.has(w));
+    if (entry) return deny('container-entry', entry);
+    for (const level of levels(argv, site)) {
+      const v = containerEntry(level);
+      if (v) return v;
+    }
     if (site.stdin.kind === 'file') {
       for (const p of site.stdin.paths) {
         const secret = secretPath(p, site.cwd, links);
@@ -227,7 +237,7 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
     const head = level[i]!;
     const tool = !head.startsWith('-') && TOOLS[basename(head)] !== undefined && basename(head) !== 'git';
     if (i === firstOperand || !(isKnownCommand(head) || tool)) continue;
-    const j = { site, facts: ctx.facts, ownStdin: false };
+    const j = { site, facts: ctx.facts, ownStdin: false, links: ctx.links };
     // `curl ... | anything bash`: whatever carries the interpreter, downloaded code reaches it
     if (interpreterName(basename(head)) && site.stdin.kind === 'pipe' && site.stdin.upstream.some((s) => s.argvs.some(isDownload))) {
       return deny('remote-code-exec', `download piped through ${name} into ${basename(head)}`);
@@ -248,8 +258,9 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
   const name = basename(level[0] ?? '');
   const args = level.slice(1);
   const writes = new Set(writeTargets(name, args));
+  const teeText = name === 'tee' && args.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append') ? teeInput(site) : null;
   for (const t of writes) {
-    const v = judgeWrite(t, site.cwd, ctx.links, name);
+    const v = judgeWrite(t, site.cwd, ctx.links, name, teeText);
     if (v) return v;
   }
   // dd names its output as of=PATH
@@ -322,14 +333,22 @@ function writeTargets(name: string, args: string[]): string[] {
   }
 }
 
-function judgeWrite(target: string, cwds: string[], links: LinkMap, how: string): DenyVerdict | null {
+/** The user's own shell start-up files: appending plain settings to them is approvable (see `plainSettings`). */
+const STARTUP_FILE = /^~\/\.(bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|kshrc|mkshrc)$/;
+
+/**
+ * `appended`: the text appended to the file when it is known (echo/printf/heredoc >> f, tee -a). A
+ * start-up file that only gains plain settings (`export PATH=$PATH:~/bin`) is not persistence of code.
+ */
+function judgeWrite(target: string, cwds: string[], links: LinkMap, how: string, appended?: string | null): DenyVerdict | null {
   // both the path as named and where an earlier link points (`ln -s x ~/.bashrc` writes the link itself)
-  for (const p of cwds.flatMap((cwd) => [normalizePath(target, cwd), resolveLinks(normalizePath(target, cwd), links)])) {
+  for (const p of cwds.flatMap((cwd) => normalizePaths(target, cwd).flatMap((n) => [n, resolveLinks(n, links)]))) {
+    if (HISTORY_FILE.test(p)) return deny('history-tamper', `${how} ${displayField(p)}`);
     if (/(^|\/)authorized_keys2?$/.test(p)) return deny('authorized-keys-write', `${how} ${displayField(p)}`);
     if (p === '/proc/sysrq-trigger' || p.startsWith('/proc/sys/') || p.startsWith('/sys/')) return deny('proc-write', `${how} ${displayField(p)}`);
     if (p.startsWith('/dev/') && !HARMLESS_DEV.test(p)) return deny('device-write', `${how} ${displayField(p)}`);
     const hit = pathMatches(p, [''], new Map(), PERSISTENCE_PATHS, ['~/.bashrc', '~/.profile', '~/.zshrc', '/etc/crontab', '/etc/cron.d/x', '/etc/profile']);
-    if (hit) return deny('persistence', `${how} ${hit}`);
+    if (hit && !(STARTUP_FILE.test(p) && typeof appended === 'string' && plainSettings(appended))) return deny('persistence', `${how} ${hit}`);
   }
   return null;
 }
@@ -418,6 +437,41 @@ function recordWrites(site: CommandSite, ctx: Ctx): null {
   return null;
 }
 
+/**
+ * Text that only sets variables (`export PATH=$PATH:~/bin`, `EDITOR=vim`): no command, substitution or
+ * redirection, and no variable that programs run or load code from (PROMPT_COMMAND, LD_PRELOAD, ...).
+ */
+function plainSettings(text: string): boolean {
+  const res = analyzeScript(text);
+  if (!res.ok) return false;
+  const f = res.facts;
+  if (f.sites.length > 0 || f.redirects.length > 0 || f.hasSubstitution || f.unsupported || f.tooComplex) return false;
+  return f.envAssigns.every((w) => {
+    const [name, value] = [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)];
+    if (historyAssignment(name, value) !== null || !isStatic(name)) return false;
+    const carried = assignmentEmbedded(name, value);
+    // EDITOR=vim names a program the user starts; PROMPT_COMMAND and code-loading variables run by themselves
+    return carried.length === 0 || (name !== 'PROMPT_COMMAND' && carried.every((e) => 'text' in e && /^[\w./~-]+$/.test(e.text)));
+  });
+}
+
+/** What `>> file` redirections of echo/printf/heredoc commands append, per redirection. */
+function appendedTexts(facts: ScriptFacts): Map<RedirectSite, string | null> {
+  const out = new Map<RedirectSite, string | null>();
+  for (const site of facts.sites) {
+    const text = site.argvs.length === 1 ? producedText(site, unwrapCommand(site.argvs[0]!, { deep: true }).words) : null;
+    for (const r of site.redirs) if (r.op === '>>' && (r.fd === null || r.fd === '1')) out.set(r, text);
+  }
+  return out;
+}
+
+/** What tee reads: the text of a single echo/printf upstream, or a here-text. */
+function teeInput(site: CommandSite): string | null {
+  const up = site.stdin.kind === 'pipe' && site.stdin.upstream.length === 1 ? site.stdin.upstream[0]! : null;
+  if (up) return up.argvs.length === 1 ? producedText(up, unwrapCommand(up.argvs[0]!, { deep: true }).words) : null;
+  return site.stdin.kind === 'here' ? site.stdin.texts.join('\n') : null;
+}
+
 function producedText(site: CommandSite, words: string[]): string | null {
   const name = basename(words[0] ?? '');
   if (name === 'echo') return `${words.slice(1).filter((w) => !/^-[neE]+$/.test(w)).join(' ')}\n`;
@@ -426,13 +480,13 @@ function producedText(site: CommandSite, words: string[]): string | null {
   return null;
 }
 
-function judgeRedirect(r: RedirectSite, links: LinkMap): DenyVerdict | null {
+function judgeRedirect(r: RedirectSite, links: LinkMap, appended: string | null | undefined): DenyVerdict | null {
   for (const t of r.targets) {
     if (/^\/dev\/(tcp|udp)\//.test(t)) return deny('reverse-shell', `redirection to ${t}`);
     const writes = WRITE_OPS.has(r.op) || r.op === '>&';
     if (/^\d+$|^-$/.test(t) && (r.op === '>&' || r.op === '<&')) continue;
     if (writes) {
-      const v = judgeWrite(t, r.cwd, links, r.op);
+      const v = judgeWrite(t, r.cwd, links, r.op, appended);
       if (v) return v;
     }
     if (r.op !== '<<' && r.op !== '<<-' && r.op !== '<<<') {
