@@ -17,6 +17,12 @@
  *   programs run (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...). A string run later (alias value, trap, watch)
  *   is parsed with its unknown parts kept as markers: an unknown command name stays 'dynamic-command'.
  * - `<&N` (N not 0) on a command's stdin is reported as a file path `&N` (content unknown).
+ * - What changes what a name runs is followed, fail-closed: an alias (or `hash -p PATH NAME`) defined
+ *   ANYWHERE in the script expands every command whose first word is that plain name (dash expands aliases
+ *   in scripts; an alias is not expanded inside its own expansion); a function defined anywhere runs its
+ *   body again for each call, with $1.. $@ $# bound to the call's words (after `shift` every shift is
+ *   possible; after `set ARGS` they are unknown); `declare/local/typeset -n R=T` makes reads and writes
+ *   of R go to T (an unknown T reads as unknown).
  *
  * Why mvdan-sh (GopherJS build of mvdan/sh) and not sh-syntax: sh-syntax 0.7 (the WASM build of the same
  * parser) serialises only Stmt positions (`Cmd` is `{Pos, End}`, word parts carry no type or value), so

@@ -5,6 +5,9 @@
  * and returns the command that really runs, the names assigned on the way and the wrappers passed.
  * `command -v x` is a lookup, not a run: it is returned as is. The denylist judges both the command as
  * written and the unwrapped one; approval keys are taken from the unwrapped one.
+ * With `deep` (the denylist) package runners are unwrapped too (`runnerTool`: npx, pnpm dlx/exec, yarn
+ * dlx/exec, bunx, bun x, npm exec/x, uvx, uv tool run, uv run, pipx run, deno run npm:...): the tool's
+ * name loses its version and registry prefix (`npm:rimraf@5` -> `rimraf`).
  */
 
 /** Options (per wrapper) that consume the next word as their value. */
