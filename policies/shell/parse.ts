@@ -697,7 +697,9 @@ export class Evaluator {
   /** functions defined anywhere in the script (found before the walk): a call runs their bodies */
   private readonly funcs = new Map<string, Stmt[]>();
   /** simple commands whose first word is a plain literal: alias candidates, expanded after the walk */
-  private readonly firstWords: { name: string; rest: string; ctx: Ctx }[] = [];
+  private readonly firstWords: { name: string; rest: string; ctx: Ctx; hashOnly?: boolean }[] = [];
+  /** hash -p PATH NAME: also found through `command NAME` / `exec NAME`, which skip aliases */
+  private readonly hashed = new Map<string, string[]>();
   private bodyWalks = 0;
   /** pre-order counter: a command is numbered before the substitutions in its words = source order */
   private seq = 0;
@@ -728,6 +730,8 @@ export class Evaluator {
     const v = this.vars.get(name);
     if (v) return v;
     if (name === 'HOME') return ['~'];
+    // where the history goes unless the script says otherwise (`> $HISTFILE` is `> ~/.bash_history`)
+    if (name === 'HISTFILE') return ['~/.bash_history'];
     if (name === 'TMPDIR') return [MARK.TMP];
     if (name === CWD) return [''];
     return [MARK.UNKNOWN];
@@ -954,7 +958,13 @@ export class Evaluator {
     this.effects(site, ctx);
     const first = c.args[0]!;
     const lit = first.parts.length === 1 && first.parts[0]!.t === 'lit' ? first.parts[0]!.v : null;
-    if (lit !== null && /^[^\\/$`'"=\s]+$/.test(lit)) this.firstWords.push({ name: lit, rest: c.args.slice(1).map((w) => w.src).join(' '), ctx });
+    const plain = (w: Word | undefined): string | null => (w && w.parts.length === 1 && w.parts[0]!.t === 'lit' && /^[^\\/$`'"=\s]+$/.test(w.parts[0]!.v) ? w.parts[0]!.v : null);
+    if (plain(first) !== null) this.firstWords.push({ name: lit!, rest: c.args.slice(1).map((w) => w.src).join(' '), ctx });
+    if (lit === 'command' || lit === 'exec') {
+      const k = c.args.findIndex((w, i) => i > 0 && !w.src.startsWith('-'));
+      const n = plain(c.args[k]);
+      if (k > 0 && n !== null) this.firstWords.push({ name: n, rest: c.args.slice(k + 1).map((w) => w.src).join(' '), ctx, hashOnly: true });
+    }
     this.callFunctions(argvs, ctx);
   }
 
@@ -979,8 +989,8 @@ export class Evaluator {
   private expandAliases(): void {
     let expansions = 0;
     for (let i = 0; i < this.firstWords.length; i++) {
-      const { name, rest, ctx } = this.firstWords[i]!;
-      const values = this.aliases.get(name);
+      const { name, rest, ctx, hashOnly } = this.firstWords[i]!;
+      const values = (hashOnly ? this.hashed : this.aliases).get(name);
       if (!values || (ctx.aliasChain ?? []).includes(name)) continue;
       for (const v of values) {
         if (++expansions > MAX_ALTS) throw new TooComplex();
@@ -1034,7 +1044,12 @@ export class Evaluator {
         case 'hash': {
           // hash -p PATH NAME...: NAME now runs PATH, as an alias would
           const i = args.findIndex((a) => /^-[a-zA-Z]*p$/.test(a));
-          if (i >= 0 && args[i + 1] !== undefined) for (const n of args.slice(i + 2)) this.addAlias(n, shellQuote(args[i + 1]!));
+          if (i >= 0 && args[i + 1] !== undefined) {
+            for (const n of args.slice(i + 2)) {
+              this.addAlias(n, shellQuote(args[i + 1]!));
+              this.hashed.set(n, uniq([...(this.hashed.get(n) ?? []), shellQuote(args[i + 1]!)]));
+            }
+          }
           break;
         }
         case 'shift':

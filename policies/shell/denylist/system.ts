@@ -97,7 +97,11 @@ function subcommands(args: readonly string[], valueOpts: readonly string[]): str
 
 const DOCKER_OPTS = ['-H', '--host', '-c', '--context', '--config', '-l', '--log-level', '-f', '--file', '-p', '--project-name', '--project-directory', '--profile', '--env-file', '--ansi'];
 const KUBE_OPTS = ['-n', '--namespace', '--context', '--cluster', '--user', '-s', '--server', '--kubeconfig', '--token', '--as', '--as-group', '--request-timeout'];
-const ENTRY_TOOLS = new Set(['nsenter', 'unshare', 'chroot', 'systemd-nspawn', 'lxc-attach', 'lxc-execute', 'lxc-console', 'bwrap', 'distrobox-enter', 'firejail-join']);
+const ENTRY_TOOLS = new Set([
+  'nsenter', 'unshare', 'chroot', 'systemd-nspawn', 'lxc-attach', 'lxc-execute', 'lxc-console', 'bwrap', 'distrobox-enter',
+  // from inside a sandbox out to the host
+  'flatpak-spawn', 'host-spawn', 'distrobox-host-exec',
+]);
 export const ENTRY_WRAPPERS: ReadonlySet<string> = new Set(['nsenter', 'unshare', 'chroot', 'bwrap']);
 
 /** Tools that run a command in another namespace, container, pod or machine. */
@@ -114,7 +118,7 @@ export function containerEntry(argv: readonly string[]): DenyVerdict | null {
     case 'podman-compose': {
       const subs = subcommands(args, DOCKER_OPTS);
       const s = subs[0] === 'container' || subs[0] === 'compose' ? subs[1] : subs[0];
-      return s === 'exec' || s === 'attach' ? entry(s) : null;
+      return s === 'exec' || s === 'attach' || (name === 'podman' && s === 'unshare') ? entry(s) : null;
     }
     case 'kubectl':
     case 'oc':
@@ -131,6 +135,13 @@ export function containerEntry(argv: readonly string[]): DenyVerdict | null {
       const s = subcommands(args, ['-M', '--machine', '-H', '--host', '--uid', '-E', '--setenv'])[0];
       return s === 'shell' || s === 'login' ? entry(s) : null;
     }
+    case 'ip': {
+      const [a = '', b = ''] = subcommands(args, ['-n', '-netns', '-b', '-batch']);
+      // ip abbreviates: `ip net e` is `ip netns exec` (`ip ne` is neighbour)
+      return 'netns'.startsWith(a) && a.length >= 3 && b !== '' && 'exec'.startsWith(b) ? entry('netns exec') : null;
+    }
+    case 'firejail':
+      return args.some((w) => /^--join(-|=|$)/.test(w)) ? entry('--join') : null;
     case 'toolbox':
     case 'distrobox': {
       const s = subcommands(args, [])[0];

@@ -34,6 +34,12 @@ denylistClass(
     ['> ~/.python_history', 'history-tamper'],
     ['tee ~/.bash_history < /dev/null', 'history-tamper'],
     ['cd ~ && rm .bash_history', 'history-tamper'],
+    ['> "$HISTFILE"', 'history-tamper'],
+    ['ln -sf /dev/null $HISTFILE', 'history-tamper'],
+    ['cat /dev/null >| ~/.bash_history', 'history-tamper'],
+    ['chmod 000 ~/.bash_history', 'history-tamper'],
+    ['rimraf ~/.zsh_history', 'history-tamper'],
+    ['mv .bash_history x', 'history-tamper'],
   ],
   [
     'history',
