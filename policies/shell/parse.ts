@@ -17,6 +17,12 @@
  *   programs run (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...). A string run later (alias value, trap, watch)
  *   is parsed with its unknown parts kept as markers: an unknown command name stays 'dynamic-command'.
  * - `<&N` (N not 0) on a command's stdin is reported as a file path `&N` (content unknown).
+ * - What changes what a name runs is followed, fail-closed: an alias (or `hash -p PATH NAME`) defined
+ *   ANYWHERE in the script expands every command whose first word is that plain name (dash expands aliases
+ *   in scripts; an alias is not expanded inside its own expansion); a function defined anywhere runs its
+ *   body again for each call, with $1.. $@ $# bound to the call's words (after `shift` every shift is
+ *   possible; after `set ARGS` they are unknown); `declare/local/typeset -n R=T` makes reads and writes
+ *   of R go to T (an unknown T reads as unknown).
  *
  * Why mvdan-sh (GopherJS build of mvdan/sh) and not sh-syntax: sh-syntax 0.7 (the WASM build of the same
  * parser) serialises only Stmt positions (`Cmd` is `{Pos, End}`, word parts carry no type or value), so
@@ -491,6 +497,10 @@ interface Ctx {
   background: boolean;
   functions: string[];
   depth: number;
+  /** inside a function called with known arguments: $1, $@ ... (args null once `shift`/`set` moved them) */
+  positional?: { args: string[] | null; shifted: boolean };
+  /** aliases being expanded (bash does not expand an alias inside its own expansion) */
+  aliasChain?: string[];
 }
 
 interface St {
@@ -499,6 +509,49 @@ interface St {
 }
 
 const SPECIAL_PARAM = /^([0-9]+|[@*#?$!-])$/;
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const shellQuote = (v: string): string => `'${v.replace(/'/g, `'\\''`)}'`;
+
+/** Every function definition in the script, wherever it is (a call may come before it in a loop). */
+function collectFuncs(stmts: Stmt[], out: Map<string, Stmt[]>): void {
+  const visit = (c: Command | null): void => {
+    if (!c) return;
+    switch (c.k) {
+      case 'func':
+        out.set(c.name, [...(out.get(c.name) ?? []), c.body]);
+        visit(c.body.cmd);
+        return;
+      case 'binary':
+        visit(c.x.cmd);
+        visit(c.y.cmd);
+        return;
+      case 'group':
+        c.stmts.forEach((s) => visit(s.cmd));
+        return;
+      case 'if':
+        [...c.cond, ...c.then].forEach((s) => visit(s.cmd));
+        visit(c.else);
+        return;
+      case 'while':
+      case 'for':
+        [...(c.k === 'while' ? c.cond : []), ...c.body].forEach((s) => visit(s.cmd));
+        return;
+      case 'case':
+        c.items.forEach((it) => it.stmts.forEach((s) => visit(s.cmd)));
+        return;
+      case 'time':
+        visit(c.stmt?.cmd ?? null);
+        return;
+      case 'coproc':
+        visit(c.stmt.cmd);
+        return;
+      default:
+        return;
+    }
+  };
+  stmts.forEach((s) => visit(s.cmd));
+}
 const CWD = '\u0000cwd';
 
 function uniq(xs: string[]): string[] {
@@ -637,6 +690,17 @@ export class Evaluator {
   };
   private readonly vars = new Map<string, string[]>();
   private readonly arrays = new Map<string, string[] | null>();
+  /** declare -n NAME=TARGET: reads and writes of NAME go to TARGET */
+  private readonly namerefs = new Map<string, string[]>();
+  /** alias NAME=VALUE and hash -p PATH NAME, anywhere in the script: NAME -> texts that replace it */
+  private readonly aliases = new Map<string, string[]>();
+  /** functions defined anywhere in the script (found before the walk): a call runs their bodies */
+  private readonly funcs = new Map<string, Stmt[]>();
+  /** simple commands whose first word is a plain literal: alias candidates, expanded after the walk */
+  private readonly firstWords: { name: string; rest: string; ctx: Ctx; hashOnly?: boolean }[] = [];
+  /** hash -p PATH NAME: also found through `command NAME` / `exec NAME`, which skip aliases */
+  private readonly hashed = new Map<string, string[]>();
+  private bodyWalks = 0;
   /** pre-order counter: a command is numbered before the substitutions in its words = source order */
   private seq = 0;
 
@@ -646,7 +710,9 @@ export class Evaluator {
     const ctx: Ctx = { stdin: { kind: 'none' }, conditional: false, inPipeline: false, background: false, functions: [], depth: 0 };
     try {
       if (script.stmts.length > 1) this.facts.structure = true;
+      collectFuncs(script.stmts, this.funcs);
       this.stmts(script.stmts, ctx);
+      this.expandAliases();
     } catch (err) {
       if (err instanceof TooComplex) this.facts.tooComplex = true;
       else throw err;
@@ -658,16 +724,25 @@ export class Evaluator {
 
   // ---- variables
 
-  get(name: string): string[] {
+  get(name: string, seen: string[] = []): string[] {
+    const ref = this.namerefs.get(name);
+    if (ref && !seen.includes(name)) return uniq(ref.flatMap((t) => (VAR_NAME.test(t) ? this.get(t, [...seen, name]) : [MARK.UNKNOWN])));
     const v = this.vars.get(name);
     if (v) return v;
     if (name === 'HOME') return ['~'];
+    // where the history goes unless the script says otherwise (`> $HISTFILE` is `> ~/.bash_history`)
+    if (name === 'HISTFILE') return ['~/.bash_history'];
     if (name === 'TMPDIR') return [MARK.TMP];
     if (name === CWD) return [''];
     return [MARK.UNKNOWN];
   }
 
-  set(name: string, alts: string[], ctx: Ctx): void {
+  set(name: string, alts: string[], ctx: Ctx, seen: string[] = []): void {
+    const ref = this.namerefs.get(name);
+    if (ref && !seen.includes(name)) {
+      for (const t of ref) if (VAR_NAME.test(t)) this.set(t, alts, ref.length > 1 ? { ...ctx, conditional: true } : ctx, [...seen, name]);
+      return;
+    }
     if (name !== CWD) this.facts.assigned.push(name);
     // Field splitting is evaluated with the default IFS; a script that changes it is not judged.
     if (name === 'IFS') this.facts.unsupported = 'IFS is changed, so word splitting cannot be judged';
@@ -786,16 +861,22 @@ export class Evaluator {
         this.facts.structure = true;
         this.stmt(c.body, { ...cond, functions: [...ctx.functions, c.name] });
         return;
-      case 'decl':
+      case 'decl': {
+        let nameref = false;
         for (const a of c.args) {
           if (!a.name) {
-            if (a.value) this.expandString(a.value, ctx, false);
+            if (a.value && this.expandString(a.value, ctx, false).some((f) => /^-[a-zA-Z]*n/.test(f))) nameref = true;
             continue;
           }
           this.facts.assigned.push(a.name);
-          if (!a.naked) this.assign(a, ctx);
+          if (nameref) {
+            // declare -n r=target: r stands for the variable named by the value (unknown name: unknown value)
+            const targets = a.value ? this.expandString(a.value, ctx, true) : [MARK.UNKNOWN];
+            this.namerefs.set(a.name, uniq([...(ctx.conditional ? this.namerefs.get(a.name) ?? [] : []), ...targets]));
+          } else if (!a.naked) this.assign(a, ctx);
         }
         return;
+      }
       case 'words':
         this.facts.structure = true;
         for (const w of c.words) this.expandString(w, ctx, false);
@@ -875,6 +956,47 @@ export class Evaluator {
     };
     this.facts.sites.push(site);
     this.effects(site, ctx);
+    const first = c.args[0]!;
+    const lit = first.parts.length === 1 && first.parts[0]!.t === 'lit' ? first.parts[0]!.v : null;
+    const plain = (w: Word | undefined): string | null => (w && w.parts.length === 1 && w.parts[0]!.t === 'lit' && /^[^\\/$`'"=\s]+$/.test(w.parts[0]!.v) ? w.parts[0]!.v : null);
+    if (plain(first) !== null) this.firstWords.push({ name: lit!, rest: c.args.slice(1).map((w) => w.src).join(' '), ctx });
+    if (lit === 'command' || lit === 'exec') {
+      const k = c.args.findIndex((w, i) => i > 0 && !w.src.startsWith('-'));
+      const n = plain(c.args[k]);
+      if (k > 0 && n !== null) this.firstWords.push({ name: n, rest: c.args.slice(k + 1).map((w) => w.src).join(' '), ctx, hashOnly: true });
+    }
+    this.callFunctions(argvs, ctx);
+  }
+
+  /** A call of a function defined in the script runs its body with these arguments as $1, $@ ... */
+  private callFunctions(argvs: string[][], ctx: Ctx): void {
+    for (const argv of argvs.slice(0, 8)) {
+      const name = argv[0] ?? '';
+      const bodies = this.funcs.get(name);
+      if (!bodies || ctx.functions.includes(name)) continue;
+      if (ctx.depth > 4) {
+        this.facts.unsupported = 'functions nested too deep';
+        return;
+      }
+      for (const body of bodies) {
+        if (++this.bodyWalks > MAX_ALTS * 4) throw new TooComplex();
+        this.stmt(body, { ...ctx, conditional: true, functions: [...ctx.functions, name], depth: ctx.depth + 1, positional: { args: argv.slice(1), shifted: false } });
+      }
+    }
+  }
+
+  /** After the walk: every command whose first word names an alias (defined anywhere) runs the alias text. */
+  private expandAliases(): void {
+    let expansions = 0;
+    for (let i = 0; i < this.firstWords.length; i++) {
+      const { name, rest, ctx, hashOnly } = this.firstWords[i]!;
+      const values = (hashOnly ? this.hashed : this.aliases).get(name);
+      if (!values || (ctx.aliasChain ?? []).includes(name)) continue;
+      for (const v of values) {
+        if (++expansions > MAX_ALTS) throw new TooComplex();
+        this.nested(`${v} ${rest}`, { ...ctx, aliasChain: [...(ctx.aliasChain ?? []), name] });
+      }
+    }
   }
 
   /** What a command does to the evaluator's state, and commands it runs from its arguments. */
@@ -914,8 +1036,28 @@ export class Evaluator {
         case 'alias':
           for (const a of args) {
             const eq = a.indexOf('=');
-            if (eq > 0) this.nested(a.slice(eq + 1), ctx);
+            if (eq <= 0) continue;
+            this.addAlias(a.slice(0, eq), a.slice(eq + 1));
+            this.nested(a.slice(eq + 1), ctx);
           }
+          break;
+        case 'hash': {
+          // hash -p PATH NAME...: NAME now runs PATH, as an alias would
+          const i = args.findIndex((a) => /^-[a-zA-Z]*p$/.test(a));
+          if (i >= 0 && args[i + 1] !== undefined) {
+            for (const n of args.slice(i + 2)) {
+              this.addAlias(n, shellQuote(args[i + 1]!));
+              this.hashed.set(n, uniq([...(this.hashed.get(n) ?? []), shellQuote(args[i + 1]!)]));
+            }
+          }
+          break;
+        }
+        case 'shift':
+          // how far it shifted is not followed: every shift is possible
+          if (ctx.positional) ctx.positional.shifted = true;
+          break;
+        case 'set':
+          if (ctx.positional && args.some((a) => !/^[-+][a-zA-Z]+$/.test(a))) ctx.positional.args = null;
           break;
         case 'trap': {
           const action = args[0] === '--' ? args[1] : args[0];
@@ -963,6 +1105,10 @@ export class Evaluator {
       return;
     }
     this.stmts(res.script.stmts, { ...ctx, conditional: true, depth: ctx.depth + 1 });
+  }
+
+  private addAlias(name: string, value: string): void {
+    this.aliases.set(name, uniq([...(this.aliases.get(name) ?? []), value]));
   }
 
   // ---- words
@@ -1029,7 +1175,7 @@ export class Evaluator {
           break;
         case 'param':
           // "${a[@]}" expands to one field per element even inside quotes.
-          addAll(this.param(p, ctx), !quoted || p.index?.src === '@');
+          addAll(this.param(p, ctx), !quoted || p.index?.src === '@' || (p.name === '@' && ctx.positional?.args != null));
           break;
         case 'cmdsubst': {
           this.facts.hasSubstitution = true;
@@ -1069,9 +1215,19 @@ export class Evaluator {
   private param(p: Extract<Part, { t: 'param' }>, ctx: Ctx): string[] {
     for (const w of p.inner) this.expandString(w, ctx, false);
     const arg = p.arg ? this.expandString(p.arg, ctx, true) : [''];
-    if (p.opaque || SPECIAL_PARAM.test(p.name)) return [MARK.UNKNOWN];
+    const pos = ctx.positional?.args;
+    const positional = pos != null && !p.opaque && !p.index && /^([1-9][0-9]*|[@*#])$/.test(p.name);
+    if (!positional && (p.opaque || SPECIAL_PARAM.test(p.name))) return [MARK.UNKNOWN];
     let base: string[];
-    if (p.index) {
+    if (positional) {
+      const shifts = ctx.positional!.shifted ? pos.map((_, k) => k).concat(pos.length) : [0];
+      base = uniq(
+        shifts.map((k) => {
+          const rest = pos.slice(k);
+          return p.name === '#' ? String(rest.length) : p.name === '@' || p.name === '*' ? rest.join(' ') : rest[Number(p.name) - 1] ?? '';
+        }),
+      );
+    } else if (p.index) {
       const arr = this.arrays.get(p.name);
       const idx = p.index.src;
       if (arr === undefined || arr === null) base = [MARK.UNKNOWN];

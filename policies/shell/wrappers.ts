@@ -5,6 +5,9 @@
  * and returns the command that really runs, the names assigned on the way and the wrappers passed.
  * `command -v x` is a lookup, not a run: it is returned as is. The denylist judges both the command as
  * written and the unwrapped one; approval keys are taken from the unwrapped one.
+ * With `deep` (the denylist) package runners are unwrapped too (`runnerTool`: npx, pnpm dlx/exec, yarn
+ * dlx/exec, bunx, bun x, npm exec/x, uvx, uv tool run, uv run, pipx run, deno run npm:...): the tool's
+ * name loses its version and registry prefix (`npm:rimraf@5` -> `rimraf`).
  */
 
 /** Options (per wrapper) that consume the next word as their value. */
@@ -84,7 +87,89 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   pkexec: { valueOpts: ['--user'] },
   run0: { valueOpts: ['-u', '--user', '-g', '--group', '-D', '--chdir', '--setenv', '--unit', '--property', '--description', '--slice', '--nice'] },
   setpriv: { valueOpts: ['--reuid', '--regid', '--ruid', '--euid', '--rgid', '--egid', '--groups', '--inh-caps', '--ambient-caps', '--bounding-set', '--securebits', '--pdeathsig', '--selinux-label', '--apparmor-profile'] },
+  // node tooling that runs the command in its arguments
+  corepack: { valueOpts: [] },
+  shx: { valueOpts: [] },
+  'cross-env': { valueOpts: [], assigns: true },
+  'env-cmd': { valueOpts: ['-f', '--file', '-e', '--environments', '-r', '--rc-file'] },
+  dotenv: { valueOpts: ['-e', '-c', '-v'] },
+  bwrap: { valueOpts: [] },
 };
+
+/**
+ * Package runners: programs that fetch (or find locally) a named tool and run it, so `npx -y rimraf@5 /`
+ * runs `rimraf /`. Per runner: the subcommand words that make it run a tool (none: the runner itself),
+ * its options that take a value, and `bins`: a bare `yarn rimraf` / `pnpm rimraf` also runs the bin.
+ * Only the denylist (`deep`) looks through them; approval keys keep the runner.
+ */
+interface RunnerSpec {
+  subs: readonly (readonly string[])[] | null;
+  valueOpts: readonly string[];
+  /** the tool word must carry a registry prefix (deno run npm:rimraf); other operands are script files */
+  registryOnly?: readonly string[];
+  bins?: boolean;
+}
+const NPM_OPTS = ['-p', '--package', '-w', '--workspace', '--prefix', '--registry', '--cache', '--userconfig', '--node-options', '-C', '--dir', '--filter', '-F', '--cwd'];
+const UV_OPTS = ['--from', '--with', '--with-editable', '--with-requirements', '-p', '--python', '--index', '--default-index', '--index-url', '--extra-index-url', '--cache-dir', '--directory', '--project', '--config-file', '--package', '--extra', '--group', '--env-file', '-c', '--constraints', '--overrides', '-w'];
+const RUNNERS: Readonly<Record<string, RunnerSpec>> = {
+  npx: { subs: null, valueOpts: NPM_OPTS },
+  pnpx: { subs: null, valueOpts: NPM_OPTS },
+  bunx: { subs: null, valueOpts: ['-p', '--package', '--cwd'] },
+  uvx: { subs: null, valueOpts: UV_OPTS },
+  npm: { subs: [['exec'], ['x']], valueOpts: NPM_OPTS },
+  pnpm: { subs: [['dlx'], ['exec'], ['x']], valueOpts: NPM_OPTS, bins: true },
+  yarn: { subs: [['dlx'], ['exec'], ['run']], valueOpts: NPM_OPTS, bins: true },
+  bun: { subs: [['x'], ['run'], ['exec']], valueOpts: ['--cwd', '-p', '--package', '--filter'], bins: true },
+  pipx: { subs: [['run']], valueOpts: ['--spec', '--python', '--pip-args', '--index-url'] },
+  uv: { subs: [['tool', 'run'], ['run']], valueOpts: UV_OPTS },
+  deno: { subs: [['run'], ['x']], valueOpts: ['-c', '--config', '--import-map', '--lock', '--cert', '--location', '--seed', '--inspect-wait'], registryOnly: ['npm:', 'jsr:'] },
+};
+
+/** Tools reachable by a bare `yarn TOOL` / `pnpm TOOL` (bins of the project), judged like the runners. */
+export const RUNNABLE_BINS: ReadonlySet<string> = new Set(['rimraf', 'del', 'del-cli', 'trash', 'trash-cli', 'trash-put', 'premove', 'rimraf-cli', 'shx']);
+
+/** `rimraf@5`, `npm:rimraf@^5`, `@scope/tool@1.2`, `trash-cli==0.23`, `ruff[extra]`: the tool's name. */
+export function toolName(spec: string): string {
+  let s = spec.replace(/^(npm|jsr|pypi):/, '');
+  const at = s.lastIndexOf('@');
+  if (at > 0) s = s.slice(0, at);
+  s = s.replace(/\[[^\]]*\]$/, '').replace(/(==|>=|<=|~=|!=|>|<).*$/, '');
+  return s;
+}
+
+/** If `words` is a package runner running a tool, the tool's words (name normalised); else null. */
+export function runnerTool(words: readonly string[]): string[] | null {
+  const name = basename(words[0] ?? '');
+  const spec = RUNNERS[name];
+  if (!spec) return null;
+  let i = 1;
+  const skipOptions = (): boolean => {
+    while (i < words.length) {
+      const w = words[i]!;
+      if (w === '--') {
+        i++;
+        return true;
+      }
+      if (!w.startsWith('-') || w === '-') return true;
+      // npx -c / npm exec --call run a command string: judged as such (./denylist/embedded.ts)
+      if (/^(-c|--call)(=|$)/.test(w) && name !== 'uv' && name !== 'uvx' && name !== 'deno') return false;
+      i += spec.valueOpts.includes(w) ? 2 : 1;
+    }
+    return true;
+  };
+  if (!skipOptions()) return null;
+  if (spec.subs) {
+    const sub = spec.subs.find((s) => s.every((part, k) => words[i + k] === part));
+    if (sub) {
+      i += sub.length;
+      if (!skipOptions()) return null;
+    } else if (!(spec.bins && RUNNABLE_BINS.has(toolName(words[i] ?? '')))) return null;
+  }
+  const tool = words[i];
+  if (tool === undefined) return null;
+  if (spec.registryOnly && !spec.registryOnly.some((p) => tool.startsWith(p))) return null;
+  return [toolName(tool), ...words.slice(i + 1)];
+}
 
 /** The wrappers every caller looks through (approval keys too); the rest only with `deep` (the denylist). */
 export const SHALLOW_WRAPPERS: ReadonlySet<string> = new Set(['env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs', 'flock', 'busybox', 'chronic', 'unbuffer', 'sudo', 'doas']);
@@ -130,6 +215,12 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
       words = words.slice(1);
     }
     const name = basename(words[0] ?? '');
+    const tool = opts.deep ? runnerTool(words) : null;
+    if (tool) {
+      out.wrappers.push(name);
+      words = tool;
+      continue;
+    }
     const spec = WRAPPERS[name];
     if (!spec) break;
     if (!opts.deep && !SHALLOW_WRAPPERS.has(name)) break;

@@ -9,13 +9,16 @@ import { MARK, displayField, isStatic, type CommandSite, type ScriptFacts } from
 import { deny, type DenyVerdict } from './rules.js';
 import { hasLong, longValue, readOptions } from './options.js';
 import { inlineCodeOption, interpreterName, scriptOperand } from './interpreters.js';
-import { hasGlob, normalizePath } from './paths.js';
+import { isDangerousTarget, normalizePath, type LinkMap } from './paths.js';
+import { SYSTEM_COMMANDS, systemRule } from './system.js';
 
 export interface Judge {
   site: CommandSite;
   facts: ScriptFacts;
   /** false for argument slices of unknown programs: their stdin is not the slice's */
   ownStdin: boolean;
+  /** symlinks made earlier in the same command (for the paths a rule looks at) */
+  links?: LinkMap;
 }
 
 const DOWNLOADERS = new Set(['curl', 'wget', 'aria2c', 'fetch', 'http', 'https', 'xh', 'lwp-download', 'lwp-request', 'GET']);
@@ -116,11 +119,6 @@ export function operands(args: string[]): string[] {
 }
 
 const isTmpPath = (f: string): boolean => f.startsWith(MARK.TMP) && (f.length === 1 || f[1] === '/') && !f.split('/').includes('..');
-
-function isDangerousTarget(t: string): boolean {
-  const p = normalizePath(t);
-  return p === '/' || p === '~' || p === '.' || p === '..' || (/^\/[^/]*$/.test(p) && hasGlob(p)) || hasGlob(t) || /^(\/|~)\*?$/.test(p) || /^(\.\.\/)+\.\.$/.test(p);
-}
 
 function rmRule(args: string[], j: Judge): DenyVerdict | null {
   const o = readOptions(args);
@@ -260,7 +258,7 @@ function persistenceRule(name: string, args: string[]): DenyVerdict | null {
   return null;
 }
 
-const PRIV = new Set(['sudo', 'su', 'doas', 'pkexec', 'runuser', 'sg', 'run0', 'setpriv', 'sudo-rs', 'please', 'ksu', 'calife']);
+const PRIV = new Set(['sudo', 'sudoedit', 'su', 'doas', 'pkexec', 'runuser', 'sg', 'run0', 'setpriv', 'sudo-rs', 'please', 'ksu', 'calife']);
 
 export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
   const first = argv[0];
@@ -274,13 +272,14 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
     return deny('no-preserve-root');
   }
   if (PRIV.has(name)) return deny('privilege-escalation', name);
+  const system = (): DenyVerdict | null => systemRule(name, args, j.site.cwd, j.links ?? new Map());
   switch (name) {
     case 'rm':
-      return rmRule(args, j);
+      return rmRule(args, j) ?? system();
     case 'unlink': {
       const t = operands(args).find(isDangerousTarget);
       if (t) return deny('rm-dangerous-target', `unlink ${displayField(t)}`);
-      return j.site.origin === 'find-exec' ? deny('recursive-delete', 'find -exec unlink') : null;
+      return j.site.origin === 'find-exec' ? deny('recursive-delete', 'find -exec unlink') : system();
     }
     case 'find':
       return findRule(args);
@@ -341,7 +340,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
       return attach ? deny('process-attach', `${name} ${args.join(' ').slice(0, 30)}`) : null;
     }
     case 'chmod':
-      return chmodRule(args);
+      return chmodRule(args) ?? system();
     case 'install':
     case 'mkdir':
     case 'mkfifo':
@@ -356,7 +355,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
     case 'chgrp': {
       const owner = readOptions(args, { longValue: ['reference', 'from'] }).operands[0] ?? '';
       const parts = owner.split(/[:.]/);
-      return parts.some((p) => p === 'root' || p === '0') ? deny('chown-root', `${name} ${owner}`) : null;
+      return parts.some((p) => p === 'root' || p === '0') ? deny('chown-root', `${name} ${owner}`) : system();
     }
     case 'mount':
     case 'umount':
@@ -396,7 +395,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
       return listing ? null : deny('crontab');
     }
     case 'history':
-      return flags.has('c') || flags.has('w') || flags.has('d') || flags.has('r') ? deny('history-tamper') : null;
+      return flags.has('c') || flags.has('w') || flags.has('d') || flags.has('r') || flags.has('s') ? deny('history-tamper', `history ${args.join(' ')}`.slice(0, 40)) : null;
     case 'useradd':
     case 'userdel':
     case 'usermod':
@@ -431,8 +430,10 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
       return null;
     }
   }
+  const sys = system();
+  if (sys) return sys;
   if (name.startsWith('mkfs') || ['mke2fs', 'mkswap', 'mkdosfs', 'mkntfs', 'fdisk', 'sfdisk', 'cfdisk', 'parted', 'gdisk', 'sgdisk', 'cryptsetup', 'pvcreate', 'lvremove', 'vgremove', 'zpool', 'mdadm'].includes(name)) {
-    if (['cryptsetup', 'zpool', 'mdadm'].includes(name) && args.every((a) => /^(status|list|-l|--detail|--examine|-D|-E|iostat|--help|-h)$/.test(a) || !a.startsWith('-') && !['luksFormat', 'create', 'destroy', 'erase', '--create', '--zero-superblock'].includes(a))) {
+    if (['cryptsetup', 'zpool', 'mdadm'].includes(name) && args.every((a) => /^(status|list|-l|--detail|--examine|-D|-E|iostat|--help|-h)$/.test(a) || !a.startsWith('-') && !['luksFormat', 'luksErase', 'luksKillSlot', 'create', 'destroy', 'labelclear', 'erase', '--create', '--zero-superblock'].includes(a))) {
       return null;
     }
     return deny('disk-format', name);
@@ -456,7 +457,7 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
 export function isKnownCommand(word: string): boolean {
   if (!isStatic(word) || word.startsWith('-')) return false;
   const n = basename(word);
-  return KNOWN.has(n) || n.startsWith('mkfs') || interpreterName(n) !== null;
+  return KNOWN.has(n) || SYSTEM_COMMANDS.has(n) || n.startsWith('mkfs') || interpreterName(n) !== null;
 }
 const KNOWN = new Set([
   'rm', 'unlink', 'find', 'rsync', 'dd', 'shutdown', 'reboot', 'halt', 'poweroff', 'init', 'telinit', 'systemctl', 'at', 'batch',

@@ -7,12 +7,18 @@
  * `{ rule, reason }` with a stable rule id (see RULES in ./rules.ts), or null.
  *
  * Each command is judged
- * - as written, and as the command its wrappers run (./commands.ts);
+ * - as written, and as the command its wrappers and package runners run (./commands.ts; `npx -y rimraf@5
+ *   /` is judged as `rimraf /`, which is judged like `rm -rf /`);
+ * - by the system rules (./system.ts): recursive permission sweeps, history tampering, capabilities,
+ *   container and namespace entry (judged after the command they run, so that command names its rule),
+ *   fs destroyers, account databases;
  * - for every argument slice that starts with a known-dangerous command (`foo --bar rm -rf /`);
  * - for the command strings its options carry (./embedded.ts: tar --to-command, ssh -o ProxyCommand,
  *   git -c core.pager, awk system(), PAGER=..., ...), each judged as a command of its own;
- * - for the paths it names (./paths.ts: secrets, raw devices, /proc, persistence), through symlinks made
- *   earlier in the same command;
+ * - for the paths it names (./paths.ts: secrets, raw devices, /proc, persistence, history files), after
+ *   normalising `~`, `..`, `.` and `//` (a `..` out of `~` is tried for /root and /home/<user>), through
+ *   symlinks made earlier in the same command; writes in ./writes.ts (plain settings appended to the
+ *   user's shell start-up file are approvable, any command there is 'persistence');
  * - for scripts it runs that the same command wrote (`echo ... > x.sh; sh x.sh`): their content is judged.
  *
  * Fail closed: a command name that cannot be known statically is 'dynamic-command'; constructs the
@@ -22,12 +28,14 @@
  * mktemp, or $TMPDIR, or something under them (no `..`), passes.
  */
 import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
-import { MARK, analyzeScript, displayField, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
+import { MARK, analyzeScript, displayField, type CommandSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
 import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
 import { assignmentEmbedded, awkFiles, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
-import { HARMLESS_DEV, PERSISTENCE_PATHS, globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { containerEntry, ENTRY_WRAPPERS, historyAssignment } from './system.js';
+import { appendedTexts, judgeRedirect, judgeWrite, recordWrites, teeInput, writeTargets, type Written } from './writes.js';
 
 export { RULES, deny, type DenyVerdict } from './rules.js';
 export { normalizePath } from './paths.js';
@@ -70,7 +78,7 @@ interface Ctx {
   facts: ScriptFacts;
   links: LinkMap;
   /** files this command wrote so far: path -> possible contents (null: unknown) */
-  written: Map<string, (string | null)[]>;
+  written: Written;
   depth: number;
 }
 
@@ -92,8 +100,9 @@ function findDenialAt(facts: ScriptFacts, depth: number): DenyVerdict | null {
     const v = judgeSite(site, ctx) ?? recordWrites(site, ctx);
     if (v) return v;
   }
+  const appended = appendedTexts(facts);
   for (const r of facts.redirects) {
-    const v = judgeRedirect(r, ctx.links);
+    const v = judgeRedirect(r, ctx.links, appended.get(r));
     if (v) return v;
   }
   if (facts.infiniteLoop) return deny('infinite-loop');
@@ -120,7 +129,8 @@ function judgeEmbedded(list: Embedded[], ctx: Ctx): DenyVerdict | null {
 
 function judgeAssignment(word: string, ctx: Ctx): DenyVerdict | null {
   const eq = word.indexOf('=');
-  return eq > 0 ? judgeEmbedded(assignmentEmbedded(word.slice(0, eq), word.slice(eq + 1)), ctx) : null;
+  if (eq <= 0) return null;
+  return historyAssignment(word.slice(0, eq), word.slice(eq + 1)) ?? judgeEmbedded(assignmentEmbedded(word.slice(0, eq), word.slice(eq + 1)), ctx);
 }
 
 /** ln [-s] TARGET... LINK: links made in this command, for path rules. */
@@ -191,7 +201,7 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
     }
     for (const level of levels(argv, site)) {
       const v =
-        judgeArgv(level, { site, facts, ownStdin: true }) ??
+        judgeArgv(level, { site, facts, ownStdin: true, links }) ??
         judgeEmbedded(embeddedCommands(basename(level[0] ?? ''), level.slice(1)), ctx) ??
         judgeSlices(level, site, ctx) ??
         judgePaths(level, site, ctx) ??
@@ -199,6 +209,13 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
       if (v) return v;
     }
     if (u.xargs && basename(u.words[0] ?? '') === 'rm' && stdinItems(site).includes(MARK.UNKNOWN)) return deny('recursive-delete', 'xargs rm');
+    // Judged after the command they run, so a refusal of that command names its own rule.
+    const entry = u.wrappers.find((w) => ENTRY_WRAPPERS.has(w));
+    if (entry) return deny('container-entry', entry);
+    for (const level of levels(argv, site)) {
+      const v = containerEntry(level);
+      if (v) return v;
+    }
     if (site.stdin.kind === 'file') {
       for (const p of site.stdin.paths) {
         const secret = secretPath(p, site.cwd, links);
@@ -227,7 +244,7 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
     const head = level[i]!;
     const tool = !head.startsWith('-') && TOOLS[basename(head)] !== undefined && basename(head) !== 'git';
     if (i === firstOperand || !(isKnownCommand(head) || tool)) continue;
-    const j = { site, facts: ctx.facts, ownStdin: false };
+    const j = { site, facts: ctx.facts, ownStdin: false, links: ctx.links };
     // `curl ... | anything bash`: whatever carries the interpreter, downloaded code reaches it
     if (interpreterName(basename(head)) && site.stdin.kind === 'pipe' && site.stdin.upstream.some((s) => s.argvs.some(isDownload))) {
       return deny('remote-code-exec', `download piped through ${name} into ${basename(head)}`);
@@ -248,8 +265,9 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
   const name = basename(level[0] ?? '');
   const args = level.slice(1);
   const writes = new Set(writeTargets(name, args));
+  const teeText = name === 'tee' && args.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append') ? teeInput(site) : null;
   for (const t of writes) {
-    const v = judgeWrite(t, site.cwd, ctx.links, name);
+    const v = judgeWrite(t, site.cwd, ctx.links, name, teeText);
     if (v) return v;
   }
   // dd names its output as of=PATH
@@ -285,51 +303,6 @@ function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict |
         if (v) return v;
       }
     }
-  }
-  return null;
-}
-
-/** Files a command writes through its arguments (not redirections). */
-function writeTargets(name: string, args: string[]): string[] {
-  const ops = operands(args);
-  switch (name) {
-    case 'tee':
-      return ops;
-    case 'cp':
-    case 'mv':
-    case 'install':
-    case 'ln':
-    case 'rsync':
-    case 'scp': {
-      const t = args.find((a) => a.startsWith('--target-directory='))?.split('=')[1] ?? (args.indexOf('-t') >= 0 ? args[args.indexOf('-t') + 1] : undefined);
-      return t !== undefined ? [t] : ops.length >= 2 ? [ops[ops.length - 1]!] : [];
-    }
-    case 'sed':
-    case 'gsed':
-    case 'perl': {
-      if (!args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'))) return [];
-      // sed's first operand is the script unless -e/-f gave it
-      const scriptGiven = name === 'perl' || args.some((a) => /^-[a-zA-Z]*[ef]/.test(a) || /^--(expression|file)/.test(a));
-      return scriptGiven ? ops.filter((o, i) => i > 0 || !args.includes('-e') || args[args.indexOf('-e') + 1] !== o) : ops.slice(1);
-    }
-    case 'dd':
-      return args.filter((a) => a.startsWith('of=')).map((a) => a.slice(3));
-    case 'curl':
-    case 'wget':
-      return args.flatMap((a, i) => (a === '-o' || a === '-O' || a === '--output' || a === '--output-document' ? [args[i + 1] ?? ''] : []));
-    default:
-      return [];
-  }
-}
-
-function judgeWrite(target: string, cwds: string[], links: LinkMap, how: string): DenyVerdict | null {
-  // both the path as named and where an earlier link points (`ln -s x ~/.bashrc` writes the link itself)
-  for (const p of cwds.flatMap((cwd) => [normalizePath(target, cwd), resolveLinks(normalizePath(target, cwd), links)])) {
-    if (/(^|\/)authorized_keys2?$/.test(p)) return deny('authorized-keys-write', `${how} ${displayField(p)}`);
-    if (p === '/proc/sysrq-trigger' || p.startsWith('/proc/sys/') || p.startsWith('/sys/')) return deny('proc-write', `${how} ${displayField(p)}`);
-    if (p.startsWith('/dev/') && !HARMLESS_DEV.test(p)) return deny('device-write', `${how} ${displayField(p)}`);
-    const hit = pathMatches(p, [''], new Map(), PERSISTENCE_PATHS, ['~/.bashrc', '~/.profile', '~/.zshrc', '/etc/crontab', '/etc/cron.d/x', '/etc/profile']);
-    if (hit) return deny('persistence', `${how} ${hit}`);
   }
   return null;
 }
@@ -379,70 +352,6 @@ function judgeWrittenRun(level: string[], site: CommandSite, ctx: Ctx): DenyVerd
     if (c.startsWith('#!') && !/^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(c)) return deny('inline-code', `${displayField(path)} is a script written by this same command`);
     const v = judgeText(c, `${displayField(path)}, written by this command`, ctx);
     if (v) return v;
-  }
-  return null;
-}
-
-const WRITE_OPS = new Set(['>', '>>', '>|', '&>', '&>>', '<>']);
-
-/** What a command writes with known content (echo > f, cat > f <<EOF, printf | tee f, cp a f). */
-function recordWrites(site: CommandSite, ctx: Ctx): null {
-  const cwd = site.cwd[0] ?? '';
-  const put = (path: string, content: string | null, append: boolean): void => {
-    const p = resolveLinks(normalizePath(path, cwd), ctx.links);
-    const before = append ? ctx.written.get(p) ?? [''] : [''];
-    ctx.written.set(p, before.map((b) => (b === null || content === null ? null : b + content)));
-  };
-  for (const argv of site.argvs) {
-    const words = unwrapCommand(argv, { deep: true }).words;
-    const name = basename(words[0] ?? '');
-    const content = producedText(site, words);
-    for (const r of site.redirs) {
-      if (!WRITE_OPS.has(r.op) || (r.fd !== null && r.fd !== '1')) continue;
-      for (const t of r.targets) put(t, content, r.op.endsWith('>>'));
-    }
-    if (name === 'tee') {
-      const up = site.stdin.kind === 'pipe' && site.stdin.upstream.length === 1 ? site.stdin.upstream[0]! : null;
-      const text = up && up.argvs.length === 1 ? producedText(up, unwrapCommand(up.argvs[0]!, { deep: true }).words) : site.stdin.kind === 'here' ? site.stdin.texts.join('\n') : null;
-      const append = words.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append');
-      for (const t of operands(words.slice(1))) put(t, text, append);
-    } else if (name !== 'curl' && name !== 'wget') {
-      // (a download run later is 'remote-code-exec', judged by chainedRemote)
-      for (const t of writeTargets(name, words.slice(1))) {
-        const src = operands(words.slice(1))[0];
-        const copied = (name === 'cp' || name === 'mv') && src !== undefined ? ctx.written.get(normalizePath(src, cwd)) : undefined;
-        put(t, copied && copied.length === 1 ? copied[0]! : null, false);
-      }
-    }
-  }
-  return null;
-}
-
-function producedText(site: CommandSite, words: string[]): string | null {
-  const name = basename(words[0] ?? '');
-  if (name === 'echo') return `${words.slice(1).filter((w) => !/^-[neE]+$/.test(w)).join(' ')}\n`;
-  if (name === 'printf') return words.slice(1).join(' ').replace(/\\n/g, '\n').replace(/\\t/g, '\t');
-  if (name === 'cat' && words.length === 1 && site.stdin.kind === 'here') return site.stdin.texts.length === 1 ? site.stdin.texts[0]! : null;
-  return null;
-}
-
-function judgeRedirect(r: RedirectSite, links: LinkMap): DenyVerdict | null {
-  for (const t of r.targets) {
-    if (/^\/dev\/(tcp|udp)\//.test(t)) return deny('reverse-shell', `redirection to ${t}`);
-    const writes = WRITE_OPS.has(r.op) || r.op === '>&';
-    if (/^\d+$|^-$/.test(t) && (r.op === '>&' || r.op === '<&')) continue;
-    if (writes) {
-      const v = judgeWrite(t, r.cwd, links, r.op);
-      if (v) return v;
-    }
-    if (r.op !== '<<' && r.op !== '<<-' && r.op !== '<<<') {
-      const secret = secretPath(t, r.cwd, links);
-      if (secret) return deny('secret-file', `redirection ${r.op} ${secret}`);
-      for (const cwd of r.cwd) {
-        const p = resolveLinks(normalizePath(t, cwd), links);
-        if (RAW_DEVICE.test(p)) return deny(writes ? 'device-write' : 'raw-device', `${r.op} ${displayField(p)}`);
-      }
-    }
   }
   return null;
 }

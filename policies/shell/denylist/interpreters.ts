@@ -109,9 +109,21 @@ export function inlineCodeOption(name: string, args: readonly string[]): string 
   if (!key) return null;
   if (key === 'deno') return args[0] === 'eval' ? 'deno eval' : null;
   const spec = INTERPRETERS[key]!;
+  const shell = spec === SHELL;
+  // `bash -s -- --yes`: with -s the words after the separator are arguments for code read from stdin
+  let readsStdin = false;
   for (let i = 0; i < args.length; i++) {
+    if (shell && /^-[a-zA-Z]*s[a-zA-Z]*$/.test(args[i]!)) readsStdin = true;
     const a = args[i]!;
+    // `sh -- -c CODE`, `dash - -c CODE`: after the separator a shell takes `-c` as a script name, but
+    // some shells and wrappers read it as the option again: an operand that looks like one fails closed.
+    if (shell && (a === '--' || a === '-')) return !readsStdin && /^-/.test(args[i + 1] ?? '') ? `${a} ${args[i + 1]}` : null;
     if (a === '--') break;
+    // shells take options with + too (`bash +x -c`, `bash +O extglob -c`)
+    if (shell && /^\+[a-zA-Z]+$/.test(a)) {
+      if (/[oO]$/.test(a)) i++;
+      continue;
+    }
     if (a.startsWith('--') && a.length > 2) {
       const name = a.slice(2).split('=')[0]!;
       if ((spec.longCode ?? []).some((l) => l.startsWith(name))) return a;
@@ -159,7 +171,7 @@ export function scriptOperand(name: string, args: readonly string[]): string | n
     }
     if (a.startsWith('-') || a.startsWith('+')) {
       const last = a[a.length - 1]!;
-      if (a.length === 2 && ((spec?.value ?? '').includes(last) || (isShellName && 'oO'.includes(last)))) i++;
+      if ((a.length === 2 && (spec?.value ?? '').includes(last)) || (isShellName && /^[-+][a-zA-Z]*[oO]$/.test(a))) i++;
       continue;
     }
     if ((key === 'deno' || key === 'bun') && (a === 'run' || a === 'x')) continue;

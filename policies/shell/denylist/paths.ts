@@ -30,6 +30,38 @@ export function normalizePath(p: string, cwd = ''): string {
 }
 
 /**
+ * Every place a path may be. `~` has no known depth (/root, /home/<user>), so a `..` that climbs out of it
+ * (`~/../../etc/shadow`, `$HOME/../alice/.ssh`) is resolved both ways; otherwise one normalised path.
+ */
+export function normalizePaths(p: string, cwd = ''): string[] {
+  const n = normalizePath(p, cwd);
+  if (n !== '~/..' && !n.startsWith('~/../')) return [n];
+  const rest = n.slice(1);
+  return [...new Set([normalizePath(lexical(`/root${rest}`)), normalizePath(lexical(`/home/_${rest}`))])];
+}
+
+/** `.` and `..` resolved in an absolute path, with no home mapping. */
+function lexical(abs: string): string {
+  const out: string[] = [];
+  for (const seg of abs.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') out.pop();
+    else out.push(seg);
+  }
+  return `/${out.join('/')}`;
+}
+
+/** rm-style targets that must never be deleted: /, ~, . / .., anything above the start, a glob. */
+export function isDangerousTarget(t: string): boolean {
+  return normalizePaths(t).some(
+    (p) => p === '/' || p === '~' || p === '.' || p === '..' || hasGlob(t) || hasGlob(p) || /^(\/|~)\*?$/.test(p) || /^(\.\.\/)+\.\.$/.test(p),
+  );
+}
+
+/** Shell and REPL history files: changing, deleting or linking them away is 'history-tamper'. */
+export const HISTORY_FILE = /(^|\/)(\.[\w-]*_?history|\.histfile|\.zhistory|\.lesshst|fish_history)$/;
+
+/**
  * Secret files: reading, copying or sending any of them is refused ('secret-file'). Paths are matched
  * after normalisation (so `~` stands for any home directory).
  */
@@ -166,8 +198,7 @@ export function secretPath(word: string, cwds: string[], links: LinkMap): string
 
 function secretCandidate(candidate: string, cwds: string[], links: LinkMap): string | null {
   if (candidate === '' || candidate.startsWith(MARK.PSUB)) return null;
-  for (const cwd of cwds) {
-    const p = resolveLinks(normalizePath(candidate, cwd), links);
+  for (const p of cwds.flatMap((cwd) => normalizePaths(candidate, cwd)).map((n) => resolveLinks(n, links))) {
     if (hasGlob(p)) {
       const re = globRegex(p);
       const hit = SECRET_EXAMPLES.find((ex) => re.test(ex));
@@ -179,8 +210,7 @@ function secretCandidate(candidate: string, cwds: string[], links: LinkMap): str
 
 /** Does a (possibly globbed) path fall in one of these families? */
 export function pathMatches(word: string, cwds: string[], links: LinkMap, families: readonly RegExp[], examples: readonly string[] = []): string | null {
-  for (const cwd of cwds) {
-    const p = resolveLinks(normalizePath(word, cwd), links);
+  for (const p of cwds.flatMap((cwd) => normalizePaths(word, cwd)).map((n) => resolveLinks(n, links))) {
     if (families.some((re) => re.test(p))) return displayField(p);
     if (hasGlob(p)) {
       const re = globRegex(p);
