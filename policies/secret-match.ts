@@ -133,6 +133,8 @@ function safeChar(code: number, fallback: string): string {
 }
 
 const MAX_VARIANTS = 10;
+/** A list of 0x-prefixed bytes (`0x73, 0x6b, ...`), not a stray `0x` in base64. */
+const BYTE_LIST = /(0x[0-9a-f]{2}[^0-9a-z]{0,3}){4}/i;
 
 /** The text as written and as decoded (percent, escapes, `0x` prefixes), each once, labelled. */
 export function decodings(text: string): Array<[string, string]> {
@@ -143,7 +145,7 @@ export function decodings(text: string): Array<[string, string]> {
     const next: Array<[string, string]> = [];
     if (v.includes('%')) next.push(['percent-decoded', percentDecode(v)]);
     if (v.includes('\\') || v.includes('&#')) next.push(['unescaped', unescapeText(v)]);
-    if (/0x/i.test(v)) next.push(['0x removed', v.replace(/0x/gi, '')]);
+    if (BYTE_LIST.test(v)) next.push(['0x removed', v.replace(/0x/gi, '')]);
     for (const [how, d] of next) {
       if (seen.has(d) || out.length >= MAX_VARIANTS) continue;
       seen.add(d);
@@ -165,21 +167,28 @@ function hashAt(s: string, i: number): number {
   return h;
 }
 
+/** 2^20 buckets (128 KB of bits): with a few thousand chunks, 99.5% of positions miss the filter. */
+const FILTER_SHIFT = 12;
+const FILTER_WORDS = (1 << (32 - FILTER_SHIFT)) / 32;
+
 let POW = 1;
 for (let i = 1; i < CHUNK_CHARS; i++) POW = Math.imul(POW, HASH_BASE);
 
 interface Needle {
   form: SecretForm;
+  /** What must appear at the position whose CHUNK_CHARS-long hash matched (the chunk, or a whole form). */
   text: string;
 }
 
 export class SecretMatcher {
-  /** Whole normalized forms, looked for with includes (chunks: false, or forms shorter than a chunk). */
+  /** Normalized forms shorter than a chunk, looked for with includes. */
   private readonly whole: Needle[] = [];
   /** Secrets whose normal form is too short: looked for case-folded as written. */
   private readonly raw: string[] = [];
   /** chunk hash -> the chunks with that hash and their form. */
   private readonly chunks = new Map<number, Needle[]>();
+  /** One bit per hash bucket: most positions of a text are ruled out without a Map lookup. */
+  private readonly filter = new Uint32Array(FILTER_WORDS);
   readonly size: number;
 
   constructor(secrets: Iterable<string>, opts: { chunks: boolean }) {
@@ -195,16 +204,19 @@ export class SecretMatcher {
       for (const [form, value] of formsOf(secret)) {
         const n = normalize(value);
         if (n.length < MIN_SECRET_CHARS) continue;
-        if (!opts.chunks || n.length < CHUNK_CHARS) {
+        if (n.length < CHUNK_CHARS) {
           if (!wholeSeen.has(n)) this.whole.push({ form, text: n });
           wholeSeen.add(n);
           continue;
         }
-        for (let i = 0; i + CHUNK_CHARS <= n.length; i++) {
-          const chunk = n.slice(i, i + CHUNK_CHARS);
-          const h = hashAt(chunk, 0);
+        // chunks: every CHUNK_CHARS-long run is a needle; whole: the form is, found by its first run.
+        const needles = opts.chunks ? Array.from({ length: n.length - CHUNK_CHARS + 1 }, (_, i) => n.slice(i, i + CHUNK_CHARS)) : [n];
+        for (const text of needles) {
+          const h = hashAt(text, 0);
+          const bucket = h >>> FILTER_SHIFT;
+          this.filter[bucket >>> 5]! |= 1 << (bucket & 31);
           const list = this.chunks.get(h) ?? [];
-          if (!list.some((x) => x.text === chunk)) list.push({ form, text: chunk });
+          if (!list.some((x) => x.text === text)) list.push({ form, text });
           this.chunks.set(h, list);
         }
       }
@@ -229,11 +241,12 @@ export class SecretMatcher {
     const n = normalize(v);
     for (const w of this.whole) if (n.includes(w.text)) return w.form;
     if (this.chunks.size === 0 || n.length < CHUNK_CHARS) return undefined;
+    const filter = this.filter;
     let h = hashAt(n, 0);
     for (let i = 0; ; i++) {
-      const hit = this.chunks.get(h);
-      if (hit) {
-        const found = hit.find((x) => n.startsWith(x.text, i));
+      const bucket = h >>> FILTER_SHIFT;
+      if (filter[bucket >>> 5]! & (1 << (bucket & 31))) {
+        const found = this.chunks.get(h)?.find((x) => n.startsWith(x.text, i));
         if (found) return found.form;
       }
       if (i + CHUNK_CHARS >= n.length) return undefined;

@@ -84,5 +84,6 @@ export function isSecretName(name: string): boolean {
 
 /** True when `value` carries URL credentials, a private key, a JWT or a token of a known shape. */
 export function isSecretValue(value: string): boolean {
-  return URL_CREDENTIALS_ONE.test(value) || SECRET_VALUE_SHAPES.some((re) => re.test(value));
+  // The URL pattern is costly on long values; most have no `://@` at all.
+  return (value.includes('://') && value.includes('@') && URL_CREDENTIALS_ONE.test(value)) || SECRET_VALUE_SHAPES.some((re) => re.test(value));
 }

@@ -49,6 +49,7 @@ const POINTER = /^(\/|~\/|\.\.?\/|unix:|[A-Za-z]:\\)[^\s]*$/;
 /** `user:password` and the password of every URL with credentials in `value`. */
 export function urlCredentials(value: string): string[] {
   const out: string[] = [];
+  if (!value.includes('://') || !value.includes('@')) return out;
   for (const m of value.matchAll(SECRET_URL_CREDENTIALS)) {
     const userinfo = m[1]!;
     out.push(userinfo);
@@ -126,7 +127,9 @@ function bodyParts(body: string): { values: string[]; keys: string[] } {
     const p = new URLSearchParams(t);
     return { values: [...p.values()], keys: [...p.keys()] };
   }
-  return { values: [body], keys: [] };
+  // A plain body is one run of text: the whole-request concatenation already scans it, so only its
+  // start is needed here, to join a secret split between the last header and the body.
+  return { values: [body.slice(0, 256)], keys: [] };
 }
 
 function urlParts(text: string): { values: string[]; keys: string[] } {
