@@ -13,6 +13,8 @@
  * - OTHER secrets: the values of every other variable that is secret by name (GITHUB_TOKEN, SSH_*,
  *   DB_PW...) and the passwords in any URL value (DATABASE_URL), except those of allowlisted names (the
  *   operator chose to show them) and values that only point at a secret (a file path, a socket).
+ * - Neither set holds a plain URL under a name whose only secret word is API (SLACK_API_URL,
+ *   DISCORD_API_URL, API_BASE=https://api.example): an address, and the web tools must reach it.
  * - Values shorter than MIN_SECRET_CHARS are left out (they would match ordinary text).
  * - `requestSecretHit` looks at an outgoing HTTP request as a whole: the URL, every header (name and
  *   value), the body, and the concatenations of the request's values (path segments, query values,
@@ -46,6 +48,14 @@ export function registeredOwnSecrets(): string[] {
 /** A value that names where a secret is (a path, a socket) rather than being one. */
 const POINTER = /^(\/|~\/|\.\.?\/|unix:|[A-Za-z]:\\)[^\s]*$/;
 
+/** A plain URL (no credentials in it) under a name that says only API (SLACK_API_URL): an address, not a secret. */
+const ADDRESS = /^[a-z][a-z0-9+.-]*:\/\/[^\s@]+$/i;
+const SECRET_WORD_BESIDES_API = /KEY|SECRET|TOKEN|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|WEBHOOK|JWT|BEARER|HMAC/i;
+
+function isAddress(name: string, value: string): boolean {
+  return ADDRESS.test(value) && !SECRET_WORD_BESIDES_API.test(name) && !isSecretValue(value);
+}
+
 /** `user:password` and the password of every URL with credentials in `value`. */
 export function urlCredentials(value: string): string[] {
   const out: string[] = [];
@@ -77,12 +87,12 @@ export function collectSecrets(env: Record<string, string | undefined>, allowlis
   for (const [name, value] of Object.entries(env)) {
     if (!value) continue;
     if (isOwnName(name) && !isSsh(name)) {
-      if (isSecretName(name) || isSecretValue(value)) own.add(value);
+      if ((isSecretName(name) && !isAddress(name, value)) || isSecretValue(value)) own.add(value);
       for (const c of urlCredentials(value)) own.add(c);
       continue;
     }
     if (allowed.has(name)) continue;
-    if ((isSecretName(name) && !POINTER.test(value)) || isSecretValue(value)) other.add(value);
+    if ((isSecretName(name) && !POINTER.test(value) && !isAddress(name, value)) || isSecretValue(value)) other.add(value);
     for (const c of urlCredentials(value)) other.add(c);
   }
   const long = (s: Set<string>) => [...s].filter((v) => v.length >= MIN_SECRET_CHARS);

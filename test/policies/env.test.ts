@@ -282,3 +282,12 @@ describe('issue 18: the bot\'s own secret values are scrubbed by VALUE, whatever
     expect(sanitizeEnv({ PATH: '/bin', X: ATTACH }, [])).toEqual({ PATH: '/bin', X: ATTACH });
   });
 });
+
+describe('issue 18: addresses are not secrets', () => {
+  it('a plain URL under an API name is hidden from commands by name, but copies of it are not secrets', async () => {
+    const { collectSecrets } = await import('../../policies/secrets.js');
+    const env = { SLACK_API_URL: 'https://slack.example.com/api/', API_BASE: 'https://api.example.com/v1', DOCS: 'see https://api.example.com/v1' };
+    expect(collectSecrets(env, [], [])).toEqual({ own: [], other: [] });
+    expect(sanitizeEnv(env, [], [])).toEqual({ DOCS: env.DOCS });
+  });
+});
