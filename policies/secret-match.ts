@@ -11,8 +11,8 @@
  *   (the stable middle of the encoding, so a secret embedded in a longer base64 or base32 string is
  *   found too). A well-known vendor prefix (`sk-ant-api03-`, `xoxb-`, a Telegram bot id, a Discord
  *   token's base64 user id...) is cut first: it is the same for everyone and public.
- * - The text is looked at as written and decoded: percent-decoding (repeated, so double encoding is
- *   undone), JSON/JS/HTML escapes (`\u0073`, `\x73`, `&#x73;`), `0x` byte prefixes removed.
+ * - The text is looked at as written and decoded: percent-decoding (once, and to the end, so stacked
+ *   layers are undone), JSON/JS/HTML escapes (`\u0073`, `\x73`, `&#x73;`), `0x` byte prefixes removed.
  * - `chunks: true` (the web tools): a form matches when ANY CHUNK_CHARS-long run of it appears, so a
  *   secret cut into pieces still trips on each piece of 12+ characters. `chunks: false` (environment
  *   values): the whole form must appear.
@@ -143,7 +143,18 @@ export function decodings(text: string): Array<[string, string]> {
   for (let i = 0; i < out.length && out.length < MAX_VARIANTS; i++) {
     const [label, v] = out[i]!;
     const next: Array<[string, string]> = [];
-    if (v.includes('%')) next.push(['percent-decoded', percentDecode(v)]);
+    if (v.includes('%')) {
+      const once = percentDecode(v);
+      next.push(['percent-decoded', once]);
+      // Many layers at once, so stacking encodings cannot outrun MAX_VARIANTS.
+      let full = once;
+      for (let n = 0; n < 32 && full.includes('%'); n++) {
+        const again = percentDecode(full);
+        if (again === full) break;
+        full = again;
+      }
+      if (full !== once) next.push(['fully percent-decoded', full]);
+    }
     if (v.includes('\\') || v.includes('&#')) next.push(['unescaped', unescapeText(v)]);
     if (BYTE_LIST.test(v)) next.push(['0x removed', v.replace(/0x/gi, '')]);
     for (const [how, d] of next) {
