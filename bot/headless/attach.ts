@@ -12,6 +12,8 @@
  * - Every request carries `Authorization: Bearer <token>`; the token is 32 random bytes written at each
  *   start to `gatehouse.token` (0600, in the same folder), so only the service's user can read it. It is
  *   compared in constant time (SHA-256 of both, timingSafeEqual). Missing or wrong: 401, nothing runs.
+ *   It is registered as one of the bot's own secrets (policies/secrets.ts registerOwnSecret) while the
+ *   server runs.
  * - POST /run, body HeadlessRequest (JSON, at most 1 MB): 200 with NDJSON, one HeadlessMessage a line,
  *   then `{"type":"result","result":{...}}`. A usage problem: 400 `{"error": "..."}`. The caller
  *   closing the connection stops its run.
@@ -27,6 +29,7 @@ import { join } from 'node:path';
 import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './protocol.js';
 import { HeadlessResponse as ResponseSchema, HeadlessUsageError } from './protocol.js';
 import type { HeadlessRuns } from './runs.js';
+import { registerOwnSecret } from '../../policies/secrets.js';
 
 export const SOCKET_FILE = 'gatehouse.sock';
 export const TOKEN_FILE = 'gatehouse.token';
@@ -67,6 +70,8 @@ export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns;
     return undefined;
   }
   const token = randomBytes(32).toString('hex');
+  // One of the bot's own secrets: never in a command's environment, never sent by a web tool.
+  const forgetToken = registerOwnSecret(token);
   const tokenFile = join(opts.dir, TOKEN_FILE);
   // Removed first: writeFileSync keeps the mode of a file that already exists.
   rmSync(tokenFile, { force: true });
@@ -135,6 +140,7 @@ export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns;
         server.closeAllConnections();
         server.close(() => {
           rmSync(tokenFile, { force: true });
+          forgetToken();
           resolve();
         });
       }),

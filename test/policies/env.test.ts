@@ -188,3 +188,106 @@ describe('the scrubbing closes classes, not examples (issue 9, section 4)', () =
     expect(sanitizeEnv(env, ['DATABASE_URL', 'GITHUB_PAT'])).toEqual({ DATABASE_URL: 'postgres://u:p@h/db', GITHUB_PAT: 'ghp_x' });
   });
 });
+
+describe('issue 18: the bot\'s own secret values are scrubbed by VALUE, whatever the name', () => {
+  const KEY = 'sk-ant-api03-Zr8QmT2vXk9LpW4sY7nB3cJ6hF1dG5aE0uIo';
+  const TG = '7012345678:AAHk2LmN9pQrS4tUvW6xYz8aBcDeFgHiJk';
+  const ATTACH = 'a3f9c2e18b7d4056a3f9c2e18b7d4056a3f9c2e18b7d4056';
+  const base = { PATH: '/bin', ANTHROPIC_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG, GATEHOUSE_STORE: 'postgres://gh:St0re-Passw0rd-9@db/gh' };
+
+  it.each([
+    ['CANARY_EXTRA', KEY],
+    ['NOTES', `my key is ${KEY} ok`],
+    ['B64', Buffer.from(KEY).toString('base64')],
+    ['HEXED', Buffer.from(TG).toString('hex')],
+    ['UPPER', TG.toUpperCase()],
+    ['ENCODED', encodeURIComponent(`x=${KEY}`).replace(/-/g, '%2D')],
+    ['MIRROR', 'St0re-Passw0rd-9'],
+    ['ATTACH_COPY', ATTACH],
+  ])('drops %s (a copy of one of the bot\'s secrets), even when allowlisted', (name, value) => {
+    const env = { ...base, [name]: value };
+    expect(sanitizeEnv(env, [], [ATTACH])).toEqual({ PATH: '/bin' });
+    expect(sanitizeEnv(env, [name], [ATTACH])).toEqual({ PATH: '/bin' });
+  });
+
+  it('control: under the old by-name rule every one of those copies passes', () => {
+    for (const value of [KEY, Buffer.from(KEY).toString('base64'), TG.toUpperCase(), 'St0re-Passw0rd-9', ATTACH]) {
+      expect(isSecretName('CANARY_EXTRA')).toBe(false);
+      expect(/[a-z][a-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]*@/i.test(value)).toBe(false);
+    }
+  });
+
+  it.each([
+    ['SENTRY_DSN', 'https://abc@o1.ingest.sentry.io/1'],
+    ['WEBHOOK_URL', 'https://example.com/hook/123'],
+    ['DB_PW', 'hunter22'],
+    ['PW', 'hunter22'],
+    ['ADMIN_PW2', 'hunter22'],
+    ['SOME_JWT', 'x'],
+    ['BEARER', 'x'],
+    ['HMAC_KEY_B', 'x'],
+  ])('drops %s by name', (name, value) => {
+    expect(sanitizeEnv({ [name]: value, PATH: '/bin' }, [])).toEqual({ PATH: '/bin' });
+    expect(sanitizeEnv({ [name]: value }, [name])).toEqual({ [name]: value });
+  });
+
+  it.each([
+    ['PEM', '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----'],
+    ['RSA', '-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----'],
+    ['ID', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'],
+    ['OPENAI', 'sk-proj-abcdefghijklmnopqrstuvwxyz012345'],
+    ['SLACKISH', 'xoxb-1234567890-abcdefghijklmnop'],
+    ['GH', 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'],
+    ['AWSID', 'AKIAIOSFODNN7EXAMPLE'],
+    ['GKEY', 'AIzaSyA-abcdefghijklmnopqrstuvwxyz01234'],
+    ['TG_COPY', '123456789:AAHk2LmN9pQrS4tUvW6xYz8aBcDeFgHiJk'],
+    ['HOOK', 'https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX'],
+    ['DSN', 'https://0123456789abcdef0123456789abcdef@o0.ingest.sentry.io/42'],
+  ])('drops %s (a value shaped like a credential) unless allowlisted', (name, value) => {
+    expect(isSecretValue(value)).toBe(true);
+    expect(sanitizeEnv({ [name]: value, PATH: '/bin' }, [])).toEqual({ PATH: '/bin' });
+    expect(sanitizeEnv({ [name]: value }, [name])).toEqual({ [name]: value });
+  });
+
+  it.each([
+    ['CERT', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----'],
+    ['PWA_MODE', 'on'],
+    ['PATHS', '/a:/b'],
+    ['TASK', 'ask-ant-colony'],
+    ['SHA', 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
+  ])('keeps %s=%s', (name, value) => {
+    expect(sanitizeEnv({ ...base, [name]: value }, [])).toEqual({ PATH: '/bin', [name]: value });
+  });
+
+  it('another secret variable\'s value copied elsewhere is dropped, unless that variable is allowlisted', () => {
+    const env = { PATH: '/bin', GITHUB_TOKEN: 'gho-like-Abc123Def456Ghi789', COPY: 'gho-like-Abc123Def456Ghi789' };
+    expect(sanitizeEnv(env, [])).toEqual({ PATH: '/bin' });
+    expect(sanitizeEnv(env, ['COPY'])).toEqual({ PATH: '/bin', COPY: env.COPY });
+    expect(sanitizeEnv(env, ['GITHUB_TOKEN'])).toEqual({ PATH: '/bin', GITHUB_TOKEN: env.GITHUB_TOKEN, COPY: env.COPY });
+  });
+
+  it('a value that only points at a secret (a path, a socket) does not make copies of it secret', () => {
+    const env = { PATH: '/bin', GOOGLE_APPLICATION_CREDENTIALS: '/etc/gcp/creds.json', CONFIG_FILE: '/etc/gcp/creds.json' };
+    expect(sanitizeEnv(env, [])).toEqual({ PATH: '/bin', CONFIG_FILE: '/etc/gcp/creds.json' });
+  });
+
+  it('run-time secrets come from the registry by default', async () => {
+    const { registerOwnSecret } = await import('../../policies/secrets.js');
+    const forget = registerOwnSecret(ATTACH);
+    try {
+      expect(sanitizeEnv({ PATH: '/bin', X: ATTACH }, ['X'])).toEqual({ PATH: '/bin' });
+    } finally {
+      forget();
+    }
+    expect(sanitizeEnv({ PATH: '/bin', X: ATTACH }, [])).toEqual({ PATH: '/bin', X: ATTACH });
+  });
+});
+
+describe('issue 18: addresses are not secrets', () => {
+  it('a plain URL under an API name is hidden from commands by name, but copies of it are not secrets', async () => {
+    const { collectSecrets } = await import('../../policies/secrets.js');
+    const env = { SLACK_API_URL: 'https://slack.example.com/api/', API_BASE: 'https://api.example.com/v1', DOCS: 'see https://api.example.com/v1' };
+    expect(collectSecrets(env, [], [])).toEqual({ own: [], other: [] });
+    expect(sanitizeEnv(env, [], [])).toEqual({ DOCS: env.DOCS });
+  });
+});

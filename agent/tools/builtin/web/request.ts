@@ -10,7 +10,8 @@
  *   connect (rebinding) cannot redirect it. Nothing is sent to a refused address.
  * - Redirects are followed by hand, at most MAX_REDIRECTS, only when `followRedirects`; 303 (and
  *   301/302 after a POST) continue as GET without a body; credentials the caller set (Authorization,
- *   Cookie, Proxy-Authorization) are dropped when the redirect leaves the origin.
+ *   Cookie, Proxy-Authorization) are dropped when the redirect leaves the origin. `onRedirect` sees
+ *   each target first and may refuse it (the web tools' secret check).
  * - Nothing ambient: no proxy from the environment, no keep-alive pool, no cookie jar, no default
  *   credentials. The request carries the caller's headers plus Host, Content-Length and, when the
  *   caller set none, a User-Agent.
@@ -44,6 +45,8 @@ export interface GuardedRequest {
   signal: AbortSignal;
   /** For tests: a resolver other than the system's. */
   resolve?: Resolver;
+  /** Called with each redirect's target before it is followed; throwing stops there, nothing sent to it. */
+  onRedirect?: (url: string) => void;
 }
 
 export interface GuardedResponse {
@@ -79,6 +82,7 @@ export async function guardedRequest(req: GuardedRequest): Promise<GuardedRespon
         if (redirects.length >= MAX_REDIRECTS) throw new ToolError(`more than ${MAX_REDIRECTS} redirects (last to ${location}); not followed further.`);
         redirects.push(url.href);
         const next = parseUrl(new URL(location, url).href);
+        req.onRedirect?.(next.href);
         if (res.statusCode === 303 || ((res.statusCode === 301 || res.statusCode === 302) && method === 'POST')) {
           method = method === 'HEAD' ? 'HEAD' : 'GET';
           body = undefined;

@@ -6,17 +6,19 @@
  * agent's `network.allow` lists them, read live from the agent's config at each call.
  *
  * Gatehouse's own credentials never leave: the request carries only what the model wrote (no proxy,
- * token or cookie from the environment), and a request whose URL, header values or body contain the
- * value of one of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN,
- * SLACK_BOT_TOKEN, DISCORD_TOKEN, any GATEHOUSE_*TOKEN...; policies/env.ts isOwnName + secret name) is
- * refused before anything is sent. Cards mask credential header values.
+ * token or cookie from the environment), and a request that carries one of the bot's secret values
+ * (policies/secrets.ts: its own variables' secrets, the store password, the attach token, every other
+ * secret variable the agent's envAllowlist does not show, opts.secrets) is refused before anything is
+ * sent: in the URL, a header, the body, or split across them; as written, case-changed, hex, base64,
+ * base32, reversed, percent-encoded or escaped (policies/secret-match.ts), and again at each redirect's
+ * target. Cards mask credential header values.
  *
  * http_request's propose sets the call's tier (Proposal.tier): GET and HEAD are read-only, every other
  * method is high-risk and its card shows the method, the URL, the headers and the body.
  */
 import type TurndownService from 'turndown';
 import { z } from 'zod';
-import { isOwnName, isSecretValue, SECRET_NAME_PATTERN } from '../../../../policies/env.js';
+import { collectSecrets, MIN_SECRET_CHARS, requestSecretHit, type OutgoingRequest } from '../../../../policies/secrets.js';
 import type { Proposal, Tool, ToolResult } from '../../types.js';
 import { ToolError } from '../../types.js';
 import type { NetworkConfig } from './config.js';
@@ -41,15 +43,9 @@ export interface WebToolOptions {
   resolve?: Resolver;
 }
 
-/** Short values could match by chance; no real credential is this short. */
-const MIN_SECRET_CHARS = 8;
-
 /** Values of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN, a store URL's password...). */
 export function ownSecretValues(env: NodeJS.ProcessEnv = process.env): string[] {
-  return Object.entries(env)
-    .filter(([name, value]) => isOwnName(name) && typeof value === 'string' && (SECRET_NAME_PATTERN.test(name) || isSecretValue(value)))
-    .map(([, value]) => value as string)
-    .filter((v) => v.length >= MIN_SECRET_CHARS);
+  return collectSecrets(env, []).own;
 }
 
 /**
@@ -69,15 +65,14 @@ export function settingsSecretValues(settings: unknown): string[] {
   return out;
 }
 
-function refuseSecrets(opts: WebToolOptions, parts: { url: string; headers?: Record<string, string>; body?: string }): void {
-  const secrets = [...ownSecretValues(), ...(opts.secrets?.() ?? [])];
-  const places: Array<[string, string]> = [['the URL', parts.url], ...Object.entries(parts.headers ?? {}).map(([k, v]): [string, string] => [`the ${k} header`, v])];
-  if (parts.body !== undefined) places.push(['the body', parts.body]);
-  for (const [where, value] of places) {
-    if (secrets.some((s) => value.includes(s))) {
-      throw new ToolError(`${where} contains one of Gatehouse's own credentials; it is never sent anywhere. Nothing was sent.`);
-    }
-  }
+/**
+ * Refuses a request that carries one of the bot's secrets (policies/secrets.ts: its own, the other
+ * secret variables not in the agent's envAllowlist, opts.secrets), as written, encoded or in pieces.
+ */
+function refuseSecrets(opts: WebToolOptions, envAllowlist: readonly string[], parts: OutgoingRequest): void {
+  const sets = collectSecrets(process.env, envAllowlist);
+  const hit = requestSecretHit([...sets.own, ...sets.other, ...(opts.secrets?.() ?? [])], parts);
+  if (hit) throw new ToolError(`${hit.where} contains one of Gatehouse's own credentials; it is never sent anywhere. Nothing was sent.`);
 }
 
 const timeoutField = z
@@ -153,8 +148,9 @@ export function webFetchTool(opts: WebToolOptions = {}): Tool<WebFetchInput> {
     timeoutMs: (WEB_MAX_TIMEOUT_S + 10) * 1000,
     async execute(input, ctx) {
       const url = parseUrl(input.url).href;
-      refuseSecrets(opts, { url });
+      refuseSecrets(opts, ctx.envAllowlist, { url });
       const res = await guardedRequest({
+        onRedirect: (next) => refuseSecrets(opts, ctx.envAllowlist, { url: next }),
         url,
         method: 'GET',
         headers: { accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5' },
@@ -234,16 +230,18 @@ export function httpRequestTool(opts: WebToolOptions = {}): Tool<HttpRequestInpu
     input: HttpRequestInput,
     tier: 'high-risk', // the highest it can be; propose rates each call (GET/HEAD: read-only)
     timeoutMs: (WEB_MAX_TIMEOUT_S + 10) * 1000,
-    async propose(input) {
+    async propose(input, ctx) {
       const url = parseUrl(input.url).href;
       if (input.body !== undefined && READ_METHODS.has(input.method)) throw new ToolError(`${input.method} requests carry no body; use POST, PUT or PATCH to send one.`);
-      refuseSecrets(opts, { url, ...(input.headers ? { headers: input.headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
+      refuseSecrets(opts, ctx.envAllowlist, { url, ...(input.headers ? { headers: input.headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
       return cardOf(input, url);
     },
     async execute(input, ctx): Promise<ToolResult> {
       const url = parseUrl(input.url).href;
-      refuseSecrets(opts, { url, ...(input.headers ? { headers: input.headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
+      const headers = input.headers;
+      refuseSecrets(opts, ctx.envAllowlist, { url, ...(headers ? { headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
       const res = await guardedRequest({
+        onRedirect: (next) => refuseSecrets(opts, ctx.envAllowlist, { url: next, ...(headers ? { headers } : {}) }),
         url,
         method: input.method,
         ...(input.headers ? { headers: input.headers } : {}),
