@@ -22,7 +22,8 @@
  *    readable there. The options (with the variables' values) are meant to reach bwrap through
  *    `--args FD`, not its command line, which every host user can read in /proc/<pid>/cmdline.
  * 6. The command runs under `prlimit` (inside the box, so the process count is the box's own, not every
- *    process of the sandbox user on the host): processes, open files, memory (RLIMIT_DATA), CPU seconds.
+ *    process of the sandbox user on the host): processes, open files, memory (RLIMIT_DATA), CPU seconds (soft; the hard
+ *    limit a second later, so SIGXCPU, which says why, comes before SIGKILL).
  */
 import path from 'node:path';
 import { shmBytes, type SandboxLimits } from './limits.js';
@@ -80,6 +81,8 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
   args.push(
     '--dev', '/dev',
     '--size', String(shmBytes(spec.limits)), '--tmpfs', '/dev/shm',
+    // bwrap's /dev is a tmpfs the box user owns: read-only, or it would be an unbounded /tmp.
+    '--remount-ro', '/dev',
     '--proc', '/proc',
     '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
   );
@@ -107,7 +110,7 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
   const l = spec.limits;
   const command = [
     '--', spec.prlimit,
-    `--nproc=${l.processes}`, `--nofile=${l.openFiles}`, `--data=${l.memoryBytes}`, `--cpu=${l.cpuSeconds}`,
+    `--nproc=${l.processes}`, `--nofile=${l.openFiles}`, `--data=${l.memoryBytes}`, `--cpu=${l.cpuSeconds}:${l.cpuSeconds + 1}`,
     '--', ...spec.argv,
   ];
   return { options: args, command };

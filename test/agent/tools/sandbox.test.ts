@@ -35,14 +35,14 @@ describe('bwrapArgs', () => {
     }
     const joined = options.join(' ');
     expect(joined).not.toContain('--ro-bind / /');
-    expect(joined).toContain('--ro-bind /usr /usr --symlink usr/bin /bin --dev /dev --size 67108864 --tmpfs /dev/shm --proc /proc --size 268435456 --tmpfs /tmp');
+    expect(joined).toContain('--ro-bind /usr /usr --symlink usr/bin /bin --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev --proc /proc --size 268435456 --tmpfs /tmp');
     expect(joined).toMatch(/--remount-ro \/ (--seccomp \d+ )?--clearenv/);
     expect(joined).toContain('--bind /srv/ws /srv/ws');
     expect(joined).toContain('--chdir /srv/ws/sub');
     expect(joined).toContain('--setenv GITHUB_TOKEN ghp_secretvalue');
     // The variables' values travel in the options (bwrap reads them from a pipe), never on the command line.
     expect(command.join(' ')).not.toContain('ghp_secretvalue');
-    expect(command).toEqual(['--', '/usr/bin/prlimit', '--nproc=50', '--nofile=100', `--data=${1 << 30}`, '--cpu=60', '--', '/bin/sh', '-c', 'echo hi']);
+    expect(command).toEqual(['--', '/usr/bin/prlimit', '--nproc=50', '--nofile=100', `--data=${1 << 30}`, '--cpu=60:61', '--', '/bin/sh', '-c', 'echo hi']);
   });
 
   test('network on drops --unshare-net and nothing else', () => {
