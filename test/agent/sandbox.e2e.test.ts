@@ -182,7 +182,9 @@ describe('the filesystem', () => {
     expect(control.stdout).toContain(CANARY);
     // The home is not in the box at all by default; made readable (sandboxReadPaths), its ordinary files
     // are there and its credential files still read as nothing.
-    expect((await run(ws, `cat ${path.join(home, 'notes.txt')}`)).stdout).toBe('');
+    const absent = await run(ws, `cat ${path.join(home, 'notes.txt')}`);
+    expect(absent.stdout).toBe('(empty)');
+    expect(absent.stderr).toMatch(/No such file or directory/);
     const readable = await run(ws, `cat ${path.join(home, 'notes.txt')}; ${attack}`, { sandbox: policy({ readPaths: [home, botDir] }) });
     expect(readable.stdout).toContain(`${CANARY}\n`);
     expect(readable.stdout.split(CANARY)).toHaveLength(2);
