@@ -10,8 +10,8 @@
  * - The child runs under a shell (`/bin/sh -c`, or opts.shell), as the leader of its own process group,
  *   with stdin ignored and ONLY the sanitized environment (policies/env.ts, the agent's envAllowlist).
  * - Sandbox (opts.sandbox, default bubblewrap with the network off): EVERY command this tool starts,
- *   auto-approved and allowlisted ones included, runs in the box agent/tools/sandbox builds (read-only
- *   root, the workspace the only writable host directory, private /tmp, own PID/IPC/UTS/network
+ *   auto-approved and allowlisted ones included, runs in the box agent/tools/sandbox builds (a default-deny
+ *   view of the host: read-only system, the workspace the only writable host directory, private sized /tmp, own PID/IPC/UTS/network
  *   namespaces, the bot's files and credential dotfiles masked, an unprivileged user, process and
  *   open-file limits, memory, CPU-time and /tmp size limits). Only `sandbox: { mode: 'none' }` runs it on the host.
  *   A command that ran into a limit gets a line after the exit code naming it ("killed: CPU limit ...",

@@ -4,11 +4,17 @@
  *
  * Contract:
  * - `boxCommand(policy, { workspace, cwd, env, argv })` says how to start `argv`: under `sandbox: none` the
- *   program itself with `env`; under `bubblewrap` bwrap (bwrap.ts has the box's layout) started with an
- *   EMPTY environment, its options (including `env`) in `optionsData` for fd 3 (`--args 3`), and, when the
- *   bot runs as root, `uid`/`gid` 65534 (nobody/nogroup) for the spawn: inside the box the command is
- *   never root, and the process limit applies (the kernel exempts root from RLIMIT_NPROC). When the bot
- *   is not root the box runs as the bot's own uid (bwrap makes the user namespace).
+ *   program itself with `env`; under `bubblewrap` a launcher shell (launcher.ts: closes the bot's stray
+ *   descriptors, oom_score_adj 1000) that execs bwrap (bwrap.ts has the box's layout: a default-deny view
+ *   of the host, `systemView()` plus the workspace and `policy.readPaths`), started with an EMPTY
+ *   environment, bwrap's options (including `env`) in `optionsData` for fd 3 (`--args 3`), the seccomp
+ *   filter (seccomp.ts) in `seccompData` for fd 4, and, when the bot runs as root, `uid`/`gid` 65534
+ *   (nobody/nogroup) for the spawn: inside the box the command is never root, and the process limit
+ *   applies (the kernel exempts root from RLIMIT_NPROC). When the bot is not root the box runs as the
+ *   bot's own uid (bwrap makes the user namespace). `limits` are what the box runs under
+ *   (`sandboxLimits(policy)`: DEFAULT_SANDBOX_LIMITS for unset keys), and `after()` must be called once
+ *   the box has ended: it strips setuid/setgid bits and device nodes from the workspace (strip.ts) and
+ *   returns a line for the result when it changed something. `boxLimitNote` names a limit a command hit.
  * - Killing the bwrap process kills the whole box: `--die-with-parent` SIGKILLs the box's pid 1 when
  *   bwrap dies, and a PID namespace ends with its pid 1. Nothing started in the box outlives it, not even
  *   a background job of a command that finished.
@@ -24,6 +30,8 @@
  * - The workspace must be reachable by the sandbox user: bwrap resolves bind sources with the rights of
  *   the user it runs as. `probeSandbox` refuses a workspace behind a directory 65534 cannot traverse
  *   (e.g. /root, mode 0700) and names the fix.
+ * - `prepareWorkspace` also makes the workspace root 0700 (owner: the bot user, or 65534 for a root bot)
+ *   and strips setuid/setgid bits and devices already in it.
  * - `probeSandbox` runs `true` in the same kind of box as the same user; it throws SandboxUnavailableError
  *   whose message names the cause and the fixes (install bubblewrap; the container flags that allow user
  *   namespaces; or `sandbox: none`).
