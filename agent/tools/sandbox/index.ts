@@ -143,22 +143,24 @@ export function findExecutable(name: string, searchPath = process.env.PATH ?? '/
 }
 
 /**
- * /etc files that ordinary tools read: users, name resolution, the dynamic linker, TLS roots, time. Kept
- * short on purpose: every bind is a mount bwrap makes per command (each costs about 1-2 ms on a busy host),
- * while a symlink into /usr (os-release, localtime) costs nothing and is used where the host has one.
+ * /etc files that ordinary tools read: users, the dynamic linker, Debian's alternatives (/usr/bin/awk
+ * links through /etc/alternatives), local names, time. Kept short on purpose: each bind is a mount bwrap
+ * makes for every command (a few ms on a busy host), while a symlink into /usr (os-release, localtime)
+ * costs nothing and is used where the host has one. Name resolution and TLS roots only with the network.
  */
-const ETC_FILES = [
-  'passwd', 'group', 'hosts', 'host.conf', 'resolv.conf', 'nsswitch.conf', 'gai.conf', 'protocols', 'services',
-  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'pki', 'crypto-policies',
-  'alternatives', 'localtime', 'timezone', 'mime.types', 'os-release',
-];
+const ETC_FILES = ['passwd', 'group', 'nsswitch.conf', 'hosts', 'ld.so.cache', 'alternatives', 'localtime', 'os-release'];
+const ETC_NETWORK = ['resolv.conf', 'host.conf', 'gai.conf', 'protocols', 'services', 'ssl', 'ca-certificates', 'pki', 'crypto-policies'];
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
-let systemCache: SystemEntry[] | undefined;
+const systemCache = new Map<boolean, SystemEntry[]>();
 
-/** The host's system as the box sees it: /usr, the /bin, /sbin, /lib* links or directories, /etc's files. */
-export function systemView(): SystemEntry[] {
-  if (systemCache) return systemCache;
+/**
+ * The host's system as the box sees it: /usr, the /bin, /sbin, /lib* links or directories, /etc's files
+ * (with `network`, also those of name resolution and TLS).
+ */
+export function systemView(network = false): SystemEntry[] {
+  const cached = systemCache.get(network);
+  if (cached) return cached;
   const out: SystemEntry[] = [];
   for (const dir of SYSTEM_DIRS) {
     try {
@@ -169,7 +171,7 @@ export function systemView(): SystemEntry[] {
       // not on this host
     }
   }
-  for (const f of ETC_FILES) {
+  for (const f of network ? [...ETC_FILES, ...ETC_NETWORK] : ETC_FILES) {
     const p = `/etc/${f}`;
     try {
       if (lstatSync(p).isSymbolicLink()) {
@@ -186,7 +188,7 @@ export function systemView(): SystemEntry[] {
     }
   }
   out.push({ kind: 'symlink', path: '/etc/mtab', target: '../proc/self/mounts' });
-  systemCache = out;
+  systemCache.set(network, out);
   return out;
 }
 
@@ -245,7 +247,7 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
     limits,
     prlimit,
     argv: req.argv,
-    system: node ? [...systemView(), { kind: 'ro-bind', path: node }] : systemView(),
+    system: node ? [...systemView(policy.network), { kind: 'ro-bind', path: node }] : systemView(policy.network),
     ...(policy.readPaths ? { readPaths: policy.readPaths } : {}),
     ...(seccomp ? { seccompFd: 4 } : {}),
   });
