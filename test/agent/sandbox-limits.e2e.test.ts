@@ -75,7 +75,13 @@ const has = (name: string): boolean => findExecutable(name) !== undefined;
 describe('limits: a box that runs out fails alone, the bot carries on', () => {
   test('filling /tmp with 1500 MB (the attack that got the bot OOM-killed) ends in ENOSPC at the default size', async () => {
     const ws = await newWorkspace('ws-tmpfill');
-    const r = await run(ws, 'head -c 1500M /dev/zero > /tmp/fill; echo "rc=$?"; du -sm /tmp/fill | cut -f1', { timeoutMs: 120_000 });
+    const neighbour = await newWorkspace('ws-tmpfill-neighbour');
+    // Another conversation's command runs at the same time and is unaffected.
+    const [r, other0] = await Promise.all([
+      run(ws, 'head -c 1500M /dev/zero > /tmp/fill; echo "rc=$?"; du -sm /tmp/fill | cut -f1', { timeoutMs: 120_000 }),
+      run(neighbour, 'head -c 100M /dev/zero > /tmp/mine && echo neighbour-ok'),
+    ]);
+    expect(other0.stdout).toBe('neighbour-ok\n');
     expect(r.stderr).toMatch(/No space left on device/);
     expect(r.stdout).toMatch(/rc=1\n(\d+)\n/);
     expect(Number(/rc=1\n(\d+)/.exec(r.stdout)?.[1])).toBeLessThanOrEqual(512);
