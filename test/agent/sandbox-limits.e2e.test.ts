@@ -108,6 +108,14 @@ describe('limits: a box that runs out fails alone, the bot carries on', () => {
       expect(py.stderr).toMatch(/MemoryError/);
       expect(py.content).toMatch(/\nmemory limit: /);
     }
+    // Memory no rlimit counts (memfd pages, SysV shm) is refused outright; control: without the filter a
+    // memfd takes 300 MB past the 256 MB limit.
+    const memfd =
+      `python3 -c "import os\ntry:\n  fd = os.memfd_create('x')\n  [os.write(fd, bytes(1 << 20)) for _ in range(300)]\n  print('memfd', os.fstat(fd).st_size >> 20)\nexcept OSError as e: print('refused', e.errno)"`;
+    if (has('python3')) {
+      expect((await run(ws, memfd, small)).stdout).toBe('refused 38\n');
+      expect((await run(ws, memfd, { sandbox: policy({ limits: { memoryBytes: 256 * MiB }, seccomp: false }) })).stdout).toBe('memfd 300\n');
+    }
     // Control: the same allocation with the limit far away succeeds, so the limit is what stopped it.
     const roomy = await run(ws, 'head -c 300M /dev/zero | tail -c 1 | wc -c', { sandbox: policy({ limits: { memoryBytes: 4096 * MiB } }) });
     expect(roomy.stdout).toBe('1\n');

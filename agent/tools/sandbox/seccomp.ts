@@ -9,6 +9,9 @@
  * - mknod / mknodat of a character or block device fail with EPERM (FIFOs and sockets are allowed);
  * - openat2 (its mode sits in a struct the filter cannot read) and io_uring (whose requests bypass
  *   seccomp) fail with ENOSYS, so programs fall back to the calls above;
+ * - memfd_create and shmget fail with ENOSYS: their pages count in no rlimit and in no process's RSS, so
+ *   a box could fill the host's memory with them and the OOM killer would pick the bot, not the box
+ *   (POSIX shared memory in the sized /dev/shm still works);
  * - x86_64 and aarch64 are filtered with their own numbers; x32 calls on x86_64 fail with EPERM; any other
  *   architecture (i386 binaries on an x86_64 host) is killed: the filter fails closed.
  * Everything else is allowed. The post-command walk (strip.ts) removes what slips past anyway.
@@ -51,6 +54,8 @@ const X86_64: ReadonlyArray<[number, Check]> = [
   [133, { kind: 'device', arg: 1 }], // mknod(path, mode, dev)
   [257, { kind: 'setid', arg: 3 }], // openat(dirfd, path, flags, mode)
   [259, { kind: 'device', arg: 2 }], // mknodat(dirfd, path, mode, dev)
+  [29, { kind: 'nosys' }], // shmget
+  [319, { kind: 'nosys' }], // memfd_create
   [268, { kind: 'setid', arg: 2 }], // fchmodat(dirfd, path, mode)
   [425, { kind: 'nosys' }], // io_uring_setup
   [426, { kind: 'nosys' }], // io_uring_enter
@@ -61,6 +66,8 @@ const X86_64: ReadonlyArray<[number, Check]> = [
 
 const AARCH64: ReadonlyArray<[number, Check]> = [
   [33, { kind: 'device', arg: 2 }], // mknodat
+  [194, { kind: 'nosys' }], // shmget
+  [279, { kind: 'nosys' }], // memfd_create
   [52, { kind: 'setid', arg: 1 }], // fchmod
   [53, { kind: 'setid', arg: 2 }], // fchmodat
   [56, { kind: 'setid', arg: 3 }], // openat
