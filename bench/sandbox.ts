@@ -1,6 +1,7 @@
 /**
  * Benchmark: what the sandbox costs per command. Runs `true` through the real execute_command tool N times
- * with `sandbox: none` and with bubblewrap (network off, the usual masks), interleaved so both see the same
+ * with `sandbox: none` and with bubblewrap (network off, the usual masks, the default limits, the seccomp
+ * filter, the launcher that closes stray descriptors, and the setuid/device walk after each command), interleaved so both see the same
  * machine load, after a warm-up. Prints median, p99 and max of the whole call (spawn to result), and the
  * difference. Not a test: numbers only.
  * Run: npx tsc -p tsconfig.build.json && node dist/bench/sandbox.js [runs]

@@ -6,8 +6,10 @@
  * Sandbox at start (agent/tools/sandbox): for every agent with execute_command and `sandbox: bubblewrap`,
  * the workspace is handed to the sandbox user (bot running as root) and a `true` is run in the same box as
  * the same user; when that fails, createGatehouse throws a message naming the agent, the cause and the
- * fix, and nothing starts. `sandbox: none` logs a warning naming the agent at every start. execute_command
- * hides the config file, the .env loaded and the store from its commands.
+ * fix, and nothing starts. When it works, one info line per agent says what the box sees and its limits,
+ * and how memory is bounded (cgroup v2 or per-process rlimit). `sandbox: none` logs a warning naming the
+ * agent at every start. execute_command hides the config file, the .env loaded and the store from its
+ * commands (and, the box's view being default-deny, everything else of the host not configured).
  */
 import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -26,7 +28,7 @@ import { builtinRegistry } from '../agent/tools/catalog.js';
 import { settingsSecretValues } from '../agent/tools/builtin/web/tools.js';
 import type { ToolRegistry } from '../agent/tools/registry.js';
 import type { AnyTool } from '../agent/tools/types.js';
-import { prepareWorkspace, probeSandbox, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
+import { describeLimits, prepareWorkspace, probeSandbox, sandboxLimits, type SandboxLimits, type SandboxPolicy } from '../agent/tools/sandbox/index.js';
 import { createMcp, type Mcp } from '../agent/mcp/index.js';
 import { dataDirOf } from './reload.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
@@ -134,10 +136,17 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     agent.workspace = realpathSync(agent.workspace);
   }
   const botFiles = ownFiles(config);
-  const sandboxPolicy = (agent: { sandbox?: SandboxPolicy['mode']; sandboxNetwork?: boolean }): SandboxPolicy => ({
+  const sandboxPolicy = (agent: {
+    sandbox?: SandboxPolicy['mode'];
+    sandboxNetwork?: boolean;
+    sandboxLimits?: SandboxLimits;
+    sandboxReadPaths?: readonly string[];
+  }): SandboxPolicy => ({
     mode: agent.sandbox ?? 'bubblewrap',
     network: agent.sandboxNetwork ?? false,
     botFiles,
+    ...(agent.sandboxLimits ? { limits: agent.sandboxLimits } : {}),
+    ...(agent.sandboxReadPaths && agent.sandboxReadPaths.length > 0 ? { readPaths: [...agent.sandboxReadPaths] } : {}),
   });
   for (const agent of Object.values(config.agents)) {
     if (agent.sandbox === 'none') {
@@ -153,6 +162,12 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         `agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${(err as Error).message} (agents.${agent.name}.sandbox)`,
       );
     }
+    const policy = sandboxPolicy(agent);
+    log(
+      'info',
+      `agent ${agent.name}: sandbox: bubblewrap, network ${policy.network ? 'on' : 'off'}, sees only the system, its workspace` +
+        `${policy.readPaths ? ` and ${policy.readPaths.join(', ')} (read-only)` : ''}; ${describeLimits(sandboxLimits(policy))}`,
+    );
   }
   const adapters = new Map(opts.adapters.map((a) => [a.platform, a]));
   const adapterFor = (key: string): { adapter: Adapter; ref: ConversationRef } => {
@@ -214,7 +229,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const live = config.agents[agent.name];
     const timeout = live?.commandTimeoutMs;
     const sandbox = sandboxPolicy(live ?? agent);
-    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}`;
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}`;
     let r = registries.get(id);
     if (!r) {
       const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };

@@ -8,7 +8,7 @@ import { describe, didYouMean } from './config-problems.js';
 import { DESCRIPTORS } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import { companionsSchema } from '../agent/companions.js';
-import { SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
+import { parseSize, SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
 import { networkSchema } from '../agent/tools/builtin/web/config.js';
 import { TIERS } from '../policies/tiers.js';
 import { isOwnName } from '../policies/env.js';
@@ -34,6 +34,29 @@ function int(min: number, max: number, hint = '') {
   );
 }
 const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
+
+/** A size in bytes: a number, or "512M", "2G", "64K" (binary units); resolves to bytes. */
+const size = (min: number, max: number, what: string) =>
+  z.preprocess(
+    (v) => (typeof v === 'bigint' ? Number(v) : v),
+    z.union([z.number(), z.string()]).transform((v, ctx) => {
+      const n = parseSize(v);
+      if (n === undefined || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `expected ${what} from ${min / 1048576} MiB to ${max / 1073741824} GiB, written like 512M or 2G (or a number of bytes), got ${describe(v)}` });
+        return z.NEVER;
+      }
+      return n;
+    }),
+  );
+
+/** The box's limits (agent/tools/sandbox/limits.ts); each unset key falls back to defaults, then built-ins. */
+const sandboxLimitsSchema = z.strictObject({
+  memory: size(64 * 1048576, 1024 * 1073741824, 'a memory size per process').optional(),
+  tmpSize: size(1048576, 1024 * 1073741824, 'a size for /tmp').optional(),
+  cpuSeconds: int(1, 604_800, ' (CPU seconds per process)').optional(),
+  processes: int(8, 1_000_000).optional(),
+  openFiles: int(64, 1_048_576).optional(),
+});
 
 const text = () =>
   z.string().superRefine((s, ctx) => {
@@ -143,6 +166,8 @@ export function buildSchema(knownTools: readonly string[]) {
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: z.boolean().optional(),
+    sandboxLimits: sandboxLimitsSchema.optional(),
+    sandboxReadPaths: z.array(text()).optional(),
     companions: companionsSchema.optional(),
     contextWindowTokens: int(1_000, 100_000_000).optional(),
     network: networkSchema.optional(),

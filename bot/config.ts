@@ -13,7 +13,10 @@
  * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
  *   else none: one agent `default` (read-only file tools + ask_user_question, tier read-only, the
  *   terminal user `local` bound as console approver, workspace = <cwd>/workspace).
- * - Sandbox per agent: `sandbox: bubblewrap` (default) or `none`; `sandboxNetwork` (default false).
+ * - Sandbox per agent: `sandbox: bubblewrap` (default) or `none`; `sandboxNetwork` (default false);
+ *   `sandboxLimits` (memory, tmpSize, cpuSeconds, processes, openFiles: merged PER KEY, agent over
+ *   defaults over built-ins); `sandboxReadPaths` (absolute, or relative to the config file's directory; one
+ *   that contains the config file, the .env loaded or the store is an error at that entry).
  * - A workspace that contains (or is) the directory of the config file, the .env loaded or the store is an
  *   error at `agents.<name>.workspace`: the agent's commands and file tools could read or rewrite them.
  *   Compared by real path (symlinks resolved as far as the path exists).
@@ -36,7 +39,7 @@ import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:pat
 import { parseDocument } from 'yaml';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
-import type { SandboxMode } from '../agent/tools/sandbox/index.js';
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxMode } from '../agent/tools/sandbox/index.js';
 import type { NetworkConfig } from '../agent/tools/builtin/web/config.js';
 import type { Tier } from '../policies/tiers.js';
 import type { RateLimit } from '../policies/access.js';
@@ -70,6 +73,10 @@ export interface AgentConfig extends AgentSettings {
   /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
   discordReplyInThread: boolean;
   sandboxNetwork: boolean;
+  /** The box's limits, every one filled (sandboxLimits: per key, the agent's < defaults' < built-in). */
+  sandboxLimits: SandboxLimits;
+  /** Host paths the box may read (absolute; relative ones resolved against the config file's directory). */
+  sandboxReadPaths: string[];
   /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
   network: NetworkConfig;
   /** bot/thread-follow-ups.ts; unset: true. */
@@ -311,6 +318,21 @@ export function loadConfig(opts: LoadConfigOptions): Config {
           'Use a directory of its own, e.g. ./workspace next to the config file',
       });
     }
+    const sandboxReadPaths = uniq((layer.sandboxReadPaths ?? []).map((p) => resolve(baseDir, p)));
+    sandboxReadPaths.forEach((p, i) => {
+      const inside = botFilesInside(p, { configFile, envFile: dot.file, store: settings.store });
+      const at = `${where('sandboxReadPaths')}.sandboxReadPaths[${i}]`;
+      if (inside !== undefined && !problems.some((q) => q.path === at)) {
+        problems.push({ path: at, message: `${p} contains ${inside}; the agent's commands could read the bot's files next to it (backups, logs). Name a directory that holds none of them` });
+      }
+    });
+    const sandboxLimits: SandboxLimits = {
+      processes: own.sandboxLimits?.processes ?? defaults.sandboxLimits?.processes ?? DEFAULT_SANDBOX_LIMITS.processes,
+      openFiles: own.sandboxLimits?.openFiles ?? defaults.sandboxLimits?.openFiles ?? DEFAULT_SANDBOX_LIMITS.openFiles,
+      memoryBytes: own.sandboxLimits?.memory ?? defaults.sandboxLimits?.memory ?? DEFAULT_SANDBOX_LIMITS.memoryBytes,
+      cpuSeconds: own.sandboxLimits?.cpuSeconds ?? defaults.sandboxLimits?.cpuSeconds ?? DEFAULT_SANDBOX_LIMITS.cpuSeconds,
+      tmpBytes: own.sandboxLimits?.tmpSize ?? defaults.sandboxLimits?.tmpSize ?? DEFAULT_SANDBOX_LIMITS.tmpBytes,
+    };
     const policyProblems: ConfigProblem[] = [];
     const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems: policyProblems });
     policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
@@ -337,6 +359,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      sandboxLimits,
+      sandboxReadPaths,
       ...(layer.companions ? { companions: layer.companions } : {}),
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
       network: { allow: [...(layer.network?.allow ?? [])] },

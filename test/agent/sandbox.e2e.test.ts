@@ -180,8 +180,14 @@ describe('the filesystem', () => {
     // Control: the same command outside the sandbox finds them, so the box is what hid them.
     const control = await run(ws, attack, NONE);
     expect(control.stdout).toContain(CANARY);
-    // An ordinary file in the same home is still readable: a mask, not a blanket ban.
-    expect((await run(ws, `cat ${path.join(home, 'notes.txt')}`)).stdout).toBe(`${CANARY}\n`);
+    // The home is not in the box at all by default; made readable (sandboxReadPaths), its ordinary files
+    // are there and its credential files still read as nothing.
+    const absent = await run(ws, `cat ${path.join(home, 'notes.txt')}`);
+    expect(absent.stdout).toBe('(empty)');
+    expect(absent.stderr).toMatch(/No such file or directory/);
+    const readable = await run(ws, `cat ${path.join(home, 'notes.txt')}; ${attack}`, { sandbox: policy({ readPaths: [home, botDir] }) });
+    expect(readable.stdout).toContain(`${CANARY}\n`);
+    expect(readable.stdout.split(CANARY)).toHaveLength(2);
   });
 });
 

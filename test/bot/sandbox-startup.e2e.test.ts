@@ -91,3 +91,31 @@ test('the same agent with sandbox: none starts, with a warning naming it', async
     await storage.close();
   }
 });
+
+test('a bubblewrap agent starts with one info line naming its view, its limits and how memory is bounded', async () => {
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    'agents:\n  ops:\n    model: m\n    tools: [execute_command]\n    sandboxLimits: { memory: 768M, tmpSize: 100M, cpuSeconds: 42 }\n    sandboxReadPaths: [/usr/share/doc]\n',
+  );
+  const config = loadConfig({ env: { ANTHROPIC_API_KEY: 'sk-test', GATEHOUSE_STORE: 'sqlite://:memory:' }, cwd: dir, knownTools: builtinToolNames() });
+  const storage = await openStorage(config.store);
+  const logs: string[] = [];
+  const gh = await createGatehouse({
+    config,
+    storage,
+    model: createAnthropicModel({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9' }),
+    adapters: [],
+    log: (level, msg) => logs.push(`${level} ${msg}`),
+  });
+  try {
+    const line = logs.filter((l) => l.startsWith('info ') && l.includes('agent ops: sandbox: bubblewrap'));
+    expect(line).toHaveLength(1);
+    expect(line[0]).toContain('/usr/share/doc (read-only)');
+    expect(line[0]).toMatch(/memory 768 MiB per process \(RLIMIT_DATA\), CPU 42 s per process \(RLIMIT_CPU\), \/tmp 100 MiB/);
+    // Which mechanism bounds memory is said either way (this host: cgroup v1 hybrid, so the rlimit).
+    expect(line[0]).toMatch(/cgroup v2 is not used: |cgroup v2/);
+  } finally {
+    await gh.stop({ graceMs: 0 });
+    await storage.close();
+  }
+}, 30_000);

@@ -10,10 +10,13 @@
  * - The child runs under a shell (`/bin/sh -c`, or opts.shell), as the leader of its own process group,
  *   with stdin ignored and ONLY the sanitized environment (policies/env.ts, the agent's envAllowlist).
  * - Sandbox (opts.sandbox, default bubblewrap with the network off): EVERY command this tool starts,
- *   auto-approved and allowlisted ones included, runs in the box agent/tools/sandbox builds (read-only
- *   root, the workspace the only writable host directory, private /tmp, own PID/IPC/UTS/network
+ *   auto-approved and allowlisted ones included, runs in the box agent/tools/sandbox builds (a default-deny
+ *   view of the host: read-only system, the workspace the only writable host directory, private sized /tmp, own PID/IPC/UTS/network
  *   namespaces, the bot's files and credential dotfiles masked, an unprivileged user, process and
- *   open-file limits). Only `sandbox: { mode: 'none' }` runs it on the host. In the box a shell killed by
+ *   open-file limits, memory, CPU-time and /tmp size limits). Only `sandbox: { mode: 'none' }` runs it on the host.
+ *   A command that ran into a limit gets a line after the exit code naming it ("killed: CPU limit ...",
+ *   "memory limit: ...", "tmp full: ..."); the box's after-step (setuid/device strip) runs before the
+ *   result is returned, and says so when it changed something. In the box a shell killed by
  *   a signal shows as exit code 128+N (bwrap reports it so), and background jobs end with the command
  *   (the box's PID namespace ends with it).
  * - stdout and stderr are each capped at maxOutputBytes, counted in bytes while reading: the first half
@@ -38,7 +41,7 @@ import { z } from 'zod';
 import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
 import { resolveInWorkspace, workspaceRoot } from '../workspace.js';
-import { boxCommand, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
+import { boxCommand, boxLimitNote, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
 
 export interface ExecuteCommandOptions {
   /** Used when the model gives no timeoutMs. Default 5 minutes. */
@@ -215,6 +218,8 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
     throw new ToolError(`The command did not run: the sandbox could not be set up (${errText.trim()}).`);
   }
 
+  // The box is gone: strip what it may have left that another user could abuse (setuid bits, devices).
+  const cleaned = boxed.after?.();
   let status: string;
   if (killedBy !== undefined) {
     status = o.sandboxed
@@ -225,8 +230,11 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
   } else {
     status = `terminated by signal ${result.signal ?? 'unknown'} (not sent by Gatehouse)`;
   }
+  const limit = killedBy === undefined && o.sandboxed ? boxLimitNote(boxed, { exitCode: result.exitCode, stderr: errText }) : undefined;
   const content = [
     status,
+    ...(limit ? [limit] : []),
+    ...(cleaned ? [cleaned] : []),
     `duration: ${formatMs(durationMs)}`,
     `--- stdout ---\n${stdout.text() || '(empty)'}`,
     `--- stderr ---\n${errText || '(empty)'}`,

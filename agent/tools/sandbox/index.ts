@@ -4,11 +4,17 @@
  *
  * Contract:
  * - `boxCommand(policy, { workspace, cwd, env, argv })` says how to start `argv`: under `sandbox: none` the
- *   program itself with `env`; under `bubblewrap` bwrap (bwrap.ts has the box's layout) started with an
- *   EMPTY environment, its options (including `env`) in `optionsData` for fd 3 (`--args 3`), and, when the
- *   bot runs as root, `uid`/`gid` 65534 (nobody/nogroup) for the spawn: inside the box the command is
- *   never root, and the process limit applies (the kernel exempts root from RLIMIT_NPROC). When the bot
- *   is not root the box runs as the bot's own uid (bwrap makes the user namespace).
+ *   program itself with `env`; under `bubblewrap` a launcher shell (launcher.ts: closes the bot's stray
+ *   descriptors, oom_score_adj 1000) that execs bwrap (bwrap.ts has the box's layout: a default-deny view
+ *   of the host, `systemView()` plus the workspace and `policy.readPaths`), started with an EMPTY
+ *   environment, bwrap's options (including `env`) in `optionsData` for fd 3 (`--args 3`), the seccomp
+ *   filter (seccomp.ts) in `seccompData` for fd 4, and, when the bot runs as root, `uid`/`gid` 65534
+ *   (nobody/nogroup) for the spawn: inside the box the command is never root, and the process limit
+ *   applies (the kernel exempts root from RLIMIT_NPROC). When the bot is not root the box runs as the
+ *   bot's own uid (bwrap makes the user namespace). `limits` are what the box runs under
+ *   (`sandboxLimits(policy)`: DEFAULT_SANDBOX_LIMITS for unset keys), and `after()` must be called once
+ *   the box has ended: it strips setuid/setgid bits and device nodes from the workspace (strip.ts) and
+ *   returns a line for the result when it changed something. `boxLimitNote` names a limit a command hit.
  * - Killing the bwrap process kills the whole box: `--die-with-parent` SIGKILLs the box's pid 1 when
  *   bwrap dies, and a PID namespace ends with its pid 1. Nothing started in the box outlives it, not even
  *   a background job of a command that finished.
@@ -24,19 +30,26 @@
  * - The workspace must be reachable by the sandbox user: bwrap resolves bind sources with the rights of
  *   the user it runs as. `probeSandbox` refuses a workspace behind a directory 65534 cannot traverse
  *   (e.g. /root, mode 0700) and names the fix.
+ * - `prepareWorkspace` also makes the workspace root 0700 (owner: the bot user, or 65534 for a root bot)
+ *   and strips setuid/setgid bits and devices already in it.
  * - `probeSandbox` runs `true` in the same kind of box as the same user; it throws SandboxUnavailableError
  *   whose message names the cause and the fixes (install bubblewrap; the container flags that allow user
  *   namespaces; or `sandbox: none`).
  */
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { accessSync, chmodSync, constants, existsSync, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type Options } from 'execa';
-import { bwrapArgs, type SandboxLimits } from './bwrap.js';
+import { bwrapArgs, type SystemEntry } from './bwrap.js';
+import { launcherArgv, strayDescriptors } from './launcher.js';
+import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, type SandboxLimits } from './limits.js';
 import { hiddenPaths } from './masks.js';
+import { seccompFilter } from './seccomp.js';
+import { stripSpecialFiles } from './strip.js';
 
-export type { SandboxLimits } from './bwrap.js';
+export { DEFAULT_SANDBOX_LIMITS, describeLimits, formatBytes, limitNote, memoryMechanism, parseSize, type SandboxLimits } from './limits.js';
 export { hiddenPaths, HOME_CREDENTIALS, SYSTEM_SECRETS } from './masks.js';
+export { stripSpecialFiles, type StripResult } from './strip.js';
 
 export const SANDBOX_MODES = ['bubblewrap', 'none'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
@@ -45,17 +58,28 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
 export const SANDBOX_UID = 65534;
 export const SANDBOX_GID = 65534;
 
-export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { processes: 256, openFiles: 4096 };
-
 export interface SandboxPolicy {
   mode: SandboxMode;
   /** Network inside the box (the host's); false: a network namespace of its own with nothing in it. */
   network: boolean;
   /** The bot's own files to hide: config file, the .env loaded, the store directory or files. */
   botFiles: readonly string[];
-  limits?: SandboxLimits;
+  /** Unset ones: DEFAULT_SANDBOX_LIMITS. */
+  limits?: Partial<SandboxLimits>;
+  /** Host paths the box may read besides the system and the workspace (sandboxReadPaths; absolute). */
+  readPaths?: readonly string[];
   /** Home directories whose credential files are hidden (default: the bot user's HOME and /root). */
   homes?: readonly string[];
+  /**
+   * The setuid/device defences (default on). Off only so a test's control can show what they stop: the
+   * seccomp filter, and the walk that strips setuid/setgid bits and device nodes after each command.
+   */
+  seccomp?: boolean;
+  stripAfter?: boolean;
+}
+
+export function sandboxLimits(policy: SandboxPolicy): SandboxLimits {
+  return { ...DEFAULT_SANDBOX_LIMITS, ...policy.limits };
 }
 
 export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = { mode: 'bubblewrap', network: false, botFiles: [] };
@@ -67,8 +91,17 @@ export interface BoxedCommand {
   cwd: string;
   /** For fd 3 when set: bwrap's NUL-terminated options (`--args 3`). */
   optionsData?: Buffer;
+  /** For fd 4 when set: the seccomp filter (`--seccomp 4`). */
+  seccompData?: Buffer;
   uid?: number;
   gid?: number;
+  /** The limits the box runs under (for `limitNote`). */
+  limits?: SandboxLimits;
+  /**
+   * Run after the box has ended: strips setuid/setgid bits and device nodes in the workspace (strip.ts);
+   * returns a line for the tool result when it changed something.
+   */
+  after?: () => string | undefined;
 }
 
 export interface BoxRequest {
@@ -109,6 +142,77 @@ export function findExecutable(name: string, searchPath = process.env.PATH ?? '/
   return found;
 }
 
+/**
+ * /etc files that ordinary tools read: users, the dynamic linker, Debian's alternatives (/usr/bin/awk
+ * links through /etc/alternatives), local names, time. Kept short on purpose: each bind is a mount bwrap
+ * makes for every command (a few ms on a busy host), while a symlink into /usr (os-release, localtime)
+ * costs nothing and is used where the host has one. Name resolution and TLS roots only with the network.
+ */
+const ETC_FILES = ['passwd', 'group', 'nsswitch.conf', 'hosts', 'ld.so.cache', 'alternatives', 'localtime', 'os-release'];
+const ETC_NETWORK = ['resolv.conf', 'host.conf', 'gai.conf', 'protocols', 'services', 'ssl', 'ca-certificates', 'pki', 'crypto-policies'];
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+const systemCache = new Map<boolean, SystemEntry[]>();
+
+/**
+ * The host's system as the box sees it: /usr, the /bin, /sbin, /lib* links or directories, /etc's files
+ * (with `network`, also those of name resolution and TLS).
+ */
+export function systemView(network = false): SystemEntry[] {
+  const cached = systemCache.get(network);
+  if (cached) return cached;
+  const out: SystemEntry[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    try {
+      const st = lstatSync(dir);
+      if (st.isSymbolicLink()) out.push({ kind: 'symlink', path: dir, target: readlinkSync(dir) });
+      else if (st.isDirectory()) out.push({ kind: 'ro-bind', path: dir });
+    } catch {
+      // not on this host
+    }
+  }
+  for (const f of network ? [...ETC_FILES, ...ETC_NETWORK] : ETC_FILES) {
+    const p = `/etc/${f}`;
+    try {
+      if (lstatSync(p).isSymbolicLink()) {
+        const target = readlinkSync(p);
+        const real = realpathSync(p);
+        if (inside('/usr', real)) {
+          out.push({ kind: 'symlink', path: p, target });
+          continue;
+        }
+      }
+      if (existsSync(p)) out.push({ kind: 'ro-bind', path: p, optional: true });
+    } catch {
+      // not on this host, or a dangling link: nothing to show
+    }
+  }
+  out.push({ kind: 'symlink', path: '/etc/mtab', target: '../proc/self/mounts' });
+  systemCache.set(network, out);
+  return out;
+}
+
+function inside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * The directory of the Node binary, when it is outside what the box has anyway (/usr) and not in the
+ * bot's own folder (next to its config, .env or store): commands run `node`, the bot's files stay out.
+ */
+function nodeDir(botFiles: readonly string[]): string | undefined {
+  let dir: string;
+  try {
+    dir = path.dirname(realpathSync(process.execPath));
+  } catch {
+    return undefined;
+  }
+  if (SYSTEM_DIRS.some((d) => inside(d, dir))) return undefined;
+  if (botFiles.some((f) => inside(path.dirname(f), dir) || inside(f, dir))) return undefined;
+  return dir;
+}
+
 export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand {
   const [program, ...rest] = req.argv;
   if (program === undefined) throw new Error('boxCommand: argv is empty');
@@ -117,6 +221,8 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   const prlimit = findExecutable('prlimit');
   if (!bwrap) throw new SandboxUnavailableError(missingBwrapMessage());
   if (!prlimit) throw new SandboxUnavailableError(missingPrlimitMessage());
+  const sh = findExecutable('sh');
+  if (!sh) throw new SandboxUnavailableError(`no sh on the bot's PATH; it starts bwrap; ${FIX_NONE}`);
   const user = sandboxUser();
   if (user) {
     const blocked = untraversableAncestor(req.workspace, user.uid, user.gid);
@@ -129,24 +235,53 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   const masks = hiddenPaths({ botFiles: policy.botFiles, workspace: req.workspace, ...(policy.homes ? { homes: policy.homes } : {}) }).filter((m) =>
     reachable(m.path),
   );
+  const limits = sandboxLimits(policy);
+  const node = nodeDir(policy.botFiles);
+  const seccomp = policy.seccomp !== false;
   const { options, command } = bwrapArgs({
     workspace: req.workspace,
     cwd: req.cwd,
     network: policy.network,
     masks,
     env: req.env,
-    limits: policy.limits ?? DEFAULT_SANDBOX_LIMITS,
+    limits,
     prlimit,
     argv: req.argv,
+    system: node ? [...systemView(policy.network), { kind: 'ro-bind', path: node }] : systemView(policy.network),
+    ...(policy.readPaths ? { readPaths: policy.readPaths } : {}),
+    ...(seccomp ? { seccompFd: 4 } : {}),
   });
+  let launch: { file: string; args: string[] };
+  try {
+    launch = launcherArgv({ sh, bash: findExecutable('bash') }, bwrap, ['--args', '3', ...command], strayDescriptors([3, 4]));
+  } catch (err) {
+    throw new SandboxUnavailableError((err as Error).message);
+  }
+  const workspace = req.workspace;
   return {
-    file: bwrap,
-    args: ['--args', '3', ...command],
+    file: launch.file,
+    args: launch.args,
     env: {},
     cwd: '/',
     optionsData: Buffer.from(options.map((o) => `${o}\u0000`).join('')),
+    ...(seccomp ? { seccompData: seccompFilter() } : {}),
     ...(user ?? {}),
+    limits,
+    ...(policy.stripAfter !== false ? { after: () => stripNote(workspace) } : {}),
   };
+}
+
+function stripNote(workspace: string): string | undefined {
+  const r = stripSpecialFiles(workspace);
+  const parts: string[] = [];
+  if (r.stripped.length > 0) parts.push(`setuid/setgid bits removed from ${r.stripped.slice(0, 10).join(', ')}${r.stripped.length > 10 ? ` and ${r.stripped.length - 10} more` : ''}`);
+  if (r.removed.length > 0) parts.push(`device nodes deleted: ${r.removed.slice(0, 10).join(', ')}`);
+  return parts.length > 0 ? `sandbox: ${parts.join('; ')} (files made in the box may not carry them)` : undefined;
+}
+
+/** The limit a finished box's command ran into, as a line for the tool result; undefined if none. */
+export function boxLimitNote(boxed: BoxedCommand, exit: { exitCode?: number | undefined; stderr: string }): string | undefined {
+  return boxed.limits ? limitNote(boxed.limits, exit) : undefined;
 }
 
 /** Thrown when commands cannot run in the sandbox here; the message says why and what to do. */
@@ -187,19 +322,32 @@ function unreachableMessage(workspace: string, blocked: string, uid: number): st
 }
 
 /**
- * When the bot runs as root: hands the workspace, and everything in it that root owns, to the sandbox user
- * (coreutils chown -R -P --from=0: physical walk, symlinks never followed, other owners' files untouched).
- * Run at start, before any box exists. A no-op when the bot is not root.
+ * Run at start, before any box exists. When the bot runs as root: hands the workspace, and everything in
+ * it that root owns, to the sandbox user (coreutils chown -R -P --from=0: physical walk, symlinks never
+ * followed, other owners' files untouched). Then the workspace root is made 0700 (its owner only: the bot
+ * user, or the sandbox user for a root bot, whose boxes must write it; root enters anyway), so no other
+ * local user can enter it, and setuid/setgid bits and device nodes already in it are removed.
  */
 export async function prepareWorkspace(workspace: string): Promise<void> {
   const user = sandboxUser();
-  if (!user) return;
-  const chown = findExecutable('chown');
-  if (!chown) throw new SandboxUnavailableError('chown (coreutils) is not installed; it hands the workspace to the sandbox user');
-  const r = await execa(chown, ['-R', '-P', '--from=0', `${user.uid}:${user.gid}`, '--', workspace], { reject: false, env: {}, extendEnv: false });
-  if (r.exitCode !== 0) {
-    throw new SandboxUnavailableError(`could not hand the workspace ${workspace} to the sandbox user (uid ${user.uid}): ${String(r.stderr).trim() || r.shortMessage}`);
+  if (user) {
+    const chown = findExecutable('chown');
+    if (!chown) throw new SandboxUnavailableError('chown (coreutils) is not installed; it hands the workspace to the sandbox user');
+    const r = await execa(chown, ['-R', '-P', '--from=0', `${user.uid}:${user.gid}`, '--', workspace], { reject: false, env: {}, extendEnv: false });
+    if (r.exitCode !== 0) {
+      throw new SandboxUnavailableError(`could not hand the workspace ${workspace} to the sandbox user (uid ${user.uid}): ${String(r.stderr).trim() || r.shortMessage}`);
+    }
   }
+  const st = statSync(workspace);
+  const owner = user ? user.uid : process.getuid?.();
+  if (st.uid === owner && (st.mode & 0o7777) !== 0o700) {
+    try {
+      chmodSync(workspace, 0o700);
+    } catch (err) {
+      throw new SandboxUnavailableError(`could not make the workspace ${workspace} private (chmod 0700): ${(err as Error).message}`);
+    }
+  }
+  stripSpecialFiles(workspace);
 }
 
 /** True when the bot's own user can enter `dir` and every directory above it. */
@@ -254,13 +402,14 @@ export function execaOptions(
   extra: Omit<Options, 'stdin' | 'stdout' | 'stderr' | 'stdio' | 'env' | 'cwd' | 'uid' | 'gid'> = {},
 ): Options {
   const stdio = [streams.stdin ?? 'ignore', streams.stdout ?? 'pipe', streams.stderr ?? 'pipe'] as const;
+  const fds = boxed.optionsData ? (boxed.seccompData ? [boxed.optionsData, boxed.seccompData] : [boxed.optionsData]) : [];
   return {
     ...extra,
     env: boxed.env,
     extendEnv: false,
     cwd: boxed.cwd,
     reject: false,
-    stdio: boxed.optionsData ? [...stdio, boxed.optionsData] : [...stdio],
+    stdio: [...stdio, ...fds],
     ...(boxed.uid !== undefined ? { uid: boxed.uid, gid: boxed.gid } : {}),
   };
 }

@@ -20,7 +20,9 @@ const spec = {
   cwd: '/srv/ws/sub',
   network: false,
   env: { PATH: '/usr/bin', GITHUB_TOKEN: 'ghp_secretvalue' },
-  limits: { processes: 50, openFiles: 100 },
+  limits: { processes: 50, openFiles: 100, memoryBytes: 1 << 30, cpuSeconds: 60, tmpBytes: 1 << 28 },
+  system: [{ kind: 'ro-bind' as const, path: '/usr' }, { kind: 'symlink' as const, path: '/bin', target: 'usr/bin' }],
+  readPaths: ['/home/bot'],
   prlimit: '/usr/bin/prlimit',
   argv: ['/bin/sh', '-c', 'echo hi'],
 };
@@ -32,13 +34,15 @@ describe('bwrapArgs', () => {
       expect(options).toContain(flag);
     }
     const joined = options.join(' ');
-    expect(joined).toContain('--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp');
+    expect(joined).not.toContain('--ro-bind / /');
+    expect(joined).toContain('--ro-bind /usr /usr --symlink usr/bin /bin --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev --proc /proc --size 268435456 --tmpfs /tmp');
+    expect(joined).toMatch(/--remount-ro \/ (--seccomp \d+ )?--clearenv/);
     expect(joined).toContain('--bind /srv/ws /srv/ws');
     expect(joined).toContain('--chdir /srv/ws/sub');
     expect(joined).toContain('--setenv GITHUB_TOKEN ghp_secretvalue');
     // The variables' values travel in the options (bwrap reads them from a pipe), never on the command line.
     expect(command.join(' ')).not.toContain('ghp_secretvalue');
-    expect(command).toEqual(['--', '/usr/bin/prlimit', '--nproc=50', '--nofile=100', '--', '/bin/sh', '-c', 'echo hi']);
+    expect(command).toEqual(['--', '/usr/bin/prlimit', '--nproc=50', '--nofile=100', `--data=${1 << 30}`, '--cpu=60:61', '--', '/bin/sh', '-c', 'echo hi']);
   });
 
   test('network on drops --unshare-net and nothing else', () => {
@@ -56,6 +60,7 @@ describe('bwrapArgs', () => {
         { path: '/home/bot/.ssh', kind: 'dir' },
         { path: '/home/bot/.netrc', kind: 'file' },
         { path: '/srv/ws/.aws', kind: 'dir' },
+        { path: '/elsewhere/.netrc', kind: 'file' },
       ],
     });
     const at = (...seq: string[]) => options.findIndex((_, i) => seq.every((s, j) => options[i + j] === s));
@@ -66,6 +71,8 @@ describe('bwrapArgs', () => {
     expect(at('--ro-bind', '/dev/null', '/home/bot/.netrc')).toBeGreaterThan(bind);
     expect(at('--tmpfs', '/srv/ws/.aws', '--remount-ro', '/srv/ws/.aws')).toBeGreaterThan(bind);
     expect(at('--tmpfs', '/tmp')).toBeLessThan(bind);
+    // A mask outside everything bound is not there to hide: dropped.
+    expect(at('--ro-bind', '/dev/null', '/elsewhere/.netrc')).toBe(-1);
   });
 });
 
