@@ -76,3 +76,15 @@ test(`a tree deeper than ${WALK_MAX_DEPTH} levels is walked down to the limit an
     await removeDir(deepWs);
   }
 });
+
+test('ls of a socket shows it as "other" (a socket cannot be opened to fstat it)', async () => {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  const sock = path.join(ws, 'app.sock');
+  await new Promise<void>((resolve) => server.listen(sock, resolve));
+  try {
+    expect(await run(lsTool(), { path: 'app.sock' }, makeCtx(ws))).toMatch(/^other +- +app\.sock$/);
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+});

@@ -22,9 +22,12 @@ import {
 import { listDir, walkNotes, walkTree, type WalkStats } from './walk.js';
 
 /** The start of ls/find, opened fd by fd (the caller closes it). */
-async function openStart(root: string, abs: string): Promise<FileHandle> {
+async function openStart(root: string, abs: string): Promise<FileHandle>;
+async function openStart(root: string, abs: string, opts: { socketOk: true }): Promise<FileHandle | 'socket'>;
+async function openStart(root: string, abs: string, opts?: { socketOk: true }): Promise<FileHandle | 'socket'> {
   return openInWorkspace(root, abs).catch((err: unknown) => {
     if (err instanceof ToolError) throw err;
+    if (opts?.socketOk && errCode(err) === 'ENXIO') return 'socket' as const;
     throw new ToolError(`${displayPath(root, abs)} cannot be opened (${errCode(err)}); use ls on its parent to see what is there.`);
   });
 }
@@ -59,7 +62,9 @@ export function lsTool(): Tool<LsInput> {
       const abs = await resolveInWorkspace(ctx.workspace, input.path ?? '.', { mustExist: true });
       const shown = displayPath(root, abs);
       const limit = input.limit ?? LS_DEFAULT_ENTRIES;
-      const dir = await openStart(root, abs);
+      // A socket cannot be opened (ENXIO): it is still an entry to show, not an error.
+      const dir = await openStart(root, abs, { socketOk: true });
+      if (dir === 'socket') return text(formatEntry('other', undefined, shown));
       try {
         const st = await dir.stat();
         if (!st.isDirectory()) return text(formatEntry(st.isFile() ? 'file' : 'other', st.isFile() ? st.size : undefined, shown));
