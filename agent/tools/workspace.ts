@@ -51,6 +51,8 @@ export interface ResolveOptions {
 
 /** Linux's own limit on symlinks followed while resolving one path. */
 const MAX_LINK_HOPS = 40;
+/** Directories deep a resolved path may go (each level holds an fd while resolving). */
+const MAX_RESOLVE_DEPTH = 256;
 
 /** The workspace's real path; a ToolError when it is missing (a configuration problem). */
 export async function workspaceRoot(workspace: string): Promise<string> {
@@ -172,6 +174,10 @@ async function physical(
       }
       // The last name may be an unopened directory when more components were spliced in after it.
       if (dirs.length < names.length) {
+        // One fd per level is held (for `..`): bound it, a path this deep is no real project's.
+        if (dirs.length >= MAX_RESOLVE_DEPTH) {
+          throw new ToolError(`The path "${userPath}" is more than ${MAX_RESOLVE_DEPTH} directories deep; use a shorter path.`);
+        }
         const prev = names[names.length - 1] as string;
         dirs.push(await open(atDir(dirs[dirs.length - 1] ?? rootDir, prev), DIR_OPEN_FLAGS).catch(changed));
       }
