@@ -8,14 +8,18 @@
  *   the workspace, spelled either through its real path or through the path as configured.
  * - Refused: NUL bytes; `..` that climbs out; absolute paths elsewhere; any symlink (an
  *   intermediate directory, the final component, or a dangling link a new file would be written
- *   through) whose target lies outside. Resolution uses realpath on the deepest existing ancestor
- *   and follows dangling links by hand, so a not-yet-existing file is judged by where it would land.
- * - Callers use the RETURNED path for every fs call (never the user's string), so what was checked
- *   is what is touched.
+ *   through) whose target lies outside. Resolution walks fd by fd from the open root (see
+ *   `physical`): no workspace path string past the root is ever handed to the kernel to resolve
+ *   (no realpath/stat by path), symlinks are read with readlink and followed by hand, so a
+ *   not-yet-existing file is judged by where it would land and a swap mid-walk cannot make the
+ *   kernel follow a link out. The workspace root itself is realpath'ed once (configuration).
+ * - Callers use the RETURNED path for every fs call (never the user's string), and only through
+ *   openInWorkspace, so what was checked is what is opened, fd by fd.
  *
- * Contract of `openInWorkspace(root, abs, mode)` (race-free opening; every write and every file read
- * of read_file / write_file / edit_file goes through it):
- * - The realpath check above is only advice: a command running at the same time can swap a checked
+ * Contract of `openInWorkspace(root, abs, mode)` (race-free opening; every file or directory any
+ * host-side tool reads, lists or writes in the workspace is opened through it, and everything below
+ * an opened directory is reached relative to its fd: atDir here, the walk in builtin/files/walk.ts):
+ * - The resolution above is only advice: a command running at the same time can swap a checked
  *   directory for a symlink to elsewhere before the file is opened (TOCTOU). So the file is opened
  *   again WITHOUT trusting the path: the workspace root is opened as a directory fd, then each
  *   component of the (already symlink-free) relative path is opened relative to the previous fd with
@@ -47,6 +51,8 @@ export interface ResolveOptions {
 
 /** Linux's own limit on symlinks followed while resolving one path. */
 const MAX_LINK_HOPS = 40;
+/** Directories deep a resolved path may go (each level holds an fd while resolving). */
+const MAX_RESOLVE_DEPTH = 256;
 
 /** The workspace's real path; a ToolError when it is missing (a configuration problem). */
 export async function workspaceRoot(workspace: string): Promise<string> {
@@ -99,7 +105,7 @@ export async function resolveInWorkspace(
         `Use a path inside the workspace (relative paths resolve against it).`,
     );
   }
-  const { real, exists } = await physical(lexical, userPath, 0);
+  const { real, exists } = await physical(root, configured, lexical, userPath);
   if (!isInside(root, real)) {
     throw new ToolError(
       `The path "${userPath}" leads outside the workspace ${root} through a symlink (it resolves to ${real}); ` +
@@ -114,43 +120,115 @@ export async function resolveInWorkspace(
   return real;
 }
 
-/** Where the kernel would land for `p`: realpath of the deepest existing ancestor plus the rest. */
-async function physical(p: string, userPath: string, hops: number): Promise<{ real: string; exists: boolean }> {
-  const tail: string[] = [];
-  let cur = p;
-  for (;;) {
-    try {
-      const real = await realpath(cur);
-      return { real: tail.length ? path.join(real, ...tail) : real, exists: tail.length === 0 };
-    } catch (err) {
-      const code = errCode(err);
-      if (code === 'ELOOP') {
-        throw new ToolError(`The path "${userPath}" runs into a symlink loop; use a path without it.`);
-      }
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') {
-        throw new ToolError(`The path "${userPath}" cannot be resolved (${code}).`);
-      }
-    }
-    // `cur` does not resolve. A dangling symlink there still decides where a write would land.
-    const st = await lstat(cur).catch(() => undefined);
-    if (st?.isSymbolicLink()) {
-      if (hops >= MAX_LINK_HOPS) {
-        throw new ToolError(`The path "${userPath}" follows too many symlinks; use a path without them.`);
-      }
-      // A concurrent swap can change `cur` between lstat and readlink: a clear refusal, not a crash.
-      const changed = (): never => {
-        throw new ToolError(`The path "${userPath}" changed while it was being resolved; try again once the workspace is stable.`);
-      };
-      const dir = await realpath(path.dirname(cur)).catch(changed);
-      const target = path.resolve(dir, await readlink(cur).catch(changed));
-      const r = await physical(target, userPath, hops + 1);
-      return { real: tail.length ? path.join(r.real, ...tail) : r.real, exists: false };
-    }
-    const parent = path.dirname(cur);
-    if (parent === cur) return { real: path.join(cur, ...tail), exists: false };
-    tail.unshift(path.basename(cur));
-    cur = parent;
+/**
+ * Where the kernel would land for `lexical` (already inside `root`), decided fd by fd: each component
+ * is lstat'ed relative to the open directory before it (atDir), a directory is entered by opening it
+ * O_DIRECTORY|O_NOFOLLOW relative to that fd, and a symlink is never traversed by the kernel: its text
+ * is read (readlink, which does not follow it) and spliced into the remaining components by hand, an
+ * absolute target only when it lies under the workspace (as real or configured path), `..` popping the
+ * physical chain of open directories. Nothing is handed to the kernel as a workspace path string after
+ * the root, so a directory swapped for a symlink mid-resolution can neither be followed nor reveal what
+ * lies behind it: the next step fails ("changed") or the link's own text decides, and outside targets
+ * are refused. Past the first missing component the rest is taken lexically (a file about to be made).
+ */
+async function physical(
+  root: string,
+  configured: string,
+  lexical: string,
+  userPath: string,
+): Promise<{ real: string; exists: boolean }> {
+  const todo = path.relative(root, lexical).split(path.sep);
+  const names: string[] = [];
+  // dirs[i] is the open directory names[i] (below the root); the last name may be left unopened.
+  const dirs: FileHandle[] = [];
+  const changed = (): never => {
+    throw new ToolError(`The path "${userPath}" changed while it was being resolved; try again once the workspace is stable.`);
+  };
+  const outside = (where: string): never => {
+    throw new ToolError(
+      `The path "${userPath}" leads outside the workspace ${root} through a symlink (it resolves to ${where}); ` +
+        `file tools only reach files inside the workspace. Use the file's real location inside the workspace.`,
+    );
+  };
+  let rootDir: FileHandle;
+  try {
+    rootDir = await open(root, DIR_OPEN_FLAGS);
+  } catch (err) {
+    throw new ToolError(`The workspace ${root} cannot be opened (${errCode(err)}).`);
   }
+  let missing = false;
+  let hops = 0;
+  try {
+    while (todo.length > 0) {
+      const part = todo.shift() as string;
+      if (part === '' || part === '.') continue;
+      if (part === '..') {
+        if (names.length === 0) outside(path.resolve(root, '..', ...todo));
+        names.pop();
+        if (dirs.length > names.length) await (dirs.pop() as FileHandle).close();
+        continue;
+      }
+      if (missing) {
+        names.push(part);
+        continue;
+      }
+      // The last name may be an unopened directory when more components were spliced in after it.
+      if (dirs.length < names.length) {
+        // One fd per level is held (for `..`): bound it, a path this deep is no real project's.
+        if (dirs.length >= MAX_RESOLVE_DEPTH) {
+          throw new ToolError(`The path "${userPath}" is more than ${MAX_RESOLVE_DEPTH} directories deep; use a shorter path.`);
+        }
+        const prev = names[names.length - 1] as string;
+        dirs.push(await open(atDir(dirs[dirs.length - 1] ?? rootDir, prev), DIR_OPEN_FLAGS).catch(changed));
+      }
+      const here = dirs[dirs.length - 1] ?? rootDir;
+      let st;
+      try {
+        st = await lstat(atDir(here, part));
+      } catch (err) {
+        const code = errCode(err);
+        if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new ToolError(`The path "${userPath}" cannot be resolved (${code}).`);
+        missing = true;
+        names.push(part);
+        continue;
+      }
+      if (st.isSymbolicLink()) {
+        if (++hops > MAX_LINK_HOPS) {
+          throw new ToolError(`The path "${userPath}" runs into a symlink loop (more than ${MAX_LINK_HOPS} links); use a path without it.`);
+        }
+        const target = await readlink(atDir(here, part)).catch(changed);
+        if (target === '' || target.includes('\0')) changed();
+        if (path.isAbsolute(target)) {
+          const rest = below(root, target) ?? below(configured, target);
+          if (rest === undefined) outside(path.resolve(target, ...todo));
+          // Start again from the root with the target's components (the link itself is left behind).
+          while (dirs.length > 0) await (dirs.pop() as FileHandle).close();
+          names.length = 0;
+          todo.unshift(...(rest as string[]));
+        } else {
+          todo.unshift(...target.split('/'));
+        }
+        continue;
+      }
+      names.push(part);
+      // A directory is entered (opened) only when something below it is still to be resolved.
+      if (st.isDirectory()) continue;
+      // Components below a file do not exist; the open that follows fails on them with a clear error.
+      if (todo.some((p) => p !== '' && p !== '.')) missing = true;
+    }
+    return { real: path.join(root, ...names), exists: !missing };
+  } finally {
+    for (const d of dirs) await d.close().catch(() => undefined);
+    await rootDir.close().catch(() => undefined);
+  }
+}
+
+/** The components of absolute `target` below `base`, or undefined when it is not spelled under it. */
+function below(base: string, target: string): string[] | undefined {
+  const b = base.split('/').filter((p) => p !== '');
+  const t = target.split('/').filter((p) => p !== '' && p !== '.');
+  if (t.length < b.length || b.some((p, i) => t[i] !== p)) return undefined;
+  return t.slice(b.length);
 }
 
 export function errCode(err: unknown): string {

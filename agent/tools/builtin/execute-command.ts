@@ -35,12 +35,12 @@
  * - Killing the group kills bwrap (SIGKILL at once: SIGTERM may be lost while bwrap sets the box up), and
  *   with it the whole box (its PID namespace).
  */
-import { access, constants, stat } from 'node:fs/promises';
+import { access, constants } from 'node:fs/promises';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
-import { resolveInWorkspace, workspaceRoot } from '../workspace.js';
+import { errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import { boxCommand, boxLimitNote, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
 
 export interface ExecuteCommandOptions {
@@ -360,8 +360,15 @@ function utf8BoundaryAfter(buf: Buffer, start: number): number {
  */
 async function resolveCwd(workspace: string, cwd: string | undefined): Promise<string> {
   if (cwd === undefined || cwd === '' || cwd === '.') return workspaceRoot(workspace);
+  const root = await workspaceRoot(workspace);
   const real = await resolveInWorkspace(workspace, cwd, { mustExist: true });
-  if (!(await stat(real)).isDirectory()) {
+  // Checked through an fd-by-fd open, never a stat by path (a swapped link would be followed).
+  const fh = await openInWorkspace(root, real).catch((err: unknown) => {
+    if (err instanceof ToolError) throw err;
+    throw new ToolError(`cwd "${cwd}" cannot be opened (${errCode(err)}).`);
+  });
+  const isDir = await fh.stat().then((st) => st.isDirectory(), () => false).finally(() => fh.close().catch(() => undefined));
+  if (!isDir) {
     throw new ToolError(`cwd "${cwd}" is a file, not a directory; give its parent directory instead.`);
   }
   return real;

@@ -4,8 +4,10 @@
  * the model wrote without it. Every file read_file / write_file / edit_file opens (and every
  * directory write_file creates) goes through openInWorkspace (workspace.ts): fd by fd, never following
  * a symlink, so a directory swapped for a symlink by a concurrent command cannot redirect it outside.
- * The one write path is writeInWorkspace. ls, find and grep list and read by path (grep's reads use
- * O_NOFOLLOW on the file only): a racing swap could make them show outside names, never write there.
+ * The one write path is writeInWorkspace. ls, find and grep open their start the same way and reach
+ * everything below it relative to open directory fds (files/walk.ts), never by a workspace path
+ * string: a racing swap (rename, renameat2 RENAME_EXCHANGE) can make them skip an entry, never list
+ * or read outside (test/agent/tools/workspace-race.e2e.test.ts runs that attack).
  *
  * Tiers: reading and listing are `read-only`. write_file and edit_file are `low-risk`: they change
  * only files inside the agent's own workspace, and their propose half always produces the unified
@@ -23,7 +25,7 @@
  * writes exactly the proposal's newContent (what was approved), creating parent directories inside
  * the workspace for write_file.
  *
- * One file per tool or small family under ./files/ (shared.ts: limits, globs, the walk); this module
+ * One file per tool or small family under ./files/ (shared.ts: limits and globs, walk.ts: the fd-by-fd walk); this module
  * is the stable import path for the lot.
  */
 export { closeGrepWorkers, GREP_MATCH_BUDGET_MS, grepWorkerStats } from './grep-worker.js';

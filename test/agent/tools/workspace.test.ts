@@ -71,6 +71,20 @@ describe('resolveInWorkspace: paths inside', () => {
     await expect(resolveInWorkspace(ws, 'pending.ts')).resolves.toBe(path.join(ws, 'src', 'later.ts'));
   });
 
+  test('`..` inside a link target climbs the physical chain, as the kernel does', async () => {
+    await mkdir(path.join(ws, 'src', 'deeper'));
+    await symlink('src/deeper', path.join(ws, 'x'));
+    await symlink('x/..', path.join(ws, 'y')); // x/.. is src, not the workspace root
+    await expect(resolveInWorkspace(ws, 'y/a.ts', { mustExist: true })).resolves.toBe(path.join(ws, 'src', 'a.ts'));
+  });
+
+  test('a path deeper than the resolver holds fds for is refused clearly', async () => {
+    const deep = Array.from({ length: 260 }, () => 'd').join('/');
+    await mkdir(path.join(ws, deep), { recursive: true });
+    const err = await refusal(`${deep}/x`);
+    expect(err.message).toMatch(/directories deep/);
+  });
+
   test('mustExist refuses a missing path and says how to look around', async () => {
     const err = await refusal('src/missing.ts', { mustExist: true });
     expect(err.message).toContain('"src/missing.ts" does not exist');

@@ -1,11 +1,15 @@
-/** grep (read-only): walking and reading here, the RegExp in a worker (../grep-worker.ts). */
+/**
+ * grep (read-only): walking and reading here, fd by fd (./walk.ts: no workspace path string past the
+ * root reaches the kernel, so a swap in the box cannot redirect a read outside), the RegExp in a
+ * worker (../grep-worker.ts).
+ */
 import { constants as fsc } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Tool } from '../../types.js';
 import { ToolError } from '../../types.js';
-import { displayPath, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
+import { displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
 import type { FileMatch } from '../grep-worker.js';
 import { GrepMatcher } from '../grep-worker.js';
 import {
@@ -18,8 +22,8 @@ import {
   looksBinary,
   text,
   truncatedLine,
-  walk,
 } from './shared.js';
+import { DirRef, walkNotes, walkTree, type WalkStats } from './walk.js';
 
 // ---------------------------------------------------------------------------------------------
 // grep
@@ -59,17 +63,35 @@ const GREP_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
 const GREP_BATCH_FILES = 32;
 const GREP_BATCH_BYTES = 1024 * 1024;
 
-type FileRead = { kind: 'text'; abs: string; buf: Buffer } | { kind: 'binary' | 'large' | 'skip'; abs: string };
+type FileRead = { kind: 'text'; shown: string; buf: Buffer } | { kind: 'binary' | 'large' | 'skip'; shown: string };
 
-/** Never rejects (read-ahead promises may be abandoned when the search stops early). */
-async function readForGrep(abs: string, signal: AbortSignal): Promise<FileRead> {
-  if (signal.aborted) return { kind: 'skip', abs };
-  let fh: Awaited<ReturnType<typeof open>> | undefined;
+/** Where grep reads a file from: a name in an open directory of the walk, or a handle opened already. */
+type FileSource = { dir: DirRef; name: string; shown: string } | { fh: FileHandle; shown: string };
+
+/** Files are opened without following a symlink and without blocking on a FIFO; fstat decides. */
+const GREP_OPEN_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
+
+/**
+ * Never rejects (read-ahead promises may be abandoned when the search stops early). A walked entry's
+ * directory must have been retained by the caller: it is released here, once the file is open.
+ */
+async function readForGrep(src: FileSource, signal: AbortSignal): Promise<FileRead> {
+  const shown = src.shown;
+  let fh: FileHandle | undefined;
   try {
-    fh = await open(abs, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+    if ('fh' in src) fh = src.fh;
+    else {
+      try {
+        if (signal.aborted) return { kind: 'skip', shown };
+        fh = await open(src.dir.at(src.name), GREP_OPEN_FLAGS);
+      } finally {
+        src.dir.release();
+      }
+    }
+    if (signal.aborted) return { kind: 'skip', shown };
     const st = await fh.stat();
-    if (!st.isFile()) return { kind: 'skip', abs };
-    if (st.size > GREP_MAX_FILE_BYTES) return { kind: 'large', abs };
+    if (!st.isFile()) return { kind: 'skip', shown };
+    if (st.size > GREP_MAX_FILE_BYTES) return { kind: 'large', shown };
     // One read of the stat'ed size (fh.readFile would stat again and probe for EOF). Not from
     // Buffer's shared pool: the bytes are transferred to the matching worker without a copy.
     const buf = Buffer.allocUnsafeSlow(st.size);
@@ -79,9 +101,9 @@ async function readForGrep(abs: string, signal: AbortSignal): Promise<FileRead> 
       if (bytesRead === 0) break;
       got += bytesRead;
     }
-    return looksBinary(buf.subarray(0, got)) ? { kind: 'binary', abs } : { kind: 'text', abs, buf: buf.subarray(0, got) };
+    return looksBinary(buf.subarray(0, got)) ? { kind: 'binary', shown } : { kind: 'text', shown, buf: buf.subarray(0, got) };
   } catch {
-    return { kind: 'skip', abs }; // vanished, unreadable, or a symlink swapped in
+    return { kind: 'skip', shown }; // vanished, unreadable, or a symlink swapped in
   } finally {
     await fh?.close().catch(() => undefined);
   }
@@ -128,34 +150,56 @@ export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
       let skippedLarge = 0;
       let cut: string | undefined;
 
-      const files: AsyncIterable<{ abs: string; rel: string; name: string }> = (await stat(start)).isDirectory()
+      // The start is opened fd by fd like read_file's file; everything below it relative to its fd.
+      const startFh = await openInWorkspace(root, start).catch((err: unknown) => {
+        if (err instanceof ToolError) throw err;
+        throw new ToolError(`${displayPath(root, start)} cannot be opened (${errCode(err)}); use ls or find to see what is there.`);
+      });
+      let startIsDir: boolean;
+      try {
+        startIsDir = (await startFh.stat()).isDirectory();
+      } catch (err) {
+        await startFh.close();
+        throw new ToolError(`${displayPath(root, start)} cannot be read (${errCode(err)}).`);
+      }
+      const shownStart = displayPath(root, start);
+      const walkStats: WalkStats = { vanished: 0, tooDeep: 0 };
+      let walkOwnsStart = false; // once walkTree runs, it closes startFh itself
+      const files: AsyncGenerator<FileSource & { rel: string; name: string }> = startIsDir
         ? (async function* () {
-            for await (const e of walk(start, ctx.signal, input.includeIgnored ?? false)) {
-              if (e.dirent.isFile()) yield { abs: e.abs, rel: e.rel, name: e.dirent.name };
+            walkOwnsStart = true;
+            for await (const e of walkTree(startFh, ctx.signal, { includeIgnored: input.includeIgnored ?? false, stats: walkStats })) {
+              if (e.kind === 'file') yield { dir: e.dir, name: e.name, rel: e.rel, shown: shownStart === '.' ? e.rel : `${shownStart}/${e.rel}` };
             }
           })()
         : (async function* () {
-            yield { abs: start, rel: path.basename(start), name: path.basename(start) };
+            yield { fh: startFh, rel: path.basename(start), name: path.basename(start), shown: shownStart };
           })();
 
-      const matcher = GrepMatcher.start(
-        {
-          source,
-          flags,
-          pattern: input.pattern,
-          limit,
-          context: input.context ?? 0,
-          maxOutputBytes: GREP_MAX_OUTPUT_BYTES,
-          maxLineChars: GREP_MAX_LINE_CHARS,
-          ...(opts.matchBudgetMs === undefined ? {} : { budgetMs: opts.matchBudgetMs }),
-        },
-        ctx.signal,
-      );
+      let matcher: GrepMatcher;
+      try {
+        matcher = GrepMatcher.start(
+          {
+            source,
+            flags,
+            pattern: input.pattern,
+            limit,
+            context: input.context ?? 0,
+            maxOutputBytes: GREP_MAX_OUTPUT_BYTES,
+            maxLineChars: GREP_MAX_LINE_CHARS,
+            ...(opts.matchBudgetMs === undefined ? {} : { budgetMs: opts.matchBudgetMs }),
+          },
+          ctx.signal,
+        );
+      } catch (err) {
+        await startFh.close();
+        throw err;
+      }
       try {
         // Two stages, both strictly in walk order: a few files read ahead (the fs thread pool
         // works in parallel), then up to GREP_IN_FLIGHT_* files handed to the matching worker.
         const readAhead: Array<Promise<FileRead>> = [];
-        const iter = files[Symbol.asyncIterator]();
+        const iter = files;
         let walkDone = false;
         const fill = async (): Promise<void> => {
           while (!walkDone && readAhead.length < GREP_READ_AHEAD) {
@@ -164,8 +208,10 @@ export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
               walkDone = true;
               break;
             }
-            if (fileMatch && !fileMatch(next.value.rel, next.value.name)) continue;
-            readAhead.push(readForGrep(next.value.abs, ctx.signal));
+            const f = next.value;
+            if (fileMatch && !fileMatch(f.rel, f.name)) continue;
+            // Retained for the read: the walk may close its fd before the read-ahead opens the file.
+            readAhead.push(readForGrep('dir' in f ? { dir: f.dir.retain(), name: f.name, shown: f.shown } : f, ctx.signal));
           }
         };
         type Slot = { kind: 'binary' | 'large' | 'skip' } | { kind: 'text'; bytes: number; result?: Promise<FileMatch> };
@@ -197,7 +243,7 @@ export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
             const slot = { kind: 'text' as const, bytes: f.buf.byteLength };
             inFlight.push(slot);
             inFlightBytes += slot.bytes;
-            batch.push({ slot, shown: displayPath(root, f.abs), bytes: f.buf });
+            batch.push({ slot, shown: f.shown, bytes: f.buf });
             batchBytes += slot.bytes;
             if (batch.length >= GREP_BATCH_FILES || batchBytes >= GREP_BATCH_BYTES) flush();
           }
@@ -219,18 +265,21 @@ export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
       } catch (err) {
         await matcher.discard();
         throw err;
+      } finally {
+        // Closes the walk's directory fds (the generator's finally) when the search stopped early.
+        await files.return(undefined).catch(() => undefined);
+        if (!walkOwnsStart) await startFh.close().catch(() => undefined);
       }
       matcher.release();
 
       const notes: string[] = [];
-      if (skippedBinary || skippedLarge) {
-        const parts: string[] = [];
-        if (skippedBinary) parts.push(`${skippedBinary} binary file${skippedBinary === 1 ? '' : 's'}`);
-        if (skippedLarge) parts.push(`${skippedLarge} file${skippedLarge === 1 ? '' : 's'} over ${GREP_MAX_FILE_BYTES / 1024 / 1024} MB`);
-        notes.push(`[skipped: ${parts.join(', ')}]`);
-      }
+      const parts: string[] = [];
+      if (skippedBinary) parts.push(`${skippedBinary} binary file${skippedBinary === 1 ? '' : 's'}`);
+      if (skippedLarge) parts.push(`${skippedLarge} file${skippedLarge === 1 ? '' : 's'} over ${GREP_MAX_FILE_BYTES / 1024 / 1024} MB`);
+      parts.push(...walkNotes(walkStats));
+      if (parts.length) notes.push(`[skipped: ${parts.join(', ')}]`);
       if (out.length === 0) {
-        return text([`No matches for ${JSON.stringify(input.pattern)} in ${displayPath(root, start)} (${filesSearched} files searched).`, ...notes].join('\n'));
+        return text([`No matches for ${JSON.stringify(input.pattern)} in ${shownStart} (${filesSearched} files searched).`, ...notes].join('\n'));
       }
       if (cut) {
         notes.push(

@@ -1,10 +1,15 @@
-/** ls and find (read-only): listing by path; symlinks are shown, never entered. */
-import { lstat, readdir, readlink, stat } from 'node:fs/promises';
-import path from 'node:path';
+/**
+ * ls and find (read-only). Both open their start through openInWorkspace and reach everything below
+ * it relative to the open directory's fd (atDir, ./walk.ts), never by a workspace path string, so a
+ * directory swapped for a symlink by a command in the box cannot make them list outside. Symlinks are
+ * shown (ls: with their target text), never entered.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Tool } from '../../types.js';
 import { ToolError } from '../../types.js';
-import { displayPath, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
+import { atDir, displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
 import {
   FIND_DEFAULT_RESULTS,
   FIND_MAX_RESULTS,
@@ -13,8 +18,19 @@ import {
   LS_MAX_ENTRIES,
   text,
   truncatedLine,
-  walk,
 } from './shared.js';
+import { listDir, walkNotes, walkTree, type WalkStats } from './walk.js';
+
+/** The start of ls/find, opened fd by fd (the caller closes it). */
+async function openStart(root: string, abs: string): Promise<FileHandle>;
+async function openStart(root: string, abs: string, opts: { socketOk: true }): Promise<FileHandle | 'socket'>;
+async function openStart(root: string, abs: string, opts?: { socketOk: true }): Promise<FileHandle | 'socket'> {
+  return openInWorkspace(root, abs).catch((err: unknown) => {
+    if (err instanceof ToolError) throw err;
+    if (opts?.socketOk && errCode(err) === 'ENXIO') return 'socket' as const;
+    throw new ToolError(`${displayPath(root, abs)} cannot be opened (${errCode(err)}); use ls on its parent to see what is there.`);
+  });
+}
 
 // ---------------------------------------------------------------------------------------------
 // ls
@@ -45,38 +61,46 @@ export function lsTool(): Tool<LsInput> {
       const root = await workspaceRoot(ctx.workspace);
       const abs = await resolveInWorkspace(ctx.workspace, input.path ?? '.', { mustExist: true });
       const shown = displayPath(root, abs);
-      const st = await stat(abs);
       const limit = input.limit ?? LS_DEFAULT_ENTRIES;
-      if (!st.isDirectory()) return text(formatEntry('file', st.size, shown));
-      const entries = await readdir(abs, { withFileTypes: true });
-      entries.sort((a, b) => {
-        const da = a.isDirectory() ? 0 : 1;
-        const db = b.isDirectory() ? 0 : 1;
-        return da - db || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-      });
-      if (entries.length === 0) return text(`(${shown} is an empty directory)`);
-      const lines: string[] = [];
-      for (const e of entries.slice(0, limit)) {
-        ctx.signal.throwIfAborted();
-        const p = path.join(abs, e.name);
-        if (e.isDirectory()) lines.push(formatEntry('dir', undefined, `${e.name}/`));
-        else if (e.isSymbolicLink()) {
-          const target = await readlink(p).catch(() => '?');
-          lines.push(formatEntry('link', undefined, `${e.name} -> ${target}`));
-        } else if (e.isFile()) {
-          const size = await lstat(p).then((s) => s.size, () => undefined);
-          lines.push(formatEntry('file', size, e.name));
-        } else lines.push(formatEntry('other', undefined, e.name));
+      // A socket cannot be opened (ENXIO): it is still an entry to show, not an error.
+      const dir = await openStart(root, abs, { socketOk: true });
+      if (dir === 'socket') return text(formatEntry('other', undefined, shown));
+      try {
+        const st = await dir.stat();
+        if (!st.isDirectory()) return text(formatEntry(st.isFile() ? 'file' : 'other', st.isFile() ? st.size : undefined, shown));
+        const entries = await listDir(dir);
+        entries.sort((a, b) => {
+          const da = a.isDirectory() ? 0 : 1;
+          const db = b.isDirectory() ? 0 : 1;
+          return da - db || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+        });
+        if (entries.length === 0) return text(`(${shown} is an empty directory)`);
+        const lines: string[] = [];
+        for (const e of entries.slice(0, limit)) {
+          ctx.signal.throwIfAborted();
+          // Relative to the open directory: the entry itself, wherever the directory now sits.
+          const p = atDir(dir, e.name);
+          if (e.isDirectory()) lines.push(formatEntry('dir', undefined, `${e.name}/`));
+          else if (e.isSymbolicLink()) {
+            const target = await readlink(p).catch(() => '?');
+            lines.push(formatEntry('link', undefined, `${e.name} -> ${target}`));
+          } else if (e.isFile()) {
+            const size = await lstat(p).then((s) => s.size, () => undefined);
+            lines.push(formatEntry('file', size, e.name));
+          } else lines.push(formatEntry('other', undefined, e.name));
+        }
+        if (entries.length > limit) {
+          lines.push(
+            truncatedLine(
+              `showing ${limit} of ${entries.length} entries`,
+              limit < LS_MAX_ENTRIES ? `pass limit (max ${LS_MAX_ENTRIES}) or use find with a pattern` : 'use find with a pattern to narrow',
+            ),
+          );
+        }
+        return text(lines.join('\n'));
+      } finally {
+        await dir.close().catch(() => undefined);
       }
-      if (entries.length > limit) {
-        lines.push(
-          truncatedLine(
-            `showing ${limit} of ${entries.length} entries`,
-            limit < LS_MAX_ENTRIES ? `pass limit (max ${LS_MAX_ENTRIES}) or use find with a pattern` : 'use find with a pattern to narrow',
-          ),
-        );
-      }
-      return text(lines.join('\n'));
     },
   };
 }
@@ -125,20 +149,36 @@ export function findTool(): Tool<FindInput> {
       const root = await workspaceRoot(ctx.workspace);
       const start = await resolveInWorkspace(ctx.workspace, input.path ?? '.', { mustExist: true });
       const shownStart = displayPath(root, start);
-      if (!(await stat(start)).isDirectory()) throw new ToolError(`${shownStart} is not a directory; pass a directory as path.`);
-      const match = globMatcher(input.pattern);
+      const match = globMatcher(input.pattern); // before the open: an invalid glob leaks no fd
+      const dir = await openStart(root, start);
+      let isDir: boolean;
+      try {
+        isDir = (await dir.stat()).isDirectory();
+      } catch (err) {
+        await dir.close();
+        throw new ToolError(`${shownStart} cannot be read (${errCode(err)}).`);
+      }
+      if (!isDir) {
+        await dir.close();
+        throw new ToolError(`${shownStart} is not a directory; pass a directory as path.`);
+      }
       const limit = input.limit ?? FIND_DEFAULT_RESULTS;
       const found: string[] = [];
       let truncated = false;
-      for await (const e of walk(start, ctx.signal, input.includeIgnored ?? false)) {
-        if (!match(e.rel, e.dirent.name)) continue;
+      const stats: WalkStats = { vanished: 0, tooDeep: 0 };
+      // walkTree owns `dir` from here and closes it (and every fd below) however the loop ends.
+      for await (const e of walkTree(dir, ctx.signal, { includeIgnored: input.includeIgnored ?? false, stats })) {
+        if (!match(e.rel, e.name)) continue;
         if (found.length >= limit) {
           truncated = true;
           break;
         }
-        found.push(displayPath(root, e.abs) + (e.dirent.isDirectory() ? '/' : ''));
+        found.push((shownStart === '.' ? e.rel : `${shownStart}/${e.rel}`) + (e.kind === 'dir' ? '/' : ''));
       }
-      if (found.length === 0) return text(`No files match "${input.pattern}" under ${shownStart}.`);
+      const skipped = walkNotes(stats);
+      const note = skipped.length && !truncated ? [`[skipped: ${skipped.join(', ')}]`] : [];
+      if (found.length === 0) return text([`No files match "${input.pattern}" under ${shownStart}.`, ...note].join('\n'));
+      found.push(...note);
       if (truncated) {
         found.push(
           truncatedLine(

@@ -10,13 +10,13 @@
  * Overwriting is never implicit: a destination that exists needs `overwrite: true`, and the card then
  * lists what is replaced. A directory is removed only with `recursive: true` unless it is empty.
  */
-import { lstat, rename } from 'node:fs/promises';
+import { lstat, open, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Prepared, Proposal, Tool, ToolContext, ToolResult } from '../../types.js';
 import { ToolError } from '../../types.js';
 import { handOver } from '../../sandbox/index.js';
-import { atDir, displayPath, errCode, isInside, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
+import { atDir, DIR_OPEN_FLAGS, displayPath, errCode, isInside, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
 import { text } from './shared.js';
 import {
   copyEntry,
@@ -65,6 +65,34 @@ function mustMatch(now: Manifest, print: string, shown: string, what: string): v
 // ---------------------------------------------------------------------------------------------
 // mkdir
 
+/**
+ * The directories mkdir would create for `abs`, found fd by fd from the root (lstat relative to each
+ * open parent, never a workspace path string), so a swap cannot make the card describe outside.
+ */
+async function missingDirs(root: string, abs: string): Promise<string[]> {
+  const parts = path.relative(root, abs).split(path.sep);
+  let dir = await openInWorkspace(root, root, { directory: true });
+  try {
+    for (let i = 0; i < parts.length; i++) {
+      const shown = parts.slice(0, i + 1).join('/');
+      const st = await lstat(atDir(dir, parts[i] as string)).catch((err: unknown) => {
+        if (errCode(err) === 'ENOENT') return undefined;
+        throw new ToolError(`${shown} cannot be checked (${errCode(err)}).`);
+      });
+      if (!st) return parts.slice(i).map((_, k) => parts.slice(0, i + k + 1).join('/'));
+      if (!st.isDirectory()) throw new ToolError(`${shown} exists and is not a directory; mkdir cannot create ${displayPath(root, abs)}.`);
+      const next = await open(atDir(dir, parts[i] as string), DIR_OPEN_FLAGS).catch((err: unknown) => {
+        throw new ToolError(`${shown} changed while it was being checked (${errCode(err)}); try again once the workspace is stable.`);
+      });
+      await dir.close();
+      dir = next;
+    }
+    return [];
+  } finally {
+    await dir.close().catch(() => undefined);
+  }
+}
+
 export const MkdirInput = z.strictObject({
   path: z.string().min(1).describe('Directory to create, relative to the workspace root. Missing parents are created too.'),
 });
@@ -80,17 +108,7 @@ export function mkdirTool(): Tool<MkdirInput> {
       const root = await workspaceRoot(ctx.workspace);
       const abs = await resolveInWorkspace(ctx.workspace, input.path);
       if (abs === root) throw new ToolError('The workspace itself already exists; name a directory inside it.');
-      const missing: string[] = [];
-      for (let p = abs; p !== root; p = path.dirname(p)) {
-        const st = await lstat(p).catch((err: unknown) => {
-          if (errCode(err) === 'ENOENT') return undefined;
-          if (errCode(err) === 'ENOTDIR') throw new ToolError(`A part of ${displayPath(root, p)} is a file, not a directory; mkdir cannot create ${displayPath(root, abs)}.`);
-          throw new ToolError(`${displayPath(root, p)} cannot be checked (${errCode(err)}).`);
-        });
-        if (st && !st.isDirectory()) throw new ToolError(`${displayPath(root, p)} exists and is not a directory; mkdir cannot create ${displayPath(root, abs)}.`);
-        if (st) break;
-        missing.unshift(displayPath(root, p));
-      }
+      const missing = await missingDirs(root, abs);
       const shown = displayPath(root, abs);
       if (missing.length === 0) throw new ToolError(`${shown} already exists; nothing to do.`);
       return {

@@ -1,12 +1,9 @@
 /**
  * What the file tools share: their limits (exported so tests and docs agree with the code), the
- * output conventions (truncation line, binary sniffing), globs and the symlink-free directory walk.
- * Path confinement itself lives in ../../workspace.ts.
+ * output conventions (truncation line, binary sniffing) and globs. Path confinement lives in
+ * ../../workspace.ts, the fd-by-fd directory walk in ./walk.ts.
  */
 import { createHash } from 'node:crypto';
-import type { Dirent } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
 import type { ToolResult } from '../../types.js';
 import { ToolError } from '../../types.js';
 
@@ -115,49 +112,6 @@ export function globToRegExp(glob: string): RegExp {
 export function globMatcher(glob: string): (rel: string, base: string) => boolean {
   const re = globToRegExp(glob);
   return glob.includes('/') ? (rel) => re.test(rel) : (_rel, base) => re.test(base);
-}
-
-export interface WalkEntry {
-  abs: string;
-  /** Relative to the walk's start directory, '/'-separated. */
-  rel: string;
-  dirent: Dirent;
-}
-
-/**
- * Depth-first, name-sorted walk that never follows symlinks (they are listed, not entered, so a
- * link cannot lead the walk out of the workspace or into a loop). Checks the signal per entry.
- */
-export async function* walk(
-  start: string,
-  signal: AbortSignal,
-  includeIgnored: boolean,
-): AsyncGenerator<WalkEntry> {
-  const stack: Array<{ abs: string; rel: string }> = [{ abs: start, rel: '' }];
-  while (stack.length) {
-    signal.throwIfAborted();
-    const dir = stack.pop() as { abs: string; rel: string };
-    let entries: Dirent[];
-    try {
-      entries = await readdir(dir.abs, { withFileTypes: true });
-    } catch {
-      continue; // unreadable directory: skip it rather than fail the whole search
-    }
-    signal.throwIfAborted();
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const subdirs: Array<{ abs: string; rel: string }> = [];
-    for (const dirent of entries) {
-      signal.throwIfAborted();
-      const abs = path.join(dir.abs, dirent.name);
-      const rel = dir.rel ? `${dir.rel}/${dirent.name}` : dirent.name;
-      if (dirent.isDirectory()) {
-        if (!includeIgnored && IGNORED_DIRS.has(dirent.name)) continue;
-        subdirs.push({ abs, rel });
-      }
-      yield { abs, rel, dirent };
-    }
-    for (let i = subdirs.length - 1; i >= 0; i--) stack.push(subdirs[i] as { abs: string; rel: string });
-  }
 }
 
 export function text(content: string): ToolResult {
