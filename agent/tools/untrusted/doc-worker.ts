@@ -9,7 +9,8 @@
  *   timeMs (wall time, default per kind), heapMb (resourceLimits, old and young generation),
  *   maxAllocationBytes (one buffer: one decoded PDF stream), maxBufferBytes (all the worker's
  *   ArrayBuffers), maxRssGrowthBytes (the process's RSS over its value when the job started,
- *   sampled from the main thread: the backstop for memory no wrapper sees, e.g. WebAssembly).
+ *   sampled from the main thread: the backstop for memory no wrapper sees, e.g. WebAssembly; it is
+ *   the whole process's, so a job that runs while another one blows up may be stopped with it).
  * - Over any budget the worker is terminated (its exit awaited) and the call rejects with a ToolError
  *   that names `what` and the budget that ran out; an abort of `signal` terminates it too and
  *   rejects with a ToolError. An error thrown by the job itself rejects with a DocJobError carrying
@@ -50,7 +51,7 @@ export const DOC_BUDGETS: Readonly<Record<DocJobKind, DocBudget>> = {
 /** How often the main thread samples the process's RSS while a job runs. */
 const RSS_SAMPLE_MS = 25;
 /** An idle worker is reused only while it holds less than this (heap plus buffers) after its job. */
-const REUSE_MAX_BYTES = 96 * MB;
+const REUSE_MAX_BYTES = 256 * MB;
 const REUSE_MAX_JOBS = 100;
 
 /** An error the job's own code threw (a broken or encrypted PDF): name and message of the library's error. */

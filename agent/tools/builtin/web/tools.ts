@@ -13,6 +13,10 @@
  *
  * http_request's propose sets the call's tier (Proposal.tier): GET and HEAD are read-only, every other
  * method is high-risk and its card shows the method, the URL, the headers and the body.
+ *
+ * A fetched page is untrusted input: web_fetch converts HTML in the document worker
+ * (../../untrusted/doc-worker.ts, budget DOC_BUDGETS.html), never on the bot's event loop, and a run
+ * over the budget is a ToolError naming it. http_request parses nothing (it shows text as it came).
  */
 import { z } from 'zod';
 import { isOwnName, isSecretValue, SECRET_NAME_PATTERN } from '../../../../policies/env.js';
