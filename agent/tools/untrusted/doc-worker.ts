@@ -171,6 +171,7 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
       const onAbort = () => settle(() => reject(new ToolError(`${opts.what} was stopped.`)));
       opts.signal.addEventListener('abort', onAbort, { once: true });
       cleanups.push(() => opts.signal.removeEventListener('abort', onAbort));
+      if (opts.signal.aborted) return onAbort(); // aborted before the listener was in place (e.g. by a 'start' listener)
       const onMessage = (m: Reply) => {
         if (m.id !== id) return;
         if ('over' in m) settle(() => reject(overError(opts.what, m.over, m.bytes, budget)));

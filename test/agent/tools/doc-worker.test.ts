@@ -130,6 +130,21 @@ describe('web_fetch on a hostile page', () => {
     expect(out).toContain('# Hello');
   }, SLOW);
 
+  test('an abort (/stop, the executor timeout) during the conversion ends the worker and answers a tool error', async () => {
+    const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(TITLE_BOMB));
+    const ac = new AbortController();
+    const onStart = () => ac.abort();
+    docWorkerEvents.once('start', onStart);
+    const before = docWorkerStats().live;
+    const err = await run(webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }) }), { url: site }, makeCtx('/nonexistent', { signal: ac.signal })).catch(
+      (e: unknown) => e,
+    );
+    docWorkerEvents.off('start', onStart);
+    expect(err).toBeInstanceOf(ToolError);
+    expect((err as Error).message).toBe('converting the page was stopped.');
+    expect(docWorkerStats().live).toBeLessThanOrEqual(before); // the aborted worker was terminated, not pooled
+  }, SLOW);
+
   test('a page whose DOM outgrows the heap budget is a clear tool error, not a dead bot', async () => {
     // 4 MB of empty elements: tens of bytes of markup each become a DOM node of hundreds of bytes.
     const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<b></b>'.repeat(600_000)));
