@@ -205,6 +205,17 @@ function nestedFlateBomb(): Buffer {
   return pdfWithContent(outer, ['FlateDecode', 'FlateDecode', 'FlateDecode']);
 }
 
+/**
+ * The same class through pdf.js's own JavaScript decoders: Flate (native) to 32 MB of RunLength
+ * data, each 2 bytes of which become 128 zeros: 2 GB.
+ */
+function runLengthBomb(): Buffer {
+  const rl = Buffer.alloc(32 * 1024 * 1024);
+  for (let i = 0; i < rl.length; i += 2) rl[i] = 129; // 257 - 129 = 128 copies of the next byte (0)
+  const data = zlib.deflateSync(zlib.deflateSync(rl, { level: 9 }), { level: 9 });
+  return pdfWithContent(data, ['FlateDecode', 'FlateDecode', 'RunLengthDecode']);
+}
+
 /** Peak growth of this process' RSS while `work` runs (sampled on this loop, which stays free). */
 async function peakRssGrowth<T>(work: () => Promise<T>): Promise<{ result: T | unknown; growth: number }> {
   const start = process.memoryUsage.rss();
@@ -228,6 +239,7 @@ describe('read_pdf on a compression bomb', () => {
     const bomb = nestedFlateBomb();
     expect(bomb.length).toBeLessThan(5 * 1024);
     await writeFile(path.join(ws, 'bomb.pdf'), bomb);
+    await writeFile(path.join(ws, 'rl-bomb.pdf'), runLengthBomb());
     await writeFile(path.join(ws, 'fine.pdf'), pdfWithContent(zlib.deflateSync('BT /F1 12 Tf 72 700 Td (Hello) Tj ET'), ['FlateDecode']));
   });
   afterAll(async () => {
@@ -242,6 +254,13 @@ describe('read_pdf on a compression bomb', () => {
     expect(docWorkerStats().live).toBeLessThanOrEqual(1); // the bomb's worker is gone; at most the idle one is left
     // The pool still reads PDFs.
     expect(await run(readPdfTool(), { path: 'fine.pdf' }, makeCtx(ws))).toContain('fine.pdf: 1 page');
+  }, SLOW);
+
+  test('a RunLength bomb (decoded by pdf.js in JavaScript, not by zlib) is stopped at the same per-stream cap', async () => {
+    const { result, growth } = await peakRssGrowth(() => run(readPdfTool(), { path: 'rl-bomb.pdf' }, makeCtx(ws)));
+    expect(result).toBeInstanceOf(ToolError);
+    expect((result as Error).message).toMatch(/^reading rl-bomb\.pdf was stopped: one decoded stream or buffer went over its memory budget of 64 MB/);
+    expect(growth).toBeLessThan(600 * 1024 * 1024);
   }, SLOW);
 
   test('control: without the per-stream cap the same bomb is stopped by the memory watch', async () => {
