@@ -5,21 +5,20 @@
  * Contract:
  * - The file is opened like read_file's (openInWorkspace: confined, fd by fd, no symlink followed) and
  *   must be a regular file of at most PDF_MAX_FILE_BYTES.
- * - Parsing runs in a worker thread, never on the bot's event loop: a hostile or huge PDF can cost
- *   at most PDF_TIME_BUDGET_MS (or the call's abort) before the worker is terminated, and then the
- *   call fails with a ToolError saying so; its heap is capped (PDF_WORKER_HEAP_MB) the same way.
+ * - Parsing runs in the document worker (../untrusted/doc-worker.ts), never on the bot's event loop:
+ *   a hostile or huge PDF can cost at most PDF_TIME_BUDGET_MS (or the call's abort), a heap of
+ *   PDF_WORKER_HEAP_MB, one decoded stream of DOC_BUDGETS.pdf.maxAllocationBytes (nested filter
+ *   chains included: a compression bomb) and DOC_BUDGETS.pdf.maxBufferBytes of decoded data in all
+ *   before the worker is terminated; then the call fails with a ToolError naming the budget.
  * - `pages` is a list of ranges, "1-3,7,10-": at most READ_PDF_MAX_PAGES pages and READ_PDF_MAX_CHARS
  *   characters per call. Output: a header line, then `--- page N ---` and that page's text per page;
  *   when cut, the last line is `[truncated: true; ...]` naming the `pages` value that reads on.
  *   A page with no text layer (a scan) says so instead of being silently empty.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import type { Tool, ToolContext } from '../types.js';
 import { ToolError } from '../types.js';
+import { DocJobError, DOC_BUDGETS, runDocJob, type DocBudget } from '../untrusted/doc-worker.js';
 import { displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import { humanSize, truncatedLine } from './files/shared.js';
 
@@ -27,8 +26,8 @@ export const PDF_MAX_FILE_BYTES = 50 * 1024 * 1024;
 export const READ_PDF_MAX_PAGES = 50;
 export const READ_PDF_DEFAULT_PAGES = 20;
 export const READ_PDF_MAX_CHARS = 100_000;
-export const PDF_TIME_BUDGET_MS = 60_000;
-export const PDF_WORKER_HEAP_MB = 512;
+export const PDF_TIME_BUDGET_MS = DOC_BUDGETS.pdf.timeMs;
+export const PDF_WORKER_HEAP_MB = DOC_BUDGETS.pdf.heapMb;
 
 /** Parses `pages` ("1-3,7,10-") into sorted unique page numbers, bounded by the page count. */
 export function parsePages(spec: string, count: number): number[] {
@@ -81,83 +80,36 @@ async function readPdfBytes(ctx: ToolContext, userPath: string): Promise<{ shown
   }
 }
 
-/** The worker body: plain JavaScript, so it runs the same under tsx, jest and the built output. */
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-(async () => {
-  const { getDocumentProxy } = await import(workerData.unpdf);
-  const pdf = await getDocumentProxy(new Uint8Array(workerData.bytes));
-  const pages = [];
-  let chars = 0;
-  for (const n of workerData.pages) {
-    if (n > pdf.numPages || chars >= workerData.maxChars) break;
-    const page = await pdf.getPage(n);
-    const content = await page.getTextContent();
-    let text = '';
-    for (const item of content.items) {
-      if (typeof item.str !== 'string') continue;
-      text += item.str;
-      if (item.hasEOL) text += '\\n';
-    }
-    page.cleanup();
-    chars += text.length;
-    pages.push({ n, text });
-  }
-  parentPort.postMessage({ ok: true, numPages: pdf.numPages, pages });
-})().catch((e) => parentPort.postMessage({ ok: false, name: (e && e.name) || 'Error', message: String((e && e.message) || e) }));
-`;
-
-let unpdfUrl: string | undefined;
-function unpdfEntry(): string {
-  if (!unpdfUrl) {
-    const cjs = createRequire(import.meta.url).resolve('unpdf');
-    const mjs = cjs.replace(/\.cjs$/, '.mjs');
-    unpdfUrl = pathToFileURL(existsSync(mjs) ? mjs : cjs).href;
-  }
-  return unpdfUrl;
-}
-
 interface Extracted {
   numPages: number;
   pages: Array<{ n: number; text: string }>;
 }
 
-async function extract(shown: string, bytes: Buffer, pages: number[], signal: AbortSignal, budgetMs: number): Promise<Extracted> {
-  signal.throwIfAborted();
-  const worker = new Worker(WORKER, {
-    eval: true,
-    workerData: { unpdf: unpdfEntry(), bytes, pages, maxChars: READ_PDF_MAX_CHARS },
-    // A PDF built to explode in memory kills the worker, not the bot.
-    resourceLimits: { maxOldGenerationSizeMb: PDF_WORKER_HEAP_MB },
-  });
+/** Parses in the document worker (../untrusted/doc-worker.ts) within the PDF budget. */
+async function extract(shown: string, bytes: Buffer, pages: number[], signal: AbortSignal, budget: Partial<DocBudget>): Promise<Extracted> {
+  // A copy of the file's bytes is moved to the worker: `bytes` stays usable for a second pass.
+  const copy = new Uint8Array(bytes).buffer;
   try {
-    return await new Promise<Extracted>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ToolError(`reading ${shown} took longer than ${Math.round(budgetMs / 1000)} s and was stopped; try fewer pages.`)), budgetMs);
-      const onAbort = () => reject(new ToolError('reading the PDF was stopped.'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-      };
-      worker.once('message', (m: { ok: true; numPages: number; pages: Extracted['pages'] } | { ok: false; name: string; message: string }) => {
-        done();
-        if (m.ok) resolve({ numPages: m.numPages, pages: m.pages });
-        else if (/password/i.test(m.name + m.message)) reject(new ToolError(`${shown} is password-protected; it cannot be read.`));
-        else reject(new ToolError(`${shown} could not be read as a PDF (${m.message}).`));
-      });
-      worker.once('error', (err) => {
-        done();
-        reject(new ToolError(`reading ${shown} failed (${err.message}).`));
-      });
-    });
-  } finally {
-    await worker.terminate();
+    return await runDocJob<Extracted>('pdf', { bytes: copy, pages, maxChars: READ_PDF_MAX_CHARS }, { what: `reading ${shown}`, signal, budget, transfer: [copy] });
+  } catch (err) {
+    if (!(err instanceof DocJobError)) {
+      if (err instanceof ToolError && /time budget/.test(err.message)) throw new ToolError(`${err.message.replace(/\.$/, '')}; try fewer pages.`);
+      throw err;
+    }
+    if (/password/i.test(err.libName + err.message)) throw new ToolError(`${shown} is password-protected; it cannot be read.`);
+    throw new ToolError(`${shown} could not be read as a PDF (${err.message}).`);
   }
 }
 
 export interface PdfToolOptions {
   /** Worker time one call may spend (default PDF_TIME_BUDGET_MS). */
   budgetMs?: number;
+  /** For tests: other memory budgets than DOC_BUDGETS.pdf. */
+  budget?: Partial<DocBudget>;
+}
+
+function budgetOf(opts: PdfToolOptions): Partial<DocBudget> {
+  return { ...opts.budget, timeMs: opts.budgetMs ?? opts.budget?.timeMs ?? PDF_TIME_BUDGET_MS };
 }
 
 export const PdfPageCountInput = z.strictObject({
@@ -173,7 +125,7 @@ export function pdfPageCountTool(opts: PdfToolOptions = {}): Tool<PdfPageCountIn
     tier: 'read-only',
     async execute(input, ctx) {
       const { shown, bytes } = await readPdfBytes(ctx, input.path);
-      const r = await extract(shown, bytes, [], ctx.signal, opts.budgetMs ?? PDF_TIME_BUDGET_MS);
+      const r = await extract(shown, bytes, [], ctx.signal, budgetOf(opts));
       return { content: `${shown}: ${r.numPages} page${r.numPages === 1 ? '' : 's'}` };
     },
   };
@@ -199,7 +151,7 @@ export function readPdfTool(opts: PdfToolOptions = {}): Tool<ReadPdfInput> {
     tier: 'read-only',
     async execute(input, ctx) {
       const { shown, bytes } = await readPdfBytes(ctx, input.path);
-      const budget = opts.budgetMs ?? PDF_TIME_BUDGET_MS;
+      const budget = budgetOf(opts);
       // The page count first (pdf.js loads pages lazily, so this is cheap), then the pages asked for.
       const { numPages } = await extract(shown, bytes, [], ctx.signal, budget);
       const wanted = parsePages(input.pages ?? `1-${READ_PDF_DEFAULT_PAGES}`, numPages);

@@ -15,11 +15,15 @@
  *
  * http_request's propose sets the call's tier (Proposal.tier): GET and HEAD are read-only, every other
  * method is high-risk and its card shows the method, the URL, the headers and the body.
+ *
+ * A fetched page is untrusted input: web_fetch converts HTML in the document worker
+ * (../../untrusted/doc-worker.ts, budget DOC_BUDGETS.html), never on the bot's event loop, and a run
+ * over the budget is a ToolError naming it. http_request parses nothing (it shows text as it came).
  */
-import type TurndownService from 'turndown';
 import { z } from 'zod';
 import { collectSecrets, MIN_SECRET_CHARS, requestSecretHit, type OutgoingRequest } from '../../../../policies/secrets.js';
 import type { Proposal, Tool, ToolResult } from '../../types.js';
+import { DocJobError, runDocJob, type DocBudget } from '../../untrusted/doc-worker.js';
 import { ToolError } from '../../types.js';
 import type { NetworkConfig } from './config.js';
 import { guardedRequest, parseUrl, type GuardedResponse, type Resolver } from './request.js';
@@ -41,6 +45,8 @@ export interface WebToolOptions {
   secrets?: () => readonly string[];
   /** For tests: a DNS resolver other than the system's. */
   resolve?: Resolver;
+  /** For tests: a budget for converting a page other than DOC_BUDGETS.html. */
+  htmlBudget?: Partial<DocBudget>;
 }
 
 /** Values of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN, a store URL's password...). */
@@ -102,20 +108,25 @@ function isText(type: string, body: Buffer): boolean {
   return TEXTUAL.test(type) || (type === '' && !body.subarray(0, 8000).includes(0));
 }
 
-/** HTML to readable markdown: scripts, styles, navigation, forms and other page chrome dropped. */
-export async function htmlToMarkdown(html: string): Promise<{ title: string | undefined; markdown: string }> {
-  // Loaded on first use: the library and its DOM parser cost start-up time an agent without web_fetch never needs.
-  const { default: Turndown } = await import('turndown');
-  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.replace(/\s+/g, ' ').trim();
-  const main = /<main[\s>][\s\S]*<\/main>/i.exec(html)?.[0] ?? /<article[\s>][\s\S]*<\/article>/i.exec(html)?.[0] ?? html;
-  const td = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
-  td.remove(['head', 'title', 'script', 'style', 'noscript', 'template', 'nav', 'header', 'footer', 'aside', 'form', 'iframe', 'svg', 'canvas', 'button', 'select', 'input', 'textarea', 'object', 'embed'] as TurndownService.TagName[]);
-  const markdown = td.turndown(main).replace(/\n{3,}/g, '\n\n').trim();
-  return { title: title ? decodeEntities(title) : undefined, markdown };
-}
-
-function decodeEntities(s: string): string {
-  return s.replace(/&(amp|lt|gt|quot|#39|apos);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", apos: "'" })[e] ?? _m);
+/**
+ * HTML to readable markdown: scripts, styles, navigation, forms and other page chrome dropped; the
+ * first <main> (else <article>, else the body) converted. The page is parsed by a real HTML parser
+ * (domino, turndown's own) in the document worker (../../untrusted/doc-worker.ts), never on the
+ * bot's event loop, within a time and memory budget; its end is a ToolError naming the budget.
+ */
+export async function htmlToMarkdown(
+  html: string,
+  opts: { signal?: AbortSignal; budget?: Partial<DocBudget> } = {},
+): Promise<{ title: string | undefined; markdown: string }> {
+  const r = await runDocJob<{ title: string; markdown: string }>('html', { html }, {
+    what: 'converting the page',
+    signal: opts.signal ?? new AbortController().signal,
+    ...(opts.budget ? { budget: opts.budget } : {}),
+  }).catch((err: unknown) => {
+    if (err instanceof DocJobError) throw new ToolError(`the page could not be converted (${err.message}).`);
+    throw err;
+  });
+  return { title: r.title || undefined, markdown: r.markdown };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,7 +178,7 @@ export function webFetchTool(opts: WebToolOptions = {}): Tool<WebFetchInput> {
       if (type) head.push(`Content-Type: ${type}`);
       let body: string;
       if (isHtml(type, res.body)) {
-        const page = await htmlToMarkdown(res.body.toString('utf8'));
+        const page = await htmlToMarkdown(res.body.toString('utf8'), { signal: ctx.signal, ...(opts.htmlBudget ? { budget: opts.htmlBudget } : {}) });
         if (page.title) head.push(`Title: ${page.title}`);
         body = page.markdown;
       } else if (isText(type, res.body)) {
