@@ -11,6 +11,7 @@ import { companionsSchema } from '../agent/companions.js';
 import { SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
 import { networkSchema } from '../agent/tools/builtin/web/config.js';
 import { TIERS } from '../policies/tiers.js';
+import { parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
@@ -34,6 +35,15 @@ function int(min: number, max: number, hint = '') {
   );
 }
 const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
+
+/** A size in bytes: a number or "500MB" / "1GiB"; 0 or "none" turns the limit off. */
+const byteSize = () =>
+  z.unknown().transform((v, ctx) => {
+    const n = parseByteSize(v);
+    if (typeof n === 'number') return n;
+    ctx.addIssue({ code: 'custom', message: n.error });
+    return z.NEVER;
+  });
 
 const text = () =>
   z.string().superRefine((s, ctx) => {
@@ -134,6 +144,7 @@ export function buildSchema(knownTools: readonly string[]) {
     autoApprovedCommands: z.array(command).optional(),
     envAllowlist: z.array(envName).optional(),
     workspace: text().optional(),
+    workspaceMaxBytes: byteSize().optional(),
     maxIterations: int(1, 100_000).optional(),
     runTimeoutMs: ms().optional(),
     maxConversations: int(1, 10_000_000).optional(),

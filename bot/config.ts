@@ -47,6 +47,7 @@ import { toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
 import { buildSchema, type FileConfig, type RawAgent } from './config-schema.js';
+import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import { didYouMean, issueProblems } from './config-problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
@@ -66,6 +67,8 @@ export interface AgentConfig extends AgentSettings {
   envAllowlist: string[];
   /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
+  /** The workspace size limit in bytes; 0: none. */
+  workspaceMaxBytes: number;
   sandbox: SandboxMode;
   /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
   discordReplyInThread: boolean;
@@ -170,6 +173,7 @@ const HARD_DEFAULTS = {
   approvalTimeoutMs: 1_800_000,
   questionTimeoutMs: 900_000,
   commandTimeoutMs: 300_000,
+  workspaceMaxBytes: DEFAULT_WORKSPACE_MAX_BYTES,
   maxTokens: 8192,
   sandbox: 'bubblewrap' as const,
   sandboxNetwork: false,
@@ -328,6 +332,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       autoApprovedCommands: uniq(layer.autoApprovedCommands ?? []),
       envAllowlist: uniq(layer.envAllowlist ?? []),
       workspace,
+      workspaceMaxBytes: layer.workspaceMaxBytes ?? HARD_DEFAULTS.workspaceMaxBytes,
       maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
       runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
       maxConversations: layer.maxConversations ?? HARD_DEFAULTS.maxConversations,

@@ -11,11 +11,11 @@
  * before SQLite opens it (SQLite gives its -wal and -shm the main file's mode), and at every start
  * the file, -wal, -shm and -journal are chmodded 0600 (stores made by older versions were 0644).
  * A store folder Gatehouse creates is 0700; an existing one is narrowed to 0700 when it is the
- * store's own (ours, not sticky, no subfolder such as a workspace that the sandbox user must enter),
- * else a warning names it.
+ * store's own (ours, not sticky, nothing in it but the store's and Gatehouse's own data files), else
+ * it is left as it is (it may hold a workspace the sandbox user must enter) and a warning names it.
  */
 import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores, KV } from '../agent/kv.js';
 import { kvReminderBackend, type ReminderBackend } from '../agent/reminders.js';
@@ -219,9 +219,13 @@ function narrowStoreFiles(path: string, log: (msg: string) => void): void {
   }
 }
 
+/** What Gatehouse itself keeps in its data folder besides the store (bot/reload.ts, bot/headless/attach.ts). */
+const DATA_FOLDER_FILES = new Set(['gatehouse.pid', 'gatehouse.reload.json', 'gatehouse.sock', 'gatehouse.token']);
+
 /**
- * The store folder 0700 when it is the store's own; a shared one (not ours, sticky like /tmp, or
- * holding folders, e.g. a workspace the sandbox user must still enter) is left alone, with a warning.
+ * The store folder 0700 when it is the store's own: ours, not sticky, and holding nothing but the
+ * store's files and Gatehouse's pid/socket files. Any other folder (the config's, which will hold a
+ * workspace the sandbox user must enter; /tmp) keeps its mode, with a warning when others may list it.
  */
 function narrowStorePermissions(path: string, log: (msg: string) => void): void {
   narrowStoreFiles(path, log);
@@ -236,23 +240,24 @@ function narrowStorePermissions(path: string, log: (msg: string) => void): void 
   if ((mode & 0o077) === 0) return;
   const ours = typeof process.getuid !== 'function' || st.uid === process.getuid();
   const sticky = (mode & 0o1000) !== 0;
-  let hasFolders = true;
+  const own = basename(path);
+  let onlyOurs = false;
   try {
-    hasFolders = readdirSync(folder, { withFileTypes: true }).some((e) => e.isDirectory());
+    onlyOurs = readdirSync(folder).every((name) => name.startsWith(own) || DATA_FOLDER_FILES.has(name));
   } catch {
     // unreadable: treat as shared
   }
-  if (ours && !sticky && !hasFolders) {
+  if (ours && !sticky && onlyOurs) {
     try {
       chmodSync(folder, mode & 0o700);
-      return;
     } catch (err) {
       log(`[store] warning: could not make the store folder ${folder} 0700: ${(err as Error).message}`);
-      return;
     }
+    return;
   }
+  if ((mode & 0o044) === 0) return; // others may pass through but not list: nothing to say
   log(
-    `[store] warning: the store folder ${folder} is open to other users (mode ${mode.toString(8)}) and is shared, so it was left as it is; ` +
+    `[store] warning: the store folder ${folder} is open to other users (mode ${mode.toString(8)}) and holds other things, so it was left as it is; ` +
       `the store files are 0600. Give the store a folder of its own (GATEHOUSE_STORE=sqlite://./data/gatehouse.sqlite).`,
   );
 }

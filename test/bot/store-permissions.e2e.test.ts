@@ -117,12 +117,12 @@ test('a store left 0644 in a 0755 folder by an older version is narrowed at star
     for (const f of [store, `${store}-wal`, `${store}-shm`]) expect(mode(f)).toBe('600');
   });
 
-  // A folder that also holds a subfolder (a workspace the sandbox user enters) keeps its mode.
+  // A folder that also holds something else (a workspace the sandbox user enters) keeps its mode.
   mkdirSync(join(data, 'workspace'));
   chmodSync(data, 0o755);
   const screen = await withBot(() => {
     expect(mode(data)).toBe('755');
     expect(mode(store)).toBe('600');
   });
-  expect(screen).toMatch(/the store folder .*data is open to other users \(mode 755\) and is shared/);
+  expect(screen).toMatch(/the store folder .*data is open to other users \(mode 755\) and holds other things/);
 }, 240_000);
