@@ -199,6 +199,12 @@ export function buildSchema(knownTools: readonly string[]) {
         rateLimit: z
           .strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') })
           .optional(),
+        refusals: z
+          .strictObject({
+            repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').optional(),
+            strangerIntervalSeconds: int(1, 31_536_000, ' (seconds)').optional(),
+          })
+          .optional(),
       })
       .optional(),
     runner: z.strictObject({ maxConcurrentRuns: int(1, 1000).optional() }).optional(),

@@ -39,7 +39,7 @@ import type { AgentSettings } from '../agent/settings.js';
 import type { SandboxMode } from '../agent/tools/sandbox/index.js';
 import type { NetworkConfig } from '../agent/tools/builtin/web/config.js';
 import type { Tier } from '../policies/tiers.js';
-import type { RateLimit } from '../policies/access.js';
+import { DEFAULT_REFUSAL_LIMITS, type RateLimit, type RefusalLimits } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
@@ -96,6 +96,8 @@ export interface AccessConfig {
   slack: { users: string[]; channels: string[] };
   discord: { users: string[]; channels: string[]; guilds: string[] };
   rateLimit: RateLimit;
+  /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */
+  refusals: RefusalLimits;
 }
 
 export interface Config {
@@ -401,6 +403,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
         guilds: uniq(a.discord?.guilds ?? []),
       },
       rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
+      refusals: {
+        repliesPerMinute: a.refusals?.repliesPerMinute ?? DEFAULT_REFUSAL_LIMITS.repliesPerMinute,
+        strangerIntervalSeconds: a.refusals?.strangerIntervalSeconds ?? DEFAULT_REFUSAL_LIMITS.strangerIntervalSeconds,
+      },
     },
     runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
     logLevel: settings.logLevel,
