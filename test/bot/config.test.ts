@@ -92,6 +92,7 @@ describe('no config file', () => {
       slack: { users: [], channels: [] },
       discord: { users: [], channels: [], guilds: [] },
       rateLimit: { messages: 20, perSeconds: 60 },
+      refusals: { repliesPerMinute: 10, strangerIntervalSeconds: 86_400 },
     });
     expect(c.runner).toEqual({ maxConcurrentRuns: 8 });
     expect(c.store).toEqual({

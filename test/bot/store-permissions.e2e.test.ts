@@ -41,7 +41,7 @@ async function withBot(whileUp: () => void | Promise<void>): Promise<string> {
   bot.stderr.on('data', (d: Buffer) => (screen += d.toString()));
   const exited = new Promise<number | null>((r) => bot.once('exit', (code) => r(code)));
   const until = async (what: string) => {
-    const end = Date.now() + 30_000;
+    const end = Date.now() + 90_000;
     while (!screen.includes(what)) {
       if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${screen}`);
       await new Promise((r) => setTimeout(r, 20));
@@ -93,7 +93,7 @@ test('a fresh start: data folder 0700, store, WAL and SHM 0600; nobody else can 
       expect(control.out).toContain('canary-7731');
     }
   });
-}, 120_000);
+}, 200_000);
 
 test('gatehouse backup writes a 0600 copy in a 0700 folder it creates', async () => {
   await withBot(() => {
@@ -104,7 +104,7 @@ test('gatehouse backup writes a 0600 copy in a 0700 folder it creates', async ()
     expect(mode(join(dir, 'backups', 'b1.sqlite'))).toBe('600');
     if (isRoot) expect(catAsNobody(join(dir, 'backups', 'b1.sqlite')).code).not.toBe(0);
   });
-}, 120_000);
+}, 200_000);
 
 test('a store left 0644 in a 0755 folder by an older version is narrowed at start; a shared folder is left with a warning', async () => {
   const data = join(dir, 'data');
@@ -125,4 +125,4 @@ test('a store left 0644 in a 0755 folder by an older version is narrowed at star
     expect(mode(store)).toBe('600');
   });
   expect(screen).toMatch(/the store folder .*data is open to other users \(mode 755\) and holds other things/);
-}, 240_000);
+}, 400_000);
