@@ -13,8 +13,9 @@
  *   option) still run, so the model can free space.
  * - The walk counts allocated blocks (st_blocks * 512, like `du`), lstat only: a symlink is counted as
  *   itself and never followed, another filesystem mounted inside is not entered, a hard-linked file
- *   counts once. It stops after `maxEntries` entries (then the total is a lower bound) and yields to
- *   the event loop every few thousand entries.
+ *   counts once. It stops after `maxEntries` entries and yields to the event loop every few thousand
+ *   entries. A workspace it cannot measure whole (over maxEntries, or a folder it cannot read, which
+ *   could hide any amount) counts as over the limit, and the message says why.
  * - State (the last measurement) is per workspace folder, shared by the agents that share one.
  */
 import { lstatSync, readdirSync, type Stats } from 'node:fs';
@@ -33,13 +34,17 @@ export const WORKSPACE_WRITERS: ReadonlySet<string> = new Set(['execute_command'
 export const WORKSPACE_FREERS: ReadonlySet<string> = new Set(['rm']);
 
 /** Commands that only remove or look: they run while over the limit (the way to free space). */
-const FREEING_OR_LOOKING = new Set(['rm', 'rmdir', 'unlink', 'ls', 'du', 'df', 'pwd', 'stat', 'wc', 'cat', 'head', 'tail', 'find', 'true']);
+const FREEING_OR_LOOKING = new Set(['rm', 'rmdir', 'unlink', 'chmod', 'ls', 'du', 'df', 'pwd', 'stat', 'wc', 'cat', 'head', 'tail', 'find', 'true']);
 
 export interface WorkspaceUsage {
   bytes: number;
   entries: number;
   /** false: the walk stopped at maxEntries or could not read a folder; `bytes` is a lower bound. */
   complete: boolean;
+  /** The first folder the walk could not read (a chmod 000 folder would hide what is in it). */
+  unreadable?: string;
+  /** The walk stopped at maxEntries. */
+  capped?: boolean;
 }
 
 /** Allocated bytes under `root` (lstat, no symlink followed, one filesystem, hard links once). */
@@ -57,6 +62,7 @@ export async function measureWorkspace(root: string, opts: { maxEntries?: number
   let bytes = top.blocks * 512;
   let entries = 0;
   let complete = true;
+  let unreadable: string | undefined;
   const stack = [root];
   while (stack.length > 0) {
     const dir = stack.pop()!;
@@ -65,10 +71,11 @@ export async function measureWorkspace(root: string, opts: { maxEntries?: number
       names = readdirSync(dir);
     } catch {
       complete = false;
+      unreadable ??= dir;
       continue;
     }
     for (const name of names) {
-      if (entries >= maxEntries) return { bytes, entries, complete: false };
+      if (entries >= maxEntries) return { bytes, entries, complete: false, capped: true, ...(unreadable ? { unreadable } : {}) };
       entries++;
       if (entries % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
       const path = join(dir, name);
@@ -88,7 +95,7 @@ export async function measureWorkspace(root: string, opts: { maxEntries?: number
       if (st.isDirectory()) stack.push(path);
     }
   }
-  return { bytes, entries, complete };
+  return { bytes, entries, complete, ...(unreadable ? { unreadable } : {}) };
 }
 
 /** "1.5 GiB": sizes in messages. */
@@ -164,9 +171,22 @@ export interface WorkspaceQuota {
   afterRun(tool: QuotaTool, result: ToolResult): Promise<ToolResult>;
 }
 
+/**
+ * Over: more bytes than the limit, or a workspace that cannot be measured whole (more entries than
+ * the walk visits, or a folder it cannot read): either could hide any amount of data.
+ */
+function isOver(m: Measured): boolean {
+  return m.usage.bytes > m.limit || m.usage.capped === true || m.usage.unreadable !== undefined;
+}
+
 function overText(root: string, m: Measured): string {
   const used = `${m.usage.complete ? '' : 'at least '}${formatBytes(m.usage.bytes)}`;
-  return `over the workspace limit: ${used} of ${formatBytes(m.limit)} used in ${root} (workspaceMaxBytes)`;
+  const why = m.usage.capped
+    ? ` (more than ${m.usage.entries} files and folders: too many to measure)`
+    : m.usage.unreadable
+      ? ` (the folder ${m.usage.unreadable} cannot be read, so it cannot be measured: chmod it readable or remove it)`
+      : '';
+  return `over the workspace limit: ${used} of ${formatBytes(m.limit)} used in ${root} (workspaceMaxBytes)${why}`;
 }
 
 /** The quota of one workspace; `limit` 0 (or a non-positive value) turns it off. */
@@ -182,21 +202,21 @@ export function workspaceQuota(root: string, limit: number, opts: { maxEntries?:
       if (kindOf(tool) !== 'writes') return null;
       let last = lastByRoot.get(root);
       // Not measured yet in this process (a restart): the workspace may be over already.
-      if (!last || last.limit !== limit || last.usage.bytes > limit) last = await measure();
-      if (last.usage.bytes <= limit) return null;
+      if (!last || last.limit !== limit || isOver(last)) last = await measure();
+      if (!isOver(last)) return null;
       if (tool.name === 'execute_command' && typeof (input as { command?: unknown })?.command === 'string') {
         if (await onlyFreesOrLooks((input as { command: string }).command)) return null;
       }
       return (
         `${tool.name} did not run: the workspace is ${overText(root, last)}. ` +
-        'Free space first (rm files you no longer need, or a command that only removes files, like `rm -rf build/`); ' +
+        'Free space first (the rm tool, or a command that only removes files, like `rm old.log`); ' +
         'writing tools and commands that write are refused until the workspace is under the limit.'
       );
     },
     async afterRun(tool, result) {
       if (kindOf(tool) === null) return result;
       const m = await measure();
-      if (m.usage.bytes <= limit) return result;
+      if (!isOver(m)) return result;
       const note = `\n\nThe workspace is now ${overText(root, m)}. Free space before writing more: until it is under the limit, writing tools and commands that write are refused (rm and reads still work).`;
       const content = typeof result.content === 'string' ? result.content + note : [...result.content, { type: 'text' as const, text: note.trimStart() }];
       return { content, isError: true };

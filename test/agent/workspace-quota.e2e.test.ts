@@ -10,7 +10,7 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, chmodSync, rmSync, symlin
 import { join } from 'node:path';
 import type { RecordedRequest } from '../fakes/anthropic.js';
 import { Harness, agentYaml, waitFor } from '../helpers/harness.js';
-import { measureWorkspace, parseByteSize, resetWorkspaceQuotaState } from '../../agent/tools/workspace-quota.js';
+import { measureWorkspace, parseByteSize, resetWorkspaceQuotaState, workspaceQuota } from '../../agent/tools/workspace-quota.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -143,6 +143,29 @@ describe('the walk', () => {
     expect(capped.complete).toBe(false);
     expect(capped.entries).toBe(500);
   });
+});
+
+test('a workspace too big to measure whole (many tiny files hiding a big one past the cap) counts as over', async () => {
+  const dir = mkdtempSync('/var/tmp/gh-quota-cap-');
+  try {
+    for (let i = 0; i < 50; i++) writeFileSync(join(dir, `tiny${i}`), '');
+    const q = workspaceQuota(dir, 1024 ** 3, { maxEntries: 20 })!;
+    const after = await q.afterRun({ name: 'write_file' }, { content: 'wrote' });
+    expect(after.isError).toBe(true);
+    expect(JSON.stringify(after.content)).toMatch(/more than 20 files and folders: too many to measure/);
+    expect(await q.refusal({ name: 'write_file' }, {})).toMatch(/^write_file did not run: the workspace is over the workspace limit/);
+    // Reads and removals still run; a command that only removes runs, one that writes does not.
+    expect(await q.refusal({ name: 'read_file' }, {})).toBeNull();
+    expect(await q.refusal({ name: 'rm' }, {})).toBeNull();
+    expect(await q.refusal({ name: 'execute_command' }, { command: 'rm tiny1 tiny2 && ls' })).toBeNull();
+    expect(await q.refusal({ name: 'execute_command' }, { command: 'rm tiny1; touch x' })).not.toBeNull();
+    expect(await q.refusal({ name: 'execute_command' }, { command: 'cat tiny1 > copy' })).not.toBeNull();
+    // Control: with the cap above the file count, the same workspace is under the limit.
+    resetWorkspaceQuotaState();
+    expect(await workspaceQuota(dir, 1024 ** 3)!.refusal({ name: 'write_file' }, {})).toBeNull();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('sizes in the config', () => {
