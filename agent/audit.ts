@@ -61,7 +61,9 @@ export type AuditEvent =
       byName?: string;
       at: string;
     }
-  | { event: 'stranger_refused'; platform: string; userId: string; channel: string };
+  | { event: 'stranger_refused'; platform: string; userId: string; channel: string }
+  /** A flood of strangers, once a minute at most (bot/router.ts): counts instead of a line each. */
+  | { event: 'stranger_flood'; platform: string; refused: number; told: number; senders: number; windowMs: number };
 
 export type Audit = (e: AuditEvent) => void;
 
@@ -82,5 +84,7 @@ export function auditMessage(e: AuditEvent): string {
       return `${e.kind} ${e.requestId} in ${e.conversation}: ${e.outcome}${e.by ? ` by ${e.by}` : ''}`;
     case 'stranger_refused':
       return `refused a stranger on ${e.platform}: user ${e.userId} in ${e.channel}`;
+    case 'stranger_flood':
+      return `stranger flood on ${e.platform}: ${e.refused} refused from ${e.senders} senders in ${Math.round(e.windowMs / 1000)} s, ${e.told} told`;
   }
 }

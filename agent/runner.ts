@@ -43,6 +43,7 @@ import type { OutputResolver } from './output.js';
 import { addUsage, emptyUsage } from './pricing.js';
 import type { AgentDirectory, AgentSettings } from './settings.js';
 import { CallState, runToolBatch, type CallStates } from './tools/executor.js';
+import { workspaceQuota } from './tools/workspace-quota.js';
 import type { ToolRegistry } from './tools/registry.js';
 import { toolSpec } from './tools/registry.js';
 import type { ConversationState, QuestionAnswer, QuestionRequest, ToolContext } from './tools/types.js';
@@ -435,6 +436,7 @@ export class Runner {
       return ctx;
     };
 
+    const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
     await emit({ type: 'run_started', runId });
     this.opts.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
     let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
@@ -492,6 +494,7 @@ export class Runner {
               watchAllowlist: (recheck) => this.opts.allowlists.watch(agentName, recheck),
               humanWait,
               ...(this.opts.audit ? { audit: this.opts.audit } : {}),
+              ...(quota ? { workspaceQuota: quota } : {}),
             }),
       });
       if (outcome.kind === 'answer') {

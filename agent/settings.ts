@@ -27,6 +27,8 @@ export interface AgentSettings {
   envAllowlist: readonly string[];
   /** Absolute path every file tool and command is confined to. */
   workspace: string;
+  /** The workspace's size limit in bytes (agent/tools/workspace-quota.ts); 0 or absent: none. */
+  workspaceMaxBytes?: number;
   maxIterations: number;
   runTimeoutMs: number;
   maxConversations: number;

@@ -6,11 +6,13 @@
  * - The copy is one read transaction (`VACUUM INTO`): a snapshot of committed data, WAL included,
  *   taken without stopping the bot's writes (WAL readers do not block writers). It is then opened
  *   and must pass `PRAGMA integrity_check` before the command reports success.
- * - FILE must not exist (an old backup is never overwritten); its folder is created.
+ * - FILE must not exist (an old backup is never overwritten); its folder is created (0700).
+ * - The copy holds every transcript: it is created 0600 (only this user reads it) before SQLite
+ *   writes into it, and chmodded 0600 again after.
  * - Exit 0 with a line saying where and how many entries; 1 with the reason (no store there, FILE
  *   exists, a bad GATEHOUSE_STORE as a config error); 2 for bad usage.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { CliIO } from './cli.js';
@@ -43,7 +45,9 @@ export async function backupCommand(args: string[], io: CliIO): Promise<number> 
     return 1;
   }
   try {
-    mkdirSync(dirname(target), { recursive: true });
+    mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
+    // VACUUM INTO accepts an empty file: made here, it is 0600 from its first byte.
+    closeSync(openSync(target, 'wx', 0o600));
     const source = new Database(store.path, { readonly: true, fileMustExist: true, timeout: 10_000 });
     try {
       source.prepare('VACUUM INTO ?').run(target);
@@ -59,6 +63,7 @@ export async function backupCommand(args: string[], io: CliIO): Promise<number> 
     } finally {
       copy.close();
     }
+    chmodSync(target, 0o600);
     io.stdout.write(`Backed up ${store.path} to ${target}: ${entries} entries, integrity check ok.\n`);
     return 0;
   } catch (err) {

@@ -11,6 +11,7 @@ import { companionsSchema } from '../agent/companions.js';
 import { parseSize, SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
 import { networkSchema } from '../agent/tools/builtin/web/config.js';
 import { TIERS } from '../policies/tiers.js';
+import { parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
@@ -57,6 +58,15 @@ const sandboxLimitsSchema = z.strictObject({
   processes: int(8, 1_000_000).optional(),
   openFiles: int(64, 1_048_576).optional(),
 });
+
+/** A size in bytes: a number or "500MB" / "1GiB"; 0 or "none" turns the limit off. */
+const byteSize = () =>
+  z.unknown().transform((v, ctx) => {
+    const n = parseByteSize(v);
+    if (typeof n === 'number') return n;
+    ctx.addIssue({ code: 'custom', message: n.error });
+    return z.NEVER;
+  });
 
 const text = () =>
   z.string().superRefine((s, ctx) => {
@@ -157,6 +167,7 @@ export function buildSchema(knownTools: readonly string[]) {
     autoApprovedCommands: z.array(command).optional(),
     envAllowlist: z.array(envName).optional(),
     workspace: text().optional(),
+    workspaceMaxBytes: byteSize().optional(),
     maxIterations: int(1, 100_000).optional(),
     runTimeoutMs: ms().optional(),
     maxConversations: int(1, 10_000_000).optional(),
@@ -212,6 +223,12 @@ export function buildSchema(knownTools: readonly string[]) {
         discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
         rateLimit: z
           .strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') })
+          .optional(),
+        refusals: z
+          .strictObject({
+            repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').optional(),
+            strangerIntervalSeconds: int(1, 31_536_000, ' (seconds)').optional(),
+          })
           .optional(),
       })
       .optional(),

@@ -42,7 +42,7 @@ import type { AgentSettings } from '../agent/settings.js';
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxMode } from '../agent/tools/sandbox/index.js';
 import type { NetworkConfig } from '../agent/tools/builtin/web/config.js';
 import type { Tier } from '../policies/tiers.js';
-import type { RateLimit } from '../policies/access.js';
+import { DEFAULT_REFUSAL_LIMITS, type RateLimit, type RefusalLimits } from '../policies/access.js';
 import { isOwnName } from '../policies/env.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
@@ -50,6 +50,7 @@ import { toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
 import { buildSchema, type FileConfig, type RawAgent } from './config-schema.js';
+import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import { didYouMean, issueProblems } from './config-problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
@@ -69,6 +70,8 @@ export interface AgentConfig extends AgentSettings {
   envAllowlist: string[];
   /** execute_command's default and longest timeout for this agent. */
   commandTimeoutMs: number;
+  /** The workspace size limit in bytes; 0: none. */
+  workspaceMaxBytes: number;
   sandbox: SandboxMode;
   /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
   discordReplyInThread: boolean;
@@ -100,6 +103,8 @@ export interface AccessConfig {
   slack: { users: string[]; channels: string[] };
   discord: { users: string[]; channels: string[]; guilds: string[] };
   rateLimit: RateLimit;
+  /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */
+  refusals: RefusalLimits;
 }
 
 export interface Config {
@@ -177,6 +182,7 @@ const HARD_DEFAULTS = {
   approvalTimeoutMs: 1_800_000,
   questionTimeoutMs: 900_000,
   commandTimeoutMs: 300_000,
+  workspaceMaxBytes: DEFAULT_WORKSPACE_MAX_BYTES,
   maxTokens: 8192,
   sandbox: 'bubblewrap' as const,
   sandboxNetwork: false,
@@ -350,6 +356,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       autoApprovedCommands: uniq(layer.autoApprovedCommands ?? []),
       envAllowlist: uniq(layer.envAllowlist ?? []),
       workspace,
+      workspaceMaxBytes: layer.workspaceMaxBytes ?? HARD_DEFAULTS.workspaceMaxBytes,
       maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
       runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
       maxConversations: layer.maxConversations ?? HARD_DEFAULTS.maxConversations,
@@ -420,6 +427,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
         guilds: uniq(a.discord?.guilds ?? []),
       },
       rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
+      refusals: {
+        repliesPerMinute: a.refusals?.repliesPerMinute ?? DEFAULT_REFUSAL_LIMITS.repliesPerMinute,
+        strangerIntervalSeconds: a.refusals?.strangerIntervalSeconds ?? DEFAULT_REFUSAL_LIMITS.strangerIntervalSeconds,
+      },
     },
     runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
     logLevel: settings.logLevel,

@@ -6,6 +6,9 @@
  * A turn that queues behind a run waiting on a human is accepted with a reply saying what it waits
  * for ("Queued: waiting for an approval on deploy first; /stop to cancel it."). Refused strangers are
  * audited; message text is logged at debug only.
+ * Refusal replies are throttled per platform (policies/access.ts createRefusalThrottle, config
+ * `access.refusals`): once per stranger per interval and a global budget per minute; a flood of
+ * strangers is logged (and audited) as one line a minute with counts, not one line per stranger.
  * In the terminal chat only, a line starting with "! " runs as an operator command (bot/operator-shell.ts)
  * and its bounded output goes along with the next turn.
  * Policy decisions (who may talk, who may approve) are made in policies/, not here.
@@ -15,7 +18,7 @@ import type { ApprovalBroker } from '../agent/approvals.js';
 import type { Audit } from '../agent/audit.js';
 import type { ContentBlock } from '../agent/messages.js';
 import type { Runner } from '../agent/runner.js';
-import { OnceNotifier, checkAccess, createRateLimiter, rateLimitReply, type RateLimiter } from '../policies/access.js';
+import { checkAccess, createRateLimiter, createRefusalThrottle, DEFAULT_REFUSAL_LIMITS, floodLine, rateLimitReply, type RateLimiter, type RefusalThrottle } from '../policies/access.js';
 import { agentForConversation, type Config } from './config.js';
 import type { OperatorShell } from './operator-shell.js';
 
@@ -32,10 +35,12 @@ export interface RouterOptions {
   audit?: Audit;
   /** `! cmd` in the terminal chat (bot/operator-shell.ts); never offered to a chat platform. */
   operatorShell?: OperatorShell;
+  /** The clock of the refusal throttle (tests). */
+  now?: () => number;
 }
 
 export class Router implements AdapterSink {
-  private readonly once = new OnceNotifier();
+  private readonly refusals: RefusalThrottle;
   private readonly limiter: RateLimiter;
   /** Event ids seen in this process: closes the window between a dedupe read and its write. */
   private readonly recent = new Set<string>();
@@ -44,6 +49,11 @@ export class Router implements AdapterSink {
 
   constructor(private readonly opts: RouterOptions) {
     this.limiter = createRateLimiter(opts.config.access.rateLimit);
+    this.refusals = createRefusalThrottle(this.refusalLimits(), opts.now ?? Date.now);
+  }
+
+  private refusalLimits() {
+    return this.opts.config.access.refusals ?? DEFAULT_REFUSAL_LIMITS;
   }
 
   async message(msg: InboundMessage): Promise<MessageResult> {
@@ -64,12 +74,15 @@ export class Router implements AdapterSink {
     );
     if (!access.allowed) {
       // Silent refusals are the group chatter the bot was not addressed in: not strangers.
-      if (!access.silent) this.opts.audit?.({ event: 'stranger_refused', platform: msg.platform, userId: msg.sender.id, channel: msg.conversation.channelId });
-      // An open question may still be answered by a typed reply from whoever may answer it.
-      if (!access.silent && access.reply && this.once.first(access.onceKey ?? `${msg.platform}:${msg.sender.id}`)) {
-        return { accepted: false, reply: access.reply };
+      if (access.silent) return { accepted: false };
+      const v = this.refusals.refuse(msg.platform, access.onceKey ?? `${msg.platform}:${msg.sender.id}`, msg.sender.id);
+      if (v.flood) {
+        this.opts.log?.('warn', floodLine(v.flood, this.refusalLimits()));
+        this.opts.audit?.({ event: 'stranger_flood', platform: v.flood.platform, refused: v.flood.refused, told: v.flood.told, senders: v.flood.senders, windowMs: v.flood.windowMs });
       }
-      return { accepted: false };
+      // Each stranger told is audited; the untold rest of a flood is in the flood line's counts.
+      if (v.reply) this.opts.audit?.({ event: 'stranger_refused', platform: msg.platform, userId: msg.sender.id, channel: msg.conversation.channelId });
+      return v.reply && access.reply ? { accepted: false, reply: access.reply } : { accepted: false };
     }
     // Message text is for debugging only: never above debug.
     this.opts.log?.('debug', 'message received', { conversation: key, sender: msg.sender.id, text: msg.text });

@@ -6,9 +6,16 @@
  * Every namespace throws on a store failure (keyv's default would log it and carry on: a turn
  * "stored" that never was, a transcript read that failed looking like a new conversation).
  * A store folder or file this process may not write fails at start, naming it as a permission problem.
+ *
+ * Contract (privacy): transcripts are readable by this user only. The store file is created 0600
+ * before SQLite opens it (SQLite gives its -wal and -shm the main file's mode), and at every start
+ * the file, -wal, -shm and -journal are chmodded 0600 (stores made by older versions were 0644).
+ * A store folder Gatehouse creates is 0700; an existing one is narrowed to 0700 when it is the
+ * store's own (ours, not sticky, nothing in it but the store's and Gatehouse's own data files), else
+ * it is left as it is (it may hold a workspace the sandbox user must enter) and a warning names it.
  */
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores, KV } from '../agent/kv.js';
 import { kvReminderBackend, type ReminderBackend } from '../agent/reminders.js';
@@ -79,7 +86,7 @@ function storeProblem(path: string): string | undefined {
       return `permission problem: cannot create the store folder ${folder}: ${parent} is not writable${who} (${code}); ${fix}`;
     }
     try {
-      mkdirSync(folder, { recursive: true });
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? '';
       if (PERMISSION_CODES.has(code)) return `permission problem: cannot create the store folder ${folder}${who} (${code}); ${fix}`;
@@ -108,6 +115,17 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
   if (settings.path !== ':memory:') {
     const problem = storeProblem(settings.path);
     if (problem) throw fail(problem);
+  }
+  if (settings.path !== ':memory:') {
+    // Before SQLite: a file it creates would be 0644, and the WAL and SHM copy the main file's mode.
+    if (!existsSync(settings.path)) {
+      try {
+        closeSync(openSync(settings.path, 'wx', 0o600));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw fail((err as Error).message);
+      }
+    }
+    narrowStorePermissions(settings.path, log);
   }
   let worker;
   try {
@@ -157,6 +175,8 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
   // Fail now, not on the first message, if the store cannot be written.
   try {
     await stores.dedupe.set('startup-check', Date.now(), 60_000);
+    // The WAL and SHM exist now: made by this SQLite they are 0600 already; left by another, narrowed.
+    if (settings.path !== ':memory:') narrowStoreFiles(settings.path, log);
   } catch (err) {
     await worker.close().catch(() => undefined);
     const code = String((err as { code?: unknown }).code ?? '');
@@ -175,6 +195,71 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
       await worker.close();
     },
   };
+}
+
+/** The files SQLite keeps beside the store. */
+export const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal'] as const;
+
+/** Every store file that exists, 0600 (only this user reads transcripts). */
+function narrowStoreFiles(path: string, log: (msg: string) => void): void {
+  for (const suffix of STORE_SIDE_FILES) {
+    const file = path + suffix;
+    let mode: number;
+    try {
+      mode = lstatSync(file).mode & 0o777;
+    } catch {
+      continue; // not there
+    }
+    if ((mode & 0o077) === 0) continue;
+    try {
+      chmodSync(file, 0o600);
+    } catch (err) {
+      log(`[store] warning: ${file} is readable by other users (mode ${mode.toString(8)}) and could not be made 0600: ${(err as Error).message}`);
+    }
+  }
+}
+
+/** What Gatehouse itself keeps in its data folder besides the store (bot/reload.ts, bot/headless/attach.ts). */
+const DATA_FOLDER_FILES = new Set(['gatehouse.pid', 'gatehouse.reload.json', 'gatehouse.sock', 'gatehouse.token']);
+
+/**
+ * The store folder 0700 when it is the store's own: ours, not sticky, and holding nothing but the
+ * store's files and Gatehouse's pid/socket files. Any other folder (the config's, which will hold a
+ * workspace the sandbox user must enter; /tmp) keeps its mode, with a warning when others may list it.
+ */
+function narrowStorePermissions(path: string, log: (msg: string) => void): void {
+  narrowStoreFiles(path, log);
+  const folder = dirname(path);
+  let st;
+  try {
+    st = statSync(folder);
+  } catch {
+    return;
+  }
+  const mode = st.mode & 0o7777;
+  if ((mode & 0o077) === 0) return;
+  const ours = typeof process.getuid !== 'function' || st.uid === process.getuid();
+  const sticky = (mode & 0o1000) !== 0;
+  const own = basename(path);
+  let onlyOurs = false;
+  try {
+    onlyOurs = readdirSync(folder).every((name) => name.startsWith(own) || DATA_FOLDER_FILES.has(name));
+  } catch {
+    // unreadable: treat as shared
+  }
+  if (ours && !sticky && onlyOurs) {
+    try {
+      chmodSync(folder, mode & 0o700);
+    } catch (err) {
+      log(`[store] warning: could not make the store folder ${folder} 0700: ${(err as Error).message}`);
+    }
+    return;
+  }
+  if ((mode & 0o044) === 0) return; // others may pass through but not list: nothing to say
+  log(
+    `[store] warning: the store folder ${folder} is open to other users (mode ${mode.toString(8)}) and holds other things, so it was left as it is; ` +
+      `the store files are 0600. Give the store a folder of its own (GATEHOUSE_STORE=sqlite://./data/gatehouse.sqlite).`,
+  );
 }
 
 /** In-memory namespaces (tests and benchmarks that do not measure storage). */

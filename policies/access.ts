@@ -15,6 +15,11 @@
  * - `createRateLimiter` is a per-user token bucket: a burst of `messages`, then one more every
  *   `perSeconds / messages` seconds. Integer arithmetic (no float drift); memory bounded by `maxKeys`
  *   (the least recently seen user is forgotten first, which only ever gives that user a fresh bucket).
+ * - `createRefusalThrottle` bounds what a flood of strangers costs (issue 18: 3,000 unknown ids got
+ *   2,982 replies): per platform, a refusal is told at most once per stranger (its onceKey) per
+ *   `strangerIntervalSeconds`, and all strangers together get at most `repliesPerMinute` replies (a
+ *   token bucket). While refusals go untold it returns one flood line per platform at most once a
+ *   minute (the first at once) with the counts since the last line. The clock is injected.
  * - `isApprover`: an exact id match, or `role:<id>` (Discord) / `group:<id>` (Slack user group) against
  *   the user's roles, which the adapter fills in. An empty or
  *   missing list approves nobody. The person who asked for a run is NOT an approver unless their id is
@@ -230,6 +235,106 @@ export function createRateLimiter(
       return buckets.size;
     },
   };
+}
+
+export interface RefusalLimits {
+  /** Refusal replies per platform per minute, all strangers together; 0: never reply. */
+  repliesPerMinute: number;
+  /** A stranger (or a group) is told at most once in this many seconds. */
+  strangerIntervalSeconds: number;
+}
+
+export const DEFAULT_REFUSAL_LIMITS: RefusalLimits = { repliesPerMinute: 10, strangerIntervalSeconds: 86_400 };
+
+export interface FloodReport {
+  platform: string;
+  /** Refusals (not silent) since the last report. */
+  refused: number;
+  /** Of those, told (a reply posted). */
+  told: number;
+  /** Distinct senders among them (counted up to 10,000). */
+  senders: number;
+  /** Milliseconds the report covers. */
+  windowMs: number;
+}
+
+export interface RefusalVerdict {
+  /** Post the refusal reply now. */
+  reply: boolean;
+  /** Set when a flood line is due (log it once). */
+  flood?: FloodReport;
+}
+
+export interface RefusalThrottle {
+  /** One refusal that would carry a reply: whether to post it, and a flood report when one is due. */
+  refuse(platform: string, onceKey: string, senderKey: string): RefusalVerdict;
+  /** Forget that `onceKey` was told (the access list changed), so the next refusal is told again. */
+  forget(onceKey: string): void;
+}
+
+const FLOOD_REPORT_MS = 60_000;
+const MAX_SENDERS_COUNTED = 10_000;
+
+export function createRefusalThrottle(limits: RefusalLimits = DEFAULT_REFUSAL_LIMITS, now: () => number = Date.now, maxKeys = 10_000): RefusalThrottle {
+  const intervalMs = limits.strangerIntervalSeconds * 1000;
+  // onceKey -> when it was last told; Map order is recency (the oldest forgotten first).
+  const told = new Map<string, number>();
+  const buckets = limits.repliesPerMinute > 0 ? new Map<string, RateLimiter>() : undefined;
+  const windows = new Map<string, { start: number; refused: number; told: number; dropped: number; senders: Set<string>; lastReport: number }>();
+  const bucketOf = (platform: string): RateLimiter => {
+    let b = buckets!.get(platform);
+    if (!b) {
+      b = createRateLimiter({ messages: limits.repliesPerMinute, perSeconds: 60 }, now, 1);
+      buckets!.set(platform, b);
+    }
+    return b;
+  };
+  return {
+    refuse(platform, onceKey, senderKey) {
+      const t = now();
+      let w = windows.get(platform);
+      // A quiet minute (every refusal told) starts a new window: a report covers the flood, not the day.
+      if (!w || (w.dropped === 0 && t - w.start >= FLOOD_REPORT_MS)) {
+        w = { start: t, refused: 0, told: 0, dropped: 0, senders: new Set(), lastReport: w?.lastReport ?? -Infinity };
+        windows.set(platform, w);
+      }
+      w.refused++;
+      if (w.senders.size < MAX_SENDERS_COUNTED) w.senders.add(senderKey);
+      const key = `${platform}\u0000${onceKey}`;
+      const last = told.get(key);
+      let reply = false;
+      let dropped = false;
+      if (last !== undefined && t - last < intervalMs) {
+        told.delete(key);
+        told.set(key, last); // refresh recency: an active stranger stays remembered
+      } else if (buckets && bucketOf(platform).take('all').ok) {
+        reply = true;
+        told.delete(key);
+        told.set(key, t);
+        if (told.size > maxKeys) told.delete(told.keys().next().value as string);
+      } else {
+        dropped = true; // the platform's reply budget is spent: a flood
+      }
+      if (reply) w.told++;
+      if (dropped) w.dropped++;
+      if (!dropped || t - w.lastReport < FLOOD_REPORT_MS) return { reply };
+      const flood: FloodReport = { platform, refused: w.refused, told: w.told, senders: w.senders.size, windowMs: t - w.start };
+      windows.set(platform, { start: t, refused: 0, told: 0, dropped: 0, senders: new Set(), lastReport: t });
+      return { reply, flood };
+    },
+    forget(onceKey) {
+      for (const k of [...told.keys()]) if (k.endsWith(`\u0000${onceKey}`)) told.delete(k);
+    },
+  };
+}
+
+/** The flood line for the log. */
+export function floodLine(r: FloodReport, limits: RefusalLimits): string {
+  const secs = Math.max(1, Math.round(r.windowMs / 1000));
+  return (
+    `stranger flood on ${r.platform}: ${r.refused} refused messages from ${r.senders >= MAX_SENDERS_COUNTED ? `${MAX_SENDERS_COUNTED}+` : r.senders} senders in the last ${secs} s, ` +
+    `${r.told} told, ${r.refused - r.told} not answered (access.refusals.repliesPerMinute: ${limits.repliesPerMinute}, one per stranger every ${limits.strangerIntervalSeconds} s)`
+  );
 }
 
 /** The message for a rate-limited sender. */

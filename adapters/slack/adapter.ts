@@ -57,10 +57,12 @@ export interface SlackAdapterOptions {
   maxAttachmentBytes?: number;
   /** User group ids (S…) bound as `group:<id>` approvers: a clicker's membership is looked up. */
   approverGroups?: () => string[];
-  /** How long a group's member list is trusted; default 60 s. */
+  /** How long a group's member list is trusted (how long a removed member can still approve); default 15 s. */
   groupCacheMs?: number;
-  /** Someone missing from a cached group re-reads it at most this often; default 5 s. */
+  /** Someone missing from a cached group re-reads it at most this often; default 0 (every miss re-reads). */
   groupMissRereadMs?: number;
+  /** The clock for the group cache (tests). */
+  groupClock?: () => number;
   /** Whether later messages in a thread where the bot was mentioned need no new mention; default yes. */
   threadFollowUps?: (ref: ConversationRef) => boolean;
   /** The app is an AI assistant app (thread status) from the start; otherwise detected from assistant_thread_started. */
@@ -149,8 +151,9 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
   });
   registerInteractivity(app, ctx, {
     approverGroups: opts.approverGroups ?? (() => []),
-    groupCacheMs: opts.groupCacheMs ?? 60_000,
-    groupMissRereadMs: opts.groupMissRereadMs ?? 5_000,
+    groupCacheMs: opts.groupCacheMs ?? 15_000,
+    groupMissRereadMs: opts.groupMissRereadMs ?? 0,
+    ...(opts.groupClock ? { now: opts.groupClock } : {}),
   });
   app.error(async (err) => {
     log('error', `event failed: ${describe(err)}`);

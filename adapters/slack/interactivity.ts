@@ -9,8 +9,12 @@
  *   has the same event id, which the core drops.
  * - The result's notice goes to the clicker only (chat.postEphemeral, in the card's thread).
  * - The clicker's `roles` are the bound user groups (`group:<id>` approvers) they belong to, read with
- *   usergroups.users.list and cached for `groupCacheMs`; someone not in the cached list makes the
- *   group be read again (they may have just been added), at most once per `groupMissRereadMs`.
+ *   usergroups.users.list. It fails closed: a lookup error (a deleted group, a missing scope, Slack
+ *   down or rate limiting) counts as NOT a member, drops the cached list, and the clicker's notice says
+ *   the approver group could not be checked. A member list is trusted for `groupCacheMs` (default
+ *   15 s: how long someone removed from the group can still approve); someone not in the cached list
+ *   makes the group be read again before being refused (they may have just been added), at most once
+ *   per `groupMissRereadMs` (default 0: every miss). Reads of one group in flight are shared.
  */
 import type { App } from '@slack/bolt';
 import { cutText } from '../kit/attachments.js';
@@ -22,38 +26,73 @@ import { escapeMrkdwn } from './mrkdwn.js';
 export interface InteractivityOptions {
   /** User group ids (S…) bound as `group:<id>` approvers (read at each click). */
   approverGroups: () => string[];
-  /** How long a group's member list is trusted; default 60 s. */
+  /** How long a group's member list is trusted; default 15 s. */
   groupCacheMs: number;
-  /** A clicker missing from the cached list re-reads the group, at most this often; default 5 s. */
+  /** A clicker missing from the cached list re-reads the group, at most this often; default 0 (always). */
   groupMissRereadMs: number;
+  /** The clock (tests inject one). */
+  now?: () => number;
 }
 
-/** Members of Slack user groups, cached briefly and re-read on a miss. */
+/** A user's membership of the wanted groups; `unchecked`: groups whose lookup failed (counted as not a member). */
+export interface GroupMembership {
+  groups: string[];
+  unchecked: string[];
+}
+
+/** Members of Slack user groups, cached briefly, re-read on a miss, failing closed. */
 export class UserGroups {
   private readonly cache = new Map<string, { members: Set<string>; at: number }>();
+  private readonly reading = new Map<string, Promise<Set<string> | null>>();
+  private readonly now: () => number;
   constructor(
     private readonly ctx: SlackContext,
-    private readonly opts: Pick<InteractivityOptions, 'groupCacheMs' | 'groupMissRereadMs'>,
-  ) {}
-
-  async isMember(group: string, user: string): Promise<boolean> {
-    const cached = this.cache.get(group);
-    const age = cached ? Date.now() - cached.at : Infinity;
-    if (cached && age < this.opts.groupCacheMs && (cached.members.has(user) || age < this.opts.groupMissRereadMs)) return cached.members.has(user);
-    try {
-      const r = await this.ctx.web.usergroups.users.list({ usergroup: group });
-      const members = new Set(r.users ?? []);
-      this.cache.set(group, { members, at: Date.now() });
-      return members.has(user);
-    } catch (err) {
-      this.ctx.log('warn', `could not read user group ${group} (usergroups:read scope?): ${this.ctx.describe(err)}`);
-      return cached?.members.has(user) ?? false;
-    }
+    private readonly opts: Pick<InteractivityOptions, 'groupCacheMs' | 'groupMissRereadMs' | 'now'>,
+  ) {
+    this.now = opts.now ?? Date.now;
   }
 
-  async groupsOf(user: string, wanted: string[]): Promise<string[]> {
-    const out: string[] = [];
-    for (const g of wanted) if (await this.isMember(g, user)) out.push(g);
+  /** true / false, or null when Slack could not say (an error: never a stale yes). */
+  async isMember(group: string, user: string): Promise<boolean | null> {
+    const cached = this.cache.get(group);
+    const age = cached ? this.now() - cached.at : Infinity;
+    if (cached && age < this.opts.groupCacheMs) {
+      if (cached.members.has(user)) return true;
+      if (age < this.opts.groupMissRereadMs) return false;
+    }
+    const members = await this.read(group);
+    return members === null ? null : members.has(user);
+  }
+
+  private read(group: string): Promise<Set<string> | null> {
+    const inFlight = this.reading.get(group);
+    if (inFlight) return inFlight;
+    const p = (async () => {
+      try {
+        const r = await this.ctx.web.usergroups.users.list({ usergroup: group });
+        const members = new Set(r.users ?? []);
+        this.cache.set(group, { members, at: this.now() });
+        return members;
+      } catch (err) {
+        // No stale list survives an error: a deleted group's former members must not keep approving.
+        this.cache.delete(group);
+        this.ctx.log('warn', `could not read user group ${group} (usergroups:read scope? deleted group?); its members count as not approvers: ${this.ctx.describe(err)}`);
+        return null;
+      } finally {
+        this.reading.delete(group);
+      }
+    })();
+    this.reading.set(group, p);
+    return p;
+  }
+
+  async groupsOf(user: string, wanted: string[]): Promise<GroupMembership> {
+    const out: GroupMembership = { groups: [], unchecked: [] };
+    for (const g of wanted) {
+      const m = await this.isMember(g, user);
+      if (m === true) out.groups.push(g);
+      else if (m === null) out.unchecked.push(g);
+    }
     return out;
   }
 }
@@ -90,7 +129,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
     }
     try {
       const name = b.user.name ?? b.user.username;
-      const roles = await groups.groupsOf(b.user.id, opts.approverGroups());
+      const { groups: roles, unchecked } = await groups.groupsOf(b.user.id, opts.approverGroups());
       const r = await sink.action({
         platform: 'slack',
         conversation: refFor(b.team?.id ?? ctx.identity.teamId, channel, thread),
@@ -98,7 +137,12 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
         user: { id: b.user.id, ...(name ? { name } : {}), ...(roles.length > 0 ? { roles } : {}) },
         eventId: `slack:action:${b.trigger_id ?? `${channel}:${a.action_ts ?? ''}`}`,
       });
-      if (r.notice) await notify(r.notice);
+      let notice = r.notice;
+      if (!r.accepted && unchecked.length > 0) {
+        const which = unchecked.map((g) => `group:${g}`).join(', ');
+        notice = `${notice ? `${notice} ` : ''}The approver list could not be checked: Slack did not answer for ${which}, so that membership did not count. Try again in a moment, or ask the operator.`;
+      }
+      if (notice) await notify(notice);
     } catch (err) {
       ctx.log('error', `handling a click failed: ${ctx.describe(err)}`);
       await notify('Something went wrong; please try again.');

@@ -13,6 +13,10 @@
  * happens: `awaiting` (the card's request id), `started` (about to execute: from here the call runs at
  * most once; a restart reports it as interrupted instead of running it again), `done` (the result).
  * Tools that only wait on a human (`needsHuman`) are re-run on resume; their question is reused.
+ *
+ * Workspace limit (./workspace-quota.ts, when the batch has one): a writing call is refused while the
+ * workspace is over the agent's limit (checked before its card and again before it runs), and every
+ * call of a workspace-changing tool is followed by a measurement that the result reports when over.
  */
 import { z } from 'zod';
 import PQueue from 'p-queue';
@@ -24,6 +28,7 @@ import type { Audit } from '../audit.js';
 import type { AgentEvent } from '../events.js';
 import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
 import { describeInput, summarizeCall } from './summary.js';
+import type { WorkspaceQuota } from './workspace-quota.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
 
 export const MAX_PARALLEL_CALLS = 10;
@@ -87,6 +92,8 @@ export interface BatchContext {
   humanWait<T>(wait: () => Promise<T>): Promise<T>;
   /** The audit trail: one gate_decision per decided call. */
   audit?: Audit;
+  /** The agent's workspace size limit; absent: no limit. */
+  workspaceQuota?: WorkspaceQuota;
 }
 
 type Prepared =
@@ -280,6 +287,9 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
     return { kind: 'result', result: { content: `Invalid arguments for ${tool.name}: ${formatZodError(parsed.error)}. Fix them and call again.`, isError: true } };
   }
   const input = parsed.data;
+  // Over the workspace limit: refused before a card asks anyone for a write that could not run.
+  const overQuota = await quotaRefusal(tool, input, ctx);
+  if (overQuota) return { kind: 'result', result: overQuota };
   let proposal: Proposal | undefined;
   if (tool.propose) {
     try {
@@ -337,6 +347,9 @@ async function execute(
   ctx: BatchContext,
 ): Promise<ToolResult> {
   if (ctx.signal.aborted) return { content: `${tool.name} did not run: the run was stopped.`, isError: true };
+  // Again at run time: the workspace may have filled while the card waited.
+  const overQuota = await quotaRefusal(tool, input, ctx);
+  if (overQuota) return overQuota;
   const prior = ctx.states.get(call.id);
   // Recorded before running: from here on, a restart reports the call instead of running it twice.
   await ctx.states.set(call.id, prior?.status === 'started' ? prior : { status: 'started' });
@@ -356,9 +369,19 @@ async function execute(
   } finally {
     ctx.signal.removeEventListener('abort', onAbort);
   }
+  if (ctx.workspaceQuota) {
+    const quota = ctx.workspaceQuota;
+    result = await quota.afterRun(tool, result).catch(() => result);
+  }
   await ctx.states.set(call.id, { status: 'done', result });
   await ctx.emit({ type: 'tool_finished', runId: ctx.runId, callId: call.id, tool: tool.name, ok: !result.isError, summary: firstLine(result) });
   return result;
+}
+
+async function quotaRefusal(tool: AnyTool, input: unknown, ctx: BatchContext): Promise<ToolResult | null> {
+  if (!ctx.workspaceQuota) return null;
+  const message = await ctx.workspaceQuota.refusal(tool, input).catch(() => null);
+  return message ? { content: message, isError: true } : null;
 }
 
 class ToolTimeout extends Error {}

@@ -106,6 +106,11 @@ export interface Tool<I = unknown> {
   longRunning?: boolean;
   /** Offered to the model only where a human can answer. */
   needsHuman?: boolean;
+  /**
+   * Changes the workspace (agent/tools/workspace-quota.ts): true writes (refused while over the
+   * limit), 'frees' only removes. The built-in file tools and execute_command are known by name.
+   */
+  changesWorkspace?: boolean | 'frees';
   /** Prepares without mutating; required for gated tools so the card can show what will happen. */
   propose?(input: I, ctx: ToolContext): Promise<Proposal>;
   execute(input: I, ctx: ToolContext, prepared: Prepared): Promise<ToolResult>;

@@ -92,6 +92,7 @@ describe('no config file', () => {
       slack: { users: [], channels: [] },
       discord: { users: [], channels: [], guilds: [] },
       rateLimit: { messages: 20, perSeconds: 60 },
+      refusals: { repliesPerMinute: 10, strangerIntervalSeconds: 86_400 },
     });
     expect(c.runner).toEqual({ maxConcurrentRuns: 8 });
     expect(c.store).toEqual({
@@ -668,5 +669,27 @@ describe('README "Telegram setup"', () => {
     expect(c.agents['ops']!.approvers.telegram).toEqual(['123456789']);
     expect(c.access.telegram).toEqual({ users: ['123456789'], chats: ['-1001234567890'] });
     expect(agentForConversation(c, 'telegram:-1001234567890').name).toBe('ops');
+  });
+});
+
+describe('workspaceMaxBytes (issue 18)', () => {
+  const load = (yaml: string) => {
+    const dir = mkdtempSync(join(tmpdir(), 'gh-cfg-quota-'));
+    writeFileSync(join(dir, 'gatehouse.yaml'), yaml);
+    try {
+      return loadConfig({ env: { ANTHROPIC_API_KEY: 'k' }, cwd: dir, knownTools: [] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  test('default 1 GiB; sizes, numbers and none; in defaults too', () => {
+    expect(load('agents:\n  a: { model: m }\n').agents.a!.workspaceMaxBytes).toBe(1024 ** 3);
+    expect(load('agents:\n  a: { model: m, workspaceMaxBytes: 500MB }\n').agents.a!.workspaceMaxBytes).toBe(500_000_000);
+    expect(load('agents:\n  a: { model: m, workspaceMaxBytes: 2048 }\n').agents.a!.workspaceMaxBytes).toBe(2048);
+    expect(load('agents:\n  a: { model: m, workspaceMaxBytes: none }\n').agents.a!.workspaceMaxBytes).toBe(0);
+    expect(load('defaults: { workspaceMaxBytes: 2GiB }\nagents:\n  a: { model: m }\n').agents.a!.workspaceMaxBytes).toBe(2 * 1024 ** 3);
+  });
+  test('a bad size names the key path', () => {
+    expect(() => load('agents:\n  a: { model: m, workspaceMaxBytes: lots }\n')).toThrow(/agents\.a\.workspaceMaxBytes: expected a size like "500MB"/);
   });
 });

@@ -90,6 +90,8 @@ export interface FakeSlack {
   addFile(name: string, mimetype: string, content: Buffer | string): { name: string; mimetype: string; size: number; url_private: string };
   /** Members of a user group (usergroups.users.list). */
   setGroup(id: string, users: string[]): void;
+  /** The group is deleted: usergroups.users.list answers no_such_subteam. */
+  deleteGroup(id: string): void;
   visible(channel: string, threadTs?: string): FakeSlackMessage[];
   /** A user posts in a channel (or DM); Slack sends `message` (and `app_mention` when the bot is mentioned). */
   userMessage(a: { user: string; channel: string; text: string; threadTs?: string; im?: boolean; retry?: number; eventId?: string; files?: unknown[] }): Promise<{ ts: string; statuses: number[] }>;
@@ -434,6 +436,9 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
     },
     setGroup(id, users) {
       groups.set(id, users);
+    },
+    deleteGroup(id) {
+      groups.delete(id);
     },
     visible(channel, threadTs) {
       return messages.filter((m) => m.channel === channel && !m.deleted && (threadTs === undefined || m.threadTs === threadTs));

@@ -2,6 +2,8 @@ import {
   approverConfigKey,
   checkAccess,
   createRateLimiter,
+  createRefusalThrottle,
+  floodLine,
   isApprover,
   OnceNotifier,
   rateLimitReply,
@@ -203,4 +205,44 @@ describe('isApprover', () => {
 
 test('approverConfigKey names the key an operator edits', () => {
   expect(approverConfigKey('ops', 'telegram')).toBe('agents.ops.approvers.telegram');
+});
+
+describe('createRefusalThrottle (issue 18: a stranger flood)', () => {
+  test('the budget is per platform, refills 10 a minute, and a told stranger is not told again within the day', () => {
+    let t = 0;
+    const th = createRefusalThrottle({ repliesPerMinute: 10, strangerIntervalSeconds: 86_400 }, () => t);
+    const told = (platform: string, from: number, n: number) => Array.from({ length: n }, (_, i) => th.refuse(platform, `s${from + i}`, `s${from + i}`).reply).filter(Boolean).length;
+    expect(told('telegram', 0, 100)).toBe(10);
+    expect(told('slack', 0, 100)).toBe(10); // another platform has its own budget
+    t += 30_000;
+    expect(told('telegram', 100, 100)).toBe(5); // half a minute: half the budget back
+    expect(th.refuse('telegram', 's0', 's0').reply).toBe(false); // told already today
+    t += 86_400_000;
+    expect(th.refuse('telegram', 's0', 's0').reply).toBe(true);
+  });
+
+  test('a flood line at the first unanswered refusal, then at most one a minute, with the counts since the last', () => {
+    let t = 0;
+    const limits = { repliesPerMinute: 2, strangerIntervalSeconds: 86_400 };
+    const th = createRefusalThrottle(limits, () => t);
+    const floods = [];
+    for (let i = 0; i < 600; i++) {
+      const v = th.refuse('discord', `s${i}`, `s${i}`);
+      if (v.flood) floods.push({ at: t, ...v.flood });
+      t += 500; // 600 strangers over 5 minutes
+    }
+    expect(floods.map((f) => f.at)).toEqual([1_000, 61_000, 121_000, 181_000, 241_000]);
+    expect(floods[0]).toMatchObject({ refused: 3, told: 2, senders: 3 });
+    expect(floods[1]).toMatchObject({ refused: 120, told: 2, senders: 120, windowMs: 60_000 });
+    expect(floodLine(floods[1]!, limits)).toBe(
+      'stranger flood on discord: 120 refused messages from 120 senders in the last 60 s, 2 told, 118 not answered (access.refusals.repliesPerMinute: 2, one per stranger every 86400 s)',
+    );
+  });
+
+  test('repliesPerMinute 0: nobody is told, the flood is still reported', () => {
+    const th = createRefusalThrottle({ repliesPerMinute: 0, strangerIntervalSeconds: 60 }, () => 0);
+    const v = th.refuse('telegram', 'a', 'a');
+    expect(v.reply).toBe(false);
+    expect(v.flood).toMatchObject({ refused: 1, told: 0 });
+  });
 });

@@ -11,6 +11,7 @@ import type { HttpServer } from '../../../bot/http.js';
 import { startFakeSlack } from '../../fakes/slack.js';
 import type { FakeSlack, FakeSlackMessage } from '../../fakes/slack.js';
 import { TestSink, until } from '../telegram/helpers.js';
+import { isApprover } from '../../../policies/access.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
@@ -260,7 +261,7 @@ describe('user groups as approvers', () => {
   });
 
   test('misses do not hammer Slack: within the re-read interval a miss trusts the cache', async () => {
-    await setup({ approverGroups: () => ['S0OPS'] }); // default: at most one re-read per 5 s
+    await setup({ approverGroups: () => ['S0OPS'], groupMissRereadMs: 5_000 }); // at most one re-read per 5 s
     fake.setGroup('S0OPS', ['U0CAROL']);
     const c = await card();
     for (const u of ['U0CAROL', 'U0X1', 'U0X2', 'U0X3']) await approve(u, c);
@@ -282,6 +283,93 @@ describe('user groups as approvers', () => {
     const c = await card();
     expect(await approve('U0CAROL', c)).toEqual([]);
     expect(logs.some((l) => /warn could not read user group S0GONE.*no_such_subteam/.test(l))).toBe(true);
+  });
+});
+
+describe('user groups fail closed (issue 18)', () => {
+  let clock: number;
+  /** The core's side as the broker does it: only a bound approver (here group:S0OPS) decides. */
+  const asBroker = () => {
+    sink.onAction = (a) =>
+      isApprover(a.user, ['group:S0OPS']) ? { accepted: true, notice: 'Approved.' } : { accepted: false, notice: 'Only a bound approver can decide this. Nothing was changed.' };
+  };
+  const click = async (user: string, card: FakeSlackMessage) => {
+    const before = sink.actions.length;
+    const notices = fake.ephemerals.length;
+    await fake.click({ user, message: card, value: 'tokApprove' });
+    await until(() => sink.actions.length === before + 1 && fake.ephemerals.length > notices, `${user}'s click and notice`);
+    return { roles: sink.actions.at(-1)!.user.roles ?? [], notice: fake.ephemerals.at(-1)!.text };
+  };
+  const card = async () => {
+    const ts = await adapter.postCard(refFor(fake.teamId, 'C0CHAN'), { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }] });
+    return fake.messages.find((m) => m.ts === ts)!;
+  };
+  const listCalls = () => fake.calls.filter((c) => c.method === 'usergroups.users.list').length;
+  const begin = async (extra: Partial<SlackAdapterOptions> = {}) => {
+    clock = 1_000_000;
+    await setup({ approverGroups: () => ['S0OPS'], groupClock: () => clock, ...extra });
+    asBroker();
+    fake.setGroup('S0OPS', ['U0CAROL']);
+  };
+
+  test('a deleted group: its former member no longer approves once the short cache is past, and is told why', async () => {
+    await begin();
+    const c = await card();
+    expect((await click('U0CAROL', c)).roles).toEqual(['S0OPS']);
+    fake.deleteGroup('S0OPS');
+    clock += 15_001;
+    const r = await click('U0CAROL', c);
+    expect(r.roles).toEqual([]);
+    expect(r.notice).toMatch(/Only a bound approver can decide this.*The approver list could not be checked: Slack did not answer for group:S0OPS/s);
+    expect(sink.actions.filter((a) => (a.user.roles ?? []).length > 0)).toHaveLength(1);
+    // The error left no stale list behind: the next click asks Slack again instead of trusting it.
+    await click('U0CAROL', c);
+    expect(listCalls()).toBe(3);
+  });
+
+  test('a lookup error (Slack answers internal_error) denies, even for someone in the cached list; the next good read approves', async () => {
+    await begin();
+    const c = await card();
+    expect((await click('U0CAROL', c)).roles).toEqual(['S0OPS']);
+    clock += 15_001;
+    fake.failNext('usergroups.users.list', { error: 'internal_error' });
+    const denied = await click('U0CAROL', c);
+    expect(denied.roles).toEqual([]);
+    expect(denied.notice).toMatch(/could not be checked/);
+    const ok = await click('U0CAROL', c);
+    expect(ok.roles).toEqual(['S0OPS']);
+    expect(ok.notice).toBe('Approved.');
+  });
+
+  test('someone removed from the group stops approving within 15 s, not 60', async () => {
+    await begin();
+    const c = await card();
+    expect((await click('U0CAROL', c)).roles).toEqual(['S0OPS']);
+    fake.setGroup('S0OPS', []);
+    clock += 14_000;
+    expect((await click('U0CAROL', c)).roles).toEqual(['S0OPS']); // within the short cache
+    clock += 1_001;
+    const r = await click('U0CAROL', c);
+    expect(r.roles).toEqual([]);
+    expect(r.notice).not.toMatch(/could not be checked/); // a real "no", not an error
+  });
+
+  test('a miss re-reads at once (by default) before refusing: someone just added approves on their first click', async () => {
+    await begin();
+    const c = await card();
+    expect((await click('U0DAVE', c)).roles).toEqual([]);
+    fake.setGroup('S0OPS', ['U0CAROL', 'U0DAVE']);
+    expect((await click('U0DAVE', c)).roles).toEqual(['S0OPS']);
+    expect(listCalls()).toBe(2);
+  });
+
+  test('control: with the old 60 s cache, a former member of a deleted group still approves 15 s later', async () => {
+    await begin({ groupCacheMs: 60_000 });
+    const c = await card();
+    expect((await click('U0CAROL', c)).roles).toEqual(['S0OPS']);
+    fake.deleteGroup('S0OPS');
+    clock += 15_001;
+    expect((await click('U0CAROL', c)).roles).toEqual(['S0OPS']); // the attack works when the cache is long
   });
 });
 
