@@ -426,6 +426,7 @@ export class Runner {
         signal,
         conversationKey: key,
         agentName,
+        sender: { platform: record.platform, ...record.starter },
         envAllowlist: agent.envAllowlist,
         state: convState,
         transcript: () => conv.messages,
