@@ -46,7 +46,7 @@ import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js'
 import { toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
-import { buildSchema, type FileConfig, type RawAgent } from './config-schema.js';
+import { buildSchema, resolveRunnerConfig, type FileConfig, type RawAgent, type RunnerConfig } from './config-schema.js';
 import { didYouMean, issueProblems } from './config-problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
@@ -110,7 +110,7 @@ export interface Config {
   routes: Route[];
   defaultAgent: string;
   access: AccessConfig;
-  runner: { maxConcurrentRuns: number };
+  runner: RunnerConfig;
   /** GATEHOUSE_LOG_LEVEL. */
   logLevel: LogLevelSetting;
 }
@@ -397,7 +397,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       },
       rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
     },
-    runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
+    runner: resolveRunnerConfig(file.runner),
     logLevel: settings.logLevel,
   };
 }
