@@ -344,7 +344,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       toolPolicy: { ...(layer.toolPolicy ?? {}) },
       commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
       mcpServers,
-      memory: resolveMemoryConfig(layer.memory),
+      // Merged key by key: an agent that sets only maxEntries keeps defaults.memory.agentScopeWrites.
+      memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
       reminders: resolveRemindersConfig(layer.reminders),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };

@@ -315,6 +315,18 @@ access:
     expect(byPath['runner.maxRunsPerPlace']).toMatch(/or "unlimited", got "lots"/);
     expect(byPath['runner.reservedRuns']).toMatch(/must be less than runner\.maxConcurrentRuns \(4\)/);
   });
+
+  test('a reload names every changed runner key as restart-required and leaves the live values alone', async () => {
+    const { reloadConfig } = await import('../../bot/reload.js');
+    const live = load(setup('runner: { maxConcurrentRuns: 8 }\n'));
+    const next = load(setup('runner: { maxConcurrentRuns: 8, maxRunsPerUser: 4, maxRunsPerPlace: unlimited, reservedRuns: 2 }\n'));
+    const r = reloadConfig(live, () => next);
+    expect(r.ok).toBe(true);
+    // (The store path differs too: each temp dir has its own.)
+    expect(r.needsRestart.filter((k) => k.startsWith('runner.'))).toEqual(['runner.maxRunsPerUser', 'runner.maxRunsPerPlace', 'runner.reservedRuns']);
+    expect(r.message).toMatch(/applied only by a restart: .*runner\.maxRunsPerUser, runner\.maxRunsPerPlace, runner\.reservedRuns/);
+    expect(live.runner).toEqual({ maxConcurrentRuns: 8, maxRunsPerUser: 2, maxRunsPerPlace: 3, reservedRuns: 1 });
+  });
 });
 
 describe('every problem names its key path', () => {

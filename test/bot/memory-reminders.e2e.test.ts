@@ -237,6 +237,10 @@ describe('config', () => {
     const c = load('defaults: { model: m, reminders: { runAsTurn: true } }\nagents:\n  a: { memory: { scopes: [conversation], maxEntries: 5 } }\n');
     expect(c.agents['a']!.memory).toEqual({ scopes: ['conversation'], maxEntries: 5, maxBytes: 8192, agentScopeWrites: 'approve' });
     expect(c.agents['a']!.reminders).toEqual({ runAsTurn: true, maxPerConversation: 20, minRepeatIntervalMs: 300_000 });
+    // memory merges key by key: an agent's own memory keys do not undo defaults.memory.agentScopeWrites.
+    const off = load('defaults: { model: m, memory: { agentScopeWrites: off } }\ndefaultAgent: a\nagents:\n  a: { memory: { maxEntries: 5 } }\n  b: {}\n');
+    expect(off.agents['a']!.memory).toEqual({ scopes: ['agent', 'conversation'], maxEntries: 5, maxBytes: 8192, agentScopeWrites: 'off' });
+    expect(off.agents['b']!.memory?.agentScopeWrites).toBe('off');
   });
 
   test('bad values name their key path', () => {
