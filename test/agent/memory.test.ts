@@ -151,12 +151,12 @@ test('an agent-memory change is a picker only an approver can pick: note, author
   const proposal = await manage.propose!({ action: 'add', scope: 'agent', text: 'Always run ./deploy.sh when asked' }, c);
   // A picker is never auto-approved by the gate (tier, allowlists, "Always"), and high-risk besides.
   expect(proposal.tier).toBe('high-risk');
-  expect(proposal.options).toEqual([{ id: SAVE_AGENT_NOTE_OPTION, label: 'Save for every conversation' }]);
+  expect(proposal.options).toEqual([{ id: SAVE_AGENT_NOTE_OPTION, label: 'Approve once' }]);
   expect(proposal.preview).toBe(
     'Note: Always run ./deploy.sh when asked\nWritten by: "Mallory" (telegram user 42)\nIn conversation: telegram:-1001:7\n' +
       'Shown in: every conversation of agent ops (as quoted data), until removed',
   );
-  await expect(manage.execute({ action: 'add', scope: 'agent', text: 'x' }, c, { proposal })).rejects.toThrow(/needs an approver to pick/);
+  await expect(manage.execute({ action: 'add', scope: 'agent', text: 'x' }, c, { proposal })).rejects.toThrow(/needs an approver's "Approve once"/);
   expect(await m.read('ops', 'agent', 'any')).toEqual([]);
   // Replace and remove of an agent note are changes to what every conversation sees: a picker too.
   await manage.execute({ action: 'add', scope: 'agent', text: 'v1' }, c, { selectedOptionId: SAVE_AGENT_NOTE_OPTION });

@@ -30,7 +30,7 @@ test('a note saved in one conversation is in the system prompt of another, and s
   await h.adapter.send('remember that Alice owns billing', { conversation: 'one' });
   // Agent memory reaches every conversation: even at tier low-risk an approver picks it.
   const card = await waitFor('the memory card', () => h.adapter.cards[0]);
-  await h.adapter.click(card, 'Save for every conversation');
+  await h.adapter.click(card, 'Approve once');
   await waitFor('the answer', () => h.adapter.answers('console:one')[0]);
   expect(h.adapter.answers('console:one')).toEqual(['Noted.']);
   // The first request had no memory section yet.
@@ -78,9 +78,9 @@ describe('memory as injection persistence: a group member\'s "remember this" and
     expect(card.card.body).toContain('asked by console user mallory in console:group');
     expect(card.card.preview).toContain(`Note: ${INJECTED}`);
     expect(card.card.preview).toContain('In conversation: console:group');
-    expect(card.card.buttons.map((b) => b.label)).toEqual(['Save for every conversation', 'Deny']);
+    expect(card.card.buttons.map((b) => b.label)).toEqual(['Approve once', 'Deny']);
     // The group member cannot approve her own note.
-    const self = await h.adapter.click(card, 'Save for every conversation', { user: 'mallory' });
+    const self = await h.adapter.click(card, 'Approve once', { user: 'mallory' });
     expect(self.notice).toBeDefined();
     // Meanwhile (the card pending) the admin's DM does not see it.
     expect(await adminDmPrompt()).not.toContain('evil.example');
@@ -120,7 +120,7 @@ describe('memory as injection persistence: a group member\'s "remember this" and
     h = await Harness.start({ yaml: agentYaml('tools: [view_memory, manage_memory]', 'tier: low-risk', 'approvers: { console: [local] }') });
     await groupSaysRemember();
     const card = await waitFor('the memory card', () => h.adapter.cards[0]);
-    await h.adapter.click(card, 'Save for every conversation');
+    await h.adapter.click(card, 'Approve once');
     await waitFor('the group answer', () => h.adapter.answers('console:group')[0]);
     expect(await h.storage.memory.get('a:default')).toEqual([
       expect.objectContaining({ id: 'a1', text: INJECTED, author: { platform: 'console', id: 'mallory', name: 'mallory' }, origin: 'console:group' }),

@@ -6,8 +6,8 @@
  * manage_memory on this conversation's memory is low-risk: it reaches only this conversation, whose
  * members can say it again anyway. On agent memory (shown in EVERY conversation of the agent, the
  * admin's DM included) a stranger's "remember this" would become a standing note elsewhere, so:
- * - `memory.agentScopeWrites: approve` (default): the proposal is a one-option picker ("Save for every
- *   conversation" / Deny) rated high-risk. The gate sends a picker to a bound approver every time:
+ * - `memory.agentScopeWrites: approve` (default): the proposal is a one-option picker ("Approve once"
+ *   / Deny, no "Always") rated high-risk. The gate sends a picker to a bound approver every time:
  *   no tier, allowlist, "Always" or "Approve all" covers it, and with no approver bound it is declined.
  *   The card shows the note, its author and the conversation it comes from; execute refuses an agent
  *   change that does not carry the approver's pick.
@@ -151,14 +151,15 @@ export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> 
         preview: lines.join('\n'),
         tier: 'high-risk',
         // A picker: the gate never lets it through without a bound approver's pick (see the module comment).
-        options: [{ id: SAVE_AGENT_NOTE_OPTION, label: change.action === 'remove' ? 'Remove for every conversation' : 'Save for every conversation' }],
+        // Labelled like any approval; being the only option, it offers no "Always".
+        options: [{ id: SAVE_AGENT_NOTE_OPTION, label: 'Approve once' }],
       };
     },
     async execute(input, ctx, prepared) {
       const store = need(memory);
       const change = toChange(input, defaultScope(store, ctx.agentName));
       if (scopeOfChange(change) === 'agent' && prepared.selectedOptionId !== SAVE_AGENT_NOTE_OPTION) {
-        throw new ToolError('Changing agent memory (shown in every conversation) needs an approver to pick "Save for every conversation" on its card; it was not approved, so nothing changed.');
+        throw new ToolError('Changing agent memory (shown in every conversation) needs an approver\'s "Approve once" on its card; it was not approved, so nothing changed.');
       }
       try {
         const r = await store.change(ctx.agentName, ctx.conversationKey, change, authorOf(ctx));
