@@ -6,7 +6,10 @@
  * - `submit` never drops a message: it is stored before `submit` resolves, and a turn that arrives
  *   while its conversation runs waits in that
  *   conversation's lane (p-queue, concurrency 1). Different conversations run in parallel up to
- *   `maxConcurrentRuns`. A run waiting on a human gives its global slot back while it waits.
+ *   `maxConcurrentRuns`, at most `maxRunsPerUser` for one user (the turn's sender) and
+ *   `maxRunsPerPlace` in one place (a chat or channel with its topics and threads), and the last
+ *   `reservedRuns` slots only for users running nothing (agent/run-limits.ts). A turn over a cap
+ *   waits for a slot, it is not refused. A run waiting on a human gives its slot back while it waits.
  * - Events of a run go to the conversation's output in order. Exactly one of `answer`/`error`
  *   ends a run, then `usage` and `run_finished`.
  * - `stop(key)` aborts the running turn: in-flight tools are interrupted, pending cards are settled,
@@ -23,7 +26,7 @@
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
  */
 import { KeyedChain } from './keyed-chain.js';
-import { Deadline, Slots } from './run-limits.js';
+import { Deadline, Slots, placeOf, type SlotClaim } from './run-limits.js';
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { z } from 'zod';
@@ -92,6 +95,12 @@ export interface RunnerOptions {
   /** `usage`: the classifier request this call made, if it made one (reported on the run's usage event). */
   classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
   maxConcurrentRuns?: number;
+  /** Runs at once per user across places (default 2; Infinity: no cap). */
+  maxRunsPerUser?: number;
+  /** Runs at once per place: a chat or channel with its topics and threads (default 3; Infinity: no cap). */
+  maxRunsPerPlace?: number;
+  /** Global slots kept for users who run nothing yet (default 1, at most maxConcurrentRuns - 1). */
+  reservedRuns?: number;
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
   /** The audit trail: runs started and finished, gate decisions (through the executor). */
   audit?: Audit;
@@ -144,7 +153,12 @@ export class Runner {
   private closed = false;
 
   constructor(private readonly opts: RunnerOptions) {
-    this.slots = new Slots(opts.maxConcurrentRuns ?? 8);
+    this.slots = new Slots({
+      ...(opts.maxConcurrentRuns !== undefined ? { total: opts.maxConcurrentRuns } : {}),
+      ...(opts.maxRunsPerUser !== undefined ? { perUser: opts.maxRunsPerUser } : {}),
+      ...(opts.maxRunsPerPlace !== undefined ? { perPlace: opts.maxRunsPerPlace } : {}),
+      ...(opts.reservedRuns !== undefined ? { reserved: opts.reservedRuns } : {}),
+    });
   }
 
   /**
@@ -334,7 +348,11 @@ export class Runner {
     const lane = this.lanes.get(key)!;
     const controller = new AbortController();
     lane.current = controller;
-    await this.slots.acquire();
+    // Who holds the slot: the turn's sender (a resumed run's starter) in this conversation's place.
+    const starter = resumed ? { platform: resumed.platform, id: resumed.starter.id } : { platform: turn!.platform, id: turn!.sender.id };
+    const claim: SlotClaim = { user: `${starter.platform}:${starter.id}`, place: placeOf(key) };
+    const waitNote = () => this.log('info', `[${key}] waiting for a run slot (user ${claim.user}, place ${claim.place})`);
+    await this.slots.acquire(claim, waitNote);
     let holdsSlot = true;
     let timedOut = false;
     const overrides = resumed?.overrides ?? turn?.overrides;
@@ -364,7 +382,7 @@ export class Runner {
       // It had already answered; nothing to continue.
       await this.dropRecord(key);
       deadline.clear();
-      this.slots.release();
+      this.slots.release(claim);
       lane.current = undefined;
       return;
     }
@@ -387,14 +405,14 @@ export class Runner {
       deadline.pause();
       lane.waitingOnHuman = true;
       if (holdsSlot) {
-        this.slots.release();
+        this.slots.release(claim);
         holdsSlot = false;
       }
       try {
         return await wait();
       } finally {
         lane.waitingOnHuman = false;
-        await this.slots.acquire();
+        await this.slots.acquire(claim, waitNote);
         holdsSlot = true;
         deadline.resume();
       }
@@ -427,6 +445,7 @@ export class Runner {
         signal,
         conversationKey: key,
         agentName,
+        sender: { platform: record.platform, ...record.starter },
         envAllowlist: agent.envAllowlist,
         state: convState,
         transcript: () => conv.messages,
@@ -525,7 +544,7 @@ export class Runner {
       if (checkpointed) await this.opts.store.save(key, conv);
     } finally {
       deadline.clear();
-      if (holdsSlot) this.slots.release();
+      if (holdsSlot) this.slots.release(claim);
       lane.current = undefined;
       if (recordWritten) await this.dropRecord(key);
       if (queuedId) await this.dropQueued(key, queuedId);

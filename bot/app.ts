@@ -273,6 +273,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       };
     },
     maxConcurrentRuns: config.runner.maxConcurrentRuns,
+    maxRunsPerUser: config.runner.maxRunsPerUser,
+    maxRunsPerPlace: config.runner.maxRunsPerPlace,
+    reservedRuns: config.runner.reservedRuns,
     log,
     audit,
     systemExtra: assistant.systemExtra,

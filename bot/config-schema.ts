@@ -34,6 +34,66 @@ function int(min: number, max: number, hint = '') {
     }),
   );
 }
+/** A cap on runs: a whole number in [1, 1000] or `unlimited` (resolved to Infinity). */
+function runCap() {
+  return z.preprocess(
+    (v) => (typeof v === 'bigint' ? Number(v) : v),
+    z
+      .unknown()
+      .superRefine((v, ctx) => {
+        if (v === 'unlimited') return;
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 1000) {
+          ctx.addIssue({ code: 'custom', message: `expected a whole number from 1 to 1000 or "unlimited", got ${describe(v)}` });
+        }
+      })
+      .transform((v) => (v === 'unlimited' ? Infinity : (v as number))),
+  );
+}
+
+/** Defaults of the `runner` keys (agent/run-limits.ts explains them). */
+export const RUNNER_DEFAULTS = { maxConcurrentRuns: 8, maxRunsPerUser: 2, maxRunsPerPlace: 3, reservedRuns: 1 } as const;
+
+/**
+ * `runner`: all restart-required (bot/reload.ts). reservedRuns must leave at least one slot anyone
+ * can take; its default (1) shrinks to maxConcurrentRuns - 1 when that is smaller.
+ */
+export const runnerSchema = z
+  .strictObject({
+    maxConcurrentRuns: int(1, 1000).optional(),
+    maxRunsPerUser: runCap().optional(),
+    maxRunsPerPlace: runCap().optional(),
+    reservedRuns: int(0, 999).optional(),
+  })
+  .superRefine((r, ctx) => {
+    const total = r.maxConcurrentRuns ?? RUNNER_DEFAULTS.maxConcurrentRuns;
+    if (r.reservedRuns !== undefined && r.reservedRuns >= total) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reservedRuns'],
+        message: `must be less than runner.maxConcurrentRuns (${total}): those slots are kept for users running nothing, so at least one must be open to anyone`,
+      });
+    }
+  });
+
+export interface RunnerConfig {
+  maxConcurrentRuns: number;
+  /** Infinity: no cap. */
+  maxRunsPerUser: number;
+  /** Infinity: no cap. */
+  maxRunsPerPlace: number;
+  reservedRuns: number;
+}
+
+export function resolveRunnerConfig(raw: z.output<typeof runnerSchema> | undefined): RunnerConfig {
+  const total = raw?.maxConcurrentRuns ?? RUNNER_DEFAULTS.maxConcurrentRuns;
+  return {
+    maxConcurrentRuns: total,
+    maxRunsPerUser: raw?.maxRunsPerUser ?? RUNNER_DEFAULTS.maxRunsPerUser,
+    maxRunsPerPlace: raw?.maxRunsPerPlace ?? RUNNER_DEFAULTS.maxRunsPerPlace,
+    reservedRuns: raw?.reservedRuns ?? Math.min(RUNNER_DEFAULTS.reservedRuns, total - 1),
+  };
+}
+
 const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
 
 /** A size in bytes: a number, or "512M", "2G", "64K" (binary units); resolves to bytes. */
@@ -232,7 +292,7 @@ export function buildSchema(knownTools: readonly string[]) {
           .optional(),
       })
       .optional(),
-    runner: z.strictObject({ maxConcurrentRuns: int(1, 1000).optional() }).optional(),
+    runner: runnerSchema.optional(),
   });
 }
 

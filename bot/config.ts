@@ -49,7 +49,7 @@ import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js'
 import { toolPolicyProblems } from './policy-config.js';
 import type { LogLevelSetting } from './log.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
-import { buildSchema, type FileConfig, type RawAgent } from './config-schema.js';
+import { buildSchema, resolveRunnerConfig, type FileConfig, type RawAgent, type RunnerConfig } from './config-schema.js';
 import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import { didYouMean, issueProblems } from './config-problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
@@ -122,7 +122,7 @@ export interface Config {
   routes: Route[];
   defaultAgent: string;
   access: AccessConfig;
-  runner: { maxConcurrentRuns: number };
+  runner: RunnerConfig;
   /** GATEHOUSE_LOG_LEVEL. */
   logLevel: LogLevelSetting;
 }
@@ -375,7 +375,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       toolPolicy: { ...(layer.toolPolicy ?? {}) },
       commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
       mcpServers,
-      memory: resolveMemoryConfig(layer.memory),
+      // Merged key by key: an agent that sets only maxEntries keeps defaults.memory.agentScopeWrites.
+      memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
       reminders: resolveRemindersConfig(layer.reminders),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
@@ -432,7 +433,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
         strangerIntervalSeconds: a.refusals?.strangerIntervalSeconds ?? DEFAULT_REFUSAL_LIMITS.strangerIntervalSeconds,
       },
     },
-    runner: { maxConcurrentRuns: file.runner?.maxConcurrentRuns ?? 8 },
+    runner: resolveRunnerConfig(file.runner),
     logLevel: settings.logLevel,
   };
 }

@@ -2,11 +2,11 @@
  * The per-agent `memory` and `reminders` config keys (schema and defaults), kept out of bot/config.ts
  * so that file only names them. Documented in gatehouse.example.yaml.
  *
- *   memory:    { scopes: [agent, conversation], maxEntries: 50, maxBytes: 8192 }
+ *   memory:    { scopes: [agent, conversation], maxEntries: 50, maxBytes: 8192, agentScopeWrites: approve }
  *   reminders: { runAsTurn: false, maxPerConversation: 20, minRepeatIntervalMs: 300000 }
  */
 import { z } from 'zod';
-import { DEFAULT_MEMORY_SETTINGS, MEMORY_SCOPES, type MemorySettings } from '../agent/memory.js';
+import { AGENT_SCOPE_WRITES, DEFAULT_MEMORY_SETTINGS, MEMORY_SCOPES, type MemorySettings } from '../agent/memory.js';
 import { DEFAULT_REMINDER_SETTINGS, type ReminderSettings } from '../agent/reminders.js';
 
 /** A whole number in [min, max]; YAML integers arrive as BigInt. */
@@ -23,6 +23,8 @@ export const memoryConfigSchema = z.strictObject({
   scopes: z.array(z.enum(MEMORY_SCOPES)).optional(),
   maxEntries: int(1, 10_000).optional(),
   maxBytes: int(64, 1_000_000, ' (bytes)').optional(),
+  // approve: an approver's click for every change to agent memory; off: the tools cannot change it.
+  agentScopeWrites: z.enum(AGENT_SCOPE_WRITES).optional(),
 });
 
 export const remindersConfigSchema = z.strictObject({
@@ -37,6 +39,7 @@ export function resolveMemoryConfig(raw: z.output<typeof memoryConfigSchema> | u
     scopes: raw?.scopes ? [...new Set(raw.scopes)] : [...DEFAULT_MEMORY_SETTINGS.scopes],
     maxEntries: raw?.maxEntries ?? DEFAULT_MEMORY_SETTINGS.maxEntries,
     maxBytes: raw?.maxBytes ?? DEFAULT_MEMORY_SETTINGS.maxBytes,
+    agentScopeWrites: raw?.agentScopeWrites ?? DEFAULT_MEMORY_SETTINGS.agentScopeWrites,
   };
 }
 

@@ -8,7 +8,7 @@
  *   the same problems `gatehouse start` would print. A good one is applied IN PLACE to the live Config
  *   object (agents, routes, defaultAgent, access lists), which everything reads at decision time, so
  *   the next message and the next gate decision see it. Settings the running objects captured at start
- *   (platform tokens and other environment, rateLimit, refusals, runner.maxConcurrentRuns) are not applied; the
+ *   (platform tokens and other environment, rateLimit, refusals, every runner.* key) are not applied; the
  *   result names them so the log can say "restart to apply".
  * - The service writes `gatehouse.pid` in its data folder (the SQLite store's folder) at start and
  *   removes it at stop; after each reload it writes `gatehouse.reload.json`
@@ -67,7 +67,10 @@ export function reloadConfig(live: Config, read: () => Config): ReloadResult {
   if (!same(live.anthropic, next.anthropic)) needsRestart.push('ANTHROPIC_*');
   if (!same(live.access.rateLimit, next.access.rateLimit)) needsRestart.push('access.rateLimit');
   if (!same(live.access.refusals, next.access.refusals)) needsRestart.push('access.refusals');
-  if (live.runner.maxConcurrentRuns !== next.runner.maxConcurrentRuns) needsRestart.push('runner.maxConcurrentRuns');
+  // The runner's slots are built once at start (agent/run-limits.ts).
+  for (const k of ['maxConcurrentRuns', 'maxRunsPerUser', 'maxRunsPerPlace', 'reservedRuns'] as const) {
+    if (live.runner[k] !== next.runner[k]) needsRestart.push(`runner.${k}`);
+  }
 
   for (const name of Object.keys(live.agents)) if (!Object.hasOwn(next.agents, name)) delete live.agents[name];
   Object.assign(live.agents, next.agents);

@@ -39,6 +39,11 @@ export interface ToolContext {
   signal: AbortSignal;
   conversationKey: string;
   agentName: string;
+  /**
+   * Who sent the turn this run answers (the run's starter): memory records it as a note's author.
+   * Absent outside runs (operator shell, tests).
+   */
+  sender?: { platform: string; id: string; name?: string };
   /** Names the agent may pass through to child processes despite the secret filter. */
   envAllowlist: readonly string[];
   /** Present only where a human can answer (the tool is not offered otherwise). */

@@ -336,7 +336,8 @@ test('after a crash, every conversation with accepted messages is answered, runn
   h = await Harness.start({ yaml: `${DEFAULT_YAML}access:\n  rateLimit: { messages: 100, perSeconds: 60 }\n` });
   const n = 25;
   for (let i = 0; i < n; i++) h.script({ hang: true });
-  for (let i = 0; i < n; i++) expect((await h.adapter.send(`question ${i}`, { conversation: `c${i}` })).accepted).toBe(true);
+  // One user each: a single user holds at most runner.maxRunsPerUser slots (test/agent/run-slots.e2e.test.ts).
+  for (let i = 0; i < n; i++) expect((await h.adapter.send(`question ${i}`, { conversation: `c${i}`, user: `u${i}` })).accepted).toBe(true);
   // 8 runs reach the model (the default concurrency); the rest wait for a slot.
   await waitFor('runs started', () => h.modelRequests().length === 8);
   h.mainQueue.length = 0;

@@ -94,7 +94,7 @@ describe('no config file', () => {
       rateLimit: { messages: 20, perSeconds: 60 },
       refusals: { repliesPerMinute: 10, strangerIntervalSeconds: 86_400 },
     });
-    expect(c.runner).toEqual({ maxConcurrentRuns: 8 });
+    expect(c.runner).toEqual({ maxConcurrentRuns: 8, maxRunsPerUser: 2, maxRunsPerPlace: 3, reservedRuns: 1 });
     expect(c.store).toEqual({
       kind: 'sqlite',
       path: join(cwd, 'data', 'gatehouse.sqlite'),
@@ -297,6 +297,36 @@ access:
     const c = load(setup('access:\n  rateLimit: { messages: 5, perSeconds: 10 }\nrunner: { maxConcurrentRuns: 2 }\n'));
     expect(c.access.rateLimit).toEqual({ messages: 5, perSeconds: 10 });
     expect(c.runner.maxConcurrentRuns).toBe(2);
+    // The reserve shrinks to leave one slot open to anyone.
+    expect(c.runner.reservedRuns).toBe(1);
+    const unlimited = load(setup('runner: { maxConcurrentRuns: 1, maxRunsPerUser: unlimited, maxRunsPerPlace: 5 }\n'));
+    expect(unlimited.runner).toEqual({ maxConcurrentRuns: 1, maxRunsPerUser: Infinity, maxRunsPerPlace: 5, reservedRuns: 0 });
+  });
+
+  test('bad runner caps name their key path', () => {
+    let err: unknown;
+    try {
+      load(setup('runner: { maxConcurrentRuns: 4, maxRunsPerUser: 0, maxRunsPerPlace: lots, reservedRuns: 4 }\n'));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const byPath = Object.fromEntries((err as ConfigError).problems.map((p) => [p.path, p.message]));
+    expect(byPath['runner.maxRunsPerUser']).toMatch(/from 1 to 1000 or "unlimited", got 0/);
+    expect(byPath['runner.maxRunsPerPlace']).toMatch(/or "unlimited", got "lots"/);
+    expect(byPath['runner.reservedRuns']).toMatch(/must be less than runner\.maxConcurrentRuns \(4\)/);
+  });
+
+  test('a reload names every changed runner key as restart-required and leaves the live values alone', async () => {
+    const { reloadConfig } = await import('../../bot/reload.js');
+    const live = load(setup('runner: { maxConcurrentRuns: 8 }\n'));
+    const next = load(setup('runner: { maxConcurrentRuns: 8, maxRunsPerUser: 4, maxRunsPerPlace: unlimited, reservedRuns: 2 }\n'));
+    const r = reloadConfig(live, () => next);
+    expect(r.ok).toBe(true);
+    // (The store path differs too: each temp dir has its own.)
+    expect(r.needsRestart.filter((k) => k.startsWith('runner.'))).toEqual(['runner.maxRunsPerUser', 'runner.maxRunsPerPlace', 'runner.reservedRuns']);
+    expect(r.message).toMatch(/applied only by a restart: .*runner\.maxRunsPerUser, runner\.maxRunsPerPlace, runner\.reservedRuns/);
+    expect(live.runner).toEqual({ maxConcurrentRuns: 8, maxRunsPerUser: 2, maxRunsPerPlace: 3, reservedRuns: 1 });
   });
 });
 
