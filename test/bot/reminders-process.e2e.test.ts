@@ -107,6 +107,9 @@ test('a reminder set before a crash is posted once after the restart, saying how
   const first = startBot();
   await until('the terminal chat', () => first.output().includes('Gatehouse terminal chat'), first);
   first.child.stdin.write('remember-this please\n');
+  // An agent-wide note crosses conversations, so it waits for the approver (here: the terminal user).
+  await until('the memory card', () => first.output().includes('[1] Approve once'), first);
+  first.child.stdin.write('1\n');
   await until('the note to be saved', () => count(first.output(), 'agent> done.') === 1, first);
   first.child.stdin.write('remind-me please\n');
   await until('the reminder to be set', () => count(first.output(), 'agent> done.') === 2, first);
