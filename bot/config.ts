@@ -342,20 +342,13 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       tmpBytes: own.sandboxLimits?.tmpSize ?? defaults.sandboxLimits?.tmpSize ?? DEFAULT_SANDBOX_LIMITS.tmpBytes,
     };
     const policyProblems: ConfigProblem[] = [];
-    const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems: policyProblems });
-    // A boxed server sees its readPaths and its cwd: neither may hold the bot's own files.
-    for (const [server, sc] of Object.entries(mcpServers)) {
-      if (sc.kind !== 'stdio') continue;
-      const at = `${where('mcpServers')}.mcpServers.${server}`;
-      const shown: Array<[string, string]> = (sc.readPaths ?? []).map((p, i) => [`${at}.readPaths[${i}]`, p]);
-      if (sc.sandbox === 'bubblewrap' && sc.cwd !== undefined) shown.push([`${at}.cwd`, sc.cwd]);
-      for (const [key, p] of shown) {
-        const held = botFilesInside(p, { configFile, envFile: dot.file, store: settings.store });
-        if (held === undefined) continue;
-        const fix = key.endsWith('.cwd') ? `give it a folder of its own, or leave cwd unset (it then starts in its own folder)` : 'name a folder that holds none of them (e.g. the server\'s own folder)';
-        policyProblems.push({ path: key, message: `${p} contains ${held}; the MCP server's box shows it read-only, with the bot's files next to it (backups, logs). ${fix[0]!.toUpperCase()}${fix.slice(1)}` });
-      }
-    }
+    const mcpServers = resolveMcpServers(layer.mcpServers, {
+      env: opts.env,
+      baseDir,
+      path: `${where('mcpServers')}.mcpServers`,
+      problems: policyProblems,
+      botFileIn: (p) => botFilesInside(p, { configFile, envFile: dot.file, store: settings.store }),
+    });
     policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);

@@ -133,10 +133,14 @@ export function interpolateEnv(value: string, env: Readonly<Record<string, strin
   });
 }
 
-/** Resolves one agent's `mcpServers` (references filled, cwd absolute against baseDir). */
+/**
+ * Resolves one agent's `mcpServers` (references filled, cwd and readPaths absolute against baseDir).
+ * `botFileIn(p)` names the bot's file that `p` holds (config, .env, store), if any: such a readPaths
+ * entry, or a boxed server's cwd (bound read-only), is a problem at its key.
+ */
 export function resolveMcpServers(
   raw: RawMcpServers | undefined,
-  opts: { env: Readonly<Record<string, string | undefined>>; baseDir: string; path: string; problems: Problem[] },
+  opts: { env: Readonly<Record<string, string | undefined>>; baseDir: string; path: string; problems: Problem[]; botFileIn?: (p: string) => string | undefined },
 ): Record<string, McpServerConfig> {
   const out: Record<string, McpServerConfig> = {};
   for (const [name, s] of Object.entries(raw ?? {})) {
@@ -172,7 +176,21 @@ export function resolveMcpServers(
         network: s.network ?? false,
         ...(s.readPaths !== undefined ? { readPaths: [...new Set(s.readPaths.map((p) => (isAbsolute(p) ? p : resolve(opts.baseDir, p))))] } : {}),
       };
+      const stdio = out[name] as Extract<McpServerConfig, { kind: 'stdio' }>;
+      if (opts.botFileIn) boxViewProblems(at, stdio, opts.botFileIn, opts.problems);
     }
   }
   return out;
+}
+
+/** A boxed server sees its readPaths and its cwd: neither may hold the bot's own files. */
+function boxViewProblems(at: string, s: Extract<McpServerConfig, { kind: 'stdio' }>, botFileIn: (p: string) => string | undefined, problems: Problem[]): void {
+  const shown: Array<[string, string]> = (s.readPaths ?? []).map((p, i) => [`${at}.readPaths[${i}]`, p]);
+  if (s.sandbox === 'bubblewrap' && s.cwd !== undefined) shown.push([`${at}.cwd`, s.cwd]);
+  for (const [key, p] of shown) {
+    const held = botFileIn(p);
+    if (held === undefined) continue;
+    const fix = key.endsWith('.cwd') ? 'Give it a folder of its own, or leave cwd unset (it then starts in its own folder)' : "Name a folder that holds none of them (e.g. the server's own folder)";
+    problems.push({ path: key, message: `${p} contains ${held}; the MCP server's box shows it read-only, with the bot's files next to it (backups, logs). ${fix}` });
+  }
 }
