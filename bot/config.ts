@@ -30,7 +30,9 @@
  *   `<placeholder>` from gatehouse.example.yaml (an id, a route match) is an error saying to replace it.
  * - Per agent, `toolPolicy` and `commandRules` (bot/policy-config.ts: unknown tool names are errors
  *   listing the known ones) and `mcpServers` (agent/mcp/config.ts: `${NAME}` in env and headers is
- *   filled from the environment; a missing variable is an error at that key).
+ *   filled from the environment; a missing variable is an error at that key; a server's `readPaths`
+ *   entry, or a boxed server's `cwd`, that contains the config file, the .env or the store is an error
+ *   at that key).
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
@@ -340,7 +342,13 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       tmpBytes: own.sandboxLimits?.tmpSize ?? defaults.sandboxLimits?.tmpSize ?? DEFAULT_SANDBOX_LIMITS.tmpBytes,
     };
     const policyProblems: ConfigProblem[] = [];
-    const mcpServers = resolveMcpServers(layer.mcpServers, { env: opts.env, baseDir, path: `${where('mcpServers')}.mcpServers`, problems: policyProblems });
+    const mcpServers = resolveMcpServers(layer.mcpServers, {
+      env: opts.env,
+      baseDir,
+      path: `${where('mcpServers')}.mcpServers`,
+      problems: policyProblems,
+      botFileIn: (p) => botFilesInside(p, { configFile, envFile: dot.file, store: settings.store }),
+    });
     policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);

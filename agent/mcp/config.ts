@@ -3,12 +3,15 @@
  * resolution into `McpServerConfig` (environment references filled in, cwd absolute).
  *
  * Contract:
- * - `mcpServers: { <name>: { command, args?, env?, cwd?, sandbox?, network?, timeoutMs?, tools? } | { url, headers?, timeoutMs?, tools? } }`.
+ * - `mcpServers: { <name>: { command, args?, env?, cwd?, sandbox?, network?, readPaths?, timeoutMs?, tools? } | { url, headers?, timeoutMs?, tools? } }`.
  *   A server name is 1-32 letters, digits and "-" (no "_": the model sees `mcp_<server>_<tool>`, which
  *   must say unambiguously which server a tool belongs to, and fit 64 characters).
  * - A command server runs in the sandbox by default (`sandbox: bubblewrap`, manager.ts says how), with
  *   no network unless `network: true`. `sandbox: none` runs it on the host with the bot's rights: the
- *   explicit opt-out, logged as a warning at every start. Both keys are errors on an url server.
+ *   explicit opt-out, logged as a warning at every start. `readPaths` (absolute, or relative to the
+ *   config file's folder) are host paths the box shows read-only (visibility.ts says what it shows on
+ *   its own); bot/config.ts refuses one (and a boxed server's `cwd`) that holds the bot's config, .env
+ *   or store. All three keys are errors on an url server.
  * - A declared tool's name follows the listing's rules (listing.ts): 1-64 of [A-Za-z0-9_-], and
  *   `mcp_<server>_<tool>` at most 64 characters; else a config error at its path.
  * - Values in `env` and `headers` may reference environment variables as `${NAME}` (e.g.
@@ -45,6 +48,8 @@ export type McpServerConfig =
       sandbox: McpSandboxMode;
       /** Network inside the box (ignored under sandbox: none, where the host's is used). */
       network: boolean;
+      /** Host paths the box shows read-only (absolute; ignored under sandbox: none). */
+      readPaths?: string[];
     })
   | (McpServerBase & { kind: 'http'; url: string; headers: Record<string, string> });
 
@@ -72,6 +77,7 @@ const serverEntry = z
     headers: z.record(z.string(), z.string()).optional(),
     sandbox: z.enum(MCP_SANDBOX_MODES).optional(),
     network: z.boolean().optional(),
+    readPaths: z.array(z.string().min(1)).optional(),
     timeoutMs: timeoutMs.optional(),
     tools: z.array(declaredTool).optional(),
   })
@@ -84,7 +90,7 @@ const serverEntry = z
       for (const k of ['args', 'env', 'cwd'] as const) {
         if (s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server; an url server takes headers` });
       }
-      for (const k of ['sandbox', 'network'] as const) {
+      for (const k of ['sandbox', 'network', 'readPaths'] as const) {
         if (s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server (it runs here); an url server runs elsewhere` });
       }
       if (!/^https?:\/\/[^/\s]+/i.test(s.url)) ctx.addIssue({ code: 'custom', path: ['url'], message: `expected an http:// or https:// URL, got ${JSON.stringify(s.url)}` });
@@ -127,10 +133,14 @@ export function interpolateEnv(value: string, env: Readonly<Record<string, strin
   });
 }
 
-/** Resolves one agent's `mcpServers` (references filled, cwd absolute against baseDir). */
+/**
+ * Resolves one agent's `mcpServers` (references filled, cwd and readPaths absolute against baseDir).
+ * `botFileIn(p)` names the bot's file that `p` holds (config, .env, store), if any: such a readPaths
+ * entry, or a boxed server's cwd (bound read-only), is a problem at its key.
+ */
 export function resolveMcpServers(
   raw: RawMcpServers | undefined,
-  opts: { env: Readonly<Record<string, string | undefined>>; baseDir: string; path: string; problems: Problem[] },
+  opts: { env: Readonly<Record<string, string | undefined>>; baseDir: string; path: string; problems: Problem[]; botFileIn?: (p: string) => string | undefined },
 ): Record<string, McpServerConfig> {
   const out: Record<string, McpServerConfig> = {};
   for (const [name, s] of Object.entries(raw ?? {})) {
@@ -164,8 +174,23 @@ export function resolveMcpServers(
         ...(s.cwd !== undefined ? { cwd: isAbsolute(s.cwd) ? s.cwd : resolve(opts.baseDir, s.cwd) } : {}),
         sandbox: s.sandbox ?? 'bubblewrap',
         network: s.network ?? false,
+        ...(s.readPaths !== undefined ? { readPaths: [...new Set(s.readPaths.map((p) => (isAbsolute(p) ? p : resolve(opts.baseDir, p))))] } : {}),
       };
+      const stdio = out[name] as Extract<McpServerConfig, { kind: 'stdio' }>;
+      if (opts.botFileIn) boxViewProblems(at, stdio, opts.botFileIn, opts.problems);
     }
   }
   return out;
+}
+
+/** A boxed server sees its readPaths and its cwd: neither may hold the bot's own files. */
+function boxViewProblems(at: string, s: Extract<McpServerConfig, { kind: 'stdio' }>, botFileIn: (p: string) => string | undefined, problems: Problem[]): void {
+  const shown: Array<[string, string]> = (s.readPaths ?? []).map((p, i) => [`${at}.readPaths[${i}]`, p]);
+  if (s.sandbox === 'bubblewrap' && s.cwd !== undefined) shown.push([`${at}.cwd`, s.cwd]);
+  for (const [key, p] of shown) {
+    const held = botFileIn(p);
+    if (held === undefined) continue;
+    const fix = key.endsWith('.cwd') ? 'Give it a folder of its own, or leave cwd unset (it then starts in its own folder)' : "Name a folder that holds none of them (e.g. the server's own folder)";
+    problems.push({ path: key, message: `${p} contains ${held}; the MCP server's box shows it read-only, with the bot's files next to it (backups, logs). ${fix}` });
+  }
 }

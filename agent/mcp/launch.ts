@@ -9,21 +9,27 @@
  * - `sandbox: bubblewrap` (the default): the server runs through the sandbox's `boxCommand`, the same
  *   box as execute_command: read-only root, the bot's config, .env, store and credential files hidden,
  *   own PID/IPC/network namespaces (network only with `network: true`), the sandbox user when the bot
- *   is root, process limits. Its one writable place is its own folder,
+ *   is root, process limits, the seccomp filter (fd 4). Its one writable place is its own folder,
  *   `<stateRoot>/<agent>/<server>` (mode 0700, owned by the sandbox user when the bot is root),
  *   created on first start and kept across restarts; the working directory is `cwd` when configured
- *   (read-only there), else that folder.
+ *   (bound read-only), else that folder.
+ * - What else of the host it sees (visibility.ts): its `readPaths` (read-only), and automatically its
+ *   resolved command binary and the argv elements that are existing files, each as one read-only file
+ *   (never a folder). The agent's `sandboxReadPaths` are not added: each server sees what its own
+ *   config names. A `cwd` or readPath holding one of `botFiles` is refused here too (LaunchError),
+ *   besides being a config error; the masks of the bot's and credential files apply inside.
  * - `sandbox: none`: the program itself on the host with the bot's rights; the caller logs a warning
  *   at every start.
  * - A box that cannot be built (bwrap missing, folder unreachable) is a `LaunchError` whose message
  *   names the cause and both fixes.
  */
 import { chownSync, chmodSync, lstatSync, mkdirSync, realpathSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, isAbsolute } from 'node:path';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { boxCommand, sandboxUser, SandboxUnavailableError, type SandboxPolicy } from '../tools/sandbox/index.js';
 import type { McpServerConfig } from './config.js';
 import type { ProcessTransportOptions } from './process-transport.js';
+import { autoReadPaths } from './visibility.js';
 
 export interface BoxSettings {
   /** Where each server's own folder is made: `<stateRoot>/<agent>/<server>`. */
@@ -48,15 +54,34 @@ export function launchSpec(agent: string, server: string, config: StdioConfig, b
   }
   const stateDir = serverFolder(box.stateRoot, agent, server);
   if (config.env.HOME === undefined) env.HOME = stateDir;
-  const policy: SandboxPolicy = { mode: 'bubblewrap', network: config.network, botFiles: box.botFiles, ...(box.homes ? { homes: box.homes } : {}) };
+  const cwd = config.cwd ?? stateDir;
+  const named = [...(config.readPaths ?? []), ...(config.cwd !== undefined ? [config.cwd] : [])];
+  for (const p of named) {
+    const held = box.botFiles.find((f) => holds(p, f));
+    if (held !== undefined) {
+      throw new LaunchError(
+        `${p} (its ${p === config.cwd ? 'cwd' : 'readPaths entry'}) holds the bot's own file ${held}; the box would show the files next to it. Name a folder that holds none of the bot's files`,
+      );
+    }
+  }
+  const auto = autoReadPaths({ command: config.command, args: config.args, cwd, searchPath: env.PATH, visible: [stateDir, ...named], botFiles: box.botFiles });
+  const readPaths = [...named, ...auto];
+  const policy: SandboxPolicy = {
+    mode: 'bubblewrap',
+    network: config.network,
+    botFiles: box.botFiles,
+    ...(box.homes ? { homes: box.homes } : {}),
+    ...(readPaths.length > 0 ? { readPaths } : {}),
+  };
   try {
-    const boxed = boxCommand(policy, { workspace: stateDir, cwd: config.cwd ?? stateDir, env, argv: [config.command, ...config.args] });
+    const boxed = boxCommand(policy, { workspace: stateDir, cwd, env, argv: [config.command, ...config.args] });
     return {
       file: boxed.file,
       args: boxed.args,
       env: boxed.env,
       cwd: boxed.cwd,
       ...(boxed.optionsData ? { fd3: boxed.optionsData } : {}),
+      ...(boxed.seccompData ? { fd4: boxed.seccompData } : {}),
       ...(boxed.uid !== undefined ? { uid: boxed.uid, gid: boxed.gid ?? boxed.uid } : {}),
       stateDir,
     };
@@ -67,6 +92,20 @@ export function launchSpec(agent: string, server: string, config: StdioConfig, b
       );
     }
     throw err;
+  }
+}
+
+/** True when `dir` is `file` or holds it (compared by real path as far as each exists). */
+function holds(dir: string, file: string): boolean {
+  const rel = relative(realish(dir), realish(file));
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+function realish(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
   }
 }
 

@@ -11,7 +11,8 @@
  *   next use; one whose server was removed is closed by `prune` (before each run of the agent).
  * - Every successful listing (at connect) is written to the store and replaces the cached one.
  * - `call` never throws at the model: failures come back as error results that say what happened:
- *   not startable (the command and its stderr tail), crashed mid-call (the next call starts it again),
+ *   not startable (the command and its stderr tail; for a boxed server whose stderr says something was
+ *   not found, which path and the fix: its `readPaths` or `sandbox: none`, visibility.ts), crashed mid-call (the next call starts it again),
  *   timed out (timeoutMs), tool gone (no longer listed), or the server's own error. Text output is
  *   capped at MAX_OUTPUT_BYTES with the same truncation marker as execute_command.
  *   An abort (run stopped, executor timeout) is passed to the SDK, which cancels the request.
@@ -44,6 +45,7 @@ import type { McpServerConfig } from './config.js';
 import { launchSpec, LaunchError, type BoxSettings } from './launch.js';
 import { acceptTools, oneLine, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
 import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
+import { invisibleHint } from './visibility.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
@@ -297,7 +299,7 @@ export class McpManager {
       await this.saveListing(agent, server, listed.tools);
     } catch (err) {
       // Described before closing: how it ended on its own, not how our close ended it.
-      const message = startFailure(server, config, transport, err, startTimeoutMs);
+      const message = startFailure(agent, server, config, transport, err, startTimeoutMs);
       await closeConnection(conn);
       throw new McpFailure(message);
     }
@@ -332,7 +334,7 @@ function describeExit(conn: Connection): string {
   return ` (${parts.join('; ')})`;
 }
 
-function startFailure(server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
+function startFailure(agent: string, server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
   const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
   const why = timedOut ? `it did not complete the MCP handshake and tool listing within ${formatSeconds(timeoutMs)}` : err instanceof Error ? err.message : String(err);
   if (config.kind === 'http') return `MCP server "${server}" at ${config.url} could not be reached: ${why}. Tell the user; an operator should check the server and agents' mcpServers.${server}.url.`;
@@ -341,6 +343,8 @@ function startFailure(server: string, config: McpServerConfig, transport: Connec
   const ended = pt.exit !== undefined && !pt.exit.startsWith('could not start') ? ` ended with ${pt.exit}` : ' failed';
   const lines = [`MCP server "${server}" could not be started: \`${cmd}\`${ended} (${why}).`];
   if (pt.stderrTail) lines.push(`Its stderr ended with:\n${tail(pt.stderrTail)}`);
+  const hint = config.sandbox === 'bubblewrap' ? invisibleHint(`agents.${agent}.mcpServers.${server}`, pt.stderrTail) : undefined;
+  if (hint) lines.push(hint);
   lines.push(`Tell the user; an operator should fix mcpServers.${server} in gatehouse.yaml. The next call tries to start it again.`);
   return lines.join('\n');
 }

@@ -5,7 +5,8 @@
  * a launcher (`npx ...`, `uvx ...`, a shell script) leaves its real process behind on shutdown, it
  * does not say how the process ended, and its read buffer grows without bound. Here:
  * - the process is started exactly as given (`file`, `args`, `env` only, `cwd`; for a boxed server
- *   that is bwrap, with its options on fd 3 and the sandbox user's uid/gid: see manager.ts) in its own
+ *   that is bwrap, with its options on fd 3, its seccomp filter on fd 4 and the sandbox user's
+ *   uid/gid: see launch.ts) in its own
  *   process group (detached);
  * - one message (a line) may be at most `maxMessageBytes` (settable: the listing lowers it); a longer
  *   one closes the transport and stops the process, and `exit` says why;
@@ -34,6 +35,8 @@ export interface ProcessTransportOptions {
   cwd?: string;
   /** Written to fd 3 and closed (bwrap's `--args 3`). */
   fd3?: Buffer;
+  /** Written to fd 4 and closed (bwrap's `--seccomp 4`); only with fd3. */
+  fd4?: Buffer;
   uid?: number;
   gid?: number;
 }
@@ -73,17 +76,18 @@ export class ProcessTransport implements Transport {
       const child = spawn(this.opts.file, [...this.opts.args], {
         env: { ...this.opts.env },
         ...(this.opts.cwd !== undefined ? { cwd: this.opts.cwd } : {}),
-        stdio: this.opts.fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+        stdio: this.opts.fd3 ? (this.opts.fd4 ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe']) : ['pipe', 'pipe', 'pipe'],
         detached: true,
         ...(this.opts.uid !== undefined ? { uid: this.opts.uid, gid: this.opts.gid ?? this.opts.uid } : {}),
       });
       this.child = child;
-      const options = this.opts.fd3;
-      if (options) {
-        const fd3 = child.stdio[3] as Writable;
-        fd3.on('error', () => undefined);
-        fd3.end(options);
-      }
+      // Each extra descriptor gets its data and EOF (bwrap reads each to its end).
+      [this.opts.fd3, this.opts.fd3 ? this.opts.fd4 : undefined].forEach((data, i) => {
+        if (!data) return;
+        const fd = child.stdio[3 + i] as Writable;
+        fd.on('error', () => undefined);
+        fd.end(data);
+      });
       this.exited = new Promise((done) => {
         child.once('close', (code, signal) => {
           this.exit ??= signal ? `signal ${signal}` : `exit code ${code ?? '?'}`;

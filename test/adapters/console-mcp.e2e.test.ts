@@ -1,16 +1,18 @@
 /**
  * MCP through the real start path: `gatehouse` with no platform token (the terminal chat), a config with
  * a working and a broken MCP server. Start-up neither waits on nor fails because of them; the call is
- * approved by typing the card's number; Ctrl-D stops the bot and no server process is left.
+ * approved by typing the card's number; Ctrl-D stops the bot and no server process is left. The server
+ * runs boxed (the default), seeing its folder and node_modules through `readPaths` as an operator
+ * would configure it.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../bot/cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { waitFor } from '../helpers/harness.js';
-import { alive, FIXTURE, starts } from '../agent/mcp/helpers.js';
+import { FIXTURE, FIXTURE_READ_PATHS, starts } from '../agent/mcp/helpers.js';
 
 let model: FakeAnthropic;
 let dir: string;
@@ -18,6 +20,7 @@ const queue: FakeReply[] = [];
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-mcp-'));
+  chmodSync(dir, 0o711); // the sandbox user (tests running as root) passes through to the server's folder
   model = await startFakeAnthropic({ apiKey: 'test-key' });
   model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
 });
@@ -40,7 +43,8 @@ agents:
       fx:
         command: ${JSON.stringify(process.execPath)}
         args: [${JSON.stringify(FIXTURE)}]
-        env: { FIXTURE_STARTS_FILE: ${JSON.stringify(join(dir, 'starts'))}, GREETING: "\${MCP_GREETING}" }
+        env: { FIXTURE_STARTS_FILE: starts, GREETING: "\${MCP_GREETING}" }
+        readPaths: ${JSON.stringify(FIXTURE_READ_PATHS)}
       broken: { command: ${JSON.stringify(join(dir, 'not-installed'))} }
 `,
   );
@@ -56,7 +60,9 @@ agents:
     stderr: stdout,
   });
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
-  expect(starts(join(dir, 'starts'))).toEqual([]);
+  // Relative: in the server's own folder (its working directory), the one place the box may write.
+  const startsFile = join(dir, 'mcp', 'default', 'fx', 'starts');
+  expect(starts(startsFile)).toEqual([]);
 
   queue.push({ toolUses: [{ name: 'mcp_fx_echo', input: { text: 'from the terminal' } }] }, { text: 'The server echoed it.' });
   stdin.write('echo via mcp\n');
@@ -68,9 +74,26 @@ agents:
   await waitFor('answer', () => screen.includes('The server echoed it.'));
   expect(JSON.stringify(model.requests[1]!.body)).toContain('{\\"text\\":\\"from the terminal\\"}');
 
-  const [pid] = starts(join(dir, 'starts'));
-  expect(alive(pid!)).toBe(true);
+  // Started once (its pid is the box's own); on the host, its box's processes run the fixture.
+  expect(starts(startsFile)).toHaveLength(1);
+  expect(fixtureProcesses().length).toBeGreaterThan(0);
   stdin.end();
   expect(await exit).toBe(0);
-  expect(alive(pid!)).toBe(false);
+  expect(fixtureProcesses()).toEqual([]);
 });
+
+/** Host pids whose command line runs the fixture (this test's servers). */
+function fixtureProcesses(): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (cmd.includes(FIXTURE) && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}

@@ -8,7 +8,7 @@
  * files for the wrong reason). Canary files are world-writable, so only the box protects them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -188,6 +188,18 @@ describe('the filesystem', () => {
     const readable = await run(ws, `cat ${path.join(home, 'notes.txt')}; ${attack}`, { sandbox: policy({ readPaths: [home, botDir] }) });
     expect(readable.stdout).toContain(`${CANARY}\n`);
     expect(readable.stdout.split(CANARY)).toHaveLength(2);
+    // Named through symlinks (bound at the path as written, where the masks' real paths do not
+    // appear), the same files still read as nothing: the masks follow the read path.
+    const links = path.join(base, 'links');
+    mkdirSync(links, { recursive: true });
+    if (!existsSync(path.join(links, 'home'))) symlinkSync(home, path.join(links, 'home'));
+    if (!existsSync(path.join(links, 'bot'))) symlinkSync(botDir, path.join(links, 'bot'));
+    const viaLinks = attack.replaceAll(home, path.join(links, 'home')).replaceAll(botDir, path.join(links, 'bot'));
+    const linked = await run(ws, `cat ${path.join(links, 'home', 'notes.txt')}; ${viaLinks}`, {
+      sandbox: policy({ readPaths: [path.join(links, 'home'), path.join(links, 'bot')] }),
+    });
+    expect(linked.stdout).toContain(`${CANARY}\n`); // the ordinary file: the links are bound (control)
+    expect(linked.stdout.split(CANARY)).toHaveLength(2);
   });
 });
 

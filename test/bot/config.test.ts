@@ -723,3 +723,43 @@ describe('workspaceMaxBytes (issue 18)', () => {
     expect(() => load('agents:\n  a: { model: m, workspaceMaxBytes: lots }\n')).toThrow(/agents\.a\.workspaceMaxBytes: expected a size like "500MB"/);
   });
 });
+
+describe('mcpServers readPaths', () => {
+  const agent = (server: string) => `agents:\n  ops:\n    model: m\n    workspace: ./ws\n    mcpServers:\n      ${server}\n`;
+
+  test('resolved against the config file\'s folder; relative and absolute kept, duplicates dropped', () => {
+    const cwd = setup(agent('fx: { command: node, args: [srv/index.mjs], readPaths: [./srv, /opt/tools, srv] }'));
+    const fx = load(cwd).agents.ops!.mcpServers.fx!;
+    expect(fx.kind === 'stdio' && fx.readPaths).toEqual([join(cwd, 'srv'), '/opt/tools']);
+  });
+
+  test('one holding the bot\'s .env, config file or store is an error at its key path; so is a boxed server\'s cwd there', () => {
+    const cwd = setup(
+      [
+        'agents:',
+        '  ops:',
+        '    model: m',
+        '    workspace: ./ws',
+        '    mcpServers:',
+        '      a: { command: node, readPaths: [./tools, .] }',
+        '      b: { command: node, readPaths: [./.env] }',
+        '      c: { command: node, cwd: . }',
+        '      d: { command: node, cwd: ., sandbox: none }',
+        '      e: { command: node, readPaths: [./data] }',
+      ].join('\n'),
+      'X=1\n',
+    );
+    const problems = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: `sqlite://${join(cwd, 'data', 'store.sqlite')}` }));
+    expect(problemAt(problems, 'agents.ops.mcpServers.a.readPaths[1]')).toMatch(/contains the config file .*MCP server's box shows it/);
+    expect(problems.some((p) => p.path === 'agents.ops.mcpServers.a.readPaths[0]')).toBe(false);
+    expect(problemAt(problems, 'agents.ops.mcpServers.b.readPaths[0]')).toContain('the .env file');
+    expect(problemAt(problems, 'agents.ops.mcpServers.c.cwd')).toContain('leave cwd unset');
+    expect(problems.some((p) => p.path.startsWith('agents.ops.mcpServers.d'))).toBe(false); // on the host, cwd is not shown to a box
+    expect(problemAt(problems, 'agents.ops.mcpServers.e.readPaths[0]')).toContain('the store');
+  });
+
+  test('readPaths on an url server is an error at that key', () => {
+    const cwd = setup(agent('web: { url: "https://mcp.example.com/mcp", readPaths: [/opt] }'));
+    expect(problemAt(problemsOf(() => load(cwd)), 'agents.ops.mcpServers.web.readPaths')).toContain('only applies to a command server');
+  });
+});

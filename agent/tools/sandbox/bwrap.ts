@@ -49,7 +49,7 @@ export interface BwrapSpec {
   argv: readonly string[];
   /** The host's system directories and files the box gets (index.ts systemView). */
   system: readonly SystemEntry[];
-  /** Further host paths, read-only (sandboxReadPaths, real paths); missing ones are skipped. */
+  /** Further host paths, read-only, bound at the path as written (a symlink: its target there); missing ones are skipped. The masks for them, also through a symlink, come in `masks` (index.ts). */
   readPaths?: readonly string[];
   /** The fd bwrap reads the seccomp filter from. */
   seccompFd?: number;

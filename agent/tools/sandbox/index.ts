@@ -6,7 +6,8 @@
  * - `boxCommand(policy, { workspace, cwd, env, argv })` says how to start `argv`: under `sandbox: none` the
  *   program itself with `env`; under `bubblewrap` a launcher shell (launcher.ts: closes the bot's stray
  *   descriptors, oom_score_adj 1000) that execs bwrap (bwrap.ts has the box's layout: a default-deny view
- *   of the host, `systemView()` plus the workspace and `policy.readPaths`), started with an EMPTY
+ *   of the host, `systemView()` plus the workspace and `policy.readPaths`; the masks of the bot's and
+ *   credential files apply inside those, also where a read path reaches them through a symlink), started with an EMPTY
  *   environment, bwrap's options (including `env`) in `optionsData` for fd 3 (`--args 3`), the seccomp
  *   filter (seccomp.ts) in `seccompData` for fd 4, and, when the bot runs as root, `uid`/`gid` 65534
  *   (nobody/nogroup) for the spawn: inside the box the command is never root, and the process limit
@@ -43,7 +44,7 @@ import { execa, type Options } from 'execa';
 import { bwrapArgs, type SystemEntry } from './bwrap.js';
 import { launcherArgv, strayDescriptors } from './launcher.js';
 import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, type SandboxLimits } from './limits.js';
-import { hiddenPaths } from './masks.js';
+import { hiddenPaths, type HiddenPath } from './masks.js';
 import { seccompFilter } from './seccomp.js';
 import { stripSpecialFiles } from './strip.js';
 
@@ -213,6 +214,25 @@ function nodeDir(botFiles: readonly string[]): string | undefined {
   return dir;
 }
 
+/**
+ * Masks are real paths; a read path reached through a symlink (`/srv/tools` -> `/home/ops`) is bound
+ * at the path as written, where those real paths do not appear. The same masks at the read path.
+ */
+function throughLinks(readPaths: readonly string[], masks: readonly HiddenPath[]): HiddenPath[] {
+  const out: HiddenPath[] = [];
+  for (const p of readPaths) {
+    let r: string;
+    try {
+      r = realpathSync(p);
+    } catch {
+      continue; // missing: bwrap skips it (--ro-bind-try)
+    }
+    if (r === p) continue;
+    for (const m of masks) if (inside(r, m.path)) out.push({ path: path.join(p, path.relative(r, m.path)), kind: m.kind });
+  }
+  return out;
+}
+
 export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand {
   const [program, ...rest] = req.argv;
   if (program === undefined) throw new Error('boxCommand: argv is empty');
@@ -232,9 +252,10 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   // bwrap, running as that user, could not make its mount point.
   const reachable = (p: string): boolean =>
     user ? untraversableAncestor(path.dirname(p), user.uid, user.gid) === undefined : canEnterAll(path.dirname(p));
-  const masks = hiddenPaths({ botFiles: policy.botFiles, workspace: req.workspace, ...(policy.homes ? { homes: policy.homes } : {}) }).filter((m) =>
+  const real = hiddenPaths({ botFiles: policy.botFiles, workspace: req.workspace, ...(policy.homes ? { homes: policy.homes } : {}) }).filter((m) =>
     reachable(m.path),
   );
+  const masks = [...real, ...throughLinks(policy.readPaths ?? [], real)];
   const limits = sandboxLimits(policy);
   const node = nodeDir(policy.botFiles);
   const seccomp = policy.seccomp !== false;

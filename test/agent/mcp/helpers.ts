@@ -9,10 +9,20 @@ import { fileURLToPath } from 'node:url';
 import type { McpServerConfig } from '../../../agent/mcp/config.js';
 
 export const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fakes', 'mcp-server.mjs');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-/** The fixture over stdio; on the host unless `sandbox` says bubblewrap (box tests pass it). */
+/**
+ * What a boxed fixture needs to see, as an operator would name it in `readPaths`: the server's folder
+ * and the project's node_modules it imports the SDK from (none of them holds the bot's files).
+ */
+export const FIXTURE_READ_PATHS: readonly string[] = [dirname(FIXTURE), join(ROOT, 'node_modules')];
+
+/** The fixture over stdio; on the host unless `sandbox` says bubblewrap (box tests pass it, with FIXTURE_READ_PATHS). */
 export function stdioServer(env: Record<string, string> = {}, timeoutMs = 20_000, sandbox: 'none' | 'bubblewrap' = 'none', network = false): McpServerConfig {
-  return { kind: 'stdio', command: process.execPath, args: [FIXTURE], env, timeoutMs, sandbox, network };
+  return {
+    kind: 'stdio', command: process.execPath, args: [FIXTURE], env, timeoutMs, sandbox, network,
+    ...(sandbox === 'bubblewrap' ? { readPaths: [...FIXTURE_READ_PATHS] } : {}),
+  };
 }
 
 /** True while `pid` is a live process (a zombie waiting to be reaped counts as gone). */

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Harness, waitFor } from '../../helpers/harness.js';
 import type { RecordedRequest } from '../../fakes/anthropic.js';
-import { FIXTURE } from './helpers.js';
+import { FIXTURE, FIXTURE_READ_PATHS } from './helpers.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -29,7 +29,7 @@ function yaml(extra: string[] = []): string {
     '    workspace: "{{workspace}}"',
     '    approvers: { console: [local] }',
     '    mcpServers:',
-    `      evil: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(FIXTURE)}, --hostile] }`,
+    `      evil: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(FIXTURE)}, --hostile], readPaths: ${JSON.stringify(FIXTURE_READ_PATHS)} }`,
     ...extra.map((l) => `    ${l}`),
   ].join('\n');
 }

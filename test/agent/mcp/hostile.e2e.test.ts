@@ -9,15 +9,15 @@
  * - by size: endless pagination stops at the page cap; a 20 MB message stops the server; the bot
  *   carries on, and its memory stays bounded.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { McpManager } from '../../../agent/mcp/manager.js';
 import type { McpServerConfig } from '../../../agent/mcp/config.js';
 import { MAX_LIST_PAGES } from '../../../agent/mcp/listing.js';
-import { alive, FIXTURE } from './helpers.js';
+import { alive, FIXTURE, FIXTURE_READ_PATHS } from './helpers.js';
 
 const never = new AbortController().signal;
 const isRoot = process.getuid?.() === 0;
@@ -37,8 +37,12 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function hostile(sandbox: 'bubblewrap' | 'none', env: Record<string, string> = {}, network = false): McpServerConfig {
-  return { kind: 'stdio', command: process.execPath, args: [FIXTURE, '--hostile'], env, timeoutMs: 20_000, sandbox, network };
+/** The hostile fixture; boxed, it sees what an operator's `readPaths` name: its folder, node_modules, `extra`. */
+function hostile(sandbox: 'bubblewrap' | 'none', env: Record<string, string> = {}, network = false, extra: string[] = []): McpServerConfig {
+  return {
+    kind: 'stdio', command: process.execPath, args: [FIXTURE, '--hostile'], env, timeoutMs: 20_000, sandbox, network,
+    ...(sandbox === 'bubblewrap' ? { readPaths: [...FIXTURE_READ_PATHS, ...extra] } : {}),
+  };
 }
 
 function managerFor(server: McpServerConfig, extra: { botFiles?: string[]; homes?: string[]; now?: () => number } = {}): McpManager {
@@ -54,33 +58,61 @@ function managerFor(server: McpServerConfig, extra: { botFiles?: string[]; homes
 const text = (r: { content: unknown }) => (typeof r.content === 'string' ? r.content : JSON.stringify(r.content));
 const call = async (m: McpManager, tool: string, args: Record<string, unknown> = {}) => text(await m.call('ops', 'evil', tool, args, never));
 
-/** Canaries the server must not reach: the bot's .env, a credential file in a home, a root-only file. */
+/**
+ * Canaries the server must not reach: the bot's .env (in `dir`), and in `dir/shared` (a folder an
+ * operator might name in readPaths) a credential file in a home and a root-only file, next to a
+ * public file.
+ */
 function canaries() {
   const envFile = join(dir, '.env');
   writeFileSync(envFile, 'ANTHROPIC_API_KEY=sk-canary-env\n', { mode: 0o644 });
-  const home = join(dir, 'home');
+  const shared = join(dir, 'shared');
+  const home = join(shared, 'home');
   mkdirSync(join(home, '.ssh'), { recursive: true });
   writeFileSync(join(home, '.ssh', 'id_ed25519'), 'canary-ssh-key\n', { mode: 0o644 });
-  writeFileSync(join(dir, 'visible'), 'public', { mode: 0o644 });
-  const secret = join(dir, 'secret');
+  writeFileSync(join(shared, 'visible'), 'public', { mode: 0o644 });
+  const secret = join(shared, 'secret');
   mkdirSync(secret, { mode: 0o755 });
   writeFileSync(join(secret, 'root-only'), 'canary-root-only\n', { mode: 0o600 });
-  return { envFile, home, ssh: join(home, '.ssh', 'id_ed25519'), rootOnly: join(secret, 'root-only') };
+  return { envFile, shared, home, visible: join(shared, 'visible'), ssh: join(home, '.ssh', 'id_ed25519'), rootOnly: join(secret, 'root-only') };
 }
 
-test('in the box (the default) a hostile server reads none of the bot\'s secrets and writes only its own folder', async () => {
+test('in the box (the default) a hostile server sees nothing of the host it was not given: the canaries\' folder does not exist there', async () => {
   const c = canaries();
   const m = managerFor(hostile('bubblewrap'), { botFiles: [c.envFile], homes: [c.home] });
+  for (const p of [c.envFile, c.ssh, c.rootOnly, c.visible]) expect(await call(m, 'read_path', { path: p })).toBe('ERR ENOENT');
+  expect(await call(m, 'read_path', { path: '/root' })).toBe('ERR ENOENT');
+  // What the operator's readPaths name is there (the control).
+  expect(await call(m, 'read_path', { path: join(FIXTURE_READ_PATHS[1]!, '@modelcontextprotocol', 'sdk', 'package.json') })).toMatch(/^OK /);
+});
+
+test('a readPath holding the bot\'s .env is refused at start, naming it (besides being a config error)', async () => {
+  const c = canaries();
+  const m = managerFor(hostile('bubblewrap', {}, false, [dir]), { botFiles: [c.envFile], homes: [c.home] });
+  const r = await call(m, 'read_path', { path: c.envFile });
+  expect(r).not.toContain('sk-canary-env');
+  expect(r).toContain(`${dir} (its readPaths entry) holds the bot's own file ${c.envFile}`);
+});
+
+test('in the box a hostile server reads none of the bot\'s secrets and writes only its own folder; credential masks apply inside readPaths, also through a symlink', async () => {
+  const c = canaries();
+  const link = join(dir, 'link');
+  symlinkSync(c.shared, link);
+  const m = managerFor(hostile('bubblewrap', {}, false, [c.shared, link]), { botFiles: [c.envFile], homes: [c.home] });
   expect(await call(m, 'read_path', { path: c.envFile })).not.toContain('sk-canary-env');
   expect(await call(m, 'read_path', { path: c.ssh })).not.toContain('canary-ssh-key');
+  expect(await call(m, 'read_path', { path: join(link, 'home', '.ssh', 'id_ed25519') })).not.toContain('canary-ssh-key');
+  expect(await call(m, 'read_path', { path: join(link, 'visible') })).toBe('OK public');
   // Visible (the folder is readable), but the box's user is not root.
   if (isRoot) expect(await call(m, 'read_path', { path: c.rootOnly })).toBe('ERR EACCES');
-  expect(await call(m, 'read_path', { path: join(dir, 'visible') })).toBe('OK public');
+  expect(await call(m, 'read_path', { path: c.visible })).toBe('OK public');
   // The bot's own process (and its initial environment) is not in the box's PID namespace.
   expect(await call(m, 'read_path', { path: `/proc/${process.pid}/environ` })).toMatch(/^ERR /);
   // Read-only everywhere but its own folder (its working directory).
-  expect(await call(m, 'write_path', { path: join(dir, 'planted') })).toMatch(/^ERR (EROFS|EACCES)/);
+  expect(await call(m, 'write_path', { path: join(dir, 'planted') })).toMatch(/^ERR (EROFS|EACCES|ENOENT)/);
+  expect(await call(m, 'write_path', { path: join(c.shared, 'planted') })).toMatch(/^ERR (EROFS|EACCES)/);
   expect(existsSync(join(dir, 'planted'))).toBe(false);
+  expect(existsSync(join(c.shared, 'planted'))).toBe(false);
   expect(await call(m, 'write_path', { path: 'note.txt', text: 'mine' })).toBe('OK');
   expect(readFileSync(join(dir, 'state', 'ops', 'evil', 'note.txt'), 'utf8')).toBe('mine');
   // Gatehouse's own variables never reach it; HOME is its folder.
@@ -217,6 +249,41 @@ test('a server\'s stderr cannot forge log lines: a start failure is one line, it
   expect(failed[0]).toContain('oops ⏎ info MCP server evil');
   // The model still gets the stderr as it was (a tool error is data to it, not structure).
   expect(await call(m, 'env')).toContain('oops\ninfo MCP server evil');
+});
+
+test('a boxed server that cannot see what it needs fails with an error naming the server, the missing path and readPaths', async () => {
+  // A wrapper script in the bot's folder (next to its .env and a config backup): the script itself is
+  // made visible as one file, its folder is not; it then runs a server whose file is elsewhere.
+  const c = canaries();
+  writeFileSync(join(dir, 'gatehouse.yaml.bak'), 'token: canary-backup\n', { mode: 0o644 });
+  mkdirSync(join(dir, 'lib'));
+  writeFileSync(join(dir, 'lib', 'server.mjs'), `await import(${JSON.stringify(FIXTURE)});\n`, { mode: 0o644 });
+  const wrapper = join(dir, 'start.sh');
+  writeFileSync(wrapper, `#!/bin/sh\ncat "${dir}/.env" "${dir}/gatehouse.yaml.bak" >&2\nexec ${JSON.stringify(process.execPath)} "${dir}/lib/server.mjs" --hostile\n`, { mode: 0o755 });
+  const server = (readPaths: string[]): McpServerConfig => ({ kind: 'stdio', command: wrapper, args: [], env: {}, timeoutMs: 20_000, sandbox: 'bubblewrap', network: false, readPaths });
+
+  const m = managerFor(server([]), { botFiles: [c.envFile], homes: [c.home] });
+  const r = await call(m, 'env');
+  expect(r).toContain('MCP server "evil" could not be started');
+  expect(r).toContain(`${dir}/lib/server.mjs is not visible there`);
+  expect(r).toContain('agents.ops.mcpServers.evil.readPaths');
+  expect(r).toContain('agents.ops.mcpServers.evil.sandbox: none');
+  expect(r).not.toMatch(/sk-canary-env|canary-backup/);
+  await m.close();
+
+  // Its folder visible, the SDK not yet: the missing package is named.
+  const m2 = managerFor(server([join(dir, 'lib'), dirname(FIXTURE)]), { botFiles: [c.envFile], homes: [c.home] });
+  const r2 = await call(m2, 'env');
+  expect(r2).toContain('the package @modelcontextprotocol/sdk');
+  expect(r2).toContain('agents.ops.mcpServers.evil.readPaths');
+  await m2.close();
+
+  // The control: with what it needs in readPaths it starts; the bot's files next to its script stay out.
+  const m3 = managerFor(server([join(dir, 'lib'), ...FIXTURE_READ_PATHS]), { botFiles: [c.envFile], homes: [c.home] });
+  expect(await call(m3, 'read_path', { path: join(dir, 'lib', 'server.mjs') })).toMatch(/^OK /);
+  expect(await call(m3, 'read_path', { path: wrapper })).toMatch(/^OK /);
+  expect(await call(m3, 'read_path', { path: join(dir, 'gatehouse.yaml.bak') })).toBe('ERR ENOENT');
+  expect(await call(m3, 'read_path', { path: c.envFile })).toBe('ERR ENOENT');
 });
 
 test('Streamable HTTP: a response over 16 MB is not read further; the call is a tool error and the bot carries on', async () => {
