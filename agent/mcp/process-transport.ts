@@ -12,18 +12,42 @@
  * - the last 4 KB of stderr are kept for error messages (`stderrTail`), and `exit` says how it ended;
  * - `close()` ends stdin, then SIGTERM, then SIGKILL to the whole group, and resolves when the leader
  *   is reaped and no process of the group is left (or after the SIGKILL).
- * JSON-RPC framing reuses the SDK's ReadBuffer / serializeMessage.
+ * - a response's `result` object is handed on as JSON.parse made it (checked, not rebuilt, by the
+ *   SDK's message schema), and the line it came from is kept for it: `rawResultText(result)`. A
+ *   tools/call result is converted in the document worker from that text (mcp/result.ts), so the
+ *   bot's thread never walks, rebuilds or structured-clones the server's tree.
+ * JSON-RPC framing reuses the SDK's serializeMessage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 const STDERR_TAIL_BYTES = 4096;
 const GRACE_MS = 2000;
 /** One JSON-RPC message from a server; an image result (5 MB, base64) fits with room to spare. */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+const rawResults = new WeakMap<object, string>();
+
+/** The JSON-RPC line a response's `result` object was parsed from (stdio servers), if it was. */
+export function rawResultText(result: unknown): string | undefined {
+  return result !== null && typeof result === 'object' ? rawResults.get(result) : undefined;
+}
+
+/**
+ * One line as a JSON-RPC message. Unlike the SDK's deserializeMessage, the object handed on is
+ * JSON.parse's own (the schema only checks it): its `result` keeps its identity for rawResultText.
+ */
+function parseLine(line: string): JSONRPCMessage {
+  const parsed: unknown = JSON.parse(line);
+  const checked = JSONRPCMessageSchema.safeParse(parsed);
+  if (!checked.success) throw new Error(`not a JSON-RPC message: ${checked.error.message.slice(0, 200)}`);
+  const result = (parsed as { result?: unknown }).result;
+  if (result !== null && typeof result === 'object') rawResults.set(result, line);
+  return parsed as JSONRPCMessage;
+}
 
 export interface ProcessTransportOptions {
   /** The program to start (absolute, or found on the bot's PATH). */
@@ -123,7 +147,7 @@ export class ProcessTransport implements Transport {
       if (line.trim() === '') continue;
       let message: JSONRPCMessage;
       try {
-        message = deserializeMessage(line);
+        message = parseLine(line);
       } catch (err) {
         this.onerror?.(err as Error); // a line that is not JSON-RPC (a server logging to stdout)
         continue;
