@@ -211,7 +211,7 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
         worker.postMessage({ id, kind, payload, limits: { maxAllocationBytes: budget.maxAllocationBytes, maxBufferBytes: budget.maxBufferBytes } }, opts.transfer ?? []);
       } catch (err) {
         // The structured clone refused the payload (nested too deeply for its recursion, or not cloneable).
-        const deep = err instanceof RangeError;
+        const deep = (err as Error | undefined)?.name === 'RangeError'; // by name: the error may come from another realm
         settle(() => reject(new ToolError(`${opts.what} failed: ${deep ? 'the data is nested too deeply to be handed to the document worker' : `the data could not be handed to the document worker (${(err as Error).message})`}.`)));
       }
     });
