@@ -12,10 +12,12 @@
  * - the last 4 KB of stderr are kept for error messages (`stderrTail`), and `exit` says how it ended;
  * - `close()` ends stdin, then SIGTERM, then SIGKILL to the whole group, and resolves when the leader
  *   is reaped and no process of the group is left (or after the SIGKILL).
- * - a response's `result` object is handed on as JSON.parse made it (checked, not rebuilt, by the
- *   SDK's message schema), and the line it came from is kept for it: `rawResultText(result)`. A
- *   tools/call result is converted in the document worker from that text (mcp/result.ts), so the
- *   bot's thread never walks, rebuilds or structured-clones the server's tree.
+ * - the answer to a tools/call request this transport sent is not parsed here: its envelope is
+ *   scanned (envelope.ts: one linear pass, no objects built) and handed on with an empty stand-in
+ *   `result`, and `rawResultText(stand-in)` gives the line, which the document worker parses and
+ *   converts (mcp/result.ts). Any other message is parsed with JSON.parse and handed on as that made
+ *   it (checked, not rebuilt, by the SDK's message schema), a result keeping its line the same way.
+ *   So the bot's thread never walks, rebuilds or structured-clones a tool result's tree.
  * JSON-RPC framing reuses the SDK's serializeMessage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -23,6 +25,7 @@ import type { Writable } from 'node:stream';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { scanResultEnvelope } from './envelope.js';
 
 const STDERR_TAIL_BYTES = 4096;
 const GRACE_MS = 2000;
@@ -76,6 +79,8 @@ export class ProcessTransport implements Transport {
   /** Bytes read from the server's stdout so far. */
   bytesIn = 0;
   private overflowed = false;
+  /** Ids of tools/call requests sent and not yet answered or cancelled. */
+  private readonly calls = new Set<string | number>();
   private exited: Promise<void> | undefined;
   /** How the process ended: "exit code 1", "signal SIGKILL", or undefined while running. */
   exit: string | undefined;
@@ -147,7 +152,7 @@ export class ProcessTransport implements Transport {
       if (line.trim() === '') continue;
       let message: JSONRPCMessage;
       try {
-        message = parseLine(line);
+        message = this.parse(line);
       } catch (err) {
         this.onerror?.(err as Error); // a line that is not JSON-RPC (a server logging to stdout)
         continue;
@@ -160,6 +165,19 @@ export class ProcessTransport implements Transport {
       if (this.pending > this.maxMessageBytes) return this.overflow();
       this.chunks.push(chunk.subarray(start));
     }
+  }
+
+  /** A tools/call answer by its envelope only (see the header); anything else by parseLine. */
+  private parse(line: string): JSONRPCMessage {
+    const env = this.calls.size > 0 ? scanResultEnvelope(line) : undefined;
+    if (env && this.calls.delete(env.id)) {
+      const standIn = {};
+      rawResults.set(standIn, line);
+      return { jsonrpc: '2.0', id: env.id, result: standIn };
+    }
+    const message = parseLine(line);
+    if ('id' in message && !('method' in message) && message.id !== undefined) this.calls.delete(message.id);
+    return message;
   }
 
   /** A message over the cap: nothing more is read, and the server is stopped (its whole group). */
@@ -180,6 +198,8 @@ export class ProcessTransport implements Transport {
         reject(new Error('the server process is not running'));
         return;
       }
+      if ('method' in message && message.method === 'tools/call' && 'id' in message) this.calls.add(message.id);
+      if ('method' in message && message.method === 'notifications/cancelled') this.calls.delete((message.params as { requestId?: string | number } | undefined)?.requestId ?? '');
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once('drain', () => resolve());
     });

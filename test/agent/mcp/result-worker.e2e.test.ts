@@ -11,6 +11,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { scanResultEnvelope } from '../../../agent/mcp/envelope.js';
 import { McpManager } from '../../../agent/mcp/manager.js';
 import { convertResult, MAX_IMAGES, MAX_OUTPUT_BYTES } from '../../../agent/mcp/result.js';
 import { closeDocWorkers, docWorkerEvents, docWorkerStats } from '../../../agent/tools/untrusted/doc-worker.js';
@@ -208,4 +209,31 @@ describe('the conversion budget', () => {
     const bad = await convertResult('fx', 's', { content: 'not a list' }, never);
     expect(bad).toEqual({ content: 'MCP server "fx" answered s with a result that cannot be read (its result content is not a list).', isError: true });
   }, SLOW);
+});
+
+describe('the envelope scan (what the bot\'s thread reads of a tools/call answer)', () => {
+  test('finds the id of a plain result response in any key order, whatever the result holds, at any depth', () => {
+    expect(scanResultEnvelope('{"result":{"content":[]},"jsonrpc":"2.0","id":7}')).toEqual({ id: 7 });
+    expect(scanResultEnvelope(' { "jsonrpc" : "2.0" , "id" : "a\\"b" , "result" : "x\\\\" } ')).toEqual({ id: 'a"b' });
+    // Brackets and quotes inside strings do not count; an escaped backslash before a quote ends the string.
+    expect(scanResultEnvelope('{"jsonrpc":"2.0","result":{"t":"}]\\"{[\\\\"},"id":3}')).toEqual({ id: 3 });
+    const deepLine = `{"jsonrpc":"2.0","id":1,"result":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}`;
+    expect(scanResultEnvelope(deepLine)).toEqual({ id: 1 });
+  });
+
+  test('anything but a plain result response is left to the normal parse', () => {
+    for (const line of [
+      '{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"no"}}',
+      '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":1,"result":{},"extra":1}',
+      '{"jsonrpc":"1.0","id":1,"result":{}}',
+      '{"jsonrpc":"2.0","id":null,"result":{}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"a":1}',
+      '{"jsonrpc":"2.0","id":1,"result":"unterminated}',
+      '[{"jsonrpc":"2.0","id":1,"result":{}}]',
+      '{"jsonrpc":"2.0","id":1,"result":{}} trailing',
+    ]) {
+      expect(scanResultEnvelope(line)).toBeUndefined();
+    }
+  });
 });
