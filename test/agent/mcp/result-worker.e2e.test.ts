@@ -1,6 +1,6 @@
 /**
  * Hostile tools/call results from a real SDK McpServer (test/fakes/mcp-server.mjs, tool
- * hostile_result, over stdio) through the real manager: 200k content blocks, 12 MB of text, a
+ * hostile_result, over stdio; one over Streamable HTTP) through the real manager: 200k content blocks, 12 MB of text, a
  * structuredContent nested 100k deep. What must NOT happen: the bot's event loop stalling while the
  * result is converted (a /healthz server on this loop answers during the 'mcp' job, by events), the
  * bot crashing on the nesting, or an uncapped result. Over its budget the conversion is an error
@@ -15,7 +15,7 @@ import { scanResultEnvelope } from '../../../agent/mcp/envelope.js';
 import { McpManager } from '../../../agent/mcp/manager.js';
 import { convertResult, MAX_IMAGES, MAX_OUTPUT_BYTES } from '../../../agent/mcp/result.js';
 import { closeDocWorkers, docWorkerEvents, docWorkerStats } from '../../../agent/tools/untrusted/doc-worker.js';
-import { stdioServer } from './helpers.js';
+import { startHttpServer, stdioServer } from './helpers.js';
 
 const SLOW = 120_000;
 const never = new AbortController().signal;
@@ -136,6 +136,17 @@ describe('hostile tools/call results from a real MCP server', () => {
     expect(text(await m.call('ops', 'fx', 'echo', { text: 'still here' }, never))).toBe('{"text":"still here"}');
   }, SLOW);
 
+  test('over Streamable HTTP (the parsed object goes to the worker): 100k blocks end in the same capped result', async () => {
+    const web = await startHttpServer();
+    closers.push(() => web.stop());
+    manager = new McpManager({ servers: () => ({ web: { kind: 'http', url: web.url, headers: {}, timeoutMs: 60_000 } }) });
+    const r = await manager.call('ops', 'web', 'hostile_result', { shape: 'many_blocks', blocks: 100_000 }, never);
+    const out = text(r);
+    expect(out.startsWith('b0\nb1\n')).toBe(true);
+    expect(out).toContain('[... output truncated: ');
+    expect(out.endsWith('b99999')).toBe(true);
+  }, SLOW);
+
   test('control: the SDK schema and a structured clone of the same 200k blocks on the main thread starve /healthz', async () => {
     const raw = manyBlocks(200_000);
     const probe = await healthzProbe();
@@ -166,6 +177,20 @@ describe('the conversion budget', () => {
     expect(docWorkerStats().live).toBeLessThanOrEqual(live + 1); // the stopped worker is not kept (at most the pool's idle one)
     const ok = await convertResult('fx', 'echo', { content: [{ type: 'text', text: 'fine' }] }, never);
     expect(ok).toEqual({ content: 'fine' });
+  }, SLOW);
+
+  test('an abort (/stop, the executor timeout) during the conversion ends the worker and rejects', async () => {
+    const m = managerFor();
+    const ac = new AbortController();
+    const onStart = ({ kind }: { kind: string }) => kind === 'mcp' && ac.abort();
+    docWorkerEvents.on('start', onStart);
+    try {
+      const err = await m.call('ops', 'fx', 'hostile_result', { shape: 'many_blocks', blocks: 100_000 }, ac.signal).catch((e: unknown) => e);
+      expect((err as Error).message).toBe('converting the result of hostile_result from MCP server "fx" was stopped.');
+    } finally {
+      docWorkerEvents.off('start', onStart);
+    }
+    expect(text(await m.call('ops', 'fx', 'echo', { text: 'next' }, never))).toBe('{"text":"next"}');
   }, SLOW);
 
   test('over the heap budget: an error result naming the heap, not a dead bot', async () => {
