@@ -12,7 +12,9 @@
  * - With no content blocks, structuredContent (or the legacy toolResult) is printed as JSON: pretty
  *   when small, compact when it would be cut anyway; nesting too deep to print is said so, not thrown.
  * - All text together is capped at maxOutputBytes: head and tail kept, the same marker as
- *   execute_command in between.
+ *   execute_command in between; kept as it goes (blockSink), so millions of blocks cost the cap.
+ * - The main thread never walks the result: deep nesting is met only here (JSON.parse is iterative;
+ *   JSON.stringify's RangeError becomes a note).
  * - A result that is not an object, or whose content is not a list, throws McpResultError.
  */
 export const MCP_RESULT_SOURCE = String.raw`
@@ -36,18 +38,58 @@ function printJson(v, cap) {
   }
 }
 
-function capText(blocks, max) {
-  let total = 0;
-  for (const b of blocks) if (b.type === 'text') total += Buffer.byteLength(b.text);
-  if (total <= max) return blocks;
+// The result's blocks in order while all their text fits in max bytes; past that, only the head
+// (max/2 bytes), a rolling tail (max/2) and the images are kept, so a million blocks cost no more
+// memory than the cap: the same output as capping the whole list at the end.
+function blockSink(max) {
   const headCap = Math.floor(max / 2);
   const tailCap = max - headCap;
-  const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
-  const buf = Buffer.from(text);
-  const head = buf.subarray(0, headCap).toString('utf8').replace(/\uFFFD$/, '');
-  const tail = buf.subarray(buf.length - tailCap).toString('utf8').replace(/^\uFFFD/, '');
-  const omitted = buf.length - Buffer.byteLength(head) - Buffer.byteLength(tail);
-  return [{ type: 'text', text: head + '\n[... output truncated: ' + omitted + ' bytes omitted ...]\n' + tail }, ...blocks.filter((b) => b.type === 'image')];
+  let blocks = [];
+  let total = 0; // bytes of all text joined with '\n'
+  let texts = 0;
+  let capped = false;
+  let head = null; // Buffer of the first headCap bytes, once capped
+  let tail = []; // recent Buffers, at least tailCap bytes once capped
+  let tailBytes = 0;
+  let images = [];
+  const pushTail = (buf) => {
+    tail.push(buf);
+    tailBytes += buf.length;
+    while (tail.length > 1 && tailBytes - tail[0].length >= tailCap) tailBytes -= tail.shift().length;
+  };
+  const startCapping = () => {
+    capped = true;
+    const text = Buffer.from(blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n'));
+    head = text.subarray(0, headCap);
+    pushTail(text);
+    images = blocks.filter((b) => b.type === 'image');
+    blocks = null;
+  };
+  return {
+    text(t) {
+      const sep = texts > 0;
+      texts++;
+      total += Buffer.byteLength(t) + (sep ? 1 : 0);
+      if (!capped) {
+        blocks.push({ type: 'text', text: t });
+        if (total > max) startCapping();
+        return;
+      }
+      pushTail(Buffer.from((sep ? '\n' : '') + t));
+    },
+    image(b) {
+      if (capped) images.push(b);
+      else blocks.push(b);
+    },
+    finish() {
+      if (!capped) return blocks;
+      const all = Buffer.concat(tail);
+      const headText = head.toString('utf8').replace(/\uFFFD$/, '');
+      const tailText = all.subarray(Math.max(0, all.length - tailCap)).toString('utf8').replace(/^\uFFFD/, '');
+      const omitted = total - Buffer.byteLength(headText) - Buffer.byteLength(tailText);
+      return [{ type: 'text', text: headText + '\n[... output truncated: ' + omitted + ' bytes omitted ...]\n' + tailText }, ...images];
+    },
+  };
 }
 
 const str = (v) => (typeof v === 'string' ? v : String(v));
@@ -62,36 +104,36 @@ function mcp(p) {
   const items = r.content === undefined || r.content === null ? [] : r.content;
   if (!Array.isArray(items)) throw new McpResultError('its result content is not a list');
   const imageTypes = new Set(p.imageTypes);
-  let blocks = [];
+  const sink = blockSink(p.maxOutputBytes);
   let images = 0;
   let imagesLeftOut = 0;
   for (const c of items) {
     if (c === null || typeof c !== 'object') {
-      blocks.push({ type: 'text', text: '[a content block that is not an object, not shown]' });
+      sink.text('[a content block that is not an object, not shown]');
       continue;
     }
     const res = c.resource !== null && typeof c.resource === 'object' ? c.resource : undefined;
-    if (c.type === 'text' && typeof c.text === 'string') blocks.push({ type: 'text', text: c.text });
+    if (c.type === 'text' && typeof c.text === 'string') sink.text(c.text);
     else if (c.type === 'image' && typeof c.data === 'string' && c.data.length > p.maxImageBase64) {
-      blocks.push({ type: 'text', text: '[image (' + str(c.mimeType) + ') of ' + Math.round((c.data.length * 3) / 4 / 1024) + ' KB not shown: over the 5 MB a model accepts]' });
+      sink.text('[image (' + str(c.mimeType) + ') of ' + Math.round((c.data.length * 3) / 4 / 1024) + ' KB not shown: over the 5 MB a model accepts]');
     } else if (c.type === 'image' && typeof c.data === 'string' && typeof c.mimeType === 'string' && imageTypes.has(c.mimeType)) {
       if (images < p.maxImages) {
         images++;
-        blocks.push({ type: 'image', source: { type: 'base64', media_type: c.mimeType, data: c.data } });
+        sink.image({ type: 'image', source: { type: 'base64', media_type: c.mimeType, data: c.data } });
       } else imagesLeftOut++;
     } else if (c.type === 'resource' && res && typeof res.text === 'string') {
-      blocks.push({ type: 'text', text: '[resource ' + (typeof res.uri === 'string' ? res.uri : '') + ']\n' + res.text });
+      sink.text('[resource ' + (typeof res.uri === 'string' ? res.uri : '') + ']\n' + res.text);
     } else if (c.type === 'resource_link') {
-      blocks.push({ type: 'text', text: '[resource link: ' + str(c.uri === undefined ? '' : c.uri) + (c.name ? ' (' + str(c.name) + ')' : '') + ']' });
+      sink.text('[resource link: ' + str(c.uri === undefined ? '' : c.uri) + (c.name ? ' (' + str(c.name) + ')' : '') + ']');
     } else {
       const mime = typeof c.mimeType === 'string' ? c.mimeType : res && typeof res.mimeType === 'string' ? res.mimeType : 'unknown type';
-      blocks.push({ type: 'text', text: '[' + (typeof c.type === 'string' ? c.type : 'unknown') + ' content (' + mime + ') not shown]' });
+      sink.text('[' + (typeof c.type === 'string' ? c.type : 'unknown') + ' content (' + mime + ') not shown]');
     }
   }
-  if (imagesLeftOut > 0) blocks.push({ type: 'text', text: '[' + imagesLeftOut + ' more images not shown: at most ' + p.maxImages + ' images are shown per result]' });
-  if (items.length === 0 && r.structuredContent !== undefined) blocks.push({ type: 'text', text: printJson(r.structuredContent, p.maxOutputBytes) });
-  if (items.length === 0 && r.toolResult !== undefined) blocks.push({ type: 'text', text: printJson(r.toolResult, p.maxOutputBytes) });
-  blocks = capText(blocks, p.maxOutputBytes);
+  if (imagesLeftOut > 0) sink.text('[' + imagesLeftOut + ' more images not shown: at most ' + p.maxImages + ' images are shown per result]');
+  if (items.length === 0 && r.structuredContent !== undefined) sink.text(printJson(r.structuredContent, p.maxOutputBytes));
+  if (items.length === 0 && r.toolResult !== undefined) sink.text(printJson(r.toolResult, p.maxOutputBytes));
+  const blocks = sink.finish();
   if (r.isError === true) blocks.unshift({ type: 'text', text: 'MCP server "' + p.server + '" reported an error from ' + p.tool + ':' });
   const out = blocks.every((b) => b.type === 'text') ? { content: blocks.map((b) => b.text).join('\n') || '(no output)' } : { content: blocks };
   if (r.isError === true) out.isError = true;

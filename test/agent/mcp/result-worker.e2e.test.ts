@@ -94,6 +94,15 @@ async function probed<T>(fn: () => Promise<T>): Promise<{ value: T; answered: nu
   }
 }
 
+/** The cap as the main thread used to apply it (one joined text; head and tail kept): the expected output. */
+function capAsBefore(text: string, max = MAX_OUTPUT_BYTES): string {
+  const buf = Buffer.from(text);
+  if (buf.length <= max) return text;
+  const head = buf.subarray(0, Math.floor(max / 2)).toString('utf8').replace(/\uFFFD$/, '');
+  const tail = buf.subarray(buf.length - (max - Math.floor(max / 2))).toString('utf8').replace(/^\uFFFD/, '');
+  return `${head}\n[... output truncated: ${buf.length - Buffer.byteLength(head) - Buffer.byteLength(tail)} bytes omitted ...]\n${tail}`;
+}
+
 const manyBlocks = (n: number) => ({ content: Array.from({ length: n }, (_, i) => ({ type: 'text', text: `b${i}` })) });
 const deep = (depth: number): unknown => {
   let v: unknown = 'bottom';
@@ -110,6 +119,7 @@ describe('hostile tools/call results from a real MCP server', () => {
     expect(out.startsWith('b0\nb1\nb2\n')).toBe(true);
     expect(out).toMatch(/\n\[\.\.\. output truncated: \d+ bytes omitted \.\.\.\]\n/);
     expect(out.endsWith('b199999')).toBe(true);
+    expect(out).toBe(capAsBefore(Array.from({ length: 200_000 }, (_, i) => `b${i}`).join('\n')));
     expect(Buffer.byteLength(out)).toBeLessThan(MAX_OUTPUT_BYTES + 200);
     expect(jobs).toBe(1);
     expect(answered).toBeGreaterThan(0);
@@ -229,6 +239,10 @@ describe('the conversion budget', () => {
     expect(texts).toContain('[audio content (audio/wav) not shown]');
     expect(texts).toContain('[a content block that is not an object, not shown]');
     expect(texts).toContain(`[5 more images not shown: at most ${MAX_IMAGES} images are shown per result]`);
+    // Multi-byte text cut at the cap, as before: no half characters at either end.
+    const euro = Array.from({ length: 40_000 }, (_, i) => `€${i}€`);
+    const cut = await convertResult('fx', 'e', { content: euro.map((t) => ({ type: 'text', text: t })) }, never);
+    expect(cut).toEqual({ content: capAsBefore(euro.join('\n')) });
     const structured = await convertResult('fx', 's', { structuredContent: { a: [1, 2] } }, never);
     expect(structured).toEqual({ content: JSON.stringify({ a: [1, 2] }, null, 2) });
     const bad = await convertResult('fx', 's', { content: 'not a list' }, never);
