@@ -49,18 +49,18 @@ function blockSink(max) {
   let texts = 0;
   let capped = false;
   let head = null; // Buffer of the first headCap bytes, once capped
-  let tail = []; // recent Buffers, at least tailCap bytes once capped
-  let tailBytes = 0;
+  // The recent text, at least tailCap characters (so at least tailCap bytes) once capped; trimmed
+  // now and then, not per piece. A surrogate split by the trim stays far from the last tailCap bytes.
+  let tail = '';
   let images = [];
-  const pushTail = (buf) => {
-    tail.push(buf);
-    tailBytes += buf.length;
-    while (tail.length > 1 && tailBytes - tail[0].length >= tailCap) tailBytes -= tail.shift().length;
+  const pushTail = (t) => {
+    tail += t;
+    if (tail.length > 8 * tailCap) tail = tail.slice(-2 * tailCap);
   };
   const startCapping = () => {
     capped = true;
-    const text = Buffer.from(blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n'));
-    head = text.subarray(0, headCap);
+    const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+    head = Buffer.from(text.slice(0, headCap)).subarray(0, headCap);
     pushTail(text);
     images = blocks.filter((b) => b.type === 'image');
     blocks = null;
@@ -75,7 +75,7 @@ function blockSink(max) {
         if (total > max) startCapping();
         return;
       }
-      pushTail(Buffer.from((sep ? '\n' : '') + t));
+      pushTail(sep ? '\n' + t : t);
     },
     image(b) {
       if (capped) images.push(b);
@@ -83,7 +83,7 @@ function blockSink(max) {
     },
     finish() {
       if (!capped) return blocks;
-      const all = Buffer.concat(tail);
+      const all = Buffer.from(tail);
       const headText = head.toString('utf8').replace(/\uFFFD$/, '');
       const tailText = all.subarray(Math.max(0, all.length - tailCap)).toString('utf8').replace(/^\uFFFD/, '');
       const omitted = total - Buffer.byteLength(headText) - Buffer.byteLength(tailText);
