@@ -6,9 +6,10 @@
  * - `CallResultPassThrough` is the schema to request tools/call with: it checks only "an object" and
  *   hands on the very object the transport parsed (the SDK's CallToolResultSchema would walk every
  *   block on the main thread, and rebuild the object, losing its raw text).
- * - `convertResult(server, tool, result, signal)` sends the stdio line the result came from
- *   (process-transport's rawResultText) to the worker, else the object itself (HTTP; a payload the
- *   structured clone refuses, nested too deeply, is a clear error). The worker keeps text, resources
+ * - `convertResult(server, tool, result, signal)` sends the text the result came from to the worker
+ *   (a stdio line: process-transport's rawResultText; a JSON HTTP body: capped-fetch's
+ *   rawHttpResult), else the object itself (an SSE answer; a payload the structured clone refuses,
+ *   nested too deeply, is a clear error). The worker keeps text, resources
  *   and links as text and up to MAX_IMAGES images within the Messages API's 5 MB; describes other
  *   blocks; prints structuredContent / toolResult when there are no blocks; caps all text at
  *   MAX_OUTPUT_BYTES with execute_command's truncation marker (mcp-result-source.ts).
@@ -20,6 +21,7 @@ import { z } from 'zod';
 import type { ToolResult } from '../tools/types.js';
 import { ToolError } from '../tools/types.js';
 import { DOC_BUDGETS, DocJobError, runDocJob, type DocBudget } from '../tools/untrusted/doc-worker.js';
+import { rawHttpResult } from './capped-fetch.js';
 import { rawResultText } from './process-transport.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
@@ -37,7 +39,7 @@ export const CallResultPassThrough = z.custom<Record<string, unknown>>(
 
 /** Converts one tools/call result in the worker (see the contract). */
 export async function convertResult(server: string, tool: string, result: unknown, signal: AbortSignal, budget?: Partial<DocBudget>): Promise<ToolResult> {
-  const raw = rawResultText(result);
+  const raw = rawResultText(result) ?? rawHttpResult(result);
   const payload = {
     ...(raw !== undefined ? { raw } : { result }),
     server,

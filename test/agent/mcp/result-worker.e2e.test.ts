@@ -1,6 +1,6 @@
 /**
  * Hostile tools/call results from a real SDK McpServer (test/fakes/mcp-server.mjs, tool
- * hostile_result, over stdio; one over Streamable HTTP) through the real manager: 200k content blocks, 12 MB of text, a
+ * hostile_result, over stdio, and over Streamable HTTP) through the real manager: 200k content blocks, 12 MB of text, a
  * structuredContent nested 100k deep. What must NOT happen: the bot's event loop stalling while the
  * result is converted (a /healthz server on this loop answers during the 'mcp' job, by events), the
  * bot crashing on the nesting, or an uncapped result. Over its budget the conversion is an error
@@ -146,15 +146,19 @@ describe('hostile tools/call results from a real MCP server', () => {
     expect(text(await m.call('ops', 'fx', 'echo', { text: 'still here' }, never))).toBe('{"text":"still here"}');
   }, SLOW);
 
-  test('over Streamable HTTP (the parsed object goes to the worker): 100k blocks end in the same capped result', async () => {
+  test('over Streamable HTTP (the JSON body goes to the worker as text): 200k blocks end in the same capped result while /healthz answers', async () => {
     const web = await startHttpServer();
     closers.push(() => web.stop());
-    manager = new McpManager({ servers: () => ({ web: { kind: 'http', url: web.url, headers: {}, timeoutMs: 60_000 } }) });
-    const r = await manager.call('ops', 'web', 'hostile_result', { shape: 'many_blocks', blocks: 100_000 }, never);
-    const out = text(r);
+    const m = new McpManager({ servers: () => ({ web: { kind: 'http', url: web.url, headers: {}, timeoutMs: 60_000 } }) });
+    manager = m;
+    const { value, answered } = await probed(() => m.call('ops', 'web', 'hostile_result', { shape: 'many_blocks', blocks: 200_000 }, never));
+    expect(answered).toBeGreaterThan(0);
+    const out = text(value);
     expect(out.startsWith('b0\nb1\n')).toBe(true);
     expect(out).toContain('[... output truncated: ');
-    expect(out.endsWith('b99999')).toBe(true);
+    expect(out).toBe(capAsBefore(Array.from({ length: 200_000 }, (_, i) => `b${i}`).join('\n')));
+    // A server cannot point at another call's body by naming the stand-in's key: an unknown token is just data.
+    expect(await convertResult('web', 't', { _gatehouseRawResult: 'forged', content: [{ type: 'text', text: 'own' }] }, never)).toEqual({ content: 'own' });
   }, SLOW);
 
   test('control: the SDK schema and a structured clone of the same 200k blocks on the main thread starve /healthz', async () => {
