@@ -12,9 +12,11 @@
  * - Every successful listing (at connect) is written to the store and replaces the cached one.
  * - `call` never throws at the model: failures come back as error results that say what happened:
  *   not startable (the command and its stderr tail; for a boxed server whose stderr says something was
- *   not found, which path and the fix: its `readPaths` or `sandbox: none`, visibility.ts), crashed mid-call (the next call starts it again),
- *   timed out (timeoutMs), tool gone (no longer listed), or the server's own error. Text output is
- *   capped at MAX_OUTPUT_BYTES with the same truncation marker as execute_command.
+ *   not found, which path and the fix: its `readPaths` or `sandbox: none`, visibility.ts), crashed
+ *   mid-call (the next call starts it again), timed out (timeoutMs), tool gone (no longer listed), or
+ *   the server's own error. The result is converted in the document worker within its own budget
+ *   (result.ts): text capped at MAX_OUTPUT_BYTES with the same truncation marker as execute_command;
+ *   over budget, an error result naming the server, the tool and the budget.
  *   An abort (run stopped, executor timeout) is passed to the SDK, which cancels the request.
  * - Starting (handshake + listing) gets max(timeoutMs, START_TIMEOUT_MS) in all; each call gets timeoutMs.
  * - A listing is outside data (listing.ts): invalid tools are refused (never offered; one warning per
@@ -38,7 +40,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { KV } from '../kv.js';
-import type { ImageBlock, TextBlock } from '../messages.js';
 import type { ToolResult } from '../tools/types.js';
 import { cappedFetch } from './capped-fetch.js';
 import type { McpServerConfig } from './config.js';
@@ -46,15 +47,13 @@ import { launchSpec, LaunchError, type BoxSettings } from './launch.js';
 import { acceptTools, oneLine, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
 import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
 import { invisibleHint } from './visibility.js';
+import { CallResultPassThrough, convertResult } from './result.js';
 
-export const MAX_OUTPUT_BYTES = 256 * 1024;
+export { MAX_OUTPUT_BYTES } from './result.js';
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
 export const START_TIMEOUT_MS = 30_000;
 /** How long a first run waits for a server that was never listed. */
 export const LIST_WAIT_MS = 10_000;
-/** The Messages API takes images up to 5 MB; base64 is 4/3 of that. */
-const MAX_IMAGE_BASE64 = Math.floor((5 * 1024 * 1024 * 4) / 3);
-const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 const CachedListing = z.object({
   tools: z.array(z.object({ name: z.unknown(), description: z.unknown().optional(), inputSchema: z.unknown() })),
@@ -145,9 +144,10 @@ export class McpManager {
     }
     if (!conn.tools.has(tool)) return this.toolGone(server, tool, conn);
     const timeoutMs = conn.config.timeoutMs;
+    let result: unknown;
     try {
-      const result = await conn.client.callTool({ name: tool, arguments: args }, undefined, { timeout: timeoutMs, signal });
-      return toToolResult(server, tool, result as CallResult);
+      // A plain request (what callTool sends): the result is converted off this thread (result.ts).
+      result = await conn.client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallResultPassThrough, { timeout: timeoutMs, signal });
     } catch (err) {
       if (signal.aborted) throw err;
       if (conn.closed || (err instanceof McpError && err.code === ErrorCode.ConnectionClosed)) {
@@ -171,6 +171,7 @@ export class McpManager {
       }
       return { content: `MCP server "${server}" answered ${tool} with an error: ${(err as Error).message}`, isError: true };
     }
+    return convertResult(server, tool, result, signal);
   }
 
   /** Closes the agent's connections to servers its config no longer has (after a reload). */
@@ -397,60 +398,4 @@ async function listAllTools(client: Client, server: string, deadline: number, no
     cursor = result.nextCursor;
     if (cursor === undefined) return { tools, refused };
   }
-}
-
-interface CallResult {
-  content?: Array<Record<string, unknown>>;
-  structuredContent?: unknown;
-  isError?: boolean;
-  toolResult?: unknown;
-}
-
-/** An MCP result as a tool result: text and images kept, other content described, text capped. */
-export function toToolResult(server: string, tool: string, r: CallResult): ToolResult {
-  const blocks: Array<TextBlock | ImageBlock> = [];
-  const items = r.content ?? [];
-  for (const c of items) {
-    if (c.type === 'text' && typeof c.text === 'string') blocks.push({ type: 'text', text: c.text });
-    else if (c.type === 'image' && typeof c.data === 'string' && c.data.length > MAX_IMAGE_BASE64) {
-      blocks.push({ type: 'text', text: `[image (${String(c.mimeType)}) of ${Math.round((c.data.length * 3) / 4 / 1024)} KB not shown: over the 5 MB a model accepts]` });
-    } else if (c.type === 'image' && typeof c.data === 'string' && typeof c.mimeType === 'string' && IMAGE_TYPES.has(c.mimeType)) {
-      blocks.push({ type: 'image', source: { type: 'base64', media_type: c.mimeType, data: c.data } });
-    } else if (c.type === 'resource' && c.resource && typeof (c.resource as { text?: unknown }).text === 'string') {
-      const res = c.resource as { uri?: string; text: string };
-      blocks.push({ type: 'text', text: `[resource ${res.uri ?? ''}]\n${res.text}` });
-    } else if (c.type === 'resource_link') {
-      blocks.push({ type: 'text', text: `[resource link: ${String(c.uri ?? '')}${c.name ? ` (${String(c.name)})` : ''}]` });
-    } else {
-      const mime = typeof c.mimeType === 'string' ? c.mimeType : typeof (c.resource as { mimeType?: unknown } | undefined)?.mimeType === 'string' ? String((c.resource as { mimeType: string }).mimeType) : 'unknown type';
-      blocks.push({ type: 'text', text: `[${String(c.type)} content (${mime}) not shown]` });
-    }
-  }
-  if (items.length === 0 && r.structuredContent !== undefined) blocks.push({ type: 'text', text: JSON.stringify(r.structuredContent, null, 2) });
-  if (items.length === 0 && r.toolResult !== undefined) blocks.push({ type: 'text', text: JSON.stringify(r.toolResult, null, 2) });
-  capText(blocks);
-  if (r.isError) {
-    blocks.unshift({ type: 'text', text: `MCP server "${server}" reported an error from ${tool}:` });
-  }
-  const result: ToolResult = blocks.every((b) => b.type === 'text')
-    ? { content: (blocks as TextBlock[]).map((b) => b.text).join('\n') || '(no output)' }
-    : { content: blocks };
-  if (r.isError) result.isError = true;
-  return result;
-}
-
-/** Caps the total text at MAX_OUTPUT_BYTES: keeps the head and the tail, marks what was cut. */
-function capText(blocks: Array<TextBlock | ImageBlock>): void {
-  const total = blocks.reduce((n, b) => n + (b.type === 'text' ? Buffer.byteLength(b.text) : 0), 0);
-  if (total <= MAX_OUTPUT_BYTES) return;
-  const headCap = Math.floor(MAX_OUTPUT_BYTES / 2);
-  const tailCap = MAX_OUTPUT_BYTES - headCap;
-  const text = blocks.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n');
-  const buf = Buffer.from(text);
-  const head = buf.subarray(0, headCap).toString('utf8').replace(/\uFFFD$/, '');
-  const tailText = buf.subarray(buf.length - tailCap).toString('utf8').replace(/^\uFFFD/, '');
-  const omitted = buf.length - Buffer.byteLength(head) - Buffer.byteLength(tailText);
-  const images = blocks.filter((b) => b.type === 'image');
-  blocks.length = 0;
-  blocks.push({ type: 'text', text: `${head}\n[... output truncated: ${omitted} bytes omitted ...]\n${tailText}` }, ...images);
 }

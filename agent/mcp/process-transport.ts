@@ -13,18 +13,45 @@
  * - the last 4 KB of stderr are kept for error messages (`stderrTail`), and `exit` says how it ended;
  * - `close()` ends stdin, then SIGTERM, then SIGKILL to the whole group, and resolves when the leader
  *   is reaped and no process of the group is left (or after the SIGKILL).
- * JSON-RPC framing reuses the SDK's ReadBuffer / serializeMessage.
+ * - the answer to a tools/call request this transport sent is not parsed here: its envelope is
+ *   scanned (envelope.ts: one linear pass, no objects built) and handed on with an empty stand-in
+ *   `result`, and `rawResultText(stand-in)` gives the line, which the document worker parses and
+ *   converts (mcp/result.ts). Any other message is parsed with JSON.parse and handed on as that made
+ *   it (checked, not rebuilt, by the SDK's message schema), a result keeping its line the same way.
+ *   So the bot's thread never walks, rebuilds or structured-clones a tool result's tree.
+ * JSON-RPC framing reuses the SDK's serializeMessage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { scanResultEnvelope } from './envelope.js';
 
 const STDERR_TAIL_BYTES = 4096;
 const GRACE_MS = 2000;
 /** One JSON-RPC message from a server; an image result (5 MB, base64) fits with room to spare. */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+const rawResults = new WeakMap<object, string>();
+
+/** The JSON-RPC line a response's `result` object was parsed from (stdio servers), if it was. */
+export function rawResultText(result: unknown): string | undefined {
+  return result !== null && typeof result === 'object' ? rawResults.get(result) : undefined;
+}
+
+/**
+ * One line as a JSON-RPC message. Unlike the SDK's deserializeMessage, the object handed on is
+ * JSON.parse's own (the schema only checks it): its `result` keeps its identity for rawResultText.
+ */
+function parseLine(line: string): JSONRPCMessage {
+  const parsed: unknown = JSON.parse(line);
+  const checked = JSONRPCMessageSchema.safeParse(parsed);
+  if (!checked.success) throw new Error(`not a JSON-RPC message: ${checked.error.message.slice(0, 200)}`);
+  const result = (parsed as { result?: unknown }).result;
+  if (result !== null && typeof result === 'object') rawResults.set(result, line);
+  return parsed as JSONRPCMessage;
+}
 
 export interface ProcessTransportOptions {
   /** The program to start (absolute, or found on the bot's PATH). */
@@ -55,6 +82,8 @@ export class ProcessTransport implements Transport {
   /** Bytes read from the server's stdout so far. */
   bytesIn = 0;
   private overflowed = false;
+  /** Ids of tools/call requests sent and not yet answered or cancelled. */
+  private readonly calls = new Set<string | number>();
   private exited: Promise<void> | undefined;
   /** How the process ended: "exit code 1", "signal SIGKILL", or undefined while running. */
   exit: string | undefined;
@@ -127,7 +156,7 @@ export class ProcessTransport implements Transport {
       if (line.trim() === '') continue;
       let message: JSONRPCMessage;
       try {
-        message = deserializeMessage(line);
+        message = this.parse(line);
       } catch (err) {
         this.onerror?.(err as Error); // a line that is not JSON-RPC (a server logging to stdout)
         continue;
@@ -140,6 +169,19 @@ export class ProcessTransport implements Transport {
       if (this.pending > this.maxMessageBytes) return this.overflow();
       this.chunks.push(chunk.subarray(start));
     }
+  }
+
+  /** A tools/call answer by its envelope only (see the header); anything else by parseLine. */
+  private parse(line: string): JSONRPCMessage {
+    const env = this.calls.size > 0 ? scanResultEnvelope(line) : undefined;
+    if (env && this.calls.delete(env.id)) {
+      const standIn = {};
+      rawResults.set(standIn, line);
+      return { jsonrpc: '2.0', id: env.id, result: standIn };
+    }
+    const message = parseLine(line);
+    if ('id' in message && !('method' in message) && message.id !== undefined) this.calls.delete(message.id);
+    return message;
   }
 
   /** A message over the cap: nothing more is read, and the server is stopped (its whole group). */
@@ -160,6 +202,8 @@ export class ProcessTransport implements Transport {
         reject(new Error('the server process is not running'));
         return;
       }
+      if ('method' in message && message.method === 'tools/call' && 'id' in message) this.calls.add(message.id);
+      if ('method' in message && message.method === 'notifications/cancelled') this.calls.delete((message.params as { requestId?: string | number } | undefined)?.requestId ?? '');
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once('drain', () => resolve());
     });

@@ -52,6 +52,20 @@ function build() {
     return { content: [{ type: 'text', text: String(child.pid) }] };
   });
   tool('fail', { description: 'Returns an error result.' }, async () => ({ content: [{ type: 'text', text: 'the issue tracker said no' }], isError: true }));
+  // Results that cost a careless client: `blocks` text blocks of "b<i>" (many_blocks), one text of
+  // `mb` MB (huge), or a structuredContent nested `depth` deep (deep: written as a raw stdio line,
+  // since the SDK's own JSON.stringify cannot even print it).
+  tool(
+    'hostile_result',
+    { description: 'Answers with a hostile result.', inputSchema: { shape: z.enum(['many_blocks', 'huge', 'deep']), blocks: z.number().optional(), mb: z.number().optional(), depth: z.number().optional() } },
+    async ({ shape, blocks = 200_000, mb = 12, depth = 100_000 }, extra) => {
+      if (shape === 'many_blocks') return { content: Array.from({ length: blocks }, (_, i) => ({ type: 'text', text: `b${i}` })) };
+      if (shape === 'huge') return { content: [{ type: 'text', text: 'HEAD' + 'h'.repeat(mb * 1024 * 1024) + 'TAIL' }] };
+      const nested = '{"a":'.repeat(depth) + '"bottom"' + '}'.repeat(depth);
+      process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(extra.requestId)},"result":{"content":[],"structuredContent":${nested}}}\n`);
+      return new Promise(() => {});
+    },
+  );
   return server;
 }
 

@@ -4,7 +4,7 @@
  * one tool call a clear error, not the bot its /healthz or its life.
  *
  * Contract:
- *   const value = await runDocJob('html' | 'pdf', payload, { what, signal, budget?, transfer? })
+ *   const value = await runDocJob('html' | 'pdf' | 'mcp', payload, { what, signal, budget?, transfer? })
  * - The job runs in a worker_threads Worker (body: ./worker-source.ts) with a budget:
  *   timeMs (wall time, default per kind), heapMb (resourceLimits, old and young generation),
  *   maxAllocationBytes (one buffer: one decoded PDF stream), maxBufferBytes (all the worker's
@@ -13,11 +13,12 @@
  *   the whole process's, so a job that runs while another one blows up may be stopped with it).
  * - Over any budget the worker is terminated (its exit awaited) and the call rejects with a ToolError
  *   that names `what` and the budget that ran out; an abort of `signal` terminates it too and
- *   rejects with a ToolError. An error thrown by the job itself rejects with a DocJobError carrying
+ *   rejects with a ToolError, as does a payload the structured clone refuses (nested too deeply for
+ *   it: the main thread never walks the payload itself). An error thrown by the job itself rejects with a DocJobError carrying
  *   the library's name and message, for the caller to word.
- * - Pool: at most one idle worker is kept (unref'd: it never holds the process open) and reused
- *   after a job that ended normally and left little memory behind; concurrent jobs each get their
- *   own worker. A worker that ran over, failed or was aborted is never reused. closeDocWorkers()
+ * - Pools: per heap size (documents: DOC_WORKER_HEAP_MB; MCP results: MCP_WORKER_HEAP_MB) at most
+ *   one idle worker is kept (unref'd: it never holds the process open) and reused after a job that
+ *   ended normally and left little memory behind; concurrent jobs each get their own worker. A worker that ran over, failed or was aborted is never reused. closeDocWorkers()
  *   ends the idle one.
  * - docWorkerEvents emits 'start' and 'end' (with the job's id and kind) so tests can tell, by
  *   events, that the bot's event loop answered while a job was running.
@@ -30,7 +31,7 @@ import { Worker } from 'node:worker_threads';
 import { ToolError } from '../types.js';
 import { OVER_EXIT_CODE, WORKER_SOURCE } from './worker-source.js';
 
-export type DocJobKind = 'html' | 'pdf';
+export type DocJobKind = 'html' | 'pdf' | 'mcp';
 
 export interface DocBudget {
   timeMs: number;
@@ -43,10 +44,15 @@ export interface DocBudget {
 const MB = 1024 * 1024;
 /** Heap of every document worker (one pool, so one size): a 5 MB page's DOM fits well within it. */
 export const DOC_WORKER_HEAP_MB = 512;
+/** Heap of the workers that convert MCP results. */
+export const MCP_WORKER_HEAP_MB = 256;
 export const DOC_BUDGETS: Readonly<Record<DocJobKind, DocBudget>> = {
   html: { timeMs: 20_000, heapMb: DOC_WORKER_HEAP_MB, maxAllocationBytes: 64 * MB, maxBufferBytes: 256 * MB, maxRssGrowthBytes: 1024 * MB },
   // One decoded PDF stream may be 64 MB (a content stream or font; images are not decoded for text).
   pdf: { timeMs: 60_000, heapMb: DOC_WORKER_HEAP_MB, maxAllocationBytes: 64 * MB, maxBufferBytes: 512 * MB, maxRssGrowthBytes: 1024 * MB },
+  // An MCP result is one message of at most 16 MB (the transport's cap): parsing and converting it
+  // takes well under a second and a few times its size in heap; its own, smaller pool of one.
+  mcp: { timeMs: 15_000, heapMb: MCP_WORKER_HEAP_MB, maxAllocationBytes: 64 * MB, maxBufferBytes: 128 * MB, maxRssGrowthBytes: 1024 * MB },
 };
 /** How often the main thread samples the process's RSS while a job runs. */
 const RSS_SAMPLE_MS = 25;
@@ -85,20 +91,22 @@ interface Slot {
   jobs: number;
 }
 
-let idle: Slot | undefined;
+/** The idle worker of each pool, by heap size (DOC_WORKER_HEAP_MB, MCP_WORKER_HEAP_MB). */
+const idle = new Map<number, Slot>();
+const POOLED_HEAPS = new Set([DOC_WORKER_HEAP_MB, MCP_WORKER_HEAP_MB]);
 let nextId = 1;
 let live = 0;
 
 /** Workers alive now (busy or idle): for tests and diagnostics. */
 export function docWorkerStats(): { live: number; idle: boolean } {
-  return { live, idle: idle !== undefined };
+  return { live, idle: idle.size > 0 };
 }
 
 /** Ends the idle worker (busy ones end with their job). For shutdown and tests. */
 export async function closeDocWorkers(): Promise<void> {
-  const s = idle;
-  idle = undefined;
-  if (s) await s.worker.terminate();
+  const all = [...idle.values()];
+  idle.clear();
+  await Promise.all(all.map((s) => s.worker.terminate()));
 }
 
 function spawn(heapMb: number): Slot {
@@ -110,7 +118,7 @@ function spawn(heapMb: number): Slot {
   live++;
   worker.once('exit', () => {
     live--;
-    if (idle?.worker === worker) idle = undefined;
+    if (idle.get(heapMb)?.worker === worker) idle.delete(heapMb);
   });
   worker.on('error', () => undefined); // an idle worker that dies is just forgotten (exit above)
   return { worker, jobs: 0 };
@@ -136,12 +144,13 @@ function mb(bytes: number): string {
 export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: DocJobOptions): Promise<T> {
   opts.signal.throwIfAborted();
   const budget: DocBudget = { ...DOC_BUDGETS[kind], ...opts.budget };
-  // A pooled worker has the pool's heap; a job that asks for another heap size gets its own.
-  const pooled = budget.heapMb === DOC_WORKER_HEAP_MB;
+  // A pooled worker has its pool's heap; a job that asks for another heap size gets its own.
+  const pooled = POOLED_HEAPS.has(budget.heapMb);
   let slot: Slot;
-  if (pooled && idle) {
-    slot = idle;
-    idle = undefined;
+  const reuse = pooled ? idle.get(budget.heapMb) : undefined;
+  if (reuse) {
+    slot = reuse;
+    idle.delete(budget.heapMb);
   } else slot = spawn(budget.heapMb);
   const { worker } = slot;
   worker.ref();
@@ -198,7 +207,13 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
       };
       worker.on('exit', onExit);
       cleanups.push(() => worker.off('exit', onExit));
-      worker.postMessage({ id, kind, payload, limits: { maxAllocationBytes: budget.maxAllocationBytes, maxBufferBytes: budget.maxBufferBytes } }, opts.transfer ?? []);
+      try {
+        worker.postMessage({ id, kind, payload, limits: { maxAllocationBytes: budget.maxAllocationBytes, maxBufferBytes: budget.maxBufferBytes } }, opts.transfer ?? []);
+      } catch (err) {
+        // The structured clone refused the payload (nested too deeply for its recursion, or not cloneable).
+        const deep = (err as Error | undefined)?.name === 'RangeError'; // by name: the error may come from another realm
+        settle(() => reject(new ToolError(`${opts.what} failed: ${deep ? 'the data is nested too deeply to be handed to the document worker' : `the data could not be handed to the document worker (${(err as Error).message})`}.`)));
+      }
     });
     if (!reply.ok) {
       reusable = true;
@@ -209,9 +224,9 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
   } finally {
     docWorkerEvents.emit('end', { id, kind });
     slot.jobs++;
-    if (reusable && idle === undefined && slot.jobs < REUSE_MAX_JOBS && pooled) {
+    if (reusable && !idle.has(budget.heapMb) && slot.jobs < REUSE_MAX_JOBS && pooled) {
       worker.unref();
-      idle = slot;
+      idle.set(budget.heapMb, slot);
     } else {
       await worker.terminate();
     }

@@ -5,7 +5,7 @@
  * the main thread resolved (workerData.modules), on first use.
  *
  * Protocol (one job at a time per worker):
- *   in:  { id, kind: 'html' | 'pdf', payload, limits: { maxAllocationBytes, maxBufferBytes } }
+ *   in:  { id, kind: 'html' | 'pdf' | 'mcp', payload, limits: { maxAllocationBytes, maxBufferBytes } }
  *   out: { id, ok: true, value, mem } | { id, ok: false, name, message }
  *        | { id, over: 'allocation' | 'buffers', bytes }  -- then the worker exits with OVER_EXIT_CODE
  *
@@ -16,6 +16,8 @@
  * once. It exits rather than throws because libraries catch and carry on (pdf.js skips a broken
  * content stream and tries the next).
  */
+import { MCP_RESULT_SOURCE } from './mcp-result-source.js';
+
 export const OVER_EXIT_CODE = 87;
 
 export const WORKER_SOURCE = String.raw`
@@ -138,7 +140,10 @@ async function pdf(p) {
   }
 }
 
-const KINDS = { html, pdf };
+// ---- an MCP server's tools/call result (./mcp-result-source.ts) ----
+${MCP_RESULT_SOURCE}
+
+const KINDS = { html, pdf, mcp };
 parentPort.on('message', async (m) => {
   job = m;
   sinceCheck = 0;
