@@ -43,7 +43,7 @@ agents:
       fx:
         command: ${JSON.stringify(process.execPath)}
         args: [${JSON.stringify(FIXTURE)}]
-        env: { FIXTURE_STARTS_FILE: starts, GREETING: "\${MCP_GREETING}" }
+        env: { FIXTURE_STARTS_FILE: starts, GREETING: "\${MCP_GREETING}", FIXTURE_TAG: ${JSON.stringify(dir)} }
         readPaths: ${JSON.stringify(FIXTURE_READ_PATHS)}
       broken: { command: ${JSON.stringify(join(dir, 'not-installed'))} }
 `,
@@ -82,7 +82,7 @@ agents:
   expect(fixtureProcesses()).toEqual([]);
 });
 
-/** Host pids whose command line runs the fixture (this test's servers). */
+/** Host pids running the fixture for THIS test (tagged by its folder: other suites run the same fixture at once). */
 function fixtureProcesses(): number[] {
   const out: number[] = [];
   for (const name of readdirSync('/proc')) {
@@ -90,7 +90,8 @@ function fixtureProcesses(): number[] {
     try {
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (cmd.includes(FIXTURE) && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') out.push(Number(name));
+      const environ = readFileSync(`/proc/${name}/environ`, 'utf8');
+      if (cmd.includes(FIXTURE) && environ.includes(`FIXTURE_TAG=${dir}\0`) && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') out.push(Number(name));
     } catch {
       // gone meanwhile
     }
