@@ -401,20 +401,35 @@ export class Runner {
         await saveRecord();
       },
     };
+    // Parallel tool calls of one run can wait on humans at once: the slot is given back when the
+    // first wait starts and taken again when the last one ends (one claim per run, never one per
+    // wait: a run re-acquiring once per card would hold several of its user's slots and deadlock).
+    let humanWaits = 0;
     const humanWait = async <T>(wait: () => Promise<T>): Promise<T> => {
-      deadline.pause();
-      lane.waitingOnHuman = true;
-      if (holdsSlot) {
-        this.slots.release(claim);
-        holdsSlot = false;
+      if (humanWaits++ === 0) {
+        deadline.pause();
+        lane.waitingOnHuman = true;
+        if (holdsSlot) {
+          this.slots.release(claim);
+          holdsSlot = false;
+        }
       }
       try {
         return await wait();
       } finally {
-        lane.waitingOnHuman = false;
-        await this.slots.acquire(claim, waitNote);
-        holdsSlot = true;
-        deadline.resume();
+        if (--humanWaits === 0) {
+          lane.waitingOnHuman = false;
+          if (!holdsSlot) {
+            await this.slots.acquire(claim, waitNote);
+            holdsSlot = true;
+            // Another wait may have begun while this one queued for the slot: give it back again.
+            if (humanWaits > 0) {
+              this.slots.release(claim);
+              holdsSlot = false;
+            }
+          }
+          if (humanWaits === 0) deadline.resume();
+        }
       }
     };
     const convState: ConversationState = {
