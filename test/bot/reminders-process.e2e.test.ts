@@ -137,7 +137,9 @@ test('a reminder set before a crash is posted once after the restart, saying how
   const turn = model.requests.slice(before).find((r) => lastUserText(r).includes('hello again'));
   expect(turn).toBeDefined();
   expect(systemOf(turn!)).toContain(NOTE);
-  expect(systemOf(turn!)).toMatch(/\[a1\]/);
+  // …as quoted data under its author (an agent-wide note is data, never an instruction).
+  // (systemOf gives the system field as JSON text, so the expected line is JSON-escaped too.)
+  expect(systemOf(turn!)).toContain(JSON.stringify(`a1: ${JSON.stringify(NOTE)}`).slice(1, -1));
   expect(count(second.output(), '⏰ Reminder')).toBe(1);
   second.child.kill('SIGTERM');
   expect(await second.exited).toEqual({ code: 0, signal: null });

@@ -14,7 +14,7 @@
  * exchange runs fall back to plain rename loops in Node and say so on the console.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { constants as fsc } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import os from 'node:os';
@@ -327,13 +327,17 @@ const hasBwrap = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'].some((
     console.log('workspace-race box: gcc is missing, so there is no swapper binary for the box; the host runs above cover rename loops');
     return;
   }
+  // The box sees only the system and the workspace (default-deny view), so the swapper binary must
+  // be in the workspace, as a script the agent wrote would be.
+  copyFileSync(swapperBin, path.join(ws, '.swapper'));
+  chmodSync(path.join(ws, '.swapper'), 0o755);
   await prepareWorkspace(ws); // the box user (65534) owns the workspace, as at bot start
   rmSync(path.join(ws, 'stop'), { force: true });
   const shell = executeCommandTool({
     sandbox: { mode: 'bubblewrap', network: false, botFiles: [botDir], homes: [] },
     baseEnv: { PATH: '/usr/bin:/bin' },
   });
-  const input = shell.input.parse({ command: `nice -n 19 ${swapperBin} exchange d l stop ${SWAPPER_MAX_ROUNDS}`, timeoutMs: 280_000 });
+  const input = shell.input.parse({ command: `nice -n 19 ./.swapper exchange d l stop ${SWAPPER_MAX_ROUNDS}`, timeoutMs: 280_000 });
   const ctx = makeCtx(ws);
   const proposal = await shell.propose!(input, ctx);
   const boxed = shell.execute(input, ctx, { proposal });
