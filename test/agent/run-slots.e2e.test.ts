@@ -19,15 +19,20 @@ afterEach(async () => {
   h = undefined;
 });
 
+/** Bounded polls with room for a loaded 2-core CI box: eight runs start and finish at once here. */
+const waitLong = <T>(what: string, check: () => T | undefined | false | null) => waitFor(what, check, 45_000);
+
 /** Conversation key -> release function of the `hold` call running there. */
-const held = new Map<string, () => void>();
+// Each harness gets its own map: a run of an earlier test's harness that starts while it shuts down
+// must not overwrite this test's entries (its release would then free nothing here).
+let held = new Map<string, () => void>();
 function releaseAll(): void {
   for (const r of held.values()) r();
   held.clear();
 }
 
 /** Read-only, so it runs without a card; returns only when the test releases its conversation. */
-function holdTool(): Tool<Record<string, never>> {
+function holdTool(into: Map<string, () => void>): Tool<Record<string, never>> {
   return {
     name: 'hold',
     description: 'Holds the run until released (test tool).',
@@ -35,7 +40,7 @@ function holdTool(): Tool<Record<string, never>> {
     tier: 'read-only',
     async execute(_input, ctx) {
       await new Promise<void>((resolve) => {
-        held.set(ctx.conversationKey, resolve);
+        into.set(ctx.conversationKey, resolve);
         ctx.signal.addEventListener('abort', () => resolve(), { once: true });
       });
       return { content: 'released' };
@@ -55,7 +60,7 @@ async function start(runner = ''): Promise<{ h: Harness; waits: string[] }> {
     yaml:
       agentYaml('tools: [hold]', 'tier: read-only', 'approvers: { console: [local] }') +
       `access:\n  rateLimit: { messages: 1000, perSeconds: 60 }\n${runner ? `runner: { ${runner} }\n` : ''}`,
-    extraTools: [holdTool()],
+    extraTools: [holdTool((held = new Map()))],
     log: (_level, msg) => {
       const m = /^\[([^\]]+)\] waiting for a run slot/.exec(msg);
       if (m) waits.push(m[1]!);
@@ -76,53 +81,53 @@ test('defaults: one user in eight places holds two slots; the others queue (not 
   const s = await start();
   h = s.h;
   await aliceFillsEightPlaces(h);
-  await waitFor('two of alice\u2019s runs holding', () => held.size === 2);
-  await waitFor('six of alice\u2019s turns queued', () => s.waits.length === 6);
+  await waitLong('two of alice\u2019s runs holding', () => held.size === 2);
+  await waitLong('six of alice\u2019s turns queued', () => s.waits.length === 6);
   expect(PLACES.filter((p) => started(h!, `console:${p}`))).toHaveLength(2);
 
   await h.adapter.send('are you there?', { conversation: 'admin-dm', user: 'local' });
-  await waitFor('the DM\u2019s run started', () => started(h!, 'console:admin-dm') && held.has('console:admin-dm'));
+  await waitLong('the DM\u2019s run started', () => started(h!, 'console:admin-dm') && held.has('console:admin-dm'));
   expect(s.waits).not.toContain('console:admin-dm');
   held.get('console:admin-dm')!();
-  await waitFor('the DM answered', () => h!.adapter.answers('console:admin-dm')[0]);
+  await waitLong('the DM answered', () => h!.adapter.answers('console:admin-dm')[0]);
   expect(h.adapter.answers('console:admin-dm')).toEqual(['done']);
 
   // Queued, not dropped: released one by one, every one of alice's turns runs and answers.
   while (PLACES.some((p) => h!.adapter.answers(`console:${p}`).length === 0)) {
-    await waitFor('a held run', () => held.size > 0);
+    await waitLong('a held run', () => held.size > 0);
     const [key, release] = [...held][0]!;
     held.delete(key);
     release();
-    await waitFor(`${key} answered`, () => h!.adapter.answers(key)[0]);
+    await waitLong(`${key} answered`, () => h!.adapter.answers(key)[0]);
   }
   for (const p of PLACES) expect(h.adapter.answers(`console:${p}`)).toEqual(['done']);
-}, 60_000);
+}, 180_000);
 
 test('the reserved slot alone: with no per-user or per-place cap, the user gets seven slots and the eighth is kept for someone else', async () => {
   const s = await start('maxRunsPerUser: unlimited, maxRunsPerPlace: unlimited');
   h = s.h;
   await aliceFillsEightPlaces(h);
-  await waitFor('seven of alice\u2019s runs holding', () => held.size === 7);
-  await waitFor('one queued', () => s.waits.length === 1);
+  await waitLong('seven of alice\u2019s runs holding', () => held.size === 7);
+  await waitLong('one queued', () => s.waits.length === 1);
   await h.adapter.send('hello', { conversation: 'admin-dm', user: 'local' });
-  await waitFor('the DM\u2019s run started', () => held.has('console:admin-dm'));
+  await waitLong('the DM\u2019s run started', () => held.has('console:admin-dm'));
   expect(started(h, 'console:admin-dm')).toBe(true);
-}, 60_000);
+}, 180_000);
 
 test('control: with every cap unlimited and no reserve, the same attack takes all eight slots and the DM waits', async () => {
   const s = await start('maxRunsPerUser: unlimited, maxRunsPerPlace: unlimited, reservedRuns: 0');
   h = s.h;
   await aliceFillsEightPlaces(h);
-  await waitFor('all eight of alice\u2019s runs holding', () => held.size === 8);
+  await waitLong('all eight of alice\u2019s runs holding', () => held.size === 8);
   await h.adapter.send('hello', { conversation: 'admin-dm', user: 'local' });
-  await waitFor('the DM queued', () => s.waits.includes('console:admin-dm'));
+  await waitLong('the DM queued', () => s.waits.includes('console:admin-dm'));
   expect(started(h, 'console:admin-dm')).toBe(false);
   // Its turn comes once a slot is free.
   const [key, release] = [...held][0]!;
   held.delete(key);
   release();
-  await waitFor('the DM\u2019s run started', () => held.has('console:admin-dm'));
-}, 60_000);
+  await waitLong('the DM\u2019s run started', () => held.has('console:admin-dm'));
+}, 180_000);
 
 describe('Slots (unit)', () => {
   const claim = (user: string, place: string) => ({ user, place });
