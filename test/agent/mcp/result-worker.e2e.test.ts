@@ -16,6 +16,7 @@ import { McpManager } from '../../../agent/mcp/manager.js';
 import { convertResult, MAX_IMAGES, MAX_OUTPUT_BYTES } from '../../../agent/mcp/result.js';
 import { closeDocWorkers, docWorkerEvents, docWorkerStats } from '../../../agent/tools/untrusted/doc-worker.js';
 import { startHttpServer, stdioServer } from './helpers.js';
+import { healthzProbe } from '../../helpers/loop-probe.js';
 
 const SLOW = 120_000;
 const never = new AbortController().signal;
@@ -38,47 +39,9 @@ function managerFor(): McpManager {
 
 const text = (r: { content: unknown }) => (typeof r.content === 'string' ? r.content : JSON.stringify(r.content));
 
-/** A /healthz probe on this event loop (as in doc-worker.test.ts): counts answers that arrive while busy. */
-async function healthzProbe(): Promise<{ begin(): void; end(): void; answeredWhileBusy(): number; settled(): Promise<void> }> {
-  const server = http.createServer((_req, res) => res.end('ok'));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz`;
-  let busy = false;
-  let answers = 0;
-  let inflight: Promise<void> = Promise.resolve();
-  const ask = (): void => {
-    inflight = new Promise<void>((done) => {
-      http
-        .get(url, { agent: false }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            if (busy) {
-              answers++;
-              if (answers < 5) ask();
-            }
-            done();
-          });
-        })
-        .on('error', () => done());
-    });
-  };
-  return {
-    begin() {
-      busy = true;
-      ask();
-    },
-    end() {
-      busy = false;
-    },
-    answeredWhileBusy: () => answers,
-    settled: () => inflight,
-  };
-}
-
 /** Runs `fn` with the probe busy exactly while an 'mcp' job runs in the worker. */
 async function probed<T>(fn: () => Promise<T>): Promise<{ value: T; answered: number; jobs: number }> {
-  const probe = await healthzProbe();
+  const probe = await healthzProbe(closers);
   let jobs = 0;
   const onStart = ({ kind }: { kind: string }) => kind === 'mcp' && (jobs++, probe.begin());
   const onEnd = ({ kind }: { kind: string }) => kind === 'mcp' && probe.end();
@@ -163,7 +126,7 @@ describe('hostile tools/call results from a real MCP server', () => {
 
   test('control: the SDK schema and a structured clone of the same 200k blocks on the main thread starve /healthz', async () => {
     const raw = manyBlocks(200_000);
-    const probe = await healthzProbe();
+    const probe = await healthzProbe(closers);
     probe.begin();
     // What the old path did on this thread: CallToolResultSchema over every block; handing the object
     // to a worker would add a structured clone of the whole tree.

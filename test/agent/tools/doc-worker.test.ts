@@ -16,6 +16,7 @@ import { webFetchTool } from '../../../agent/tools/builtin/web/tools.js';
 import { ToolError } from '../../../agent/tools/types.js';
 import { closeDocWorkers, docWorkerEvents, docWorkerStats } from '../../../agent/tools/untrusted/doc-worker.js';
 import { makeCtx, removeDir, run, tempDir } from './builtin-helpers.js';
+import { healthzProbe } from '../../helpers/loop-probe.js';
 
 const SLOW = 90_000;
 
@@ -40,45 +41,6 @@ afterAll(async () => {
   await closeDocWorkers();
 });
 
-/**
- * A /healthz probe on this event loop: while `busy` is true, it keeps asking /healthz and counts
- * the answers that arrive while still busy. Events, not clocks: an answer can only arrive if the
- * loop was free to accept, serve and read it.
- */
-async function healthzProbe(): Promise<{ begin(): void; end(): void; answeredWhileBusy(): number; settled(): Promise<void> }> {
-  const url = await listen((_req, res) => res.end('ok'));
-  let busy = false;
-  let answers = 0;
-  let inflight: Promise<void> = Promise.resolve();
-  const ask = (): void => {
-    inflight = new Promise<void>((done) => {
-      http
-        .get(`${url}/healthz`, { agent: false }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            if (busy) {
-              answers++;
-              if (answers < 5) ask();
-            }
-            done();
-          });
-        })
-        .on('error', () => done());
-    });
-  };
-  return {
-    begin() {
-      busy = true;
-      ask();
-    },
-    end() {
-      busy = false;
-    },
-    answeredWhileBusy: () => answers,
-    settled: () => inflight,
-  };
-}
-
 // ---- web_fetch --------------------------------------------------------------------------------
 
 const TITLE_BOMB = '<title>'.repeat(300_000); // 2.1 MB: the old regexes took minutes on this
@@ -86,7 +48,7 @@ const TITLE_BOMB = '<title>'.repeat(300_000); // 2.1 MB: the old regexes took mi
 describe('web_fetch on a hostile page', () => {
   test('2 MB of repeated <title> is converted off the event loop: /healthz answers during the conversion', async () => {
     const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(TITLE_BOMB));
-    const probe = await healthzProbe();
+    const probe = await healthzProbe(closers);
     const onStart = ({ kind }: { kind: string }) => kind === 'html' && probe.begin();
     const onEnd = ({ kind }: { kind: string }) => kind === 'html' && probe.end();
     docWorkerEvents.on('start', onStart);
@@ -108,7 +70,7 @@ describe('web_fetch on a hostile page', () => {
 
   test('control: the same page parsed on the main thread starves /healthz (the probe can fail)', async () => {
     const domino = createRequire(import.meta.url)('@mixmark-io/domino') as { createDocument(html: string): { title: string } };
-    const probe = await healthzProbe();
+    const probe = await healthzProbe(closers);
     probe.begin();
     domino.createDocument(TITLE_BOMB); // synchronous, as the old in-process conversion was
     probe.end();
