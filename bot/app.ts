@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker } from '../agent/approvals.js';
+import { kvApprovalRepo } from './kv-approvals.js';
 import { ConversationStore } from '../agent/conversation-store.js';
 import { classifierCompletionFrom } from '../agent/model.js';
 import type { Usage } from '../agent/events.js';
@@ -193,11 +194,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const allowlists = new PersistedAllowlists(storage.allowlists);
   await allowlists.load(Object.keys(config.agents));
   const broker = new ApprovalBroker({
-    kv: storage.approvals,
+    approvals: kvApprovalRepo(storage),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
-    decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
     audit,
   });
   const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);

@@ -106,7 +106,7 @@ export class Router implements AdapterSink {
       return { accepted: true, reply: r.reply };
     }
 
-    if (msg.text.trim() !== '' && (await this.opts.broker.answerTyped(key, msg.sender, msg.text.trim()))) {
+    if (msg.text.trim() !== '' && (await this.answeredTyped(key, msg.sender, msg.text.trim()))) {
       return { accepted: true };
     }
     if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
@@ -144,6 +144,16 @@ export class Router implements AdapterSink {
   async action(action: InboundAction): Promise<ActionResult> {
     if (await this.isDuplicate(`a:${action.platform}:${action.eventId}`)) return { accepted: false };
     return this.opts.broker.click({ token: action.token, conversationKey: action.conversation.key, user: action.user });
+  }
+
+  /** A store that cannot say whether a question is open: the message goes on as a turn, whose own write says so. */
+  private async answeredTyped(key: string, sender: InboundMessage['sender'], text: string): Promise<boolean> {
+    try {
+      return await this.opts.broker.answerTyped(key, sender, text);
+    } catch (err) {
+      this.opts.log?.('warn', `[${key}] could not check for an open question: ${(err as Error).message}`);
+      return false;
+    }
   }
 
   private async isDuplicate(id: string): Promise<boolean> {

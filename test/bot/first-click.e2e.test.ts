@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ApprovalBroker, type ClickResult } from '../../agent/approvals.js';
+import { kvApprovalRepo } from '../../bot/kv-approvals.js';
 import type { Card } from '../../agent/events.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
 
@@ -51,10 +52,9 @@ afterEach(async () => {
 test('two processes click the same button at once, 60 rounds: exactly one wins each time', async () => {
   const cards: Card[] = [];
   const broker = new ApprovalBroker({
-    kv: storage.approvals,
+    approvals: kvApprovalRepo(storage),
     outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async (c) => String(cards.push(c)), updateCard: async () => undefined }),
     approversOf: () => ['alice', 'bob'],
-    decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
   });
   const ids: string[] = [];
   for (let i = 0; i < ROUNDS; i++) {

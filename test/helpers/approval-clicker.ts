@@ -6,15 +6,15 @@
  */
 import { createInterface } from 'node:readline';
 import { ApprovalBroker } from '../../agent/approvals.js';
+import { kvApprovalRepo } from '../../bot/kv-approvals.js';
 import { openStorage } from '../../bot/storage.js';
 
 const path = process.argv[2]!;
 const storage = await openStorage({ kind: 'sqlite', path, url: `sqlite://${path}` });
 const broker = new ApprovalBroker({
-  kv: storage.approvals,
+  approvals: kvApprovalRepo(storage),
   outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async () => 'h', updateCard: async () => undefined }),
   approversOf: () => ['alice', 'bob'],
-  decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
 });
 process.stdout.write('ready\n');
 const lines = createInterface({ input: process.stdin });

@@ -1,0 +1,455 @@
+/**
+ * The approval broker: turns "a human must decide" into a card with buttons, and a click back into a
+ * decision, exactly once.
+ *
+ * Contract:
+ * - Each button carries an opaque token (144 random bits, 24 base64url chars). What it means lives in
+ *   the store (`store.approvals`, through ./store.ts): token -> request id + choice; request id -> the
+ *   request, its card, its decision. So a click after a restart still resolves, and nothing on the
+ *   button can be forged.
+ * - Only an authorized user decides: for approvals a bound approver of that agent and platform; for
+ *   questions the person who started the run or a bound approver. Anyone else gets a private notice.
+ * - First valid click wins. The decision is written to the store before anyone is told, then the card
+ *   is replaced with the outcome, who decided and when. The write is the repository's `decideOnce`,
+ *   one atomic statement on every engine, so within a process and across processes sharing the store
+ *   exactly one decision is recorded; the loser reports the request as already decided. A later
+ *   click, a replayed token, a token from another conversation or a made-up one changes nothing and
+ *   gets a notice.
+ * - A request not decided by its expiry resolves as `expired` (approvals: a denial; questions: no
+ *   answer), and the card says so.
+ * - Wake-ups go through the DecisionBus (./decision-bus.ts): a recorded decision is published, and
+ *   every `wait` on that request is a subscription. In one process that is immediate. A decision
+ *   recorded by another process sharing the store is seen by the next poll of the store (`pollMs`,
+ *   default 5 s), by a click here that loses to it, or at expiry; the next issue's LISTEN/NOTIFY bus
+ *   makes that immediate too.
+ * - `wait` may be called again after a restart for the same request: it returns the stored decision,
+ *   or waits for the remaining time. `reshowPending` posts a conversation's undecided cards again
+ *   (same tokens); every copy of a card is updated with the outcome.
+ * - Typed answers: whether a conversation has an open question that takes one is asked of the store
+ *   (its undecided requests), so another process's question is seen too.
+ * - Audit (when `audit` is given): approval_asked when a card is posted or shown again,
+ *   approval_decided (outcome, by whom, when) when a decision is recorded.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Audit } from '../audit.js';
+import type { OutputResolver } from '../output.js';
+import type { ApprovalRepo } from '../store/types.js';
+import type { ProposalOption, QuestionSuggestion } from '../tools/types.js';
+import { isApprover } from '../../policies/access.js';
+import { approvalLayout, approveAllLayout, cardWithTokens, decidedCard, decisionForChoice, questionLayout, type Layout } from './cards.js';
+import { InProcessDecisionBus, type DecisionBus } from './decision-bus.js';
+import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
+import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
+
+export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
+
+export function newToken(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+export interface ApprovalBrokerOptions {
+  /** The store's approvals repository. */
+  approvals: ApprovalRepo;
+  /** How decisions wake waiting runs (default: in this process only). */
+  bus?: DecisionBus;
+  outputs: OutputResolver;
+  /** Approver ids for an agent and platform, read at click time (config may change). */
+  approversOf(agentName: string, platform: string): readonly string[];
+  now?: () => number;
+  log?: (msg: string) => void;
+  audit?: Audit;
+  /** While a wait is open, the stored decision is read again this often (another process may have decided). 0: never. Default 5 s. */
+  pollMs?: number;
+}
+
+export interface ApprovalCardInput {
+  /** Chosen by the caller so it can record the wait before the card exists. Default: a new token. */
+  requestId?: string;
+  conversationKey: string;
+  platform: string;
+  agentName: string;
+  runId: string;
+  title: string;
+  body: string;
+  preview?: string;
+  /** Offer "Always approve" with this label (null: not offered). */
+  alwaysLabel: string | null;
+  options?: ProposalOption[];
+  timeoutMs: number;
+}
+
+export interface QuestionCardInput {
+  requestId?: string;
+  conversationKey: string;
+  platform: string;
+  agentName: string;
+  runId: string;
+  question: string;
+  suggestions: QuestionSuggestion[];
+  allowCustom: boolean;
+  starterId: string;
+  timeoutMs: number;
+}
+
+type Where = { requestId?: string; conversationKey: string; platform: string; agentName: string; runId: string };
+
+/** One open `wait`: how to settle it, and how to stop its timers. */
+interface OpenWait {
+  finish(d: Decision): void;
+  stop(): void;
+}
+
+export class ApprovalBroker {
+  private readonly store: ApprovalStore;
+  private readonly bus: DecisionBus;
+  private readonly now: () => number;
+  /** The waits of this process, by request: for close(), and to wake them without the bus. */
+  private readonly open = new Map<string, Set<OpenWait>>();
+  private closed = false;
+
+  constructor(private readonly opts: ApprovalBrokerOptions) {
+    this.now = opts.now ?? Date.now;
+    this.store = new ApprovalStore(opts.approvals, this.now);
+    this.bus = opts.bus ?? new InProcessDecisionBus();
+  }
+
+  /** Posts an approval (or picker) card and stores it; returns the request id. */
+  async askApproval(input: ApprovalCardInput): Promise<string> {
+    return this.present(input, approvalLayout(input), input.timeoutMs, {});
+  }
+
+  /** Posts the extra "Approve all / Deny all" card for several approvals of one turn. */
+  async askApproveAll(input: Omit<ApprovalCardInput, 'alwaysLabel' | 'options' | 'preview'>, members: string[]): Promise<string> {
+    return this.present(input, approveAllLayout(input, members.length), input.timeoutMs, { members });
+  }
+
+  async askQuestion(input: QuestionCardInput): Promise<string> {
+    return this.present(input, questionLayout(input), input.timeoutMs, {
+      starterId: input.starterId,
+      allowCustom: input.allowCustom,
+      suggestions: input.suggestions,
+    });
+  }
+
+  private async present(
+    input: Where,
+    layout: Layout,
+    timeoutMs: number,
+    extra: Pick<StoredRequest, 'members' | 'starterId' | 'allowCustom' | 'suggestions'>,
+  ): Promise<string> {
+    const id = input.requestId ?? newToken();
+    const createdAt = this.now();
+    const tokens = layout.buttons.map(() => newToken());
+    const card = cardWithTokens(layout, tokens);
+    const request: StoredRequest = {
+      id,
+      kind: layout.kind,
+      conversationKey: input.conversationKey,
+      platform: input.platform,
+      agentName: input.agentName,
+      runId: input.runId,
+      card,
+      createdAt,
+      expiresAt: createdAt + timeoutMs,
+      ...extra,
+    };
+    // Stored before posting: a click can only come after the card exists, and must find its token.
+    await this.store.create(request, tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })));
+    const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
+    await this.store.replace({ ...request, cardHandle: handle });
+    this.auditAsked(request, false);
+    return id;
+  }
+
+  /**
+   * After a restart: shows every undecided, unexpired card of a conversation again (in the order
+   * they were asked), so a person at a terminal, or one who scrolled away, sees what is waiting.
+   * The same buttons (tokens) are posted; the earlier copy is decided along with the new one.
+   * Returns how many were shown.
+   */
+  async reshowPending(conversationKey: string): Promise<number> {
+    let n = 0;
+    for (const id of await this.store.pending(conversationKey)) {
+      const req = await this.store.get(id);
+      if (!req || req.decision || this.now() >= req.expiresAt) continue;
+      const handle = await this.opts.outputs(conversationKey).postCard(req.card, { requestId: id });
+      await this.store.setHandles(id, (h) => ({
+        cardHandle: handle,
+        earlierHandles: h.cardHandle !== undefined ? [...(h.earlierHandles ?? []), h.cardHandle] : h.earlierHandles,
+      }));
+      this.auditAsked(req, true);
+      n++;
+    }
+    return n;
+  }
+
+  /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */
+  async describeWaiting(conversationKey: string): Promise<string | undefined> {
+    for (const id of await this.store.pending(conversationKey)) {
+      const req = await this.store.get(id);
+      if (!req || req.decision || req.kind === 'approve_all') continue;
+      return describeWaitingFor(req);
+    }
+    return undefined;
+  }
+
+  private auditAsked(req: StoredRequest, reshown: boolean): void {
+    this.opts.audit?.({
+      event: 'approval_asked',
+      conversation: req.conversationKey,
+      agent: req.agentName,
+      runId: req.runId,
+      requestId: req.id,
+      kind: req.kind,
+      expiresAt: new Date(req.expiresAt).toISOString(),
+      ...(reshown ? { reshown } : {}),
+    });
+  }
+
+  get(requestId: string): Promise<LoadedRequest | undefined> {
+    return this.store.get(requestId);
+  }
+
+  /**
+   * Resolves when the request is decided or expires. Safe to call again after a restart.
+   * The abort signal (a /stop) settles the request as denied with a note.
+   */
+  async wait(requestId: string, signal?: AbortSignal): Promise<Decision> {
+    // After close() a wait parks for good (its request stays stored for the next start), and starts
+    // no timer that would keep a stopping process alive.
+    if (this.closed) return new Promise<Decision>(() => undefined);
+    return new Promise<Decision>((resolve, reject) => {
+      let done = false;
+      const timers: NodeJS.Timeout[] = [];
+      let onAbort: (() => void) | undefined;
+      const stop = () => {
+        unsubscribe();
+        for (const t of timers) clearTimeout(t);
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+        const set = this.open.get(requestId);
+        set?.delete(wait);
+        if (set?.size === 0) this.open.delete(requestId);
+      };
+      const finish = (d: Decision) => {
+        if (done) return;
+        done = true;
+        stop();
+        resolve(d);
+      };
+      const wait: OpenWait = { finish, stop };
+      // Subscribed before the store is read: a decision published in between is not missed.
+      const unsubscribe = this.bus.subscribe(requestId, finish);
+      const set = this.open.get(requestId) ?? new Set<OpenWait>();
+      set.add(wait);
+      this.open.set(requestId, set);
+      this.store.get(requestId).then((req) => {
+        if (done || this.closed) return;
+        if (!req) return finish({ outcome: 'expired', at: this.now(), note: 'the request is no longer stored' });
+        if (req.decision) return finish(req.decision);
+        const unanswered = req.kind === 'question' ? 'unanswered' : 'expired';
+        const remaining = Math.max(0, req.expiresAt - this.now());
+        timers.push(setTimeout(() => this.inBackground(requestId, this.expire(requestId), { outcome: unanswered, at: this.now() }), remaining));
+        const pollMs = this.opts.pollMs ?? 5_000;
+        if (pollMs > 0 && remaining > pollMs) {
+          const poll = () => {
+            this.store.get(requestId).then(
+              (r) => (r?.decision ? finish(r.decision) : void (done || timers.push(setTimeout(poll, pollMs).unref()))),
+              (err: unknown) => {
+                this.opts.log?.(`could not read request ${requestId} while waiting: ${(err as Error).message}`);
+                if (!done) timers.push(setTimeout(poll, pollMs).unref());
+              },
+            );
+          };
+          timers.push(setTimeout(poll, pollMs).unref());
+        }
+        if (signal) {
+          onAbort = () => {
+            const decision: Decision = { outcome: req.kind === 'question' ? 'unanswered' : 'denied', at: this.now(), note: 'the run was stopped' };
+            this.inBackground(requestId, this.settle(requestId, decision), decision);
+          };
+          if (signal.aborted) onAbort();
+          else signal.addEventListener('abort', onAbort, { once: true });
+        }
+      }, (err: unknown) => {
+        done = true;
+        stop();
+        reject(err);
+      });
+    });
+  }
+
+  /**
+   * Expiry and /stop settle a request outside any caller. If the store fails, that is logged, and
+   * the waiting run is released all the same (with `fallback`): it must not hang on a store error.
+   */
+  private inBackground(requestId: string, work: Promise<unknown>, fallback: Decision): void {
+    work.catch((err: unknown) => {
+      this.opts.log?.(`could not record that request ${requestId} was ${fallback.outcome}: ${(err as Error).message}`);
+      this.wakeHere(requestId, fallback);
+    });
+  }
+
+  private async expire(requestId: string): Promise<void> {
+    const req = await this.store.get(requestId);
+    if (!req) return;
+    await this.settle(requestId, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
+  }
+
+  /**
+   * Decides a request without a click (expiry, /stop, or an "Always" that now covers it).
+   * Returns false when it was already decided (here or by another process: that decision then
+   * wakes this process's waits).
+   */
+  async settle(requestId: string, decision: Decision): Promise<boolean> {
+    const req = await this.store.get(requestId);
+    if (!req) return false;
+    if (req.decision) {
+      this.wakeHere(requestId, req.decision);
+      return false;
+    }
+    return this.record(req, decision);
+  }
+
+  /** A click from an adapter. Never throws for bad input: the result says what happened. */
+  async click(action: { token: string; conversationKey: string; user: { id: string; name?: string; roles?: string[] } }): Promise<ClickResult> {
+    if (!TOKEN_PATTERN.test(action.token)) return { accepted: false, notice: NOTICES.badToken };
+    const entry = await this.store.byToken(action.token);
+    if (!entry) return { accepted: false, notice: NOTICES.staleToken };
+    const req = await this.store.get(entry.requestId);
+    if (!req) return { accepted: false, notice: NOTICES.staleToken };
+    if (req.conversationKey !== action.conversationKey) return { accepted: false, notice: NOTICES.otherConversation };
+    if (req.decision) return { accepted: false, notice: alreadyDecided(req.decision) };
+    if (!this.mayDecide(req, action.user)) {
+      return { accepted: false, notice: req.kind === 'question' ? NOTICES.questionNotYours : NOTICES.approvalNotYours };
+    }
+    if (this.now() >= req.expiresAt) {
+      await this.record(req, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
+      return { accepted: false, notice: NOTICES.expired };
+    }
+    const decision = decisionForChoice(req, entry.choice, action.user, this.now());
+    if (!decision) return { accepted: false, notice: NOTICES.badToken };
+    if (!(await this.record(req, decision))) return { accepted: false, notice: alreadyDecided((await this.store.get(req.id))?.decision) };
+    if (req.kind === 'approve_all') {
+      for (const member of req.members ?? []) await this.settle(member, { ...decision, note: 'via Approve all / Deny all' });
+      return { accepted: true, notice: decision.outcome === 'approved' ? 'Approved all.' : 'Denied all.' };
+    }
+    return { accepted: true, notice: noticeFor(decision) };
+  }
+
+  /** What each button of a request means (`once`, `always`, `deny`, `option:<id>`, `answer:<i>`, ...), in card order. */
+  async buttonChoices(requestId: string): Promise<Array<{ token: string; label: string; choice: string }>> {
+    const req = await this.store.get(requestId);
+    const out: Array<{ token: string; label: string; choice: string }> = [];
+    for (const b of req?.card.buttons ?? []) {
+      const entry = await this.store.byToken(b.token);
+      if (entry?.requestId === requestId) out.push({ token: b.token, label: b.label, choice: entry.choice });
+    }
+    return out;
+  }
+
+  /**
+   * Decides a request for a caller the conversation itself already trusts, without the approver check:
+   * a headless run's own client (the operator at `gatehouse run`, or a local caller holding the
+   * service's token). `pick`: a button's token, or a typed answer (questions that allow one; null or
+   * empty = no answer). First decision wins, as with clicks.
+   */
+  async decideAs(requestId: string, conversationKey: string, pick: { token: string } | { answer: string | null }, user: { id: string; name?: string }): Promise<ClickResult> {
+    const req = await this.store.get(requestId);
+    if (!req || req.conversationKey !== conversationKey) return { accepted: false, notice: NOTICES.noSuchRequest };
+    if (req.decision) return { accepted: false, notice: alreadyDecided(req.decision) };
+    let decision: Decision | null;
+    if ('token' in pick) {
+      const entry = await this.store.byToken(pick.token);
+      decision = entry?.requestId === requestId ? decisionForChoice(req, entry.choice, user, this.now()) : null;
+    } else if (pick.answer === null || pick.answer.trim() === '') {
+      decision = { outcome: req.kind === 'question' ? 'unanswered' : 'denied', by: user.id, byName: user.name, at: this.now(), note: 'no answer given' };
+    } else if (req.kind === 'question' && req.allowCustom) {
+      decision = { outcome: 'answered', answer: pick.answer, by: user.id, byName: user.name, at: this.now() };
+    } else decision = null;
+    if (!decision) return { accepted: false, notice: NOTICES.notAChoice };
+    if (!(await this.record(req, decision))) return { accepted: false, notice: alreadyDecided(undefined) };
+    return { accepted: true, notice: noticeFor(decision) };
+  }
+
+  /**
+   * A typed message in a conversation with an open question that allows custom answers.
+   * Returns true when it answered one (the message is then not a new turn). One read of the
+   * conversation's undecided requests when it has none (the common case).
+   */
+  async answerTyped(conversationKey: string, user: { id: string; name?: string; roles?: string[] }, text: string): Promise<boolean> {
+    for (const id of await this.store.pending(conversationKey)) {
+      const req = await this.store.get(id);
+      if (!req || req.decision || req.kind !== 'question' || !req.allowCustom) continue;
+      if (!this.mayDecide(req, user)) continue;
+      if (await this.settle(id, { outcome: 'answered', answer: text, by: user.id, byName: user.name, at: this.now() })) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A run of this conversation was resumed after a restart. Nothing to do now: answerTyped asks the
+   * store, which knows the resumed run's open question. Kept for the runner's call.
+   */
+  noteResumed(_conversationKey: string): void {}
+
+  /** Pending (undecided) request ids of a conversation, oldest first. */
+  pendingIds(conversationKey: string): Promise<string[]> {
+    return this.store.pending(conversationKey);
+  }
+
+  private mayDecide(req: StoredRequest, user: { id: string; roles?: string[] }): boolean {
+    if (isApprover(user, this.opts.approversOf(req.agentName, req.platform))) return true;
+    return req.kind === 'question' && req.starterId === user.id;
+  }
+
+  /**
+   * Writes the decision, replaces the card, wakes the waiters (in that order). False when it was
+   * decided first (another click, or another process sharing the store): that decision stands, and
+   * wakes this process's waits.
+   */
+  private async record(req: LoadedRequest, decision: Decision): Promise<boolean> {
+    if (!(await this.store.decideOnce(req, decision))) {
+      const won = (await this.store.get(req.id))?.decision;
+      if (won) this.wakeHere(req.id, won);
+      return false;
+    }
+    this.opts.audit?.({
+      event: 'approval_decided',
+      conversation: req.conversationKey,
+      agent: req.agentName,
+      runId: req.runId,
+      requestId: req.id,
+      kind: req.kind,
+      outcome: decision.outcome,
+      ...(decision.by !== undefined ? { by: decision.by } : {}),
+      ...(decision.byName !== undefined ? { byName: decision.byName } : {}),
+      at: new Date(decision.at).toISOString(),
+    });
+    const card = decidedCard(req.card, decision);
+    // Earlier copies first (shown before a restart), then the current one.
+    for (const handle of [...(req.earlierHandles ?? []), ...(req.cardHandle !== undefined ? [req.cardHandle] : [])]) {
+      try {
+        await this.opts.outputs(req.conversationKey).updateCard(handle, card);
+      } catch (err) {
+        // The decision stands; a card we could not edit is a display problem, reported, not fatal.
+        this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
+      }
+    }
+    await this.bus.publish(req.id, decision);
+    // A bus that reaches only other processes still settles this one's waits.
+    this.wakeHere(req.id, decision);
+    return true;
+  }
+
+  /** Settles this process's waits on a request (a decision already stored, or a store failure's fallback). */
+  private wakeHere(requestId: string, decision: Decision): void {
+    for (const w of [...(this.open.get(requestId) ?? [])]) w.finish(decision);
+  }
+
+  /** Stops expiry timers (shutdown). Pending requests stay stored and resume after a restart. */
+  close(): void {
+    this.closed = true;
+    for (const set of this.open.values()) for (const w of [...set]) w.stop();
+    this.open.clear();
+  }
+}
