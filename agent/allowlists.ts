@@ -1,31 +1,44 @@
 /**
- * Allowlists grown by "Always approve": command approval keys and tool names per agent, persisted in
- * the `allowlists` namespace so they survive a restart, and merged with the configured ones when the
- * gate reads the policy. Loaded once at start; every addition is written through before it counts.
+ * Allowlists grown by "Always approve": command approval keys and tool names per agent, in the
+ * store's allowlists repository (a row per grant) so they survive a restart, and merged with the
+ * configured ones when the gate reads the policy.
  *
- * Watchers: a batch of tool calls waiting on cards watches its agent's allowlist. After an addition
- * each watcher re-checks its own pending cards through the gate (an "Always" in one conversation
- * approves a waiting card elsewhere only when the grown allowlist really covers it). `add` resolves
- * after every watcher has re-checked; a watcher that fails leaves its cards pending (the safe side).
+ * Contract:
+ * - `load` reads each agent's rows once at start; `commands()` / `tools()` answer synchronously from
+ *   that copy (the gate reads them for every tool call). `add` is one statement (an insert that
+ *   ignores a grant already there) and counts only once it resolved; the copy is then updated.
+ *   Grants added by another process sharing the store are seen after this one's next start.
+ * - Watchers: a batch of tool calls waiting on cards watches its agent's allowlist. After an addition
+ *   each watcher re-checks its own pending cards through the gate (an "Always" in one conversation
+ *   approves a waiting card elsewhere only when the grown allowlist really covers it). `add` resolves
+ *   after every watcher has re-checked; a watcher that fails leaves its cards pending (the safe side).
  */
-import { z } from 'zod';
-import type { KV } from './kv.js';
+import type { AllowlistRepo } from './store/types.js';
 
-const Stored = z.object({ commands: z.array(z.string()), tools: z.array(z.string()) });
-type Stored = z.infer<typeof Stored>;
+interface Granted {
+  commands: string[];
+  tools: string[];
+}
 
 export type AllowlistWatcher = () => Promise<void>;
 
 export class PersistedAllowlists {
-  private readonly byAgent = new Map<string, Stored>();
+  private readonly byAgent = new Map<string, Granted>();
   private readonly watchers = new Map<string, Set<AllowlistWatcher>>();
 
-  constructor(private readonly kv: KV) {}
+  constructor(
+    private readonly repo: AllowlistRepo,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async load(agents: readonly string[]): Promise<void> {
     for (const a of agents) {
-      const parsed = Stored.safeParse(await this.kv.get(`a:${a}`));
-      this.byAgent.set(a, parsed.success ? parsed.data : { commands: [], tools: [] });
+      const granted: Granted = { commands: [], tools: [] };
+      for (const row of await this.repo.list(a)) {
+        if (row.kind === 'command') granted.commands.push(row.value);
+        else if (row.kind === 'tool') granted.tools.push(row.value);
+      }
+      this.byAgent.set(a, granted);
     }
   }
 
@@ -38,11 +51,12 @@ export class PersistedAllowlists {
   }
 
   async add(agent: string, always: { kind: 'command'; key: string } | { kind: 'tool'; name: string }): Promise<void> {
+    const value = always.kind === 'command' ? always.key : always.name;
+    await this.repo.add(agent, always.kind, value, this.now());
     const cur = this.byAgent.get(agent) ?? { commands: [], tools: [] };
-    const next: Stored = { commands: [...cur.commands], tools: [...cur.tools] };
-    if (always.kind === 'command' && !next.commands.includes(always.key)) next.commands.push(always.key);
-    if (always.kind === 'tool' && !next.tools.includes(always.name)) next.tools.push(always.name);
-    await this.kv.set(`a:${agent}`, next);
+    const list = always.kind === 'command' ? cur.commands : cur.tools;
+    // A new array: a reader holding the old one keeps a consistent view.
+    const next: Granted = always.kind === 'command' ? { ...cur, commands: list.includes(value) ? list : [...list, value] } : { ...cur, tools: list.includes(value) ? list : [...list, value] };
     this.byAgent.set(agent, next);
     for (const watcher of [...(this.watchers.get(agent) ?? [])]) {
       await watcher().catch(() => undefined);

@@ -1,6 +1,6 @@
 /**
- * The agent's memory: short notes the model keeps across conversations and restarts, in the store
- * (the `memory` namespace), shown in the system prompt of every run so the model sees them each turn.
+ * The agent's memory: short notes the model keeps across conversations and restarts, in the store's
+ * memory repository (a row per note), shown in the system prompt of every run so the model sees them each turn.
  *
  * Contract:
  * - Two scopes. `agent`: one list per agent, seen in EVERY conversation of that agent (a team fact,
@@ -11,8 +11,11 @@
  * - Caps per list: `maxEntries` entries and `maxBytes` bytes of UTF-8 text (defaults 50 and 8 KB); an
  *   add or replace that would pass either is refused with the numbers and what to do, and changes
  *   nothing. One entry is at most MAX_ENTRY_CHARS characters.
- * - Changes to one list are serialized in this process (read, change, write); the store is the only
- *   copy. Values read back are validated: a corrupt list reads as empty rather than failing turns.
+ * - Stored as lists of the memory repository: `a:<agent>` (agent scope) and `c:<agent>:<conversation>`
+ *   (conversation scope), one entry per note under the note's id (the SQLite migration of old stores
+ *   relies on these names). An add or a replace writes that one entry, a remove deletes it.
+ * - Changes to one list are serialized in this process (read, check the caps, write); the store is the
+ *   only copy. Entries read back are validated: an unreadable one is left out rather than failing turns.
  * - Every entry records who wrote it (`author`: platform, user id, display name when known) and in
  *   which conversation (`origin`). Entries stored before that was recorded load as "author unknown".
  * - Agent memory crosses conversations, so the tools change it only with a human's approval
@@ -26,7 +29,7 @@
  */
 import { KeyedChain } from './keyed-chain.js';
 import { z } from 'zod';
-import type { KV } from './kv.js';
+import type { MemoryRepo } from './store/types.js';
 
 export const MEMORY_SCOPES = ['agent', 'conversation'] as const;
 export type MemoryScope = (typeof MEMORY_SCOPES)[number];
@@ -68,7 +71,6 @@ export const MemoryEntry = z.object({
   origin: z.string().optional(),
 });
 export type MemoryEntry = z.infer<typeof MemoryEntry>;
-const MemoryList = z.array(MemoryEntry);
 
 export type MemoryChange =
   | { action: 'add'; scope: MemoryScope; text: string }
@@ -99,7 +101,7 @@ export class MemoryStore {
   private readonly chains = new KeyedChain();
 
   constructor(
-    private readonly kv: KV,
+    private readonly repo: MemoryRepo,
     /** The agent's settings, read at every call (config can change). */
     private readonly settings: (agentName: string) => MemorySettings = () => DEFAULT_MEMORY_SETTINGS,
     private readonly now: () => number = Date.now,
@@ -133,8 +135,18 @@ export class MemoryStore {
   }
 
   async read(agentName: string, scope: MemoryScope, conversationKey: string): Promise<MemoryEntry[]> {
-    const parsed = MemoryList.safeParse(await this.kv.get(this.key(agentName, scope, conversationKey)));
-    return parsed.success ? parsed.data : [];
+    return (await this.rows(this.key(agentName, scope, conversationKey))).entries;
+  }
+
+  /** A list's readable entries, and every stored id (an unreadable entry's id is not handed out again). */
+  private async rows(list: string): Promise<{ entries: MemoryEntry[]; ids: string[] }> {
+    const rows = await this.repo.list(list);
+    const entries: MemoryEntry[] = [];
+    for (const row of rows) {
+      const e = MemoryEntry.safeParse(row.entry);
+      if (e.success && e.data.id === row.id) entries.push(e.data);
+    }
+    return { entries, ids: rows.map((r) => r.id) };
   }
 
   /**
@@ -162,14 +174,14 @@ export class MemoryStore {
     }
     const key = this.key(agentName, scope, conversationKey);
     return this.chains.run(key, async () => {
-      const entries = await this.read(agentName, scope, conversationKey);
+      const { entries, ids } = await this.rows(key);
       const limits = this.settings(agentName);
       const where = describeScope(scope);
       if (change.action === 'remove') {
         const i = entries.findIndex((e) => e.id === change.id);
         if (i < 0) throw new MemoryError(`No entry ${change.id} in ${where}; view_memory lists the ids.`);
         const [removed] = entries.splice(i, 1);
-        await this.write(key, entries);
+        await this.repo.remove(key, change.id);
         return { scope, entries, ...(removed ? { removed } : {}) };
       }
       const text = change.text.trim();
@@ -183,7 +195,7 @@ export class MemoryStore {
             `${capitalize(where)} is full: ${entries.length} of ${limits.maxEntries} entries (agents.${agentName}.memory.maxEntries). Remove or merge entries first (manage_memory remove / replace).`,
           );
         }
-        const n = entries.reduce((max, e) => Math.max(max, Number(e.id.slice(1)) || 0), 0) + 1;
+        const n = ids.reduce((max, id) => Math.max(max, Number(id.slice(1)) || 0), 0) + 1;
         entry = { id: `${PREFIX[scope]}${n}`, text, updatedAt: this.now(), ...stamp(author, conversationKey) };
         next = [...entries, entry];
       } else {
@@ -199,7 +211,7 @@ export class MemoryStore {
           `${capitalize(where)} would hold ${size} bytes, over its limit of ${limits.maxBytes} (agents.${agentName}.memory.maxBytes; now ${bytes(entries)}). Shorten or remove entries first.`,
         );
       }
-      await this.write(key, next);
+      await this.repo.put(key, entry.id, entry);
       return { scope, entries: next, entry };
     });
   }
@@ -227,11 +239,6 @@ export class MemoryStore {
       'Keep them current with manage_memory (replace or remove what is wrong or done).\n\n' +
       parts.join('\n\n')
     );
-  }
-
-  private async write(key: string, entries: MemoryEntry[]): Promise<void> {
-    if (entries.length === 0) await this.kv.delete(key);
-    else await this.kv.set(key, entries);
   }
 
 }

@@ -1,5 +1,6 @@
 /**
- * Reminders: durable, in the store (the `reminders` namespace), one entry per reminder (`r:<id>`).
+ * Reminders: durable, in the store's reminders repository, one row per reminder (its id, conversation,
+ * due time and revision as columns, the whole Reminder below as its JSON).
  * The tools (agent/tools/builtin/reminders.ts) add, list and cancel them; bot/reminder-scheduler.ts
  * fires them.
  *
@@ -7,8 +8,8 @@
  * - A reminder belongs to the conversation that set it (its key) and the agent that served it; it is
  *   listed and cancelled only from that conversation.
  * - Firing exactly once: every stored reminder carries a revision `rev`. A fire is claimed with
- *   `swap(id, rev, next)`, one compare-and-set statement in the store (SQLite UPDATE ... WHERE rev
- *   ... RETURNING): of any number of timers or processes that saw the same revision, exactly one wins
+ *   `swap(id, rev, next)`, one compare-and-set statement in the store (UPDATE ... WHERE rev ...
+ *   RETURNING): of any number of timers or processes that saw the same revision, exactly one wins
  *   and delivers. A one-shot's claim marks it `firedAt` and it is deleted after delivery; a repeating
  *   one's claim moves `dueAt` to its next occurrence after now (missed occurrences while the bot was
  *   down fire once, not once each). A process that dies between the claim and the delivery loses that
@@ -21,7 +22,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { KV } from './kv.js';
+import type { ReminderRepo, StoredReminder } from './store/types.js';
 
 export interface ReminderSettings {
   /** Fire as a turn of the agent (the model sees the reminder and answers), besides posting it. */
@@ -52,13 +53,6 @@ export const Reminder = z.object({
 });
 export type Reminder = z.infer<typeof Reminder>;
 
-/** The store operations reminders need: a KV plus one atomic compare-and-set on `rev`. */
-export interface ReminderBackend {
-  kv: KV;
-  /** Writes `next` at `r:<id>` only if the stored reminder's rev is `expectedRev`; true when it wrote. */
-  swap(id: string, expectedRev: number, next: Reminder): Promise<boolean>;
-}
-
 export class ReminderError extends Error {
   override name = 'ReminderError';
 }
@@ -78,7 +72,7 @@ export class Reminders {
   private readonly listeners = new Set<() => void>();
 
   constructor(
-    private readonly backend: ReminderBackend,
+    private readonly repo: ReminderRepo,
     private readonly settings: (agentName: string) => ReminderSettings = () => DEFAULT_REMINDER_SETTINGS,
     private readonly now: () => number = Date.now,
   ) {}
@@ -96,22 +90,22 @@ export class Reminders {
     for (const l of this.listeners) l();
   }
 
-  /** Every stored reminder (unreadable entries are skipped). */
+  /** Every stored reminder, soonest first (unreadable entries are skipped). */
   async all(): Promise<Reminder[]> {
-    const list = this.backend.kv.iterator;
-    if (!list) throw new Error('the store cannot list its entries, so reminders cannot be kept');
-    const out: Reminder[] = [];
-    for await (const [name, value] of list.call(this.backend.kv)) {
-      if (!name.startsWith('r:')) continue;
-      const r = Reminder.safeParse(value);
-      if (r.success) out.push(r.data);
-    }
-    return out;
+    return readable(await this.repo.all());
+  }
+
+  /**
+   * Stored reminders due at or before `at` (claimed one-shots awaiting deletion included), soonest
+   * first, at most `limit`: the scheduler's read, which does not grow with how many are set.
+   */
+  async dueBy(at: number, limit: number): Promise<Reminder[]> {
+    return readable(await this.repo.due(at, limit));
   }
 
   /** The conversation's reminders that are still to fire, soonest first. */
   async list(conversationKey: string): Promise<Reminder[]> {
-    return (await this.all()).filter((r) => r.conversationKey === conversationKey && r.firedAt === undefined).sort((a, b) => a.dueAt - b.dueAt);
+    return readable(await this.repo.byConversation(conversationKey)).filter((r) => r.firedAt === undefined);
   }
 
   async add(input: { agentName: string; conversationKey: string; text: string; dueAt: number; repeatMs?: number }): Promise<Reminder> {
@@ -146,7 +140,7 @@ export class Reminders {
       createdAt: now,
       rev: 1,
     };
-    await this.backend.kv.set(`r:${r.id}`, r);
+    await this.repo.put(rowOf(r));
     this.changed();
     return r;
   }
@@ -155,14 +149,14 @@ export class Reminders {
   async cancel(conversationKey: string, id: string): Promise<Reminder | undefined> {
     const r = await this.get(id);
     if (!r || r.conversationKey !== conversationKey || r.firedAt !== undefined) return undefined;
-    await this.backend.kv.delete(`r:${id}`);
+    await this.repo.delete(id);
     this.changed();
     return r;
   }
 
   async get(id: string): Promise<Reminder | undefined> {
-    const parsed = Reminder.safeParse(await this.backend.kv.get(`r:${id}`));
-    return parsed.success ? parsed.data : undefined;
+    const row = await this.repo.get(id);
+    return row ? readable([row])[0] : undefined;
   }
 
   /**
@@ -182,19 +176,19 @@ export class Reminders {
     } else {
       next = { ...r, firedAt: now, rev: r.rev + 1 };
     }
-    if (!(await this.backend.swap(r.id, r.rev, next))) return undefined;
+    if (!(await this.repo.swap(r.id, r.rev, rowOf(next)))) return undefined;
     return { reminder: r, dueAt: r.dueAt, lateMs: Math.max(0, now - r.dueAt), ...(nextDueAt !== undefined ? { nextDueAt } : {}) };
   }
 
   /** Deletes a delivered one-shot. */
   async finish(fire: ClaimedFire): Promise<void> {
-    if (fire.nextDueAt === undefined) await this.backend.kv.delete(`r:${fire.reminder.id}`);
+    if (fire.nextDueAt === undefined) await this.repo.delete(fire.reminder.id);
   }
 
   /** Deletes one-shots claimed longer than `olderThanMs` ago (their process died before deleting them). */
   async sweepClaimed(all: readonly Reminder[], olderThanMs: number): Promise<void> {
     const now = this.now();
-    for (const r of all) if (r.firedAt !== undefined && now - r.firedAt > olderThanMs) await this.backend.kv.delete(`r:${r.id}`);
+    for (const r of all) if (r.firedAt !== undefined && now - r.firedAt > olderThanMs) await this.repo.delete(r.id);
   }
 }
 
@@ -213,22 +207,18 @@ export function formatDuration(ms: number): string {
   return shown.map(([n, unit]) => `${n} ${unit}`).join(' ');
 }
 
-/** An in-process backend (memory storage, unit tests): one process, so read-then-write cannot be raced. */
-export function kvReminderBackend(kv: KV): ReminderBackend {
-  // Swaps run one after another, so two claims in this process cannot both read the old revision.
-  let chain: Promise<unknown> = Promise.resolve();
-  return {
-    kv,
-    swap(id, expectedRev, next) {
-      const run = async () => {
-        const cur = Reminder.safeParse(await kv.get(`r:${id}`));
-        if (!cur.success || cur.data.rev !== expectedRev) return false;
-        await kv.set(`r:${id}`, next);
-        return true;
-      };
-      const result = chain.then(run, run);
-      chain = result.catch(() => undefined);
-      return result;
-    },
-  };
+/** The row of a reminder: its columns mirror the JSON (the SQLite migration of old stores relies on that). */
+function rowOf(r: Reminder): StoredReminder {
+  return { id: r.id, conversation: r.conversationKey, dueAt: r.dueAt, rev: r.rev, reminder: r };
+}
+
+/** The rows that hold a readable reminder agreeing with its columns; the rest are left out. */
+function readable(rows: readonly StoredReminder[]): Reminder[] {
+  const out: Reminder[] = [];
+  for (const row of rows) {
+    const r = Reminder.safeParse(row.reminder);
+    // The columns are what swap compares and due() orders by: they win over a stale JSON copy.
+    if (r.success && r.data.id === row.id) out.push({ ...r.data, dueAt: row.dueAt, rev: row.rev });
+  }
+  return out;
 }

@@ -15,8 +15,8 @@ import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
-import { ApprovalBroker } from '../agent/approvals.js';
-import { kvApprovalRepo } from './kv-approvals.js';
+import { ApprovalBroker, InProcessDecisionBus } from '../agent/approvals.js';
+import type { Store } from '../agent/store/types.js';
 import { ConversationStore } from '../agent/conversation-store.js';
 import { classifierCompletionFrom } from '../agent/model.js';
 import type { Usage } from '../agent/events.js';
@@ -47,6 +47,8 @@ export type { Log } from './log.js';
 export interface GatehouseOptions {
   config: Config;
   storage: Storage;
+  /** The store's repositories: approvals, allowlists, memory, reminders, the event ledger, the MCP cache. */
+  store: Store;
   model: ModelClient;
   adapters: Adapter[];
   log?: Log;
@@ -128,7 +130,7 @@ function ownFiles(config: Config): string[] {
 }
 
 export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse> {
-  const { config, storage } = opts;
+  const { config, storage, store: repos } = opts;
   const log = opts.log ?? defaultLog;
   const audit = opts.audit ?? auditTo(log);
   for (const agent of Object.values(config.agents)) {
@@ -191,10 +193,12 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     };
   };
 
-  const allowlists = new PersistedAllowlists(storage.allowlists);
+  const allowlists = new PersistedAllowlists(repos.allowlists);
   await allowlists.load(Object.keys(config.agents));
   const broker = new ApprovalBroker({
-    approvals: kvApprovalRepo(storage),
+    approvals: repos.approvals,
+    // One process per store today; the next issue's LISTEN/NOTIFY bus goes here.
+    bus: new InProcessDecisionBus(),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
@@ -219,11 +223,11 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const dataDir = dataDirOf(config, process.cwd());
   const mcp = await createMcp({
     agents: () => config.agents,
-    kv: storage.mcp,
+    kv: repos.cache,
     log: (level, m) => log(level, m),
     box: { botFiles, ...(dataDir !== undefined ? { stateRoot: join(dataDir, 'mcp') } : {}) },
   });
-  const assistant = memoryAndReminders(config, storage);
+  const assistant = memoryAndReminders(config, repos);
   const registries = new Map<string, ToolRegistry>();
   const registryFor = (agent: AgentSettings): ToolRegistry => {
     const live = config.agents[agent.name];
@@ -291,7 +295,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
   const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
-  const router = new Router({ config, runner, broker, claimEvent: storage.claimEvent, log, audit, operatorShell });
+  const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell });
 
   return {
     config,

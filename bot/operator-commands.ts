@@ -4,8 +4,9 @@
  *   gatehouse approvals       pending approvals and questions, with who can decide each
  *   gatehouse conversations   recent conversations: key, agent, last activity, messages
  *
- * `approvals` and `conversations` open the store through the Storage interface (bot/storage.ts), read
- * and print, and close it; the service may be running meanwhile (SQLite allows a second reader).
+ * `approvals` opens the store's repositories (bot/storage.ts openStore, never creating a store), reads
+ * `approvals.allPending` and each request, prints which store it read and what is pending, and closes
+ * it; the service may be running meanwhile. `conversations` reads the Storage namespaces.
  * `--json` prints one JSON array. Contract: exit 0 with the listing (an empty one says so), 1 when the
  * config or the store cannot be read, with the reason.
  */
@@ -15,6 +16,9 @@ import { builtinToolNames } from '../agent/tools/catalog.js';
 import type { CliIO } from './cli.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { dataDirOf, PID_FILE, RELOAD_STATUS_FILE, type ReloadStatus } from './reload.js';
+import { z } from 'zod';
+import type { Store } from '../agent/store/types.js';
+import { openInterimStore } from './interim-store.js';
 import { openStorage, type Storage } from './storage.js';
 
 function loadForCommand(io: CliIO): Config | number {
@@ -40,6 +44,26 @@ async function withStore<T>(io: CliIO, config: Config, fn: (s: Storage) => Promi
     return await fn(storage);
   } finally {
     await storage.close();
+  }
+}
+
+/**
+ * Opens the store's repositories for an operator command: never creates a store (run from the wrong
+ * folder, the error names GATEHOUSE_STORE and the folder), and works beside a running service.
+ */
+async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise<T>): Promise<T | number> {
+  let store: Store;
+  try {
+    // Interim (until bot/storage.ts openStore lands): then opened with mustExist, never creating a store.
+    store = await openInterimStore(config.store, (m) => io.stderr.write(m + '\n'));
+  } catch (err) {
+    io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
   }
 }
 
@@ -71,36 +95,55 @@ function badArgs(args: string[], allowed: string[], usage: string, io: CliIO): b
   return true;
 }
 
+const StoredRequestView = z
+  .object({
+    kind: z.string(),
+    conversationKey: z.string(),
+    platform: z.string(),
+    agentName: z.string(),
+    card: z.object({ title: z.string() }).loose(),
+    createdAt: z.number(),
+    expiresAt: z.number(),
+    starterId: z.string().optional(),
+  })
+  .loose();
+
 export async function approvalsCommand(args: string[], io: CliIO): Promise<number> {
   if (badArgs(args, ['--json'], 'gatehouse approvals [--json]', io)) return 2;
   const json = args.includes('--json');
   const config = loadForCommand(io);
   if (typeof config === 'number') return config;
-  const result = await withStore(io, config, async (s) => {
+  const result = await withRepos(io, config, async (s) => {
     const now = Date.now();
     const rows: PendingRow[] = [];
-    for (const [key, value] of await entries(s.approvals)) {
-      if (!key.startsWith('r:') || value === null || typeof value !== 'object') continue;
-      const r = value as Record<string, unknown>;
-      if (r['decision'] !== undefined || typeof r['expiresAt'] !== 'number' || r['expiresAt'] <= now) continue;
-      const agent = String(r['agentName'] ?? '');
-      const platform = String(r['platform'] ?? '');
-      const bound = (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [];
-      const canDecide = bound.map((id) => `${platform} ${id}`);
-      if (r['kind'] === 'question' && typeof r['starterId'] === 'string') canDecide.unshift(`${platform} ${r['starterId']} (who asked)`);
-      const card = r['card'] as { title?: unknown } | undefined;
+    let unreadable = 0;
+    for (const { id } of await s.approvals.allPending(now)) {
+      const stored = await s.approvals.get(id, now);
+      if (!stored || stored.decision !== undefined) continue;
+      const parsed = StoredRequestView.safeParse(stored.request);
+      if (!parsed.success) {
+        unreadable++;
+        continue;
+      }
+      const r = parsed.data;
+      if (r.expiresAt <= now) continue;
+      const bound = (config.agents[r.agentName]?.approvers as Record<string, string[] | undefined> | undefined)?.[r.platform] ?? [];
+      const canDecide = bound.map((who) => `${r.platform} ${who}`);
+      if (r.kind === 'question' && r.starterId !== undefined) canDecide.unshift(`${r.platform} ${r.starterId} (who asked)`);
       rows.push({
-        id: String(r['id'] ?? key.slice(2)),
-        kind: String(r['kind'] ?? '?'),
-        conversation: String(r['conversationKey'] ?? '?'),
-        agent,
-        title: typeof card?.title === 'string' ? card.title : '',
-        createdAt: time(Number(r['createdAt'] ?? 0)),
-        expiresAt: time(r['expiresAt']),
+        id,
+        kind: r.kind,
+        conversation: r.conversationKey,
+        agent: r.agentName,
+        title: r.card.title,
+        createdAt: time(r.createdAt),
+        expiresAt: time(r.expiresAt),
         canDecide,
       });
     }
-    rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    // Which store was read: on stdout for people, on stderr beside --json (stdout stays one array).
+    (json ? io.stderr : io.stdout).write(`Read from ${s.description}.\n`);
+    if (unreadable > 0) io.stderr.write(`${unreadable} pending request(s) could not be read (written by another version?); they are left out.\n`);
     if (json) {
       io.stdout.write(JSON.stringify(rows) + '\n');
       return 0;

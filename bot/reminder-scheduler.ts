@@ -7,8 +7,9 @@
  *   `maxWaitMs` (default 60 s); after it the wall clock is read again, so a clock set forward fires
  *   what became due within that wait, and a clock set back simply waits longer. With no reminders
  *   stored, no timer runs; an add or cancel through the tools re-arms at once.
- * - At start every stored reminder is read: what came due while the bot was down fires now, once,
- *   and its message says how late it is ("due ..., delivered 2 h 5 min late").
+ * - Each tick reads only what is due within one wait (`Reminders.dueBy`, at most DUE_BATCH at a time),
+ *   never every reminder: at start, what came due while the bot was down fires now, once, and its
+ *   message says how late it is ("due ..., delivered 2 h 5 min late").
  * - Exactly once: each fire is claimed in the store first (Reminders.claim, a compare-and-set), so
  *   of two ticks or two processes only one posts. A claimed delivery that fails is logged, not retried.
  * - Delivery: the text is posted through the conversation's adapter (postText, in that conversation's
@@ -19,7 +20,7 @@
  */
 import type { Config } from './config.js';
 import type { Log } from './log.js';
-import type { Storage } from './storage.js';
+import type { Store } from '../agent/store/types.js';
 import type { Runner } from '../agent/runner.js';
 import { DEFAULT_MEMORY_SETTINGS, MEMORY_TOOL_NAMES, MemoryStore } from '../agent/memory.js';
 import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
@@ -29,6 +30,8 @@ import type { AgentSettings } from '../agent/settings.js';
 export const LATE_AFTER_MS = 2_000;
 /** A one-shot claimed this long ago whose entry is still there: its process died; the entry goes. */
 const CLAIMED_SWEEP_MS = 10 * 60_000;
+/** Reminders read per tick (more due at once: the next batch is read right after). */
+const DUE_BATCH = 100;
 
 export interface ReminderSchedulerOptions {
   reminders: Reminders;
@@ -118,10 +121,15 @@ export class ReminderScheduler {
   }
 
   private async tick(): Promise<void> {
-    const all = await this.opts.reminders.all();
-    await this.opts.reminders.sweepClaimed(all, CLAIMED_SWEEP_MS);
+    const maxWait = this.opts.maxWaitMs ?? 60_000;
+    const now = this.now();
+    // What is due now or within one wait: the rest cannot matter before the next read.
+    const window = await this.opts.reminders.dueBy(now + maxWait, DUE_BATCH);
+    const dueNow = window.filter((r) => r.dueAt <= now);
+    await this.opts.reminders.sweepClaimed(dueNow, CLAIMED_SWEEP_MS);
     let soonest: number | undefined;
-    for (const r of all.sort((a, b) => a.dueAt - b.dueAt)) {
+    let fired = 0;
+    for (const r of window) {
       if (this.stopped) return;
       if (r.firedAt !== undefined) continue;
       if (!this.opts.reachable(r.conversationKey)) {
@@ -139,11 +147,21 @@ export class ReminderScheduler {
       if (!fire) {
         // Another process fired it (or it changed): read the store again later, in case that process
         // stops before the reminder's next occurrence.
-        soonest = Math.min(soonest ?? Infinity, this.now() + (this.opts.maxWaitMs ?? 60_000));
+        soonest = Math.min(soonest ?? Infinity, this.now() + maxWait);
         continue;
       }
+      fired++;
       await this.deliver(fire);
       if (fire.nextDueAt !== undefined) soonest = Math.min(soonest ?? Infinity, fire.nextDueAt);
+    }
+    if (window.length === DUE_BATCH && fired > 0) {
+      // A full batch: read the next one at once.
+      this.again = true;
+      return;
+    }
+    // Nothing within the wait: a timer only if something is stored beyond it (one row is enough to know).
+    if (soonest === undefined && (await this.opts.reminders.dueBy(Number.MAX_SAFE_INTEGER, window.length + 1)).length > window.length) {
+      soonest = now + maxWait;
     }
     if (soonest !== undefined) this.arm(soonest);
   }
@@ -169,9 +187,9 @@ export class ReminderScheduler {
 }
 
 /** The memory store, the reminders, and what the composition root needs from them. */
-export function memoryAndReminders(config: Config, storage: Storage) {
-  const memory = new MemoryStore(storage.memory, (a) => config.agents[a]?.memory ?? DEFAULT_MEMORY_SETTINGS);
-  const reminders = new Reminders(storage.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS);
+export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' | 'reminders'>) {
+  const memory = new MemoryStore(store.memory, (a) => config.agents[a]?.memory ?? DEFAULT_MEMORY_SETTINGS);
+  const reminders = new Reminders(store.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS);
   return {
     stores: { memory, reminders },
     /** The system prompt's memory section, for agents that have a memory tool. */

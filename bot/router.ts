@@ -1,6 +1,7 @@
 /**
  * The router: the core's side of the adapter seam (AdapterSink). For each inbound message it drops
- * duplicates (platform retries, by event id), applies access control and the rate limit, handles the
+ * duplicates (platform retries, by event id: one atomic claim in the store's event ledger, so a
+ * restart or another process sharing the store sees them too), applies access control and the rate limit, handles the
  * bot's commands (/stop, /reset, /help), lets a typed reply answer an open question, picks the agent
  * for the place, and submits the turn. Clicks go to the approval broker.
  * A turn that queues behind a run waiting on a human is accepted with a reply saying what it waits
@@ -16,6 +17,7 @@
 import type { ActionResult, AdapterSink, InboundAction, InboundMessage, MessageResult } from '../adapters/types.js';
 import type { ApprovalBroker } from '../agent/approvals.js';
 import type { Audit } from '../agent/audit.js';
+import type { EventLedger } from '../agent/store/types.js';
 import type { ContentBlock } from '../agent/messages.js';
 import type { Runner } from '../agent/runner.js';
 import { checkAccess, createRateLimiter, createRefusalThrottle, DEFAULT_REFUSAL_LIMITS, floodLine, rateLimitReply, type RateLimiter, type RefusalThrottle } from '../policies/access.js';
@@ -28,22 +30,20 @@ export interface RouterOptions {
   config: Config;
   runner: Runner;
   broker: ApprovalBroker;
-  /** Records an event id; false when it was already recorded (see Storage.claimEvent). */
-  claimEvent(id: string, ttlMs: number): Promise<boolean>;
+  /** The store's platform-event ledger: a claim is false when the id was already recorded. */
+  events: EventLedger;
   log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
   /** The audit trail: strangers refused. */
   audit?: Audit;
   /** `! cmd` in the terminal chat (bot/operator-shell.ts); never offered to a chat platform. */
   operatorShell?: OperatorShell;
-  /** The clock of the refusal throttle (tests). */
+  /** The clock of the refusal throttle and the event ledger (tests). */
   now?: () => number;
 }
 
 export class Router implements AdapterSink {
   private readonly refusals: RefusalThrottle;
   private readonly limiter: RateLimiter;
-  /** Event ids seen in this process: closes the window between a dedupe read and its write. */
-  private readonly recent = new Set<string>();
   /** Operator shell output waiting to go along with the conversation's next turn. */
   private readonly shellContext = new Map<string, string[]>();
 
@@ -157,12 +157,9 @@ export class Router implements AdapterSink {
   }
 
   private async isDuplicate(id: string): Promise<boolean> {
-    if (this.recent.has(id)) return true;
-    this.recent.add(id);
-    if (this.recent.size > 10_000) this.recent.delete(this.recent.values().next().value as string);
     try {
-      // The store covers retries after a restart (and other instances on a shared store).
-      return !(await this.opts.claimEvent(id, DEDUPE_TTL_MS));
+      // One atomic statement: of two deliveries at once, here or in another process, one is new.
+      return !(await this.opts.events.claim(id, DEDUPE_TTL_MS, (this.opts.now ?? Date.now)()));
     } catch (err) {
       // Better to risk handling a platform retry twice than to drop a message: the turn's own
       // write still has to succeed, and says so to the user when it does not.

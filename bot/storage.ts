@@ -18,7 +18,6 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkd
 import { basename, dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores, KV } from '../agent/kv.js';
-import { kvReminderBackend, type ReminderBackend } from '../agent/reminders.js';
 import type { StoreSettings } from './env.js';
 import { startSqliteWorker } from './sqlite-worker.js';
 
@@ -51,8 +50,8 @@ export interface Storage extends AgentStores {
   decideOnce(key: string, value: unknown, ttlMs: number): Promise<boolean>;
   /** The agent's memory notes (agent/memory.ts). */
   memory: KV;
-  /** Reminders, with their compare-and-set claim (agent/reminders.ts). */
-  reminders: ReminderBackend;
+  /** Reminders: read by the upgrade to the repository store only (agent/reminders.ts uses ReminderRepo). */
+  reminders: KV;
   close(): Promise<void>;
 }
 
@@ -165,13 +164,7 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
     mcp: open('mcp'),
   };
   const memory = open('memory');
-  const remindersKv = open('reminders');
-  const remindersStore = worker.store('reminders');
-  const reminders: ReminderBackend = {
-    kv: remindersKv,
-    // Keyv's own format (PLAIN_JSON, no expiry), so keyv reads the entry back like any other.
-    swap: (id, expectedRev, next) => remindersStore.setIfRev(`reminders:r:${id}`, JSON.stringify({ value: next }), expectedRev),
-  };
+  const reminders = open('reminders');
   // Fail now, not on the first message, if the store cannot be written.
   try {
     await stores.dedupe.set('startup-check', Date.now(), 60_000);
@@ -275,7 +268,7 @@ export function memoryStorage(): Storage {
     dedupe,
     mcp: mk(),
     memory: mk(),
-    reminders: kvReminderBackend(mk()),
+    reminders: mk(),
     claimEvent: claimByReadThenWrite(dedupe),
     // One process: a read then a write cannot be raced by another.
     async decideOnce(key, value, ttlMs) {

@@ -8,7 +8,7 @@
  * listed, a toolPolicy entry naming one of its tools exactly (`mcp_github_create_issue`) that the
  * server does not offer is logged as a warning naming the key (config cannot know it earlier).
  */
-import type { KV } from '../kv.js';
+import type { CacheRepo } from '../store/types.js';
 import type { BoxSettings } from './launch.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { isGlob } from '../../policies/tool-policy.js';
@@ -35,7 +35,7 @@ export interface Mcp {
 
 export async function createMcp(opts: {
   agents: () => Readonly<Record<string, McpAgentView>>;
-  kv?: KV;
+  kv?: CacheRepo;
   log: (level: 'info' | 'warn', msg: string) => void;
   /** Boxed stdio servers: where their folders go (the data folder's mcp/) and what the box hides. */
   box?: Partial<BoxSettings>;

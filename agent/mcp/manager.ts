@@ -39,7 +39,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { KV } from '../kv.js';
+import type { CacheRepo } from '../store/types.js';
 import type { ToolResult } from '../tools/types.js';
 import { cappedFetch } from './capped-fetch.js';
 import type { McpServerConfig } from './config.js';
@@ -63,8 +63,8 @@ const CachedListing = z.object({
 export interface McpManagerOptions {
   /** The agent's servers, read live (a reload may change them). */
   servers(agent: string): Readonly<Record<string, McpServerConfig>> | undefined;
-  /** Where listings are cached (the `mcp` namespace); optional in tests. */
-  kv?: KV;
+  /** Where listings are cached (the store's cache, key `tools:<agent>:<server>`); optional in tests. */
+  kv?: CacheRepo;
   log?: (level: 'info' | 'warn', msg: string) => void;
   /** Called after each successful listing (to check toolPolicy names against it). */
   onListed?: (agent: string, server: string, tools: readonly McpToolInfo[]) => void;

@@ -10,13 +10,14 @@ import { DEFAULT_MEMORY_SETTINGS, MemoryError, MemoryStore, type MemorySettings 
 import { SAVE_AGENT_NOTE_OPTION, manageMemoryTool, viewMemoryTool } from '../../agent/tools/builtin/memory.js';
 import type { ToolContext } from '../../agent/tools/types.js';
 import { ToolError } from '../../agent/tools/types.js';
-import { openStorage, type Storage } from '../../bot/storage.js';
+import { openSqliteStore } from '../../agent/store/sqlite/index.js';
+import type { Store } from '../../agent/store/types.js';
 
 let dir: string;
-let storage: Storage;
+let storage: Store;
 let settings: MemorySettings;
 
-const open = () => openStorage({ kind: 'sqlite', url: `sqlite://${join(dir, 'store.sqlite')}`, path: join(dir, 'store.sqlite') });
+const open = () => openSqliteStore({ path: join(dir, 'store.sqlite') });
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-memory-'));
@@ -204,7 +205,8 @@ test('a note cannot break out of its quotes: newlines, quotes, fences, line sepa
 });
 
 test('entries saved before authors were recorded still load, and show as author unknown', async () => {
-  await storage.memory.set('a:ops', [{ id: 'a1', text: 'old note', updatedAt: 1 }]);
+  // As the upgrade of an older store writes it: the list `a:<agent>`, the entry under its id.
+  await storage.memory.put('a:ops', 'a1', { id: 'a1', text: 'old note', updatedAt: 1 });
   const m = store();
   expect(await m.read('ops', 'agent', 'k')).toEqual([{ id: 'a1', text: 'old note', updatedAt: 1 }]);
   const section = await m.promptSection('ops', 'k');

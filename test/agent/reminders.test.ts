@@ -10,15 +10,16 @@ import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ReminderSett
 import { addReminderTool, cancelReminderTool, listRemindersTool } from '../../agent/tools/builtin/reminders.js';
 import { summarizeCall } from '../../agent/tools/summary.js';
 import type { ToolContext } from '../../agent/tools/types.js';
-import { openStorage, type Storage } from '../../bot/storage.js';
+import { openSqliteStore } from '../../agent/store/sqlite/index.js';
+import type { Store } from '../../agent/store/types.js';
 
 let dir: string;
-let storage: Storage;
+let storage: Store;
 let settings: ReminderSettings;
 let clock: number;
 
-const open = () => openStorage({ kind: 'sqlite', url: `sqlite://${join(dir, 'store.sqlite')}`, path: join(dir, 'store.sqlite') });
-const reminders = (s: Storage = storage) => new Reminders(s.reminders, () => settings, () => clock);
+const open = () => openSqliteStore({ path: join(dir, 'store.sqlite') });
+const reminders = (s: Store = storage) => new Reminders(s.reminders, () => settings, () => clock);
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-reminders-'));

@@ -1,8 +1,13 @@
 /**
- * First click wins across processes sharing one SQLite store: two real node processes
- * (test/helpers/approval-clicker.ts: the real broker on bot/storage.ts) click the same approval
- * button at the same moment, 60 rounds. Each round exactly one click is accepted, the other is told
- * it was already decided, and the stored decision is the winner's.
+ * First click wins across processes sharing one SQLite store, and every process's waiter is woken:
+ * two real node processes (test/helpers/approval-clicker.ts: the real broker on the SQLite engine)
+ * each wait on the same approval and click the same button at the same moment, 60 rounds, while this
+ * process (a third broker, which never clicks) waits too.
+ * Each round exactly one click is accepted, the other is told it was already decided, exactly one
+ * decision is stored (the winner's), and all three waiters wake with it. How each one wakes today:
+ * the winner's through its in-process DecisionBus; the loser's when its decideOnce loses and it reads
+ * the winner's decision; this process's by polling the store while it waits (the next issue's
+ * LISTEN/NOTIFY bus replaces the poll).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,10 +15,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { ApprovalBroker, type ClickResult } from '../../agent/approvals.js';
-import { kvApprovalRepo } from '../../bot/kv-approvals.js';
+import { ApprovalBroker, type ClickResult, type Decision } from '../../agent/approvals.js';
 import type { Card } from '../../agent/events.js';
-import { openStorage, type Storage } from '../../bot/storage.js';
+import { openSqliteStore } from '../../agent/store/sqlite/index.js';
+import type { Store } from '../../agent/store/types.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -22,75 +27,91 @@ const ROUNDS = 60;
 
 interface Clicker {
   child: ChildProcessWithoutNullStreams;
-  next(): Promise<string>;
+  next(kind: 'ready' | 'click' | 'woke'): Promise<string>;
 }
 
 function startClicker(path: string): Clicker {
   const child = spawn(process.execPath, ['--import', register, clicker, path], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  const waiting: Array<(l: string) => void> = [];
+  const lines = new Map<string, string[]>();
+  const waiting = new Map<string, Array<(l: string) => void>>();
   createInterface({ input: child.stdout }).on('line', (l) => {
-    const w = waiting.shift();
-    if (w) w(l);
-    else lines.push(l);
+    const kind = l.split(' ', 1)[0]!;
+    const rest = l.slice(kind.length + 1);
+    const w = waiting.get(kind)?.shift();
+    if (w) w(rest);
+    else lines.set(kind, [...(lines.get(kind) ?? []), rest]);
   });
   child.stderr.on('data', (d: Buffer) => process.stderr.write(d));
-  return { child, next: () => (lines.length ? Promise.resolve(lines.shift()!) : new Promise((r) => waiting.push(r))) };
+  return {
+    child,
+    next: (kind) => {
+      const queued = lines.get(kind);
+      if (queued?.length) return Promise.resolve(queued.shift()!);
+      return new Promise((r) => waiting.set(kind, [...(waiting.get(kind) ?? []), r]));
+    },
+  };
 }
 
 let dir: string;
-let storage: Storage;
+let store: Store;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-first-click-'));
-  storage = await openStorage({ kind: 'sqlite', path: join(dir, 'store.sqlite'), url: `sqlite://${join(dir, 'store.sqlite')}` });
+  store = await openSqliteStore({ path: join(dir, 'store.sqlite') });
 });
 afterEach(async () => {
-  await storage.close();
+  await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('two processes click the same button at once, 60 rounds: exactly one wins each time', async () => {
+test('two processes wait on and click the same button at once, 60 rounds: one decision, every waiter woken with it', async () => {
   const cards: Card[] = [];
   const broker = new ApprovalBroker({
-    approvals: kvApprovalRepo(storage),
+    approvals: store.approvals,
     outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async (c) => String(cards.push(c)), updateCard: async () => undefined }),
     approversOf: () => ['alice', 'bob'],
+    pollMs: 25,
   });
-  const ids: string[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    ids.push(
-      await broker.askApproval({
-        conversationKey: `telegram:${i}`, platform: 'telegram', agentName: 'default', runId: `run-${i}`,
-        title: 'Run a command?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000,
-      }),
-    );
-  }
   const path = join(dir, 'store.sqlite');
   const alice = startClicker(path);
   const bob = startClicker(path);
   try {
-    expect(await alice.next()).toBe('ready');
-    expect(await bob.next()).toBe('ready');
+    expect(await alice.next('ready')).toBe('');
+    expect(await bob.next('ready')).toBe('');
     const wins = { alice: 0, bob: 0 };
     for (let i = 0; i < ROUNDS; i++) {
+      const conversationKey = `telegram:${i}`;
+      const id = await broker.askApproval({
+        conversationKey, platform: 'telegram', agentName: 'default', runId: `run-${i}`,
+        title: 'Run a command?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000,
+      });
+      const here = broker.wait(id);
+      for (const c of [alice, bob]) c.child.stdin.write(`wait ${id}\n`);
       // The same button for both; alternate Approve / Deny so the stored outcome shows who won.
       const token = cards[i]!.buttons[i % 2]!.token;
       const at = Date.now() + 30;
-      alice.child.stdin.write(`${at} alice ${token} telegram:${i}\n`);
-      bob.child.stdin.write(`${at} bob ${token} telegram:${i}\n`);
-      const a = JSON.parse(await alice.next()) as ClickResult;
-      const b = JSON.parse(await bob.next()) as ClickResult;
+      alice.child.stdin.write(`click ${at} alice ${token} ${conversationKey}\n`);
+      bob.child.stdin.write(`click ${at} bob ${token} ${conversationKey}\n`);
+      const a = JSON.parse(await alice.next('click')) as ClickResult;
+      const b = JSON.parse(await bob.next('click')) as ClickResult;
       expect([a.accepted, b.accepted].filter(Boolean)).toHaveLength(1);
       const loser = a.accepted ? b : a;
       expect(loser.notice).toMatch(/^Already decided/);
       const winner = a.accepted ? 'alice' : 'bob';
       wins[winner]++;
-      const stored = await broker.get(ids[i]!);
+      const stored = await broker.get(id);
       expect(stored?.decision).toMatchObject({ by: winner, outcome: i % 2 === 0 ? 'approved' : 'denied' });
-      expect(await broker.pendingIds(`telegram:${i}`)).toEqual([]);
+      expect(await broker.pendingIds(conversationKey)).toEqual([]);
+      // Every waiter, in all three processes, woke with the one stored decision.
+      const woke = await Promise.all([alice.next('woke'), bob.next('woke')]);
+      for (const w of woke) {
+        expect(w.startsWith(`${id} `)).toBe(true);
+        expect(JSON.parse(w.slice(id.length + 1)) as Decision).toEqual(stored!.decision);
+      }
+      expect(await here).toEqual(stored!.decision);
     }
     console.log(`first-click wins: alice ${wins.alice}, bob ${wins.bob}`);
   } finally {
+    broker.close();
     alice.child.stdin.end();
     bob.child.stdin.end();
     await Promise.all([alice, bob].map((c) => new Promise((r) => (c.child.exitCode !== null ? r(null) : c.child.once('exit', r)))));

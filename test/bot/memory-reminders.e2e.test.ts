@@ -87,7 +87,7 @@ describe('memory as injection persistence: a group member\'s "remember this" and
     await h.adapter.click(card, 'Deny');
     await waitFor('the group answer', () => h.adapter.answers('console:group')[0]);
     await h.gh.runner.idle();
-    expect(await h.storage.memory.get('a:default')).toBeUndefined();
+    expect(await h.store.memory.list('a:default')).toEqual([]);
     h.script({ text: 'Hi again.' });
     const before = h.modelRequests().length;
     await h.adapter.send('and now?', { conversation: 'admin-dm', user: 'local' });
@@ -112,7 +112,7 @@ describe('memory as injection persistence: a group member\'s "remember this" and
     expect(h.adapter.cards).toHaveLength(0);
     const toolResult = JSON.stringify((h.modelRequests()[1]!.body as { messages: unknown[] }).messages.at(-1));
     expect(toolResult).toMatch(/no approver/i);
-    expect(await h.storage.memory.get('a:default')).toBeUndefined();
+    expect(await h.store.memory.list('a:default')).toEqual([]);
     expect(await adminDmPrompt()).not.toContain('evil.example');
   });
 
@@ -122,8 +122,8 @@ describe('memory as injection persistence: a group member\'s "remember this" and
     const card = await waitFor('the memory card', () => h.adapter.cards[0]);
     await h.adapter.click(card, 'Approve once');
     await waitFor('the group answer', () => h.adapter.answers('console:group')[0]);
-    expect(await h.storage.memory.get('a:default')).toEqual([
-      expect.objectContaining({ id: 'a1', text: INJECTED, author: { platform: 'console', id: 'mallory', name: 'mallory' }, origin: 'console:group' }),
+    expect(await h.store.memory.list('a:default')).toEqual([
+      { id: 'a1', entry: expect.objectContaining({ id: 'a1', text: INJECTED, author: { platform: 'console', id: 'mallory', name: 'mallory' }, origin: 'console:group' }) },
     ]);
     const prompt = await adminDmPrompt();
     const lines = prompt.split('\n');
@@ -139,7 +139,7 @@ describe('memory as injection persistence: a group member\'s "remember this" and
 
 test('an agent without memory tools gets no memory section', async () => {
   h = await Harness.start({ yaml: agentYaml('tools: [get_time]', 'approvers: { console: [local] }') });
-  await h.storage.memory.set('a:default', [{ id: 'a1', text: 'should not show', updatedAt: 1 }]);
+  await h.store.memory.put('a:default', 'a1', { id: 'a1', text: 'should not show', updatedAt: 1 });
   h.script({ text: 'hi' });
   await h.adapter.send('hello');
   await waitFor('the answer', () => h.adapter.answers()[0]);
@@ -180,7 +180,7 @@ test('tiers: on a read-only agent add_reminder and manage_memory need an approve
   await h.adapter.click(memoryCard, 'Deny');
   await waitFor('the answer', () => h.adapter.answers()[1]);
   // Denied: nothing was stored.
-  expect(await h.storage.memory.get('c:default:console:main')).toBeUndefined();
+  expect(await h.store.memory.list('c:default:console:main')).toEqual([]);
 });
 
 test('a due reminder is posted into the conversation that set it, and with runAsTurn the agent gets a turn', async () => {

@@ -172,7 +172,9 @@ test('gatehouse approvals and conversations read the store while the service run
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml(['501', '4242']));
   expect((await cli(['conversations'])).stdout).toBe('No conversations yet.\n');
   await startService();
-  expect((await cli(['approvals'])).stdout).toBe('No pending approvals or questions.\n');
+  // Each listing says which store it read.
+  const readFrom = `Read from sqlite://${join(dir, 'data', 'gatehouse.sqlite')}.\n`;
+  expect((await cli(['approvals'])).stdout).toBe(`${readFrom}No pending approvals or questions.\n`);
 
   // Eve's conversation ends with an answer; Ada's waits for an approval (write_file above read-only).
   queue.push({ text: 'Hello Eve.' });
@@ -187,7 +189,11 @@ test('gatehouse approvals and conversations read the store while the service run
   expect(approvals.stdout).toMatch(/^approval \S+: .*write_file/m);
   expect(approvals.stdout).toMatch(/^ {2}conversation: telegram:501 \(agent default\)$/m);
   expect(approvals.stdout).toMatch(/^ {2}can decide: {3}telegram 501$/m);
-  const json = JSON.parse((await cli(['approvals', '--json'])).stdout) as Array<{ conversation: string; canDecide: string[]; kind: string }>;
+  expect(approvals.stdout.startsWith(readFrom)).toBe(true);
+  const jsonRun = await cli(['approvals', '--json']);
+  // stdout stays one JSON array; the store read is named on stderr.
+  expect(jsonRun.stderr).toContain(readFrom);
+  const json = JSON.parse(jsonRun.stdout) as Array<{ conversation: string; canDecide: string[]; kind: string }>;
   expect(json).toHaveLength(1);
   expect(json[0]).toMatchObject({ kind: 'approval', conversation: 'telegram:501', canDecide: ['telegram 501'] });
 
@@ -204,5 +210,5 @@ test('gatehouse approvals and conversations read the store while the service run
   const card = tg.visible(501).find((m) => m.replyMarkup !== undefined)!;
   await tg.press(501, card.messageId, 0, ada);
   await tg.waitFor(() => texts(501).includes('Wrote plan.md.'), 10_000, 'answer after approval');
-  expect((await cli(['approvals'])).stdout).toBe('No pending approvals or questions.\n');
+  expect((await cli(['approvals'])).stdout).toBe(`${readFrom}No pending approvals or questions.\n`);
 }, 90_000);

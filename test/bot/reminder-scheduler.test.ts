@@ -9,18 +9,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_REMINDER_SETTINGS, Reminders, type Reminder } from '../../agent/reminders.js';
 import { ReminderScheduler, type ReminderSchedulerOptions } from '../../bot/reminder-scheduler.js';
-import { openStorage, type Storage } from '../../bot/storage.js';
+import { openSqliteStore } from '../../agent/store/sqlite/index.js';
+import type { Store } from '../../agent/store/types.js';
 import { waitFor } from '../helpers/harness.js';
 
 let dir: string;
-let storage: Storage;
+let storage: Store;
 let clock: number;
 const schedulers: ReminderScheduler[] = [];
-const extra: Storage[] = [];
+const extra: Store[] = [];
 
-const open = () => openStorage({ kind: 'sqlite', url: `sqlite://${join(dir, 'store.sqlite')}`, path: join(dir, 'store.sqlite') });
+const open = () => openSqliteStore({ path: join(dir, 'store.sqlite') });
 const settings = { ...DEFAULT_REMINDER_SETTINGS, minRepeatIntervalMs: 1_000 };
-const remindersOn = (s: Storage) => new Reminders(s.reminders, () => settings, () => clock);
+const remindersOn = (s: Store) => new Reminders(s.reminders, () => settings, () => clock);
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-scheduler-'));

@@ -11,11 +11,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { DEFAULT_REMINDER_SETTINGS, Reminders } from '../../agent/reminders.js';
-import { openStorage } from '../../bot/storage.js';
+import { openInterimStore } from '../../bot/interim-store.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
+
+/** The store's repositories at `path` (beside a running bot: not exclusive), read by the test. */
+const openRepos = (path: string) => openInterimStore({ kind: 'sqlite', url: `sqlite://${path}`, path });
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -146,12 +148,12 @@ test('a reminder set before a crash is posted once after the restart, saying how
   expect(count(second.output(), '⏰ Reminder')).toBe(1);
 
   // Nothing of the fired one-shot is left, the note is.
-  const db = new Database(join(dir, 'data', 'gatehouse.sqlite'), { readonly: true });
+  const repos = await openRepos(join(dir, 'data', 'gatehouse.sqlite'));
   try {
-    expect(db.prepare("SELECT count(*) FROM keyv WHERE key LIKE 'reminders:%'").pluck().get()).toBe(0);
-    expect(String(db.prepare("SELECT value FROM keyv WHERE key = 'memory:a:default'").pluck().get())).toContain(NOTE);
+    expect(await repos.reminders.all()).toEqual([]);
+    expect(JSON.stringify(await repos.memory.list('a:default'))).toContain(JSON.stringify(NOTE).slice(1, -1));
   } finally {
-    db.close();
+    await repos.close();
   }
 
   // Run 3: started (the scheduler's first pass is done before "Gatehouse started"), posts nothing;
@@ -167,27 +169,25 @@ test('a reminder set before a crash is posted once after the restart, saying how
 
 test('two processes on the same store, their timers aimed at the same moment: each reminder is posted once', async () => {
   const path = join(dir, 'data', 'gatehouse.sqlite');
-  const storage = await openStorage({ kind: 'sqlite', url: `sqlite://${path}`, path });
+  const repos = await openRepos(path);
   const dueAt = Date.now() + 8_000;
   try {
-    const reminders = new Reminders(storage.reminders, () => ({ ...DEFAULT_REMINDER_SETTINGS, maxPerConversation: 100 }));
+    const reminders = new Reminders(repos.reminders, () => ({ ...DEFAULT_REMINDER_SETTINGS, maxPerConversation: 100 }));
     for (let i = 0; i < 30; i++) await reminders.add({ agentName: 'default', conversationKey: 'console:local', text: `race-${i}-end`, dueAt });
   } finally {
-    await storage.close();
+    await repos.close();
   }
   const bots = [startBot(), startBot()];
   const posted = () => bots.map((b) => b.output().match(/⏰ Reminder: race-\d+-end/g) ?? []).flat();
   for (const b of bots) await until('the start', () => b.output().includes('Gatehouse started'), b);
   await until('all 30 reminders', () => posted().length >= 30, bots[0]!);
   // Both timers have fired by now (each one's store read shows nothing left to fire).
-  await until('the store to be empty', () => {
-    const db = new Database(path, { readonly: true });
-    try {
-      return db.prepare("SELECT count(*) FROM keyv WHERE key LIKE 'reminders:%'").pluck().get() === 0;
-    } finally {
-      db.close();
-    }
-  }, bots[0]!);
+  for (const end = Date.now() + 60_000; ; await sleep(50)) {
+    const repos = await openRepos(path);
+    const left = await repos.reminders.all().finally(() => repos.close());
+    if (left.length === 0) break;
+    if (Date.now() > end) throw new Error(`timed out waiting for the store to be empty: ${left.length} reminder(s) left`);
+  }
   for (const b of bots) b.child.kill('SIGTERM');
   for (const b of bots) expect(await b.exited).toEqual({ code: 0, signal: null });
   const all = posted();

@@ -45,7 +45,7 @@ async function start(refusals = ''): Promise<void> {
     config,
     runner: never as Runner,
     broker: never as ApprovalBroker,
-    claimEvent: async (id) => !claimed.has(id) && claimed.add(id) !== undefined,
+    events: { claim: async (id) => !claimed.has(id) && claimed.add(id) !== undefined },
     log: (level, msg) => logs.push(`${level} ${msg}`),
     audit: (e) => audits.push(e),
     now: () => clock,

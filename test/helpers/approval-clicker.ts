@@ -1,33 +1,44 @@
 /**
- * A second process clicking approval buttons (test/bot/first-click.e2e.test.ts): the real store
- * (bot/storage.ts on a SQLite file) and the real broker, wired as bot/app.ts wires them.
- * stdin, one per line: `<epoch ms> <user id> <token> <conversation key>`: at that moment, click.
- * stdout, one per line: the ClickResult as JSON. `ready` once the store is open.
+ * A second process deciding approvals (test/bot/first-click.e2e.test.ts): the real store (the SQLite
+ * engine on a shared file, opened beside the test's own connection) and the real broker, wired as
+ * bot/app.ts wires them, polling the store while it waits.
+ * stdin, one per line:
+ *   `click <epoch ms> <user id> <token> <conversation key>`: at that moment, click; prints
+ *     `click <ClickResult JSON>`.
+ *   `wait <request id>`: waits on the request; prints `woke <request id> <Decision JSON>` once woken.
+ * stdout: `ready` once the store is open.
  */
 import { createInterface } from 'node:readline';
 import { ApprovalBroker } from '../../agent/approvals.js';
-import { kvApprovalRepo } from '../../bot/kv-approvals.js';
-import { openStorage } from '../../bot/storage.js';
+import { openSqliteStore } from '../../agent/store/sqlite/index.js';
 
 const path = process.argv[2]!;
-const storage = await openStorage({ kind: 'sqlite', path, url: `sqlite://${path}` });
+const store = await openSqliteStore({ path });
 const broker = new ApprovalBroker({
-  approvals: kvApprovalRepo(storage),
+  approvals: store.approvals,
   outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async () => 'h', updateCard: async () => undefined }),
   approversOf: () => ['alice', 'bob'],
+  pollMs: 25,
 });
 process.stdout.write('ready\n');
 const lines = createInterface({ input: process.stdin });
-const clicks: Array<Promise<void>> = [];
+const work: Array<Promise<void>> = [];
 lines.on('line', (line) => {
-  const [at, user, token, conversationKey] = line.split(' ');
-  clicks.push(
+  const [op, ...args] = line.split(' ');
+  if (op === 'wait') {
+    const id = args[0]!;
+    work.push(broker.wait(id).then((d) => void process.stdout.write(`woke ${id} ${JSON.stringify(d)}\n`)));
+    return;
+  }
+  const [at, user, token, conversationKey] = args;
+  work.push(
     new Promise<void>((r) => setTimeout(r, Math.max(0, Number(at) - Date.now())))
       .then(() => broker.click({ token: token!, conversationKey: conversationKey!, user: { id: user! } }))
-      .then((result) => void process.stdout.write(JSON.stringify(result) + '\n')),
+      .then((result) => void process.stdout.write(`click ${JSON.stringify(result)}\n`)),
   );
 });
 lines.on('close', async () => {
-  await Promise.all(clicks);
-  await storage.close();
+  await Promise.all(work);
+  broker.close();
+  await store.close();
 });
