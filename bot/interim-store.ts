@@ -8,5 +8,6 @@ import type { Store } from '../agent/store/types.js';
 import type { StoreSettings } from './env.js';
 
 export function openInterimStore(settings: StoreSettings, log?: (msg: string) => void): Promise<Store> {
+  if (settings.kind !== 'sqlite') throw new Error(`cannot open the store (${settings.description}): this build still keeps part of its data in the SQLite keyv store`);
   return openSqliteStore({ path: settings.path === ':memory:' ? ':memory:' : `${settings.path}.repos`, ...(log ? { log } : {}) });
 }

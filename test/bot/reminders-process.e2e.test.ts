@@ -11,7 +11,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_REMINDER_SETTINGS, Reminders } from '../../agent/reminders.js';
 import { openInterimStore } from '../../bot/interim-store.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
@@ -167,33 +166,8 @@ test('a reminder set before a crash is posted once after the restart, saying how
   expect(third.output()).not.toContain('⏰ Reminder');
 }, 240_000);
 
-test('two processes on the same store, their timers aimed at the same moment: each reminder is posted once', async () => {
-  const path = join(dir, 'data', 'gatehouse.sqlite');
-  const repos = await openRepos(path);
-  const dueAt = Date.now() + 8_000;
-  try {
-    const reminders = new Reminders(repos.reminders, () => ({ ...DEFAULT_REMINDER_SETTINGS, maxPerConversation: 100 }));
-    for (let i = 0; i < 30; i++) await reminders.add({ agentName: 'default', conversationKey: 'console:local', text: `race-${i}-end`, dueAt });
-  } finally {
-    await repos.close();
-  }
-  const bots = [startBot(), startBot()];
-  const posted = () => bots.map((b) => b.output().match(/⏰ Reminder: race-\d+-end/g) ?? []).flat();
-  for (const b of bots) await until('the start', () => b.output().includes('Gatehouse started'), b);
-  await until('all 30 reminders', () => posted().length >= 30, bots[0]!);
-  // Both timers have fired by now (each one's store read shows nothing left to fire).
-  for (const end = Date.now() + 60_000; ; await sleep(50)) {
-    const repos = await openRepos(path);
-    const left = await repos.reminders.all().finally(() => repos.close());
-    if (left.length === 0) break;
-    if (Date.now() > end) throw new Error(`timed out waiting for the store to be empty: ${left.length} reminder(s) left`);
-  }
-  for (const b of bots) b.child.kill('SIGTERM');
-  for (const b of bots) expect(await b.exited).toEqual({ code: 0, signal: null });
-  const all = posted();
-  expect(all).toHaveLength(30);
-  expect(new Set(all).size).toBe(30);
-}, 240_000);
+// Two processes on one SQLite store are refused now (one `serve` per store: test/bot/single-instance.e2e.test.ts);
+// a firing claimed once across processes is the contract suite's race (test/agent/store/races.ts).
 
 test('Telegram: a reminder set in a forum topic is posted into that topic by the next process, once', async () => {
   const tg = await startFakeTelegram({ token: '123456:REMINDER-test_token_abcdefghijklm' });
