@@ -4,9 +4,8 @@
  *   gatehouse approvals       pending approvals and questions, with who can decide each
  *   gatehouse conversations   recent conversations: key, agent, last activity, messages
  *
- * `approvals` opens the store's repositories (bot/storage.ts openStore, never creating a store), reads
- * `approvals.allPending` and each request, prints which store it read and what is pending, and closes
- * it; the service may be running meanwhile. `conversations` reads the Storage namespaces.
+ * `approvals` reads the approvals repository (`allPending`, then each request), never creates a store,
+ * and says which store it read (on stderr with --json); the service may be running meanwhile.
  * `--json` prints one JSON array. Contract: exit 0 with the listing (an empty one says so), 1 when the
  * config or the store cannot be read, with the reason.
  */
@@ -47,15 +46,11 @@ async function withStore<T>(io: CliIO, config: Config, fn: (s: Storage) => Promi
   }
 }
 
-/**
- * Opens the store's repositories for an operator command: never creates a store (run from the wrong
- * folder, the error names GATEHOUSE_STORE and the folder), and works beside a running service.
- */
+/** The store's repositories, opened only if the store exists; closed after `fn`. */
 async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise<T>): Promise<T | number> {
   let store: Store;
   try {
-    // Interim (until bot/storage.ts openStore lands): then opened with mustExist, never creating a store.
-    store = await openInterimStore(config.store, (m) => io.stderr.write(m + '\n'));
+    store = await openInterimStore(config.store, (m) => io.stderr.write(m + '\n'), { mustExist: true });
   } catch (err) {
     io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
     return 1;
@@ -142,7 +137,7 @@ export async function approvalsCommand(args: string[], io: CliIO): Promise<numbe
       });
     }
     // Which store was read: on stdout for people, on stderr beside --json (stdout stays one array).
-    (json ? io.stderr : io.stdout).write(`Read from ${s.description}.\n`);
+    io[json ? 'stderr' : 'stdout'].write(`${json ? 'store' : 'Store'}: ${s.description}\n`);
     if (unreadable > 0) io.stderr.write(`${unreadable} pending request(s) could not be read (written by another version?); they are left out.\n`);
     if (json) {
       io.stdout.write(JSON.stringify(rows) + '\n');

@@ -173,7 +173,7 @@ test('gatehouse approvals and conversations read the store while the service run
   expect((await cli(['conversations'])).stdout).toBe('No conversations yet.\n');
   await startService();
   // Each listing says which store it read.
-  const readFrom = `Read from sqlite://${join(dir, 'data', 'gatehouse.sqlite')}.\n`;
+  const readFrom = `Store: sqlite://${join(dir, 'data', 'gatehouse.sqlite')}\n`;
   expect((await cli(['approvals'])).stdout).toBe(`${readFrom}No pending approvals or questions.\n`);
 
   // Eve's conversation ends with an answer; Ada's waits for an approval (write_file above read-only).
@@ -192,7 +192,7 @@ test('gatehouse approvals and conversations read the store while the service run
   expect(approvals.stdout.startsWith(readFrom)).toBe(true);
   const jsonRun = await cli(['approvals', '--json']);
   // stdout stays one JSON array; the store read is named on stderr.
-  expect(jsonRun.stderr).toContain(readFrom);
+  expect(jsonRun.stderr).toContain(`store: sqlite://${join(dir, 'data', 'gatehouse.sqlite')}\n`);
   const json = JSON.parse(jsonRun.stdout) as Array<{ conversation: string; canDecide: string[]; kind: string }>;
   expect(json).toHaveLength(1);
   expect(json[0]).toMatchObject({ kind: 'approval', conversation: 'telegram:501', canDecide: ['telegram 501'] });
