@@ -107,7 +107,7 @@ export class ConversationStore {
       // The next save writes past what is stored (rebase), so nothing unreadable is read again.
       this.log('warn', `[store] transcript for ${key} is unreadable; starting a new conversation`);
       const lastSeq = Math.max(t.baseSeq, ...t.rows.map((r) => r.seq));
-      const entry = { persisted: { ...EMPTY_PERSISTED, baseSeq: lastSeq, lastSeq }, revision: t.revision, agent: t.agent, state: {}, updatedAt: t.updatedAt };
+      const entry = { persisted: { ...EMPTY_PERSISTED, baseSeq: t.baseSeq, lastSeq, unreadable: true }, revision: t.revision, agent: t.agent, state: {}, updatedAt: t.updatedAt };
       this.touch(key, entry);
       return undefined;
     }
@@ -157,8 +157,12 @@ export class ConversationStore {
     const write: TranscriptWrite = { conversation: key, agent: conv.agent, state: conv.state, changes: diff.changes, now, expectRevision: tracked.revision };
     let revision: number | undefined;
     try {
-      const result = await this.opts.checkpoint({ ...c, transcript: write });
-      revision = (result && typeof result === 'object' ? result.revision : undefined) ?? (await this.opts.transcripts.revision(key));
+      if (!c.dropTurn && !c.record) revision = (await this.opts.transcripts.write(write)).revision;
+      else {
+        const result = await this.opts.checkpoint({ ...c, transcript: write });
+        // The store's checkpoint returns no revision: one indexed read (a write may bump it by more than one).
+        revision = (result && typeof result === 'object' ? result.revision : undefined) ?? (await this.opts.transcripts.revision(key));
+      }
     } catch (err) {
       if (err instanceof StoreConflictError) {
         this.cache.delete(key);

@@ -24,6 +24,8 @@ export interface Persisted {
   rows: ReadonlyArray<{ seq: number; message: Message }>;
   /** The seq of the newest stored message (baseSeq when there are no rows). */
   lastSeq: number;
+  /** What is stored could not be read: the next save writes past all of it. */
+  unreadable?: boolean;
 }
 
 export const EMPTY_PERSISTED: Persisted = { base: [], baseSeq: 0, rows: [], lastSeq: 0 };
@@ -37,6 +39,7 @@ export interface TranscriptDiff {
 }
 
 export function diffTranscript(p: Persisted, current: readonly Message[]): TranscriptDiff {
+  if (p.unreadable) return rewrite(p, current);
   const nb = p.base.length;
   const tracked: Message[] = [...p.base, ...p.rows.map((r) => r.message)];
   if (tracked.length === 0) return appendAll(p, current);
