@@ -25,6 +25,7 @@ import { builtinToolNames } from '../agent/tools/catalog.js';
 import { createGatehouse } from '../bot/app.js';
 import { loadConfig } from '../bot/config.js';
 import { openStorage } from '../bot/storage.js';
+import { openInterimStore } from '../bot/interim-store.js';
 
 class BenchAdapter implements Adapter {
   readonly platform = 'console' as const;
@@ -97,7 +98,7 @@ function pct(sorted: number[], p: number): number {
 async function setup(dir: string, model: ModelClient, maxConversations: number) {
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
-    `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [get_time]\n    workspace: "${join(dir, 'ws')}"\n    maxConversations: ${maxConversations}\naccess:\n  rateLimit: { messages: 10000, perSeconds: 1 }\nrunner: { maxConcurrentRuns: 64 }\n`,
+    `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [get_time]\n    workspace: "${join(dir, 'ws')}"\n    retention: { maxConversations: ${maxConversations} }\naccess:\n  rateLimit: { messages: 10000, perSeconds: 1 }\nrunner: { maxConcurrentRuns: 64 }\n`,
   );
   const config = loadConfig({
     env: { ANTHROPIC_API_KEY: 'bench', GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}` },
@@ -105,10 +106,11 @@ async function setup(dir: string, model: ModelClient, maxConversations: number) 
     knownTools: builtinToolNames(),
   });
   const storage = await openStorage(config.store);
+  const store = await openInterimStore(config.store);
   const adapter = new BenchAdapter();
-  const gh = await createGatehouse({ config, storage, model, adapters: [adapter], log: () => undefined });
+  const gh = await createGatehouse({ config, storage, store, model, adapters: [adapter], log: () => undefined });
   await gh.start();
-  return { gh, adapter, storage };
+  return { gh, adapter, storage: { close: async () => (await storage.close(), await store.close()) } };
 }
 
 let eventSeq = 0;

@@ -16,7 +16,8 @@ import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker } from '../agent/approvals.js';
-import { ConversationStore } from '../agent/conversation-store.js';
+import { ConversationStore, DEFAULT_RETENTION } from '../agent/conversation-store.js';
+import type { Store } from '../agent/store/types.js';
 import { classifierCompletionFrom } from '../agent/model.js';
 import type { Usage } from '../agent/events.js';
 import type { ModelClient } from '../agent/model-types.js';
@@ -46,6 +47,8 @@ export type { Log } from './log.js';
 export interface GatehouseOptions {
   config: Config;
   storage: Storage;
+  /** The store's repositories (agent/store/types.ts): transcripts, runs and queued turns. */
+  store: Store;
   model: ModelClient;
   adapters: Adapter[];
   log?: Log;
@@ -200,7 +203,12 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     decideOnce: (id, next, ttlMs) => storage.decideOnce(`r:${id}`, next, ttlMs),
     audit,
   });
-  const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);
+  const conversations = new ConversationStore({
+    transcripts: opts.store.transcripts,
+    checkpoint: (c) => opts.store.checkpoint(c),
+    retention: (agent) => config.agents[agent]?.retention ?? DEFAULT_RETENTION,
+    log: (level, m) => log(level, m),
+  });
 
   const classifiers = new Map<string, CommandClassifier>();
   const classifierFor = (agent: AgentSettings): CommandClassifier => {
@@ -237,7 +245,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}),
         sandbox,
         media,
-        toolResults: store,
+        toolResults: conversations,
         stores: assistant.stores,
         network: () => config.agents[agent.name]?.network,
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
@@ -251,8 +259,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
 
   const runner = new Runner({
     model: opts.model,
-    store,
-    runs: storage.runs,
+    conversations,
+    runs: opts.store.runs,
     broker,
     registry: registryFor,
     prepareTools: (agent) => mcp.prepare(agent.name),
@@ -302,6 +310,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     mcp,
     async start() {
       for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
+      // Retention at start, then at most once a minute per agent as conversations are saved.
+      await conversations.applyRetention(Object.keys(config.agents)).catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
       for (const a of adapters.values()) await a.start(router);
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
@@ -312,8 +322,6 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
       await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));
-      // Only the LRU order is at stake: a stop must finish even when the store has already failed.
-      await store.flush().catch((e: unknown) => log('warn', `could not write the conversation order: ${(e as Error).message}`));
       broker.close();
     },
   };

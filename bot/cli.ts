@@ -33,6 +33,7 @@ import { backupCommand } from './backup-command.js';
 import { policyCommand } from './policy-command.js';
 import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStorage } from './storage.js';
+import { openInterimStore } from './interim-store.js';
 import { startAttachServer, type AttachServer } from './headless/attach.js';
 import { readFileSync } from 'node:fs';
 
@@ -177,6 +178,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
   const storage = await openStorage(config.store);
+  const store = await openInterimStore(config.store);
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
@@ -190,7 +192,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   } else if (!Object.values(config.platforms).some(Boolean)) {
     out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
-  const gatehouse = await createGatehouse({ config, storage, model, adapters, log: out, audit });
+  const gatehouse = await createGatehouse({ config, storage, store, model, adapters, log: out, audit });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
@@ -202,6 +204,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       await gatehouse.stop();
       await http?.close();
       await storage.close();
+      await store.close();
       if (pidFile) removePidFile(pidFile);
       resolveStopped();
     })());

@@ -11,6 +11,7 @@ import type { CliIO } from '../cli.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, levelRank, secretValues, type Log } from '../log.js';
 import { openStorage } from '../storage.js';
+import { openInterimStore } from '../interim-store.js';
 import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './runs.js';
 
 export async function runInProcess(
@@ -28,8 +29,9 @@ export async function runInProcess(
     onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
   const storage = await openStorage(config.store, (m) => log('error', m));
+  const store = await openInterimStore(config.store, (m) => log('error', m));
   try {
-    const gatehouse = await createGatehouse({ config, storage, model, adapters: [], log, audit: auditTo(log) });
+    const gatehouse = await createGatehouse({ config, storage, store, model, adapters: [], log, audit: auditTo(log) });
     try {
       setRespond((r) => gatehouse.headless.respond(r));
       return await gatehouse.headless.run(request, onMessage);
@@ -38,6 +40,7 @@ export async function runInProcess(
     }
   } finally {
     await storage.close();
+    await store.close();
   }
 }
 

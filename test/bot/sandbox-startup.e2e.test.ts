@@ -16,6 +16,7 @@ import { findExecutable } from '../../agent/tools/sandbox/index.js';
 import { createGatehouse } from '../../bot/app.js';
 import { loadConfig } from '../../bot/config.js';
 import { openStorage } from '../../bot/storage.js';
+import { openInterimStore } from '../../bot/interim-store.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -76,10 +77,12 @@ test('the same agent with sandbox: none starts, with a warning naming it', async
     knownTools: builtinToolNames(),
   });
   const storage = await openStorage(config.store);
+  const store = await openInterimStore(config.store);
   const logs: string[] = [];
   const gh = await createGatehouse({
     config,
     storage,
+    store,
     model: createAnthropicModel({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9' }),
     adapters: [],
     log: (level, msg) => logs.push(`${level} ${msg}`),
@@ -89,6 +92,7 @@ test('the same agent with sandbox: none starts, with a warning naming it', async
   } finally {
     await gh.stop({ graceMs: 0 });
     await storage.close();
+    await store.close();
   }
 });
 
@@ -99,10 +103,12 @@ test('a bubblewrap agent starts with one info line naming its view, its limits a
   );
   const config = loadConfig({ env: { ANTHROPIC_API_KEY: 'sk-test', GATEHOUSE_STORE: 'sqlite://:memory:' }, cwd: dir, knownTools: builtinToolNames() });
   const storage = await openStorage(config.store);
+  const store = await openInterimStore(config.store);
   const logs: string[] = [];
   const gh = await createGatehouse({
     config,
     storage,
+    store,
     model: createAnthropicModel({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9' }),
     adapters: [],
     log: (level, msg) => logs.push(`${level} ${msg}`),
@@ -117,5 +123,6 @@ test('a bubblewrap agent starts with one info line naming its view, its limits a
   } finally {
     await gh.stop({ graceMs: 0 });
     await storage.close();
+    await store.close();
   }
 }, 30_000);

@@ -16,6 +16,8 @@ import type { AnyTool } from '../../agent/tools/types.js';
 import { createGatehouse, type Gatehouse, type Log } from '../../bot/app.js';
 import { loadConfig, type Config } from '../../bot/config.js';
 import { openStorage, type Storage } from '../../bot/storage.js';
+import { openInterimStore } from '../../bot/interim-store.js';
+import type { Store } from '../../agent/store/types.js';
 import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { RecordingAdapter } from './recording-adapter.js';
@@ -30,6 +32,18 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   /** Receives the log (default: dropped); audit events arrive as info lines with their fields. */
   log?: Log;
+  /**
+   * The store's engine (default sqlite): 'postgres' runs the same test on a PostgreSQL database from
+   * test/helpers/postgres.ts `testPostgresUrl()`.
+   */
+  engine?: 'sqlite' | 'postgres';
+}
+
+/** GATEHOUSE_STORE for a test on `engine`, in its own folder `dir`. */
+export async function testStoreUrl(engine: 'sqlite' | 'postgres', dir: string): Promise<string> {
+  if (engine === 'sqlite') return `sqlite://${join(dir, 'store.sqlite')}`;
+  // The PostgreSQL test server comes with the engine (branch store-postgres); not merged here yet.
+  throw new Error('postgres test server not available on this branch (test/helpers/postgres.ts testPostgresUrl comes with the PostgreSQL engine)');
 }
 
 /** The classifier's requests are recognised by its system prompt. */
@@ -60,6 +74,8 @@ export class Harness {
   gh!: Gatehouse;
   config!: Config;
   storage!: Storage;
+  /** The store's repositories (what the runner reads and writes). */
+  store!: Store;
   adapters: Adapter[] = [];
   /** Store errors (expected only from an instance after its simulated crash). */
   storeErrors: string[] = [];
@@ -93,16 +109,18 @@ export class Harness {
     const env = {
       ANTHROPIC_API_KEY: 'test-key',
       ANTHROPIC_BASE_URL: this.fake.url,
-      GATEHOUSE_STORE: `sqlite://${join(this.dir, 'store.sqlite')}`,
+      GATEHOUSE_STORE: await testStoreUrl(this.opts.engine ?? 'sqlite', this.dir),
       ...this.opts.env,
     };
     this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
     this.storage = await openStorage(this.config.store, (m) => this.storeErrors.push(m));
+    this.store = await openInterimStore(this.config.store, (m) => this.storeErrors.push(m));
     const model = createAnthropicModel({ apiKey: 'test-key', baseURL: this.fake.url, retryBaseMs: 5, maxRetryWaitMs: 2000 });
     this.adapters = this.opts.adapters ? this.opts.adapters({ dir: this.dir }) : [this.adapter];
     this.gh = await createGatehouse({
       config: this.config,
       storage: this.storage,
+      store: this.store,
       model,
       adapters: this.adapters,
       log: this.opts.log ?? (() => undefined),
@@ -130,6 +148,7 @@ export class Harness {
   async restart(): Promise<void> {
     // A crash: the store goes first, so nothing the old instance does afterwards is persisted.
     await this.storage.close();
+    await this.store.close();
     await this.gh.stop({ graceMs: 0 });
     (this as { adapter: RecordingAdapter }).adapter = new RecordingAdapter();
     await this.boot();
@@ -138,6 +157,7 @@ export class Harness {
   async close(): Promise<void> {
     await this.gh.stop({ graceMs: 2000 });
     await this.storage.close();
+    await this.store.close();
     await this.fake.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
