@@ -7,6 +7,6 @@ import { openSqliteStore } from '../agent/store/sqlite/index.js';
 import type { Store } from '../agent/store/types.js';
 import type { StoreSettings } from './env.js';
 
-export function openInterimStore(settings: StoreSettings, log?: (msg: string) => void): Promise<Store> {
-  return openSqliteStore({ path: settings.path === ':memory:' ? ':memory:' : `${settings.path}.repos`, ...(log ? { log } : {}) });
+export function openInterimStore(settings: StoreSettings, log?: (msg: string) => void, opts: { mustExist?: boolean } = {}): Promise<Store> {
+  return openSqliteStore({ path: settings.path === ':memory:' ? ':memory:' : `${settings.path}.repos`, ...(log ? { log } : {}), ...opts });
 }

@@ -6,6 +6,9 @@
  *
  * `approvals` and `conversations` open the store through the Storage interface (bot/storage.ts), read
  * and print, and close it; the service may be running meanwhile (SQLite allows a second reader).
+ * `conversations` reads the transcripts repository's listing (no transcript is loaded), never creates
+ * a store (run from the wrong folder it says so, naming GATEHOUSE_STORE), and says which store it read
+ * (on stderr with --json).
  * `--json` prints one JSON array. Contract: exit 0 with the listing (an empty one says so), 1 when the
  * config or the store cannot be read, with the reason.
  */
@@ -16,6 +19,8 @@ import type { CliIO } from './cli.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { dataDirOf, PID_FILE, RELOAD_STATUS_FILE, type ReloadStatus } from './reload.js';
 import { openStorage, type Storage } from './storage.js';
+import { openInterimStore } from './interim-store.js';
+import type { Store } from '../agent/store/types.js';
 
 function loadForCommand(io: CliIO): Config | number {
   try {
@@ -40,6 +45,22 @@ async function withStore<T>(io: CliIO, config: Config, fn: (s: Storage) => Promi
     return await fn(storage);
   } finally {
     await storage.close();
+  }
+}
+
+/** The store's repositories, opened only if the store exists; closed after `fn`. */
+async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise<T>): Promise<T | number> {
+  let store: Store;
+  try {
+    store = await openInterimStore(config.store, (m) => io.stderr.write(m + '\n'), { mustExist: true });
+  } catch (err) {
+    io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
   }
 }
 
@@ -142,26 +163,16 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
   }
   const config = loadForCommand(io);
   if (typeof config === 'number') return config;
-  return withStore(io, config, async (s) => {
-    const rows: Array<ConversationRow & { at: number }> = [];
-    for (const [key, value] of await entries(s.transcripts)) {
-      if (!key.startsWith('c:') || value === null || typeof value !== 'object') continue;
-      const c = value as Record<string, unknown>;
-      const at = typeof c['updatedAt'] === 'number' ? c['updatedAt'] : 0;
-      rows.push({
-        key: key.slice(2),
-        agent: String(c['agent'] ?? '?'),
-        lastActivity: time(at),
-        messages: Array.isArray(c['messages']) ? c['messages'].length : 0,
-        at,
-      });
-    }
-    rows.sort((a, b) => b.at - a.at);
-    const shown = rows.slice(0, limit).map(({ at: _at, ...r }) => r);
+  return withRepos(io, config, async (s) => {
+    // One more than shown: whether there are older ones, without counting them all.
+    const listed = await s.transcripts.listRecent({ limit: limit + 1 });
+    const shown: ConversationRow[] = listed.slice(0, limit).map((c) => ({ key: c.conversation, agent: c.agent, lastActivity: time(c.updatedAt), messages: c.lastSeq }));
     if (json) {
+      io.stderr.write(`store: ${s.description}\n`);
       io.stdout.write(JSON.stringify(shown) + '\n');
       return 0;
     }
+    io.stdout.write(`Store: ${s.description}\n`);
     if (shown.length === 0) {
       io.stdout.write('No conversations yet.\n');
       return 0;
@@ -170,7 +181,7 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
     const a = Math.max(...shown.map((r) => r.agent.length), 'agent'.length);
     io.stdout.write(`${'conversation'.padEnd(w)}  ${'agent'.padEnd(a)}  last activity         messages\n`);
     for (const r of shown) io.stdout.write(`${r.key.padEnd(w)}  ${r.agent.padEnd(a)}  ${r.lastActivity}  ${r.messages}\n`);
-    if (rows.length > shown.length) io.stdout.write(`(${rows.length - shown.length} older; --limit N shows more)\n`);
+    if (listed.length > shown.length) io.stdout.write('(older ones not shown; --limit N shows more)\n');
     return 0;
   });
 }
