@@ -26,7 +26,7 @@
  *   moved out as well.
  */
 import { contextWindow, estimateTokens } from './context.js';
-import type { ConversationStore, StoredConversation } from './conversation-store.js';
+import type { StoredConversation } from './conversation-store.js';
 import type { AgentSettings } from './settings.js';
 import type { Usage } from './events.js';
 import type { ContentBlock, Message, TextBlock, ToolResultBlock } from './messages.js';
@@ -124,7 +124,10 @@ export class ContextKeeper {
     return Math.max(estimate, r.tokens + estimateTokens(messages.slice(r.messages)));
   }
 
-  /** Makes `messages` (the stored transcript, changed in place) fit before the next model call. */
+  /**
+   * Makes `messages` (the stored transcript's array, changed in place) fit before the next model call.
+   * Messages themselves are never changed: a changed one is a new object (stored ones are frozen).
+   */
   async beforeCall(messages: Message[], call: BeforeCall): Promise<void> {
     await this.offload(messages, messages.length - 1);
     // Before the request itself would have to be trimmed (the reply needs room too).
@@ -141,7 +144,7 @@ export class ContextKeeper {
       const m = messages[i]!;
       if (m.role !== 'user') continue;
       for (let j = 0; j < m.content.length; j++) {
-        const b = m.content[j]!;
+        const b = messages[i]!.content[j]!;
         if (b.type !== 'tool_result') continue;
         const text = resultText(b);
         if (text === undefined || text.length <= this.bigResultChars) continue;
@@ -153,7 +156,9 @@ export class ContextKeeper {
           return;
         }
         const replaced: ToolResultBlock = { ...b, content: reference(id, text, this.headChars) };
-        m.content[j] = replaced;
+        // A new message: a stored one is frozen (agent/transcript-diff.ts), and the save sees the change.
+        const cur = messages[i]!;
+        messages[i] = { ...cur, content: cur.content.map((x, n) => (n === j ? replaced : x)) };
         this.reported = undefined; // what the API counted no longer matches the transcript
       }
     }
@@ -274,7 +279,7 @@ export function contextKeeperFor(c: {
   agent: AgentSettings;
   key: string;
   conv: StoredConversation;
-  store: ConversationStore;
+  store: { putToolResult(key: string, content: string): Promise<string> };
   tools: ReadonlyMap<string, unknown>;
   log: (level: 'info' | 'warn', msg: string) => void;
 }): ContextKeeper {

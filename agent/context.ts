@@ -11,10 +11,28 @@ import type { ContentBlock, Message } from './messages.js';
 
 const IMAGE_TOKENS = 1600;
 
+/** Sizes of stored messages: they are frozen (agent/transcript-diff.ts), so a size never goes stale. */
+const sizes = new WeakMap<Message, { chars: number; images: number }>();
+
+function sizeOf(m: Message): { chars: number; images: number } {
+  const known = sizes.get(m);
+  if (known) return known;
+  let chars = 0;
+  let images = 0;
+  for (const b of m.content) ({ chars, images } = countBlock(b, chars, images));
+  const size = { chars, images };
+  if (Object.isFrozen(m) && Object.isFrozen(m.content)) sizes.set(m, size);
+  return size;
+}
+
 export function estimateTokens(messages: readonly Message[]): number {
   let chars = 0;
   let images = 0;
-  for (const m of messages) for (const b of m.content) ({ chars, images } = countBlock(b, chars, images));
+  for (const m of messages) {
+    const s = sizeOf(m);
+    chars += s.chars;
+    images += s.images;
+  }
   return Math.ceil(chars / 4) + images * IMAGE_TOKENS;
 }
 

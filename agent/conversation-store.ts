@@ -1,172 +1,249 @@
 /**
  * Conversation store: transcripts by conversation key, with small per-conversation state (todos),
- * bounded per agent by least-recent use.
+ * over the store's append-only TranscriptRepo (agent/store/types.ts).
  *
  * Contract:
  * - `load` returns a transcript that always satisfies the tool_use/tool_result invariant: a transcript
  *   left with unanswered tool_use blocks (a crash, a /stop) is repaired with error results, unless the
  *   caller resumes it (`load(key, { raw: true })`, used by the runner to continue a durable wait).
- * - At most `maxConversations` per agent; saving a new one evicts the least recently used. The LRU
- *   index is persisted, so a restart keeps every conversation and the order.
+ * - A save writes what changed since the transcript was loaded or last saved (agent/transcript-diff.ts),
+ *   so its cost does not grow with the conversation: messages it returns and saves are deep-frozen,
+ *   and changing one in place throws (build a new message instead). Every write names the revision it
+ *   started from, so a transcript changed meanwhile by another writer is never overwritten (the save
+ *   rejects with StoreConflictError and the next load reads it afresh).
+ * - The most recently used conversations (`cacheSize`, default 500) stay in memory: loading one reads
+ *   only its revision, and the rows only when another writer changed it.
+ * - `checkpoint(key, conv, { dropTurn, record })` is ONE store transaction: the transcript, the queued
+ *   turn it now holds, the run record.
+ * - Retention (per agent, `retention(agent)`): conversations beyond the newest `maxConversations`, and
+ *   those idle more than `maxIdleDays`, are deleted with their tool results; applied at most once a
+ *   minute per agent (after a save) and at start (`applyRetention`), as one query each time.
  * - `reset` starts a new conversation in that place (the old transcript is deleted).
  * - Big tool results moved out of a transcript (agent/context-keeper.ts) are stored per conversation
  *   under an unguessable id: `getToolResult(key, id)` finds only that conversation's own. They are
- *   deleted with the conversation (reset or LRU eviction).
+ *   deleted with the conversation (reset or retention).
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { KV } from './kv.js';
 import { Transcript, type Message, type ContentBlock } from './messages.js';
+import { StoreConflictError, type Checkpoint, type TranscriptRepo, type TranscriptWrite } from './store/types.js';
+import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from './transcript-diff.js';
 
-const Stored = z.object({
-  agent: z.string(),
-  messages: Transcript,
-  state: z.record(z.string(), z.unknown()).default({}),
-  updatedAt: z.number(),
-});
 export type StoredConversation = { agent: string; messages: Message[]; state: Record<string, unknown>; updatedAt: number };
 
-const LruIndex = z.array(z.string());
+export interface RetentionSettings {
+  maxConversations: number;
+  maxIdleDays: number;
+}
+
+export const DEFAULT_RETENTION: RetentionSettings = { maxConversations: 10_000, maxIdleDays: 365 };
+
+export interface ConversationStoreOptions {
+  transcripts: TranscriptRepo;
+  /** The store's one-transaction checkpoint (a result with the new revision saves a read). */
+  checkpoint(c: Checkpoint): Promise<void | { revision?: number }>;
+  retention?(agent: string): RetentionSettings;
+  cacheSize?: number;
+  now?(): number;
+  log?(level: 'info' | 'warn', msg: string): void;
+}
+
+/** What this process knows of a stored transcript. */
+interface Tracked {
+  persisted: Persisted;
+  revision: number;
+}
+
+const RETENTION_EVERY_MS = 60_000;
+const DAY_MS = 86_400_000;
 
 export class ConversationStore {
-  /** agent -> keys, least recently used first (a Set keeps insertion order: delete + add = touch). */
-  private readonly lru = new Map<string, Set<string>>();
-  private readonly lruLoads = new Map<string, Promise<Set<string>>>();
-  /** Agents whose index was only reordered since it was last written (see touch). */
-  private readonly reordered = new Set<string>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly cache = new Map<string, Tracked & { agent: string; state: Record<string, unknown>; updatedAt: number }>();
+  private readonly tracking = new WeakMap<StoredConversation, Tracked>();
+  private readonly retentionAt = new Map<string, number>();
+  private readonly cacheSize: number;
 
-  constructor(
-    private readonly kv: KV,
-    private readonly maxConversations: (agent: string) => number,
-    /** How long a mere reordering of the LRU index may wait before it is written. */
-    private readonly reorderWriteDelayMs = 1000,
-  ) {}
+  constructor(private readonly opts: ConversationStoreOptions) {
+    this.cacheSize = opts.cacheSize ?? 500;
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
 
   async load(key: string, opts: { raw?: boolean } = {}): Promise<StoredConversation | undefined> {
-    const raw = await this.kv.get(`c:${key}`);
-    if (raw === undefined || raw === null) return undefined;
-    const parsed = Stored.safeParse(raw);
-    if (!parsed.success) {
-      // A corrupt entry must not wedge the conversation forever: start over, and say so in logs.
-      console.warn(`[store] transcript for ${key} is unreadable; starting a new conversation`);
+    const revision = await this.opts.transcripts.revision(key);
+    if (revision === undefined) {
+      this.cache.delete(key);
       return undefined;
     }
-    const conv = parsed.data as StoredConversation;
-    if (!opts.raw) conv.messages = repairTranscript(conv.messages);
+    let entry = this.cache.get(key);
+    if (entry && entry.revision === revision) {
+      this.touch(key, entry);
+    } else {
+      entry = await this.read(key);
+      if (!entry) return undefined;
+    }
+    const tracked: Tracked = { persisted: entry.persisted, revision: entry.revision };
+    const messages = messagesOf(entry.persisted);
+    const conv: StoredConversation = {
+      agent: entry.agent,
+      messages: opts.raw ? messages : repairTranscript(messages),
+      state: structuredClone(entry.state),
+      updatedAt: entry.updatedAt,
+    };
+    this.tracking.set(conv, tracked);
     return conv;
   }
 
-  async save(key: string, conv: StoredConversation): Promise<void> {
-    conv.updatedAt = Date.now();
-    await this.kv.set(`c:${key}`, conv);
-    await this.touch(conv.agent, key);
+  /** Reads the whole stored transcript (a cache miss); an unreadable one starts over, rows kept aside. */
+  private async read(key: string) {
+    const t = await this.opts.transcripts.load(key);
+    if (!t) return undefined;
+    const base = Transcript.safeParse(t.base);
+    const rows = z.array(z.object({ seq: z.number(), message: Transcript.element })).safeParse(t.rows);
+    if (!base.success || !rows.success) {
+      // A corrupt entry must not wedge the conversation forever: start over, and say so in logs.
+      // The next save writes past what is stored (rebase), so nothing unreadable is read again.
+      this.log('warn', `[store] transcript for ${key} is unreadable; starting a new conversation`);
+      const lastSeq = Math.max(t.baseSeq, ...t.rows.map((r) => r.seq));
+      const entry = { persisted: { ...EMPTY_PERSISTED, baseSeq: t.baseSeq, lastSeq, unreadable: true }, revision: t.revision, agent: t.agent, state: {}, updatedAt: t.updatedAt };
+      this.touch(key, entry);
+      return undefined;
+    }
+    const persistedRows = rows.data.map((r) => ({ seq: r.seq, message: freezeMessage(r.message as Message) }));
+    const entry = {
+      persisted: {
+        base: base.data.map((m) => freezeMessage(m as Message)),
+        baseSeq: t.baseSeq,
+        rows: persistedRows,
+        lastSeq: persistedRows.length > 0 ? persistedRows[persistedRows.length - 1]!.seq : t.baseSeq,
+      },
+      revision: t.revision,
+      agent: t.agent,
+      state: t.state,
+      updatedAt: t.updatedAt,
+    };
+    this.touch(key, entry);
+    return entry;
   }
 
-  async reset(key: string, agent: string): Promise<void> {
-    await this.kv.delete(`c:${key}`);
-    await this.dropToolResults(key);
-    const keys = await this.index(agent);
-    if (keys.delete(key)) await this.writeIndex(agent);
+  async save(key: string, conv: StoredConversation): Promise<void> {
+    await this.checkpoint(key, conv, {});
+  }
+
+  /**
+   * One transaction: the transcript's changes (when `conv` is given), the queued turn `dropTurn` of
+   * this conversation dropped, the run record saved (a value) or dropped (null).
+   */
+  async checkpoint(key: string, conv: StoredConversation | undefined, extra: { dropTurn?: string; record?: unknown | null }): Promise<void> {
+    const c: Checkpoint = {
+      ...(extra.dropTurn !== undefined ? { dropTurn: { conversation: key, id: extra.dropTurn } } : {}),
+      ...(extra.record !== undefined ? { record: { conversation: key, record: extra.record } } : {}),
+    };
+    if (!conv) {
+      if (c.dropTurn || c.record) await this.opts.checkpoint(c);
+      return;
+    }
+    const now = this.now();
+    let tracked = this.tracking.get(conv);
+    if (!tracked) {
+      // Not loaded through this store (a new conversation): it must not exist yet, unless a
+      // corrupt one was set aside by load.
+      const aside = this.cache.get(key);
+      tracked = aside ? { persisted: aside.persisted, revision: aside.revision } : { persisted: EMPTY_PERSISTED, revision: 0 };
+    }
+    const diff = diffTranscript(tracked.persisted, conv.messages);
+    const write: TranscriptWrite = { conversation: key, agent: conv.agent, state: conv.state, changes: diff.changes, now, expectRevision: tracked.revision };
+    let revision: number | undefined;
+    try {
+      if (!c.dropTurn && !c.record) revision = (await this.opts.transcripts.write(write)).revision;
+      else {
+        const result = await this.opts.checkpoint({ ...c, transcript: write });
+        // The store's checkpoint returns no revision: one indexed read (a write may bump it by more than one).
+        revision = (result && typeof result === 'object' ? result.revision : undefined) ?? (await this.opts.transcripts.revision(key));
+      }
+    } catch (err) {
+      if (err instanceof StoreConflictError) {
+        this.cache.delete(key);
+        this.tracking.delete(conv);
+      }
+      throw err;
+    }
+    for (const ch of diff.changes) {
+      if (ch.op === 'append' || ch.op === 'replace') for (const r of ch.rows) freezeMessage(r.message as Message);
+      else if (ch.op === 'rebase') for (const m of ch.base) freezeMessage(m as Message);
+    }
+    conv.updatedAt = now;
+    const next: Tracked = { persisted: diff.next, revision: revision ?? 0 };
+    this.tracking.set(conv, next);
+    if (revision === undefined) this.cache.delete(key);
+    else this.touch(key, { ...next, agent: conv.agent, state: structuredClone(conv.state), updatedAt: now });
+    this.maybeApplyRetention(conv.agent, now);
+  }
+
+  async reset(key: string, _agent?: string): Promise<void> {
+    this.cache.delete(key);
+    await this.opts.transcripts.delete(key);
   }
 
   /** Stores a big tool result for this conversation; returns its id (`tr_...`). */
   async putToolResult(key: string, content: string): Promise<string> {
     const id = `tr_${randomBytes(12).toString('base64url')}`;
-    await this.kv.set(`tr:${key}:${id}`, content);
-    const ids = await this.toolResultIds(key);
-    ids.push(id);
-    await this.kv.set(`tri:${key}`, ids);
+    await this.opts.transcripts.putToolResult(key, id, content);
     return id;
   }
 
   /** A stored result of THIS conversation, or undefined (another conversation's id included). */
-  async getToolResult(key: string, id: string): Promise<string | undefined> {
-    const v = await this.kv.get(`tr:${key}:${id}`);
-    return typeof v === 'string' ? v : undefined;
+  getToolResult(key: string, id: string): Promise<string | undefined> {
+    return this.opts.transcripts.getToolResult(key, id);
   }
 
-  private async toolResultIds(key: string): Promise<string[]> {
-    const parsed = z.array(z.string()).safeParse(await this.kv.get(`tri:${key}`));
-    return parsed.success ? parsed.data : [];
+  /** Applies each agent's retention now (at start); returns how many conversations were deleted. */
+  async applyRetention(agents: readonly string[]): Promise<number> {
+    let n = 0;
+    for (const agent of agents) n += (await this.retain(agent, this.now())).length;
+    return n;
   }
 
-  private async dropToolResults(key: string): Promise<void> {
-    const ids = await this.toolResultIds(key);
-    if (ids.length === 0) return;
-    await Promise.all(ids.map((id) => this.kv.delete(`tr:${key}:${id}`)));
-    await this.kv.delete(`tri:${key}`);
+  private maybeApplyRetention(agent: string, now: number): void {
+    if (!this.opts.retention) return;
+    const last = this.retentionAt.get(agent);
+    if (last !== undefined && now - last < RETENTION_EVERY_MS) return;
+    this.retentionAt.set(agent, now);
+    // In the background: a slow deletion never holds up a turn; a failure is tried again a minute later.
+    this.retain(agent, now).catch((err: unknown) => this.log('warn', `[store] could not apply the retention of agent ${agent}: ${(err as Error).message}`));
   }
 
-  /** Keys of an agent's conversations, least recently used first. */
-  async keys(agent: string): Promise<string[]> {
-    return [...(await this.index(agent))];
+  private async retain(agent: string, now: number): Promise<string[]> {
+    if (!this.opts.retention) return [];
+    this.retentionAt.set(agent, now);
+    const r = this.opts.retention(agent);
+    const gone = await this.opts.transcripts.applyRetention({
+      agent,
+      keep: Math.max(1, r.maxConversations),
+      idleBefore: r.maxIdleDays > 0 ? now - r.maxIdleDays * DAY_MS : 0,
+    });
+    for (const key of gone) this.cache.delete(key);
+    if (gone.length > 0) this.log('info', `[store] retention of agent ${agent}: deleted ${gone.length} conversation(s)`);
+    return gone;
   }
 
-  /** Writes index reorderings still waiting (call before closing the store). */
-  async flush(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    const agents = [...this.reordered];
-    this.reordered.clear();
-    await Promise.all(agents.map((a) => this.writeIndex(a)));
+  private touch(key: string, entry: Tracked & { agent: string; state: Record<string, unknown>; updatedAt: number }): void {
+    this.cache.delete(key);
+    this.cache.set(key, entry);
+    while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  private async index(agent: string): Promise<Set<string>> {
-    const cached = this.lru.get(agent);
-    if (cached) return cached;
-    let loading = this.lruLoads.get(agent);
-    if (!loading) {
-      loading = (async () => {
-        const parsed = LruIndex.safeParse(await this.kv.get(`lru:${agent}`));
-        const keys = new Set(parsed.success ? parsed.data : []);
-        this.lru.set(agent, keys);
-        return keys;
-      })();
-      this.lruLoads.set(agent, loading);
-    }
-    return loading;
-  }
-
-  /**
-   * A new conversation or an eviction changes which transcripts exist: written at once, so a crash
-   * never leaves a transcript the index does not know (it would never be evicted). A mere
-   * reordering only changes who is evicted next: written within reorderWriteDelayMs.
-   */
-  private async touch(agent: string, key: string): Promise<void> {
-    const keys = await this.index(agent);
-    const known = keys.delete(key);
-    keys.add(key);
-    if (known) {
-      this.reordered.add(agent);
-      // A failed write only leaves the stored order a little stale: logged, retried with the next one.
-      this.flushTimer ??= setTimeout(() => this.flush().catch((err: unknown) => console.warn(`[store] could not write the LRU index: ${(err as Error).message}`)), this.reorderWriteDelayMs);
-      this.flushTimer.unref();
-      return;
-    }
-    const max = Math.max(1, this.maxConversations(agent));
-    const evicted: string[] = [];
-    for (const k of keys) {
-      if (keys.size - evicted.length <= max) break;
-      evicted.push(k);
-    }
-    for (const k of evicted) keys.delete(k);
-    await Promise.all(evicted.map(async (k) => {
-      await this.kv.delete(`c:${k}`);
-      await this.dropToolResults(k);
-    }));
-    await this.writeIndex(agent);
-  }
-
-  private async writeIndex(agent: string): Promise<void> {
-    this.reordered.delete(agent);
-    await this.kv.set(`lru:${agent}`, [...(await this.index(agent))]);
+  private log(level: 'info' | 'warn', msg: string): void {
+    (this.opts.log ?? ((l, m) => (l === 'warn' ? console.warn(m) : undefined)))(level, msg);
   }
 }
 
 /**
  * Answers every unanswered tool_use with an error result, so the transcript is valid for the API.
  * Also merges consecutive user messages (a user turn after a trailing tool_result message).
+ * Messages it does not change are returned as they are (the same objects).
  */
 export function repairTranscript(input: readonly Message[]): Message[] {
   const messages = [...input]; // the caller's array is left as it was
@@ -210,14 +287,17 @@ function mergeConsecutive(messages: Message[]): Message[] {
       const content = [...last.content, ...m.content];
       content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
       out[out.length - 1] = { role: m.role, content };
-    } else out.push({ role: m.role, content: [...m.content] });
+    } else out.push(m);
   }
   return out;
 }
 
-/** Appends a user turn, merging into a trailing user message (tool results) so roles alternate. */
+/**
+ * Appends a user turn, merging into a trailing user message (tool results) so roles alternate.
+ * The merged message is a new object: the stored one is frozen.
+ */
 export function appendUserTurn(messages: Message[], content: ContentBlock[]): void {
   const last = messages[messages.length - 1];
-  if (last && last.role === 'user') last.content.push(...content);
+  if (last && last.role === 'user') messages[messages.length - 1] = { role: 'user', content: [...last.content, ...content] };
   else messages.push({ role: 'user', content });
 }

@@ -3,7 +3,8 @@
  * until the model answers without tools, `maxIterations` model calls were made, or the run is aborted.
  *
  * Contract:
- * - `messages` is mutated in place; it is valid (every tool_use answered) whenever the loop returns
+ * - `messages` (the array) is changed in place, its messages never are (stored ones are frozen: a
+ *   changed message is a new object, agent/transcript-diff.ts); it is valid (every tool_use answered) whenever the loop returns
  *   or throws, except while it is parked in a durable wait, when `checkpoint` has saved it together
  *   with the call states that complete it.
  * - A transcript whose last message is an assistant turn with unanswered tool_use blocks is resumed:

@@ -31,7 +31,11 @@ export interface AgentSettings {
   workspaceMaxBytes?: number;
   maxIterations: number;
   runTimeoutMs: number;
-  maxConversations: number;
+  /**
+   * Conversations kept (agent/conversation-store.ts): the newest `maxConversations`, none idle more
+   * than `maxIdleDays` (0: no age limit).
+   */
+  retention: { maxConversations: number; maxIdleDays: number };
   approvalTimeoutMs: number;
   questionTimeoutMs: number;
   maxTokens: number;

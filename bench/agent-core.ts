@@ -24,8 +24,7 @@ import type { ModelClient } from '../agent/model-types.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
 import { createGatehouse } from '../bot/app.js';
 import { loadConfig } from '../bot/config.js';
-import { openStorage } from '../bot/storage.js';
-import { openInterimStore } from '../bot/interim-store.js';
+import { openStore } from '../bot/storage.js';
 
 class BenchAdapter implements Adapter {
   readonly platform = 'console' as const;
@@ -98,19 +97,18 @@ function pct(sorted: number[], p: number): number {
 async function setup(dir: string, model: ModelClient, maxConversations: number) {
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
-    `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [get_time]\n    workspace: "${join(dir, 'ws')}"\n    maxConversations: ${maxConversations}\naccess:\n  rateLimit: { messages: 10000, perSeconds: 1 }\nrunner: { maxConcurrentRuns: 64 }\n`,
+    `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [get_time]\n    workspace: "${join(dir, 'ws')}"\n    retention: { maxConversations: ${maxConversations} }\naccess:\n  rateLimit: { messages: 10000, perSeconds: 1 }\nrunner: { maxConcurrentRuns: 64 }\n`,
   );
   const config = loadConfig({
     env: { ANTHROPIC_API_KEY: 'bench', GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}` },
     cwd: dir,
     knownTools: builtinToolNames(),
   });
-  const storage = await openStorage(config.store);
-  const store = await openInterimStore(config.store);
+  const store = await openStore(config.store);
   const adapter = new BenchAdapter();
-  const gh = await createGatehouse({ config, storage, store, model, adapters: [adapter], log: () => undefined });
+  const gh = await createGatehouse({ config, store, model, adapters: [adapter], log: () => undefined });
   await gh.start();
-  return { gh, adapter, storage: { close: async () => (await storage.close(), await store.close()) } };
+  return { gh, adapter, storage: store };
 }
 
 let eventSeq = 0;

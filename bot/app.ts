@@ -16,8 +16,8 @@ import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker, InProcessDecisionBus } from '../agent/approvals.js';
+import { ConversationStore, DEFAULT_RETENTION } from '../agent/conversation-store.js';
 import type { Store } from '../agent/store/types.js';
-import { ConversationStore } from '../agent/conversation-store.js';
 import { classifierCompletionFrom } from '../agent/model.js';
 import type { Usage } from '../agent/events.js';
 import type { ModelClient } from '../agent/model-types.js';
@@ -40,14 +40,12 @@ import { Router } from './router.js';
 import { CLI_PREFIX, HeadlessRuns } from './headless/runs.js';
 import { createOperatorShell } from './operator-shell.js';
 import { memoryAndReminders } from './reminder-scheduler.js';
-import type { Storage } from './storage.js';
 
 export type { Log } from './log.js';
 
 export interface GatehouseOptions {
   config: Config;
-  storage: Storage;
-  /** The store's repositories: approvals, allowlists, memory, reminders, the event ledger, the MCP cache. */
+  /** The store's repositories (agent/store/types.ts): every kind of data the bot keeps. */
   store: Store;
   model: ModelClient;
   adapters: Adapter[];
@@ -130,7 +128,7 @@ function ownFiles(config: Config): string[] {
 }
 
 export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse> {
-  const { config, storage, store: repos } = opts;
+  const { config, store: repos } = opts;
   const log = opts.log ?? defaultLog;
   const audit = opts.audit ?? auditTo(log);
   for (const agent of Object.values(config.agents)) {
@@ -204,7 +202,12 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     log: (m) => log('warn', m),
     audit,
   });
-  const store = new ConversationStore(storage.transcripts, (agent) => config.agents[agent]?.maxConversations ?? 100);
+  const conversations = new ConversationStore({
+    transcripts: opts.store.transcripts,
+    checkpoint: (c) => opts.store.checkpoint(c),
+    retention: (agent) => config.agents[agent]?.retention ?? DEFAULT_RETENTION,
+    log: (level, m) => log(level, m),
+  });
 
   const classifiers = new Map<string, CommandClassifier>();
   const classifierFor = (agent: AgentSettings): CommandClassifier => {
@@ -241,7 +244,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         ...(timeout !== undefined ? { commandTimeoutMs: timeout } : {}),
         sandbox,
         media,
-        toolResults: store,
+        toolResults: conversations,
         stores: assistant.stores,
         network: () => config.agents[agent.name]?.network,
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
@@ -255,8 +258,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
 
   const runner = new Runner({
     model: opts.model,
-    store,
-    runs: storage.runs,
+    conversations,
+    runs: opts.store.runs,
     broker,
     registry: registryFor,
     prepareTools: (agent) => mcp.prepare(agent.name),
@@ -306,6 +309,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     mcp,
     async start() {
       for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
+      // Retention at start, then at most once a minute per agent as conversations are saved.
+      await conversations.applyRetention(Object.keys(config.agents)).catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
       for (const a of adapters.values()) await a.start(router);
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
@@ -316,8 +321,6 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
       await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));
-      // Only the LRU order is at stake: a stop must finish even when the store has already failed.
-      await store.flush().catch((e: unknown) => log('warn', `could not write the conversation order: ${(e as Error).message}`));
       broker.close();
     },
   };

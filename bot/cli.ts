@@ -32,8 +32,7 @@ import { createPlatformAdapters } from './platforms.js';
 import { backupCommand } from './backup-command.js';
 import { policyCommand } from './policy-command.js';
 import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
-import { openStorage } from './storage.js';
-import { openInterimStore } from './interim-store.js';
+import { openStore } from './storage.js';
 import { startAttachServer, type AttachServer } from './headless/attach.js';
 import { readFileSync } from 'node:fs';
 
@@ -178,8 +177,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
-  const storage = await openStorage(config.store, undefined, { exclusive: true });
-  const store = await openInterimStore(config.store);
+  const store = await openStore(config.store, { exclusive: true });
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
@@ -193,7 +191,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   } else if (!Object.values(config.platforms).some(Boolean)) {
     out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
-  const gatehouse = await createGatehouse({ config, storage, store, model, adapters, log: out, audit });
+  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
@@ -204,7 +202,6 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       await attach?.close();
       await gatehouse.stop();
       await http?.close();
-      await storage.close();
       await store.close();
       if (pidFile) removePidFile(pidFile);
       resolveStopped();

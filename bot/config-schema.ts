@@ -230,7 +230,16 @@ export function buildSchema(knownTools: readonly string[]) {
     workspaceMaxBytes: byteSize().optional(),
     maxIterations: int(1, 100_000).optional(),
     runTimeoutMs: ms().optional(),
+    /** The old name of retention.maxConversations (still read). */
     maxConversations: int(1, 10_000_000).optional(),
+    retention: z
+      .object({
+        maxConversations: int(1, 10_000_000).optional(),
+        /** 0: no age limit. */
+        maxIdleDays: int(0, 100_000, ' (0: no age limit)').optional(),
+      })
+      .strict()
+      .optional(),
     approvalTimeoutMs: ms().optional(),
     questionTimeoutMs: ms().optional(),
     commandTimeoutMs: ms().optional(),

@@ -180,7 +180,7 @@ const HARD_DEFAULTS = {
   envAllowlist: [] as string[],
   maxIterations: 100,
   runTimeoutMs: 600_000,
-  maxConversations: 100,
+  retention: { maxConversations: 10_000, maxIdleDays: 365 },
   approvalTimeoutMs: 1_800_000,
   questionTimeoutMs: 900_000,
   commandTimeoutMs: 300_000,
@@ -334,6 +334,12 @@ export function loadConfig(opts: LoadConfigOptions): Config {
         problems.push({ path: at, message: `${p} contains ${inside}; the agent's commands could read the bot's files next to it (backups, logs). Name a directory that holds none of them` });
       }
     });
+    for (const [at, l] of [[`agents.${name}`, own], ['defaults', defaults]] as const) {
+      const count = l.retention?.maxConversations;
+      if (l.maxConversations !== undefined && count !== undefined && count !== l.maxConversations) {
+        problems.push({ path: `${at}.maxConversations`, message: `${l.maxConversations} disagrees with ${at}.retention.maxConversations (${count}); maxConversations is the old name of that key: keep only retention.maxConversations` });
+      }
+    }
     const sandboxLimits: SandboxLimits = {
       processes: own.sandboxLimits?.processes ?? defaults.sandboxLimits?.processes ?? DEFAULT_SANDBOX_LIMITS.processes,
       openFiles: own.sandboxLimits?.openFiles ?? defaults.sandboxLimits?.openFiles ?? DEFAULT_SANDBOX_LIMITS.openFiles,
@@ -367,7 +373,12 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       workspaceMaxBytes: layer.workspaceMaxBytes ?? HARD_DEFAULTS.workspaceMaxBytes,
       maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
       runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
-      maxConversations: layer.maxConversations ?? HARD_DEFAULTS.maxConversations,
+      // Key by key, the agent's over the defaults'; the old top-level maxConversations is the count.
+      retention: {
+        maxConversations:
+          own.retention?.maxConversations ?? own.maxConversations ?? defaults.retention?.maxConversations ?? defaults.maxConversations ?? HARD_DEFAULTS.retention.maxConversations,
+        maxIdleDays: own.retention?.maxIdleDays ?? defaults.retention?.maxIdleDays ?? HARD_DEFAULTS.retention.maxIdleDays,
+      },
       approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
       questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
       commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,

@@ -6,6 +6,9 @@
  *
  * `approvals` reads the approvals repository (`allPending`, then each request), never creates a store,
  * and says which store it read (on stderr with --json); the service may be running meanwhile.
+ * `conversations` reads the transcripts repository's listing (no transcript is loaded), never creates
+ * a store (run from the wrong folder it says so, naming GATEHOUSE_STORE), and says which store it read
+ * (on stderr with --json).
  * `--json` prints one JSON array. Contract: exit 0 with the listing (an empty one says so), 1 when the
  * config or the store cannot be read, with the reason.
  */
@@ -17,8 +20,7 @@ import { ConfigError, formatConfigError, loadConfig, type Config } from './confi
 import { dataDirOf, PID_FILE, RELOAD_STATUS_FILE, type ReloadStatus } from './reload.js';
 import { z } from 'zod';
 import type { Store } from '../agent/store/types.js';
-import { openInterimStore } from './interim-store.js';
-import { openStorage, type Storage } from './storage.js';
+import { openStore } from './storage.js';
 
 function loadForCommand(io: CliIO): Config | number {
   try {
@@ -31,26 +33,11 @@ function loadForCommand(io: CliIO): Config | number {
   }
 }
 
-async function withStore<T>(io: CliIO, config: Config, fn: (s: Storage) => Promise<T>): Promise<T | number> {
-  let storage: Storage;
-  try {
-    storage = await openStorage(config.store, (m) => io.stderr.write(m + '\n'));
-  } catch (err) {
-    io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
-    return 1;
-  }
-  try {
-    return await fn(storage);
-  } finally {
-    await storage.close();
-  }
-}
-
 /** The store's repositories, opened only if the store exists; closed after `fn`. */
 async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise<T>): Promise<T | number> {
   let store: Store;
   try {
-    store = await openInterimStore(config.store, (m) => io.stderr.write(m + '\n'), { mustExist: true });
+    store = await openStore(config.store, { mustExist: true, log: (m) => io.stderr.write(m + '\n') });
   } catch (err) {
     io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
     return 1;
@@ -60,13 +47,6 @@ async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise
   } finally {
     await store.close();
   }
-}
-
-async function entries(kv: Storage['approvals']): Promise<Array<[string, unknown]>> {
-  if (!kv.iterator) throw new Error('this store cannot list its entries');
-  const out: Array<[string, unknown]> = [];
-  for await (const e of kv.iterator.call(kv)) out.push(e);
-  return out;
 }
 
 const time = (ms: number): string => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
@@ -180,26 +160,16 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
   }
   const config = loadForCommand(io);
   if (typeof config === 'number') return config;
-  return withStore(io, config, async (s) => {
-    const rows: Array<ConversationRow & { at: number }> = [];
-    for (const [key, value] of await entries(s.transcripts)) {
-      if (!key.startsWith('c:') || value === null || typeof value !== 'object') continue;
-      const c = value as Record<string, unknown>;
-      const at = typeof c['updatedAt'] === 'number' ? c['updatedAt'] : 0;
-      rows.push({
-        key: key.slice(2),
-        agent: String(c['agent'] ?? '?'),
-        lastActivity: time(at),
-        messages: Array.isArray(c['messages']) ? c['messages'].length : 0,
-        at,
-      });
-    }
-    rows.sort((a, b) => b.at - a.at);
-    const shown = rows.slice(0, limit).map(({ at: _at, ...r }) => r);
+  return withRepos(io, config, async (s) => {
+    // One more than shown: whether there are older ones, without counting them all.
+    const listed = await s.transcripts.listRecent({ limit: limit + 1 });
+    const shown: ConversationRow[] = listed.slice(0, limit).map((c) => ({ key: c.conversation, agent: c.agent, lastActivity: time(c.updatedAt), messages: c.lastSeq }));
     if (json) {
+      io.stderr.write(`store: ${s.description}\n`);
       io.stdout.write(JSON.stringify(shown) + '\n');
       return 0;
     }
+    io.stdout.write(`Store: ${s.description}\n`);
     if (shown.length === 0) {
       io.stdout.write('No conversations yet.\n');
       return 0;
@@ -208,7 +178,7 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
     const a = Math.max(...shown.map((r) => r.agent.length), 'agent'.length);
     io.stdout.write(`${'conversation'.padEnd(w)}  ${'agent'.padEnd(a)}  last activity         messages\n`);
     for (const r of shown) io.stdout.write(`${r.key.padEnd(w)}  ${r.agent.padEnd(a)}  ${r.lastActivity}  ${r.messages}\n`);
-    if (rows.length > shown.length) io.stdout.write(`(${rows.length - shown.length} older; --limit N shows more)\n`);
+    if (listed.length > shown.length) io.stdout.write('(older ones not shown; --limit N shows more)\n');
     return 0;
   });
 }

@@ -10,8 +10,7 @@ import { createGatehouse } from '../app.js';
 import type { CliIO } from '../cli.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, levelRank, secretValues, type Log } from '../log.js';
-import { openStorage } from '../storage.js';
-import { openInterimStore } from '../interim-store.js';
+import { openStore } from '../storage.js';
 import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './runs.js';
 
 export async function runInProcess(
@@ -28,10 +27,9 @@ export async function runInProcess(
     ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
     onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
-  const storage = await openStorage(config.store, (m) => log('error', m));
-  const store = await openInterimStore(config.store, (m) => log('error', m));
+  const store = await openStore(config.store, { log: (m) => log('error', m) });
   try {
-    const gatehouse = await createGatehouse({ config, storage, store, model, adapters: [], log, audit: auditTo(log) });
+    const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: auditTo(log) });
     try {
       setRespond((r) => gatehouse.headless.respond(r));
       return await gatehouse.headless.run(request, onMessage);
@@ -39,7 +37,6 @@ export async function runInProcess(
       await gatehouse.stop({ graceMs: 0 });
     }
   } finally {
-    await storage.close();
     await store.close();
   }
 }

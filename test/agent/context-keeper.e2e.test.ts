@@ -58,7 +58,9 @@ function pairsIntact(messages: Body['messages']): boolean {
 }
 
 async function storedTranscript(key = 'console:main'): Promise<Body['messages']> {
-  return ((await h.storage.transcripts.get(`c:${key}`)) as { messages: Body['messages'] }).messages;
+  // Through the repository: the latest summary (base) and the messages after it.
+  const t = (await h.store.transcripts.load(key))!;
+  return [...t.base, ...t.rows.map((r) => r.message)] as Body['messages'];
 }
 
 const filler = (label: string) => `${label} ${'lorem ipsum dolor sit amet '.repeat(450)}`; // ~12,000 chars, ~3,000 tokens

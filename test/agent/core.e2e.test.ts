@@ -228,8 +228,9 @@ test('a restart keeps the conversation', async () => {
   expect(JSON.stringify(body.messages)).toContain('my name is Ada');
 });
 
-test('LRU: at most maxConversations per agent, the least recently used is forgotten', async () => {
+test('retention: at most maxConversations per agent, the least recently active is forgotten', async () => {
   h = await Harness.start({
+    // The old key, still read as retention.maxConversations.
     yaml: agentYaml('tools: [get_time]', 'maxConversations: 2'),
   });
   for (const c of ['a', 'b', 'a', 'c']) {
@@ -238,7 +239,9 @@ test('LRU: at most maxConversations per agent, the least recently used is forgot
     await waitFor(`answer in ${c}`, () => h.gh.runner.isBusy(`console:${c}`) === false && h.adapter.answers(`console:${c}`).length > 0);
     await h.gh.runner.idle();
   }
-  // b was least recently used when c arrived: evicted. a survives.
+  // Retention is applied at start and at most once a minute (one query, not a list rewritten per
+  // conversation): the restart applies it. b was least recently active: deleted. a survives.
+  await h.restart();
   h.script({ text: 'x' }, { text: 'y' });
   await h.adapter.send('again a', { conversation: 'a' });
   await h.gh.runner.idle();
@@ -341,7 +344,7 @@ test('after a crash, every conversation with accepted messages is answered, runn
   // 8 runs reach the model (the default concurrency); the rest wait for a slot.
   await waitFor('runs started', () => h.modelRequests().length === 8);
   h.mainQueue.length = 0;
-  await h.storage.runs.set('q:console:broken', 'not a list of turns'); // left by a bad write or an old version
+  await h.store.runs.enqueueTurn('console:broken', 'broken', 'not a turn', Date.now()); // left by a bad write or an old version
   await h.restart();
   const userText = (req: RecordedRequest) => {
     const msgs = (req.body as { messages: Array<{ content: Array<{ text?: string }> }> }).messages;
@@ -350,14 +353,15 @@ test('after a crash, every conversation with accepted messages is answered, runn
   for (let i = 0; i < n; i++) h.script((req) => ({ text: `answer to ${userText(req)}` }));
   await waitFor('all answered', () => Array.from({ length: n }, (_, i) => h.adapter.answers(`console:c${i}`).length === 1).every(Boolean));
   for (let i = 0; i < n; i++) expect(h.adapter.answers(`console:c${i}`)).toEqual([`answer to question ${i}`]);
-  expect(await h.storage.runs.get('q:console:broken')).toBeUndefined();
+  expect((await h.store.runs.queuedTurns()).map((q) => q.conversation)).not.toContain('console:broken');
   await h.gh.runner.idle();
-  for (let i = 0; i < n; i++) expect(await h.storage.runs.get(`q:console:c${i}`)).toBeUndefined();
+  expect(await h.store.runs.queuedTurns()).toEqual([]);
 });
 
 test('when the store fails, a message is refused with a reply saying so, never taken and lost', async () => {
   h = await Harness.start();
-  await h.storage.close(); // the disk is gone, as far as the bot can tell
+  // The disk is gone, as far as the bot can tell.
+  await h.store.close();
   const result = await h.adapter.send('are you there?');
   expect(result.accepted).toBe(false);
   expect(result.reply).toMatch(/could not take that message.*send it again/i);
@@ -367,14 +371,14 @@ test('when the store fails, a message is refused with a reply saying so, never t
 
 test('a transcript that cannot be read fails that turn with a message, and the bot keeps working', async () => {
   h = await Harness.start({ yaml: `${DEFAULT_YAML}runner: { maxConcurrentRuns: 1 }\n` });
-  const kv = h.storage.transcripts as { get: (key: string) => Promise<unknown> };
-  const realGet = kv.get.bind(kv);
-  kv.get = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error')); // fault injection on the store
+  const repo = h.store.transcripts;
+  const realRevision = repo.revision.bind(repo);
+  repo.revision = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error')); // fault injection on the store
   await h.adapter.send('first');
   await waitFor('error shown', () => h.adapter.eventsOf('console:main', 'error')[0]);
   expect(h.adapter.eventsOf('console:main', 'error')[0]).toMatchObject({ message: expect.stringMatching(/could not read this conversation.*send that again/) });
   expect(h.modelRequests()).toHaveLength(0);
-  kv.get = realGet;
+  repo.revision = realRevision;
   h.script({ text: 'second answer' });
   await h.adapter.send('second');
   await waitFor('answer', () => h.adapter.answers()[1]); // the one run slot was given back
@@ -382,7 +386,7 @@ test('a transcript that cannot be read fails that turn with a message, and the b
   // The failed turn was dropped (the user was told to resend), so it is not part of the history.
   expect((h.modelRequests()[0]!.body as { messages: unknown[] }).messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'second' }] }]);
   await h.gh.runner.idle();
-  expect(await h.storage.runs.get('q:console:main')).toBeUndefined();
+  expect(await h.store.runs.queuedTurns()).toEqual([]);
 });
 
 test('/reset starts a new conversation and /help says what the bot can do', async () => {

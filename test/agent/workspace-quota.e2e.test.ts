@@ -85,8 +85,8 @@ test('20 MB into a 5 MB workspace: the result says so, later writes are refused,
   expect(existsSync(join(h.workspace, 'after-rm.txt'))).toBe(true);
 
   // The store still takes writes (the run above saved its transcript; one more, directly).
-  await h.storage.transcripts.set('probe:after-fill', { ok: true });
-  expect(await h.storage.transcripts.get('probe:after-fill')).toEqual({ ok: true });
+  await h.store.cache.set('probe:after-fill', { ok: true });
+  expect(await h.store.cache.get('probe:after-fill')).toEqual({ ok: true });
   expect(h.storeErrors).toEqual([]);
 }, 120_000);
 

@@ -76,7 +76,7 @@ describe('no config file', () => {
       workspace: join(cwd, 'workspace'),
       maxIterations: 100,
       runTimeoutMs: 600_000,
-      maxConversations: 100,
+      retention: { maxConversations: 10_000, maxIdleDays: 365 },
       approvalTimeoutMs: 1_800_000,
       questionTimeoutMs: 900_000,
       commandTimeoutMs: 300_000,
@@ -764,5 +764,26 @@ describe('mcpServers readPaths', () => {
   test('readPaths on an url server is an error at that key', () => {
     const cwd = setup(agent('web: { url: "https://mcp.example.com/mcp", readPaths: [/opt] }'));
     expect(problemAt(problemsOf(() => load(cwd)), 'agents.ops.mcpServers.web.readPaths')).toContain('only applies to a command server');
+  });
+});
+
+describe('retention', () => {
+  test('retention.maxConversations and maxIdleDays, key by key over defaults; the old maxConversations is the count', () => {
+    const c = load(setup('defaultAgent: a\ndefaults:\n  retention: { maxIdleDays: 90 }\nagents:\n  a: { model: m, retention: { maxConversations: 50 } }\n  b: { model: m, maxConversations: 7 }\n  c: { model: m, retention: { maxIdleDays: 0 } }\n'));
+    expect(c.agents['a']!.retention).toEqual({ maxConversations: 50, maxIdleDays: 90 });
+    expect(c.agents['b']!.retention).toEqual({ maxConversations: 7, maxIdleDays: 90 });
+    expect(c.agents['c']!.retention).toEqual({ maxConversations: 10_000, maxIdleDays: 0 });
+  });
+
+  test('a bad value or an unknown key names the key', () => {
+    const problems = problemsOf(() => load(setup('agents:\n  a: { model: m, retention: { maxConversations: 0, maxIdleDays: -1 } }\n  b: { model: m, retention: { maxDays: 3 } }\n')));
+    expect(problemAt(problems, 'agents.a.retention.maxConversations')).toMatch(/from 1 to/);
+    expect(problemAt(problems, 'agents.a.retention.maxIdleDays')).toMatch(/0: no age limit/);
+    expect(problems.some((p) => p.path.startsWith('agents.b.retention') && /maxDays/.test(`${p.path} ${p.message}`))).toBe(true);
+  });
+
+  test('the old and the new key disagreeing is an error naming both', () => {
+    const problems = problemsOf(() => load(setup('agents:\n  a: { model: m, maxConversations: 5, retention: { maxConversations: 6 } }\n')));
+    expect(problemAt(problems, 'agents.a.maxConversations')).toMatch(/agents\.a\.retention\.maxConversations/);
   });
 });

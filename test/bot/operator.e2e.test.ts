@@ -170,10 +170,14 @@ test('gatehouse reload without a running service says so', async () => {
 
 test('gatehouse approvals and conversations read the store while the service runs', async () => {
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml(['501', '4242']));
-  expect((await cli(['conversations'])).stdout).toBe('No conversations yet.\n');
+  // Before the service ever ran there is no store: the command says so and creates none.
+  const none = await cli(['conversations']);
+  expect(none.code).toBe(1);
+  expect(none.stderr).toMatch(/no Gatehouse store at .*GATEHOUSE_STORE/);
   await startService();
   // Each listing says which store it read.
   const readFrom = `Store: sqlite://${join(dir, 'data', 'gatehouse.sqlite')}\n`;
+  expect((await cli(['conversations'])).stdout).toBe(`${readFrom}No conversations yet.\n`);
   expect((await cli(['approvals'])).stdout).toBe(`${readFrom}No pending approvals or questions.\n`);
 
   // Eve's conversation ends with an answer; Ada's waits for an approval (write_file above read-only).
@@ -200,7 +204,8 @@ test('gatehouse approvals and conversations read the store while the service run
   const conversations = await cli(['conversations']);
   expect(conversations.code).toBe(0);
   const lines = conversations.stdout.trim().split('\n');
-  expect(lines[0]).toMatch(/^conversation\s+agent\s+last activity\s+messages$/);
+  expect(lines[0]).toMatch(/^Store: sqlite:\/\/\//);
+  expect(lines[1]).toMatch(/^conversation\s+agent\s+last activity\s+messages$/);
   // Both conversations, each with its agent and a timestamp.
   expect(conversations.stdout).toMatch(/^telegram:4242\s+default\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+2$/m);
   const rows = JSON.parse((await cli(['conversations', '--json'])).stdout) as Array<{ key: string; agent: string; lastActivity: string }>;

@@ -11,12 +11,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openInterimStore } from '../../bot/interim-store.js';
+import { openStore } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
 
 /** The store's repositories at `path` (beside a running bot: not exclusive), read by the test. */
-const openRepos = (path: string) => openInterimStore({ kind: 'sqlite', url: `sqlite://${path}`, path });
+const openRepos = (path: string) => openStore({ kind: 'sqlite', url: `sqlite://${path}`, path }, { mustExist: true });
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');

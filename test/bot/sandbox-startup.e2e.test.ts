@@ -15,8 +15,7 @@ import { builtinToolNames } from '../../agent/tools/catalog.js';
 import { findExecutable } from '../../agent/tools/sandbox/index.js';
 import { createGatehouse } from '../../bot/app.js';
 import { loadConfig } from '../../bot/config.js';
-import { openStorage } from '../../bot/storage.js';
-import { openInterimStore } from '../../bot/interim-store.js';
+import { openStore } from '../../bot/storage.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -76,12 +75,10 @@ test('the same agent with sandbox: none starts, with a warning naming it', async
     cwd: dir,
     knownTools: builtinToolNames(),
   });
-  const storage = await openStorage(config.store);
-  const store = await openInterimStore(config.store);
+  const store = await openStore(config.store);
   const logs: string[] = [];
   const gh = await createGatehouse({
     config,
-    storage,
     store,
     model: createAnthropicModel({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9' }),
     adapters: [],
@@ -91,7 +88,6 @@ test('the same agent with sandbox: none starts, with a warning naming it', async
     expect(logs.filter((l) => l.startsWith('warn ') && l.includes('agent ops') && l.includes('sandbox: none'))).toHaveLength(1);
   } finally {
     await gh.stop({ graceMs: 0 });
-    await storage.close();
     await store.close();
   }
 });
@@ -102,12 +98,10 @@ test('a bubblewrap agent starts with one info line naming its view, its limits a
     'agents:\n  ops:\n    model: m\n    tools: [execute_command]\n    sandboxLimits: { memory: 768M, tmpSize: 100M, cpuSeconds: 42 }\n    sandboxReadPaths: [/usr/share/doc]\n',
   );
   const config = loadConfig({ env: { ANTHROPIC_API_KEY: 'sk-test', GATEHOUSE_STORE: 'sqlite://:memory:' }, cwd: dir, knownTools: builtinToolNames() });
-  const storage = await openStorage(config.store);
-  const store = await openInterimStore(config.store);
+  const store = await openStore(config.store);
   const logs: string[] = [];
   const gh = await createGatehouse({
     config,
-    storage,
     store,
     model: createAnthropicModel({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9' }),
     adapters: [],
@@ -122,7 +116,6 @@ test('a bubblewrap agent starts with one info line naming its view, its limits a
     expect(line[0]).toMatch(/cgroup v2 is not used: |cgroup v2/);
   } finally {
     await gh.stop({ graceMs: 0 });
-    await storage.close();
     await store.close();
   }
 }, 30_000);

@@ -15,8 +15,7 @@ import { builtinToolNames } from '../../agent/tools/catalog.js';
 import type { AnyTool } from '../../agent/tools/types.js';
 import { createGatehouse, type Gatehouse, type Log } from '../../bot/app.js';
 import { loadConfig, type Config } from '../../bot/config.js';
-import { openStorage, type Storage } from '../../bot/storage.js';
-import { openInterimStore } from '../../bot/interim-store.js';
+import { openStore } from '../../bot/storage.js';
 import type { Store } from '../../agent/store/types.js';
 import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
@@ -73,7 +72,6 @@ export class Harness {
   classifierReply: FakeReply | ((req: RecordedRequest) => FakeReply) = { text: 'high-risk' };
   gh!: Gatehouse;
   config!: Config;
-  storage!: Storage;
   /** The store's repositories (what the runner reads and writes). */
   store!: Store;
   adapters: Adapter[] = [];
@@ -113,13 +111,11 @@ export class Harness {
       ...this.opts.env,
     };
     this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
-    this.storage = await openStorage(this.config.store, (m) => this.storeErrors.push(m));
-    this.store = await openInterimStore(this.config.store, (m) => this.storeErrors.push(m));
+    this.store = await openStore(this.config.store, { log: (m) => this.storeErrors.push(m) });
     const model = createAnthropicModel({ apiKey: 'test-key', baseURL: this.fake.url, retryBaseMs: 5, maxRetryWaitMs: 2000 });
     this.adapters = this.opts.adapters ? this.opts.adapters({ dir: this.dir }) : [this.adapter];
     this.gh = await createGatehouse({
       config: this.config,
-      storage: this.storage,
       store: this.store,
       model,
       adapters: this.adapters,
@@ -147,7 +143,6 @@ export class Harness {
   /** Simulates a crash and a restart: the old instance stops, a new one opens the same store. */
   async restart(): Promise<void> {
     // A crash: the store goes first, so nothing the old instance does afterwards is persisted.
-    await this.storage.close();
     await this.store.close();
     await this.gh.stop({ graceMs: 0 });
     (this as { adapter: RecordingAdapter }).adapter = new RecordingAdapter();
@@ -156,7 +151,6 @@ export class Harness {
 
   async close(): Promise<void> {
     await this.gh.stop({ graceMs: 2000 });
-    await this.storage.close();
     await this.store.close();
     await this.fake.close();
     rmSync(this.dir, { recursive: true, force: true });

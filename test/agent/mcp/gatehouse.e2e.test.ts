@@ -153,7 +153,7 @@ test('the listing is cached: after a restart the tools are offered before any se
   await h.gh.stop();
   expect(alive(server!)).toBe(false);
   expect(alive(grandchild)).toBe(false);
-  await h.storage.close();
+  await h.store.close();
 
   // A new process on the same store: the cached listing is offered, no server is started for it.
   await h.restart();

@@ -1,0 +1,341 @@
+/**
+ * The phases of one run: load the transcript, take a slot, run the model loop with its tools,
+ * checkpoint, finish. A run is a new turn or the continuation of a stored one (a durable wait).
+ *
+ * Contract:
+ * - Exactly one of `answer`/`error` ends a run, then `usage` and `run_finished`.
+ * - Every checkpoint is ONE store transaction (agent/store/types.ts `checkpoint`): the transcript,
+ *   the queued turn it now holds (dropped), and the run record (saved while calls are open, dropped
+ *   at the end), so a crash between them cannot run a turn twice or lose its call states.
+ * - A model failure after retries is shown to the user as a short message; the transcript is saved
+ *   only up to its last consistent point (a run that failed before any model reply saves nothing).
+ */
+import { randomUUID } from 'node:crypto';
+import type { AgentPolicy } from '../../policies/gate.js';
+import type { ApprovalBroker } from '../approvals.js';
+import type { PersistedAllowlists } from '../allowlists.js';
+import type { Audit } from '../audit.js';
+import { contextKeeperFor } from '../context-keeper.js';
+import { appendUserTurn, type ConversationStore, type StoredConversation } from '../conversation-store.js';
+import type { AgentEvent, Usage } from '../events.js';
+import { runLoop, unansweredToolUses } from '../loop.js';
+import { ModelError, type ModelClient } from '../model-types.js';
+import type { OutputResolver } from '../output.js';
+import { addUsage, emptyUsage } from '../pricing.js';
+import { Deadline, placeOf, type SlotClaim, type Slots } from '../run-limits.js';
+import type { AgentDirectory, AgentSettings } from '../settings.js';
+import type { RunRepo } from '../store/types.js';
+import { runToolBatch, type CallStates } from '../tools/executor.js';
+import { toolSpec, type ToolRegistry } from '../tools/registry.js';
+import type { ConversationState, ToolContext } from '../tools/types.js';
+import { workspaceQuota } from '../tools/workspace-quota.js';
+import type { Tier } from '../../policies/tiers.js';
+import { askUser, humanWaits } from './human-wait.js';
+import type { RunRecord, Turn } from './turn.js';
+
+/** What a run needs from the runner (its options, plus its per-conversation state). */
+export interface RunDeps {
+  model: ModelClient;
+  conversations: ConversationStore;
+  runs: RunRepo;
+  broker: ApprovalBroker;
+  registry(agent: AgentSettings): ToolRegistry;
+  prepareTools?(agent: AgentSettings): Promise<void>;
+  agents: AgentDirectory;
+  allowlists: PersistedAllowlists;
+  outputs: OutputResolver;
+  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
+  audit?: Audit;
+  systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
+  slots: Slots;
+  log(level: 'info' | 'warn' | 'error', msg: string): void;
+  /** The runner is closing: a run not started yet stays stored for the next start. */
+  closed(): boolean;
+  /** The run's abort controller while it runs (for /stop and shutdown), undefined after. */
+  running(key: string, controller: AbortController | undefined): void;
+  parked(key: string, waiting: boolean): void;
+}
+
+export type RunJob = { kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord };
+
+export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
+  if (d.closed()) return; // a queued turn stays stored: the next start runs it
+  const turn = job.kind === 'turn' ? job.turn : undefined;
+  const resumed = job.kind === 'resume' ? job.record : undefined;
+  const queuedId = job.kind === 'turn' ? job.queuedId : undefined;
+  const key = turn?.conversationKey ?? resumed!.conversationKey;
+  const agentName = turn?.agentName ?? resumed!.agentName;
+  const output = d.outputs(key);
+  const runId = resumed?.runId ?? turn?.runId ?? randomUUID();
+  const emit = async (e: AgentEvent): Promise<void> => {
+    try {
+      await output.emit(e);
+    } catch (err) {
+      d.log('error', `[${key}] could not deliver ${e.type}: ${(err as Error).message}`);
+    }
+  };
+  const agent = d.agents.get(agentName);
+  if (!agent) {
+    await emit({ type: 'error', runId, message: `This conversation's agent "${agentName}" is not configured any more.` });
+    await emit({ type: 'run_finished', runId, reason: 'failed' });
+    await d.conversations.checkpoint(key, undefined, { record: null, ...(queuedId ? { dropTurn: queuedId } : {}) });
+    return;
+  }
+
+  // Phase 1: load.
+  let stored: StoredConversation | undefined;
+  try {
+    stored = await d.conversations.load(key, { raw: resumed !== undefined });
+  } catch (err) {
+    // Nothing ran and nothing was written: the user is told to send it again, so it is not kept.
+    d.log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
+    await emit({ type: 'error', runId, message: 'I could not read this conversation from storage (a problem on my side). Please send that again in a moment.' });
+    await emit({ type: 'run_finished', runId, reason: 'failed' });
+    if (queuedId) await d.runs.dropTurn(key, queuedId).catch(() => undefined);
+    return;
+  }
+
+  // Phase 2: a slot. Who holds it: the turn's sender (a resumed run's starter) in this conversation's place.
+  const controller = new AbortController();
+  d.running(key, controller);
+  const starter = resumed ? { platform: resumed.platform, id: resumed.starter.id } : { platform: turn!.platform, id: turn!.sender.id };
+  const claim: SlotClaim = { user: `${starter.platform}:${starter.id}`, place: placeOf(key) };
+  const waitNote = () => d.log('info', `[${key}] waiting for a run slot (user ${claim.user}, place ${claim.place})`);
+  await d.slots.acquire(claim, waitNote);
+  let timedOut = false;
+  const overrides = resumed?.overrides ?? turn?.overrides;
+  const runTimeoutMs = overrides?.runTimeoutMs ?? agent.runTimeoutMs;
+  const deadline = new Deadline(runTimeoutMs, () => {
+    timedOut = true;
+    controller.abort(new Error('timeout'));
+  });
+  const waits = humanWaits({ slots: d.slots, claim, deadline, waitNote, parked: (w) => d.parked(key, w) });
+  const humanWait = <T>(w: () => Promise<T>): Promise<T> => waits.wait(w);
+  // Classifier usage is counted apart from the conversation's.
+  const classifierUsage = { total: emptyUsage(), used: false };
+  let usage: Usage = emptyUsage();
+
+  const conv: StoredConversation = stored ?? { agent: agentName, messages: [], state: {}, updatedAt: Date.now() };
+  const record: RunRecord = resumed ?? {
+    runId,
+    agentName,
+    conversationKey: key,
+    platform: turn!.platform,
+    starter: turn!.sender,
+    humanAvailable: turn!.humanAvailable ?? true,
+    ...(turn!.overrides ? { overrides: turn!.overrides } : {}),
+    calls: {},
+  };
+  if (turn) appendUserTurn(conv.messages, [...(turn.text ? [{ type: 'text' as const, text: turn.text }] : []), ...(turn.attachments ?? [])]);
+  const release = () => {
+    deadline.clear();
+    if (waits.holdsSlot) d.slots.release(claim);
+    d.running(key, undefined);
+  };
+  if (resumed && conv.messages.at(-1)?.role !== 'user' && unansweredToolUses(conv.messages).length === 0) {
+    // It had already answered; nothing to continue.
+    release();
+    await d.runs.dropRecord(key);
+    return;
+  }
+
+  let checkpointed = resumed !== undefined;
+  // A turn that never waits or runs a tool writes no run record: nothing to drop at the end.
+  let recordWritten = resumed !== undefined;
+  let turnDropped = queuedId === undefined;
+  const saveRecord = async () => {
+    recordWritten = true;
+    await d.runs.saveRecord(key, record);
+  };
+  const states: CallStates = {
+    get: (id) => record.calls[id],
+    set: async (id, s) => {
+      record.calls[id] = s;
+      await saveRecord();
+    },
+  };
+  const convState: ConversationState = {
+    get: <T>(name: string) => conv.state[name] as T | undefined,
+    set: (name, value) => {
+      conv.state[name] = value;
+    },
+  };
+  await d.prepareTools?.(agent);
+  const tools = d.registry(agent).toolset(agent.tools, { humanAvailable: record.humanAvailable });
+  const policy = (): AgentPolicy => {
+    const a = d.agents.get(agentName) ?? agent;
+    return {
+      name: a.name,
+      tier: overrides?.tier ?? a.tier,
+      autoApprovedTools: [...a.autoApprovedTools, ...d.allowlists.tools(a.name)],
+      autoApprovedCommands: [...a.autoApprovedCommands, ...d.allowlists.commands(a.name)],
+      approvers: overrides?.approvers ? { ...a.approvers, ...overrides.approvers } : a.approvers,
+      ...(overrides?.noApproverFix ? { noApproverFix: overrides.noApproverFix } : {}),
+      ...(a.toolPolicy ? { toolPolicy: a.toolPolicy } : {}),
+      ...(a.commandRules ? { commandRules: a.commandRules } : {}),
+    };
+  };
+  const toolContext = (callId: string, signal: AbortSignal): ToolContext => {
+    const ctx: ToolContext = {
+      workspace: agent.workspace,
+      signal,
+      conversationKey: key,
+      agentName,
+      sender: { platform: record.platform, ...record.starter },
+      envAllowlist: agent.envAllowlist,
+      state: convState,
+      transcript: () => conv.messages,
+      addUsage: (u) => (usage = addUsage(usage, u)),
+    };
+    if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
+    return ctx;
+  };
+
+  /** The end of the run in one transaction: the transcript (when given), the record and queued turn gone. */
+  let finished = false;
+  const finish = async (save: boolean) => {
+    await d.conversations.checkpoint(key, save ? conv : undefined, {
+      ...(recordWritten ? { record: null } : {}),
+      ...(!turnDropped ? { dropTurn: queuedId! } : {}),
+    });
+    finished = true;
+  };
+
+  // Phase 3: the loop.
+  const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
+  await emit({ type: 'run_started', runId });
+  d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
+  let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
+  try {
+    const outcome = await runLoop({
+      runId,
+      model: d.model,
+      modelName: agent.model,
+      system: await systemPrompt(d, agent, key),
+      tools: [...tools.values()].map(toolSpec),
+      maxTokens: agent.maxTokens,
+      maxIterations: agent.maxIterations,
+      messages: conv.messages,
+      signal: controller.signal,
+      emit,
+      streamText: output.streamsText,
+      addUsage: (u) => {
+        usage = addUsage(usage, u);
+      },
+      keeper: contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: (l, m) => d.log(l, `[${key}] ${m}`) }),
+      // Phase 4: checkpoint. From here the turn lives in the transcript (and the run record): it must not run twice.
+      checkpoint: async () => {
+        const open = unansweredToolUses(conv.messages).length > 0;
+        const clear = !open && Object.keys(record.calls).length > 0;
+        if (clear) record.calls = {};
+        await d.conversations.checkpoint(key, conv, {
+          ...(!turnDropped ? { dropTurn: queuedId! } : {}),
+          ...(open || clear ? { record } : {}),
+        });
+        checkpointed = true;
+        turnDropped = true;
+        if (open || clear) recordWritten = true;
+      },
+      runBatch: (calls) =>
+        runToolBatch(calls, {
+          runId,
+          conversationKey: key,
+          platform: record.platform,
+          agentName,
+          tools,
+          toolContext,
+          policy,
+          classify: async (c) => {
+            const { usage: u, ...verdict } = await d.classify(d.agents.get(agentName) ?? agent, c);
+            if (u) {
+              classifierUsage.total = addUsage(classifierUsage.total, u);
+              classifierUsage.used = true;
+            }
+            return verdict;
+          },
+          broker: d.broker,
+          approvalTimeoutMs: agent.approvalTimeoutMs,
+          emit,
+          signal: controller.signal,
+          states,
+          addAlways: (a) => d.allowlists.add(agentName, a),
+          watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
+          humanWait,
+          ...(d.audit ? { audit: d.audit } : {}),
+          ...(quota ? { workspaceQuota: quota } : {}),
+        }),
+    });
+    if (outcome.kind === 'answer') {
+      await emit({ type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text });
+    } else if (outcome.kind === 'max_iterations') {
+      reason = 'max_iterations';
+      await emit({ type: 'error', runId, message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.` });
+    } else {
+      reason = timedOut ? 'timeout' : 'stopped';
+      await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
+    }
+    // Phase 5: finish.
+    await finish(true);
+  } catch (err) {
+    if (controller.signal.aborted) {
+      reason = timedOut ? 'timeout' : 'stopped';
+      await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
+    } else {
+      reason = 'failed';
+      const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';
+      // A model failure is expected operations (its detail is enough); anything else is a bug: keep the stack.
+      if (err instanceof ModelError) d.log('warn', `[${key}] run ${runId}: model call failed (${err.code}): ${err.message}`);
+      else d.log('error', `[${key}] run ${runId} failed: ${(err as Error).stack ?? String(err)}`);
+      await emit({ type: 'error', runId, message });
+    }
+    // Keep the transcript only up to a consistent point: drop an unanswered tail, and everything
+    // of this run if the model never replied to it.
+    trimToConsistent(conv.messages);
+    await finish(checkpointed);
+  } finally {
+    release();
+    // The transcript could not be saved: the record and the queued turn still go (as before a checkpoint).
+    if (!finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId);
+  }
+  const u: AgentEvent = { type: 'usage', runId, usage };
+  if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
+  d.audit?.({
+    event: 'run_finished',
+    conversation: key,
+    agent: agentName,
+    runId,
+    outcome: reason,
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    costUSD: usage.costUSD,
+    costKnown: usage.costKnown,
+    ...(classifierUsage.used ? { classifierTokens: classifierUsage.total.inputTokens + classifierUsage.total.outputTokens } : {}),
+  });
+  await emit(u);
+  await emit({ type: 'run_finished', runId, reason });
+}
+
+async function finishWithout(d: RunDeps, key: string, dropRecord: boolean, queuedId: string | undefined): Promise<void> {
+  if (dropRecord) await d.runs.dropRecord(key);
+  if (queuedId) await d.runs.dropTurn(key, queuedId);
+}
+
+/** The configured prompt plus `systemExtra`; a failure to read the extra is logged, the run goes on. */
+async function systemPrompt(d: RunDeps, agent: AgentSettings, key: string): Promise<string> {
+  const extra = await (d.systemExtra?.(agent, key) ?? Promise.resolve('')).catch((err: unknown) => {
+    d.log('warn', `[${key}] could not read the agent's memory for the system prompt: ${(err as Error).message}`);
+    return '';
+  });
+  return extra ? `${agent.system}\n\n${extra}` : agent.system;
+}
+
+function stoppedEvent(runId: string, timedOut: boolean, timeoutMs: number): AgentEvent {
+  return timedOut
+    ? { type: 'error', runId, message: `Stopped: the run took longer than ${Math.round(timeoutMs / 1000)} s (runTimeoutMs).` }
+    : { type: 'answer', runId, text: 'Stopped.' };
+}
+
+/** Drops a trailing assistant turn whose tool calls have no results (a failure mid-batch). */
+function trimToConsistent(messages: StoredConversation['messages']): void {
+  while (unansweredToolUses(messages).length > 0) messages.pop();
+}

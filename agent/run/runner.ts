@@ -1,0 +1,211 @@
+/**
+ * The runner: turns go through a TurnQueue (one at a time per conversation), runs take slots (a
+ * global cap on runs in progress), and each run goes through its phases (./execute-run.ts).
+ *
+ * Contract:
+ * - `submit` never drops a message: it is stored before `submit` resolves, and a turn that arrives
+ *   while its conversation runs waits in that conversation's lane (./turn-queue.ts). Different
+ *   conversations run in parallel up to `maxConcurrentRuns`, at most `maxRunsPerUser` for one user
+ *   (the turn's sender) and `maxRunsPerPlace` in one place (a chat or channel with its topics and
+ *   threads), and the last `reservedRuns` slots only for users running nothing (agent/run-limits.ts).
+ *   A turn over a cap waits for a slot, it is not refused. A run waiting on a human gives its slot
+ *   back while it waits.
+ * - Events of a run go to the conversation's output in order. Exactly one of `answer`/`error`
+ *   ends a run, then `usage` and `run_finished`.
+ * - `stop(key)` aborts the running turn: in-flight tools are interrupted, pending cards are settled,
+ *   and the saved transcript stays valid.
+ * - Durable waits: when a run enters a tool batch, its transcript and a run record (call states) are
+ *   saved in one checkpoint; `resumeAll()` at start reads the store's run records and queued turns
+ *   (the store is the truth, nothing is mirrored in memory), shows each waiting run's pending cards
+ *   again (broker.reshowPending), continues every run that was waiting when the process stopped, then
+ *   the turns queued behind them.
+ * - The system prompt is the agent's, plus `systemExtra(agent, key)` (its memory) read at every run.
+ * - Audit (when `audit` is given): run_started and run_finished (outcome, tokens, cost) per run; the
+ *   executor adds one gate_decision per call.
+ * - Per-turn overrides (headless runs, `Turn.overrides`): tier, approvers and run timeout for that turn
+ *   only, stored with its run record so a resumed run keeps them.
+ * - A model failure after retries is shown to the user as a short message; the transcript is saved
+ *   only up to its last consistent point (a run that failed before any model reply saves nothing).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Tier } from '../../policies/tiers.js';
+import type { PersistedAllowlists } from '../allowlists.js';
+import type { ApprovalBroker } from '../approvals.js';
+import type { Audit } from '../audit.js';
+import type { ConversationStore } from '../conversation-store.js';
+import type { Usage } from '../events.js';
+import type { ModelClient } from '../model-types.js';
+import type { OutputResolver } from '../output.js';
+import { Slots } from '../run-limits.js';
+import type { AgentDirectory, AgentSettings } from '../settings.js';
+import type { RunRepo } from '../store/types.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { executeRun, type RunDeps } from './execute-run.js';
+import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
+import { parseTurn, RunRecord, type Turn } from './turn.js';
+
+export type { Turn, TurnOverrides } from './turn.js';
+
+export interface RunnerOptions {
+  model: ModelClient;
+  /** Transcripts (agent/conversation-store.ts over the store's TranscriptRepo; checkpoints go through it). */
+  conversations: ConversationStore;
+  /** Run records and queued turns. */
+  runs: RunRepo;
+  /** Where turns wait (default: in-process lanes over `runs`). */
+  queue?: TurnQueue;
+  broker: ApprovalBroker;
+  /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
+  registry(agent: AgentSettings): ToolRegistry;
+  /** Called before a run takes its toolset (MCP: lists a server never listed before; bounded, never throws). */
+  prepareTools?(agent: AgentSettings): Promise<void>;
+  agents: AgentDirectory;
+  allowlists: PersistedAllowlists;
+  outputs: OutputResolver;
+  /** Rates a command for an agent; sees the command alone. */
+  /** `usage`: the classifier request this call made, if it made one (reported on the run's usage event). */
+  classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
+  maxConcurrentRuns?: number;
+  /** Runs at once per user across places (default 2; Infinity: no cap). */
+  maxRunsPerUser?: number;
+  /** Runs at once per place: a chat or channel with its topics and threads (default 3; Infinity: no cap). */
+  maxRunsPerPlace?: number;
+  /** Global slots kept for users who run nothing yet (default 1, at most maxConcurrentRuns - 1). */
+  reservedRuns?: number;
+  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** The audit trail: runs started and finished, gate decisions (through the executor). */
+  audit?: Audit;
+  /** Appended to the agent's system prompt, read at the start of every run (the agent's memory). */
+  systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
+}
+
+export class Runner {
+  private readonly queue: TurnQueue;
+  private readonly deps: RunDeps;
+  private readonly current = new Map<string, AbortController>();
+  private readonly waitingOnHuman = new Set<string>();
+  /** `finished` of the turns this process submitted, by queued id (resolved when handled). */
+  private readonly finishing = new Map<string, () => void>();
+  private closed = false;
+
+  constructor(private readonly opts: RunnerOptions) {
+    const slots = new Slots({
+      ...(opts.maxConcurrentRuns !== undefined ? { total: opts.maxConcurrentRuns } : {}),
+      ...(opts.maxRunsPerUser !== undefined ? { perUser: opts.maxRunsPerUser } : {}),
+      ...(opts.maxRunsPerPlace !== undefined ? { perPlace: opts.maxRunsPerPlace } : {}),
+      ...(opts.reservedRuns !== undefined ? { reserved: opts.reservedRuns } : {}),
+    });
+    this.deps = {
+      ...opts,
+      slots,
+      log: (level, msg) => this.log(level, msg),
+      closed: () => this.closed,
+      running: (key, c) => (c ? this.current.set(key, c) : this.current.delete(key)),
+      parked: (key, w) => (w ? this.waitingOnHuman.add(key) : this.waitingOnHuman.delete(key)),
+    };
+    this.queue =
+      opts.queue ??
+      new InProcessTurnQueue({
+        runs: opts.runs,
+        parse: parseTurn,
+        settled: (key) => this.waitingOnHuman.has(key),
+        log: (level, msg) => this.log(level, msg),
+      });
+    this.queue.start(async (_conversation, q) => {
+      try {
+        await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id });
+      } finally {
+        this.finishing.get(q.id)?.();
+        this.finishing.delete(q.id);
+      }
+    });
+  }
+
+  /**
+   * Queues a turn in its conversation's lane. Resolves once the turn is stored (it then survives a
+   * restart); `finished` resolves when it has run.
+   */
+  async submit(turn: Turn): Promise<{ finished: Promise<void> }> {
+    const id = randomUUID();
+    const finished = new Promise<void>((resolve) => this.finishing.set(id, resolve));
+    try {
+      await this.queue.enqueue(turn.conversationKey, { id, turn });
+    } catch (err) {
+      this.finishing.delete(id);
+      throw err;
+    }
+    return { finished };
+  }
+
+  /** Aborts the running turn of a conversation. Returns false when nothing was running. */
+  stop(conversationKey: string): boolean {
+    const c = this.current.get(conversationKey);
+    if (!c) return false;
+    c.abort(new Error('stopped'));
+    return true;
+  }
+
+  /** Starts a new conversation in that place, after whatever is running there. */
+  reset(conversationKey: string, _agentName?: string): Promise<void> {
+    this.stop(conversationKey);
+    return this.queue.exclusive(conversationKey, async () => {
+      await this.opts.conversations.reset(conversationKey);
+      await this.opts.runs.dropRecord(conversationKey);
+    });
+  }
+
+  isBusy(conversationKey: string): boolean {
+    return this.queue.busy(conversationKey);
+  }
+
+  /** Whether the conversation's running turn is parked on an approval or a question. */
+  isWaitingOnHuman(conversationKey: string): boolean {
+    return this.waitingOnHuman.has(conversationKey);
+  }
+
+  /**
+   * Continues every run that was waiting when the process stopped, then the turns that were queued
+   * behind them (or not started). Returns how many runs and turns were picked up.
+   */
+  async resumeAll(): Promise<number> {
+    let n = 0;
+    for (const row of await this.opts.runs.records()) {
+      const rec = RunRecord.safeParse(row.record);
+      if (!rec.success) {
+        this.log('warn', `dropping an unreadable run record of ${row.conversation}`);
+        await this.opts.runs.dropRecord(row.conversation);
+        continue;
+      }
+      const record = rec.data;
+      n++;
+      this.opts.broker.noteResumed(record.conversationKey);
+      // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
+      await this.opts.broker
+        .reshowPending(record.conversationKey)
+        .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${(err as Error).message}`));
+      void this.queue.exclusive(record.conversationKey, () => executeRun(this.deps, { kind: 'resume', record }));
+    }
+    return n + (await this.queue.resume());
+  }
+
+  /** Resolves when every lane is idle (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  /**
+   * Stops accepting work, drops queued turns, and gives running turns up to `graceMs` to finish.
+   * Runs waiting on a human are left parked: their state is stored and a restart continues them.
+   */
+  async close(graceMs = 10_000): Promise<void> {
+    this.closed = true;
+    await this.queue.close(graceMs);
+    // Past the grace: interrupt what still runs, so its transcript is closed properly.
+    for (const [key, c] of this.current) if (!this.waitingOnHuman.has(key)) c.abort(new Error('shutting down'));
+    await this.queue.close(2_000);
+  }
+
+  private log(level: 'info' | 'warn' | 'error', msg: string): void {
+    (this.opts.log ?? ((lvl, m) => (lvl === 'error' ? console.error(m) : undefined)))(level, msg);
+  }
+}

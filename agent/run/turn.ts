@@ -1,0 +1,73 @@
+/**
+ * What the runner queues and what it records about a run in progress, with the schemas that read
+ * them back from the store (a store left by another version is outside data).
+ */
+import { z } from 'zod';
+import type { Tier } from '../../policies/tiers.js';
+import type { ContentBlock } from '../messages.js';
+import { CallState } from '../tools/executor.js';
+
+export interface Turn {
+  agentName: string;
+  conversationKey: string;
+  platform: string;
+  sender: { id: string; name?: string };
+  text: string;
+  /** Extra content (images, text documents) sent along with the text. */
+  attachments?: ContentBlock[];
+  /** False where nobody can answer a question (ask_user_question is then not offered). */
+  humanAvailable?: boolean;
+  /** Chosen by the caller so it can tell this turn's events apart (default: a new id). */
+  runId?: string;
+  /** Per-turn policy (headless runs): replaces the agent's tier / approvers / run timeout for this turn. */
+  overrides?: TurnOverrides;
+}
+
+export interface TurnOverrides {
+  tier?: Tier;
+  approvers?: Record<string, string[]>;
+  runTimeoutMs?: number;
+  /** What would let a declined call run, said in the decline (see policies/gate.ts noApproverFix). */
+  noApproverFix?: string;
+}
+
+/** A turn accepted by the queue, under the id its stored row has. */
+export interface QueuedTurn {
+  id: string;
+  turn: Turn;
+}
+
+const TurnOverridesSchema = z
+  .object({ tier: z.enum(['read-only', 'low-risk', 'high-risk']).optional(), approvers: z.record(z.string(), z.array(z.string())).optional(), runTimeoutMs: z.number().optional(), noApproverFix: z.string().optional() })
+  .optional();
+
+export const TurnSchema = z.object({
+  agentName: z.string(),
+  conversationKey: z.string(),
+  platform: z.string(),
+  sender: z.object({ id: z.string(), name: z.string().optional() }),
+  text: z.string(),
+  attachments: z.array(z.unknown()).optional(),
+  humanAvailable: z.boolean().optional(),
+  runId: z.string().optional(),
+  overrides: TurnOverridesSchema,
+});
+
+/** A stored turn as the runner reads it back; undefined when unreadable. */
+export function parseTurn(value: unknown): Turn | undefined {
+  const t = TurnSchema.safeParse(value);
+  return t.success ? (t.data as Turn) : undefined;
+}
+
+/** The run record: saved when a run enters a tool batch, so a restart continues it (durable waits). */
+export const RunRecord = z.object({
+  runId: z.string(),
+  agentName: z.string(),
+  conversationKey: z.string(),
+  platform: z.string(),
+  starter: z.object({ id: z.string(), name: z.string().optional() }),
+  humanAvailable: z.boolean(),
+  overrides: TurnOverridesSchema,
+  calls: z.record(z.string(), CallState),
+});
+export type RunRecord = z.infer<typeof RunRecord>;
