@@ -1,7 +1,7 @@
 /**
  * The approvals and questions of agent/approvals/, re-exported so importers keep their path:
  * broker.ts (clicks, decide once, waits), cards.ts (layout), wording.ts (outcome lines, notices),
- * store.ts (requests over the store's ApprovalRepo), decision-bus.ts (wake-ups).
+ * store.ts (requests over the store's ApprovalRepo), decision-bus.ts and waits.ts (wake-ups).
  */
 export { ApprovalBroker, newToken, TOKEN_PATTERN, type ApprovalBrokerOptions, type ApprovalCardInput, type QuestionCardInput } from './approvals/broker.js';
 export { InProcessDecisionBus, type DecisionBus } from './approvals/decision-bus.js';

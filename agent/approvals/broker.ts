@@ -39,6 +39,7 @@ import { isApprover } from '../../policies/access.js';
 import { approvalLayout, approveAllLayout, cardWithTokens, decidedCard, decisionForChoice, questionLayout, type Layout } from './cards.js';
 import { InProcessDecisionBus, type DecisionBus } from './decision-bus.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
+import { Waits } from './waits.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
 
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
@@ -93,24 +94,25 @@ export interface QuestionCardInput {
 
 type Where = { requestId?: string; conversationKey: string; platform: string; agentName: string; runId: string };
 
-/** One open `wait`: how to settle it, and how to stop its timers. */
-interface OpenWait {
-  finish(d: Decision): void;
-  stop(): void;
-}
-
 export class ApprovalBroker {
   private readonly store: ApprovalStore;
   private readonly bus: DecisionBus;
   private readonly now: () => number;
-  /** The waits of this process, by request: for close(), and to wake them without the bus. */
-  private readonly open = new Map<string, Set<OpenWait>>();
-  private closed = false;
+  private readonly waits: Waits;
 
   constructor(private readonly opts: ApprovalBrokerOptions) {
     this.now = opts.now ?? Date.now;
     this.store = new ApprovalStore(opts.approvals, this.now);
     this.bus = opts.bus ?? new InProcessDecisionBus();
+    this.waits = new Waits({
+      bus: this.bus,
+      read: (id) => this.store.get(id),
+      expire: (id) => this.expire(id),
+      abort: (id, decision) => this.settle(id, decision),
+      now: this.now,
+      pollMs: opts.pollMs ?? 5_000,
+      ...(opts.log ? { log: opts.log } : {}),
+    });
   }
 
   /** Posts an approval (or picker) card and stores it; returns the request id. */
@@ -214,79 +216,8 @@ export class ApprovalBroker {
    * Resolves when the request is decided or expires. Safe to call again after a restart.
    * The abort signal (a /stop) settles the request as denied with a note.
    */
-  async wait(requestId: string, signal?: AbortSignal): Promise<Decision> {
-    // After close() a wait parks for good (its request stays stored for the next start), and starts
-    // no timer that would keep a stopping process alive.
-    if (this.closed) return new Promise<Decision>(() => undefined);
-    return new Promise<Decision>((resolve, reject) => {
-      let done = false;
-      const timers: NodeJS.Timeout[] = [];
-      let onAbort: (() => void) | undefined;
-      const stop = () => {
-        unsubscribe();
-        for (const t of timers) clearTimeout(t);
-        if (onAbort) signal?.removeEventListener('abort', onAbort);
-        const set = this.open.get(requestId);
-        set?.delete(wait);
-        if (set?.size === 0) this.open.delete(requestId);
-      };
-      const finish = (d: Decision) => {
-        if (done) return;
-        done = true;
-        stop();
-        resolve(d);
-      };
-      const wait: OpenWait = { finish, stop };
-      // Subscribed before the store is read: a decision published in between is not missed.
-      const unsubscribe = this.bus.subscribe(requestId, finish);
-      const set = this.open.get(requestId) ?? new Set<OpenWait>();
-      set.add(wait);
-      this.open.set(requestId, set);
-      this.store.get(requestId).then((req) => {
-        if (done || this.closed) return;
-        if (!req) return finish({ outcome: 'expired', at: this.now(), note: 'the request is no longer stored' });
-        if (req.decision) return finish(req.decision);
-        const unanswered = req.kind === 'question' ? 'unanswered' : 'expired';
-        const remaining = Math.max(0, req.expiresAt - this.now());
-        timers.push(setTimeout(() => this.inBackground(requestId, this.expire(requestId), { outcome: unanswered, at: this.now() }), remaining));
-        const pollMs = this.opts.pollMs ?? 5_000;
-        if (pollMs > 0 && remaining > pollMs) {
-          const poll = () => {
-            this.store.get(requestId).then(
-              (r) => (r?.decision ? finish(r.decision) : void (done || timers.push(setTimeout(poll, pollMs).unref()))),
-              (err: unknown) => {
-                this.opts.log?.(`could not read request ${requestId} while waiting: ${(err as Error).message}`);
-                if (!done) timers.push(setTimeout(poll, pollMs).unref());
-              },
-            );
-          };
-          timers.push(setTimeout(poll, pollMs).unref());
-        }
-        if (signal) {
-          onAbort = () => {
-            const decision: Decision = { outcome: req.kind === 'question' ? 'unanswered' : 'denied', at: this.now(), note: 'the run was stopped' };
-            this.inBackground(requestId, this.settle(requestId, decision), decision);
-          };
-          if (signal.aborted) onAbort();
-          else signal.addEventListener('abort', onAbort, { once: true });
-        }
-      }, (err: unknown) => {
-        done = true;
-        stop();
-        reject(err);
-      });
-    });
-  }
-
-  /**
-   * Expiry and /stop settle a request outside any caller. If the store fails, that is logged, and
-   * the waiting run is released all the same (with `fallback`): it must not hang on a store error.
-   */
-  private inBackground(requestId: string, work: Promise<unknown>, fallback: Decision): void {
-    work.catch((err: unknown) => {
-      this.opts.log?.(`could not record that request ${requestId} was ${fallback.outcome}: ${(err as Error).message}`);
-      this.wakeHere(requestId, fallback);
-    });
+  wait(requestId: string, signal?: AbortSignal): Promise<Decision> {
+    return this.waits.wait(requestId, signal);
   }
 
   private async expire(requestId: string): Promise<void> {
@@ -441,15 +372,12 @@ export class ApprovalBroker {
     return true;
   }
 
-  /** Settles this process's waits on a request (a decision already stored, or a store failure's fallback). */
   private wakeHere(requestId: string, decision: Decision): void {
-    for (const w of [...(this.open.get(requestId) ?? [])]) w.finish(decision);
+    this.waits.wakeHere(requestId, decision);
   }
 
   /** Stops expiry timers (shutdown). Pending requests stay stored and resume after a restart. */
   close(): void {
-    this.closed = true;
-    for (const set of this.open.values()) for (const w of [...set]) w.stop();
-    this.open.clear();
+    this.waits.close();
   }
 }
