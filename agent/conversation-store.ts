@@ -246,6 +246,7 @@ export class ConversationStore {
  * Messages it does not change are returned as they are (the same objects).
  */
 export function repairTranscript(input: readonly Message[]): Message[] {
+  if (isConsistent(input)) return input.slice();
   const messages = [...input]; // the caller's array is left as it was
   const out: Message[] = [];
   for (let i = 0; i < messages.length; i++) {
@@ -276,6 +277,24 @@ export function repairTranscript(input: readonly Message[]): Message[] {
     }
   }
   return mergeConsecutive(out);
+}
+
+/** Roles alternate and every tool_use is answered in the next message (checked without allocating). */
+function isConsistent(messages: readonly Message[]): boolean {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (i > 0 && messages[i - 1]!.role === m.role) return false;
+    if (m.role !== 'assistant') continue;
+    const next = messages[i + 1];
+    for (const b of m.content) {
+      if (b.type !== 'tool_use') continue;
+      if (!next) return false;
+      let found = false;
+      for (const r of next.content) if (r.type === 'tool_result' && r.tool_use_id === b.id) found = true;
+      if (!found) return false;
+    }
+  }
+  return true;
 }
 
 function mergeConsecutive(messages: Message[]): Message[] {

@@ -41,14 +41,16 @@ export interface TranscriptDiff {
 export function diffTranscript(p: Persisted, current: readonly Message[]): TranscriptDiff {
   if (p.unreadable) return rewrite(p, current);
   const nb = p.base.length;
-  const tracked: Message[] = [...p.base, ...p.rows.map((r) => r.message)];
-  if (tracked.length === 0) return appendAll(p, current);
-  // The common case without building an index: everything stored is still there, new ones follow.
-  if (current.length >= tracked.length && tracked.every((m, i) => current[i] === m)) {
-    const added = current.slice(tracked.length);
-    // A stored message is frozen: a frozen one among the new ones was moved, which the slow path sorts out.
-    if (!added.some((m) => Object.isFrozen(m))) return appendAll(p, added, p.rows);
+  const total = nb + p.rows.length;
+  if (total === 0) return appendAll(p, current);
+  // The common case, with no index built and nothing copied: everything stored is still there, in
+  // place, and new messages follow (a frozen one among them was moved: the slow path sorts it out).
+  if (current.length >= total && storedInPlace(p, current)) {
+    let fresh = true;
+    for (let i = total; i < current.length && fresh; i++) fresh = !Object.isFrozen(current[i]);
+    if (fresh) return appendAll(p, current.slice(total), p.rows);
   }
+  const tracked = messagesOf(p);
   const pos = new Map<Message, number>();
   tracked.forEach((m, i) => pos.set(m, i));
   // The first message of `current` that is stored; what comes before it is new (a summary).
@@ -124,7 +126,7 @@ function appendAll(p: Persisted, added: readonly Message[], kept: Persisted['row
   const rows = added.map((message, i) => ({ seq: p.lastSeq + 1 + i, message }));
   return {
     changes: rows.length > 0 ? [{ op: 'append', rows }] : [],
-    next: { base: p.base, baseSeq: p.baseSeq, rows: rows.length > 0 ? [...kept, ...rows] : kept, lastSeq: p.lastSeq + rows.length },
+    next: { base: p.base, baseSeq: p.baseSeq, rows: rows.length > 0 ? kept.concat(rows) : kept, lastSeq: p.lastSeq + rows.length },
     rewrite: false,
   };
 }
@@ -149,7 +151,18 @@ function deepFreeze(v: unknown): void {
   for (const x of Object.values(v as Record<string, unknown>)) deepFreeze(x);
 }
 
+function storedInPlace(p: Persisted, current: readonly Message[]): boolean {
+  const nb = p.base.length;
+  for (let i = 0; i < nb; i++) if (current[i] !== p.base[i]) return false;
+  for (let i = 0; i < p.rows.length; i++) if (current[nb + i] !== p.rows[i]!.message) return false;
+  return true;
+}
+
 /** The stored transcript as the model sees it: the base, then the rows. */
 export function messagesOf(p: Persisted): Message[] {
-  return [...p.base, ...p.rows.map((r) => r.message)];
+  const nb = p.base.length;
+  const out = new Array<Message>(nb + p.rows.length);
+  for (let i = 0; i < nb; i++) out[i] = p.base[i]!;
+  for (let i = 0; i < p.rows.length; i++) out[nb + i] = p.rows[i]!.message;
+  return out;
 }
