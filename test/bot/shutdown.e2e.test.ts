@@ -11,7 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { backupSqliteStore } from '../../agent/store/sqlite/backup.js';
+import { openStore } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -154,25 +155,27 @@ async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome
   let approvalPending = false;
   const path = join(dir, 'data', 'gatehouse.sqlite');
   try {
-    const db = new Database(path, { fileMustExist: true });
+    // Through the engine: a copy of the store must pass SQLite's integrity check, then the
+    // repositories are read (never the tables).
+    await backupSqliteStore(path, join(dir, 'integrity-copy.sqlite'));
+    integrity = 'ok';
+    const store = await openStore({ kind: 'sqlite', path, url: `sqlite://${path}` }, { mustExist: true });
     try {
-      integrity = String(db.pragma('integrity_check', { simple: true }));
-      const kept = db
-        .prepare("SELECT count(*) FROM keyv WHERE (key LIKE 'transcripts:%' OR key LIKE 'runs:q:%') AND instr(value, ?) > 0")
-        .pluck()
-        .get(nonce) as number;
+      let kept = (await store.runs.queuedTurns()).filter((q) => JSON.stringify(q.turn).includes(nonce)).length;
+      for (const c of await store.transcripts.listRecent({ limit: 100 })) {
+        if (JSON.stringify(await store.transcripts.load(c.conversation)).includes(nonce)) kept++;
+      }
       lost = acknowledged && kept === 0;
-      approvalPending =
-        (db
-          .prepare(
-            "SELECT count(*) FROM keyv WHERE key LIKE 'approvals:r:%' AND json_extract(value, '$.value.kind') = 'approval' " +
-              "AND json_extract(value, '$.value.decision') IS NULL AND instr(value, ?) > 0",
-          )
-          .pluck()
-          .get(nonce) as number) === 1 &&
-        (db.prepare("SELECT count(*) FROM keyv WHERE key LIKE 'approvals:p:%'").pluck().get() as number) === 1;
+      const now = Date.now();
+      const pending = await store.approvals.allPending(now);
+      const mine: unknown[] = [];
+      for (const p of pending) {
+        const a = await store.approvals.get(p.id, now);
+        if (a && a.decision === undefined && (a.request as { kind?: unknown }).kind === 'approval' && JSON.stringify(a.request).includes(nonce)) mine.push(a);
+      }
+      approvalPending = mine.length === 1 && pending.length === 1;
     } finally {
-      db.close();
+      await store.close();
     }
   } catch (err) {
     // Stopped before the store was created: nothing was acknowledged, nothing to check.
