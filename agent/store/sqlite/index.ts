@@ -1,0 +1,188 @@
+/**
+ * The SQLite engine: `openSqliteStore` opens (creating, migrating) a store file and returns the
+ * repositories. better-sqlite3 is imported only in this folder, and runs in a worker thread
+ * (./worker.ts); every statement is built here, on the main thread, in the repository modules.
+ *
+ * Contract (beyond agent/store/types.ts):
+ * - `path` is absolute or ':memory:'. The folder is created 0700 when missing and the files are
+ *   0600 (./files.ts); a folder or file that cannot be written fails naming it.
+ * - `mustExist`: never creates a store; a path with no store fails naming the path, GATEHOUSE_STORE
+ *   and the folder (operator commands run from the wrong folder).
+ * - `exclusive`: one such process per store (`gatehouse serve`). It holds an OS-level lock on
+ *   `<store>.lock` (released by the kernel when the process dies, so a killed holder's lock is simply
+ *   taken over) and records its pid and start time in the store. A second exclusive open fails with
+ *   a StoreError (code ALREADY_RUNNING) "already running (pid N, since <ISO time>)", having changed
+ *   nothing. Non-exclusive opens work beside it.
+ * - Expired approvals (with their tokens) and event ids are deleted at open and every `sweepMs`.
+ * - close() stops the sweep, checkpoints the WAL in full and closes; calls after it reject.
+ */
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { StoreConflictError, StoreError, type Checkpoint, type Store, type TranscriptWrite } from '../types.js';
+import { sqliteApprovals, sweepStatements } from './approvals.js';
+import { createPrivate, narrowStoreFiles, narrowStorePermissions, PERMISSION_CODES, storeProblem } from './files.js';
+import { migrate } from './migrate.js';
+import { sqliteAllowlists, sqliteCache, sqliteEvents, sqliteMemory, sqliteReminders } from './misc.js';
+import { dropRecordStatement, dropTurnStatement, saveRecordStatement, sqliteRuns } from './runs.js';
+import { revisionStatement, sqliteTranscripts, writeStatements } from './transcripts.js';
+import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
+
+export interface SqliteStoreOptions {
+  /** Absolute, or ':memory:'. */
+  path: string;
+  exclusive?: boolean;
+  mustExist?: boolean;
+  log?: (msg: string) => void;
+  now?: () => number;
+  /** How often expired rows are deleted (default hourly; also once at open). */
+  sweepMs?: number;
+  /** How often the WAL is copied into the file when there were writes (default 250 ms). */
+  checkpointMs?: number;
+}
+
+const SWEEP_BATCH = 500;
+
+export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> {
+  const { path } = opts;
+  const log = (m: string) => (opts.log ?? ((x: string) => console.error(x)))(`[store] ${m}`);
+  const now = opts.now ?? Date.now;
+  const onDisk = path !== ':memory:';
+  const description = `sqlite://${path}`;
+  const fail = (why: string, code?: string) => new StoreError(`cannot open the store (${description}): ${why}`, code);
+  const notAStore = () =>
+    new StoreError(
+      `there is no Gatehouse store at ${path}: run this from the folder Gatehouse runs in (the one holding data/gatehouse.sqlite; looked in ${dirname(path)}), ` +
+        `or set GATEHOUSE_STORE=sqlite://<path to the store file>`,
+      'NO_STORE',
+    );
+  if (onDisk) {
+    if (opts.mustExist && !existsSync(path)) throw notAStore();
+    const problem = storeProblem(path);
+    if (problem) throw fail(problem, 'PERMISSION');
+    try {
+      createPrivate(path);
+      if (opts.exclusive) createPrivate(`${path}.lock`);
+    } catch (err) {
+      throw fail((err as Error).message);
+    }
+    narrowStorePermissions(path, log);
+  }
+  const sqliteFail = (err: unknown): StoreError => {
+    if (err instanceof StoreError) return err;
+    const code = String((err as { code?: unknown }).code ?? '');
+    if (PERMISSION_CODES.has(code)) return fail(`permission problem in the store folder ${dirname(path)}: ${(err as Error).message} (${code})`, 'PERMISSION');
+    return fail((err as Error).message, code || undefined);
+  };
+
+  let worker: SqliteWorker;
+  try {
+    worker = await startSqliteWorker(path, { lockPath: onDisk && opts.exclusive ? `${path}.lock` : undefined, mustExist: opts.mustExist, checkpointMs: opts.checkpointMs, log });
+  } catch (err) {
+    if (err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED') throw await alreadyRunning(path, description);
+    throw sqliteFail(err);
+  }
+  try {
+    await migrate(worker, { path, mustExist: opts.mustExist ?? false, now: now(), log, notAStore });
+    if (opts.exclusive) {
+      await worker.batch([
+        { sql: 'INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)', params: ['holder', JSON.stringify({ pid: process.pid, since: Date.now() })], mode: 'run' },
+      ]);
+    }
+    await sweep(worker, now());
+    // The WAL and SHM exist now: made by this SQLite they are 0600 already; left by another, narrowed.
+    if (onDisk) narrowStoreFiles(path, log);
+  } catch (err) {
+    await worker.close().catch(() => undefined);
+    throw sqliteFail(err);
+  }
+
+  const exec = (stmts: Statement[]) => worker.batch(stmts);
+  /** Runs `stmts`, whose statement `head` is a transcript's revision check; a failed check is a conflict. */
+  const guarded = async (stmts: Statement[], head: number, w: TranscriptWrite | undefined): Promise<unknown[]> => {
+    try {
+      return await exec(stmts);
+    } catch (err) {
+      if (w && err instanceof WorkerError && err.code === 'GATEHOUSE_PRECONDITION' && err.index === head) {
+        const [row] = (await exec([revisionStatement(w.conversation)])) as [Row | undefined];
+        throw new StoreConflictError(w.conversation, w.expectRevision ?? 0, row ? Number(row.revision) : undefined);
+      }
+      throw err;
+    }
+  };
+  const written = (results: unknown[], head: number) => {
+    const revision = Number((results[head] as Row).revision);
+    return { revision, created: revision === 1 };
+  };
+  const write = async (w: TranscriptWrite) => {
+    const { stmts, head } = writeStatements(w);
+    return written(await guarded(stmts, head, w), head);
+  };
+
+  let timer: NodeJS.Timeout | undefined = setInterval(() => {
+    sweep(worker, now()).catch((err: unknown) => log(`deleting expired entries failed: ${(err as Error).message}`));
+  }, opts.sweepMs ?? 3_600_000);
+  timer.unref();
+  let closed = false;
+
+  return {
+    engine: 'sqlite',
+    description,
+    transcripts: sqliteTranscripts(exec, write),
+    runs: sqliteRuns(exec),
+    approvals: sqliteApprovals(exec),
+    allowlists: sqliteAllowlists(exec),
+    events: sqliteEvents(exec),
+    memory: sqliteMemory(exec),
+    reminders: sqliteReminders(exec),
+    cache: sqliteCache(exec),
+    async checkpoint(c: Checkpoint) {
+      const stmts: Statement[] = [];
+      let head = -1;
+      if (c.transcript) {
+        const t = writeStatements(c.transcript);
+        head = t.head;
+        stmts.push(...t.stmts);
+      }
+      if (c.dropTurn) stmts.push(dropTurnStatement(c.dropTurn.conversation, c.dropTurn.id));
+      if (c.record) stmts.push(c.record.record === null ? dropRecordStatement(c.record.conversation) : saveRecordStatement(c.record.conversation, c.record.record));
+      if (stmts.length === 0) return;
+      await guarded(stmts, head, c.transcript);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      await worker.close();
+    },
+  };
+}
+
+/** Deletes expired rows in bounded batches, other calls served in between. */
+async function sweep(worker: SqliteWorker, now: number): Promise<void> {
+  for (;;) {
+    const results = (await worker.batch(sweepStatements(now, SWEEP_BATCH))) as Array<{ changes: number }>;
+    if (!results.some((r) => r.changes >= SWEEP_BATCH)) return;
+  }
+}
+
+/** The error of a second exclusive open, naming the running one (read without changing anything). */
+async function alreadyRunning(path: string, description: string): Promise<StoreError> {
+  let holder = 'pid unknown';
+  try {
+    const peek = await startSqliteWorker(path, { mustExist: true, readonly: true });
+    try {
+      const [row] = (await peek.batch([{ sql: "SELECT value FROM meta WHERE key = 'holder'", params: [], mode: 'get' }])) as [Row | undefined];
+      const h = row ? (JSON.parse(String(row.value)) as { pid?: unknown; since?: unknown }) : undefined;
+      if (h && typeof h.pid === 'number' && typeof h.since === 'number') holder = `pid ${h.pid}, since ${new Date(h.since).toISOString()}`;
+    } finally {
+      await peek.close();
+    }
+  } catch {
+    // a store without the meta table yet: the pid stays unknown
+  }
+  return new StoreError(
+    `cannot open the store (${description}): Gatehouse is already running on it (${holder}); stop that one first, or run operator commands (approvals, conversations, backup, reload, run) beside it`,
+    'ALREADY_RUNNING',
+  );
+}
