@@ -64,3 +64,26 @@ export async function waitForServer(adminUrl: string, timeoutMs: number, isAlive
     }
   }
 }
+
+/** The server's current WAL position (for measuring what a store writes). */
+export async function currentWalLsn(url: string): Promise<string> {
+  return withAdmin(url, async (c) => String((await c.query('SELECT pg_current_wal_flush_lsn() AS l')).rows[0]?.l));
+}
+
+/**
+ * WAL bytes written since `lsn` by records that touch this URL's database only (other databases
+ * on a shared test server do not count). Needs pg_walinspect (contrib, PostgreSQL 16+) and a
+ * superuser or pg_read_server_files login.
+ */
+export async function databaseWalBytesSince(url: string, lsn: string): Promise<number> {
+  return withAdmin(url, async (c) => {
+    await c.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+    const r = await c.query(
+      `SELECT coalesce(sum(record_length), 0) AS n FROM (
+         SELECT DISTINCT start_lsn, record_length FROM pg_get_wal_block_info($1::pg_lsn, pg_current_wal_flush_lsn(), false)
+          WHERE reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())) r`,
+      [lsn],
+    );
+    return Number((r.rows[0] as { n: string }).n);
+  });
+}

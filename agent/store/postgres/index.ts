@@ -19,7 +19,7 @@ import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, remind
 import { applyWrite, transcriptRepo } from './transcripts.js';
 import { enc } from './db.js';
 
-export { createDatabase, databaseUrl, dropDatabase, terminateConnections, waitForServer } from './admin.js';
+export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -84,7 +84,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       'sweep expired rows',
       'idempotent',
       `WITH e AS (DELETE FROM events WHERE expires_at <= $1 RETURNING 1),
-            a AS (DELETE FROM approvals WHERE keep_until <= $1 RETURNING 1)
+            a AS (DELETE FROM approvals WHERE keep_until < $1 RETURNING 1)
        SELECT (SELECT count(*) FROM e) + (SELECT count(*) FROM a) AS n`,
       [t],
     );

@@ -3,7 +3,8 @@
  * its row in `gatehouse_schema`. `migrate` holds a session advisory lock while it reads the version
  * and applies what is missing, so N processes starting at once migrate once. A store whose schema
  * is newer than this build knows is refused (an older Gatehouse must not write it).
- * Values are JSON stored as text (exact round trip; jsonb would reorder keys and refuse \u0000).
+ * Values are JSON stored as text (exact round trip; jsonb would reorder keys and refuse \u0000);
+ * tool results and cache keys too, as text cannot hold a NUL character.
  */
 import { StoreError } from '../types.js';
 import type { Client, Db } from './db.js';

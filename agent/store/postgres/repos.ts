@@ -83,7 +83,7 @@ export function approvalRepo(db: Db): ApprovalRepo {
       const r = await db.query(
         'read an approval',
         'read',
-        'SELECT id, conversation, request, decision, created_at FROM approvals WHERE id = $1 AND keep_until > $2',
+        'SELECT id, conversation, request, decision, created_at FROM approvals WHERE id = $1 AND keep_until >= $2',
         [id, now],
       );
       const row = r.rows[0] as ApprovalRow | undefined;
@@ -96,7 +96,7 @@ export function approvalRepo(db: Db): ApprovalRepo {
       const r = await db.query(
         'find an approval by token',
         'read',
-        `SELECT t.request_id, t.choice FROM approval_tokens t JOIN approvals a ON a.id = t.request_id WHERE t.token = $1 AND a.keep_until > $2`,
+        `SELECT t.request_id, t.choice FROM approval_tokens t JOIN approvals a ON a.id = t.request_id WHERE t.token = $1 AND a.keep_until >= $2`,
         [token, now],
       );
       const row = r.rows[0] as { request_id: string; choice: string } | undefined;
@@ -106,7 +106,7 @@ export function approvalRepo(db: Db): ApprovalRepo {
       const r = await db.query(
         'list pending approvals',
         'read',
-        'SELECT id FROM approvals WHERE conversation = $1 AND decision IS NULL AND keep_until > $2 ORDER BY created_at, ord',
+        'SELECT id FROM approvals WHERE conversation = $1 AND decision IS NULL AND keep_until >= $2 ORDER BY created_at, ord',
         [conversation, now],
       );
       return (r.rows as Array<{ id: string }>).map((x) => x.id);
@@ -115,7 +115,7 @@ export function approvalRepo(db: Db): ApprovalRepo {
       const r = await db.query(
         'list all pending approvals',
         'read',
-        'SELECT id, conversation FROM approvals WHERE decision IS NULL AND keep_until > $1 ORDER BY created_at, ord',
+        'SELECT id, conversation FROM approvals WHERE decision IS NULL AND keep_until >= $1 ORDER BY created_at, ord',
         [now],
       );
       return (r.rows as Array<{ id: string; conversation: string }>).map((x) => ({ id: x.id, conversation: x.conversation }));
@@ -129,7 +129,7 @@ export function approvalRepo(db: Db): ApprovalRepo {
       const r = await db.query(
         'record a decision',
         'once',
-        `UPDATE approvals SET decision = $2, decided_by = $5, keep_until = $4 WHERE id = $1 AND decision IS NULL AND keep_until > $3 RETURNING id`,
+        `UPDATE approvals SET decision = $2, decided_by = $5, keep_until = $4 WHERE id = $1 AND decision IS NULL AND keep_until >= $3 RETURNING id`,
         [id, enc(decision), now, keepUntil, nonce],
         async (c) => {
           const v = await db.q(c, 'SELECT 1 FROM approvals WHERE id = $1 AND decided_by = $2', [id, nonce]);
@@ -252,15 +252,15 @@ export function reminderRepo(db: Db): ReminderRepo {
 export function cacheRepo(db: Db): CacheRepo {
   return {
     async get(key) {
-      const r = await db.query('read the cache', 'read', 'SELECT value FROM cache WHERE key = $1', [key]);
+      const r = await db.query('read the cache', 'read', 'SELECT value FROM cache WHERE key = $1', [enc(key)]);
       const row = r.rows[0] as { value: string } | undefined;
       return row ? dec(row.value) : undefined;
     },
     async set(key, value) {
-      await db.query('write the cache', 'idempotent', 'INSERT INTO cache (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, enc(value)]);
+      await db.query('write the cache', 'idempotent', 'INSERT INTO cache (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [enc(key), enc(value)]);
     },
     async delete(key) {
-      await db.query('delete from the cache', 'idempotent', 'DELETE FROM cache WHERE key = $1', [key]);
+      await db.query('delete from the cache', 'idempotent', 'DELETE FROM cache WHERE key = $1', [enc(key)]);
     },
   };
 }

@@ -11,7 +11,10 @@
 import { StoreConflictError, type ConversationListing, type LoadedTranscript, type RetentionRule, type TranscriptRepo, type TranscriptWrite } from '../types.js';
 import { dec, enc, num, type Client, type Db } from './db.js';
 
-/** Applies one write inside an open transaction; shared with checkpoint. */
+/**
+ * Applies one write inside an open transaction; shared with checkpoint. An append onto a seq that is
+ * stored fails (unique key) and so undoes the whole transaction.
+ */
 export async function applyWrite(db: Db, c: Client, w: TranscriptWrite): Promise<{ revision: number; created: boolean }> {
   // Creates the row when missing and locks it either way (the no-op update takes the row lock).
   const head = await db.q(
@@ -37,8 +40,7 @@ export async function applyWrite(db: Db, c: Client, w: TranscriptWrite): Promise
         await db.q(
           c,
           `INSERT INTO transcript_messages (conversation, seq, message)
-             SELECT $1, s, m FROM unnest($2::bigint[], $3::text[]) AS t(s, m)
-           ON CONFLICT (conversation, seq) DO UPDATE SET message = EXCLUDED.message`,
+             SELECT $1, s, m FROM unnest($2::bigint[], $3::text[]) AS t(s, m)`,
           [w.conversation, ch.rows.map((r) => r.seq), ch.rows.map((r) => enc(r.message))],
         );
         for (const r of ch.rows) lastSeq = Math.max(lastSeq, r.seq);
@@ -191,14 +193,14 @@ export function transcriptRepo(db: Db): TranscriptRepo {
         'idempotent',
         `INSERT INTO tool_results (conversation, id, content) VALUES ($1, $2, $3)
          ON CONFLICT (conversation, id) DO UPDATE SET content = EXCLUDED.content`,
-        [conversation, id, content],
+        [conversation, id, enc(content)],
       );
     },
 
     async getToolResult(conversation, id) {
       const r = await db.query('read a tool result', 'read', 'SELECT content FROM tool_results WHERE conversation = $1 AND id = $2', [conversation, id]);
       const row = r.rows[0] as { content: string } | undefined;
-      return row?.content;
+      return row ? (dec(row.content) as string) : undefined;
     },
   };
 }
