@@ -107,7 +107,7 @@ export interface PrivatePostgres {
  * folder; stop it in afterAll. Costs an initdb (seconds).
  */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
-  const base = process.env.GATEHOUSE_TEST_PG_RUN_DIR ?? tmpdir();
+  const base = process.env.GATEHOUSE_TEST_PG_RUN_DIR || tmpdir();
   const dir = mkdtempSync(join(base, 'private-'));
   chmodSync(dir, 0o755);
   const server = await launchServer(join(dir, 'data'), join(dir, 'server.log'));

@@ -6,18 +6,19 @@
  * - Running: a pg Pool (`poolSize`, default 10). Lost connections are retried per db.ts.
  * - Every `sweepEveryMs` (default 10 min, unref'd) expired event claims and approvals past their
  *   keepUntil are deleted.
- * - `checkpoint` is one transaction: the transcript write (5 round trips for an append) + 1 per
- *   queued-turn drop / record change; rerun when the connection went before COMMIT.
+ * - `checkpoint` is atomic: an append-only one (the common turn: messages, turn dropped, record
+ *   saved) is ONE statement; one with other changes is one transaction (BEGIN, 3 + 1 per change,
+ *   1 per run part, COMMIT). Retries as transcripts.write (transcripts.ts).
  * `pg` is imported only in this folder.
  */
 import pg from 'pg';
 import type { Checkpoint, Store } from '../types.js';
-import { Db } from './db.js';
+import { randomUUID } from 'node:crypto';
+import { Db, enc, type Client } from './db.js';
 import { checkServerVersion, describeTarget, parseTarget, redact, startupError } from './errors.js';
 import { migrate } from './migrations.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
-import { applyWrite, transcriptRepo } from './transcripts.js';
-import { enc } from './db.js';
+import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 
 export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
@@ -39,6 +40,18 @@ export interface PostgresStore extends Store {
   roundTrips(): number;
   /** Deletes expired rows now (the timer calls it); returns how many went. */
   sweep(): Promise<number>;
+}
+
+async function writeRunParts(db: Db, c: Client, parts: RunParts): Promise<void> {
+  if (parts.dropTurn) await db.q(c, 'DELETE FROM queued_turns WHERE conversation = $1 AND id = $2', [parts.dropTurn.conversation, parts.dropTurn.id]);
+  if (!parts.record) return;
+  if (parts.record.record === null) await db.q(c, 'DELETE FROM run_records WHERE conversation = $1', [parts.record.conversation]);
+  else {
+    await db.q(c, 'INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record', [
+      parts.record.conversation,
+      enc(parts.record.record),
+    ]);
+  }
 }
 
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -108,21 +121,26 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     reminders: reminderRepo(db),
     cache: cacheRepo(db),
     async checkpoint(cp: Checkpoint) {
-      await db.tx(`checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim(), async (c) => {
-        if (cp.transcript) await applyWrite(db, c, cp.transcript);
-        if (cp.dropTurn) await db.q(c, 'DELETE FROM queued_turns WHERE conversation = $1 AND id = $2', [cp.dropTurn.conversation, cp.dropTurn.id]);
-        if (cp.record) {
-          if (cp.record.record === null) {
-            await db.q(c, 'DELETE FROM run_records WHERE conversation = $1', [cp.record.conversation]);
-          } else {
-            await db.q(
-              c,
-              'INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record',
-              [cp.record.conversation, enc(cp.record.record)],
-            );
-          }
-        }
-      });
+      const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
+      const w = cp.transcript;
+      const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
+      if (w) {
+        const nonce = randomUUID();
+        const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
+        // The common checkpoint (messages appended, the turn dropped, the record saved) is ONE statement.
+        if (appendOnly(w)) return void (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts), verify));
+        return void (await db.tx(
+          what,
+          async (c) => {
+            const r = await applyWrite(db, c, w, nonce);
+            await writeRunParts(db, c, parts);
+            return r;
+          },
+          verify,
+        ));
+      }
+      // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
+      await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);
     },
     roundTrips: () => db.roundTrips,
     sweep,

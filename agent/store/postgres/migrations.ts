@@ -29,7 +29,8 @@ CREATE TABLE conversations (
   activity bigint NOT NULL,
   last_seq bigint NOT NULL DEFAULT 0,
   base_seq bigint NOT NULL DEFAULT 0,
-  revision bigint NOT NULL DEFAULT 0
+  revision bigint NOT NULL DEFAULT 0,
+  writer text NOT NULL DEFAULT ''
 );
 CREATE INDEX conversations_by_agent ON conversations (agent, updated_at DESC, activity DESC);
 CREATE INDEX conversations_by_activity ON conversations (updated_at DESC, activity DESC);

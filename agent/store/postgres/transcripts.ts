@@ -2,20 +2,104 @@
  * Contract: TranscriptRepo on PostgreSQL. A row per message in transcript_messages, summaries as
  * rows in transcript_summaries, one row per conversation (agent, state, updated_at, last_seq,
  * base_seq, revision) that every write locks first, so writes to one conversation serialize.
- * Round trips: load 1 statement; revision 1; write = BEGIN + lock/create 1 + 1 per change + update
- * 1 + COMMIT (an append turn: 5); listRecent 1; applyRetention 1; delete 1.
- * Retries: reads, delete and tool results are retried on a lost connection; a write is one
- * transaction, rerun when the connection went before COMMIT and rejected (outcome unknown) when it
- * went during COMMIT: appends are not idempotent.
+ * Round trips: load 1 statement; revision 1; an append-only write 1 statement (data-modifying
+ * CTEs); any other write = BEGIN + lock/create 1 + 1 per change + update 1 + COMMIT; listRecent 1;
+ * applyRetention 1; delete 1.
+ * Retries: reads, delete and tool results are retried on a lost connection. A write stamps a nonce
+ * in its conversation row: lost before it was sent (or before COMMIT), it runs again; lost while
+ * committing, the retry first reads whether the stamp is there (then it is done), else runs again,
+ * where an append whose seqs are stored fails rather than doubling a message.
  */
 import { StoreConflictError, type ConversationListing, type LoadedTranscript, type RetentionRule, type TranscriptRepo, type TranscriptWrite } from '../types.js';
+import { randomUUID } from 'node:crypto';
 import { dec, enc, num, type Client, type Db } from './db.js';
 
+/** What a checkpoint writes beside the transcript, in the same statement or transaction. */
+export interface RunParts {
+  dropTurn?: { conversation: string; id: string };
+  record?: { conversation: string; record: unknown | null };
+}
+
+/** True when every change is an append: the write is then ONE statement (see `appendStatement`). */
+export function appendOnly(w: TranscriptWrite): boolean {
+  return w.changes.every((ch) => ch.op === 'append');
+}
+
 /**
- * Applies one write inside an open transaction; shared with checkpoint. An append onto a seq that is
- * stored fails (unique key) and so undoes the whole transaction.
+ * An append-only write (and a checkpoint's run parts) as ONE statement, atomic on its own: the
+ * conversation row is created / compare-and-set first (`c`), and the messages, the queued-turn drop
+ * and the record are written only if `c` returned its row. No row back: the expected revision was
+ * not the stored one. An append onto a stored seq fails the whole statement (unique key).
  */
-export async function applyWrite(db: Db, c: Client, w: TranscriptWrite): Promise<{ revision: number; created: boolean }> {
+export function appendStatement(w: TranscriptWrite, nonce: string, parts: RunParts = {}): { sql: string; params: unknown[] } {
+  const seqs: number[] = [];
+  const msgs: string[] = [];
+  for (const ch of w.changes) if (ch.op === 'append') for (const r of ch.rows) (seqs.push(r.seq), msgs.push(enc(r.message)));
+  const maxSeq = seqs.reduce((a, b) => Math.max(a, b), 0);
+  const params: unknown[] = [w.conversation, w.agent, enc(w.state), w.now, maxSeq, nonce, seqs, msgs];
+  const set = `agent = $2, state = $3, updated_at = $4, activity = nextval('conversation_activity'), last_seq = GREATEST(conv.last_seq, $5), revision = conv.revision + 1, writer = $6`;
+  const insert = `INSERT INTO conversations AS conv (conversation, agent, state, updated_at, activity, last_seq, revision, writer)
+                  VALUES ($1, $2, $3, $4, nextval('conversation_activity'), $5, 1, $6)`;
+  let head: string;
+  if (w.expectRevision === undefined) head = `${insert} ON CONFLICT (conversation) DO UPDATE SET ${set} RETURNING revision, (xmax = 0) AS created`;
+  else if (w.expectRevision === 0) head = `${insert} ON CONFLICT (conversation) DO NOTHING RETURNING revision, true AS created`;
+  else {
+    params.push(w.expectRevision);
+    head = `UPDATE conversations AS conv SET ${set} WHERE conversation = $1 AND revision = $${params.length} RETURNING revision, false AS created`;
+  }
+  const ctes = [
+    `c AS (${head})`,
+    `m AS (INSERT INTO transcript_messages (conversation, seq, message) SELECT $1, s, x FROM unnest($7::bigint[], $8::text[]) AS t(s, x) WHERE EXISTS (SELECT 1 FROM c))`,
+  ];
+  if (parts.dropTurn) {
+    params.push(parts.dropTurn.conversation, parts.dropTurn.id);
+    ctes.push(`d AS (DELETE FROM queued_turns WHERE conversation = $${params.length - 1} AND id = $${params.length} AND EXISTS (SELECT 1 FROM c))`);
+  }
+  if (parts.record) {
+    if (parts.record.record === null) {
+      params.push(parts.record.conversation);
+      ctes.push(`r AS (DELETE FROM run_records WHERE conversation = $${params.length} AND EXISTS (SELECT 1 FROM c))`);
+    } else {
+      params.push(parts.record.conversation, enc(parts.record.record));
+      ctes.push(
+        `r AS (INSERT INTO run_records (conversation, record) SELECT $${params.length - 1}, $${params.length} WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record)`,
+      );
+    }
+  }
+  return { sql: `WITH ${ctes.join(',\n')}\nSELECT revision, created FROM c`, params };
+}
+
+/** Runs `appendStatement`; a compare-and-set miss becomes a StoreConflictError. */
+export async function runAppend(db: Db, c: Client, w: TranscriptWrite, nonce: string, parts?: RunParts): Promise<{ revision: number; created: boolean }> {
+  const { sql, params } = appendStatement(w, nonce, parts);
+  const r = await db.q(c, sql, params);
+  const row = r.rows[0] as { revision: string; created: boolean } | undefined;
+  if (!row) {
+    const now = await db.q(c, 'SELECT revision FROM conversations WHERE conversation = $1', [w.conversation]);
+    const actual = now.rows[0] as { revision: string } | undefined;
+    throw new StoreConflictError(w.conversation, w.expectRevision ?? 0, actual ? num(actual.revision) : undefined);
+  }
+  return { revision: num(row.revision), created: row.created };
+}
+
+/**
+ * After a connection lost mid-commit: did the write stamped `nonce` commit? Its row says so while
+ * no later write replaced the stamp; if one did, rerunning an append fails on its seqs (never a
+ * duplicate message).
+ */
+export async function verifyWrite(db: Db, c: Client, conversation: string, nonce: string): Promise<{ revision: number; created: boolean } | undefined> {
+  const r = await db.q(c, 'SELECT revision FROM conversations WHERE conversation = $1 AND writer = $2', [conversation, nonce]);
+  const row = r.rows[0] as { revision: string } | undefined;
+  if (!row) return undefined;
+  const revision = num(row.revision);
+  return { revision, created: revision === 1 };
+}
+
+/**
+ * Applies a write with any changes inside an open transaction (shared with checkpoint). An append
+ * onto a stored seq fails (unique key) and so undoes the whole transaction.
+ */
+export async function applyWrite(db: Db, c: Client, w: TranscriptWrite, nonce: string): Promise<{ revision: number; created: boolean }> {
   // Creates the row when missing and locks it either way (the no-op update takes the row lock).
   const head = await db.q(
     c,
@@ -87,9 +171,9 @@ export async function applyWrite(db: Db, c: Client, w: TranscriptWrite): Promise
   const done = await db.q(
     c,
     `UPDATE conversations SET agent = $2, state = $3, updated_at = $4, activity = nextval('conversation_activity'),
-            last_seq = $5, base_seq = $6, revision = revision + 1
+            last_seq = $5, base_seq = $6, revision = revision + 1, writer = $7
       WHERE conversation = $1 RETURNING revision`,
-    [w.conversation, w.agent, enc(w.state), w.now, lastSeq, baseSeq],
+    [w.conversation, w.agent, enc(w.state), w.now, lastSeq, baseSeq, nonce],
   );
   return { revision: num(done.rows[0]?.revision), created };
 }
@@ -132,7 +216,11 @@ export function transcriptRepo(db: Db): TranscriptRepo {
     },
 
     async write(w) {
-      return db.tx(`write the transcript of ${w.conversation}`, (c) => applyWrite(db, c, w));
+      const nonce = randomUUID();
+      const what = `write the transcript of ${w.conversation}`;
+      const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
+      if (appendOnly(w)) return db.run(what, 'once', (c) => runAppend(db, c, w, nonce), verify);
+      return db.tx(what, (c) => applyWrite(db, c, w, nonce), verify);
     },
 
     async delete(conversation) {

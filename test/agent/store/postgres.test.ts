@@ -187,7 +187,7 @@ test('a checkpoint whose transcript write conflicts changes nothing', async () =
   expect((await s.transcripts.load('c'))?.rows).toEqual([]);
 });
 
-test('round trips: a read is one statement, an append turn one transaction of five', async () => {
+test('round trips: a read, an append and a whole checkpoint are one statement each; other writes one transaction', async () => {
   const s = await open();
   const w = { conversation: 'c', agent: 'a', state: {}, now: 1 };
   await s.transcripts.write({ ...w, changes: [{ op: 'append', rows: [{ seq: 1, message: 'a' }] }] });
@@ -196,10 +196,16 @@ test('round trips: a read is one statement, an append turn one transaction of fi
   expect(s.roundTrips() - n).toBe(1);
   n = s.roundTrips();
   await s.transcripts.write({ ...w, changes: [{ op: 'append', rows: [{ seq: 2, message: 'b' }, { seq: 3, message: 'c' }] }] });
-  expect(s.roundTrips() - n).toBe(5);
+  expect(s.roundTrips() - n).toBe(1);
   n = s.roundTrips();
-  await s.checkpoint({ transcript: { ...w, changes: [{ op: 'append', rows: [{ seq: 4, message: 'd' }] }] }, dropTurn: { conversation: 'c', id: 'x' }, record: { conversation: 'c', record: null } });
-  expect(s.roundTrips() - n).toBe(7);
+  await s.checkpoint({ transcript: { ...w, changes: [{ op: 'append', rows: [{ seq: 4, message: 'd' }] }] }, dropTurn: { conversation: 'c', id: 'x' }, record: { conversation: 'c', record: { r: 1 } } });
+  expect(s.roundTrips() - n).toBe(1);
+  n = s.roundTrips();
+  // BEGIN, lock, replace, truncate, update, COMMIT
+  await s.transcripts.write({ ...w, changes: [{ op: 'replace', rows: [{ seq: 1, message: 'A' }] }, { op: 'truncate', afterSeq: 3 }] });
+  expect(s.roundTrips() - n).toBe(6);
+  expect((await s.transcripts.load('c'))?.rows.map((r) => r.message)).toEqual(['A', 'b', 'c']);
+  expect(await s.runs.records()).toEqual([{ conversation: 'c', record: { r: 1 } }]);
 });
 
 test('expired claims and approvals are swept', async () => {
