@@ -12,9 +12,9 @@
  * - Exit 0 with a line saying where and how many entries; 1 with the reason (no store there, FILE
  *   exists, a bad GATEHOUSE_STORE as a config error); 2 for bad usage.
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import { backupSqliteStore } from '../agent/store/sqlite/backup.js';
 import type { CliIO } from './cli.js';
 import { ConfigError, formatConfigError } from './config.js';
 import { storeFromEnv } from './env.js';
@@ -29,6 +29,12 @@ export async function backupCommand(args: string[], io: CliIO): Promise<number> 
   const { store, problems } = storeFromEnv(io.env, io.cwd);
   if (problems.length > 0) {
     io.stderr.write(formatConfigError(new ConfigError(problems)) + '\n');
+    return 1;
+  }
+  if (store.kind === 'postgres') {
+    io.stderr.write(
+      `The store is PostgreSQL (${store.description}): back it up with pg_dump, e.g. pg_dump --format=custom --file ${args[0]} --dbname "$GATEHOUSE_STORE".\n`,
+    );
     return 1;
   }
   if (store.path === ':memory:') {
@@ -46,28 +52,10 @@ export async function backupCommand(args: string[], io: CliIO): Promise<number> 
   }
   try {
     mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
-    // VACUUM INTO accepts an empty file: made here, it is 0600 from its first byte.
-    closeSync(openSync(target, 'wx', 0o600));
-    const source = new Database(store.path, { readonly: true, fileMustExist: true, timeout: 10_000 });
-    try {
-      source.prepare('VACUUM INTO ?').run(target);
-    } finally {
-      source.close();
-    }
-    const copy = new Database(target, { readonly: true, fileMustExist: true });
-    let entries: number;
-    try {
-      const check = String(copy.pragma('integrity_check', { simple: true }));
-      if (check !== 'ok') throw new Error(`the copy failed its integrity check: ${check}`);
-      entries = copy.prepare('SELECT count(*) FROM keyv').pluck().get() as number;
-    } finally {
-      copy.close();
-    }
-    chmodSync(target, 0o600);
-    io.stdout.write(`Backed up ${store.path} to ${target}: ${entries} entries, integrity check ok.\n`);
+    const { holds } = await backupSqliteStore(store.path, target);
+    io.stdout.write(`Backed up ${store.path} to ${target}: ${holds}, integrity check ok.\n`);
     return 0;
   } catch (err) {
-    rmSync(target, { force: true });
     io.stderr.write(`Backup of ${store.path} failed: ${(err as Error).message}\n`);
     return 1;
   }

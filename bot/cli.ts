@@ -176,7 +176,8 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
-  const storage = await openStorage(config.store);
+  // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
+  const storage = await openStorage(config.store, undefined, { exclusive: true });
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;

@@ -32,8 +32,13 @@ export interface ConfigProblem {
 
 export type Env = Record<string, string | undefined>;
 
-/** SQLite is the only store for now (embedded, tested); other URLs are a config error. */
-export type StoreSettings = { kind: 'sqlite'; url: string; /** Absolute path, or ":memory:". */ path: string };
+/**
+ * GATEHOUSE_STORE: SQLite (embedded, the default) or PostgreSQL; any other URL is a config error.
+ * A PostgreSQL `url` may hold the password: print `description` (the URL without it).
+ */
+export type StoreSettings =
+  | { kind: 'sqlite'; /** `sqlite://<path>`: nothing secret in it. */ url: string; /** Absolute path, or ":memory:". */ path: string }
+  | { kind: 'postgres'; url: string; description: string };
 
 /** A platform is enabled when its entry is present. */
 export interface PlatformEnv {
@@ -92,28 +97,42 @@ export function storeFromEnv(env: Env, cwd: string): { store: StoreSettings; pro
 }
 
 function parseStore(value: string | undefined, cwd: string, problems: ConfigProblem[]): StoreSettings {
-  if (value === undefined) {
-    const path = join(cwd, 'data', 'gatehouse.sqlite');
-    return { kind: 'sqlite', url: `sqlite://${path}`, path };
-  }
+  const sqlite = (path: string): StoreSettings => ({ kind: 'sqlite', url: `sqlite://${path}`, path });
+  if (value === undefined) return sqlite(join(cwd, 'data', 'gatehouse.sqlite'));
   const s = scheme(value).toLowerCase();
-  const fallback: StoreSettings = { kind: 'sqlite', url: 'sqlite://:memory:', path: ':memory:' };
+  const fallback = sqlite(':memory:');
   if (s === 'sqlite:') {
     const rest = value.slice('sqlite://'.length);
     if (!value.toLowerCase().startsWith('sqlite://') || rest === '') {
       problems.push({ path: 'GATEHOUSE_STORE', message: 'expected sqlite://<path to a file>, e.g. sqlite://./data/gatehouse.sqlite' });
       return fallback;
     }
-    const path = rest === ':memory:' ? rest : isAbsolute(rest) ? rest : resolve(cwd, rest);
-    return { kind: 'sqlite', url: `sqlite://${path}`, path };
+    return sqlite(rest === ':memory:' ? rest : isAbsolute(rest) ? rest : resolve(cwd, rest));
   }
-  // Redis and Postgres adapters are not shipped or tested: a clear error now, not "not installed" later.
-  const known = s === 'redis:' || s === 'rediss:' || s === 'postgres:' || s === 'postgresql:';
+  if (s === 'postgres:' || s === 'postgresql:') {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      // The value is not echoed: it may hold a password.
+      problems.push({ path: 'GATEHOUSE_STORE', message: 'is not a valid PostgreSQL URL; expected postgres://user:password@host:5432/database' });
+      return fallback;
+    }
+    if (url.hostname === '' && !url.searchParams.has('host')) {
+      problems.push({ path: 'GATEHOUSE_STORE', message: 'names no server; expected postgres://user:password@host:5432/database' });
+      return fallback;
+    }
+    const shown = new URL(url.href);
+    shown.password = '';
+    shown.searchParams.delete('password');
+    return { kind: 'postgres', url: value, description: shown.href };
+  }
+  // Redis was never shipped or tested: a clear error now, not "not installed" later.
   problems.push({
     path: 'GATEHOUSE_STORE',
     message:
-      (known ? `${s}// stores are not supported; ` : `unsupported scheme "${s}"; `) +
-      'only sqlite:// is supported for now: use sqlite://<path to a file> (or unset it for the default SQLite file under ./data)',
+      (s === 'redis:' || s === 'rediss:' ? `${s}// stores are not supported; ` : `unsupported scheme "${s}"; `) +
+      'use sqlite://<path to a file> (or unset it for the default SQLite file under ./data), or postgres://user:password@host:5432/database',
   });
   return fallback;
 }

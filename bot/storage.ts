@@ -1,21 +1,25 @@
 /**
- * Opens the keyv namespaces Gatehouse keeps (agent/kv.ts) on the configured store: a SQLite file,
- * embedded, driven by better-sqlite3 in a worker thread (bot/sqlite-worker.ts). It is the only
- * store for now; bot/env.ts turns any other GATEHOUSE_STORE into a config error.
+ * The one place bot/ opens a store: `openStore(settings, opts)` dispatches on GATEHOUSE_STORE's kind
+ * to an engine (agent/store/sqlite, agent/store/postgres) and returns the repositories
+ * (agent/store/types.ts). The engines own their files, permissions, locks and migrations.
  *
- * Every namespace throws on a store failure (keyv's default would log it and carry on: a turn
- * "stored" that never was, a transcript read that failed looking like a new conversation).
- * A store folder or file this process may not write fails at start, naming it as a permission problem.
+ * Contract:
+ * - `exclusive` (gatehouse serve/start): one such process per SQLite store; a second fails with a
+ *   StoreError "already running (pid N, since ...)" before it has changed anything. PostgreSQL
+ *   ignores it (replicas share a server).
+ * - `mustExist` (operator commands): never creates a store; the error names the path, GATEHOUSE_STORE
+ *   and the folder to run from.
+ * - Errors never hold a password (`settings.description` is what is printed).
  *
- * Contract (privacy): transcripts are readable by this user only. The store file is created 0600
- * before SQLite opens it (SQLite gives its -wal and -shm the main file's mode), and at every start
- * the file, -wal, -shm and -journal are chmodded 0600 (stores made by older versions were 0644).
- * A store folder Gatehouse creates is 0700; an existing one is narrowed to 0700 when it is the
- * store's own (ours, not sticky, nothing in it but the store's and Gatehouse's own data files), else
- * it is left as it is (it may hold a workspace the sandbox user must enter) and a warning names it.
+ * Interim (until the agent-repos change moves every caller onto `Store`): `openStorage` still opens
+ * the keyv namespaces of the old build (bot/sqlite-worker.ts) on SQLite, with `exclusive` taking the
+ * same lock as openStore. It goes, with bot/sqlite-worker.ts, when nothing calls it.
  */
-import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import type { Store } from '../agent/store/types.js';
+import { openSqliteStore } from '../agent/store/sqlite/index.js';
+import { createPrivate, narrowStoreFiles, narrowStorePermissions, PERMISSION_CODES, storeProblem } from '../agent/store/sqlite/files.js';
+import { takeStoreLock, type StoreLock } from '../agent/store/sqlite/lock.js';
+import { dirname } from 'node:path';
 import Keyv, { type KeyvOptions } from 'keyv';
 import type { AgentStores, KV } from '../agent/kv.js';
 import { kvReminderBackend, type ReminderBackend } from '../agent/reminders.js';
@@ -65,52 +69,30 @@ function claimByReadThenWrite(kv: Keyv): Storage['claimEvent'] {
   };
 }
 
-const PERMISSION_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'SQLITE_READONLY', 'SQLITE_PERM', 'SQLITE_READONLY_DIRECTORY']);
-
-/** Says which folder or file is in the way, and whether it is a permission problem. */
-function storeProblem(path: string): string | undefined {
-  const folder = dirname(path);
-  const who = typeof process.getuid === 'function' ? ` (user id ${process.getuid()})` : '';
-  const fix = 'make it writable for the user Gatehouse runs as, or point GATEHOUSE_STORE at a writable folder';
-  if (!existsSync(folder)) {
-    // Node's recursive mkdir reports a read-only parent as ENOENT: look at the parent ourselves.
-    let parent = dirname(folder);
-    while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent);
-    if (!statSync(parent).isDirectory()) {
-      return `the store folder ${folder} cannot be created: part of that path (${parent}) is a file, not a folder`;
-    }
-    try {
-      accessSync(parent, constants.W_OK | constants.X_OK);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      return `permission problem: cannot create the store folder ${folder}: ${parent} is not writable${who} (${code}); ${fix}`;
-    }
-    try {
-      mkdirSync(folder, { recursive: true, mode: 0o700 });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (PERMISSION_CODES.has(code)) return `permission problem: cannot create the store folder ${folder}${who} (${code}); ${fix}`;
-      return `cannot create the store folder ${folder}: ${(err as Error).message}`;
-    }
-  } else if (!statSync(folder).isDirectory()) {
-    return `the store folder ${folder} is a file, not a folder`;
-  }
-  try {
-    accessSync(folder, constants.W_OK | constants.X_OK);
-  } catch (err) {
-    return `permission problem: the store folder ${folder} is not writable${who} (${(err as NodeJS.ErrnoException).code}); ${fix}`;
-  }
-  if (existsSync(path)) {
-    try {
-      accessSync(path, constants.R_OK | constants.W_OK);
-    } catch (err) {
-      return `permission problem: the store file ${path} is not writable${who} (${(err as NodeJS.ErrnoException).code}); ${fix}`;
-    }
-  }
-  return undefined;
+export interface OpenStoreOptions {
+  exclusive?: boolean;
+  mustExist?: boolean;
+  log?: (msg: string) => void;
 }
 
-export async function openStorage(settings: StoreSettings, log: (msg: string) => void = (m) => console.error(m)): Promise<Storage> {
+interface PostgresEngine {
+  openPostgresStore(opts: { url: string; log?: (msg: string) => void }): Promise<Store>;
+}
+
+export async function openStore(settings: StoreSettings, opts: OpenStoreOptions = {}): Promise<Store> {
+  const log = opts.log ?? ((m: string) => console.error(m));
+  if (settings.kind === 'postgres') {
+    // Loaded only when configured, so SQLite users never load pg. (A variable: the engine arrives
+    // from its own branch; make this a plain import once both are merged.)
+    const engine = '../agent/store/postgres/index.js';
+    const { openPostgresStore } = (await import(engine)) as PostgresEngine;
+    return openPostgresStore({ url: settings.url, log });
+  }
+  return openSqliteStore({ path: settings.path, exclusive: opts.exclusive ?? false, mustExist: opts.mustExist ?? false, log });
+}
+
+export async function openStorage(settings: StoreSettings, log: (msg: string) => void = (m) => console.error(m), opts: { exclusive?: boolean } = {}): Promise<Storage> {
+  if (settings.kind !== 'sqlite') throw new Error(`cannot open the store (${settings.description}): this build still runs on the SQLite keyv store only`);
   const fail = (why: string) => new Error(`cannot open the store (${settings.url}): ${why}`);
   if (settings.path !== ':memory:') {
     const problem = storeProblem(settings.path);
@@ -118,19 +100,20 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
   }
   if (settings.path !== ':memory:') {
     // Before SQLite: a file it creates would be 0644, and the WAL and SHM copy the main file's mode.
-    if (!existsSync(settings.path)) {
-      try {
-        closeSync(openSync(settings.path, 'wx', 0o600));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw fail((err as Error).message);
-      }
+    try {
+      createPrivate(settings.path);
+    } catch (err) {
+      throw fail((err as Error).message);
     }
-    narrowStorePermissions(settings.path, log);
+    narrowStorePermissions(settings.path, (m) => log(`[store] ${m}`));
   }
+  // Before anything else of the store: a second serve must change nothing.
+  const lock: StoreLock | undefined = opts.exclusive && settings.path !== ':memory:' ? await takeStoreLock(settings.path, (m) => log(`[store] ${m}`)) : undefined;
   let worker;
   try {
     worker = await startSqliteWorker(settings.path, NAMESPACES, { log: (m) => log(`[store] ${m}`) });
   } catch (err) {
+    await lock?.release();
     const code = String((err as { code?: unknown }).code ?? '');
     if (PERMISSION_CODES.has(code)) {
       throw fail(`permission problem in the store folder ${dirname(settings.path)}: ${(err as Error).message} (${code})`);
@@ -176,9 +159,10 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
   try {
     await stores.dedupe.set('startup-check', Date.now(), 60_000);
     // The WAL and SHM exist now: made by this SQLite they are 0600 already; left by another, narrowed.
-    if (settings.path !== ':memory:') narrowStoreFiles(settings.path, log);
+    if (settings.path !== ':memory:') narrowStoreFiles(settings.path, (m) => log(`[store] ${m}`));
   } catch (err) {
     await worker.close().catch(() => undefined);
+    await lock?.release();
     const code = String((err as { code?: unknown }).code ?? '');
     throw fail(PERMISSION_CODES.has(code) ? `permission problem in the store folder ${dirname(settings.path)}: ${(err as Error).message} (${code})` : (err as Error).message);
   }
@@ -193,74 +177,12 @@ export async function openStorage(settings: StoreSettings, log: (msg: string) =>
       if (closed) return;
       closed = true;
       await worker.close();
+      await lock?.release();
     },
   };
 }
 
-/** The files SQLite keeps beside the store. */
-export const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal'] as const;
-
-/** Every store file that exists, 0600 (only this user reads transcripts). */
-function narrowStoreFiles(path: string, log: (msg: string) => void): void {
-  for (const suffix of STORE_SIDE_FILES) {
-    const file = path + suffix;
-    let mode: number;
-    try {
-      mode = lstatSync(file).mode & 0o777;
-    } catch {
-      continue; // not there
-    }
-    if ((mode & 0o077) === 0) continue;
-    try {
-      chmodSync(file, 0o600);
-    } catch (err) {
-      log(`[store] warning: ${file} is readable by other users (mode ${mode.toString(8)}) and could not be made 0600: ${(err as Error).message}`);
-    }
-  }
-}
-
-/** What Gatehouse itself keeps in its data folder besides the store (bot/reload.ts, bot/headless/attach.ts). */
-const DATA_FOLDER_FILES = new Set(['gatehouse.pid', 'gatehouse.reload.json', 'gatehouse.sock', 'gatehouse.token']);
-
-/**
- * The store folder 0700 when it is the store's own: ours, not sticky, and holding nothing but the
- * store's files and Gatehouse's pid/socket files. Any other folder (the config's, which will hold a
- * workspace the sandbox user must enter; /tmp) keeps its mode, with a warning when others may list it.
- */
-function narrowStorePermissions(path: string, log: (msg: string) => void): void {
-  narrowStoreFiles(path, log);
-  const folder = dirname(path);
-  let st;
-  try {
-    st = statSync(folder);
-  } catch {
-    return;
-  }
-  const mode = st.mode & 0o7777;
-  if ((mode & 0o077) === 0) return;
-  const ours = typeof process.getuid !== 'function' || st.uid === process.getuid();
-  const sticky = (mode & 0o1000) !== 0;
-  const own = basename(path);
-  let onlyOurs = false;
-  try {
-    onlyOurs = readdirSync(folder).every((name) => name.startsWith(own) || DATA_FOLDER_FILES.has(name));
-  } catch {
-    // unreadable: treat as shared
-  }
-  if (ours && !sticky && onlyOurs) {
-    try {
-      chmodSync(folder, mode & 0o700);
-    } catch (err) {
-      log(`[store] warning: could not make the store folder ${folder} 0700: ${(err as Error).message}`);
-    }
-    return;
-  }
-  if ((mode & 0o044) === 0) return; // others may pass through but not list: nothing to say
-  log(
-    `[store] warning: the store folder ${folder} is open to other users (mode ${mode.toString(8)}) and holds other things, so it was left as it is; ` +
-      `the store files are 0600. Give the store a folder of its own (GATEHOUSE_STORE=sqlite://./data/gatehouse.sqlite).`,
-  );
-}
+export { STORE_SIDE_FILES } from '../agent/store/sqlite/files.js';
 
 /** In-memory namespaces (tests and benchmarks that do not measure storage). */
 export function memoryStorage(): Storage {

@@ -404,21 +404,24 @@ describe('every problem names its key path', () => {
   test('a bad store URL names the variable and never echoes its credentials', () => {
     const p = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'mysql://admin:hunter2@db/x' }));
     const msg = problemAt(p, 'GATEHOUSE_STORE');
-    expect(msg).toMatch(/unsupported scheme "mysql:"; only sqlite:\/\/ is supported for now/);
+    expect(msg).toMatch(/unsupported scheme "mysql:"; use sqlite:\/\/<path to a file>.*or postgres:\/\//);
     expect(msg).not.toContain('hunter2');
     const p2 = problemsOf(() => load(setup(), { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@' }));
     expect(problemAt(p2, 'GATEHOUSE_STORE')).not.toContain('hunter2');
   });
 
-  test('store URLs: relative sqlite resolved against cwd; redis and postgres are a config error naming sqlite://', () => {
+  test('store URLs: relative sqlite resolved against cwd; postgres with the password kept out of its description; redis a config error', () => {
     const cwd = setup();
     expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://state/g.sqlite' }).store).toEqual({
       kind: 'sqlite', path: join(cwd, 'state', 'g.sqlite'), url: `sqlite://${join(cwd, 'state', 'g.sqlite')}`,
     });
-    for (const url of ['redis://127.0.0.1:6379', 'rediss://h:6380', 'postgres://u:hunter2@h/db', 'postgresql://u:p@h/db']) {
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@h:5433/db?sslmode=require' }).store).toEqual({
+      kind: 'postgres', url: 'postgres://u:hunter2@h:5433/db?sslmode=require', description: 'postgres://u@h:5433/db?sslmode=require',
+    });
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgresql://u@h/db?password=hunter2' }).store).toMatchObject({ kind: 'postgres', description: 'postgresql://u@h/db' });
+    for (const url of ['redis://127.0.0.1:6379', 'rediss://h:6380']) {
       const msg = problemAt(problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: url })), 'GATEHOUSE_STORE');
-      expect(msg).toMatch(/^(redis|rediss|postgres|postgresql):\/\/ stores are not supported; only sqlite:\/\/ is supported for now/);
-      expect(msg).not.toContain('hunter2');
+      expect(msg).toMatch(/^(redis|rediss):\/\/ stores are not supported; use sqlite:\/\//);
     }
   });
 

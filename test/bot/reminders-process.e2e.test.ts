@@ -12,8 +12,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { DEFAULT_REMINDER_SETTINGS, Reminders } from '../../agent/reminders.js';
-import { openStorage } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
 
@@ -165,35 +163,8 @@ test('a reminder set before a crash is posted once after the restart, saying how
   expect(third.output()).not.toContain('⏰ Reminder');
 }, 240_000);
 
-test('two processes on the same store, their timers aimed at the same moment: each reminder is posted once', async () => {
-  const path = join(dir, 'data', 'gatehouse.sqlite');
-  const storage = await openStorage({ kind: 'sqlite', url: `sqlite://${path}`, path });
-  const dueAt = Date.now() + 8_000;
-  try {
-    const reminders = new Reminders(storage.reminders, () => ({ ...DEFAULT_REMINDER_SETTINGS, maxPerConversation: 100 }));
-    for (let i = 0; i < 30; i++) await reminders.add({ agentName: 'default', conversationKey: 'console:local', text: `race-${i}-end`, dueAt });
-  } finally {
-    await storage.close();
-  }
-  const bots = [startBot(), startBot()];
-  const posted = () => bots.map((b) => b.output().match(/⏰ Reminder: race-\d+-end/g) ?? []).flat();
-  for (const b of bots) await until('the start', () => b.output().includes('Gatehouse started'), b);
-  await until('all 30 reminders', () => posted().length >= 30, bots[0]!);
-  // Both timers have fired by now (each one's store read shows nothing left to fire).
-  await until('the store to be empty', () => {
-    const db = new Database(path, { readonly: true });
-    try {
-      return db.prepare("SELECT count(*) FROM keyv WHERE key LIKE 'reminders:%'").pluck().get() === 0;
-    } finally {
-      db.close();
-    }
-  }, bots[0]!);
-  for (const b of bots) b.child.kill('SIGTERM');
-  for (const b of bots) expect(await b.exited).toEqual({ code: 0, signal: null });
-  const all = posted();
-  expect(all).toHaveLength(30);
-  expect(new Set(all).size).toBe(30);
-}, 240_000);
+// Two processes on one SQLite store are refused now (one `serve` per store: test/bot/single-instance.e2e.test.ts);
+// a firing claimed once across processes is the contract suite's race (test/agent/store/races.ts).
 
 test('Telegram: a reminder set in a forum topic is posted into that topic by the next process, once', async () => {
   const tg = await startFakeTelegram({ token: '123456:REMINDER-test_token_abcdefghijklm' });

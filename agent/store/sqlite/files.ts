@@ -1,7 +1,7 @@
 /**
  * The store's files on disk: the folder checked (and created 0700) before SQLite opens, the store
  * file created 0600 first (SQLite gives its -wal and -shm the main file's mode), and every file of
- * the store (main, -wal, -shm, -journal, .lock, .pre-<version> backups) narrowed to 0600 at start.
+ * the store (main, -wal, -shm, -journal, .lock, .holder, .pre-<version> backups) narrowed to 0600 at start.
  *
  * Contract (privacy): transcripts are readable by this user only. A store folder Gatehouse creates is
  * 0700; an existing one is narrowed to 0700 when it is the store's own (ours, not sticky, nothing in
@@ -65,7 +65,7 @@ export function createPrivate(file: string): void {
 }
 
 /** The files SQLite keeps beside the store, and the engine's own. */
-export const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock-journal'] as const;
+export const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock-journal', '.holder'] as const;
 
 /** Every store file that exists (backups `<store>.pre-*` included), 0600. */
 export function narrowStoreFiles(path: string, log: (msg: string) => void): void {

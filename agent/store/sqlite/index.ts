@@ -8,11 +8,10 @@
  *   0600 (./files.ts); a folder or file that cannot be written fails naming it.
  * - `mustExist`: never creates a store; a path with no store fails naming the path, GATEHOUSE_STORE
  *   and the folder (operator commands run from the wrong folder).
- * - `exclusive`: one such process per store (`gatehouse serve`). It holds an OS-level lock on
- *   `<store>.lock` (released by the kernel when the process dies, so a killed holder's lock is simply
- *   taken over) and records its pid and start time in the store. A second exclusive open fails with
- *   a StoreError (code ALREADY_RUNNING) "already running (pid N, since <ISO time>)", having changed
- *   nothing. Non-exclusive opens work beside it.
+ * - `exclusive`: one such process per store (`gatehouse serve`), by the lock of ./lock.ts, taken
+ *   before anything else: a second exclusive open fails with a StoreError (code ALREADY_RUNNING)
+ *   "already running (pid N, since <ISO time>)", having changed nothing. Non-exclusive opens work
+ *   beside it.
  * - Expired approvals (with their tokens) and event ids are deleted at open and every `sweepMs`.
  * - close() stops the sweep, checkpoints the WAL in full and closes; calls after it reject.
  */
@@ -25,6 +24,7 @@ import { migrate } from './migrate.js';
 import { sqliteAllowlists, sqliteCache, sqliteEvents, sqliteMemory, sqliteReminders } from './misc.js';
 import { dropRecordStatement, dropTurnStatement, saveRecordStatement, sqliteRuns } from './runs.js';
 import { revisionStatement, sqliteTranscripts, writeStatements } from './transcripts.js';
+import { alreadyRunning, recordHolder } from './lock.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
 
 export interface SqliteStoreOptions {
@@ -61,7 +61,6 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     if (problem) throw fail(problem, 'PERMISSION');
     try {
       createPrivate(path);
-      if (opts.exclusive) createPrivate(`${path}.lock`);
     } catch (err) {
       throw fail((err as Error).message);
     }
@@ -74,24 +73,25 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     return fail((err as Error).message, code || undefined);
   };
 
+  // The lock first (the worker takes it before it opens the store): a second `serve` must change
+  // nothing, not even by migrating.
+  const lockPath = onDisk && opts.exclusive ? `${path}.lock` : undefined;
   let worker: SqliteWorker;
   try {
-    worker = await startSqliteWorker(path, { lockPath: onDisk && opts.exclusive ? `${path}.lock` : undefined, mustExist: opts.mustExist, checkpointMs: opts.checkpointMs, log });
+    if (lockPath) createPrivate(lockPath);
+    worker = await startSqliteWorker(path, { lockPath, mustExist: opts.mustExist, checkpointMs: opts.checkpointMs, log });
   } catch (err) {
-    if (err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED') throw await alreadyRunning(path, description);
+    if (err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED') throw alreadyRunning(path);
     throw sqliteFail(err);
   }
+  const forgetHolder = lockPath ? recordHolder(path, log) : () => undefined;
   try {
     await migrate(worker, { path, mustExist: opts.mustExist ?? false, now: now(), log, notAStore });
-    if (opts.exclusive) {
-      await worker.batch([
-        { sql: 'INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)', params: ['holder', JSON.stringify({ pid: process.pid, since: Date.now() })], mode: 'run' },
-      ]);
-    }
     await sweep(worker, now());
     // The WAL and SHM exist now: made by this SQLite they are 0600 already; left by another, narrowed.
     if (onDisk) narrowStoreFiles(path, log);
   } catch (err) {
+    forgetHolder();
     await worker.close().catch(() => undefined);
     throw sqliteFail(err);
   }
@@ -153,6 +153,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
       closed = true;
       if (timer) clearInterval(timer);
       timer = undefined;
+      forgetHolder();
       await worker.close();
     },
   };
@@ -164,25 +165,4 @@ async function sweep(worker: SqliteWorker, now: number): Promise<void> {
     const results = (await worker.batch(sweepStatements(now, SWEEP_BATCH))) as Array<{ changes: number }>;
     if (!results.some((r) => r.changes >= SWEEP_BATCH)) return;
   }
-}
-
-/** The error of a second exclusive open, naming the running one (read without changing anything). */
-async function alreadyRunning(path: string, description: string): Promise<StoreError> {
-  let holder = 'pid unknown';
-  try {
-    const peek = await startSqliteWorker(path, { mustExist: true, readonly: true });
-    try {
-      const [row] = (await peek.batch([{ sql: "SELECT value FROM meta WHERE key = 'holder'", params: [], mode: 'get' }])) as [Row | undefined];
-      const h = row ? (JSON.parse(String(row.value)) as { pid?: unknown; since?: unknown }) : undefined;
-      if (h && typeof h.pid === 'number' && typeof h.since === 'number') holder = `pid ${h.pid}, since ${new Date(h.since).toISOString()}`;
-    } finally {
-      await peek.close();
-    }
-  } catch {
-    // a store without the meta table yet: the pid stays unknown
-  }
-  return new StoreError(
-    `cannot open the store (${description}): Gatehouse is already running on it (${holder}); stop that one first, or run operator commands (approvals, conversations, backup, reload, run) beside it`,
-    'ALREADY_RUNNING',
-  );
 }

@@ -14,7 +14,7 @@ test('a new store: folder 0700, store, WAL, SHM and lock 0600', async () => {
   try {
     await store.cache.set('k', 1);
     expect(statSync(join(dir, 'data')).mode & 0o777).toBe(0o700);
-    for (const f of ['', '-wal', '-shm', '.lock']) expect([f, statSync(path + f).mode & 0o777]).toEqual([f, 0o600]);
+    for (const f of ['', '-wal', '-shm', '.lock', '.holder']) expect([f, statSync(path + f).mode & 0o777]).toEqual([f, 0o600]);
   } finally {
     await store.close();
   }
@@ -42,7 +42,7 @@ test('one exclusive open per store; others open beside it; the lock is free agai
   await first.cache.set('mine', 'first');
   const err = await openSqliteStore({ path, exclusive: true, log: () => undefined }).catch((e: unknown) => e);
   expect(err).toMatchObject({ name: 'StoreError', code: 'ALREADY_RUNNING' });
-  expect((err as Error).message).toMatch(new RegExp(`already running on it \\(pid ${process.pid}, since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\)`));
+  expect((err as Error).message).toMatch(new RegExp(`already running \\(pid ${process.pid}, since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\)`));
   const beside = await openSqliteStore({ path, mustExist: true, log: () => undefined });
   expect(await beside.cache.get('mine')).toBe('first');
   await beside.close();
