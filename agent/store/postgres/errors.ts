@@ -121,8 +121,8 @@ export function startupError(err: unknown, t: Target): StoreError {
     case '57P03':
       return new StoreError(`${where} is starting up or shutting down; try again in a moment.`, 'unreachable');
   }
-  if (/timeout/i.test(raw)) {
-    return new StoreError(`cannot reach ${where}: no answer in time. Check that the server is up and the host and port in GATEHOUSE_STORE are right.`, 'unreachable');
+  if (/timeout|Connection terminated/i.test(raw)) {
+    return new StoreError(`cannot reach ${where}: no answer in time, or the connection was closed (${raw}). Check that the server is up, the host and port in GATEHOUSE_STORE, and any firewall between.`, 'unreachable');
   }
   return new StoreError(`cannot open ${where}: ${raw}`, code);
 }

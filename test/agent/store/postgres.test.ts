@@ -268,3 +268,21 @@ describe('a server restart mid-run', () => {
     }
   }, 120_000);
 });
+
+test('a server that never answers: the open gives up after connectTimeoutMs, naming host and port', async () => {
+  // A listener that accepts and says nothing (a firewall that drops, a wrong service on the port).
+  const sockets = new Set<import('node:net').Socket>();
+  const silent = createServer((sock) => void sockets.add(sock));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const port = (silent.address() as { port: number }).port;
+  try {
+    const err = await failure(openPostgresStore({ url: `postgres://bot:quiet-pw-9@127.0.0.1:${port}/gatehouse`, log, connectTimeoutMs: 300 }));
+    expect(err.code).toBe('unreachable');
+    expect(err.message).toContain(`127.0.0.1:${port}`);
+    expect(err.message).toContain('"gatehouse"');
+    expect(err.message).not.toContain('quiet-pw-9');
+  } finally {
+    for (const sock of sockets) sock.destroy();
+    silent.close();
+  }
+});
