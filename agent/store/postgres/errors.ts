@@ -35,7 +35,8 @@ export function parseTarget(url: string): Target {
     host: u.hostname || 'localhost',
     port: u.port ? Number(u.port) : 5432,
     database,
-    user: user || 'postgres',
+    // pg's own default when the URL names no user.
+    user: user || process.env.PGUSER || process.env.USER || 'postgres',
     password: decodeURIComponent(u.password),
   };
 }
