@@ -9,5 +9,8 @@ export default {
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 20000,
+  // PostgreSQL tests: setup only reserves a folder; the server starts on first use (test/helpers/postgres.ts).
+  globalSetup: '<rootDir>/test/helpers/postgres-global-setup.mjs',
+  globalTeardown: '<rootDir>/test/helpers/postgres-global-teardown.mjs',
   maxWorkers: 2,
 };

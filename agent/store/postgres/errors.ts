@@ -1,0 +1,145 @@
+/**
+ * Contract: turns what `pg` and the network throw into what an operator can act on, and never lets
+ * the password out. Every message that leaves this folder (errors, log lines) goes through
+ * `redact`; start-up failures become a StoreError naming host, port, database and the fix.
+ * `isConnectionLoss` / `notSent` classify errors for the retry policy in db.ts.
+ */
+import { StoreError } from '../types.js';
+
+export interface Target {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  /** Kept only to scrub it from messages; never printed. */
+  password: string;
+}
+
+/** Oldest server this engine supports (server_version_num). */
+export const MIN_SERVER_VERSION = 130000;
+
+export function parseTarget(url: string): Target {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new StoreError('GATEHOUSE_STORE is not a valid postgres:// URL (expected postgres://user:password@host:port/database)', 'bad-url');
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    throw new StoreError(`GATEHOUSE_STORE must start with postgres:// for PostgreSQL (got ${u.protocol}//)`, 'bad-url');
+  }
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  const user = decodeURIComponent(u.username);
+  if (!database) throw new StoreError(`GATEHOUSE_STORE names no database: add it after the host (postgres://${user || 'user'}@${u.hostname || 'host'}:${u.port || 5432}/gatehouse)`, 'bad-url');
+  return {
+    host: u.hostname || 'localhost',
+    port: u.port ? Number(u.port) : 5432,
+    database,
+    // pg's own default when the URL names no user.
+    user: user || process.env.PGUSER || process.env.USER || 'postgres',
+    password: decodeURIComponent(u.password),
+  };
+}
+
+/** `postgres://user@host:port/db`: safe to print. */
+export function describeTarget(t: Target): string {
+  return `postgres://${encodeURIComponent(t.user)}@${t.host}:${t.port}/${encodeURIComponent(t.database)}`;
+}
+
+/** The message with every form of the password (plain, URL-encoded) replaced. */
+export function redact(text: string, password: string): string {
+  if (!password) return text;
+  let out = text;
+  for (const form of new Set([password, encodeURIComponent(password), encodeURI(password)])) {
+    if (form) out = out.split(form).join('***');
+  }
+  return out;
+}
+
+interface PgLikeError {
+  code?: unknown;
+  message?: unknown;
+  errno?: unknown;
+}
+
+function codeOf(err: unknown): string | undefined {
+  const c = (err as PgLikeError | null)?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+// 57P01 admin_shutdown (pg_terminate_backend, fast shutdown), 57P02 crash_shutdown,
+// 57P03 cannot_connect_now (starting up / shutting down); class 08 is connection_exception.
+const SERVER_GONE = new Set(['57P01', '57P02', '57P03']);
+
+/** The connection (or the server) went away; the same call may work on a new connection. */
+export function isConnectionLoss(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code && (NETWORK_CODES.has(code) || SERVER_GONE.has(code) || code.startsWith('08'))) return true;
+  const msg = messageOf(err);
+  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection ended|server closed the connection/i.test(msg);
+}
+
+/** pg refused before writing anything to the socket: any statement can be sent again. */
+export function notSent(err: unknown): boolean {
+  return /is not queryable/i.test(messageOf(err));
+}
+
+/** Transaction conflicts PostgreSQL asks the client to retry. */
+export function isRetryableConflict(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === '40001' || code === '40P01';
+}
+
+/** A start-up failure said so an operator can fix it. */
+export function startupError(err: unknown, t: Target): StoreError {
+  const where = `PostgreSQL at ${t.host}:${t.port} (database "${t.database}", user "${t.user}")`;
+  const code = codeOf(err);
+  const raw = redact(messageOf(err), t.password);
+  if (err instanceof StoreError) return new StoreError(redact(err.message, t.password), err.code);
+  switch (code) {
+    case 'ECONNREFUSED':
+      return new StoreError(`cannot reach ${where}: connection refused. Start the server, or fix the host and port in GATEHOUSE_STORE.`, 'unreachable');
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new StoreError(`cannot reach ${where}: the host name "${t.host}" does not resolve. Fix the host in GATEHOUSE_STORE.`, 'unreachable');
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ETIMEDOUT':
+      return new StoreError(`cannot reach ${where}: ${code}. Check the host, port and firewall, or fix GATEHOUSE_STORE.`, 'unreachable');
+    case '28P01':
+    case '28000':
+      return new StoreError(`${where} refused the login (${raw}). Fix the user or password in GATEHOUSE_STORE, or the server's pg_hba.conf.`, 'auth');
+    case '3D000':
+      return new StoreError(`${where}: the database does not exist. Create it (createdb -h ${t.host} -p ${t.port} -U ${t.user} ${t.database}) or fix the database name in GATEHOUSE_STORE.`, 'no-database');
+    case '42501':
+      return new StoreError(`${where}: permission denied (${raw}). Grant the user CREATE on the database (GRANT CREATE ON DATABASE ${t.database} TO ${t.user}) or use its owner.`, 'permission');
+    case '57P03':
+      return new StoreError(`${where} is starting up or shutting down; try again in a moment.`, 'unreachable');
+  }
+  if (/timeout|Connection terminated/i.test(raw)) {
+    return new StoreError(`cannot reach ${where}: no answer in time, or the connection was closed (${raw}). Check that the server is up, the host and port in GATEHOUSE_STORE, and any firewall between.`, 'unreachable');
+  }
+  return new StoreError(`cannot open ${where}: ${raw}`, code);
+}
+
+/** A server too old for this engine, or undefined when it is new enough. */
+export function checkServerVersion(versionNum: number, versionText: string, t: Target): StoreError | undefined {
+  if (Number.isFinite(versionNum) && versionNum >= MIN_SERVER_VERSION) return undefined;
+  return new StoreError(
+    `PostgreSQL at ${t.host}:${t.port} (database "${t.database}") is version ${versionText}; Gatehouse needs PostgreSQL ${MIN_SERVER_VERSION / 10000} or newer. Upgrade the server or point GATEHOUSE_STORE at a newer one.`,
+    'old-server',
+  );
+}
+
+/** A runtime failure, scrubbed, keeping pg's SQLSTATE for callers that look at it. */
+export function runtimeError(err: unknown, t: Target, what: string): Error {
+  if (err instanceof StoreError) return err;
+  const e = new StoreError(`PostgreSQL ${describeTarget(t)}: ${what} failed: ${redact(messageOf(err), t.password)}`, codeOf(err));
+  return e;
+}

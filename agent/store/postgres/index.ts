@@ -1,0 +1,155 @@
+/**
+ * Contract: `openPostgresStore` opens the PostgreSQL engine of the Store (../types.ts).
+ * - Start: one connection checks the server (reachable, login, database, version >= 13) and the
+ *   schema is migrated under an advisory lock; any failure is a StoreError naming host, port,
+ *   database and the fix, never the password. Nothing is retried at start (the supervisor restarts).
+ * - Running: a pg Pool (`poolSize`, default 10). Lost connections are retried per db.ts.
+ * - Every `sweepEveryMs` (default 10 min, unref'd) expired event claims and approvals past their
+ *   keepUntil are deleted.
+ * - `checkpoint` is atomic: an append-only one (the common turn: messages, turn dropped, record
+ *   saved) is ONE statement; one with other changes is one transaction (BEGIN, 3 + 1 per change,
+ *   1 per run part, COMMIT). Retries as transcripts.write (transcripts.ts).
+ * `pg` is imported only in this folder.
+ */
+import pg from 'pg';
+import type { Checkpoint, Store } from '../types.js';
+import { randomUUID } from 'node:crypto';
+import { Db, enc, type Client } from './db.js';
+import { checkServerVersion, describeTarget, parseTarget, redact, startupError } from './errors.js';
+import { migrate } from './migrations.js';
+import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
+import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
+
+export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
+
+export interface PostgresStoreOptions {
+  url: string;
+  log?: (msg: string) => void;
+  now?: () => number;
+  poolSize?: number;
+  /** How long a call keeps retrying a lost connection before it rejects (default 30 s). */
+  retryForMs?: number;
+  /** How often expired rows are swept (default 10 minutes). */
+  sweepEveryMs?: number;
+  /** How long the first connection may take (default 10 s). */
+  connectTimeoutMs?: number;
+}
+
+export interface PostgresStore extends Store {
+  /** Statements sent so far (BEGIN and COMMIT count): round trips per operation, for the bench. */
+  roundTrips(): number;
+  /** Deletes expired rows now (the timer calls it); returns how many went. */
+  sweep(): Promise<number>;
+}
+
+async function writeRunParts(db: Db, c: Client, parts: RunParts): Promise<void> {
+  if (parts.dropTurn) await db.q(c, 'DELETE FROM queued_turns WHERE conversation = $1 AND id = $2', [parts.dropTurn.conversation, parts.dropTurn.id]);
+  if (!parts.record) return;
+  if (parts.record.record === null) await db.q(c, 'DELETE FROM run_records WHERE conversation = $1', [parts.record.conversation]);
+  else {
+    await db.q(c, 'INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record', [
+      parts.record.conversation,
+      enc(parts.record.record),
+    ]);
+  }
+}
+
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
+  const target = parseTarget(opts.url);
+  const log = (msg: string) => opts.log?.(redact(msg, target.password));
+  const now = opts.now ?? Date.now;
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolSize ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    application_name: 'gatehouse',
+  });
+  // An idle connection dropped by the server must not crash the process; the pool replaces it.
+  pool.on('error', (err) => log(`postgres: an idle connection failed: ${err.message}`));
+  const db = new Db(pool, target, log, opts.retryForMs ?? 30_000);
+
+  try {
+    const c = await pool.connect().catch((err: unknown) => {
+      throw startupError(err, target);
+    });
+    try {
+      const r = await c.query("SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS text");
+      const row = r.rows[0] as { num: number; text: string };
+      const tooOld = checkServerVersion(row.num, row.text, target);
+      if (tooOld) throw tooOld;
+    } finally {
+      c.release();
+    }
+    const m = await migrate(db, now(), log).catch((err: unknown) => {
+      throw startupError(err, target);
+    });
+    log(`postgres: store ${describeTarget(target)} at schema version ${m.version}${m.applied.length ? ` (applied ${m.applied.join(', ')})` : ''}`);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw startupError(err, target);
+  }
+
+  const sweep = async (): Promise<number> => {
+    const t = now();
+    const r = await db.query(
+      'sweep expired rows',
+      'idempotent',
+      `WITH e AS (DELETE FROM events WHERE expires_at <= $1 RETURNING 1),
+            a AS (DELETE FROM approvals WHERE keep_until < $1 RETURNING 1)
+       SELECT (SELECT count(*) FROM e) + (SELECT count(*) FROM a) AS n`,
+      [t],
+    );
+    return Number((r.rows[0] as { n: string } | undefined)?.n ?? 0);
+  };
+  const timer = setInterval(() => {
+    sweep().catch((err: unknown) => log(`postgres: sweeping expired rows failed: ${err instanceof Error ? err.message : String(err)}`));
+  }, opts.sweepEveryMs ?? 600_000);
+  timer.unref();
+
+  let closed = false;
+  const store: PostgresStore = {
+    engine: 'postgres',
+    description: describeTarget(target),
+    transcripts: transcriptRepo(db),
+    runs: runRepo(db),
+    approvals: approvalRepo(db),
+    allowlists: allowlistRepo(db),
+    events: eventLedger(db),
+    memory: memoryRepo(db),
+    reminders: reminderRepo(db),
+    cache: cacheRepo(db),
+    async checkpoint(cp: Checkpoint) {
+      const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
+      const w = cp.transcript;
+      const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
+      if (w) {
+        const nonce = randomUUID();
+        const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
+        // The common checkpoint (messages appended, the turn dropped, the record saved) is ONE statement.
+        if (appendOnly(w)) return void (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts), verify));
+        return void (await db.tx(
+          what,
+          async (c) => {
+            const r = await applyWrite(db, c, w, nonce);
+            await writeRunParts(db, c, parts);
+            return r;
+          },
+          verify,
+        ));
+      }
+      // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
+      await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);
+    },
+    roundTrips: () => db.roundTrips,
+    sweep,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      await pool.end();
+    },
+  };
+  return store;
+}
