@@ -197,8 +197,12 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   let pidFile: string | undefined;
   let attach: AttachServer | undefined;
   let configLoadedAt = new Date().toISOString();
+  let starting: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      // A stop asked for while starting (the terminal's input ended at once) lets the start finish
+      // first, so nothing it still reads meets a closed store.
+      await starting?.catch(() => undefined);
       await attach?.close();
       await gatehouse.stop();
       await http?.close();
@@ -220,7 +224,8 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       if (!terminalChat) throw err;
       out('warn', `no /healthz: ${(err as Error).message}`);
     }
-    await gatehouse.start();
+    starting = gatehouse.start();
+    await starting;
   } catch (err) {
     await stop();
     throw err;
