@@ -11,9 +11,9 @@
  * - Every call resolves after the data is durable in the engine (SQLite: committed in WAL;
  *   PostgreSQL: committed) and rejects with the engine's error otherwise; nothing is dropped quietly.
  * - Each method is one transaction. `checkpoint` is ONE transaction over transcripts and runs.
- * - The atomic operations (`events.claim`, `approvals.decideOnce`, `reminders.swap`,
- *   `reminders.claimDue`) are single statements: of N concurrent callers, across processes sharing
- *   the store, exactly one wins.
+ * - The atomic operations (`events.claim`, `approvals.decideOnce`, `reminders.swap`: a firing is
+ *   claimed by moving its rev) are single statements: of N concurrent callers, across processes
+ *   sharing the store, exactly one wins.
  * - Lists come back in a stated order; "oldest first" means by creation, ties by insertion.
  * - Times are ms since the epoch (UTC), given by the caller (`now`), so tests can inject a clock.
  */
