@@ -13,6 +13,27 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
+import { openInterimStore } from '../../bot/interim-store.js';
+
+/** Whether a transcript or a queued turn holds `nonce` (what the next start would run or show). */
+async function keptInRepositories(path: string, nonce: string): Promise<boolean> {
+  let store;
+  try {
+    store = await openInterimStore({ kind: 'sqlite', path, url: `sqlite://${path}` }, () => undefined, { mustExist: true });
+  } catch {
+    return false;
+  }
+  try {
+    if ((await store.runs.queuedTurns()).some((q) => JSON.stringify(q.turn).includes(nonce))) return true;
+    for (const c of await store.transcripts.listRecent({ limit: 100 })) {
+      const t = await store.transcripts.load(c.conversation);
+      if (t && JSON.stringify([t.base, t.rows]).includes(nonce)) return true;
+    }
+    return false;
+  } finally {
+    await store.close();
+  }
+}
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -157,11 +178,8 @@ async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome
     const db = new Database(path, { fileMustExist: true });
     try {
       integrity = String(db.pragma('integrity_check', { simple: true }));
-      const kept = db
-        .prepare("SELECT count(*) FROM keyv WHERE (key LIKE 'transcripts:%' OR key LIKE 'runs:q:%') AND instr(value, ?) > 0")
-        .pluck()
-        .get(nonce) as number;
-      lost = acknowledged && kept === 0;
+      // The message is in a transcript or still queued: read through the repositories.
+      lost = acknowledged && !(await keptInRepositories(path, nonce));
       approvalPending =
         (db
           .prepare(
