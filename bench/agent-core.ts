@@ -105,8 +105,8 @@ async function setup(dir: string, model: ModelClient, maxConversations: number) 
     cwd: dir,
     knownTools: builtinToolNames(),
   });
-  const storage = await openStorage(config.store);
   const store = await openInterimStore(config.store);
+  const storage = await openStorage(config.store);
   const adapter = new BenchAdapter();
   const gh = await createGatehouse({ config, storage, store, model, adapters: [adapter], log: () => undefined });
   await gh.start();

@@ -178,8 +178,15 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
-  const storage = await openStorage(config.store, undefined, { exclusive: true });
-  const store = await openInterimStore(config.store);
+  // The repositories first (bot/interim-store.ts), then the keyv namespaces beside them.
+  const store = await openInterimStore(config.store, undefined, { exclusive: true });
+  let storage: Awaited<ReturnType<typeof openStorage>>;
+  try {
+    storage = await openStorage(config.store);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;

@@ -28,8 +28,11 @@ export async function runInProcess(
     ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
     onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
-  const storage = await openStorage(config.store, (m) => log('error', m));
   const store = await openInterimStore(config.store, (m) => log('error', m));
+  const storage = await openStorage(config.store, (m) => log('error', m)).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
   try {
     const gatehouse = await createGatehouse({ config, storage, store, model, adapters: [], log, audit: auditTo(log) });
     try {

@@ -76,8 +76,8 @@ test('the same agent with sandbox: none starts, with a warning naming it', async
     cwd: dir,
     knownTools: builtinToolNames(),
   });
-  const storage = await openStorage(config.store);
   const store = await openInterimStore(config.store);
+  const storage = await openStorage(config.store);
   const logs: string[] = [];
   const gh = await createGatehouse({
     config,
@@ -102,8 +102,8 @@ test('a bubblewrap agent starts with one info line naming its view, its limits a
     'agents:\n  ops:\n    model: m\n    tools: [execute_command]\n    sandboxLimits: { memory: 768M, tmpSize: 100M, cpuSeconds: 42 }\n    sandboxReadPaths: [/usr/share/doc]\n',
   );
   const config = loadConfig({ env: { ANTHROPIC_API_KEY: 'sk-test', GATEHOUSE_STORE: 'sqlite://:memory:' }, cwd: dir, knownTools: builtinToolNames() });
-  const storage = await openStorage(config.store);
   const store = await openInterimStore(config.store);
+  const storage = await openStorage(config.store);
   const logs: string[] = [];
   const gh = await createGatehouse({
     config,

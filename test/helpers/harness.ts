@@ -113,8 +113,9 @@ export class Harness {
       ...this.opts.env,
     };
     this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
-    this.storage = await openStorage(this.config.store, (m) => this.storeErrors.push(m));
+    // The repositories first, then the keyv namespaces beside them (bot/interim-store.ts).
     this.store = await openInterimStore(this.config.store, (m) => this.storeErrors.push(m));
+    this.storage = await openStorage(this.config.store, (m) => this.storeErrors.push(m));
     const model = createAnthropicModel({ apiKey: 'test-key', baseURL: this.fake.url, retryBaseMs: 5, maxRetryWaitMs: 2000 });
     this.adapters = this.opts.adapters ? this.opts.adapters({ dir: this.dir }) : [this.adapter];
     this.gh = await createGatehouse({
