@@ -24,7 +24,7 @@ import { migrate } from './migrate.js';
 import { sqliteAllowlists, sqliteCache, sqliteEvents, sqliteMemory, sqliteReminders } from './misc.js';
 import { dropRecordStatement, dropTurnStatement, saveRecordStatement, sqliteRuns } from './runs.js';
 import { revisionStatement, sqliteTranscripts, writeStatements } from './transcripts.js';
-import { takeStoreLock } from './lock.js';
+import { alreadyRunning, recordHolder } from './lock.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
 
 export interface SqliteStoreOptions {
@@ -73,23 +73,26 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     return fail((err as Error).message, code || undefined);
   };
 
-  // The lock first: a second `serve` must change nothing, not even by migrating.
-  const lock = onDisk && opts.exclusive ? await takeStoreLock(path, log).catch((err: unknown) => Promise.reject(sqliteFail(err))) : undefined;
+  // The lock first (the worker takes it before it opens the store): a second `serve` must change
+  // nothing, not even by migrating.
+  const lockPath = onDisk && opts.exclusive ? `${path}.lock` : undefined;
   let worker: SqliteWorker;
   try {
-    worker = await startSqliteWorker(path, { mustExist: opts.mustExist, checkpointMs: opts.checkpointMs, log });
+    if (lockPath) createPrivate(lockPath);
+    worker = await startSqliteWorker(path, { lockPath, mustExist: opts.mustExist, checkpointMs: opts.checkpointMs, log });
   } catch (err) {
-    await lock?.release();
+    if (err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED') throw alreadyRunning(path);
     throw sqliteFail(err);
   }
+  const forgetHolder = lockPath ? recordHolder(path, log) : () => undefined;
   try {
     await migrate(worker, { path, mustExist: opts.mustExist ?? false, now: now(), log, notAStore });
     await sweep(worker, now());
     // The WAL and SHM exist now: made by this SQLite they are 0600 already; left by another, narrowed.
     if (onDisk) narrowStoreFiles(path, log);
   } catch (err) {
+    forgetHolder();
     await worker.close().catch(() => undefined);
-    await lock?.release();
     throw sqliteFail(err);
   }
 
@@ -150,8 +153,8 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
       closed = true;
       if (timer) clearInterval(timer);
       timer = undefined;
+      forgetHolder();
       await worker.close();
-      await lock?.release();
     },
   };
 }

@@ -35,35 +35,49 @@ function readHolder(file: string): Holder | undefined {
   }
 }
 
-export async function takeStoreLock(path: string, log: (msg: string) => void): Promise<StoreLock> {
-  const lockPath = `${path}.lock`;
+/** The error of an exclusive open that found the lock held, naming the holder (read only). */
+export function alreadyRunning(path: string): StoreError {
+  const h = readHolder(`${path}.holder`);
+  const who = h ? `pid ${h.pid}, since ${new Date(h.since).toISOString()}` : 'pid unknown';
+  return new StoreError(
+    `Gatehouse is already running (${who}) on the store ${path}: stop that one first; operator commands (approvals, conversations, backup, reload, run) work beside it`,
+    'ALREADY_RUNNING',
+  );
+}
+
+/** Records this process as the holder once the lock is held; the returned function forgets it. */
+export function recordHolder(path: string, log: (msg: string) => void): () => void {
   const holderPath = `${path}.holder`;
-  createPrivate(lockPath);
-  let worker;
-  try {
-    worker = await startSqliteWorker(':memory:', { lockPath, log });
-  } catch (err) {
-    if (!(err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED')) throw err;
-    const h = readHolder(holderPath);
-    const who = h ? `pid ${h.pid}, since ${new Date(h.since).toISOString()}` : 'pid unknown';
-    throw new StoreError(
-      `Gatehouse is already running (${who}) on the store ${path}: stop that one first; operator commands (approvals, conversations, backup, reload, run) work beside it`,
-      'ALREADY_RUNNING',
-    );
-  }
   const me: Holder = { pid: process.pid, since: Date.now() };
   try {
     writeFileSync(holderPath, `${JSON.stringify(me)}\n`, { mode: 0o600 });
   } catch (err) {
     log(`warning: could not write ${holderPath} (a second start will not say which process runs): ${(err as Error).message}`);
   }
+  return () => {
+    const h = readHolder(holderPath);
+    if (h && h.pid === me.pid && h.since === me.since) rmSync(holderPath, { force: true });
+  };
+}
+
+/** The lock alone, in a worker of its own (for a caller that opens the store some other way). */
+export async function takeStoreLock(path: string, log: (msg: string) => void): Promise<StoreLock> {
+  const lockPath = `${path}.lock`;
+  createPrivate(lockPath);
+  let worker;
+  try {
+    worker = await startSqliteWorker(':memory:', { lockPath, log });
+  } catch (err) {
+    if (err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED') throw alreadyRunning(path);
+    throw err;
+  }
+  const forget = recordHolder(path, log);
   let released = false;
   return {
     async release() {
       if (released) return;
       released = true;
-      const h = readHolder(holderPath);
-      if (h && h.pid === me.pid && h.since === me.since) rmSync(holderPath, { force: true });
+      forget();
       await worker.close();
     },
   };
