@@ -52,13 +52,23 @@ export interface ConversationStoreOptions {
 interface Tracked {
   persisted: Persisted;
   revision: number;
+  /**
+   * All but the last few messages are known consistent (checked when read from the store, or saved
+   * from a repaired load): a load then repairs only the tail, instead of walking the transcript.
+   */
+  checked: boolean;
 }
+
+/** How many trailing messages a load repairs when the rest is known consistent. */
+const TAIL = 3;
+
+type Entry = Tracked & { agent: string; state: Record<string, unknown>; updatedAt: number };
 
 const RETENTION_EVERY_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 export class ConversationStore {
-  private readonly cache = new Map<string, Tracked & { agent: string; state: Record<string, unknown>; updatedAt: number }>();
+  private readonly cache = new Map<string, Entry>();
   private readonly tracking = new WeakMap<StoredConversation, Tracked>();
   private readonly retentionAt = new Map<string, number>();
   private readonly cacheSize: number;
@@ -84,11 +94,12 @@ export class ConversationStore {
       entry = await this.read(key);
       if (!entry) return undefined;
     }
-    const tracked: Tracked = { persisted: entry.persisted, revision: entry.revision };
+    // A repaired load is consistent throughout, so what is saved from it is too.
+    const tracked: Tracked = { persisted: entry.persisted, revision: entry.revision, checked: opts.raw ? entry.checked : true };
     const messages = messagesOf(entry.persisted);
     const conv: StoredConversation = {
       agent: entry.agent,
-      messages: opts.raw ? messages : repairTranscript(messages),
+      messages: opts.raw ? messages : entry.checked ? repairTail(messages) : repairTranscript(messages),
       state: structuredClone(entry.state),
       updatedAt: entry.updatedAt,
     };
@@ -107,18 +118,21 @@ export class ConversationStore {
       // The next save writes past what is stored (rebase), so nothing unreadable is read again.
       this.log('warn', `[store] transcript for ${key} is unreadable; starting a new conversation`);
       const lastSeq = Math.max(t.baseSeq, ...t.rows.map((r) => r.seq));
-      const entry = { persisted: { ...EMPTY_PERSISTED, baseSeq: t.baseSeq, lastSeq, unreadable: true }, revision: t.revision, agent: t.agent, state: {}, updatedAt: t.updatedAt };
+      const entry = { persisted: { ...EMPTY_PERSISTED, baseSeq: t.baseSeq, lastSeq, unreadable: true }, revision: t.revision, checked: true, agent: t.agent, state: {}, updatedAt: t.updatedAt };
       this.touch(key, entry);
       return undefined;
     }
     const persistedRows = rows.data.map((r) => ({ seq: r.seq, message: freezeMessage(r.message as Message) }));
+    const persisted: Persisted = {
+      base: base.data.map((m) => freezeMessage(m as Message)),
+      baseSeq: t.baseSeq,
+      rows: persistedRows,
+      lastSeq: persistedRows.length > 0 ? persistedRows[persistedRows.length - 1]!.seq : t.baseSeq,
+    };
+    const all = messagesOf(persisted);
     const entry = {
-      persisted: {
-        base: base.data.map((m) => freezeMessage(m as Message)),
-        baseSeq: t.baseSeq,
-        rows: persistedRows,
-        lastSeq: persistedRows.length > 0 ? persistedRows[persistedRows.length - 1]!.seq : t.baseSeq,
-      },
+      persisted,
+      checked: isConsistent(all.slice(0, Math.max(0, all.length - TAIL))),
       revision: t.revision,
       agent: t.agent,
       state: t.state,
@@ -151,7 +165,7 @@ export class ConversationStore {
       // Not loaded through this store (a new conversation): it must not exist yet, unless a
       // corrupt one was set aside by load.
       const aside = this.cache.get(key);
-      tracked = aside ? { persisted: aside.persisted, revision: aside.revision } : { persisted: EMPTY_PERSISTED, revision: 0 };
+      tracked = aside ? { persisted: aside.persisted, revision: aside.revision, checked: true } : { persisted: EMPTY_PERSISTED, revision: 0, checked: true };
     }
     const diff = diffTranscript(tracked.persisted, conv.messages);
     const write: TranscriptWrite = { conversation: key, agent: conv.agent, state: conv.state, changes: diff.changes, now, expectRevision: tracked.revision };
@@ -175,7 +189,7 @@ export class ConversationStore {
       else if (ch.op === 'rebase') for (const m of ch.base) freezeMessage(m as Message);
     }
     conv.updatedAt = now;
-    const next: Tracked = { persisted: diff.next, revision: revision ?? 0 };
+    const next: Tracked = { persisted: diff.next, revision: revision ?? 0, checked: tracked.checked };
     this.tracking.set(conv, next);
     if (revision === undefined) this.cache.delete(key);
     else this.touch(key, { ...next, agent: conv.agent, state: structuredClone(conv.state), updatedAt: now });
@@ -229,7 +243,7 @@ export class ConversationStore {
     return gone;
   }
 
-  private touch(key: string, entry: Tracked & { agent: string; state: Record<string, unknown>; updatedAt: number }): void {
+  private touch(key: string, entry: Entry): void {
     this.cache.delete(key);
     this.cache.set(key, entry);
     while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
@@ -277,6 +291,16 @@ export function repairTranscript(input: readonly Message[]): Message[] {
     }
   }
   return mergeConsecutive(out);
+}
+
+/** repairTranscript of the last TAIL messages only (the rest is known consistent). */
+function repairTail(messages: Message[]): Message[] {
+  const k = messages.length - TAIL;
+  if (k <= 0) return repairTranscript(messages);
+  const tail = repairTranscript(messages.slice(k));
+  if (tail[0] && messages[k - 1]!.role === tail[0].role) return repairTranscript(messages);
+  if (tail.length === TAIL && tail.every((m, i) => m === messages[k + i])) return messages;
+  return messages.slice(0, k).concat(tail);
 }
 
 /** Roles alternate and every tool_use is answered in the next message (checked without allocating). */

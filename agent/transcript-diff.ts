@@ -50,7 +50,7 @@ export function diffTranscript(p: Persisted, current: readonly Message[]): Trans
     for (let i = total; i < current.length && fresh; i++) fresh = !Object.isFrozen(current[i]);
     if (fresh) return appendAll(p, current.slice(total), p.rows);
   }
-  const tracked = messagesOf(p);
+  const tracked = storedMessages(p);
   const pos = new Map<Message, number>();
   tracked.forEach((m, i) => pos.set(m, i));
   // The first message of `current` that is stored; what comes before it is new (a summary).
@@ -124,11 +124,11 @@ export function diffTranscript(p: Persisted, current: readonly Message[]): Trans
 
 function appendAll(p: Persisted, added: readonly Message[], kept: Persisted['rows'] = []): TranscriptDiff {
   const rows = added.map((message, i) => ({ seq: p.lastSeq + 1 + i, message }));
-  return {
-    changes: rows.length > 0 ? [{ op: 'append', rows }] : [],
-    next: { base: p.base, baseSeq: p.baseSeq, rows: rows.length > 0 ? kept.concat(rows) : kept, lastSeq: p.lastSeq + rows.length },
-    rewrite: false,
-  };
+  const next: Persisted = { base: p.base, baseSeq: p.baseSeq, rows: rows.length > 0 ? kept.concat(rows) : kept, lastSeq: p.lastSeq + rows.length };
+  // The flat list follows by one native concat (no walk over the rows).
+  const prev = flat.get(p);
+  if (prev && kept === p.rows) flat.set(next, prev.concat(added));
+  return { changes: rows.length > 0 ? [{ op: 'append', rows }] : [], next, rewrite: false };
 }
 
 function rewrite(p: Persisted, current: readonly Message[]): TranscriptDiff {
@@ -158,11 +158,23 @@ function storedInPlace(p: Persisted, current: readonly Message[]): boolean {
   return true;
 }
 
-/** The stored transcript as the model sees it: the base, then the rows. */
-export function messagesOf(p: Persisted): Message[] {
-  const nb = p.base.length;
-  const out = new Array<Message>(nb + p.rows.length);
-  for (let i = 0; i < nb; i++) out[i] = p.base[i]!;
-  for (let i = 0; i < p.rows.length; i++) out[nb + i] = p.rows[i]!.message;
+/** Flat message lists of persisted states (never changed: a Persisted is replaced, not edited). */
+const flat = new WeakMap<Persisted, readonly Message[]>();
+
+function storedMessages(p: Persisted): readonly Message[] {
+  let out = flat.get(p);
+  if (!out) {
+    const nb = p.base.length;
+    const list = new Array<Message>(nb + p.rows.length);
+    for (let i = 0; i < nb; i++) list[i] = p.base[i]!;
+    for (let i = 0; i < p.rows.length; i++) list[nb + i] = p.rows[i]!.message;
+    flat.set(p, list);
+    out = list;
+  }
   return out;
+}
+
+/** The stored transcript as the model sees it: the base, then the rows (a new array, one native copy). */
+export function messagesOf(p: Persisted): Message[] {
+  return storedMessages(p).slice();
 }

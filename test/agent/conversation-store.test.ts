@@ -263,3 +263,18 @@ async function waitUntil(check: () => Promise<boolean>): Promise<void> {
   }
   throw new Error('never happened');
 }
+
+test('a load repairs an unanswered tail from the cache, and a transcript inconsistent in the middle in full', async () => {
+  const cs = conversations();
+  const use: Message = { role: 'assistant', content: [{ type: 'tool_use', id: 't9', name: 'ls', input: {} }] };
+  const c = fresh([user(), asst(), user(), use]);
+  await cs.save('k', c); // as a run parked in a durable wait leaves it
+  const cached = (await cs.load('k'))!;
+  expect(cached.messages.at(-1)!.content[0]).toMatchObject({ type: 'tool_result', tool_use_id: 't9', is_error: true });
+  expect((await cs.load('k', { raw: true }))!.messages.at(-1)).toEqual(use);
+  // Two user messages in a row early on (left by another version): read from the store, repaired throughout.
+  const rows = [user('a'), user('b'), asst(), user(), asst(), user()].map((message, i) => ({ seq: i + 1, message }));
+  await store.transcripts.write({ conversation: 'odd', agent: 'a', state: {}, now: 1, changes: [{ op: 'append', rows }] });
+  const odd = (await conversations().load('odd'))!;
+  expect(odd.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+});
