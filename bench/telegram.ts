@@ -22,7 +22,7 @@
  * (typing) only for a run longer than 400 ms.
  *
  * Run: npm run build && node dist/bench/telegram.js [--messages 2000] [--rate 300] [--max-runs N]
- *      [--rows closed:1,closed:100,open:1,open:100] [--dump FILE]   (the "other CPU" column shows load from other jobs)
+ *      [--rows closed:1,closed:100,open:1,open:100] [--dump FILE] [--store sqlite|postgres] [--postgres ADMIN_URL]   (the "other CPU" column shows load from other jobs)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +30,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { createDatabase } from '../agent/store/postgres/admin.js';
 import { startBot } from '../bot/cli.js';
 import type { RunRequest, RunResult } from './telegram-fake-process.js';
 
@@ -109,6 +110,19 @@ async function main(): Promise<void> {
   const messages = Number(arg('messages', '2000'));
   const rate = Number(arg('rate', '300'));
   const maxRuns = args.includes('--max-runs') ? Number(arg('max-runs', '8')) : undefined;
+  // --store postgres: each row on a fresh database of a private embedded server (or of --postgres <admin url>).
+  const engine = arg('store', 'sqlite');
+  let adminUrl: string | undefined = args.includes('--postgres') ? arg('postgres', '') : undefined;
+  let stopServer: () => Promise<void> = async () => undefined;
+  if (engine === 'postgres' && !adminUrl) {
+    const { startPrivatePostgres } = await import('../test/helpers/postgres.js');
+    const server = await startPrivatePostgres();
+    adminUrl = server.url;
+    stopServer = () => server.stop();
+  }
+  let databases = 0;
+  const storeUrl = async (): Promise<string | undefined> =>
+    engine === 'postgres' ? createDatabase(adminUrl!, `bench_tg_${process.pid}_${databases++}`) : undefined;
 
   // --rows closed:1,open:100 picks rows (default: all four).
   const wanted = arg('rows', 'closed:1,closed:100,open:1,open:100').split(',');
@@ -123,7 +137,7 @@ async function main(): Promise<void> {
   const warmup: Row = { label: 'warm-up', chats: 100, messages: 1500, warmup: true };
 
   console.log(
-    `Telegram benchmark: node ${process.version}, ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+    `Telegram benchmark (store: ${engine}): node ${process.version}, ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
   );
   console.log(
     `${messages} messages per row, open-loop rate ${rate}/s, maxConcurrentRuns ${maxRuns ?? 'default'}; ` +
@@ -141,7 +155,7 @@ async function main(): Promise<void> {
 
   for (const row of rows) {
     // A fresh rig per row: one row's conversations (2,000 turns in one chat) must not slow the next.
-    const rig = await startRig({ maxRuns, chats: [warmup.chats, row.chats] }, (level, msg) => {
+    const rig = await startRig({ maxRuns, chats: [warmup.chats, row.chats], storeUrl: await storeUrl() }, (level, msg) => {
       if (level === 'info') return;
       warnings++;
       if (logged.length < 5) logged.push(`${level}: ${msg}`);
@@ -193,7 +207,9 @@ async function main(): Promise<void> {
       // Transcripts grow with every turn (20 turns a chat at 100 chats, all of them at 1 chat).
       const tenth = Math.max(1, Math.floor(res.latencies.length / 10));
       const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50).toFixed(1);
-      growth.push(`${label} ${row.chats}: first 10% ${median(res.latencies.slice(0, tenth))} ms, last 10% ${median(res.latencies.slice(-tenth))} ms`);
+      const p99 = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 99).toFixed(1);
+      const [head, tail] = [res.latencies.slice(0, tenth), res.latencies.slice(-tenth)];
+      growth.push(`${label} ${row.chats}: first 10% median ${median(head)} ms p99 ${p99(head)} ms, last 10% median ${median(tail)} ms p99 ${p99(tail)} ms`);
       if (res.unexpectedCount > 0) console.log(`  unexpected messages from the bot (${res.unexpectedCount}): ${res.unexpected.join(' | ')}`);
       if (res.unanswered > 0) console.log(`  ${res.unanswered} messages got no answer within the timeout`);
       callsPerMsg.push(
@@ -223,6 +239,7 @@ async function main(): Promise<void> {
         `(open loop at ${rate}/s: ${open.perSec.toFixed(0)} answered/s, p99 ${open.p99.toFixed(1)} ms)`,
     );
   }
+  await stopServer();
   if (warnings > 0) console.log(`bot logged ${warnings} warnings/errors, first: ${logged.join(' | ')}`);
 }
 
@@ -235,7 +252,7 @@ interface Rig {
 }
 
 /** The fakes in their own processes, and the bot on the real start path in this one. */
-async function startRig(opts: { maxRuns: number | undefined; chats: number[] }, log: (level: 'info' | 'warn' | 'error', msg: string) => void): Promise<Rig> {
+async function startRig(opts: { maxRuns: number | undefined; chats: number[]; storeUrl: string | undefined }, log: (level: 'info' | 'warn' | 'error', msg: string) => void): Promise<Rig> {
   const chatIds = opts.chats.map((n, phase) => Array.from({ length: n }, (_, i) => (phase + 1) * 100_000 + i));
   const dir = mkdtempSync(join(tmpdir(), 'gh-bench-tg-'));
   const model = await forkReady<string>('fake-model-process.js');
@@ -267,7 +284,7 @@ async function startRig(opts: { maxRuns: number | undefined; chats: number[] }, 
           ANTHROPIC_API_KEY: 'bench',
           ANTHROPIC_BASE_URL: model.ready,
           GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
-          GATEHOUSE_STORE: `sqlite://${join(dir, 'store.sqlite')}`,
+          GATEHOUSE_STORE: opts.storeUrl ?? `sqlite://${join(dir, 'store.sqlite')}`,
           GATEHOUSE_HTTP_PORT: '0',
           TELEGRAM_BOT_TOKEN: tg.ready.token,
           TELEGRAM_API_ROOT: tg.ready.apiRoot,
