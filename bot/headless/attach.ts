@@ -130,7 +130,14 @@ export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns;
   rmSync(socket, { force: true }); // a stale socket from a crash
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(socket, () => resolve());
+    // The socket is bound inside listen(): with this umask it is 0600 from its first moment (a
+    // chmod afterwards left a window in which it existed with the default mode).
+    const umask = process.umask(0o177);
+    try {
+      server.listen(socket, () => resolve());
+    } finally {
+      process.umask(umask);
+    }
   });
   chmodSync(socket, 0o600);
   return {
