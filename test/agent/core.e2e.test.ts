@@ -348,12 +348,13 @@ describe.each(ENGINES)('on %s', (engine) => {
     await waitFor('runs started', () => h.modelRequests().length === 8);
     h.mainQueue.length = 0;
     await h.store.runs.enqueueTurn('console:broken', 'broken', 'not a turn', Date.now()); // left by a bad write or an old version
-    await h.restart();
     const userText = (req: RecordedRequest) => {
       const msgs = (req.body as { messages: Array<{ content: Array<{ text?: string }> }> }).messages;
       return msgs.at(-1)!.content[0]!.text!;
     };
+    // Scripted before the restart: the resumed runs may reach the model before restart() returns.
     for (let i = 0; i < n; i++) h.script((req) => ({ text: `answer to ${userText(req)}` }));
+    await h.restart();
     await waitFor('all answered', () => Array.from({ length: n }, (_, i) => h.adapter.answers(`console:c${i}`).length === 1).every(Boolean));
     for (let i = 0; i < n; i++) expect(h.adapter.answers(`console:c${i}`)).toEqual([`answer to question ${i}`]);
     expect((await h.store.runs.queuedTurns()).map((q) => q.conversation)).not.toContain('console:broken');
@@ -413,8 +414,9 @@ describe.each(ENGINES)('on %s', (engine) => {
     await h.adapter.send('first question');
     await waitFor('model called', () => h.modelRequests().length === 1);
     await h.adapter.send('second question'); // waits behind the first
-    await h.restart();
+    // Scripted before the restart: the resumed runs may reach the model before restart() returns.
     h.script({ text: 'first answer' }, { text: 'second answer' });
+    await h.restart();
     await waitFor('both answered', () => h.adapter.answers().length === 2);
     expect(h.adapter.answers()).toEqual(['first answer', 'second answer']);
     const last = h.modelRequests().at(-1)!.body as { messages: Array<{ role: string }> };
