@@ -19,7 +19,6 @@ import type { AnyTool } from '../../agent/tools/types.js';
 import { createGatehouse, type Gatehouse, type Log } from '../../bot/app.js';
 import { loadConfig, type Config } from '../../bot/config.js';
 import { openStore } from '../../bot/storage.js';
-import { testPostgresUrl } from './postgres.js';
 import type { Store } from '../../agent/store/types.js';
 import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
@@ -53,7 +52,10 @@ export const ENGINES: readonly TestEngine[] = ['sqlite', 'postgres'];
  * another, empty database).
  */
 export async function testStoreUrl(engine: TestEngine, dir: string): Promise<string> {
-  return engine === 'sqlite' ? `sqlite://${join(dir, 'store.sqlite')}` : testPostgresUrl();
+  if (engine === 'sqlite') return `sqlite://${join(dir, 'store.sqlite')}`;
+  // Loaded on first use: a SQLite-only test file never loads the PostgreSQL engine (nor pg).
+  const { testPostgresUrl } = await import('./postgres.js');
+  return testPostgresUrl();
 }
 
 /** `Harness.start` with the engine set, for a file parametrized with `describe.each(ENGINES)`. */
