@@ -159,6 +159,7 @@ export class ApprovalBroker {
     await this.store.create(request, tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })));
     const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
     await this.store.replace({ ...request, cardHandle: handle });
+    await this.showIfDecided(id, input.conversationKey, handle, card);
     this.auditAsked(request, false);
     return id;
   }
@@ -179,6 +180,7 @@ export class ApprovalBroker {
         cardHandle: handle,
         earlierHandles: h.cardHandle !== undefined ? [...(h.earlierHandles ?? []), h.cardHandle] : h.earlierHandles,
       }));
+      await this.showIfDecided(id, conversationKey, handle, req.card);
       this.auditAsked(req, true);
       n++;
     }
@@ -357,19 +359,30 @@ export class ApprovalBroker {
       at: new Date(decision.at).toISOString(),
     });
     const card = decidedCard(req.card, decision);
+    // The handles as stored now, after the decision: `req` may have been read before the card's
+    // handle was stored (a click right after the post); showIfDecided covers the other order.
+    const h = (await this.store.get(req.id)) ?? req;
     // Earlier copies first (shown before a restart), then the current one.
-    for (const handle of [...(req.earlierHandles ?? []), ...(req.cardHandle !== undefined ? [req.cardHandle] : [])]) {
-      try {
-        await this.opts.outputs(req.conversationKey).updateCard(handle, card);
-      } catch (err) {
-        // The decision stands; a card we could not edit is a display problem, reported, not fatal.
-        this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
-      }
-    }
+    for (const handle of [...(h.earlierHandles ?? []), ...(h.cardHandle !== undefined ? [h.cardHandle] : [])]) await this.updateCard(req, handle, card);
     await this.bus.publish(req.id, decision);
     // A bus that reaches only other processes still settles this one's waits.
     this.wakeHere(req.id, decision);
     return true;
+  }
+
+  /** A click between posting a card and storing its handle found no handle to edit: edit it here. */
+  private async showIfDecided(id: string, conversationKey: string, handle: string, card: StoredRequest['card']): Promise<void> {
+    const req = await this.store.get(id);
+    if (req?.decision) await this.updateCard(req, handle, decidedCard(card, req.decision));
+  }
+
+  private async updateCard(req: Pick<StoredRequest, 'id' | 'conversationKey'>, handle: string, card: StoredRequest['card']): Promise<void> {
+    try {
+      await this.opts.outputs(req.conversationKey).updateCard(handle, card);
+    } catch (err) {
+      // The decision stands; a card we could not edit is a display problem, reported, not fatal.
+      this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
+    }
   }
 
   private wakeHere(requestId: string, decision: Decision): void {

@@ -2,7 +2,8 @@
  * The approvals split (agent/approvals/): the decision bus wakes waits and leaves no subscription
  * behind; two brokers sharing one store (as two processes: separate buses, no polling) see each
  * other's questions and decisions; what is stored is the request without its decision, the decision
- * in the repository's own field, recorded once. On both engines.
+ * in the repository's own field, recorded once; a click before the card's handle is stored still
+ * gets its card replaced. On both engines.
  */
 import { ApprovalBroker, InProcessDecisionBus, type Decision } from '../../agent/approvals.js';
 import type { Card } from '../../agent/events.js';
@@ -57,6 +58,34 @@ describe.each(engines)('on %s', (_engine, open) => {
     off();
     expect(bus.listenerCount(id)).toBe(0);
     expect(updated.at(-1)?.outcome).toMatch(/^Approved once by alice/);
+    b.close();
+  });
+
+  test('a click that lands before the card\'s handle is stored still gets the card replaced with the decision', async () => {
+    const updated: Array<{ handle: string; card: Card }> = [];
+    let clicked: Promise<unknown> | undefined;
+    const b: ApprovalBroker = new ApprovalBroker({
+      approvals: store.approvals,
+      outputs: () => ({
+        emit: async () => undefined,
+        streamsText: false,
+        // The approver taps as soon as the card is on screen: before postCard has returned its handle.
+        postCard: async (c) => {
+          clicked = b.click({ token: c.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } });
+          await clicked;
+          return 'card-1';
+        },
+        updateCard: async (handle, card) => void updated.push({ handle, card }),
+      }),
+      approversOf: () => ['alice'],
+      pollMs: 0,
+    });
+    const id = await b.askApproval({ ...where, title: 'Approve ls?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000 });
+    expect(await clicked).toEqual({ accepted: true, notice: 'Approved.' });
+    expect(await b.wait(id)).toMatchObject({ outcome: 'approved', by: 'alice' });
+    expect(updated.map((u) => u.handle)).toEqual(['card-1']);
+    expect(updated[0]!.card.outcome).toMatch(/^Approved once by alice/);
+    expect(updated[0]!.card.buttons).toHaveLength(0);
     b.close();
   });
 

@@ -1,6 +1,7 @@
 /**
- * First click wins across processes sharing one SQLite store, and every process's waiter is woken:
- * two real node processes (test/helpers/approval-clicker.ts: the real broker on the SQLite engine)
+ * First click wins across processes sharing one store (a SQLite file, and a PostgreSQL database), and
+ * every process's waiter is woken: two real node processes (test/helpers/approval-clicker.ts: the
+ * real broker on the same engine)
  * each wait on the same approval and click the same button at the same moment, 60 rounds, while this
  * process (a third broker, which never clicks) waits too.
  * Each round exactly one click is accepted, the other is told it was already decided, exactly one
@@ -17,8 +18,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ApprovalBroker, type ClickResult, type Decision } from '../../agent/approvals.js';
 import type { Card } from '../../agent/events.js';
-import { openSqliteStore } from '../../agent/store/sqlite/index.js';
 import type { Store } from '../../agent/store/types.js';
+import { storeFromEnv } from '../../bot/env.js';
+import { openStore } from '../../bot/storage.js';
+import { ENGINES, testStoreUrl } from '../helpers/harness.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -30,8 +33,8 @@ interface Clicker {
   next(kind: 'ready' | 'click' | 'woke'): Promise<string>;
 }
 
-function startClicker(path: string): Clicker {
-  const child = spawn(process.execPath, ['--import', register, clicker, path], { stdio: ['pipe', 'pipe', 'pipe'] });
+function startClicker(storeUrl: string): Clicker {
+  const child = spawn(process.execPath, ['--import', register, clicker, storeUrl], { stdio: ['pipe', 'pipe', 'pipe'] });
   const lines = new Map<string, string[]>();
   const waiting = new Map<string, Array<(l: string) => void>>();
   createInterface({ input: child.stdout }).on('line', (l) => {
@@ -52,68 +55,73 @@ function startClicker(path: string): Clicker {
   };
 }
 
-let dir: string;
-let store: Store;
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'gh-first-click-'));
-  store = await openSqliteStore({ path: join(dir, 'store.sqlite') });
-});
-afterEach(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+describe.each(ENGINES)('on %s', (engine) => {
+  /** The store both clickers and this process share (a restart-free test: one URL per test). */
+  let storeUrl: string;
 
-test('two processes wait on and click the same button at once, 60 rounds: one decision, every waiter woken with it', async () => {
-  const cards: Card[] = [];
-  const broker = new ApprovalBroker({
-    approvals: store.approvals,
-    outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async (c) => String(cards.push(c)), updateCard: async () => undefined }),
-    approversOf: () => ['alice', 'bob'],
-    pollMs: 25,
+  let dir: string;
+  let store: Store;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gh-first-click-'));
+    storeUrl = await testStoreUrl(engine, dir);
+    store = await openStore(storeFromEnv({ GATEHOUSE_STORE: storeUrl }, dir).store);
   });
-  const path = join(dir, 'store.sqlite');
-  const alice = startClicker(path);
-  const bob = startClicker(path);
-  try {
-    expect(await alice.next('ready')).toBe('');
-    expect(await bob.next('ready')).toBe('');
-    const wins = { alice: 0, bob: 0 };
-    for (let i = 0; i < ROUNDS; i++) {
-      const conversationKey = `telegram:${i}`;
-      const id = await broker.askApproval({
-        conversationKey, platform: 'telegram', agentName: 'default', runId: `run-${i}`,
-        title: 'Run a command?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000,
-      });
-      const here = broker.wait(id);
-      for (const c of [alice, bob]) c.child.stdin.write(`wait ${id}\n`);
-      // The same button for both; alternate Approve / Deny so the stored outcome shows who won.
-      const token = cards[i]!.buttons[i % 2]!.token;
-      const at = Date.now() + 30;
-      alice.child.stdin.write(`click ${at} alice ${token} ${conversationKey}\n`);
-      bob.child.stdin.write(`click ${at} bob ${token} ${conversationKey}\n`);
-      const a = JSON.parse(await alice.next('click')) as ClickResult;
-      const b = JSON.parse(await bob.next('click')) as ClickResult;
-      expect([a.accepted, b.accepted].filter(Boolean)).toHaveLength(1);
-      const loser = a.accepted ? b : a;
-      expect(loser.notice).toMatch(/^Already decided/);
-      const winner = a.accepted ? 'alice' : 'bob';
-      wins[winner]++;
-      const stored = await broker.get(id);
-      expect(stored?.decision).toMatchObject({ by: winner, outcome: i % 2 === 0 ? 'approved' : 'denied' });
-      expect(await broker.pendingIds(conversationKey)).toEqual([]);
-      // Every waiter, in all three processes, woke with the one stored decision.
-      const woke = await Promise.all([alice.next('woke'), bob.next('woke')]);
-      for (const w of woke) {
-        expect(w.startsWith(`${id} `)).toBe(true);
-        expect(JSON.parse(w.slice(id.length + 1)) as Decision).toEqual(stored!.decision);
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('two processes wait on and click the same button at once, 60 rounds: one decision, every waiter woken with it', async () => {
+    const cards: Card[] = [];
+    const broker = new ApprovalBroker({
+      approvals: store.approvals,
+      outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async (c) => String(cards.push(c)), updateCard: async () => undefined }),
+      approversOf: () => ['alice', 'bob'],
+      pollMs: 25,
+    });
+    const alice = startClicker(storeUrl);
+    const bob = startClicker(storeUrl);
+    try {
+      expect(await alice.next('ready')).toBe('');
+      expect(await bob.next('ready')).toBe('');
+      const wins = { alice: 0, bob: 0 };
+      for (let i = 0; i < ROUNDS; i++) {
+        const conversationKey = `telegram:${i}`;
+        const id = await broker.askApproval({
+          conversationKey, platform: 'telegram', agentName: 'default', runId: `run-${i}`,
+          title: 'Run a command?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000,
+        });
+        const here = broker.wait(id);
+        for (const c of [alice, bob]) c.child.stdin.write(`wait ${id}\n`);
+        // The same button for both; alternate Approve / Deny so the stored outcome shows who won.
+        const token = cards[i]!.buttons[i % 2]!.token;
+        const at = Date.now() + 30;
+        alice.child.stdin.write(`click ${at} alice ${token} ${conversationKey}\n`);
+        bob.child.stdin.write(`click ${at} bob ${token} ${conversationKey}\n`);
+        const a = JSON.parse(await alice.next('click')) as ClickResult;
+        const b = JSON.parse(await bob.next('click')) as ClickResult;
+        expect([a.accepted, b.accepted].filter(Boolean)).toHaveLength(1);
+        const loser = a.accepted ? b : a;
+        expect(loser.notice).toMatch(/^Already decided/);
+        const winner = a.accepted ? 'alice' : 'bob';
+        wins[winner]++;
+        const stored = await broker.get(id);
+        expect(stored?.decision).toMatchObject({ by: winner, outcome: i % 2 === 0 ? 'approved' : 'denied' });
+        expect(await broker.pendingIds(conversationKey)).toEqual([]);
+        // Every waiter, in all three processes, woke with the one stored decision.
+        const woke = await Promise.all([alice.next('woke'), bob.next('woke')]);
+        for (const w of woke) {
+          expect(w.startsWith(`${id} `)).toBe(true);
+          expect(JSON.parse(w.slice(id.length + 1)) as Decision).toEqual(stored!.decision);
+        }
+        expect(await here).toEqual(stored!.decision);
       }
-      expect(await here).toEqual(stored!.decision);
+      console.log(`first-click wins: alice ${wins.alice}, bob ${wins.bob}`);
+    } finally {
+      broker.close();
+      alice.child.stdin.end();
+      bob.child.stdin.end();
+      await Promise.all([alice, bob].map((c) => new Promise((r) => (c.child.exitCode !== null ? r(null) : c.child.once('exit', r)))));
     }
-    console.log(`first-click wins: alice ${wins.alice}, bob ${wins.bob}`);
-  } finally {
-    broker.close();
-    alice.child.stdin.end();
-    bob.child.stdin.end();
-    await Promise.all([alice, bob].map((c) => new Promise((r) => (c.child.exitCode !== null ? r(null) : c.child.once('exit', r)))));
-  }
-}, 120_000);
+  }, 120_000);
+});

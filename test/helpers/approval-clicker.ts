@@ -1,7 +1,8 @@
 /**
- * A second process deciding approvals (test/bot/first-click.e2e.test.ts): the real store (the SQLite
- * engine on a shared file, opened beside the test's own connection) and the real broker, wired as
- * bot/app.ts wires them, polling the store while it waits.
+ * A second process deciding approvals (test/bot/first-click.e2e.test.ts): the real store (argv[2] is
+ * a GATEHOUSE_STORE: a shared SQLite file or a PostgreSQL database, opened beside the test's own
+ * connection, as bot/cli.ts opens it) and the real broker, wired as bot/app.ts wires them, polling
+ * the store while it waits.
  * stdin, one per line:
  *   `click <epoch ms> <user id> <token> <conversation key>`: at that moment, click; prints
  *     `click <ClickResult JSON>`.
@@ -10,10 +11,11 @@
  */
 import { createInterface } from 'node:readline';
 import { ApprovalBroker } from '../../agent/approvals.js';
-import { openSqliteStore } from '../../agent/store/sqlite/index.js';
+import { storeFromEnv } from '../../bot/env.js';
+import { openStore } from '../../bot/storage.js';
 
-const path = process.argv[2]!;
-const store = await openSqliteStore({ path });
+const { store: settings } = storeFromEnv({ GATEHOUSE_STORE: process.argv[2]! }, process.cwd());
+const store = await openStore(settings);
 const broker = new ApprovalBroker({
   approvals: store.approvals,
   outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async () => 'h', updateCard: async () => undefined }),

@@ -1,10 +1,13 @@
 /**
- * End-to-end harness: a real Gatehouse (config from YAML, SQLite store, the real Anthropic SDK
- * client) against the fake Anthropic server, with a RecordingAdapter (or any adapters) on the seam.
+ * End-to-end harness: a real Gatehouse (config from YAML, a SQLite or PostgreSQL store, the real
+ * Anthropic SDK client) against the fake Anthropic server, with a RecordingAdapter (or any adapters)
+ * on the seam.
  *
  * Model replies are scripted in order with `script(...)`; classifier requests (recognised by the
  * classifier's system prompt) are answered separately by `classifierReply`, so the two never steal
- * each other's replies. `restart()` builds a new Gatehouse on the same store, as a process restart.
+ * each other's replies. `restart()` builds a new Gatehouse on the same store (the same SQLite file
+ * or the same PostgreSQL database), as a process restart. Nothing here reads the store's files: the
+ * folder `dir` holds gatehouse.yaml, the workspace and (on SQLite) the store, on either engine.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,14 +38,29 @@ export interface HarnessOptions {
    * The store's engine (default sqlite): 'postgres' runs the same test on a PostgreSQL database from
    * test/helpers/postgres.ts `testPostgresUrl()`.
    */
-  engine?: 'sqlite' | 'postgres';
+  engine?: TestEngine;
 }
 
-/** GATEHOUSE_STORE for a test on `engine`, in its own folder `dir`. */
-export async function testStoreUrl(engine: 'sqlite' | 'postgres', dir: string): Promise<string> {
+export type TestEngine = 'sqlite' | 'postgres';
+
+/** The engines every end-to-end file that goes through the store runs on. */
+export const ENGINES: readonly TestEngine[] = ['sqlite', 'postgres'];
+
+/**
+ * A NEW store's GATEHOUSE_STORE for a test on `engine`: a file in the test's folder `dir`, or a
+ * fresh PostgreSQL database. Call it once per test and keep the URL (a second call on postgres is
+ * another, empty database).
+ */
+export async function testStoreUrl(engine: TestEngine, dir: string): Promise<string> {
   if (engine === 'sqlite') return `sqlite://${join(dir, 'store.sqlite')}`;
-  // The PostgreSQL test server comes with the engine (branch store-postgres); not merged here yet.
-  throw new Error('postgres test server not available on this branch (test/helpers/postgres.ts testPostgresUrl comes with the PostgreSQL engine)');
+  // Loaded on first use: a SQLite-only test file never loads the PostgreSQL engine (nor pg).
+  const { testPostgresUrl } = await import('./postgres.js');
+  return testPostgresUrl();
+}
+
+/** `Harness.start` with the engine set, for a file parametrized with `describe.each(ENGINES)`. */
+export function harnessOn(engine: TestEngine): { start(opts?: HarnessOptions): Promise<Harness> } {
+  return { start: (opts = {}) => Harness.start({ ...opts, engine }) };
 }
 
 /** The classifier's requests are recognised by its system prompt. */
@@ -77,6 +95,8 @@ export class Harness {
   adapters: Adapter[] = [];
   /** Store errors (expected only from an instance after its simulated crash). */
   storeErrors: string[] = [];
+  /** GATEHOUSE_STORE, chosen once: every boot (the first and each restart) opens this same store. */
+  storeUrl = '';
 
   private constructor(
     readonly fake: FakeAnthropic,
@@ -99,6 +119,7 @@ export class Harness {
       return typeof next === 'function' ? next(req) : next;
     });
     writeFileSync(join(dir, 'gatehouse.yaml'), (opts.yaml ?? DEFAULT_YAML).replaceAll('{{workspace}}', workspace));
+    h.storeUrl = await testStoreUrl(opts.engine ?? 'sqlite', dir);
     await h.boot();
     return h;
   }
@@ -107,7 +128,7 @@ export class Harness {
     const env = {
       ANTHROPIC_API_KEY: 'test-key',
       ANTHROPIC_BASE_URL: this.fake.url,
-      GATEHOUSE_STORE: await testStoreUrl(this.opts.engine ?? 'sqlite', this.dir),
+      GATEHOUSE_STORE: this.storeUrl,
       ...this.opts.env,
     };
     this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
