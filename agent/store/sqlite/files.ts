@@ -46,6 +46,11 @@ export function storeProblem(path: string): string | undefined {
     return `permission problem: the store folder ${folder} is not writable${who()} (${(err as NodeJS.ErrnoException).code}); ${FIX}`;
   }
   if (existsSync(path)) {
+    // Before anything touches it: SQLite would call a folder here a permission problem, and the
+    // narrowing below would make it 0600.
+    const st = statSync(path);
+    if (st.isDirectory()) return `the store path ${path} is a folder, not a file: point GATEHOUSE_STORE at a file (e.g. sqlite://${path}/gatehouse.sqlite) or move the folder away`;
+    if (!st.isFile()) return `the store path ${path} is not a regular file: point GATEHOUSE_STORE at a file`;
     try {
       accessSync(path, constants.R_OK | constants.W_OK);
     } catch (err) {
@@ -78,7 +83,9 @@ export function narrowStoreFiles(path: string, log: (msg: string) => void): void
   for (const file of files) {
     let mode: number;
     try {
-      mode = lstatSync(file).mode & 0o777;
+      const st = lstatSync(file);
+      if (!st.isFile()) continue; // a folder or link of that name is not ours to narrow
+      mode = st.mode & 0o777;
     } catch {
       continue; // not there
     }

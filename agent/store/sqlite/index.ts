@@ -58,7 +58,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
   if (onDisk) {
     if (opts.mustExist && !existsSync(path)) throw notAStore();
     const problem = storeProblem(path);
-    if (problem) throw fail(problem, 'PERMISSION');
+    if (problem) throw fail(problem, problem.startsWith('permission problem') ? 'PERMISSION' : 'BAD_PATH');
     try {
       createPrivate(path);
     } catch (err) {

@@ -4,8 +4,9 @@
  *
  * Contract:
  * - The lock is SQLite's own fcntl lock on a small database (exclusive locking mode, held by a
- *   connection in a worker thread). The kernel releases it when the process dies, however it dies
- *   (kill -9), so a killed holder's lock is simply taken over, and a reused pid cannot fool it.
+ *   connection in the store's worker thread, ./worker.ts `lockPath`; this file names the holder).
+ *   The kernel releases it when the process dies, however it dies (kill -9), so a killed holder's
+ *   lock is simply taken over, and a reused pid cannot fool it.
  * - Held by another process (or another open in this one): rejects with a StoreError, code
  *   ALREADY_RUNNING, "already running (pid N, since <ISO time>)", having read the holder file and
  *   changed nothing.
@@ -14,12 +15,6 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { StoreError } from '../types.js';
-import { createPrivate } from './files.js';
-import { startSqliteWorker, WorkerError } from './worker.js';
-
-export interface StoreLock {
-  release(): Promise<void>;
-}
 
 interface Holder {
   pid: number;
@@ -57,28 +52,5 @@ export function recordHolder(path: string, log: (msg: string) => void): () => vo
   return () => {
     const h = readHolder(holderPath);
     if (h && h.pid === me.pid && h.since === me.since) rmSync(holderPath, { force: true });
-  };
-}
-
-/** The lock alone, in a worker of its own (for a caller that opens the store some other way). */
-export async function takeStoreLock(path: string, log: (msg: string) => void): Promise<StoreLock> {
-  const lockPath = `${path}.lock`;
-  createPrivate(lockPath);
-  let worker;
-  try {
-    worker = await startSqliteWorker(':memory:', { lockPath, log });
-  } catch (err) {
-    if (err instanceof WorkerError && err.code === 'GATEHOUSE_LOCKED') throw alreadyRunning(path);
-    throw err;
-  }
-  const forget = recordHolder(path, log);
-  let released = false;
-  return {
-    async release() {
-      if (released) return;
-      released = true;
-      forget();
-      await worker.close();
-    },
   };
 }
