@@ -10,7 +10,7 @@
  * store's own database, pg_walinspect).
  *
  * PostgreSQL: --postgres <admin url> (a database is created on it), or by default a private
- * embedded server (fsync off, as the test server: commits are cheaper than on a real disk).
+ * embedded server (bench/postgres-server.ts).
  *
  * Run: node --import ./test/helpers/register-ts.mjs bench/long-conversation.ts [--turns 3000] [--engines sqlite,postgres]
  */
@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { Adapter, AdapterSink, ConversationRef } from '../adapters/types.js';
 import type { AgentEvent } from '../agent/events.js';
 import type { ModelClient } from '../agent/model-types.js';
+import { startBenchPostgres } from './postgres-server.js';
 import { createDatabase, currentWalLsn, databaseWalBytesSince } from '../agent/store/postgres/admin.js';
 import { openPostgresStore } from '../agent/store/postgres/index.js';
 import { openSqliteStore } from '../agent/store/sqlite/index.js';
@@ -110,8 +111,7 @@ async function sqliteEngine(dir: string): Promise<Engine> {
 async function postgresEngine(adminUrl: string | undefined): Promise<Engine> {
   let stopServer: () => Promise<void> = async () => undefined;
   if (!adminUrl) {
-    const { startPrivatePostgres } = await import('../test/helpers/postgres.js');
-    const server = await startPrivatePostgres();
+    const server = await startBenchPostgres();
     adminUrl = server.url;
     stopServer = () => server.stop();
   }

@@ -30,6 +30,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { startBenchPostgres } from './postgres-server.js';
 import { createDatabase } from '../agent/store/postgres/admin.js';
 import { startBot } from '../bot/cli.js';
 import type { RunRequest, RunResult } from './telegram-fake-process.js';
@@ -115,8 +116,7 @@ async function main(): Promise<void> {
   let adminUrl: string | undefined = args.includes('--postgres') ? arg('postgres', '') : undefined;
   let stopServer: () => Promise<void> = async () => undefined;
   if (engine === 'postgres' && !adminUrl) {
-    const { startPrivatePostgres } = await import('../test/helpers/postgres.js');
-    const server = await startPrivatePostgres();
+    const server = await startBenchPostgres();
     adminUrl = server.url;
     stopServer = () => server.stop();
   }
