@@ -19,6 +19,7 @@ import { checkServerVersion, describeTarget, parseTarget, redact, startupError }
 import { migrate } from './migrations.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
+import { checkFence, leaseRepo } from './leases.js';
 
 export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
@@ -114,6 +115,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     description: describeTarget(target),
     transcripts: transcriptRepo(db),
     runs: runRepo(db),
+    leases: leaseRepo(db),
     approvals: approvalRepo(db),
     allowlists: allowlistRepo(db),
     events: eventLedger(db),
@@ -124,6 +126,23 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
       const w = cp.transcript;
       const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
+      const fence = cp.fence ?? w?.fence;
+      if (fence) {
+        // Fenced: the claim is checked first, in the one transaction (BEGIN, fence, write, parts, COMMIT).
+        const nonce = randomUUID();
+        const verify = w ? (c: Client) => verifyWrite(db, c, w.conversation, nonce) : async () => undefined;
+        return void (await db.tx(
+          what,
+          async (c) => {
+            await checkFence(db, c, fence);
+            if (!w) return void (await writeRunParts(db, c, parts));
+            if (appendOnly(w)) return void (await runAppend(db, c, w, nonce, parts));
+            await applyWrite(db, c, w, nonce);
+            await writeRunParts(db, c, parts);
+          },
+          verify,
+        ));
+      }
       if (w) {
         const nonce = randomUUID();
         const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
