@@ -20,6 +20,7 @@ import { migrate } from './migrations.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 import { checkFence, leaseRepo } from './leases.js';
+import { openPgBossTurnQueue } from './turn-queue.js';
 
 export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
@@ -161,6 +162,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
       await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);
     },
+    // The replicas' turn queue (pg-boss, loaded only when asked for).
+    turnQueue: (o) => openPgBossTurnQueue({ ...o, url: opts.url, db, runs: store.runs, leases: store.leases }),
     roundTrips: () => db.roundTrips,
     sweep,
     async close() {
