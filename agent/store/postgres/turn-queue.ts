@@ -50,12 +50,6 @@ export interface PgBossTurnQueueOptions extends SharedTurnQueueOptions {
   db: Db;
   runs: RunRepo;
   leases: LeaseRepo;
-  /** Heartbeat interval pg-boss expects (>= 10; default 10). */
-  heartbeatSeconds?: number;
-  /** How often pg-boss looks for jobs whose heartbeat stopped (default 5). */
-  superviseSeconds?: number;
-  /** Backstop poll when no NOTIFY came (default 2000). */
-  pollMs?: number;
 }
 
 interface JobData {
@@ -80,7 +74,7 @@ export function jobIdOf(key: string): string {
 
 export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise<PgBossTurnQueue> {
   const { PgBoss } = await import('pg-boss');
-  const superviseSeconds = opts.superviseSeconds ?? 5;
+  const superviseSeconds = opts.tuning?.superviseSeconds ?? 5;
   const boss = new PgBoss({
     connectionString: opts.url,
     schema: QUEUE_SCHEMA,
@@ -93,7 +87,7 @@ export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise
   });
   boss.on('error', (err) => opts.log?.('warn', `turn queue (pg-boss): ${err.message}`));
   await boss.start();
-  const heartbeatSeconds = Math.max(10, opts.heartbeatSeconds ?? 10);
+  const heartbeatSeconds = Math.max(10, opts.tuning?.heartbeatSeconds ?? 10);
   if (!(await boss.getQueue(TURN_QUEUE))) {
     await boss
       .createQueue(TURN_QUEUE, { policy: 'key_strict_fifo', heartbeatSeconds, expireInSeconds: EXPIRE_SECONDS, retryLimit: RETRY_LIMIT, retryDelay: 0, deleteAfterSeconds: 3600 })
@@ -130,7 +124,7 @@ export class PgBossTurnQueue implements TurnQueue {
     private readonly heartbeatSeconds: number,
   ) {
     const beat = setInterval(() => void this.heartbeat(), (heartbeatSeconds * 1000) / 2);
-    const poll = setInterval(() => this.wake(), opts.pollMs ?? 2000);
+    const poll = setInterval(() => this.wake(), opts.tuning?.pollMs ?? 2000);
     beat.unref();
     poll.unref();
     this.timers.push(beat, poll);
