@@ -111,6 +111,7 @@ export class PgBossTurnQueue implements TurnQueue {
   private readonly mine = new Set<string>();
   private closed = false;
   private pumping = false;
+  private prelude: Promise<void> = Promise.resolve();
   private again = false;
   private listener: pg.Client | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -282,7 +283,9 @@ export class PgBossTurnQueue implements TurnQueue {
         this.again = false;
         const free = this.opts.capacity - this.running();
         if (free <= 0 || this.closed) break;
-        const jobs = await this.boss.fetch<JobData>(TURN_QUEUE, { batchSize: free });
+        const jobs = await this.boss.fetch<JobData>(TURN_QUEUE, { batchSize: free, includeMetadata: true });
+        // Started in the order they were sent (a batch comes back in no particular order).
+        jobs.sort((x, y) => x.createdOn.getTime() - y.createdOn.getTime());
         for (const job of jobs) this.take(job);
         if (jobs.length === free) this.again = true;
       } while (this.again && !this.closed);
@@ -296,18 +299,29 @@ export class PgBossTurnQueue implements TurnQueue {
   private take(job: Job<JobData>): void {
     const h: Held = { job, conversation: job.data.conversation, done: Promise.resolve(), handedBack: false };
     this.held.set(job.id, h);
-    h.done = this.deliver(h).finally(() => {
+    // Each job's claim and read wait for the previous one's: runs start in the order fetched.
+    const prev = this.prelude;
+    let ready!: () => void;
+    this.prelude = new Promise<void>((r) => (ready = r));
+    h.done = this.deliver(h, prev, ready).finally(() => {
       if (this.held.get(job.id) === h) this.held.delete(job.id);
       this.wake();
     });
   }
 
-  private async deliver(h: Held): Promise<void> {
+  private async deliver(h: Held, prev: Promise<void>, ready: () => void): Promise<void> {
     const { conversation, turnId } = h.job.data;
     try {
-      const fence = await this.opts.leases.take(conversation, this.opts.owner, (this.opts.now ?? Date.now)());
-      h.fence = fence;
-      const pending = await this.opts.runs.pending(conversation, turnId);
+      await prev;
+      let fence: Fence;
+      let pending: { record?: unknown; turn?: unknown };
+      try {
+        fence = await this.opts.leases.take(conversation, this.opts.owner, (this.opts.now ?? Date.now)());
+        h.fence = fence;
+        pending = await this.opts.runs.pending(conversation, turnId);
+      } finally {
+        ready();
+      }
       if (pending.record !== undefined && this.hooks.takeover) await this.hooks.takeover(conversation, pending.record, { fence });
       if (turnId !== undefined && pending.turn !== undefined && !h.handedBack) {
         const turn = this.opts.parse(pending.turn);
