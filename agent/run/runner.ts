@@ -19,6 +19,10 @@
  *   (the store is the truth, nothing is mirrored in memory), shows each waiting run's pending cards
  *   again (broker.reshowPending), continues every run that was waiting when the process stopped, then
  *   the turns queued behind them.
+ * - Replicas (a `shared` queue, PostgreSQL): each run carries the fence its queue took for the
+ *   conversation (./execute-run.ts fencing); `resumeAll()` only sends jobs for stored work, and a
+ *   stored run continues on whichever replica gets its conversation's job (`takeover`), never on a
+ *   starting replica while another live one waits on it.
  * - The system prompt is the agent's, plus `systemExtra(agent, key)` (its memory) read at every run.
  * - Audit (when `audit` is given): run_started and run_finished (outcome, tokens, cost) per run; the
  *   executor adds one gate_decision per call.

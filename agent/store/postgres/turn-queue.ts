@@ -34,16 +34,9 @@ import type { DeliveryHooks, TurnHandler, TurnQueue } from '../../run/turn-queue
 import type { QueuedTurn } from '../../run/turn.js';
 import type { Fence, LeaseRepo, RunRepo, SharedTurnQueueOptions } from '../types.js';
 import { dec, enc, num, type Db } from './db.js';
+import { CHANNEL, EXPIRE_SECONDS, jobIdOf, MAX_DELIVERIES, QUEUE_SCHEMA, RETRY_LIMIT, TURN_QUEUE } from './turn-jobs.js';
 
-export const TURN_QUEUE = 'gatehouse-turns';
-export const QUEUE_SCHEMA = 'gatehouse_queue';
-const CHANNEL = 'gatehouse_turns';
-/** pg-boss's maximum expiry: a run parked longer is taken over (as if its replica died). */
-const EXPIRE_SECONDS = 24 * 3600;
-/** A `failed` job blocks its key for good under key_strict_fifo: never let one get there. */
-const RETRY_LIMIT = 1_000_000;
-/** A turn delivered this many times without reaching its checkpoint is dropped (it crashes replicas). */
-const MAX_DELIVERIES = 20;
+export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
 
 export interface PgBossTurnQueueOptions extends SharedTurnQueueOptions {
   url: string;
@@ -69,13 +62,6 @@ interface Held {
   fence?: Fence;
   done: Promise<void>;
   handedBack: boolean;
-}
-
-/** pg-boss ids are uuids; a stored turn id that is not one maps to a stable uuid. */
-export function jobIdOf(key: string): string {
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(key)) return key.toLowerCase();
-  const h = createHash('sha1').update(key).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise<PgBossTurnQueue> {
