@@ -6,6 +6,8 @@
  * - PostgreSQL: an "Always" grant made in B is in A's allowlist copy, and A's watchers re-check,
  *   without a restart.
  * - Both engines: many reminders due at once over three processes fire exactly once each.
+ * - PostgreSQL: a reminder set in A, which is then SIGKILLed, is fired by B on time: B's scheduler
+ *   waits 10 minutes between reads, so only the `reminders` signal can have told it.
  * - PostgreSQL: approval and question expiry over three processes: each request's card is updated
  *   once, by one process, every waiter wakes with the stored outcome; and a request whose waiting
  *   process was SIGKILLed still expires on time through the others' expiry watch.
@@ -34,11 +36,11 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function shared(engine: 'sqlite' | 'postgres', n: number): Promise<{ url: string; store: Store; rs: Replica[] }> {
+async function shared(engine: 'sqlite' | 'postgres', n: number, env: Record<string, string> = {}): Promise<{ url: string; store: Store; rs: Replica[] }> {
   const url = await testStoreUrl(engine, dir);
   const store = await openStore(storeFromEnv({ GATEHOUSE_STORE: url }, dir).store, { log: () => undefined });
   stores.push(store);
-  const rs = Array.from({ length: n }, () => startReplica(url));
+  const rs = Array.from({ length: n }, () => startReplica(url, env));
   replicas.push(...rs);
   for (const r of rs) await r.next('ready');
   return { url, store, rs };
@@ -64,6 +66,18 @@ describe('on postgres', () => {
       expect(JSON.parse(json.join(' ')) as Decision).toMatchObject({ outcome: i % 2 === 0 ? 'approved' : 'denied', by: 'bob' });
     }
   }, 90_000);
+
+  test('a reminder set in A, which then dies, is fired by B: the signal told B\'s scheduler', async () => {
+    const { rs } = await shared('postgres', 2, { REPLICA_MAX_WAIT_MS: '600000' });
+    const [a, b] = rs as [Replica, Replica];
+    for (const r of rs) r.send('reminders');
+    for (const r of rs) await r.next('scheduling');
+    a.send('remind telegram:9 1500 water the plants');
+    await a.next('reminded');
+    a.child.kill('SIGKILL');
+    await a.exited;
+    expect(await b.next('fired')).toMatch(/^telegram:9 ⏰ Reminder: water the plants/);
+  }, 60_000);
 
   test('an "Always" grant made in B is in A\'s allowlist without a restart, and A\'s watchers re-check', async () => {
     const { rs } = await shared('postgres', 2);
