@@ -2,16 +2,17 @@
  * The Signals contract (agent/store/types.ts) on both engines: delivery to this process's
  * subscribers, topics apart, unsubscribe, limits. On PostgreSQL also across real processes (a
  * replica child publishes, this process hears it; and the other way), and a lost listening
- * connection (pg_terminate_backend from a second connection): it is reconnected, resync is called,
- * and signals flow again; its log lines never hold the password.
+ * connection (pg_terminate_backend from a second connection; the whole server stopped, then started
+ * again): it is reconnected, resync is called, and signals flow again; its log lines never hold the
+ * password.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteStore } from '../../../agent/store/sqlite/index.js';
-import { openPostgresStore, terminateConnections } from '../../../agent/store/postgres/index.js';
+import { createDatabase, openPostgresStore, terminateConnections } from '../../../agent/store/postgres/index.js';
 import { MAX_SIGNAL_PAYLOAD, type Store } from '../../../agent/store/types.js';
-import { testPostgresAdminUrl, testPostgresUrl } from '../../helpers/postgres.js';
+import { startPrivatePostgres, testPostgresAdminUrl, testPostgresUrl } from '../../helpers/postgres.js';
 import { startReplica } from '../../helpers/replica-process.js';
 
 const next = <T>(subscribe: (fn: (v: T) => void) => () => void): Promise<T> =>
@@ -128,10 +129,51 @@ describe('signals on postgres across processes and a lost connection', () => {
       expect(logs.some((l) => /signals: the listening connection .* was lost/.test(l))).toBe(true);
       expect(logs.some((l) => /signals: listening on .* again after \d+ ms/.test(l))).toBe(true);
       const password = decodeURIComponent(new URL(url).password);
-      if (password) for (const l of logs) expect(l).not.toContain(password);
+      expect(password).not.toBe('');
+      for (const l of logs) expect(l).not.toContain(password);
     } finally {
       await publisher.close();
       await store.close();
     }
   }, 60_000);
+
+  test('the server stops and starts again: attempts fail meanwhile, then it listens again, resyncs, and signals flow', async () => {
+    const server = await startPrivatePostgres();
+    try {
+      const url = await createDatabase(server.url, 'gh_signals_restart');
+      const logs: string[] = [];
+      let failed: () => void = () => undefined;
+      const failing = new Promise<void>((r) => (failed = r));
+      const store = await openPostgresStore({
+        url,
+        log: (m) => {
+          logs.push(m);
+          if (/signals: cannot listen/.test(m)) failed();
+        },
+      });
+      try {
+        await store.signals.ready();
+        const resynced = new Promise<void>((r) => {
+          let n = 0;
+          // Subscribed after the first LISTEN's resync: the next one follows the restart.
+          store.signals.onResync(() => void (++n === 1 && r()));
+        });
+        await server.stop();
+        // A reconnect attempt failed while it was down (logged on the first and every tenth).
+        await failing;
+        await server.start();
+        await resynced;
+        const heard = next<string>((fn) => store.signals.subscribe('decision', fn));
+        await store.signals.publish('decision', 'back');
+        expect(await heard).toBe('back');
+        const password = decodeURIComponent(new URL(url).password);
+        expect(password).not.toBe('');
+        for (const l of logs) expect(l).not.toContain(password);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  }, 180_000);
 });
