@@ -88,6 +88,7 @@ function counted(store: Store): { store: Store; calls: () => number } {
     reminders: wrap(store.reminders),
     cache: wrap(store.cache),
     leases: wrap(store.leases),
+    signals: store.signals,
     checkpoint: (c) => (n++, store.checkpoint(c)),
     close: () => store.close(),
   };

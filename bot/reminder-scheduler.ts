@@ -10,20 +10,26 @@
  * - Each tick reads only what is due within one wait (`Reminders.dueBy`, at most DUE_BATCH at a time),
  *   never every reminder: at start, what came due while the bot was down fires now, once, and its
  *   message says how late it is ("due ..., delivered 2 h 5 min late").
- * - Exactly once: each fire is claimed in the store first (Reminders.claim, a compare-and-set), so
- *   of two ticks or two processes only one posts. A claimed delivery that fails is logged, not retried.
+ * - Exactly once: what is due is claimed in the store first, in one call per tick
+ *   (Reminders.claimDue: on PostgreSQL the due rows are locked with SKIP LOCKED, so replicas claim
+ *   disjoint rows; a compare-and-set each on SQLite), so of two ticks or any number of replicas only
+ *   one posts each. A claimed delivery that fails is logged, not retried.
  * - Delivery: the text is posted through the conversation's adapter (postText, in that conversation's
  *   delivery order). With `reminders.runAsTurn` on the agent, the reminder then also runs as a turn of
  *   the agent (sender "reminder", nobody to answer questions), whose answer is posted as usual.
+ * - With `signals` (the store's; replicas): an add or cancel anywhere signals `reminders`
+ *   (agent/reminders.ts), and that signal or a resync re-reads at once, so another replica arms for a reminder
+ *   set elsewhere (and fires it on time if the one that set it is gone); without, other processes'
+ *   changes are seen within one wait.
  * - A conversation whose platform is not enabled now is left stored and untouched (logged once).
  * - `stop()` clears the timer and waits for a fire in progress: nothing fires after it resolves.
  */
 import type { Config } from './config.js';
 import type { Log } from './log.js';
-import type { Store } from '../agent/store/types.js';
+import type { Signals, Store } from '../agent/store/types.js';
 import type { Runner } from '../agent/runner.js';
 import { DEFAULT_MEMORY_SETTINGS, MEMORY_TOOL_NAMES, MemoryStore } from '../agent/memory.js';
-import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
+import { DEFAULT_REMINDER_SETTINGS, REMINDERS_TOPIC, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
 import type { AgentSettings } from '../agent/settings.js';
 
 /** Lateness below this is timer jitter, not worth saying. */
@@ -45,7 +51,10 @@ export interface ReminderSchedulerOptions {
   log: Log;
   now?: () => number;
   maxWaitMs?: number;
+  signals?: Signals;
 }
+
+
 
 export class ReminderScheduler {
   private timer: NodeJS.Timeout | undefined;
@@ -53,7 +62,7 @@ export class ReminderScheduler {
   private again = false;
   private stopped = true;
   private readonly unreachable = new Set<string>();
-  private unsubscribe: (() => void) | undefined;
+  private unsubscribe: Array<() => void> = [];
   /** When the armed timer is meant to fire (tests and logs). */
   nextWakeAt: number | undefined;
 
@@ -66,14 +75,18 @@ export class ReminderScheduler {
   /** Reads the store, fires what is due (also what came due while the bot was down), arms the timer. */
   async start(): Promise<void> {
     this.stopped = false;
-    this.unsubscribe = this.opts.reminders.onChange(() => this.poke());
+    const { signals } = this.opts;
+    this.unsubscribe = [
+      this.opts.reminders.onChange(() => this.poke()),
+    ];
+    if (signals) this.unsubscribe.push(signals.subscribe(REMINDERS_TOPIC, () => this.poke()), signals.onResync(() => this.poke()));
     this.poke();
     await this.running;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe?.();
+    for (const off of this.unsubscribe.splice(0)) off();
     this.clearTimer();
     await this.running;
     this.clearTimer();
@@ -128,9 +141,8 @@ export class ReminderScheduler {
     const dueNow = window.filter((r) => r.dueAt <= now);
     await this.opts.reminders.sweepClaimed(dueNow, CLAIMED_SWEEP_MS);
     let soonest: number | undefined;
-    let fired = 0;
+    let dueHere = 0;
     for (const r of window) {
-      if (this.stopped) return;
       if (r.firedAt !== undefined) continue;
       if (!this.opts.reachable(r.conversationKey)) {
         if (!this.unreachable.has(r.id)) {
@@ -139,18 +151,20 @@ export class ReminderScheduler {
         }
         continue;
       }
-      if (r.dueAt > this.now()) {
-        soonest = Math.min(soonest ?? Infinity, r.dueAt);
-        continue;
-      }
-      const fire = await this.opts.reminders.claim(r);
-      if (!fire) {
-        // Another process fired it (or it changed): read the store again later, in case that process
-        // stops before the reminder's next occurrence.
-        soonest = Math.min(soonest ?? Infinity, this.now() + maxWait);
-        continue;
-      }
-      fired++;
+      if (r.dueAt > now) soonest = Math.min(soonest ?? Infinity, r.dueAt);
+      else dueHere++;
+    }
+    if (this.stopped) return;
+    // One claim for the batch: another process claiming at the same moment takes other rows.
+    const fires = dueHere > 0 ? await this.opts.reminders.claimDue(DUE_BATCH, (r) => this.opts.reachable(r.conversationKey)) : [];
+    const fired = fires.length;
+    if (fired < dueHere) {
+      // Another process fired some (or they changed): read the store again later, in case that
+      // process stops before their next occurrence.
+      soonest = Math.min(soonest ?? Infinity, this.now() + maxWait);
+    }
+    // Claimed ones are delivered even when stop() came meanwhile: stop() waits for them.
+    for (const fire of fires) {
       await this.deliver(fire);
       if (fire.nextDueAt !== undefined) soonest = Math.min(soonest ?? Infinity, fire.nextDueAt);
     }
@@ -187,9 +201,9 @@ export class ReminderScheduler {
 }
 
 /** The memory store, the reminders, and what the composition root needs from them. */
-export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' | 'reminders'>) {
+export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' | 'reminders'> & Partial<Pick<Store, 'signals'>>) {
   const memory = new MemoryStore(store.memory, (a) => config.agents[a]?.memory ?? DEFAULT_MEMORY_SETTINGS);
-  const reminders = new Reminders(store.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS);
+  const reminders = new Reminders(store.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS, Date.now, store.signals);
   return {
     stores: { memory, reminders },
     /** The system prompt's memory section, for agents that have a memory tool. */
@@ -201,6 +215,7 @@ export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' |
         post: o.post,
         reachable: o.reachable,
         log: o.log,
+        ...(store.signals ? { signals: store.signals } : {}),
         runAsTurn: (a) => (config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS).runAsTurn,
         runTurn: async (r, text) => {
           await o.runner.submit({
