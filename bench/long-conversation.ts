@@ -88,6 +88,8 @@ function counted(store: Store): { store: Store; calls: () => number } {
     reminders: wrap(store.reminders),
     cache: wrap(store.cache),
     checkpoint: (c) => (n++, store.checkpoint(c)),
+    ping: (t) => store.ping(t),
+    leadership: (role, o) => store.leadership(role, o),
     close: () => store.close(),
   };
   return { store: wrapped, calls: () => n };

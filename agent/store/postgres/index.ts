@@ -15,8 +15,9 @@ import pg from 'pg';
 import type { Checkpoint, Store } from '../types.js';
 import { randomUUID } from 'node:crypto';
 import { Db, enc, type Client } from './db.js';
-import { checkServerVersion, describeTarget, parseTarget, redact, startupError } from './errors.js';
+import { checkServerVersion, describeTarget, parseTarget, redact, runtimeError, startupError } from './errors.js';
 import { migrate } from './migrations.js';
+import { postgresLeadership } from './leadership.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 
@@ -142,6 +143,23 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
       await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);
     },
+    async ping(timeoutMs = 2_000) {
+      // Straight to the pool, no retry: readiness wants "now", not "within retryForMs".
+      let t: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          pool.query('SELECT 1'),
+          new Promise<never>((_, reject) => {
+            t = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+          }),
+        ]);
+      } catch (err) {
+        throw runtimeError(err, target, 'ping');
+      } finally {
+        clearTimeout(t);
+      }
+    },
+    leadership: (role, lopts) => postgresLeadership(opts.url, target, role, lopts),
     roundTrips: () => db.roundTrips,
     sweep,
     async close() {
