@@ -21,7 +21,7 @@ import { postgresLeadership } from './leadership.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 
-export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
+export { allowConnections, createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
 export interface PostgresStoreOptions {
   url: string;
