@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { allowConnections, terminateConnections } from '../../agent/store/postgres/index.js';
+import { allowConnections, openPostgresStore, terminateConnections } from '../../agent/store/postgres/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeDiscord } from '../fakes/discord.js';
 import { startFakeSlack } from '../fakes/slack.js';
@@ -201,6 +201,20 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
   const takesOver = (r: Replica) => r.output().includes('leading: taking over');
   const allOutput = () => replicas.map((r) => `--- ${r.name}\n${r.output()}`).join('\n');
 
+  /** Until no turn is queued or running in the store. */
+  async function settled(): Promise<void> {
+    const store = await openPostgresStore({ url, log: () => undefined });
+    try {
+      const end = Date.now() + 30_000;
+      while ((await store.runs.queuedTurns()).length + (await store.runs.records()).length > 0) {
+        if (Date.now() > end) throw new Error(`turns still queued\n${allOutput()}`);
+        await sleep(50);
+      }
+    } finally {
+      await store.close();
+    }
+  }
+
   /** Until `r`'s /readyz says it leads with its connection up (a holder may be connecting still). */
   async function leads(r: Replica): Promise<void> {
     const port = await r.port();
@@ -240,6 +254,10 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     };
     for (const i of [1, 2, 3]) await send(i);
     await expectAnswered(sent);
+    // The answered turns are saved before the kill: a holder killed between posting an answer and
+    // its checkpoint leaves the turn queued, and a replica starting later runs it again (at least
+    // once after a crash: the turn queue's business, not the connection's).
+    await settled();
 
     // SIGKILL the holder; messages sent while nobody holds the connection wait at the platform.
     const killedAt = Date.now();
@@ -252,6 +270,7 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     for (const i of [6, 7]) await send(i);
     await expectAnswered(sent);
     const firstHandledMs = Date.now() - killedAt;
+    await settled();
 
     // A third replica; SIGTERM the holder in the middle of a slow turn.
     const c = start('C');
