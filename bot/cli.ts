@@ -218,7 +218,8 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   let started = false;
   const ready = async (): Promise<Readiness> => {
     const notReady: string[] = [];
-    if (stopping) notReady.push('draining: this replica is shutting down');
+    const draining = stopping !== undefined;
+    if (draining) notReady.push('draining: this replica is shutting down');
     else if (!started) notReady.push('starting');
     let storeState = 'ok';
     try {
@@ -231,7 +232,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     if (held.role !== 'standby') {
       for (const c of held.connections) if (!c.up) notReady.push(`${c.name} is not connected`);
     }
-    return { notReady, draining: stopping !== undefined, store: storeState, role: held.role, connections: held.connections };
+    return { notReady, draining, store: storeState, role: held.role, connections: held.connections };
   };
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
