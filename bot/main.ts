@@ -4,7 +4,12 @@
 // A stop asked for while the modules load (a second or so from source) would otherwise take the
 // default action and kill the process by signal half-way through start-up.
 let stopWhileLoading: NodeJS.Signals | undefined;
-const onEarlySignal = (signal: NodeJS.Signals) => void (stopWhileLoading ??= signal);
+const onEarlySignal = (signal: NodeJS.Signals) => {
+  // runCli listening too (a signal in the hand-over below) handles it itself: handed on again, it
+  // would count as a second signal, which exits at once.
+  if (process.listenerCount(signal) > 1) return;
+  stopWhileLoading ??= signal;
+};
 process.on('SIGINT', onEarlySignal);
 process.on('SIGTERM', onEarlySignal);
 // `ps` and /proc show "gatehouse" from here on (and a test knows the signal handling is in place).
