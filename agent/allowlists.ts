@@ -13,7 +13,9 @@
  *   approves a waiting card elsewhere only when the grown allowlist really covers it). `add` resolves
  *   after every watcher has re-checked; a watcher that fails leaves its cards pending (the safe side).
  */
-import type { AllowlistRepo } from './store/types.js';
+import type { AllowlistRepo, Signals } from './store/types.js';
+
+export const ALLOWLIST_TOPIC = 'allowlist';
 
 interface Granted {
   commands: string[];
@@ -25,21 +27,68 @@ export type AllowlistWatcher = () => Promise<void>;
 export class PersistedAllowlists {
   private readonly byAgent = new Map<string, Granted>();
   private readonly watchers = new Map<string, Set<AllowlistWatcher>>();
+  /** Bumped by each local change: a re-read that began before one is read again. */
+  private generation = 0;
+  private readonly offs: Array<() => void> = [];
 
   constructor(
     private readonly repo: AllowlistRepo,
     private readonly now: () => number = Date.now,
-  ) {}
+    private readonly shared: { signals?: Signals; log?: (msg: string) => void } = {},
+  ) {
+    const { signals } = shared;
+    if (signals) {
+      this.offs.push(
+        signals.subscribe(ALLOWLIST_TOPIC, (agent) => void (this.byAgent.has(agent) && this.refresh(agent))),
+        signals.onResync(() => {
+          for (const agent of this.byAgent.keys()) void this.refresh(agent);
+        }),
+      );
+    }
+  }
+
+  /** Ends the signal subscriptions (shutdown). */
+  close(): void {
+    for (const off of this.offs.splice(0)) off();
+  }
+
+  private async read(agent: string): Promise<Granted> {
+    const granted: Granted = { commands: [], tools: [] };
+    for (const row of await this.repo.list(agent)) {
+      if (row.kind === 'command') granted.commands.push(row.value);
+      else if (row.kind === 'tool') granted.tools.push(row.value);
+    }
+    return granted;
+  }
+
+  /** Reads an agent's rows again (another process changed them); watchers run when some were added. */
+  private async refresh(agent: string): Promise<void> {
+    try {
+      for (;;) {
+        const gen = this.generation;
+        const next = await this.read(agent);
+        if (gen !== this.generation) continue;
+        const cur = this.byAgent.get(agent) ?? { commands: [], tools: [] };
+        const added = next.commands.some((c) => !cur.commands.includes(c)) || next.tools.some((t) => !cur.tools.includes(t));
+        const same = !added && next.commands.length === cur.commands.length && next.tools.length === cur.tools.length;
+        if (same) return;
+        this.byAgent.set(agent, next);
+        if (added) await this.notify(agent);
+        return;
+      }
+    } catch (err) {
+      this.shared.log?.(`could not read the allowlist of agent ${agent} again: ${(err as Error).message}`);
+    }
+  }
+
+  private async notify(agent: string): Promise<void> {
+    for (const watcher of [...(this.watchers.get(agent) ?? [])]) {
+      await watcher().catch(() => undefined);
+    }
+  }
 
   async load(agents: readonly string[]): Promise<void> {
-    for (const a of agents) {
-      const granted: Granted = { commands: [], tools: [] };
-      for (const row of await this.repo.list(a)) {
-        if (row.kind === 'command') granted.commands.push(row.value);
-        else if (row.kind === 'tool') granted.tools.push(row.value);
-      }
-      this.byAgent.set(a, granted);
-    }
+    for (const a of agents) this.byAgent.set(a, await this.read(a));
   }
 
   commands(agent: string): readonly string[] {
@@ -53,14 +102,14 @@ export class PersistedAllowlists {
   async add(agent: string, always: { kind: 'command'; key: string } | { kind: 'tool'; name: string }): Promise<void> {
     const value = always.kind === 'command' ? always.key : always.name;
     await this.repo.add(agent, always.kind, value, this.now());
+    this.generation++;
     const cur = this.byAgent.get(agent) ?? { commands: [], tools: [] };
     const list = always.kind === 'command' ? cur.commands : cur.tools;
     // A new array: a reader holding the old one keeps a consistent view.
     const next: Granted = always.kind === 'command' ? { ...cur, commands: list.includes(value) ? list : [...list, value] } : { ...cur, tools: list.includes(value) ? list : [...list, value] };
     this.byAgent.set(agent, next);
-    for (const watcher of [...(this.watchers.get(agent) ?? [])]) {
-      await watcher().catch(() => undefined);
-    }
+    this.shared.signals?.publish(ALLOWLIST_TOPIC, agent).catch((err: unknown) => this.shared.log?.(`could not signal the allowlist grant of agent ${agent} to other processes: ${(err as Error).message}`));
+    await this.notify(agent);
   }
 
   /** Calls `watcher` after each addition for `agent`, until the returned function is called. */

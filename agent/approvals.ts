@@ -1,9 +1,11 @@
 /**
  * The approvals and questions of agent/approvals/, re-exported so importers keep their path:
  * broker.ts (clicks, decide once, waits), cards.ts (layout), wording.ts (outcome lines, notices),
- * store.ts (requests over the store's ApprovalRepo), decision-bus.ts and waits.ts (wake-ups).
+ * store.ts (requests over the store's ApprovalRepo), decision-bus.ts, waits.ts and expiry-watch.ts (wake-ups,
+ * expiry across processes).
  */
 export { ApprovalBroker, newToken, TOKEN_PATTERN, type ApprovalBrokerOptions, type ApprovalCardInput, type QuestionCardInput } from './approvals/broker.js';
-export { InProcessDecisionBus, type DecisionBus } from './approvals/decision-bus.js';
+export { DECISION_TOPIC, InProcessDecisionBus, SignalDecisionBus, type DecisionBus } from './approvals/decision-bus.js';
+export { APPROVAL_TOPIC } from './approvals/expiry-watch.js';
 export { ApprovalStore, type LoadedRequest, type StoredRequest } from './approvals/store.js';
 export { describe, Decision, noticeFor, type ApprovalOutcome, type ClickResult } from './approvals/wording.js';

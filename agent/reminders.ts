@@ -10,7 +10,8 @@
  * - Firing exactly once: every stored reminder carries a revision `rev`. A fire is claimed with
  *   `swap(id, rev, next)`, one compare-and-set statement in the store (UPDATE ... WHERE rev ...
  *   RETURNING): of any number of timers or processes that saw the same revision, exactly one wins
- *   and delivers. A one-shot's claim marks it `firedAt` and it is deleted after delivery; a repeating
+ *   and delivers. `claimDue` claims a batch in one call (the store's claimDue: on PostgreSQL the
+ *   due rows are locked with SKIP LOCKED, so replicas take disjoint sets; on SQLite a swap each). A one-shot's claim marks it `firedAt` and it is deleted after delivery; a repeating
  *   one's claim moves `dueAt` to its next occurrence after now (missed occurrences while the bot was
  *   down fire once, not once each). A process that dies between the claim and the delivery loses that
  *   one delivery (at most once, never twice); a claimed one-shot left behind is deleted later.
@@ -164,20 +165,28 @@ export class Reminders {
    * process claimed it first, or it changed meanwhile (cancelled, re-read needed).
    */
   async claim(r: Reminder): Promise<ClaimedFire | undefined> {
+    const plan = planFire(r, this.now());
+    if (!plan) return undefined;
+    if (!(await this.repo.swap(r.id, r.rev, rowOf(plan.next)))) return undefined;
+    return plan.fire;
+  }
+
+  /**
+   * Claims what is due now (at most `limit` looked at) for which `take` says yes, in one call:
+   * processes sharing the store claim disjoint sets (PostgreSQL: the rows are locked, others skip
+   * them), and each occurrence is claimed once. What comes back is to be delivered.
+   */
+  async claimDue(limit: number, take: (r: Reminder) => boolean): Promise<ClaimedFire[]> {
     const now = this.now();
-    if (r.firedAt !== undefined || r.dueAt > now) return undefined;
-    let next: Reminder;
-    let nextDueAt: number | undefined;
-    if (r.repeatMs !== undefined && r.repeatMs > 0) {
-      // Skip occurrences missed while the bot was down: they fire once, now.
-      const missed = Math.floor((now - r.dueAt) / r.repeatMs) + 1;
-      nextDueAt = r.dueAt + missed * r.repeatMs;
-      next = { ...r, dueAt: nextDueAt, rev: r.rev + 1 };
-    } else {
-      next = { ...r, firedAt: now, rev: r.rev + 1 };
-    }
-    if (!(await this.repo.swap(r.id, r.rev, rowOf(next)))) return undefined;
-    return { reminder: r, dueAt: r.dueAt, lateMs: Math.max(0, now - r.dueAt), ...(nextDueAt !== undefined ? { nextDueAt } : {}) };
+    const fires = new Map<string, ClaimedFire>();
+    const claimed = await this.repo.claimDue(now, limit, (row) => {
+      const [r] = readable([row]);
+      const plan = r && take(r) ? planFire(r, now) : undefined;
+      if (!plan) return undefined;
+      fires.set(row.id, plan.fire);
+      return rowOf(plan.next);
+    });
+    return claimed.map((c) => fires.get(c.before.id)).filter((f): f is ClaimedFire => f !== undefined);
   }
 
   /** Deletes a delivered one-shot. */
@@ -190,6 +199,22 @@ export class Reminders {
     const now = this.now();
     for (const r of all) if (r.firedAt !== undefined && now - r.firedAt > olderThanMs) await this.repo.delete(r.id);
   }
+}
+
+/** What claiming `r` at `now` writes and delivers; undefined when it is not due or already claimed. */
+function planFire(r: Reminder, now: number): { next: Reminder; fire: ClaimedFire } | undefined {
+  if (r.firedAt !== undefined || r.dueAt > now) return undefined;
+  let next: Reminder;
+  let nextDueAt: number | undefined;
+  if (r.repeatMs !== undefined && r.repeatMs > 0) {
+    // Skip occurrences missed while the bot was down: they fire once, now.
+    const missed = Math.floor((now - r.dueAt) / r.repeatMs) + 1;
+    nextDueAt = r.dueAt + missed * r.repeatMs;
+    next = { ...r, dueAt: nextDueAt, rev: r.rev + 1 };
+  } else {
+    next = { ...r, firedAt: now, rev: r.rev + 1 };
+  }
+  return { next, fire: { reminder: r, dueAt: r.dueAt, lateMs: Math.max(0, now - r.dueAt), ...(nextDueAt !== undefined ? { nextDueAt } : {}) } };
 }
 
 /** "2 h 5 min", "45 s", "3 d 4 h": the two largest units. */

@@ -15,7 +15,7 @@ import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
-import { ApprovalBroker, InProcessDecisionBus } from '../agent/approvals.js';
+import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../agent/approvals.js';
 import { ConversationStore, DEFAULT_RETENTION } from '../agent/conversation-store.js';
 import type { Store } from '../agent/store/types.js';
 import { classifierCompletionFrom } from '../agent/model.js';
@@ -191,12 +191,17 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     };
   };
 
-  const allowlists = new PersistedAllowlists(repos.allowlists);
+  // Replicas sharing a PostgreSQL store hear of each other's grants and decisions through the
+  // store's signals (LISTEN/NOTIFY); on SQLite they stay in this process.
+  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log: (m) => log('warn', m) });
   await allowlists.load(Object.keys(config.agents));
+  const decisions = new ApprovalStore(repos.approvals);
+  const bus = new SignalDecisionBus({ signals: repos.signals, read: async (id) => (await decisions.get(id))?.decision, log: (m) => log('warn', m) });
   const broker = new ApprovalBroker({
     approvals: repos.approvals,
-    // One process per store today; the next issue's LISTEN/NOTIFY bus goes here.
-    bus: new InProcessDecisionBus(),
+    bus,
+    // Several processes only on PostgreSQL: each watches every request's expiry (one wins it).
+    ...(repos.engine === 'postgres' ? { sharedExpiry: repos.signals } : {}),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
@@ -312,6 +317,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       // Retention at start, then at most once a minute per agent as conversations are saved.
       await conversations.applyRetention(Object.keys(config.agents)).catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
       for (const a of adapters.values()) await a.start(router);
+      await broker.watchExpiry();
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
       await reminderScheduler.start();
@@ -322,6 +328,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       await runner.close(stopOpts.graceMs);
       await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));
       broker.close();
+      bus.close();
+      allowlists.close();
     },
   };
 }

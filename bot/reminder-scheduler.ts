@@ -10,8 +10,10 @@
  * - Each tick reads only what is due within one wait (`Reminders.dueBy`, at most DUE_BATCH at a time),
  *   never every reminder: at start, what came due while the bot was down fires now, once, and its
  *   message says how late it is ("due ..., delivered 2 h 5 min late").
- * - Exactly once: each fire is claimed in the store first (Reminders.claim, a compare-and-set), so
- *   of two ticks or two processes only one posts. A claimed delivery that fails is logged, not retried.
+ * - Exactly once: what is due is claimed in the store first, in one call per tick
+ *   (Reminders.claimDue: on PostgreSQL the due rows are locked with SKIP LOCKED, so replicas claim
+ *   disjoint rows; a compare-and-set each on SQLite), so of two ticks or any number of replicas only
+ *   one posts each. A claimed delivery that fails is logged, not retried.
  * - Delivery: the text is posted through the conversation's adapter (postText, in that conversation's
  *   delivery order). With `reminders.runAsTurn` on the agent, the reminder then also runs as a turn of
  *   the agent (sender "reminder", nobody to answer questions), whose answer is posted as usual.
@@ -128,9 +130,8 @@ export class ReminderScheduler {
     const dueNow = window.filter((r) => r.dueAt <= now);
     await this.opts.reminders.sweepClaimed(dueNow, CLAIMED_SWEEP_MS);
     let soonest: number | undefined;
-    let fired = 0;
+    let dueHere = 0;
     for (const r of window) {
-      if (this.stopped) return;
       if (r.firedAt !== undefined) continue;
       if (!this.opts.reachable(r.conversationKey)) {
         if (!this.unreachable.has(r.id)) {
@@ -139,18 +140,20 @@ export class ReminderScheduler {
         }
         continue;
       }
-      if (r.dueAt > this.now()) {
-        soonest = Math.min(soonest ?? Infinity, r.dueAt);
-        continue;
-      }
-      const fire = await this.opts.reminders.claim(r);
-      if (!fire) {
-        // Another process fired it (or it changed): read the store again later, in case that process
-        // stops before the reminder's next occurrence.
-        soonest = Math.min(soonest ?? Infinity, this.now() + maxWait);
-        continue;
-      }
-      fired++;
+      if (r.dueAt > now) soonest = Math.min(soonest ?? Infinity, r.dueAt);
+      else dueHere++;
+    }
+    if (this.stopped) return;
+    // One claim for the batch: another process claiming at the same moment takes other rows.
+    const fires = dueHere > 0 ? await this.opts.reminders.claimDue(DUE_BATCH, (r) => this.opts.reachable(r.conversationKey)) : [];
+    const fired = fires.length;
+    if (fired < dueHere) {
+      // Another process fired some (or they changed): read the store again later, in case that
+      // process stops before their next occurrence.
+      soonest = Math.min(soonest ?? Infinity, this.now() + maxWait);
+    }
+    // Claimed ones are delivered even when stop() came meanwhile: stop() waits for them.
+    for (const fire of fires) {
       await this.deliver(fire);
       if (fire.nextDueAt !== undefined) soonest = Math.min(soonest ?? Infinity, fire.nextDueAt);
     }

@@ -18,10 +18,10 @@
  * - A request not decided by its expiry resolves as `expired` (approvals: a denial; questions: no
  *   answer), and the card says so.
  * - Wake-ups go through the DecisionBus (./decision-bus.ts): a recorded decision is published, and
- *   every `wait` on that request is a subscription. In one process that is immediate. A decision
- *   recorded by another process sharing the store is seen by the next poll of the store (`pollMs`,
- *   default 5 s), by a click here that loses to it, or at expiry; the next issue's LISTEN/NOTIFY bus
- *   makes that immediate too.
+ *   every `wait` on that request is a subscription. With the SignalDecisionBus (bot/app.ts) a
+ *   decision recorded by any process sharing the store wakes the waits on it at once, wherever they
+ *   are; with the InProcessDecisionBus only this process's (another's is then seen by a click here
+ *   that loses to it, or at expiry). No poll of the store.
  * - `wait` may be called again after a restart for the same request: it returns the stored decision,
  *   or waits for the remaining time. `reshowPending` posts a conversation's undecided cards again
  *   (same tokens); every copy of a card is updated with the outcome.
@@ -33,11 +33,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Audit } from '../audit.js';
 import type { OutputResolver } from '../output.js';
-import type { ApprovalRepo } from '../store/types.js';
+import type { ApprovalRepo, Signals } from '../store/types.js';
 import type { ProposalOption, QuestionSuggestion } from '../tools/types.js';
 import { isApprover } from '../../policies/access.js';
 import { approvalLayout, approveAllLayout, cardWithTokens, decidedCard, decisionForChoice, questionLayout, type Layout } from './cards.js';
 import { InProcessDecisionBus, type DecisionBus } from './decision-bus.js';
+import { ExpiryWatch } from './expiry-watch.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { Waits } from './waits.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
@@ -59,8 +60,12 @@ export interface ApprovalBrokerOptions {
   now?: () => number;
   log?: (msg: string) => void;
   audit?: Audit;
-  /** While a wait is open, the stored decision is read again this often (another process may have decided). 0: never. Default 5 s. */
-  pollMs?: number;
+  /**
+   * Processes share the store (PostgreSQL replicas): watch the expiry of every undecided request,
+   * not only this process's waits (./expiry-watch.ts), through these signals. Started by
+   * `watchExpiry`.
+   */
+  sharedExpiry?: Signals;
 }
 
 export interface ApprovalCardInput {
@@ -99,6 +104,9 @@ export class ApprovalBroker {
   private readonly bus: DecisionBus;
   private readonly now: () => number;
   private readonly waits: Waits;
+  private readonly expiryWatch: ExpiryWatch | undefined;
+  /** Expiries in progress here (a wait's timer and the watch fire together): settled once. */
+  private readonly expiring = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: ApprovalBrokerOptions) {
     this.now = opts.now ?? Date.now;
@@ -110,9 +118,16 @@ export class ApprovalBroker {
       expire: (id) => this.expire(id),
       abort: (id, decision) => this.settle(id, decision),
       now: this.now,
-      pollMs: opts.pollMs ?? 5_000,
       ...(opts.log ? { log: opts.log } : {}),
     });
+    this.expiryWatch = opts.sharedExpiry
+      ? new ExpiryWatch({ signals: opts.sharedExpiry, store: this.store, expire: (id) => this.expire(id), now: this.now, ...(opts.log ? { log: opts.log } : {}) })
+      : undefined;
+  }
+
+  /** Starts watching the expiry of every undecided request (with `sharedExpiry`; else nothing). */
+  async watchExpiry(): Promise<void> {
+    await this.expiryWatch?.start();
   }
 
   /** Posts an approval (or picker) card and stores it; returns the request id. */
@@ -157,6 +172,7 @@ export class ApprovalBroker {
     };
     // Stored before posting: a click can only come after the card exists, and must find its token.
     await this.store.create(request, tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })));
+    this.expiryWatch?.noted(id, request.expiresAt);
     const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
     await this.store.replace({ ...request, cardHandle: handle });
     await this.showIfDecided(id, input.conversationKey, handle, card);
@@ -222,10 +238,16 @@ export class ApprovalBroker {
     return this.waits.wait(requestId, signal);
   }
 
-  private async expire(requestId: string): Promise<void> {
-    const req = await this.store.get(requestId);
-    if (!req) return;
-    await this.settle(requestId, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
+  private expire(requestId: string): Promise<void> {
+    const running = this.expiring.get(requestId);
+    if (running) return running;
+    const work = (async () => {
+      const req = await this.store.get(requestId);
+      if (!req) return;
+      await this.settle(requestId, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
+    })().finally(() => this.expiring.delete(requestId));
+    this.expiring.set(requestId, work);
+    return work;
   }
 
   /**
@@ -391,6 +413,7 @@ export class ApprovalBroker {
 
   /** Stops expiry timers (shutdown). Pending requests stay stored and resume after a restart. */
   close(): void {
+    this.expiryWatch?.stop();
     this.waits.close();
   }
 }

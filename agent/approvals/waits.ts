@@ -4,9 +4,9 @@
  * Contract:
  * - A wait subscribes to the DecisionBus before it reads the store, so a decision published in
  *   between is not missed; a stored decision is returned at once.
- * - While open: an expiry timer (the broker then settles the request as expired), a poll of the store
- *   every `pollMs` when given (a decision recorded by another process sharing the store, until the
- *   bus carries those too), and the abort signal (a /stop: the broker settles it as stopped).
+ * - While open: an expiry timer (the broker then settles the request as expired) and the abort
+ *   signal (a /stop: the broker settles it as stopped). No poll: a decision recorded by another
+ *   process sharing the store arrives through the bus (SignalDecisionBus, with its re-reads).
  * - `wakeHere` settles this process's waits on a request without the bus (a decision found stored
  *   by a lost decideOnce or at expiry, or a store failure's fallback). A wait settles once.
  * - After `close` a wait parks for good and no timer runs (shutdown: requests stay stored).
@@ -23,7 +23,6 @@ export interface WaitsOptions {
   /** On abort: settle the request with `decision`. */
   abort(requestId: string, decision: Decision): Promise<unknown>;
   now: () => number;
-  pollMs: number;
   log?: (msg: string) => void;
 }
 
@@ -71,19 +70,6 @@ export class Waits {
           const unanswered = req.kind === 'question' ? 'unanswered' : 'expired';
           const remaining = Math.max(0, req.expiresAt - this.opts.now());
           timers.push(setTimeout(() => this.inBackground(requestId, this.opts.expire(requestId), { outcome: unanswered, at: this.opts.now() }), remaining));
-          const { pollMs } = this.opts;
-          if (pollMs > 0 && remaining > pollMs) {
-            const again = () => void (done || timers.push(setTimeout(poll, pollMs).unref()));
-            const poll = () =>
-              this.opts.read(requestId).then(
-                (r) => (r?.decision ? finish(r.decision) : again()),
-                (err: unknown) => {
-                  this.opts.log?.(`could not read request ${requestId} while waiting: ${(err as Error).message}`);
-                  again();
-                },
-              );
-            again();
-          }
           if (signal) {
             onAbort = () => {
               const decision: Decision = { outcome: req.kind === 'question' ? 'unanswered' : 'denied', at: this.opts.now(), note: 'the run was stopped' };

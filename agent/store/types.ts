@@ -222,6 +222,14 @@ export interface ReminderRepo {
   due(now: number, limit: number): Promise<StoredReminder[]>;
   /** Writes `next` only if the stored rev is `expectedRev`; true for exactly one caller. */
   swap(id: string, expectedRev: number, next: StoredReminder): Promise<boolean>;
+  /**
+   * Claims what is due at or before `now` (soonest first, at most `limit` looked at): each row for
+   * which `next` returns a value is moved to it (its rev must differ) and returned with what it was.
+   * Of concurrent callers, across processes sharing the store, each row is claimed by one only:
+   * PostgreSQL locks the rows it looks at (`FOR UPDATE SKIP LOCKED`, so callers take disjoint
+   * rows), SQLite compares the rev of each (`swap`). `next` is called before the claim commits.
+   */
+  claimDue(now: number, limit: number, next: (r: StoredReminder) => StoredReminder | undefined): Promise<Array<{ before: StoredReminder; after: StoredReminder }>>;
 }
 
 /** The one plain key-value use left: MCP tool listings. */
@@ -230,6 +238,38 @@ export interface CacheRepo {
   set(key: string, value: unknown): Promise<void>;
   delete(key: string): Promise<void>;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Signals: small wake-ups between the processes sharing the store.
+
+/**
+ * Contract (every engine):
+ * - A signal says "look at the store again": the store is the truth, the payload only names what
+ *   changed (a request id, an agent). Topics match TOPIC_PATTERN; a payload is at most
+ *   MAX_SIGNAL_PAYLOAD bytes of UTF-8 (PostgreSQL's NOTIFY limit is 8000); more rejects.
+ * - `publish` tells every subscriber of the topic in every process sharing the store, this one
+ *   included, at most once each per publish; it resolves once sent (SQLite: delivered). It never
+ *   waits for a subscriber; one that throws is its own problem. Order between publishes is not
+ *   promised.
+ * - A signal may be missed (PostgreSQL: while the listening connection is down, or before it is
+ *   first up). Every time one may have been, `onResync` listeners are called after signals flow
+ *   again: they re-read what they care about. Signals never arrive before the data they name is
+ *   committed, when the publisher published after its write resolved.
+ * - `ready()` resolves once signals from any process reach this one's subscribers (PostgreSQL:
+ *   listening); the first subscribe or onResync starts that, and an onResync follows it.
+ * - SQLite: one process per store, so signals stay in the process (delivered synchronously by
+ *   `publish`) and never need a resync. PostgreSQL: LISTEN/NOTIFY on one dedicated connection
+ *   (not a pooled one), reconnected with backoff after a loss, then LISTEN again, then a resync.
+ */
+export interface Signals {
+  publish(topic: string, payload: string): Promise<void>;
+  subscribe(topic: string, fn: (payload: string) => void): () => void;
+  onResync(fn: () => void): () => void;
+  ready(): Promise<void>;
+}
+
+export const TOPIC_PATTERN = /^[a-z][a-z0-9_.-]{0,40}$/;
+export const MAX_SIGNAL_PAYLOAD = 1000;
 
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
@@ -243,6 +283,8 @@ export interface Store {
   memory: MemoryRepo;
   reminders: ReminderRepo;
   cache: CacheRepo;
+  /** Wake-ups between the processes sharing the store (see Signals). */
+  signals: Signals;
   /** One transaction over the transcript and the run's own rows. */
   checkpoint(c: Checkpoint): Promise<void>;
   close(): Promise<void>;

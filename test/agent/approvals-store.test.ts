@@ -38,7 +38,6 @@ describe.each(engines)('on %s', (_engine, open) => {
       bus,
       outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async (c) => String(cards.push(c)), updateCard: async (_h, c) => void updated.push(c) }),
       approversOf: () => ['alice'],
-      pollMs: 0,
     });
     return { b, bus, cards, updated };
   }
@@ -78,7 +77,6 @@ describe.each(engines)('on %s', (_engine, open) => {
         updateCard: async (handle, card) => void updated.push({ handle, card }),
       }),
       approversOf: () => ['alice'],
-      pollMs: 0,
     });
     const id = await b.askApproval({ ...where, title: 'Approve ls?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000 });
     expect(await clicked).toEqual({ accepted: true, notice: 'Approved.' });

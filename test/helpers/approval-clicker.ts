@@ -1,8 +1,8 @@
 /**
  * A second process deciding approvals (test/bot/first-click.e2e.test.ts): the real store (argv[2] is
  * a GATEHOUSE_STORE: a shared SQLite file or a PostgreSQL database, opened beside the test's own
- * connection, as bot/cli.ts opens it) and the real broker, wired as bot/app.ts wires them, polling
- * the store while it waits.
+ * connection, as bot/cli.ts opens it) and the real broker, wired as bot/app.ts wires them: its waits
+ * are woken through the store's signals (SignalDecisionBus), never by polling.
  * stdin, one per line:
  *   `click <epoch ms> <user id> <token> <conversation key>`: at that moment, click; prints
  *     `click <ClickResult JSON>`.
@@ -10,17 +10,20 @@
  * stdout: `ready` once the store is open.
  */
 import { createInterface } from 'node:readline';
-import { ApprovalBroker } from '../../agent/approvals.js';
+import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals.js';
 import { storeFromEnv } from '../../bot/env.js';
 import { openStore } from '../../bot/storage.js';
 
 const { store: settings } = storeFromEnv({ GATEHOUSE_STORE: process.argv[2]! }, process.cwd());
 const store = await openStore(settings);
+const decisions = new ApprovalStore(store.approvals);
+const bus = new SignalDecisionBus({ signals: store.signals, read: async (id) => (await decisions.get(id))?.decision, safetyReadMs: 0 });
+await store.signals.ready();
 const broker = new ApprovalBroker({
   approvals: store.approvals,
+  bus,
   outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async () => 'h', updateCard: async () => undefined }),
   approversOf: () => ['alice', 'bob'],
-  pollMs: 25,
 });
 process.stdout.write('ready\n');
 const lines = createInterface({ input: process.stdin });
@@ -42,5 +45,6 @@ lines.on('line', (line) => {
 lines.on('close', async () => {
   await Promise.all(work);
   broker.close();
+  bus.close();
   await store.close();
 });

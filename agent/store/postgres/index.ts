@@ -4,6 +4,7 @@
  *   schema is migrated under an advisory lock; any failure is a StoreError naming host, port,
  *   database and the fix, never the password. Nothing is retried at start (the supervisor restarts).
  * - Running: a pg Pool (`poolSize`, default 10). Lost connections are retried per db.ts.
+ * - Signals (./signals.ts): LISTEN/NOTIFY on one more connection of its own, opened on first use.
  * - Every `sweepEveryMs` (default 10 min, unref'd) expired event claims and approvals past their
  *   keepUntil are deleted.
  * - `checkpoint` is atomic: an append-only one (the common turn: messages, turn dropped, record
@@ -17,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { Db, enc, type Client } from './db.js';
 import { checkServerVersion, describeTarget, parseTarget, redact, startupError } from './errors.js';
 import { migrate } from './migrations.js';
+import { postgresSignals } from './signals.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 
@@ -108,6 +110,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   }, opts.sweepEveryMs ?? 600_000);
   timer.unref();
 
+  const signals = postgresSignals({ url: opts.url, target, db, log, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000 });
   let closed = false;
   const store: PostgresStore = {
     engine: 'postgres',
@@ -120,6 +123,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     memory: memoryRepo(db),
     reminders: reminderRepo(db),
     cache: cacheRepo(db),
+    signals,
     async checkpoint(cp: Checkpoint) {
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
       const w = cp.transcript;
@@ -148,6 +152,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       if (closed) return;
       closed = true;
       clearInterval(timer);
+      await signals.close();
       await pool.end();
     },
   };

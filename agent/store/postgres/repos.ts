@@ -3,7 +3,8 @@
  * a data-modifying CTE). Atomic operations are single statements:
  * - events.claim: INSERT ... ON CONFLICT DO UPDATE ... WHERE expired RETURNING (one winner).
  * - approvals.decideOnce: UPDATE ... WHERE decision IS NULL RETURNING.
- * - reminders.swap: UPDATE ... WHERE rev = expected RETURNING.
+ * - reminders.swap: UPDATE ... WHERE rev = expected RETURNING; reminders.claimDue: one transaction
+ *   that locks the due rows it takes (FOR UPDATE SKIP LOCKED) and moves them.
  * Each stamps a random nonce in its row, so after a connection lost mid-statement the retry first
  * reads whether its own attempt won (never two winners, never a lost win).
  * Retries on a lost connection: every read; the idempotent writes (enqueueTurn keeps the first
@@ -245,6 +246,34 @@ export function reminderRepo(db: Db): ReminderRepo {
         },
       );
       return r.rows.length > 0;
+    },
+    async claimDue(now, limit, next) {
+      const nonce = randomUUID();
+      const claimed: Array<{ before: StoredReminder; after: StoredReminder }> = [];
+      // Rows another replica is claiming right now are skipped, not waited for: replicas take
+      // disjoint rows, and each row's move (its rev) commits with the lock held.
+      return db.tx(
+        'claim due reminders',
+        async (c) => {
+          claimed.length = 0;
+          const r = await db.q(c, `SELECT ${reminderCols} FROM reminders WHERE due_at <= $1 ORDER BY due_at, ord LIMIT $2 FOR UPDATE SKIP LOCKED`, [now, limit]);
+          for (const before of (r.rows as ReminderRow[]).map(toReminder)) {
+            const after = next(before);
+            if (!after) continue;
+            await db.q(c, 'UPDATE reminders SET conversation = $2, due_at = $3, rev = $4, reminder = $5, writer = $6 WHERE id = $1', [
+              before.id, after.conversation, after.dueAt, after.rev, enc(after.reminder), nonce,
+            ]);
+            claimed.push({ before, after });
+          }
+          return [...claimed];
+        },
+        // A commit lost in flight: the rows stamped with this attempt's nonce are the ones it claimed.
+        async (c) => {
+          const v = await db.q(c, 'SELECT id FROM reminders WHERE writer = $1', [nonce]);
+          const ids = new Set((v.rows as Array<{ id: string }>).map((x) => x.id));
+          return ids.size > 0 ? claimed.filter((x) => ids.has(x.before.id)) : undefined;
+        },
+      );
     },
   };
 }

@@ -24,6 +24,7 @@ import { migrate } from './migrate.js';
 import { sqliteAllowlists, sqliteCache, sqliteEvents, sqliteMemory, sqliteReminders } from './misc.js';
 import { dropRecordStatement, dropTurnStatement, saveRecordStatement, sqliteRuns } from './runs.js';
 import { revisionStatement, sqliteTranscripts, writeStatements } from './transcripts.js';
+import { sqliteSignals } from './signals.js';
 import { alreadyRunning, recordHolder } from './lock.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
 
@@ -135,6 +136,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     memory: sqliteMemory(exec),
     reminders: sqliteReminders(exec),
     cache: sqliteCache(exec),
+    signals: sqliteSignals(() => closed),
     async checkpoint(c: Checkpoint) {
       const stmts: Statement[] = [];
       let head = -1;

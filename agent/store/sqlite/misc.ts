@@ -62,7 +62,7 @@ const reminderOf = (r: Row): StoredReminder => ({
 const REMINDER_COLUMNS = 'id, conversation, due_at, rev, reminder';
 
 export function sqliteReminders(exec: Exec): ReminderRepo {
-  return {
+  const repo: ReminderRepo = {
     async put(r) {
       await exec([
         {
@@ -94,7 +94,17 @@ export function sqliteReminders(exec: Exec): ReminderRepo {
       });
       return r !== undefined;
     },
+    async claimDue(now, limit, next) {
+      // One process per store: the compare-and-set of each row is the claim.
+      const out: Array<{ before: StoredReminder; after: StoredReminder }> = [];
+      for (const before of await repo.due(now, limit)) {
+        const after = next(before);
+        if (after && (await repo.swap(before.id, before.rev, after))) out.push({ before, after });
+      }
+      return out;
+    },
   };
+  return repo;
 }
 
 export function sqliteCache(exec: Exec): CacheRepo {
