@@ -13,8 +13,8 @@
  *   rejects with StoreConflictError and the next load reads it afresh).
  * - The most recently used conversations (`cacheSize`, default 500) stay in memory: loading one reads
  *   only its revision, and the rows only when another writer changed it.
- * - `checkpoint(key, conv, { dropTurn, record })` is ONE store transaction: the transcript, the queued
- *   turn it now holds, the run record.
+ * - `checkpoint(key, conv, { dropTurn, record, fence })` is ONE store transaction: the transcript, the
+ *   queued turn it now holds, the run record; with a fence, refused (FencedError) once it moved on.
  * - Retention (per agent, `retention(agent)`): conversations beyond the newest `maxConversations`, and
  *   those idle more than `maxIdleDays`, are deleted with their tool results; applied at most once a
  *   minute per agent (after a save) and at start (`applyRetention`), as one query each time.
@@ -26,7 +26,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Transcript, type Message, type ContentBlock } from './messages.js';
-import { StoreConflictError, type Checkpoint, type TranscriptRepo, type TranscriptWrite } from './store/types.js';
+import { StoreConflictError, type Checkpoint, type Fence, type TranscriptRepo, type TranscriptWrite } from './store/types.js';
 import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from './transcript-diff.js';
 
 export type StoredConversation = { agent: string; messages: Message[]; state: Record<string, unknown>; updatedAt: number };
@@ -150,8 +150,9 @@ export class ConversationStore {
    * One transaction: the transcript's changes (when `conv` is given), the queued turn `dropTurn` of
    * this conversation dropped, the run record saved (a value) or dropped (null).
    */
-  async checkpoint(key: string, conv: StoredConversation | undefined, extra: { dropTurn?: string; record?: unknown | null }): Promise<void> {
+  async checkpoint(key: string, conv: StoredConversation | undefined, extra: { dropTurn?: string; record?: unknown | null; fence?: Fence }): Promise<void> {
     const c: Checkpoint = {
+      ...(extra.fence ? { fence: extra.fence } : {}),
       ...(extra.dropTurn !== undefined ? { dropTurn: { conversation: key, id: extra.dropTurn } } : {}),
       ...(extra.record !== undefined ? { record: { conversation: key, record: extra.record } } : {}),
     };
@@ -168,7 +169,7 @@ export class ConversationStore {
       tracked = aside ? { persisted: aside.persisted, revision: aside.revision, checked: true } : { persisted: EMPTY_PERSISTED, revision: 0, checked: true };
     }
     const diff = diffTranscript(tracked.persisted, conv.messages);
-    const write: TranscriptWrite = { conversation: key, agent: conv.agent, state: conv.state, changes: diff.changes, now, expectRevision: tracked.revision };
+    const write: TranscriptWrite = { conversation: key, agent: conv.agent, state: conv.state, changes: diff.changes, now, expectRevision: tracked.revision, ...(extra.fence ? { fence: extra.fence } : {}) };
     let revision: number | undefined;
     try {
       if (!c.dropTurn && !c.record) revision = (await this.opts.transcripts.write(write)).revision;

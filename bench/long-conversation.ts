@@ -88,6 +88,7 @@ function counted(store: Store): { store: Store; calls: () => number } {
     reminders: wrap(store.reminders),
     cache: wrap(store.cache),
     signals: store.signals,
+    leases: wrap(store.leases),
     checkpoint: (c) => (n++, store.checkpoint(c)),
     close: () => store.close(),
   };

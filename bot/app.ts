@@ -40,6 +40,8 @@ import { Router } from './router.js';
 import { CLI_PREFIX, HeadlessRuns } from './headless/runs.js';
 import { createOperatorShell } from './operator-shell.js';
 import { memoryAndReminders } from './reminder-scheduler.js';
+import { replicaId } from './replica-id.js';
+import { parseTurn } from '../agent/run/turn.js';
 
 export type { Log } from './log.js';
 
@@ -261,10 +263,23 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     return r;
   };
 
+  // Replicas (PostgreSQL): turns go through the store's shared queue (pg-boss); SQLite keeps the in-process one.
+  let runnerRef: Runner | undefined;
+  const queue =
+    config.store.kind === 'postgres' && opts.store.turnQueue
+      ? await opts.store.turnQueue({
+          owner: replicaId(),
+          parse: parseTurn,
+          settled: (key) => runnerRef?.isWaitingOnHuman(key) ?? false,
+          capacity: config.runner.maxConcurrentRuns,
+          log: (level, m) => log(level, m),
+        })
+      : undefined;
   const runner = new Runner({
     model: opts.model,
     conversations,
     runs: opts.store.runs,
+    ...(queue ? { queue, leases: opts.store.leases } : {}),
     broker,
     registry: registryFor,
     prepareTools: (agent) => mcp.prepare(agent.name),
@@ -292,6 +307,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     audit,
     systemExtra: assistant.systemExtra,
   });
+  runnerRef = runner;
   const reminderScheduler = assistant.scheduler({
     runner,
     post: (key, text) => {

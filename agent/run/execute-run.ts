@@ -9,6 +9,10 @@
  *   at the end), so a crash between them cannot run a turn twice or lose its call states.
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
+ * - Fencing (replicas): a run given a `fence` writes its checkpoints and run record under it and
+ *   checks it before posting its answer. Once it no longer holds (another replica took the
+ *   conversation), the run stops: it writes nothing more, posts nothing more, and logs one line
+ *   "lost conversation X to another replica (epoch N, now M): not writing or posting".
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentPolicy } from '../../policies/gate.js';
@@ -24,7 +28,7 @@ import type { OutputResolver } from '../output.js';
 import { addUsage, emptyUsage } from '../pricing.js';
 import { Deadline, placeOf, type SlotClaim, type Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
-import type { RunRepo } from '../store/types.js';
+import { FencedError, type Fence, type LeaseRepo, type RunRepo } from '../store/types.js';
 import { runToolBatch, type CallStates } from '../tools/executor.js';
 import { toolSpec, type ToolRegistry } from '../tools/registry.js';
 import type { ConversationState, ToolContext } from '../tools/types.js';
@@ -47,6 +51,8 @@ export interface RunDeps {
   classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
   audit?: Audit;
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
+  /** Checks a run's fence before its answer is posted (replicas). */
+  leases?: LeaseRepo;
   slots: Slots;
   log(level: 'info' | 'warn' | 'error', msg: string): void;
   /** The runner is closing: a run not started yet stays stored for the next start. */
@@ -56,7 +62,7 @@ export interface RunDeps {
   parked(key: string, waiting: boolean): void;
 }
 
-export type RunJob = { kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord };
+export type RunJob = ({ kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord }) & { fence?: Fence };
 
 export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   if (d.closed()) return; // a queued turn stays stored: the next start runs it
@@ -67,7 +73,18 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const agentName = turn?.agentName ?? resumed!.agentName;
   const output = d.outputs(key);
   const runId = resumed?.runId ?? turn?.runId ?? randomUUID();
+  const fence = job.fence;
+  let lost: FencedError | undefined;
+  let onLost = () => undefined as void;
+  /** The conversation went to another replica: from here on nothing is written or posted. */
+  const lose = (err: FencedError) => {
+    if (lost) return;
+    lost = err;
+    d.log('warn', `lost conversation ${key} to another replica (epoch ${err.fence.epoch}, now ${err.current ?? 'none'}): not writing or posting`);
+    onLost();
+  };
   const emit = async (e: AgentEvent): Promise<void> => {
+    if (lost) return;
     try {
       await output.emit(e);
     } catch (err) {
@@ -78,7 +95,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   if (!agent) {
     await emit({ type: 'error', runId, message: `This conversation's agent "${agentName}" is not configured any more.` });
     await emit({ type: 'run_finished', runId, reason: 'failed' });
-    await d.conversations.checkpoint(key, undefined, { record: null, ...(queuedId ? { dropTurn: queuedId } : {}) });
+    await d.conversations.checkpoint(key, undefined, { record: null, ...(queuedId ? { dropTurn: queuedId } : {}), ...(fence ? { fence } : {}) });
     return;
   }
 
@@ -97,6 +114,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
 
   // Phase 2: a slot. Who holds it: the turn's sender (a resumed run's starter) in this conversation's place.
   const controller = new AbortController();
+  onLost = () => controller.abort(new Error('lost the conversation to another replica'));
   d.running(key, controller);
   const starter = resumed ? { platform: resumed.platform, id: resumed.starter.id } : { platform: turn!.platform, id: turn!.sender.id };
   const claim: SlotClaim = { user: `${starter.platform}:${starter.id}`, place: placeOf(key) };
@@ -135,7 +153,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   if (resumed && conv.messages.at(-1)?.role !== 'user' && unansweredToolUses(conv.messages).length === 0) {
     // It had already answered; nothing to continue.
     release();
-    await d.runs.dropRecord(key);
+    await d.runs.dropRecord(key, fence).catch((err: unknown) => {
+      if (!(err instanceof FencedError)) throw err;
+      lose(err);
+    });
     return;
   }
 
@@ -145,7 +166,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   let turnDropped = queuedId === undefined;
   const saveRecord = async () => {
     recordWritten = true;
-    await d.runs.saveRecord(key, record);
+    await d.runs.saveRecord(key, record, fence);
   };
   const states: CallStates = {
     get: (id) => record.calls[id],
@@ -197,6 +218,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     await d.conversations.checkpoint(key, save ? conv : undefined, {
       ...(recordWritten ? { record: null } : {}),
       ...(!turnDropped ? { dropTurn: queuedId! } : {}),
+      ...(fence ? { fence } : {}),
     });
     finished = true;
   };
@@ -231,6 +253,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         await d.conversations.checkpoint(key, conv, {
           ...(!turnDropped ? { dropTurn: queuedId! } : {}),
           ...(open || clear ? { record } : {}),
+          ...(fence ? { fence } : {}),
         });
         checkpointed = true;
         turnDropped = true;
@@ -265,6 +288,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
           ...(quota ? { workspaceQuota: quota } : {}),
         }),
     });
+    // Before anything is posted: is the conversation still ours?
+    if (fence && d.leases && !(await d.leases.holds(fence))) throw new FencedError(fence, (await d.leases.current(key))?.epoch);
     if (outcome.kind === 'answer') {
       await emit({ type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text });
     } else if (outcome.kind === 'max_iterations') {
@@ -277,7 +302,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // Phase 5: finish.
     await finish(true);
   } catch (err) {
-    if (controller.signal.aborted) {
+    if (err instanceof FencedError) lose(err);
+    if (lost) {
+      reason = 'failed';
+    } else if (controller.signal.aborted) {
       reason = timedOut ? 'timeout' : 'stopped';
       await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
     } else {
@@ -291,11 +319,15 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // Keep the transcript only up to a consistent point: drop an unanswered tail, and everything
     // of this run if the model never replied to it.
     trimToConsistent(conv.messages);
-    await finish(checkpointed);
+    if (!lost) await finish(checkpointed).catch((e: unknown) => (e instanceof FencedError ? lose(e) : Promise.reject(e)));
   } finally {
     release();
     // The transcript could not be saved: the record and the queued turn still go (as before a checkpoint).
-    if (!finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId);
+    if (!lost && !finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId, fence);
+  }
+  if (lost) {
+    d.audit?.({ event: 'run_finished', conversation: key, agent: agentName, runId, outcome: 'failed', inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUSD: usage.costUSD, costKnown: usage.costKnown });
+    return;
   }
   const u: AgentEvent = { type: 'usage', runId, usage };
   if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
@@ -315,8 +347,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   await emit({ type: 'run_finished', runId, reason });
 }
 
-async function finishWithout(d: RunDeps, key: string, dropRecord: boolean, queuedId: string | undefined): Promise<void> {
-  if (dropRecord) await d.runs.dropRecord(key);
+async function finishWithout(d: RunDeps, key: string, dropRecord: boolean, queuedId: string | undefined, fence: Fence | undefined): Promise<void> {
+  if (dropRecord) await d.runs.dropRecord(key, fence);
   if (queuedId) await d.runs.dropTurn(key, queuedId);
 }
 

@@ -38,7 +38,7 @@ import type { ModelClient } from '../model-types.js';
 import type { OutputResolver } from '../output.js';
 import { Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
-import type { RunRepo } from '../store/types.js';
+import type { Fence, LeaseRepo, RunRepo } from '../store/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { executeRun, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
@@ -52,8 +52,10 @@ export interface RunnerOptions {
   conversations: ConversationStore;
   /** Run records and queued turns. */
   runs: RunRepo;
-  /** Where turns wait (default: in-process lanes over `runs`). */
+  /** Where turns wait (default: in-process lanes over `runs`; a shared one across replicas). */
   queue?: TurnQueue;
+  /** The store's leases: a shared queue's runs check their fence before posting an answer. */
+  leases?: LeaseRepo;
   broker: ApprovalBroker;
   /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
   registry(agent: AgentSettings): ToolRegistry;
@@ -111,14 +113,44 @@ export class Runner {
         settled: (key) => this.waitingOnHuman.has(key),
         log: (level, msg) => this.log(level, msg),
       });
-    this.queue.start(async (_conversation, q) => {
-      try {
-        await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id });
-      } finally {
-        this.finishing.get(q.id)?.();
-        this.finishing.delete(q.id);
-      }
-    });
+    this.queue.start(
+      async (_conversation, q, delivery) => {
+        try {
+          await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id, ...(delivery ? { fence: delivery.fence } : {}) });
+        } finally {
+          this.finished(q.id);
+        }
+      },
+      {
+        // A shared queue gave us a conversation whose run was waiting elsewhere (or here, before a restart).
+        takeover: async (conversation, value, delivery) => {
+          const rec = RunRecord.safeParse(value);
+          if (!rec.success) {
+            this.log('warn', `dropping an unreadable run record of ${conversation}`);
+            await this.opts.runs.dropRecord(conversation, delivery.fence);
+            return;
+          }
+          this.log('info', `[${conversation}] continuing its stored run ${rec.data.runId} here (epoch ${delivery.fence.epoch})`);
+          await this.continueRun(rec.data, delivery.fence);
+        },
+        finished: (id) => this.finished(id),
+      },
+    );
+  }
+
+  private finished(id: string): void {
+    this.finishing.get(id)?.();
+    this.finishing.delete(id);
+  }
+
+  /** A stored run goes on: its cards are shown again, then it continues where it stopped. */
+  private async continueRun(record: RunRecord, fence?: Fence): Promise<void> {
+    this.opts.broker.noteResumed(record.conversationKey);
+    // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
+    await this.opts.broker
+      .reshowPending(record.conversationKey)
+      .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${(err as Error).message}`));
+    await executeRun(this.deps, { kind: 'resume', record, ...(fence ? { fence } : {}) });
   }
 
   /**
@@ -168,6 +200,9 @@ export class Runner {
    * behind them (or not started). Returns how many runs and turns were picked up.
    */
   async resumeAll(): Promise<number> {
+    // Shared (replicas): a stored run continues on the replica that gets its conversation's job,
+    // never here while another live replica waits on it.
+    if (this.queue.shared) return this.queue.resume();
     let n = 0;
     for (const row of await this.opts.runs.records()) {
       const rec = RunRecord.safeParse(row.record);

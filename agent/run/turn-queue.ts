@@ -17,16 +17,36 @@
  *   resolves when the handlers in progress have finished, or `graceMs` passed, whichever is first;
  *   a handler the `settled` option names (parked on a human, its state stored) is not waited for.
  *   It may be called again to wait again.
+ * - A `shared` queue (several processes on one store: agent/store/postgres/turn-queue.ts) delivers a
+ *   conversation's job to one process at a time, with the fence it took for it (`delivery.fence`:
+ *   the run's writes carry it). Before the job's turn, it hands that process the conversation's
+ *   stored run record (`hooks.takeover`: a run whose process died, or that handed it back) to
+ *   continue first. `resume()` then never runs a record itself, and `close` hands back what the
+ *   process still holds (parked runs included) to the other processes at once.
  */
 import PQueue from 'p-queue';
-import type { RunRepo } from '../store/types.js';
+import type { Fence, RunRepo } from '../store/types.js';
 import type { QueuedTurn, Turn } from './turn.js';
 
-export type TurnHandler = (conversation: string, queued: QueuedTurn) => Promise<void>;
+/** How a shared queue delivered a conversation's work: under the fence it took. */
+export interface Delivery {
+  fence: Fence;
+}
+
+export type TurnHandler = (conversation: string, queued: QueuedTurn, delivery?: Delivery) => Promise<void>;
+
+export interface DeliveryHooks {
+  /** A shared queue found a stored run record for the conversation it delivers: continue it first. */
+  takeover?(conversation: string, record: unknown, delivery: Delivery): Promise<void>;
+  /** A turn this process enqueued was handled, here or by another process. */
+  finished?(turnId: string): void;
+}
 
 export interface TurnQueue {
+  /** True when several processes share it (records are resumed through `hooks.takeover`). */
+  readonly shared?: boolean;
   enqueue(conversation: string, queued: QueuedTurn): Promise<void>;
-  start(handle: TurnHandler): void;
+  start(handle: TurnHandler, hooks?: DeliveryHooks): void;
   resume(): Promise<number>;
   exclusive(conversation: string, task: () => Promise<void>): Promise<void>;
   /** Whether the conversation has work queued or running. */

@@ -16,7 +16,13 @@
  *   sharing the store, exactly one wins.
  * - Lists come back in a stated order; "oldest first" means by creation, ties by insertion.
  * - Times are ms since the epoch (UTC), given by the caller (`now`), so tests can inject a clock.
+ * - Fencing (`leases`): a write given a `fence` (transcript writes, checkpoints, run records) is
+ *   refused with FencedError, changing nothing, once a later `take` moved the conversation's epoch
+ *   on; the check is in the write's own statement or transaction.
  */
+
+import type { TurnQueue } from '../run/turn-queue.js';
+import type { Turn } from '../run/turn.js';
 
 // ---------------------------------------------------------------------------------------------
 // Transcripts: append-only rows, summaries as rows.
@@ -66,6 +72,8 @@ export interface TranscriptWrite {
    * otherwise it rejects with a StoreConflictError and changes nothing.
    */
   expectRevision?: number;
+  /** When given, the write applies only while the fence holds; otherwise FencedError, nothing changed. */
+  fence?: Fence;
 }
 
 export interface ConversationListing {
@@ -125,14 +133,21 @@ export interface RunRepo {
   dropTurn(conversation: string, id: string): Promise<void>;
   /** Every queued turn, oldest first. */
   queuedTurns(): Promise<QueuedTurnRow[]>;
-  /** At most one record per conversation: a save replaces it. */
-  saveRecord(conversation: string, record: unknown): Promise<void>;
-  dropRecord(conversation: string): Promise<void>;
+  /**
+   * At most one record per conversation: a save replaces it. With a fence, it saves only while the
+   * fence holds (FencedError otherwise, nothing changed), checked in the same statement/transaction.
+   */
+  saveRecord(conversation: string, record: unknown, fence?: Fence): Promise<void>;
+  dropRecord(conversation: string, fence?: Fence): Promise<void>;
   records(): Promise<RunRecordRow[]>;
+  /** One read: the conversation's run record, and the queued turn `turnId` (undefined: not stored). */
+  pending(conversation: string, turnId?: string): Promise<{ record?: unknown; turn?: unknown }>;
 }
 
 /** What a run writes at a checkpoint, in one transaction. */
 export interface Checkpoint {
+  /** When given, nothing is written unless it holds (FencedError), checked in the same transaction. */
+  fence?: Fence;
   transcript?: TranscriptWrite;
   /** The queued turn that is now part of the transcript. */
   dropTurn?: { conversation: string; id: string };
@@ -232,6 +247,30 @@ export interface ReminderRepo {
   claimDue(now: number, limit: number, next: (r: StoredReminder) => StoredReminder | undefined): Promise<Array<{ before: StoredReminder; after: StoredReminder }>>;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fencing: a claim on a conversation, numbered by an epoch that only grows.
+
+/** A claim on a conversation: writes carrying it apply only while its epoch is the current one. */
+export interface Fence {
+  conversation: string;
+  /** Who claimed it (a replica id: hostname:pid:random, or GATEHOUSE_REPLICA_ID). */
+  owner: string;
+  epoch: number;
+}
+
+export interface LeaseRepo {
+  /**
+   * Claims the conversation for `owner`: its epoch goes up by one (from 1), so every earlier fence
+   * of it, whoever holds it, stops holding. One statement; of N concurrent takes each gets its own
+   * epoch and only the last holds. A take waits for writes in flight under the previous fence.
+   */
+  take(conversation: string, owner: string, now: number): Promise<Fence>;
+  /** Whether the fence is still the conversation's current claim. One indexed read. */
+  holds(fence: Fence): Promise<boolean>;
+  /** The current claim (undefined: never taken). */
+  current(conversation: string): Promise<Fence | undefined>;
+}
+
 /** The one plain key-value use left: MCP tool listings. */
 export interface CacheRepo {
   get(key: string): Promise<unknown>;
@@ -285,9 +324,29 @@ export interface Store {
   cache: CacheRepo;
   /** Wake-ups between the processes sharing the store (see Signals). */
   signals: Signals;
+  leases: LeaseRepo;
   /** One transaction over the transcript and the run's own rows. */
   checkpoint(c: Checkpoint): Promise<void>;
+  /**
+   * The turn queue shared by every process on this store (replicas), when the engine has one
+   * (PostgreSQL: pg-boss). Absent: the runner uses its in-process queue.
+   */
+  turnQueue?(opts: SharedTurnQueueOptions): Promise<TurnQueue>;
   close(): Promise<void>;
+}
+
+/** What a shared turn queue needs from the runner (agent/run/turn-queue.ts has the contract). */
+export interface SharedTurnQueueOptions {
+  /** This process's replica id (the owner of the fences it takes). */
+  owner: string;
+  /** Reads a stored turn back (undefined: unreadable, dropped with a warning). */
+  parse(value: unknown): Turn | undefined;
+  /** A conversation whose running handler is parked on a human (it does not count against `capacity`). */
+  settled?(conversation: string): boolean;
+  /** How many turns this process runs at once, parked ones not counted (the runner's slots). */
+  capacity: number;
+  now?(): number;
+  log?(level: 'info' | 'warn' | 'error', msg: string): void;
 }
 
 /** A transcript write whose expectRevision was not the stored one. */
@@ -310,5 +369,17 @@ export class StoreError extends Error {
     readonly code?: string,
   ) {
     super(message);
+  }
+}
+
+/** A write refused because its fence no longer holds: another process claimed the conversation since. */
+export class FencedError extends StoreError {
+  override name = 'FencedError';
+  constructor(
+    readonly fence: Fence,
+    /** The conversation's epoch now (undefined: no claim stored). */
+    readonly current: number | undefined,
+  ) {
+    super(`lost conversation ${fence.conversation} to another replica (epoch ${fence.epoch}, now ${current ?? 'none'})`, 'FENCED');
   }
 }

@@ -21,6 +21,8 @@ import { migrate } from './migrations.js';
 import { postgresSignals } from './signals.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
+import { checkFence, leaseRepo } from './leases.js';
+import { openPgBossTurnQueue } from './turn-queue.js';
 
 export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
@@ -117,6 +119,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     description: describeTarget(target),
     transcripts: transcriptRepo(db),
     runs: runRepo(db),
+    leases: leaseRepo(db),
     approvals: approvalRepo(db),
     allowlists: allowlistRepo(db),
     events: eventLedger(db),
@@ -128,6 +131,23 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
       const w = cp.transcript;
       const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
+      const fence = cp.fence ?? w?.fence;
+      if (fence) {
+        // Fenced: the claim is checked first, in the one transaction (BEGIN, fence, write, parts, COMMIT).
+        const nonce = randomUUID();
+        const verify = w ? (c: Client) => verifyWrite(db, c, w.conversation, nonce) : async () => undefined;
+        return void (await db.tx(
+          what,
+          async (c) => {
+            await checkFence(db, c, fence);
+            if (!w) return void (await writeRunParts(db, c, parts));
+            if (appendOnly(w)) return void (await runAppend(db, c, w, nonce, parts));
+            await applyWrite(db, c, w, nonce);
+            await writeRunParts(db, c, parts);
+          },
+          verify,
+        ));
+      }
       if (w) {
         const nonce = randomUUID();
         const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
@@ -146,6 +166,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
       await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);
     },
+    // The replicas' turn queue (pg-boss, loaded only when asked for).
+    turnQueue: (o) => openPgBossTurnQueue({ ...o, url: opts.url, db, runs: store.runs, leases: store.leases }),
     roundTrips: () => db.roundTrips,
     sweep,
     async close() {

@@ -124,6 +124,19 @@ CREATE TABLE cache (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'leases',
+    // Fencing (issue 20): one row per conversation ever claimed; its epoch only grows.
+    sql: `
+CREATE TABLE leases (
+  conversation text PRIMARY KEY,
+  owner text NOT NULL,
+  epoch bigint NOT NULL,
+  taken_at bigint NOT NULL
+);
+`,
+  },
 ];
 
 /** Any fixed 64-bit key: the advisory lock is per database. */

@@ -26,6 +26,10 @@ import type {
   StoredReminder,
 } from '../types.js';
 import { dec, enc, num, type Db } from './db.js';
+import { checkFence } from './leases.js';
+
+/** An idempotent transaction's verify: a commit lost in flight is simply run again. */
+const rerun = async (): Promise<undefined> => undefined;
 
 export function runRepo(db: Db): RunRepo {
   return {
@@ -44,16 +48,26 @@ export function runRepo(db: Db): RunRepo {
       const r = await db.query('list queued turns', 'read', 'SELECT conversation, id, turn FROM queued_turns ORDER BY created_at, ord', []);
       return (r.rows as Array<{ conversation: string; id: string; turn: string }>).map((x) => ({ conversation: x.conversation, id: x.id, turn: dec(x.turn) }));
     },
-    async saveRecord(conversation, record) {
-      await db.query(
-        'save a run record',
-        'idempotent',
-        `INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record`,
-        [conversation, enc(record)],
-      );
+    async saveRecord(conversation, record, fence) {
+      const sql = `INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record`;
+      if (fence) return void (await db.tx('save a run record', async (c) => (await checkFence(db, c, fence), db.q(c, sql, [conversation, enc(record)])), rerun));
+      await db.query('save a run record', 'idempotent', sql, [conversation, enc(record)]);
     },
-    async dropRecord(conversation) {
-      await db.query('drop a run record', 'idempotent', 'DELETE FROM run_records WHERE conversation = $1', [conversation]);
+    async dropRecord(conversation, fence) {
+      const sql = 'DELETE FROM run_records WHERE conversation = $1';
+      if (fence) return void (await db.tx('drop a run record', async (c) => (await checkFence(db, c, fence), db.q(c, sql, [conversation])), rerun));
+      await db.query('drop a run record', 'idempotent', sql, [conversation]);
+    },
+    async pending(conversation, turnId) {
+      const r = await db.query(
+        'read a conversation\'s pending work',
+        'read',
+        `SELECT (SELECT record FROM run_records WHERE conversation = $1) AS record,
+                (SELECT turn FROM queued_turns WHERE conversation = $1 AND id = $2) AS turn`,
+        [conversation, turnId ?? null],
+      );
+      const row = r.rows[0] as { record: string | null; turn: string | null };
+      return { ...(row.record !== null ? { record: dec(row.record) } : {}), ...(row.turn !== null ? { turn: dec(row.turn) } : {}) };
     },
     async records() {
       const r = await db.query('list run records', 'read', 'SELECT conversation, record FROM run_records ORDER BY ord', []);

@@ -13,6 +13,7 @@
 import { StoreConflictError, type ConversationListing, type LoadedTranscript, type RetentionRule, type TranscriptRepo, type TranscriptWrite } from '../types.js';
 import { randomUUID } from 'node:crypto';
 import { dec, enc, num, type Client, type Db } from './db.js';
+import { checkFence } from './leases.js';
 
 /** What a checkpoint writes beside the transcript, in the same statement or transaction. */
 export interface RunParts {
@@ -219,6 +220,9 @@ export function transcriptRepo(db: Db): TranscriptRepo {
       const nonce = randomUUID();
       const what = `write the transcript of ${w.conversation}`;
       const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
+      // A fenced write checks its claim first, in the same transaction.
+      const fence = w.fence;
+      if (fence) return db.tx(what, async (c) => (await checkFence(db, c, fence), appendOnly(w) ? runAppend(db, c, w, nonce) : applyWrite(db, c, w, nonce)), verify);
       if (appendOnly(w)) return db.run(what, 'once', (c) => runAppend(db, c, w, nonce), verify);
       return db.tx(what, (c) => applyWrite(db, c, w, nonce), verify);
     },

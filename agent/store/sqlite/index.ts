@@ -17,7 +17,7 @@
  */
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { StoreConflictError, StoreError, type Checkpoint, type Store, type TranscriptWrite } from '../types.js';
+import { FencedError, StoreConflictError, StoreError, type Checkpoint, type Fence, type Store, type TranscriptWrite } from '../types.js';
 import { sqliteApprovals, sweepStatements } from './approvals.js';
 import { createPrivate, narrowStoreFiles, narrowStorePermissions, PERMISSION_CODES, storeProblem } from './files.js';
 import { migrate } from './migrate.js';
@@ -26,6 +26,7 @@ import { dropRecordStatement, dropTurnStatement, saveRecordStatement, sqliteRuns
 import { revisionStatement, sqliteTranscripts, writeStatements } from './transcripts.js';
 import { sqliteSignals } from './signals.js';
 import { alreadyRunning, recordHolder } from './lock.js';
+import { fenceStatement, sqliteLeases } from './leases.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
 
 export interface SqliteStoreOptions {
@@ -99,11 +100,17 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
 
   const exec = (stmts: Statement[]) => worker.batch(stmts);
   /** Runs `stmts`, whose statement `head` is a transcript's revision check; a failed check is a conflict. */
-  const guarded = async (stmts: Statement[], head: number, w: TranscriptWrite | undefined): Promise<unknown[]> => {
+  // A fence is the batch's first statement: a moved epoch rolls everything back.
+  const guarded = async (stmts: Statement[], head: number, w: TranscriptWrite | undefined, fence?: Fence): Promise<unknown[]> => {
+    const f = fence ? 1 : 0;
     try {
-      return await exec(stmts);
+      return (await exec(fence ? [fenceStatement(fence), ...stmts] : stmts)).slice(f);
     } catch (err) {
-      if (w && err instanceof WorkerError && err.code === 'GATEHOUSE_PRECONDITION' && err.index === head) {
+      if (fence && err instanceof WorkerError && err.code === 'GATEHOUSE_PRECONDITION' && err.index === 0) {
+        const current = await leases.current(fence.conversation);
+        throw new FencedError(fence, current?.epoch);
+      }
+      if (w && err instanceof WorkerError && err.code === 'GATEHOUSE_PRECONDITION' && err.index === head + f) {
         const [row] = (await exec([revisionStatement(w.conversation)])) as [Row | undefined];
         throw new StoreConflictError(w.conversation, w.expectRevision ?? 0, row ? Number(row.revision) : undefined);
       }
@@ -114,9 +121,10 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     const revision = Number((results[head] as Row).revision);
     return { revision, created: revision === 1 };
   };
+  const leases = sqliteLeases(exec);
   const write = async (w: TranscriptWrite) => {
     const { stmts, head } = writeStatements(w);
-    return written(await guarded(stmts, head, w), head);
+    return written(await guarded(stmts, head, w, w.fence), head);
   };
 
   let timer: NodeJS.Timeout | undefined = setInterval(() => {
@@ -130,6 +138,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     description,
     transcripts: sqliteTranscripts(exec, write),
     runs: sqliteRuns(exec),
+    leases,
     approvals: sqliteApprovals(exec),
     allowlists: sqliteAllowlists(exec),
     events: sqliteEvents(exec),
@@ -148,7 +157,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
       if (c.dropTurn) stmts.push(dropTurnStatement(c.dropTurn.conversation, c.dropTurn.id));
       if (c.record) stmts.push(c.record.record === null ? dropRecordStatement(c.record.conversation) : saveRecordStatement(c.record.conversation, c.record.record));
       if (stmts.length === 0) return;
-      await guarded(stmts, head, c.transcript);
+      await guarded(stmts, head, c.transcript, c.fence ?? c.transcript?.fence);
     },
     async close() {
       if (closed) return;

@@ -4,6 +4,7 @@
  * puts them in the same batch as the transcript write.
  */
 import type { QueuedTurnRow, RunRecordRow, RunRepo } from '../types.js';
+import { fenced } from './leases.js';
 import type { Exec } from './transcripts.js';
 import type { Row, Statement } from './worker.js';
 
@@ -40,11 +41,18 @@ export function sqliteRuns(exec: Exec): RunRepo {
       const [rows] = (await exec([{ sql: 'SELECT conversation, id, turn FROM queued_turns ORDER BY created_at, rowid', params: [], mode: 'all' }])) as [Row[]];
       return rows.map((r): QueuedTurnRow => ({ conversation: String(r.conversation), id: String(r.id), turn: JSON.parse(String(r.turn)) }));
     },
-    async saveRecord(conversation, record) {
-      await exec([saveRecordStatement(conversation, record)]);
+    async saveRecord(conversation, record, fence) {
+      await fenced(exec, fence, [saveRecordStatement(conversation, record)]);
     },
-    async dropRecord(conversation) {
-      await exec([dropRecordStatement(conversation)]);
+    async dropRecord(conversation, fence) {
+      await fenced(exec, fence, [dropRecordStatement(conversation)]);
+    },
+    async pending(conversation, turnId) {
+      const [rec, turn] = (await exec([
+        { sql: 'SELECT record FROM run_records WHERE conversation = ?', params: [conversation], mode: 'get' },
+        { sql: 'SELECT turn FROM queued_turns WHERE conversation = ? AND id = ?', params: [conversation, turnId ?? null], mode: 'get' },
+      ])) as [Row | undefined, Row | undefined];
+      return { ...(rec ? { record: JSON.parse(String(rec.record)) } : {}), ...(turn ? { turn: JSON.parse(String(turn.turn)) } : {}) };
     },
     async records() {
       const [rows] = (await exec([{ sql: 'SELECT conversation, record FROM run_records ORDER BY rowid', params: [], mode: 'all' }])) as [Row[]];

@@ -41,6 +41,11 @@ CREATE INDEX reminders_conversation ON reminders(conversation, due_at);
 CREATE TABLE cache(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
 
+/** Fencing (issue 20): one row per conversation ever claimed, its epoch only grows. */
+const V2 = `
+CREATE TABLE leases(conversation TEXT PRIMARY KEY, owner TEXT NOT NULL, epoch INTEGER NOT NULL, taken_at INTEGER NOT NULL) WITHOUT ROWID;
+`;
+
 const split = (ddl: string): string[] =>
   ddl
     .split(';')
@@ -48,6 +53,6 @@ const split = (ddl: string): string[] =>
     .filter((s) => s !== '');
 
 /** MIGRATIONS[n - 1]: the statements from version n - 1 to n. */
-export const MIGRATIONS: readonly (readonly string[])[] = [split(V1)];
+export const MIGRATIONS: readonly (readonly string[])[] = [split(V1), split(V2)];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,7 +9,7 @@
  * written so far, e.g. WAL bytes or LSN) adds the check that an append costs the same at any length.
  */
 import { randomBytes } from 'node:crypto';
-import { StoreConflictError, type Store, type TranscriptRow } from '../../../agent/store/types.js';
+import { FencedError, StoreConflictError, StoreError, type Store, type TranscriptRow } from '../../../agent/store/types.js';
 import { describeStoreRaces, type OpenShared } from './races.js';
 
 export type { StoreFactory } from './races.js';
@@ -227,6 +227,71 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         ).rejects.toThrow();
         expect((await store.runs.queuedTurns()).filter((q) => q.conversation === c).map((q) => q.id)).toEqual(['turn']);
         expect(await store.transcripts.revision(c)).toBe(1);
+      });
+    });
+
+    describe('leases and fencing', () => {
+      test('take bumps the epoch per conversation; only the latest fence holds', async () => {
+        const c = k('conv');
+        expect(await store.leases.current(c)).toBeUndefined();
+        const a = await store.leases.take(c, 'replica-a', 1);
+        expect(a).toEqual({ conversation: c, owner: 'replica-a', epoch: 1 });
+        expect(await store.leases.holds(a)).toBe(true);
+        const b = await store.leases.take(c, 'replica-b', 2);
+        expect(b.epoch).toBe(2);
+        expect(await store.leases.holds(a)).toBe(false);
+        expect(await store.leases.holds(b)).toBe(true);
+        expect(await store.leases.current(c)).toEqual(b);
+        // Another conversation has its own epochs; a fence names its owner too.
+        expect((await store.leases.take(k('other'), 'replica-a', 3)).epoch).toBe(1);
+        expect(await store.leases.holds({ ...b, owner: 'replica-a' })).toBe(false);
+      });
+
+      test('a fenced write, checkpoint or record save is refused once the epoch moved on, changing nothing', async () => {
+        const c = k('conv');
+        const old = await store.leases.take(c, 'replica-a', 1);
+        await store.runs.enqueueTurn(c, 'turn', { text: 'hi' }, 1);
+        const w1 = await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 1, expectRevision: 0, fence: old });
+        expect(w1.revision).toBe(1);
+        await store.runs.saveRecord(c, { v: 1 }, old);
+        const now = await store.leases.take(c, 'replica-b', 2);
+        const refused = async (p: Promise<unknown>) => {
+          const err = await p.then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(err).toBeInstanceOf(FencedError);
+          expect(err).toBeInstanceOf(StoreError);
+          expect(err).toMatchObject({ fence: old, current: now.epoch });
+          expect((err as Error).message).toContain(`lost conversation ${c} to another replica (epoch 1, now 2)`);
+        };
+        await refused(store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(2, 2) }], now: 2, expectRevision: 1, fence: old }));
+        // A write with other changes (the transaction path) too.
+        await refused(store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'replace', rows: [{ seq: 1, message: 'x' }] }], now: 2, fence: old }));
+        await refused(
+          store.checkpoint({
+            fence: old,
+            transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(2, 2) }], now: 2, expectRevision: 1 },
+            dropTurn: { conversation: c, id: 'turn' },
+            record: { conversation: c, record: { v: 2 } },
+          }),
+        );
+        await refused(store.checkpoint({ fence: old, dropTurn: { conversation: c, id: 'turn' }, record: { conversation: c, record: null } }));
+        await refused(store.runs.saveRecord(c, { v: 3 }, old));
+        await refused(store.runs.dropRecord(c, old));
+        expect((await store.transcripts.load(c))?.rows).toEqual(rows(1, 1));
+        expect(await store.runs.pending(c, 'turn')).toEqual({ record: { v: 1 }, turn: { text: 'hi' } });
+        // The new holder writes.
+        await store.checkpoint({
+          fence: now,
+          transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(2, 2) }], now: 3, expectRevision: 1 },
+          dropTurn: { conversation: c, id: 'turn' },
+          record: { conversation: c, record: null },
+        });
+        expect((await store.transcripts.load(c))?.rows).toEqual(rows(1, 2));
+        expect(await store.runs.pending(c, 'turn')).toEqual({});
+        await store.runs.saveRecord(c, { v: 4 }, now);
+        expect(await store.runs.pending(c)).toEqual({ record: { v: 4 } });
       });
     });
 
