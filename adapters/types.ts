@@ -15,6 +15,11 @@
  *   `discord:<guildId|dm>:<channelId>[:<threadId>]`, `console:<name>`. `decodeKey(ref.key)` must
  *   give back an equal ref (used after a restart to reach a conversation again). `cli:<KEY>` keys
  *   belong to headless runs (`gatehouse run`, bot/headless/), which need no adapter.
+ * - Held connections: what only one process may keep open per bot (Telegram long polling, Slack
+ *   Socket Mode, the Discord gateway) is the adapter's `held`. `start(sink, { holdConnection: false })`
+ *   readies everything else (outbound calls, webhook ingress) and leaves it closed; `held.open()` /
+ *   `held.close()` then follow the replica's leadership (bot/leadership.ts). Outbound calls work
+ *   whether it is open or not: a turn of any conversation may run on any replica.
  * - HTTP: an adapter that receives platform requests (Telegram webhook, Slack Events API) returns
  *   its routes from `httpRoutes()`; bot/http.ts mounts them on the bot's one HTTP server. The
  *   handler owns the response (status, body) and checks the platform's signature or secret itself.
@@ -131,6 +136,25 @@ export interface HttpRoute {
   handler: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
+/**
+ * A connection only one process may hold at a time for one bot (long polling, Socket Mode, gateway).
+ * open() and close() are serialized and idempotent; close() leaves outbound calls working.
+ */
+export interface HeldConnection {
+  /** What it is, for logs and /readyz ("Telegram long polling"). */
+  readonly name: string;
+  /** Resolves once it receives; rejects with what to fix (and stays closed). */
+  open(): Promise<void>;
+  close(): Promise<void>;
+  /** Open and receiving now. */
+  readonly up: boolean;
+}
+
+export interface AdapterStartOptions {
+  /** Open the held connection as part of start (default true); false: leave it to `held.open()`. */
+  holdConnection?: boolean;
+}
+
 export interface Adapter {
   readonly platform: Platform;
   /**
@@ -138,8 +162,11 @@ export interface Adapter {
    * posts whole answers says false: the model is then asked for whole replies, which is cheaper.
    */
   readonly streamsText: boolean;
-  start(sink: AdapterSink): Promise<void>;
+  start(sink: AdapterSink, opts?: AdapterStartOptions): Promise<void>;
+  /** Closes the held connection and stops input; output calls still work (runs finishing during shutdown). */
   stop(): Promise<void>;
+  /** The connection only one process may hold, when this adapter keeps one in its mode. */
+  readonly held?: HeldConnection;
   render(ref: ConversationRef, event: AgentEvent): Promise<void>;
   /** Posts a card; returns a handle (message id) for updateCard. */
   postCard(ref: ConversationRef, card: Card): Promise<string>;

@@ -90,6 +90,8 @@ function counted(store: Store): { store: Store; calls: () => number } {
     signals: store.signals,
     leases: wrap(store.leases),
     checkpoint: (c) => (n++, store.checkpoint(c)),
+    ping: (t) => store.ping(t),
+    leadership: (role, o) => store.leadership(role, o),
     close: () => store.close(),
   };
   return { store: wrapped, calls: () => n };

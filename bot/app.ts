@@ -17,7 +17,7 @@ import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../agent/approvals.js';
 import { ConversationStore, DEFAULT_RETENTION } from '../agent/conversation-store.js';
-import type { Store } from '../agent/store/types.js';
+import type { Leadership, Store } from '../agent/store/types.js';
 import { classifierCompletionFrom } from '../agent/model.js';
 import type { Usage } from '../agent/events.js';
 import type { ModelClient } from '../agent/model-types.js';
@@ -42,6 +42,7 @@ import { createOperatorShell } from './operator-shell.js';
 import { memoryAndReminders } from './reminder-scheduler.js';
 import { replicaId } from './replica-id.js';
 import { parseTurn } from '../agent/run/turn.js';
+import { heldConnections, type HeldStatus } from './leadership.js';
 
 export type { Log } from './log.js';
 
@@ -58,6 +59,11 @@ export interface GatehouseOptions {
   classifierTimeoutMs?: number;
   /** Tools beyond the built-in ones (config must list them like any other). */
   extraTools?: AnyTool[];
+  /**
+   * Replicas: who holds the adapters' single-holder connections (bot/leadership.ts). Absent: this
+   * process holds them (one process per store).
+   */
+  leadership?: Leadership;
 }
 
 export interface Gatehouse {
@@ -75,10 +81,14 @@ export interface Gatehouse {
    */
   start(): Promise<void>;
   /**
-   * Stops the reminder timer, then adapters (no new input), then the runner: running turns get `graceMs` (default
-   * 10 s) to finish, then are interrupted. Runs waiting on a human stay stored for the next start.
+   * Stops the reminder timer, hands the held platform connections and their leadership over (a standby
+   * replica takes them at once), then adapters (no new input), then the runner: running turns get
+   * `graceMs` (default 10 s) to finish, then are interrupted. Runs waiting on a human stay stored for
+   * the next start.
    */
   stop(opts?: { graceMs?: number }): Promise<void>;
+  /** This replica's role for the held platform connections and whether each is up (/readyz). */
+  connections(): HeldStatus;
 }
 
 /** JSON lines on stdout at info (pretty on a terminal); the CLI builds its own from the config. */
@@ -320,6 +330,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
   const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
   const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell });
+  const held = heldConnections({ ...(opts.leadership ? { leadership: opts.leadership } : {}), adapters: [...adapters.values()], log });
 
   return {
     config,
@@ -328,11 +339,14 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     broker,
     headless,
     mcp,
+    connections: () => held.status(),
     async start() {
       for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
       // Retention at start, then at most once a minute per agent as conversations are saved.
       await conversations.applyRetention(Object.keys(config.agents)).catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
-      for (const a of adapters.values()) await a.start(router);
+      const hold = await held.prepare();
+      for (const a of adapters.values()) await a.start(router, { holdConnection: hold });
+      held.follow();
       await broker.watchExpiry();
       const resumed = await runner.resumeAll();
       if (resumed > 0) log('info', `continuing ${resumed} run(s) that were waiting for a human`);
@@ -340,6 +354,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     },
     async stop(stopOpts = {}) {
       await reminderScheduler.stop();
+      await held.stop();
       for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
       await runner.close(stopOpts.graceMs);
       await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));

@@ -13,7 +13,10 @@
  * adapters -> HTTP server (/healthz in every mode; in the terminal chat a port in use is only a
  * warning) -> runs waiting from before a restart continue -> pid file in the data folder -> the attach
  * socket and token for `gatehouse run` (bot/headless/attach.ts), closed first at stop.
- * Signals: SIGTERM / SIGINT stop cleanly (exit 0); SIGHUP re-reads the config (bot/reload.ts): a bad
+ * Signals: SIGTERM / SIGINT drain and stop cleanly (exit 0): /readyz answers 503 "draining", input
+ * stops, the held platform connections and their leadership are handed over at once (a standby
+ * replica takes them), running turns get the runner's grace to reach a checkpoint; a second signal
+ * exits at once (130 / 143). SIGHUP re-reads the config (bot/reload.ts): a bad
  * file is logged with the same errors as at start and the old config stays in force.
  * The log (bot/log.ts) goes to stdout, or in the terminal chat to stderr, where it shows errors only
  * when stderr is the chat's screen.
@@ -26,7 +29,8 @@ import { builtinToolNames } from '../agent/tools/catalog.js';
 import { createGatehouse, type Gatehouse } from './app.js';
 import { auditTo, createLogger, levelRank, secretValues, type Log } from './log.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
-import { startHttpServer, type HttpRoute, type HttpServer } from './http.js';
+import { startHttpServer, type HttpRoute, type HttpServer, type Readiness } from './http.js';
+import { CONNECTIONS_ROLE } from './leadership.js';
 import { approvalsCommand, conversationsCommand, reloadCommand } from './operator-commands.js';
 import { createPlatformAdapters } from './platforms.js';
 import { backupCommand } from './backup-command.js';
@@ -112,15 +116,21 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   // process half-way (the default action). SIGHUP's default would kill it too.
   let bot: RunningBot | undefined;
   let stopRequested = false;
-  const onSignal = () => {
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopRequested) {
+      // A second signal: the operator will not wait for the drain. What was acknowledged is stored
+      // (queued turns, run records); the next start (or another replica) continues it.
+      io.stderr.write(`${signal} again: exiting at once without waiting for running turns\n`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
     stopRequested = true;
     void bot?.stop();
   };
   const onHangup = () => {
     bot?.reload();
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   process.on('SIGHUP', onHangup);
   try {
     try {
@@ -191,13 +201,38 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   } else if (!Object.values(config.platforms).some(Boolean)) {
     out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
-  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit });
+  // Replicas on PostgreSQL elect the one that holds the single-holder connections (bot/leadership.ts).
+  const leadership = store.engine === 'postgres' && adapters.some((a) => a.held)
+    ? store.leadership(CONNECTIONS_ROLE, {
+        ...(config.leaderRetryMs !== undefined ? { retryEveryMs: config.leaderRetryMs } : {}),
+        log: (level, msg) => out(level, msg),
+      })
+    : undefined;
+  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ...(leadership ? { leadership } : {}) });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
   let attach: AttachServer | undefined;
   let configLoadedAt = new Date().toISOString();
   let starting: Promise<void> | undefined;
+  let started = false;
+  const ready = async (): Promise<Readiness> => {
+    const notReady: string[] = [];
+    if (stopping) notReady.push('draining: this replica is shutting down');
+    else if (!started) notReady.push('starting');
+    let storeState = 'ok';
+    try {
+      await store.ping();
+    } catch (err) {
+      storeState = 'unreachable';
+      notReady.push(`store ${store.description} unreachable: ${(err as Error).message}`);
+    }
+    const held = gatehouse.connections();
+    if (held.role !== 'standby') {
+      for (const c of held.connections) if (!c.up) notReady.push(`${c.name} is not connected`);
+    }
+    return { notReady, draining: stopping !== undefined, store: storeState, role: held.role, connections: held.connections };
+  };
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       // A stop asked for while starting (the terminal's input ended at once) lets the start finish
@@ -217,8 +252,9 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
         port: config.http.port,
         routes: platform.routes(),
         health: () => ({ mode: terminalChat ? 'terminal' : 'service', platforms: adapters.map((a) => a.platform), configLoadedAt }),
+        ready,
       });
-      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz)`);
+      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz)`);
     } catch (err) {
       // A webhook or a health check depends on it in service mode; the terminal chat does not.
       if (!terminalChat) throw err;
@@ -226,6 +262,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     }
     starting = gatehouse.start();
     await starting;
+    started = true;
   } catch (err) {
     await stop();
     throw err;

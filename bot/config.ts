@@ -127,6 +127,8 @@ export interface Config {
   runner: RunnerConfig;
   /** GATEHOUSE_LOG_LEVEL. */
   logLevel: LogLevelSetting;
+  /** GATEHOUSE_LEADER_RETRY_MS (bot/env.ts); unset: the store's default. */
+  leaderRetryMs?: number;
 }
 
 export interface LoadConfigOptions {
@@ -454,6 +456,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     },
     runner: resolveRunnerConfig(file.runner),
     logLevel: settings.logLevel,
+    ...(settings.leaderRetryMs !== undefined ? { leaderRetryMs: settings.leaderRetryMs } : {}),
   };
 }
 

@@ -56,6 +56,11 @@ export interface EnvSettings {
   platforms: PlatformEnv;
   /** GATEHOUSE_LOG_LEVEL (default info). */
   logLevel: LogLevelSetting;
+  /**
+   * GATEHOUSE_LEADER_RETRY_MS (PostgreSQL replicas; default 2000): how often a standby tries to take
+   * the single-holder platform connections and the holder checks its database connection.
+   */
+  leaderRetryMs?: number;
 }
 
 export const DEFAULT_HTTP_PORT = 8080;
@@ -199,6 +204,15 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     else problems.push({ path: 'GATEHOUSE_LOG_LEVEL', message: `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(get(env, 'GATEHOUSE_LOG_LEVEL'))}` });
   }
 
+  const retryRaw = get(env, 'GATEHOUSE_LEADER_RETRY_MS');
+  let leaderRetryMs: number | undefined;
+  if (retryRaw !== undefined) {
+    const n = /^\d+$/.test(retryRaw.trim()) ? Number(retryRaw.trim()) : NaN;
+    if (!Number.isInteger(n) || n < 100 || n > 20_000) {
+      problems.push({ path: 'GATEHOUSE_LEADER_RETRY_MS', message: `expected milliseconds from 100 to 20000 (a standby must take over well within 30 s), got ${JSON.stringify(retryRaw)}` });
+    } else leaderRetryMs = n;
+  }
+
   const platforms: PlatformEnv = {};
   for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
     const parsed = PLATFORM_ENV[name](env, problems);
@@ -206,7 +220,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   return {
-    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms, logLevel },
+    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms, logLevel, ...(leaderRetryMs !== undefined ? { leaderRetryMs } : {}) },
     problems,
   };
 }

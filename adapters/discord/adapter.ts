@@ -20,6 +20,9 @@
  *   passes the component's token exactly; the result's notice goes to the clicker as an ephemeral
  *   follow-up. The clicker's roles come from the interaction's member (none in a DM).
  * - stop() closes the gateway (no new input); output still goes out (runs finishing during shutdown).
+ * - The gateway is the adapter's `held` connection (adapters/types.ts): with `holdConnection: false`
+ *   start() readies REST output only; `held.open()` logs in (the elected replica), `held.close()`
+ *   destroys the client. Slash commands are registered by whoever opens it.
  * - Output: answers as Discord markdown cut at 2,000 characters on the markdown tree; progress as
  *   typing (refreshed every 8 s; it lasts 10) and one throttled status message; discord.js's REST
  *   queue waits out 429s, so an edit is delayed, never lost. Every message is sent with no allowed
@@ -36,6 +39,7 @@ import {
   Partials,
   REST,
   Routes,
+  Status,
   type ChatInputCommandInteraction,
   type Interaction,
   type Message,
@@ -48,7 +52,8 @@ import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
-import type { Adapter, AdapterSink, ConversationRef, InboundMessage, Sender } from '../types.js';
+import { heldConnection } from '../kit/held.js';
+import type { Adapter, AdapterSink, AdapterStartOptions, ConversationRef, InboundMessage, Sender } from '../types.js';
 import { renderDiscordCard, tokenOf } from './components.js';
 import { readAttachments } from './files.js';
 import { inviteUrl, SLASH_COMMANDS, startError } from './setup.js';
@@ -424,23 +429,23 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     }
   }
 
-  async function start(s: AdapterSink): Promise<void> {
-    if (started) throw new Error('the Discord adapter is already started');
+  /** The gateway: the connection only one process may hold (each session would get every event). */
+  async function openGateway(): Promise<void> {
     const c = new Client({
       intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
       partials: [Partials.Channel],
       rest: { api: apiUrl, retries: 2, timeout: 15_000, globalRequestsPerSecond: opts.requestsPerSecond ?? 50 },
       allowedMentions: NO_MENTIONS,
     });
-    client = c;
+    let connected = false;
     let closeCode: number | undefined;
     let fail: ((e: unknown) => void) | undefined;
     const fatal = new Promise<never>((_, reject) => (fail = reject));
     fatal.catch(() => {});
     c.on(Events.ShardDisconnect, (ev: { code: number }) => {
       closeCode = ev.code;
-      if (!started) fail?.(new Error(`gateway closed with ${ev.code}`));
-      else log('error', `the Discord gateway closed for good (code ${ev.code}); restart Gatehouse`);
+      if (!connected) fail?.(new Error(`gateway closed with ${ev.code}`));
+      else if (client === c) log('error', `the Discord gateway closed for good (code ${ev.code}); restart Gatehouse`);
     });
     c.on(Events.ShardError, (err: Error) => log('warn', `gateway: ${describe(err)}`));
     c.on(Events.ShardResume, () => log('info', 'gateway connection resumed'));
@@ -457,13 +462,11 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       const r = await Promise.race([ready, fatal, timeout]);
       botUserId = r.user.id;
       applicationId = r.application.id;
-      sink = s;
-      started = true;
+      connected = true;
+      client = c;
       await registerCommands(r);
     } catch (err) {
-      sink = undefined;
-      started = false;
-      client = undefined;
+      if (client === c) client = undefined;
       await c.destroy().catch(() => {});
       throw startError(err, closeCode, describe(err));
     } finally {
@@ -473,14 +476,36 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     log('info', `invite the bot to a server: ${inviteUrl(applicationId)}`);
   }
 
-  async function stop(): Promise<void> {
-    if (!started) return;
-    started = false;
-    sink = undefined;
-    await progress.stopAll();
+  async function closeGateway(): Promise<void> {
     const c = client;
     client = undefined;
     await c?.destroy().catch((err: unknown) => log('warn', `stopping: ${describe(err)}`));
+  }
+
+  const held = heldConnection('Discord gateway', { open: openGateway, close: closeGateway, up: () => client?.ws.status === Status.Ready });
+
+  async function start(s: AdapterSink, startOpts: AdapterStartOptions = {}): Promise<void> {
+    if (started) throw new Error('the Discord adapter is already started');
+    sink = s;
+    if (startOpts.holdConnection !== false) {
+      try {
+        await held.open();
+      } catch (err) {
+        sink = undefined;
+        throw err;
+      }
+    } else {
+      log('info', 'the Discord gateway is held by another replica; sending only');
+    }
+    started = true;
+  }
+
+  async function stop(): Promise<void> {
+    if (!started) return;
+    started = false;
+    await held.close();
+    sink = undefined;
+    await progress.stopAll();
   }
 
   return {
@@ -488,6 +513,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     streamsText: false,
     start,
     stop,
+    held,
     render,
     postCard,
     updateCard,

@@ -6,7 +6,7 @@
  * start; every other method before a successful start() throws "not started".
  */
 import type { AgentEvent, Card } from '../../agent/events.js';
-import type { Adapter, AdapterSink, ConversationRef } from '../types.js';
+import type { Adapter, AdapterSink, AdapterStartOptions, ConversationRef, HeldConnection } from '../types.js';
 import type { DiscordAdapterOptions } from './adapter.js';
 import { decodeKey } from './keys.js';
 
@@ -18,13 +18,22 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     if (!impl) throw new Error('the Discord adapter is not started');
     return impl;
   };
+  const held: HeldConnection = {
+    name: 'Discord gateway',
+    open: async () => started().held?.open(),
+    close: async () => impl?.held?.close(),
+    get up() {
+      return impl?.held?.up ?? false;
+    },
+  };
   return {
     platform: 'discord',
     streamsText: false,
-    async start(sink: AdapterSink): Promise<void> {
+    held,
+    async start(sink: AdapterSink, startOpts?: AdapterStartOptions): Promise<void> {
       const { createDiscordAdapter: create } = await import('./adapter.js');
       const a = create(opts);
-      await a.start(sink);
+      await a.start(sink, startOpts);
       impl = a;
     },
     async stop(): Promise<void> {

@@ -13,6 +13,9 @@
  * - start(): auth.test (a bad bot token or a missing scope fails the start with a message that says
  *   what to do, never a token), then in Socket Mode the app token is checked (startup.ts) and the
  *   socket connects; HTTP mode only waits for requests. A 429 at start is waited out per Retry-After.
+ * - Socket Mode is the adapter's `held` connection (adapters/types.ts): with `holdConnection: false`
+ *   start() readies the Web API only and `held.open()` connects later (the elected replica). HTTP mode
+ *   has none: every replica takes the requests that reach it.
  * - Every event, click and slash command is acked first (Slack wants it within 3 s), then handled.
  * - Conversations: a DM is `slack:<team>:<channel>` (a thread in it, as in AI assistant apps,
  *   `slack:<team>:<channel>:<thread_ts>`); in a channel, a mention is answered in the thread of the
@@ -31,9 +34,10 @@
  *   message to the clicker only.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { App, HTTPReceiver, LogLevel } from '@slack/bolt';
+import { App, HTTPReceiver, LogLevel, SocketModeReceiver } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
-import type { Adapter, ConversationRef, HttpRoute } from '../types.js';
+import { heldConnection } from '../kit/held.js';
+import type { Adapter, AdapterStartOptions, ConversationRef, HttpRoute } from '../types.js';
 import { Recent, secretScrubber, type SlackContext } from './context.js';
 import { registerInbound } from './inbound.js';
 import { registerInteractivity } from './interactivity.js';
@@ -109,19 +113,24 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
   const receiver = appToken === undefined
     ? new HTTPReceiver({ signingSecret: opts.signingSecret ?? '', endpoints: eventsPath, logger: boltLogger, unhandledRequestTimeoutMillis: 2500 })
     : undefined;
+  // Built here rather than by Bolt, so the socket's state is ours to read (readiness).
+  const socket = appToken !== undefined
+    ? new SocketModeReceiver({
+        appToken,
+        logger: boltLogger,
+        // its own options object: the socket client sets 100 retries on the one it is given
+        installerOptions: { clientOptions: { slackApiUrl: apiUrl } },
+      })
+    : undefined;
+  let socketUp = false;
+  socket?.client.on('connected', () => (socketUp = true));
+  for (const s of ['disconnecting', 'disconnected', 'reconnecting']) socket?.client.on(s, () => (socketUp = false));
   const app = new App({
     token: botToken,
     deferInitialization: true,
     logger: boltLogger,
     clientOptions: { slackApiUrl: apiUrl, retryConfig: { retries: 2, factor: 1, minTimeout: 200, maxTimeout: 1000 } },
-    ...(appToken !== undefined
-      ? {
-          socketMode: true,
-          appToken,
-          // its own options object: the socket client sets 100 retries on the one it is given
-          installerOptions: { clientOptions: { slackApiUrl: apiUrl } },
-        }
-      : { receiver }),
+    ...(socket ? { socketMode: true, appToken, receiver: socket } : { receiver }),
   } as ConstructorParameters<typeof App>[0]);
 
   const ctx: SlackContext = {
@@ -161,34 +170,46 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
 
   let started = false;
 
-  async function start(s: Parameters<Adapter['start']>[0]): Promise<void> {
+  // Socket Mode is the connection only one process may hold (each would get a share of the events).
+  const held = appToken !== undefined
+    ? heldConnection('Slack Socket Mode', {
+        open: async () => {
+          await checkAppToken(appToken, apiUrl, ctx, boltLogger);
+          await app.start();
+        },
+        close: async () => {
+          try {
+            await app.stop();
+          } catch (err) {
+            log('warn', `stopping Socket Mode: ${describe(err)}`);
+          }
+        },
+        up: () => socketUp,
+      })
+    : undefined;
+
+  async function start(s: Parameters<Adapter['start']>[0], startOpts: AdapterStartOptions = {}): Promise<void> {
     if (started) throw new Error('the Slack adapter is already started');
     try {
       const auth = await ctx.web.auth.test();
       ctx.identity = { teamId: auth.team_id ?? '', botUserId: auth.user_id ?? '' };
       await app.init();
-      if (appToken !== undefined) await checkAppToken(appToken, apiUrl, ctx, boltLogger);
       ctx.sink = s;
-      if (appToken !== undefined) await app.start();
+      if (held && startOpts.holdConnection !== false) await held.open();
     } catch (err) {
       ctx.sink = undefined;
       throw err instanceof Error && !('data' in err) && !('code' in err) ? err : startError(err, ctx);
     }
     started = true;
-    log('info', `connected to Slack team ${ctx.identity.teamId} as ${ctx.identity.botUserId} (${appToken !== undefined ? 'Socket Mode' : `HTTP mode at ${eventsPath}`})`);
+    const mode = appToken === undefined ? `HTTP mode at ${eventsPath}` : held?.up ? 'Socket Mode' : 'Socket Mode held by another replica; sending only';
+    log('info', `connected to Slack team ${ctx.identity.teamId} as ${ctx.identity.botUserId} (${mode})`);
   }
 
   async function stop(): Promise<void> {
     if (!started) return;
     started = false;
+    await held?.close();
     ctx.sink = undefined;
-    if (appToken !== undefined) {
-      try {
-        await app.stop();
-      } catch (err) {
-        log('warn', `stopping Socket Mode: ${describe(err)}`);
-      }
-    }
     await output.stop();
   }
 
@@ -200,6 +221,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     },
     start,
     stop,
+    ...(held ? { held } : {}),
     render: output.render,
     postCard: output.postCard,
     updateCard: output.updateCard,

@@ -8,6 +8,9 @@
  *   secret; `httpRoutes()` gives the handler the bot's HTTP server mounts; a wrong secret gets 401).
  *   Start-up errors say what to do and never contain the token. A 401/409 while polling later is
  *   logged as an error and polling stops (visible, not a silent retry loop).
+ * - Long polling is the adapter's `held` connection (adapters/types.ts): `start(sink, { holdConnection:
+ *   false })` readies sending only, `held.open()` / `held.close()` poll and stop (a close confirms the
+ *   offset of what was handled). Webhook mode has none: every replica takes its webhook requests.
  * - Inbound messages are handled in order per chat (and topic), concurrently across chats; button
  *   presses never queue behind messages. Every callback query is answered.
  * - Outbound calls retry a 429 after its retry_after (up to 3 times) and a network error twice,
@@ -29,7 +32,8 @@ import type { Context, Transformer } from 'grammy';
 import { run, sequentialize } from '@grammyjs/runner';
 import type { RunnerHandle } from '@grammyjs/runner';
 import type { AgentEvent, Card } from '../../agent/events.js';
-import type { Adapter, AdapterSink, Attachment, ConversationRef, HttpRoute, InboundMessage, Sender } from '../types.js';
+import { heldConnection } from '../kit/held.js';
+import type { Adapter, AdapterSink, AdapterStartOptions, Attachment, ConversationRef, HttpRoute, InboundMessage, Sender } from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
@@ -510,7 +514,50 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const conflictMessage = () =>
     'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
 
-  async function start(s: AdapterSink): Promise<void> {
+  /** Long polling: the connection only one process may hold per token (a second poller gets 409). */
+  async function openPolling(): Promise<void> {
+    try {
+      await bot.api.deleteWebhook();
+      // A quick probe, so a second poller makes the open fail instead of a log line later.
+      await bot.api.getUpdates({ timeout: 0, limit: 1 });
+    } catch (err) {
+      throw startError(err);
+    }
+    // No offset: Telegram hands out every update not yet confirmed, including those a poller that
+    // died had fetched; the router's event ledger (shared by replicas) drops the ones it handled.
+    const r = run(bot, {
+      runner: {
+        fetch: { timeout: opts.pollTimeoutSeconds ?? 30, allowed_updates: ['message', 'callback_query'] },
+        silent: true,
+      },
+    });
+    runner = r;
+    r.task()?.catch((err: unknown) => {
+      const conflict = err instanceof GrammyError && err.error_code === 409;
+      log('error', conflict ? `polling stopped: ${conflictMessage()}` : `polling stopped: ${startError(err).message}`);
+    });
+  }
+
+  async function closePolling(): Promise<void> {
+    const r = runner;
+    runner = undefined;
+    if (!r) return;
+    try {
+      await r.stop();
+    } catch {
+      // already logged by the task handler
+    }
+    // Confirm what was handled, so the next poller (a restart, another replica) does not get it again.
+    if (lastUpdateId !== undefined) {
+      await bot.api.getUpdates({ offset: lastUpdateId + 1, limit: 1, timeout: 0 }).catch(() => undefined);
+    }
+  }
+
+  const held = opts.webhook
+    ? undefined
+    : heldConnection('Telegram long polling', { open: openPolling, close: closePolling, up: () => runner?.isRunning() ?? false });
+
+  async function start(s: AdapterSink, startOpts: AdapterStartOptions = {}): Promise<void> {
     if (started) throw new Error('the Telegram adapter is already started');
     sink = s;
     try {
@@ -529,47 +576,29 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
           onTimeout: 'return', // answer Telegram; the handler keeps going
           timeoutMilliseconds: 8000,
         });
-      } else {
-        await bot.api.deleteWebhook();
-        // A quick probe, so a second poller makes start() fail instead of a log line later.
-        await bot.api.getUpdates({ timeout: 0, limit: 1 });
-        runner = run(bot, {
-          runner: {
-            fetch: { timeout: opts.pollTimeoutSeconds ?? 30, allowed_updates: ['message', 'callback_query'] },
-            silent: true,
-          },
-        });
-        const task = runner.task();
-        task?.catch((err: unknown) => {
-          const conflict = err instanceof GrammyError && err.error_code === 409;
-          log('error', conflict ? `polling stopped: ${conflictMessage()}` : `polling stopped: ${startError(err).message}`);
-        });
       }
     } catch (err) {
       sink = undefined;
       throw startError(err);
     }
+    if (held && startOpts.holdConnection !== false) {
+      try {
+        await held.open();
+      } catch (err) {
+        sink = undefined;
+        throw err;
+      }
+    }
     started = true;
-    log('info', `connected as @${bot.botInfo.username} (${opts.webhook ? 'webhook' : 'long polling'})`);
+    const mode = opts.webhook ? 'webhook' : held?.up ? 'long polling' : 'long polling held by another replica; sending only';
+    log('info', `connected as @${bot.botInfo.username} (${mode})`);
   }
 
   async function stop(): Promise<void> {
     if (!started) return;
     started = false;
-    const r = runner;
-    runner = undefined;
     webhookHandler = undefined;
-    if (r) {
-      try {
-        await r.stop();
-      } catch {
-        // already logged by the task handler
-      }
-      // Confirm what was handled, so a restart does not see it again.
-      if (lastUpdateId !== undefined) {
-        await bot.api.getUpdates({ offset: lastUpdateId + 1, limit: 1, timeout: 0 }).catch(() => undefined);
-      }
-    }
+    await held?.close();
     await progress.stopAll();
     sink = undefined;
   }
@@ -582,6 +611,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     streamsText: false,
     start,
     stop,
+    ...(held ? { held } : {}),
     render,
     postCard,
     updateCard,

@@ -310,6 +310,41 @@ export interface Signals {
 export const TOPIC_PATTERN = /^[a-z][a-z0-9_.-]{0,40}$/;
 export const MAX_SIGNAL_PAYLOAD = 1000;
 
+// ---------------------------------------------------------------------------------------------
+// Leadership: which process holds what only one process may hold.
+
+/**
+ * A role only one process sharing the store may hold at a time (the platform connections only one
+ * client may keep open: Telegram long polling, Slack Socket Mode, the Discord gateway).
+ *
+ * Contract:
+ * - SQLite: always leads (one process per store file, enforced by its lock); `onChange` never fires.
+ * - PostgreSQL: a session advisory lock on a connection of its own (not pooled: the lock lives and
+ *   dies with that connection). Not leading, it tries again every `retryEveryMs` and at once when the
+ *   holder says it released (NOTIFY). A holder whose connection fails or whose heartbeat goes
+ *   unanswered stops leading at once (`onChange(false)`), before the server may hand the lock to
+ *   another; a killed holder's lock goes with its connection, so a standby takes over within
+ *   `retryEveryMs` of the server noticing.
+ * - `start()` resolves after the first attempt (`leading` says its outcome) and never rejects: a
+ *   database that cannot be reached means "not leading, trying again".
+ * - `release()` stops trying and gives the role up (unlock, then NOTIFY so a standby takes it at
+ *   once); `onChange(false)` fires first if it was leading. Idempotent.
+ */
+export interface Leadership {
+  readonly role: string;
+  readonly leading: boolean;
+  /** Every change of `leading`, in order; returns the unsubscribe. */
+  onChange(fn: (leading: boolean) => void): () => void;
+  start(): Promise<void>;
+  release(): Promise<void>;
+}
+
+export interface LeadershipOptions {
+  /** How often a standby tries to take the role, and a holder checks its connection (default 2 s). */
+  retryEveryMs?: number;
+  log?: (level: 'info' | 'warn', msg: string) => void;
+}
+
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
   /** Where it is, safe to print: `sqlite:///abs/path` or `postgres://user@host:port/db` (never a password). */
@@ -332,6 +367,13 @@ export interface Store {
    * (PostgreSQL: pg-boss). Absent: the runner uses its in-process queue.
    */
   turnQueue?(opts: SharedTurnQueueOptions): Promise<TurnQueue>;
+  /**
+   * Resolves when the engine answers a trivial query (readiness: /readyz), rejects otherwise; never
+   * retries, and gives up after `timeoutMs` (default 2 s).
+   */
+  ping(timeoutMs?: number): Promise<void>;
+  /** The role named `role` (see Leadership); one object per call, each with its own connection. */
+  leadership(role: string, opts?: LeadershipOptions): Leadership;
   close(): Promise<void>;
 }
 

@@ -51,6 +51,11 @@ export async function terminateConnections(adminUrl: string, database: string): 
   });
 }
 
+/** Lets logins into `database` in or keeps them out (ALTER DATABASE ... ALLOW_CONNECTIONS): an outage, for tests. */
+export async function allowConnections(adminUrl: string, database: string, allow: boolean): Promise<void> {
+  await withAdmin(adminUrl, (c) => c.query(`ALTER DATABASE ${c.escapeIdentifier(database)} WITH ALLOW_CONNECTIONS ${allow ? 'true' : 'false'}`));
+}
+
 /** Resolves once the server accepts a login; rejects with the last reason after `timeoutMs`. */
 export async function waitForServer(adminUrl: string, timeoutMs: number, isAlive: () => boolean = () => true): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -16,15 +16,16 @@ import pg from 'pg';
 import type { Checkpoint, Store } from '../types.js';
 import { randomUUID } from 'node:crypto';
 import { Db, enc, type Client } from './db.js';
-import { checkServerVersion, describeTarget, parseTarget, redact, startupError } from './errors.js';
+import { checkServerVersion, describeTarget, parseTarget, redact, runtimeError, startupError } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresSignals } from './signals.js';
+import { postgresLeadership } from './leadership.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 import { checkFence, leaseRepo } from './leases.js';
 import { openPgBossTurnQueue } from './turn-queue.js';
 
-export { createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
+export { allowConnections, createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -168,6 +169,23 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     },
     // The replicas' turn queue (pg-boss, loaded only when asked for).
     turnQueue: (o) => openPgBossTurnQueue({ ...o, url: opts.url, db, runs: store.runs, leases: store.leases }),
+    async ping(timeoutMs = 2_000) {
+      // Straight to the pool, no retry: readiness wants "now", not "within retryForMs".
+      let t: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          pool.query('SELECT 1'),
+          new Promise<never>((_, reject) => {
+            t = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+          }),
+        ]);
+      } catch (err) {
+        throw runtimeError(err, target, 'ping');
+      } finally {
+        clearTimeout(t);
+      }
+    },
+    leadership: (role, lopts) => postgresLeadership(opts.url, target, role, lopts),
     roundTrips: () => db.roundTrips,
     sweep,
     async close() {

@@ -27,6 +27,7 @@ import { revisionStatement, sqliteTranscripts, writeStatements } from './transcr
 import { sqliteSignals } from './signals.js';
 import { alreadyRunning, recordHolder } from './lock.js';
 import { fenceStatement, sqliteLeases } from './leases.js';
+import { soleLeadership } from './leadership.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
 
 export interface SqliteStoreOptions {
@@ -159,6 +160,18 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
       if (stmts.length === 0) return;
       await guarded(stmts, head, c.transcript, c.fence ?? c.transcript?.fence);
     },
+    async ping(timeoutMs = 2_000) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StoreError(`the store (${description}) did not answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      try {
+        await Promise.race([exec([{ sql: 'SELECT 1', params: [], mode: 'get' }]), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    leadership: (role) => soleLeadership(role),
     async close() {
       if (closed) return;
       closed = true;
