@@ -61,8 +61,29 @@ afterEach(async () => {
   cluster = undefined;
   await chats.close();
   await tg.close();
-  rmSync(dir, { recursive: true, force: true });
+  // GATEHOUSE_TEST_KEEP=1 keeps every replica's log (replica-N/output-G.log) for a post-mortem.
+  if (process.env.GATEHOUSE_TEST_KEEP === '1') console.log(`kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
 }, 120_000);
+
+/** `replica N at HH:MM:SS.mmm` for each SIGKILL, for failure messages. */
+const kills: string[] = [];
+
+/** Waits for an answer; on a timeout the error carries what every replica logged about that chat. */
+async function answered(chat: number, n: number, ms?: number): Promise<void> {
+  try {
+    await chats.waitAnswered(chat, n, ms);
+  } catch (err) {
+    const lines = cluster?.linesWith(`telegram:${chat}`) ?? [];
+    const update = chats.updateOf.get(`c${chat}-m${n}`);
+    const attempts = tg.webhookDeliveries.filter((d) => d.updateId === update).map((d) => d.status);
+    const routed = cluster?.front.deliveries.filter((d) => d.updateId === update).map((d) => `replica ${d.slot}: ${d.status}`);
+    throw new Error(
+      `${(err as Error).message}; update ${update ?? '(not sent yet)'}: Telegram's attempts ${JSON.stringify(attempts)}, through the front ${JSON.stringify(routed)}; ` +
+        `kills so far: ${kills.join(', ') || 'none'}\nlogged about telegram:${chat}:\n${lines.slice(-30).join('\n')}`,
+    );
+  }
+}
 
 /** Fails with what the replicas logged, so a broken guarantee can be read from the test output. */
 function expectNoProblems(): void {
@@ -101,7 +122,7 @@ test('many conversations at once over three replicas: each message answered once
       await chats.card(c, n);
       const runner = chats.runnerOf(c, n);
       clicks.push({ chat: c, runner, clickedOn: await approve(c, n, runner) });
-      await chats.waitAnswered(c, n);
+      await answered(c, n);
       // And the conversation goes on after the approval.
       chats.send(c);
     }),
@@ -124,18 +145,20 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
   // Background conversations talking through every round.
   const background = Array.from({ length: 8 }, () => chats.newChat());
   let talking = true;
+  let talkError: unknown;
   const talk = Promise.all(
     background.map(async (c) => {
-      while (talking) {
+      while (talking && talkError === undefined) {
         const { n, delivered } = chats.send(c);
         await delivered;
-        await chats.waitAnswered(c, n, 300_000);
+        await answered(c, n, 180_000).catch((err: unknown) => void (talkError ??= err));
       }
     }),
   );
 
   const report: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
+    if (talkError !== undefined) throw talkError;
     const victim = round % REPLICAS;
     chats.holdAt = (slot) => slot === victim;
 
@@ -162,33 +185,35 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
       if (runner === victim) waiting = { chat, n };
       else {
         await approve(chat, n, runner);
-        await chats.waitAnswered(chat, n);
+        await answered(chat, n);
       }
     }
     if (!waiting) throw new Error(`round ${round}: replica ${victim} never ran one of 30 approval turns\n${cluster!.outputs()}`);
 
     const killedPid = cluster!.slots[victim]!.pid;
+    kills.push(`replica ${victim} at ${new Date().toISOString().slice(11, 23)}`);
     await cluster!.kill(victim, 'SIGKILL');
     // Decided through a survivor while the run's replica is gone.
     const clickedOn = await approve(waiting.chat, waiting.n, victim);
-    await chats.waitAnswered(waiting.chat, waiting.n, 180_000);
-    await chats.waitAnswered(held.chat, held.n, 180_000);
+    await answered(waiting.chat, waiting.n, 180_000);
+    await answered(held.chat, held.n, 180_000);
     const resumedOn = chats.calls.find((x) => x.chat === waiting!.chat && x.afterTool)?.slot;
     const heldOn = chats.calls.filter((x) => x.chat === held!.chat && x.n === held!.n && !x.held).map((x) => x.slot);
     report.push(`round ${round}: killed replica ${victim} (pid ${killedPid}); click on ${clickedOn}, approved run resumed on ${resumedOn}, held run answered by ${heldOn.join('/')}`);
+    console.log(report.at(-1));
     expect(clickedOn).not.toBe(victim);
     expect(resumedOn).not.toBe(victim);
     expect(chats.linesOf(`c${waiting.chat}-m${waiting.n}`)).toBe(1);
     // Both conversations go on.
     const next = [chats.send(waiting.chat), chats.send(held.chat)];
-    await chats.waitAnswered(waiting.chat, next[0]!.n);
-    await chats.waitAnswered(held.chat, next[1]!.n);
+    await answered(waiting.chat, next[0]!.n);
+    await answered(held.chat, next[1]!.n);
 
     await cluster!.restart(victim);
   }
   talking = false;
   await talk;
+  if (talkError !== undefined) throw talkError;
   await chats.settle();
-  console.log(report.join('\n'));
   expectNoProblems();
 }, 900_000);

@@ -79,6 +79,8 @@ export class ReplicaChats {
   readonly sentKinds = new Map<number, Kind[]>();
   private readonly chains = new Map<number, Promise<unknown>>();
   readonly failedDeliveries: string[] = [];
+  /** The update id each message went out as (to follow it through the front's deliveries). */
+  readonly updateOf = new Map<string, number>();
   /** Which replica slot is to hold -hold messages; undefined: none holds. */
   holdAt: (slot: number) => boolean = () => false;
   private readonly heldOnce = new Set<string>();
@@ -138,6 +140,7 @@ export class ReplicaChats {
     const text = `please c${chat}-m${n}${kind === 'plain' ? '' : `-${kind}`}`;
     const delivered = (this.chains.get(chat) ?? Promise.resolve()).then(async () => {
       const r = await this.tg.sendText({ chat: { id: chat, type: 'private', first_name: `U${chat}` }, from: { id: chat, first_name: `U${chat}` }, text });
+      this.updateOf.set(`c${chat}-m${n}`, r.updateId);
       if (r.status === undefined || r.status < 200 || r.status >= 300) this.failedDeliveries.push(`c${chat}-m${n}: last status ${r.status}`);
     });
     this.chains.set(chat, delivered.catch(() => undefined));

@@ -85,6 +85,8 @@ export interface Replicas {
   stop(): Promise<void>;
   /** Every replica's output so far (for a failure message). */
   outputs(): string;
+  /** Lines of every process's output (every slot, every generation) that contain `needle`. */
+  linesWith(needle: string): string[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -97,6 +99,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 
 export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
   const slots: ReplicaProcess[] = [];
+  const allProcesses: ReplicaProcess[] = [];
   const generations = new Map<number, number>();
   let steer: Steer | undefined;
   let turn = 0;
@@ -205,6 +208,7 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
       output: () => out,
     };
     slots[slot] = p;
+    allProcesses.push(p);
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
     const fail = (why: string) => new Error(`replica ${slot} (pid ${p.pid}) ${why}:\n${out.slice(-3000)}`);
     while (!/Gatehouse started/.test(out)) {
@@ -255,6 +259,14 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+    linesWith: (needle) =>
+      allProcesses.flatMap((p) =>
+        p
+          .output()
+          .split('\n')
+          .filter((l) => l.includes(needle))
+          .map((l) => `[replica ${p.slot}.${p.generation}] ${l.slice(0, 600)}`),
+      ),
     outputs: () => slots.map((p) => `--- replica ${p.slot} (generation ${p.generation}, pid ${p.pid}):\n${p.output().slice(-4000)}`).join('\n'),
   };
   try {
