@@ -1,7 +1,7 @@
 /**
  * This process's replica id: the owner of the fences it takes and the name pg-boss registers.
- * GATEHOUSE_REPLICA_ID when set (a stable name per deployment slot), else hostname:pid:random
- * (a restarted process is a new owner, so its predecessor's fences never hold for it).
+ * GATEHOUSE_REPLICA_ID when set (a stable name per deployment slot), else hostname:pid:random.
+ * Either way a restarted process takes new epochs, so its predecessor's fences never hold for it.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';

@@ -387,6 +387,8 @@ export interface SharedTurnQueueOptions {
   settled?(conversation: string): boolean;
   /** How many turns this process runs at once, parked ones not counted (the runner's slots). */
   capacity: number;
+  /** pg-boss timings (tests): heartbeat (>= 10 s), supervise pass (s), backstop poll (ms). */
+  tuning?: { heartbeatSeconds?: number; superviseSeconds?: number; pollMs?: number };
   now?(): number;
   log?(level: 'info' | 'warn' | 'error', msg: string): void;
 }

@@ -5,13 +5,24 @@
  *   resolves no earlier fence can still write, and what the new owner reads is what they wrote.
  * - A fenced write runs `checkFence` as the first statement of its transaction: the row is read
  *   FOR SHARE (a concurrent take waits for this transaction), a moved epoch is a FencedError and
- *   the transaction is rolled back.
+ *   the transaction is rolled back. The transaction may idle at most IDLE_IN_FENCED_TX_MS (a writer
+ *   paused mid-write loses its session rather than holding up the next take).
  */
 import { FencedError, type Fence, type LeaseRepo } from '../types.js';
 import { num, type Client, type Db } from './db.js';
 
+/** How long a fenced write may sit idle inside its transaction before the server ends it. */
+export const IDLE_IN_FENCED_TX_MS = 5000;
+
 export async function checkFence(db: Db, c: Client, fence: Fence): Promise<void> {
-  const r = await db.q(c, 'SELECT owner, epoch FROM leases WHERE conversation = $1 FOR SHARE', [fence.conversation]);
+  // A writer paused mid-transaction (SIGSTOP) must not block the next claim for as long as it
+  // sleeps: the server ends its session after 5 s idle in the transaction, releasing the row; on
+  // waking, the write is retried from BEGIN and refused here.
+  const r = await db.q(
+    c,
+    `SELECT set_config('idle_in_transaction_session_timeout', '${IDLE_IN_FENCED_TX_MS}', true) AS t, owner, epoch FROM leases WHERE conversation = $1 FOR SHARE`,
+    [fence.conversation],
+  );
   const row = r.rows[0] as { owner: string; epoch: string } | undefined;
   if (!row || row.owner !== fence.owner || num(row.epoch) !== fence.epoch) throw new FencedError(fence, row ? num(row.epoch) : undefined);
 }

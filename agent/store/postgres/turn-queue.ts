@@ -9,8 +9,8 @@
  *   every replica's fetch loop. The job carries only {conversation, turnId}.
  * - A replica fetches while it has capacity (`capacity` minus its running jobs; jobs parked on a
  *   human do not count), one fetch loop per process, woken by NOTIFY, by its own enqueues and
- *   completions, and by a backstop poll. For each job it takes the conversation's fence
- *   (leases.take), reads the run record and the turn in one statement, lets the runner continue a
+ *   completions, and by a backstop poll. A fetch is ONE transaction: the jobs, each one's fence
+ *   (the conversation's epoch up by one, as leases.take), then its run record and turn; it lets the runner continue a
  *   stored run first (`takeover`: a run whose replica died or handed it back) and then runs the turn
  *   if it is still stored. A job redelivered after its turn's checkpoint finds it gone: it never runs
  *   twice. Then the job is completed (attempt-fenced) and the replicas are woken for the successor.
@@ -29,11 +29,11 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Job, PgBoss as PgBossType } from 'pg-boss';
+import type { Job, JobWithMetadata, PgBoss as PgBossType } from 'pg-boss';
 import type { DeliveryHooks, TurnHandler, TurnQueue } from '../../run/turn-queue.js';
 import type { QueuedTurn } from '../../run/turn.js';
 import type { Fence, LeaseRepo, RunRepo, SharedTurnQueueOptions } from '../types.js';
-import { enc, type Db } from './db.js';
+import { dec, enc, num, type Db } from './db.js';
 
 export const TURN_QUEUE = 'gatehouse-turns';
 export const QUEUE_SCHEMA = 'gatehouse_queue';
@@ -50,17 +50,17 @@ export interface PgBossTurnQueueOptions extends SharedTurnQueueOptions {
   db: Db;
   runs: RunRepo;
   leases: LeaseRepo;
-  /** Heartbeat interval pg-boss expects (>= 10; default 10). */
-  heartbeatSeconds?: number;
-  /** How often pg-boss looks for jobs whose heartbeat stopped (default 5). */
-  superviseSeconds?: number;
-  /** Backstop poll when no NOTIFY came (default 2000). */
-  pollMs?: number;
 }
 
 interface JobData {
   conversation: string;
   turnId?: string;
+}
+
+interface Claimed {
+  job: JobWithMetadata<JobData>;
+  fence: Fence;
+  pending: { record?: unknown; turn?: unknown };
 }
 
 interface Held {
@@ -80,7 +80,7 @@ export function jobIdOf(key: string): string {
 
 export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise<PgBossTurnQueue> {
   const { PgBoss } = await import('pg-boss');
-  const superviseSeconds = opts.superviseSeconds ?? 5;
+  const superviseSeconds = opts.tuning?.superviseSeconds ?? 5;
   const boss = new PgBoss({
     connectionString: opts.url,
     schema: QUEUE_SCHEMA,
@@ -93,7 +93,7 @@ export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise
   });
   boss.on('error', (err) => opts.log?.('warn', `turn queue (pg-boss): ${err.message}`));
   await boss.start();
-  const heartbeatSeconds = Math.max(10, opts.heartbeatSeconds ?? 10);
+  const heartbeatSeconds = Math.max(10, opts.tuning?.heartbeatSeconds ?? 10);
   if (!(await boss.getQueue(TURN_QUEUE))) {
     await boss
       .createQueue(TURN_QUEUE, { policy: 'key_strict_fifo', heartbeatSeconds, expireInSeconds: EXPIRE_SECONDS, retryLimit: RETRY_LIMIT, retryDelay: 0, deleteAfterSeconds: 3600 })
@@ -120,9 +120,6 @@ export class PgBossTurnQueue implements TurnQueue {
   private again = false;
   private listener: pg.Client | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
-  /** Added latency bookkeeping: ms from enqueue to delivery, for the turns this process sent and ran. */
-  readonly deliveryMs: number[] = [];
-  private readonly sentAt = new Map<string, number>();
 
   constructor(
     private readonly opts: PgBossTurnQueueOptions,
@@ -130,7 +127,10 @@ export class PgBossTurnQueue implements TurnQueue {
     private readonly heartbeatSeconds: number,
   ) {
     const beat = setInterval(() => void this.heartbeat(), (heartbeatSeconds * 1000) / 2);
-    const poll = setInterval(() => this.wake(), opts.pollMs ?? 2000);
+    const poll = setInterval(() => {
+      this.wake();
+      if (this.mine.size > 0) void this.settleMine().catch(() => undefined);
+    }, opts.tuning?.pollMs ?? 2000);
     beat.unref();
     poll.unref();
     this.timers.push(beat, poll);
@@ -168,7 +168,6 @@ export class PgBossTurnQueue implements TurnQueue {
   async enqueue(conversation: string, queued: QueuedTurn): Promise<void> {
     const id = jobIdOf(queued.id);
     const now = (this.opts.now ?? Date.now)();
-    this.sentAt.set(queued.id, performance.now());
     await this.opts.db.tx(
       'queue a turn',
       async (c) => {
@@ -196,6 +195,11 @@ export class PgBossTurnQueue implements TurnQueue {
       if (sent) n++;
     }
     for (const row of await this.opts.runs.queuedTurns()) {
+      if (!this.opts.parse(row.turn)) {
+        this.log('warn', `dropping an unreadable queued turn of ${row.conversation} (${row.id})`);
+        await this.opts.runs.dropTurn(row.conversation, row.id);
+        continue;
+      }
       const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation, turnId: row.id } satisfies JobData, { id: jobIdOf(row.id), singletonKey: row.conversation });
       if (sent) n++;
     }
@@ -226,12 +230,27 @@ export class PgBossTurnQueue implements TurnQueue {
     return this.lanes.has(conversation) || [...this.held.values()].some((h) => h.conversation === conversation);
   }
 
+  /**
+   * Turns this process sent that another replica finished: `hooks.finished` for each. One read of
+   * pg-boss's job table (its documented SQL surface): a job gone or past `active` is finished.
+   */
+  private async settleMine(): Promise<void> {
+    const ids = [...this.mine];
+    const r = await this.opts.db.query('read the turn jobs', 'read', `SELECT id::text AS id FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND id = ANY($2::uuid[]) AND state < 'completed'`, [
+      TURN_QUEUE,
+      ids.map(jobIdOf),
+    ]);
+    const open = new Set((r.rows as Array<{ id: string }>).map((x) => x.id));
+    for (const id of ids) {
+      if (open.has(jobIdOf(id)) || !this.mine.has(id)) continue;
+      this.mine.delete(id);
+      this.hooks.finished?.(id);
+    }
+  }
+
   async idle(): Promise<void> {
     for (;;) {
-      for (const id of [...this.mine]) {
-        const job = await this.boss.getJobById<JobData>(TURN_QUEUE, jobIdOf(id));
-        if (!job || job.state === 'completed' || job.state === 'cancelled') this.mine.delete(id);
-      }
+      if (this.mine.size > 0) await this.settleMine();
       if (this.held.size === 0 && this.lanes.size === 0 && this.mine.size === 0) return;
       await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(25)]);
     }
@@ -242,7 +261,7 @@ export class PgBossTurnQueue implements TurnQueue {
     const end = Date.now() + graceMs;
     const running = () => [...this.held.values()].some((h) => !h.handedBack && !this.opts.settled?.(h.conversation));
     while (Date.now() < end && running()) await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(Math.min(50, Math.max(1, end - Date.now())))]);
-    await this.handBack();
+    await this.handBack().catch((err: unknown) => this.log('warn', `turn queue: handing back failed (${(err as Error).message}); those jobs go to another replica when their heartbeat lapses`));
     if (this.held.size > 0 && [...this.held.values()].some((h) => !h.handedBack)) return; // called again to wait again
     for (const t of this.timers.splice(0)) clearInterval(t);
     const l = this.listener;
@@ -259,8 +278,8 @@ export class PgBossTurnQueue implements TurnQueue {
       h.handedBack = true;
       await this.opts.leases.take(h.conversation, `${this.opts.owner}:handed-back`, (this.opts.now ?? Date.now)()).catch(() => undefined);
     }
-    await this.boss.fail(TURN_QUEUE, back.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount })), { reason: `handed back by ${this.opts.owner} (shutting down)` });
     for (const h of back) this.held.delete(h.job.id);
+    await this.boss.fail(TURN_QUEUE, back.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount })), { reason: `handed back by ${this.opts.owner} (shutting down)` });
     await this.notifyAll();
     this.log('info', `turn queue: handed back ${back.length} conversation(s) to the other replicas: ${back.map((h) => h.conversation).join(', ')}`);
   }
@@ -288,9 +307,9 @@ export class PgBossTurnQueue implements TurnQueue {
         this.again = false;
         const free = this.opts.capacity - this.running();
         if (free <= 0 || this.closed) break;
-        const jobs = await this.boss.fetch<JobData>(TURN_QUEUE, { batchSize: free });
-        for (const job of jobs) this.take(job);
-        if (jobs.length === free) this.again = true;
+        const claimed = await this.claim(free);
+        for (const c of claimed) this.take(c);
+        if (claimed.length === free) this.again = true;
       } while (this.again && !this.closed);
     } catch (err) {
       this.log('warn', `turn queue: fetching work failed (${(err as Error).message}); trying again at the next poll`);
@@ -299,21 +318,61 @@ export class PgBossTurnQueue implements TurnQueue {
     }
   }
 
-  private take(job: Job<JobData>): void {
-    const h: Held = { job, conversation: job.data.conversation, done: Promise.resolve(), handedBack: false };
+  /**
+   * ONE transaction (one commit): fetch up to `n` jobs, take each one's conversation (its epoch up
+   * by one), then read each one's run record and turn. The read is its own statement, so it sees
+   * what the previous owner committed while the take waited for it.
+   */
+  private async claim(n: number): Promise<Claimed[]> {
+    const db = this.opts.db;
+    const claimed = await db.tx('fetch turns', async (c) => {
+      const jobs = await this.boss.fetch<JobData>(TURN_QUEUE, { batchSize: n, includeMetadata: true, db: { executeSql: (text, values) => c.query(text, values) } });
+      if (jobs.length === 0) return [];
+      // key_strict_fifo: at most one active job per conversation, so these are distinct.
+      const convs = jobs.map((j) => j.data.conversation);
+      const taken = await db.q(
+        c,
+        `INSERT INTO leases AS l (conversation, owner, epoch, taken_at) SELECT conv, $2, 1, $3 FROM unnest($1::text[]) AS u(conv)
+         ON CONFLICT (conversation) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, taken_at = EXCLUDED.taken_at
+         RETURNING conversation, epoch`,
+        [convs, this.opts.owner, (this.opts.now ?? Date.now)()],
+      );
+      const epochs = new Map((taken.rows as Array<{ conversation: string; epoch: string }>).map((r) => [r.conversation, num(r.epoch)]));
+      const read = await db.q(
+        c,
+        `SELECT u.conv, (SELECT record FROM run_records r WHERE r.conversation = u.conv) AS record,
+                (SELECT turn FROM queued_turns q WHERE q.conversation = u.conv AND q.id = u.turn) AS turn
+           FROM unnest($1::text[], $2::text[]) AS u(conv, turn)`,
+        [convs, jobs.map((j) => j.data.turnId ?? null)],
+      );
+      const found = new Map((read.rows as Array<{ conv: string; record: string | null; turn: string | null }>).map((r) => [r.conv, r]));
+      return jobs.map((job): Claimed => {
+        const conversation = job.data.conversation;
+        const r = found.get(conversation);
+        return {
+          job,
+          fence: { conversation, owner: this.opts.owner, epoch: epochs.get(conversation)! },
+          pending: { ...(r?.record != null ? { record: dec(r.record) } : {}), ...(r?.turn != null ? { turn: dec(r.turn) } : {}) },
+        };
+      });
+    });
+    // Started in the order they were sent (a batch comes back in no particular order).
+    return claimed.sort((x, y) => x.job.createdOn.getTime() - y.job.createdOn.getTime());
+  }
+
+  private take(c: Claimed): void {
+    const { job } = c;
+    const h: Held = { job, conversation: job.data.conversation, fence: c.fence, done: Promise.resolve(), handedBack: false };
     this.held.set(job.id, h);
-    h.done = this.deliver(h).finally(() => {
+    h.done = this.deliver(h, c.fence, c.pending).finally(() => {
       if (this.held.get(job.id) === h) this.held.delete(job.id);
       this.wake();
     });
   }
 
-  private async deliver(h: Held): Promise<void> {
+  private async deliver(h: Held, fence: Fence, pending: { record?: unknown; turn?: unknown }): Promise<void> {
     const { conversation, turnId } = h.job.data;
     try {
-      const fence = await this.opts.leases.take(conversation, this.opts.owner, (this.opts.now ?? Date.now)());
-      h.fence = fence;
-      const pending = await this.opts.runs.pending(conversation, turnId);
       if (pending.record !== undefined && this.hooks.takeover) await this.hooks.takeover(conversation, pending.record, { fence });
       if (turnId !== undefined && pending.turn !== undefined && !h.handedBack) {
         const turn = this.opts.parse(pending.turn);
@@ -324,8 +383,6 @@ export class PgBossTurnQueue implements TurnQueue {
           this.log('error', `[${conversation}] dropping turn ${turnId}: delivered ${h.job.retryCount + 1} times without reaching its checkpoint (each replica running it died?)`);
           await this.opts.runs.dropTurn(conversation, turnId);
         } else {
-          const t0 = this.sentAt.get(turnId);
-          if (t0 !== undefined) (this.deliveryMs.push(performance.now() - t0), this.sentAt.delete(turnId));
           await this.handle!(conversation, { id: turnId, turn }, { fence });
         }
       }

@@ -1,0 +1,66 @@
+/**
+ * A replica of the shared turn queue tests (./pgboss.test.ts): opens the PostgreSQL store argv[2]
+ * and its pg-boss TurnQueue as owner argv[3] with capacity argv[4], and prints one JSON line per
+ * event. Its handler stands for a run: a turn `hold:<name>` (or `park:<name>`, parked on a human)
+ * waits for "release <id>" on stdin when this replica is <name>; then it appends the turn's id to
+ * the transcript and drops the turn in ONE fenced checkpoint, checks its fence, and "posts".
+ * "close <ms>" closes the queue with that grace and exits 0.
+ */
+import { createInterface } from 'node:readline';
+import { parseTurn } from '../../../agent/run/turn.js';
+import { openPostgresStore } from '../../../agent/store/postgres/index.js';
+import { FencedError } from '../../../agent/store/types.js';
+
+const [url, name, capacity] = process.argv.slice(2) as [string, string, string];
+const out = (e: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ replica: name, ...e })}\n`);
+const store = await openPostgresStore({ url, log: () => undefined });
+const parked = new Set<string>();
+const releases = new Map<string, () => void>();
+const queue = await store.turnQueue!({
+  owner: name,
+  parse: parseTurn,
+  capacity: Number(capacity),
+  settled: (c) => parked.has(c),
+  log: (level, msg) => out({ ev: 'log', level, msg }),
+  tuning: { superviseSeconds: 1, pollMs: 500 },
+});
+queue.start(async (conversation, q, delivery) => {
+  const fence = delivery!.fence;
+  out({ ev: 'start', id: q.id, conversation, epoch: fence.epoch });
+  const [mode, who] = q.turn.text.split(':');
+  if (who === name && (mode === 'hold' || mode === 'park')) {
+    if (mode === 'park') parked.add(conversation);
+    out({ ev: 'holding', id: q.id });
+    await new Promise<void>((r) => releases.set(q.id, r));
+    parked.delete(conversation);
+  }
+  try {
+    const t = await store.transcripts.load(conversation);
+    const seq = (t?.rows.at(-1)?.seq ?? 0) + 1;
+    await store.checkpoint({
+      fence,
+      transcript: { conversation, agent: 'a', state: {}, changes: [{ op: 'append', rows: [{ seq, message: q.id }] }], now: Date.now(), expectRevision: t?.revision ?? 0 },
+      dropTurn: { conversation, id: q.id },
+    });
+    if (!(await store.leases.holds(fence))) throw new FencedError(fence, (await store.leases.current(conversation))?.epoch);
+    out({ ev: 'posted', id: q.id, conversation });
+  } catch (err) {
+    if (!(err instanceof FencedError)) throw err;
+    process.stderr.write(`${err.message}: not writing or posting\n`);
+    out({ ev: 'fenced', id: q.id, message: err.message });
+  }
+});
+const rl = createInterface({ input: process.stdin });
+rl.on('line', (line) => {
+  const [cmd, arg] = line.split(' ');
+  if (cmd === 'release') releases.get(arg!)?.();
+  if (cmd === 'close') {
+    void queue.close(Number(arg)).then(async () => {
+      out({ ev: 'closed' });
+      rl.close();
+      await store.close();
+      process.exit(0);
+    });
+  }
+});
+out({ ev: 'ready' });
