@@ -19,11 +19,15 @@
  *   default 20) and the shortest repeat (`minRepeatIntervalMs`, default 5 minutes). A due time in the
  *   past or more than MAX_AHEAD_MS ahead is refused.
  * - `onChange` listeners (the scheduler) are told after every add and cancel, so the next timer is
- *   re-armed at once; other processes' changes are seen when the scheduler next reads the store.
+ *   re-armed at once. With `signals` (the store's), add and cancel also signal `reminders` before
+ *   they resolve, so other processes' schedulers re-read at once (a failed signal is ignored: they
+ *   read the store within their next wait anyway).
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { ReminderRepo, StoredReminder } from './store/types.js';
+import type { ReminderRepo, Signals, StoredReminder } from './store/types.js';
+
+export const REMINDERS_TOPIC = 'reminders';
 
 export interface ReminderSettings {
   /** Fire as a turn of the agent (the model sees the reminder and answers), besides posting it. */
@@ -76,6 +80,7 @@ export class Reminders {
     private readonly repo: ReminderRepo,
     private readonly settings: (agentName: string) => ReminderSettings = () => DEFAULT_REMINDER_SETTINGS,
     private readonly now: () => number = Date.now,
+    private readonly signals?: Signals,
   ) {}
 
   settingsFor(agentName: string): ReminderSettings {
@@ -87,8 +92,9 @@ export class Reminders {
     return () => this.listeners.delete(listener);
   }
 
-  private changed(): void {
+  private async changed(): Promise<void> {
     for (const l of this.listeners) l();
+    await this.signals?.publish(REMINDERS_TOPIC, 'changed').catch(() => undefined);
   }
 
   /** Every stored reminder, soonest first (unreadable entries are skipped). */
@@ -142,7 +148,7 @@ export class Reminders {
       rev: 1,
     };
     await this.repo.put(rowOf(r));
-    this.changed();
+    await this.changed();
     return r;
   }
 
@@ -151,7 +157,7 @@ export class Reminders {
     const r = await this.get(id);
     if (!r || r.conversationKey !== conversationKey || r.firedAt !== undefined) return undefined;
     await this.repo.delete(id);
-    this.changed();
+    await this.changed();
     return r;
   }
 

@@ -17,15 +17,19 @@
  * - Delivery: the text is posted through the conversation's adapter (postText, in that conversation's
  *   delivery order). With `reminders.runAsTurn` on the agent, the reminder then also runs as a turn of
  *   the agent (sender "reminder", nobody to answer questions), whose answer is posted as usual.
+ * - With `signals` (the store's; replicas): an add or cancel anywhere signals `reminders`
+ *   (agent/reminders.ts), and that signal or a resync re-reads at once, so another replica arms for a reminder
+ *   set elsewhere (and fires it on time if the one that set it is gone); without, other processes'
+ *   changes are seen within one wait.
  * - A conversation whose platform is not enabled now is left stored and untouched (logged once).
  * - `stop()` clears the timer and waits for a fire in progress: nothing fires after it resolves.
  */
 import type { Config } from './config.js';
 import type { Log } from './log.js';
-import type { Store } from '../agent/store/types.js';
+import type { Signals, Store } from '../agent/store/types.js';
 import type { Runner } from '../agent/runner.js';
 import { DEFAULT_MEMORY_SETTINGS, MEMORY_TOOL_NAMES, MemoryStore } from '../agent/memory.js';
-import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
+import { DEFAULT_REMINDER_SETTINGS, REMINDERS_TOPIC, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
 import type { AgentSettings } from '../agent/settings.js';
 
 /** Lateness below this is timer jitter, not worth saying. */
@@ -47,7 +51,10 @@ export interface ReminderSchedulerOptions {
   log: Log;
   now?: () => number;
   maxWaitMs?: number;
+  signals?: Signals;
 }
+
+
 
 export class ReminderScheduler {
   private timer: NodeJS.Timeout | undefined;
@@ -55,7 +62,7 @@ export class ReminderScheduler {
   private again = false;
   private stopped = true;
   private readonly unreachable = new Set<string>();
-  private unsubscribe: (() => void) | undefined;
+  private unsubscribe: Array<() => void> = [];
   /** When the armed timer is meant to fire (tests and logs). */
   nextWakeAt: number | undefined;
 
@@ -68,14 +75,18 @@ export class ReminderScheduler {
   /** Reads the store, fires what is due (also what came due while the bot was down), arms the timer. */
   async start(): Promise<void> {
     this.stopped = false;
-    this.unsubscribe = this.opts.reminders.onChange(() => this.poke());
+    const { signals } = this.opts;
+    this.unsubscribe = [
+      this.opts.reminders.onChange(() => this.poke()),
+    ];
+    if (signals) this.unsubscribe.push(signals.subscribe(REMINDERS_TOPIC, () => this.poke()), signals.onResync(() => this.poke()));
     this.poke();
     await this.running;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe?.();
+    for (const off of this.unsubscribe.splice(0)) off();
     this.clearTimer();
     await this.running;
     this.clearTimer();
@@ -190,9 +201,9 @@ export class ReminderScheduler {
 }
 
 /** The memory store, the reminders, and what the composition root needs from them. */
-export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' | 'reminders'>) {
+export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' | 'reminders'> & Partial<Pick<Store, 'signals'>>) {
   const memory = new MemoryStore(store.memory, (a) => config.agents[a]?.memory ?? DEFAULT_MEMORY_SETTINGS);
-  const reminders = new Reminders(store.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS);
+  const reminders = new Reminders(store.reminders, (a) => config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS, Date.now, store.signals);
   return {
     stores: { memory, reminders },
     /** The system prompt's memory section, for agents that have a memory tool. */
@@ -204,6 +215,7 @@ export function memoryAndReminders(config: Config, store: Pick<Store, 'memory' |
         post: o.post,
         reachable: o.reachable,
         log: o.log,
+        ...(store.signals ? { signals: store.signals } : {}),
         runAsTurn: (a) => (config.agents[a]?.reminders ?? DEFAULT_REMINDER_SETTINGS).runAsTurn,
         runTurn: async (r, text) => {
           await o.runner.submit({

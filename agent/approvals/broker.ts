@@ -273,7 +273,7 @@ export class ApprovalBroker {
     const req = await this.store.get(entry.requestId);
     if (!req) return { accepted: false, notice: NOTICES.staleToken };
     if (req.conversationKey !== action.conversationKey) return { accepted: false, notice: NOTICES.otherConversation };
-    if (req.decision) return { accepted: false, notice: alreadyDecided(req.decision) };
+    if (req.decision) return this.foundDecided(req.id, req.decision);
     if (!this.mayDecide(req, action.user)) {
       return { accepted: false, notice: req.kind === 'question' ? NOTICES.questionNotYours : NOTICES.approvalNotYours };
     }
@@ -311,7 +311,7 @@ export class ApprovalBroker {
   async decideAs(requestId: string, conversationKey: string, pick: { token: string } | { answer: string | null }, user: { id: string; name?: string }): Promise<ClickResult> {
     const req = await this.store.get(requestId);
     if (!req || req.conversationKey !== conversationKey) return { accepted: false, notice: NOTICES.noSuchRequest };
-    if (req.decision) return { accepted: false, notice: alreadyDecided(req.decision) };
+    if (req.decision) return this.foundDecided(req.id, req.decision);
     let decision: Decision | null;
     if ('token' in pick) {
       const entry = await this.store.byToken(pick.token);
@@ -405,6 +405,12 @@ export class ApprovalBroker {
       // The decision stands; a card we could not edit is a display problem, reported, not fatal.
       this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
     }
+  }
+
+  /** A click found the request decided (maybe by another process): that decision wakes the waits here too. */
+  private foundDecided(requestId: string, decision: Decision): ClickResult {
+    this.wakeHere(requestId, decision);
+    return { accepted: false, notice: alreadyDecided(decision) };
   }
 
   private wakeHere(requestId: string, decision: Decision): void {

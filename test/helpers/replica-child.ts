@@ -3,7 +3,8 @@
  * (test/agent/replica-signals.e2e.test.ts): the real store (argv[2] is a GATEHOUSE_STORE) and the
  * real pieces, wired as bot/app.ts wires them: the SignalDecisionBus (no safety re-read: only the
  * signal can wake a wait), the broker with sharedExpiry, PersistedAllowlists with signals, the
- * reminder scheduler (maxWaitMs 200, so a reminder stored by another process is read soon).
+ * reminder scheduler with the store's signals (maxWaitMs: env REPLICA_MAX_WAIT_MS, default 200, so
+ * a reminder stored by a process without a scheduler is read soon).
  * stdin, one command a line; stdout, one line each (`<kind> <rest>`):
  *   sub <topic>                       -> every signal: `sig <topic> <payload>`
  *   pub <topic> <payload>             -> `pubbed`
@@ -14,6 +15,7 @@
  *   watch <agent>                     -> each re-check: `watcher <agent>`
  *   commands <agent>                  -> `commands <JSON>`
  *   reminders                         -> starts the scheduler: `scheduling`; each post: `fired <conversation> <text>`
+ *   remind <conversation> <in ms> <text> -> a reminder set here (as the tool sets it): `reminded <id>`
  *   expiry                            -> starts the expiry watch: `watching`
  *   stop                              -> stops it all: `stopped`, then exits
  * Card updates, from whichever process: `updated <request id> <outcome line>`.
@@ -48,13 +50,15 @@ const broker = new ApprovalBroker({
 });
 const allowlists = new PersistedAllowlists(store.allowlists, Date.now, { signals: store.signals });
 await allowlists.load(['default']);
+const reminders = new Reminders(store.reminders, undefined, Date.now, store.signals);
 const scheduler = new ReminderScheduler({
-  reminders: new Reminders(store.reminders),
+  reminders,
+  signals: store.signals,
   post: async (key, text) => out(`fired ${key} ${text.split('\n')[0]}`),
   reachable: () => true,
   runAsTurn: () => false,
   log: (level, m) => process.stderr.write(`${level} ${m}\n`),
-  maxWaitMs: 200,
+  maxWaitMs: Number(process.env.REPLICA_MAX_WAIT_MS ?? 200),
 });
 await store.signals.ready();
 out('ready');
@@ -94,6 +98,10 @@ lines.on('line', (line) => {
       return out(`commands ${JSON.stringify(allowlists.commands(args[0]!))}`);
     case 'reminders':
       return void run(scheduler.start().then(() => out('scheduling')));
+    case 'remind':
+      return void run(
+        reminders.add({ agentName: 'default', conversationKey: args[0]!, dueAt: Date.now() + Number(args[1]), text: args.slice(2).join(' ') }).then((r) => out(`reminded ${r.id}`)),
+      );
     case 'expiry':
       return void run(broker.watchExpiry().then(() => out('watching')));
     case 'stop':

@@ -24,8 +24,8 @@ export interface Replica {
   stop(): Promise<void>;
 }
 
-export function startReplica(storeUrl: string): Replica {
-  const child = spawn(process.execPath, ['--import', register, script, storeUrl], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+export function startReplica(storeUrl: string, env: Record<string, string> = {}): Replica {
+  const child = spawn(process.execPath, ['--import', register, script, storeUrl], { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   const queued = new Map<string, string[]>();
   const seen = new Map<string, string[]>();
   const waiting = new Map<string, Array<(l: string) => void>>();
