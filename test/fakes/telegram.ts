@@ -107,6 +107,8 @@ export interface FakeTelegram {
   /** Calls made inside a retry_after window Telegram announced (should stay 0). */
   retryAfterViolations: number;
   readonly webhook: { url: string; secret: string | undefined } | undefined;
+  /** Long polls waiting now (0 or 1: a second concurrent one gets 409). */
+  pollsOpen(): number;
 
   addChat(chat: FakeChat): void;
   /** Queues (polling) or POSTs (webhook) an update; resolves with the webhook's HTTP status. */
@@ -750,6 +752,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
     set retryAfterViolations(n: number) {
       violations = n;
     },
+    pollsOpen: () => (poll && !poll.res.destroyed && !poll.res.writableEnded ? 1 : 0),
     get webhook() {
       return webhook;
     },

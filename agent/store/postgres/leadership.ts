@@ -7,8 +7,10 @@
  *   form (LOCK_CLASS, hashtext(role)), a key space apart from the migration lock's single bigint.
  * - Every `retryEveryMs`: a standby (re)connects when needed, LISTENs on `gatehouse_leadership` and
  *   tries `pg_try_advisory_lock`; a holder runs a heartbeat (`SELECT 1`) that must answer within
- *   `retryEveryMs`. A failed heartbeat, a connection error or end means "not leading" at once
- *   (onChange(false)); the connection is dropped, which releases the lock if the server still had it.
+ *   `patience` (2 x retryEveryMs, 2-8 s). A failed heartbeat, a connection error or end means "not
+ *   leading" at once (onChange(false)); the connection is dropped, which releases the lock if the
+ *   server still had it. The session's TCP keepalives make the server drop a silent holder (a
+ *   partition: no FIN, no RST) a few seconds after that holder has given up by itself, never before.
  * - release(): `pg_advisory_unlock`, then `NOTIFY gatehouse_leadership, role`: a standby LISTENing
  *   tries at once instead of at its next tick.
  */
@@ -21,6 +23,11 @@ const CHANNEL = 'gatehouse_leadership';
 
 export function postgresLeadership(url: string, target: Target, role: string, opts: LeadershipOptions = {}): Leadership {
   const every = opts.retryEveryMs ?? 2_000;
+  // A holder gives up within every + patience of its connection going silent; the server is told
+  // (TCP keepalives on this session) to drop a silent holder, and with it the lock, only later:
+  // never two holders, and a standby still takes over well within 30 s at the default interval.
+  const patience = Math.min(Math.max(2 * every, 2_000), 8_000);
+  const serverIdleS = Math.ceil((every + patience) / 1000) + 2;
   const log = (level: 'info' | 'warn', msg: string) => opts.log?.(level, redact(msg, target.password));
   const listeners = new Set<(leading: boolean) => void>();
   let leading = false;
@@ -73,7 +80,7 @@ export function postgresLeadership(url: string, target: Target, role: string, op
     });
     try {
       await c.connect();
-      await c.query(`LISTEN ${CHANNEL}`);
+      await c.query(`SET tcp_keepalives_idle = ${serverIdleS}; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; LISTEN ${CHANNEL}`);
     } catch (err) {
       void c.end().catch(() => undefined);
       throw err;
@@ -81,14 +88,14 @@ export function postgresLeadership(url: string, target: Target, role: string, op
     return c;
   }
 
-  /** A query that must answer within one interval, or the connection counts as lost. */
+  /** A query that must answer in time, or the connection counts as lost. */
   async function bounded(c: pg.Client, sql: string, params: unknown[]): Promise<pg.QueryResult> {
     let t: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
         c.query(sql, params),
         new Promise<never>((_, reject) => {
-          t = setTimeout(() => reject(new Error(`no answer within ${every} ms`)), every);
+          t = setTimeout(() => reject(new Error(`no answer within ${patience} ms`)), patience);
         }),
       ]);
     } finally {
