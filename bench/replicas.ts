@@ -14,7 +14,7 @@
  * run in their own processes. On a machine with other work running the numbers are noisy: the
  * load average is printed with them.
  *
- * Run: npm run build && node dist/bench/replicas.js [--messages 2000] [--rate 300] [--takeovers 3]
+ * Run: npm run build && node dist/bench/replicas.js [--messages 2000] [--warmup 1000] [--rate 300] [--takeovers 3]
  *      [--configs sqlite:1,postgres:1,postgres:2,postgres:3] [--postgres ADMIN_URL]
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -217,6 +217,7 @@ async function main(): Promise<void> {
   const messages = Number(arg('messages', '2000'));
   const rate = Number(arg('rate', '300'));
   const takeovers = Number(arg('takeovers', '3'));
+  const warmup = Number(arg('warmup', '1000'));
   const configs = arg('configs', 'sqlite:1,postgres:1,postgres:2,postgres:3').split(',').map((c) => ({ engine: c.split(':')[0]!, count: Number(c.split(':')[1] ?? 1) }));
   let adminUrl: string | undefined = args.includes('--postgres') ? arg('postgres', '') : undefined;
   let stopServer = async (): Promise<void> => undefined;
@@ -230,7 +231,7 @@ async function main(): Promise<void> {
   const model = await forkReady<string>('fake-model-process.js');
 
   console.log(`Replica benchmark: node ${process.version}, ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  console.log(`Telegram webhook through a round-robin front, ${CHATS.length} chats, ${messages} messages per row, open loop at ${rate}/s; latency = update POSTed -> answer received (ms)`);
+  console.log(`Telegram webhook through a round-robin front, ${CHATS.length} chats, ${messages} messages per row after ${warmup} to warm up, open loop at ${rate}/s; latency = update POSTed -> answer received (ms)`);
   const widths = [18, 10, 8, 8, 8, 8, 10, 8];
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ');
   console.log(line(['configuration', 'row', 'msg/s', 'p50', 'p99', 'max', 'unanswered', 'redeliv']));
@@ -238,7 +239,7 @@ async function main(): Promise<void> {
     const rig = await startRig({ storeUrl: await storeUrl(c.engine), count: c.count, webhook: true, modelUrl: model.ready });
     const label = c.engine === 'sqlite' ? 'SQLite, 1 process' : `PostgreSQL, ${c.count} repl.`;
     try {
-      await ask<LoadResult>(rig.tg, { type: 'run', chatIds: WARM_CHATS, total: 1000, timeoutMs: 180_000 });
+      if (warmup > 0) await ask<LoadResult>(rig.tg, { type: 'run', chatIds: WARM_CHATS, total: warmup, timeoutMs: 180_000 });
       for (const row of [{ name: 'closed', ratePerSec: undefined }, { name: `open @${rate}/s`, ratePerSec: rate }]) {
         const r = await ask<LoadResult>(rig.tg, { type: 'run', chatIds: CHATS, total: messages, ...(row.ratePerSec !== undefined ? { ratePerSec: row.ratePerSec } : {}), timeoutMs: 180_000 });
         const lat = [...r.latencies].sort((a, b) => a - b);
