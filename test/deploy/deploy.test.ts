@@ -1,8 +1,10 @@
 /**
- * The deploy files (deploy/Dockerfile, deploy/compose.yaml, deploy/gatehouse.service, .dockerignore),
- * checked for what broke them before, and the image's start command run as a real process outside
- * Docker (no Docker daemon here): the CMD with the environment compose gives it, no platform token,
- * no terminal, as the image's user (uid 1000, `node` in the official image) when the test runs as root.
+ * The deploy files (deploy/Dockerfile, deploy/compose.yaml, deploy/compose.replicas.yaml,
+ * deploy/gatehouse.service, .dockerignore), checked for what broke them before, and the image's start
+ * command run as a real process outside Docker (no Docker daemon here): the CMD with the environment
+ * compose gives it, no platform token, no terminal, as the image's user (uid 1000, `node` in the
+ * official image) when the test runs as root; and a replica's healthcheck command run against a
+ * replica on a real PostgreSQL.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -10,15 +12,36 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { testPostgresUrl } from '../helpers/postgres.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
 const dockerfile = readFileSync(join(root, 'deploy', 'Dockerfile'), 'utf8');
 const compose = parse(readFileSync(join(root, 'deploy', 'compose.yaml'), 'utf8')) as {
-  services: { gatehouse: { command: string[]; environment: Record<string, string>; volumes: string[]; security_opt: string[]; env_file: string } };
+  services: { gatehouse: { build: unknown; command: string[]; environment: Record<string, string>; volumes: string[]; security_opt: string[]; env_file: string } };
   volumes: Record<string, unknown>;
 };
 const service = compose.services.gatehouse;
+
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string>;
+  volumes?: string[];
+  ports?: string[];
+  security_opt?: string[];
+  depends_on?: Record<string, { condition?: string }>;
+  healthcheck?: { test: string[] | string; interval?: string; start_period?: string };
+  stop_grace_period?: string;
+  env_file?: string;
+}
+// Docker Compose resolves `<<: *anchor` merge keys; so does this parse.
+const replicasCompose = parse(readFileSync(join(root, 'deploy', 'compose.replicas.yaml'), 'utf8'), { merge: true }) as {
+  services: Record<string, ComposeService>;
+  volumes: Record<string, unknown>;
+};
+const replicaNames = Object.keys(replicasCompose.services).filter((n) => replicasCompose.services[n]!.environment?.['GATEHOUSE_STORE'] !== undefined);
 const unitPath = join(root, 'deploy', 'gatehouse.service');
 const unit = readFileSync(unitPath, 'utf8');
 
@@ -76,6 +99,65 @@ describe('Dockerfile and compose', () => {
   test('compose lets bubblewrap create user namespaces (Docker\'s default seccomp/AppArmor profiles block it)', () => {
     expect(service.security_opt).toEqual(expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']));
     expect(JSON.stringify(service)).not.toMatch(/privileged|cap_add|SYS_ADMIN/);
+  });
+});
+
+describe('compose.replicas.yaml: PostgreSQL and two replicas', () => {
+  const pg = replicasCompose.services['postgres']!;
+  const replicas = replicaNames.map((n) => replicasCompose.services[n]!);
+  const seconds = (d: string | undefined) => Number(/^(\d+)s$/.exec(d ?? '')?.[1] ?? NaN);
+
+  test('PostgreSQL with a volume for its data and a pg_isready healthcheck over TCP; the password from the environment', () => {
+    expect(pg.image).toMatch(/^postgres:(1[3-9]|[2-9]\d)/); // PostgreSQL 13 or newer
+    expect(pg.volumes?.some((v) => v.endsWith(':/var/lib/postgresql/data'))).toBe(true);
+    const test = [pg.healthcheck?.test ?? []].flat().join(' ');
+    expect(test).toMatch(/pg_isready/);
+    expect(test).toMatch(/-h 127\.0\.0\.1/);
+    expect(pg.environment?.['POSTGRES_PASSWORD']).toMatch(/^\$\{POSTGRES_PASSWORD:\?/);
+  });
+
+  test('two replicas of the image on the same database, each waiting for a healthy PostgreSQL, each checked on /readyz', () => {
+    expect(replicas.length).toBeGreaterThanOrEqual(2);
+    const stores = new Set(replicas.map((r) => r.environment!['GATEHOUSE_STORE']));
+    expect(stores.size).toBe(1);
+    const store = [...stores][0]!;
+    expect(store).toMatch(/^postgres:\/\/gatehouse:\$\{POSTGRES_PASSWORD:\?[^}]*\}@postgres:5432\/gatehouse$/);
+    expect(store).toContain(pg.environment!['POSTGRES_DB']!);
+    for (const r of replicas) {
+      expect(r.command).toEqual(jsonInstruction('CMD'));
+      expect(r.build).toEqual(service.build);
+      expect(r.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+      expect([r.healthcheck?.test ?? []].flat().join(' ')).toMatch(/http:\/\/127\.0\.0\.1:8080\/readyz/);
+      expect(r.environment!['GATEHOUSE_HTTP_PORT']).toBe('8080');
+      expect(r.security_opt).toEqual(expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']));
+      // Long enough for a drain; compose's default (10 s) is not.
+      expect(seconds(r.stop_grace_period)).toBeGreaterThanOrEqual(20);
+      expect(r.env_file).toBe(service.env_file);
+      for (const v of r.volumes!) expect(v.split(':')[0]).not.toMatch(/\.ya?ml$/);
+      expect(r.volumes).toContain('../config:/app/config:ro');
+    }
+  });
+
+  test('each replica has its own data folder and published port; the workspace volume is shared; every volume is declared', () => {
+    const data = replicas.map((r) => r.volumes!.find((v) => v.endsWith(':/app/data')));
+    expect(data.every(Boolean)).toBe(true);
+    expect(new Set(data).size).toBe(replicas.length);
+    const ws = replicas.map((r) => r.volumes!.find((v) => v.endsWith(':/app/workspace')));
+    expect(ws.every(Boolean)).toBe(true);
+    expect(new Set(ws).size).toBe(1);
+    const hostPorts = replicas.flatMap((r) => r.ports ?? []).map((p) => p.split(':').slice(0, -1).join(':'));
+    expect(new Set(hostPorts).size).toBe(replicas.length);
+    for (const p of hostPorts) expect(p.startsWith('127.0.0.1:')).toBe(true);
+    const named = Object.values(replicasCompose.services)
+      .flatMap((x) => x.volumes ?? [])
+      .map((v) => v.split(':')[0]!)
+      .filter((src) => !src.startsWith('.') && !src.startsWith('/'));
+    for (const n of named) expect(Object.keys(replicasCompose.volumes)).toContain(n);
+  });
+
+  test('the image checks /readyz and drains on SIGTERM', () => {
+    expect(runtimeStage).toMatch(/^HEALTHCHECK [^\n]*\\\n\s+CMD \[.*\/readyz/m);
+    expect(runtimeStage).toMatch(/^STOPSIGNAL SIGTERM$/m);
   });
 });
 
@@ -145,11 +227,11 @@ describe("the image's start command as a real process", () => {
   });
 
   /** The container's filesystem mapped into `dir`: /app/<x> -> <dir>/app/<x>. */
-  function containerEnv(): Record<string, string> {
+  function containerEnv(composeEnv: Record<string, string> = service.environment): Record<string, string> {
     const fromImage: Record<string, string> = {};
     const envBlock = /^ENV ((?:.*\\\n)*.*)$/m.exec(runtimeStage)?.[1] ?? '';
     for (const m of envBlock.matchAll(/([A-Z_]+)=(\S+)/g)) fromImage[m[1]!] = m[2]!;
-    const env: Record<string, string> = { ...fromImage, ...service.environment };
+    const env: Record<string, string> = { ...fromImage, ...composeEnv };
     for (const [k, v] of Object.entries(env)) env[k] = v.replaceAll('/app/', `${dir}/app/`);
     // The published port is fixed in compose; here any free port (printed at start) will do.
     env['GATEHOUSE_HTTP_PORT'] = '0';
@@ -216,6 +298,35 @@ describe("the image's start command as a real process", () => {
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(p.output()).not.toMatch(/FATAL|napi/);
   }, 60_000);
+
+  test("a replica of compose.replicas.yaml on a real PostgreSQL: its healthcheck command passes once it is ready", async () => {
+    prepareImageTree('agents:\n  ops:\n    model: claude-sonnet-5-5\n    workspace: /app/workspace\n'.replace('/app/', `${dir}/app/`));
+    const replica = replicasCompose.services[replicaNames[0]!]!;
+    // The database compose would give it (postgres://...@postgres:5432/gatehouse), on the test server.
+    const env = { ...containerEnv(replica.environment), GATEHOUSE_STORE: await testPostgresUrl() };
+    const p = start(env);
+    try {
+      await until('Gatehouse started', () => /Gatehouse started/.test(p.output()) || p.child.exitCode !== null, p.output, 60_000);
+      expect(p.child.exitCode).toBeNull();
+      const port = /HTTP server on http:\/\/127\.0\.0\.1:(\d+)/.exec(p.output())![1]!;
+      // The healthcheck exactly as compose runs it in the container, on this replica's port.
+      const [kind, ...argv] = [replica.healthcheck!.test].flat();
+      expect(kind).toBe('CMD');
+      expect(argv[0]).toBe('node');
+      const args = argv.slice(1).map((a) => a.replace('127.0.0.1:8080', `127.0.0.1:${port}`));
+      // Started means ready here (the store answered at start); a few tries allow for a slow first answer.
+      let status: number | null = null;
+      for (let i = 0; i < 5 && status !== 0; i++) {
+        status = await new Promise<number | null>((resolve) => spawn(process.execPath, args, { stdio: 'ignore' }).once('exit', resolve));
+      }
+      const readyz = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+      expect({ status, readyz }).toEqual({ status: 0, readyz: 200 });
+      p.child.kill('SIGTERM');
+      expect(await p.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      p.child.kill('SIGKILL');
+    }
+  }, 90_000);
 
   test('a missing config file stops the start with a clear error (not an empty directory, not a restart loop of terminal chats)', async () => {
     prepareImageTree(undefined);

@@ -16,6 +16,12 @@
  * - `failNext` injects an error; an injected 429 opens a retry_after window for that method and
  *   chat: calls inside it are refused again and counted in `retryAfterViolations`.
  *
+ * - Webhook redelivery (opt-in, `webhookRetry`): as Telegram does ("in case of an unsuccessful
+ *   request, we will give up after a reasonable amount of attempts"), a delivery answered with a
+ *   non-2xx status or that fails on the network (refused, reset mid-request) is sent again after
+ *   `delayMs`, up to `attempts` times in all. Every attempt is recorded in `webhookDeliveries`
+ *   (status 0: no HTTP answer). Without it, one attempt (the tests that check a 401 see it at once).
+ *
  * Deviations, on purpose: setWebhook accepts http://127.0.0.1 URLs; an unescaped "&" that does not
  * start an entity is refused (Telegram's docs require escaping it); multipart uploads are refused.
  */
@@ -94,6 +100,7 @@ export interface FakeTelegram {
   readonly calls: CallSummary[];
   readonly callbackAnswers: Array<{ id: string; text: string | undefined; showAlert: boolean }>;
   readonly chatActions: Array<{ chatId: number; action: string; threadId: number | undefined }>;
+  /** One entry per delivery attempt; status 0: the request failed without an HTTP answer. */
   readonly webhookDeliveries: Array<{ updateId: number; status: number }>;
   /** The / menu the bot registered (setMyCommands, default scope, no language). */
   readonly commands: ReadonlyArray<{ command: string; description: string }>;
@@ -258,7 +265,15 @@ function parseParams(req: IncomingMessage, url: URL, body: Buffer): Json {
 
 const num = (v: unknown): number | undefined => (v === undefined || v === null || v === '' ? undefined : Number(v));
 
-export async function startFakeTelegram(opts: { token: string; botId?: number; botUsername?: string }): Promise<FakeTelegram> {
+export interface FakeTelegramOptions {
+  token: string;
+  botId?: number;
+  botUsername?: string;
+  /** Webhook mode: send an update again after a failed delivery (see the header). */
+  webhookRetry?: { attempts: number; delayMs: number };
+}
+
+export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<FakeTelegram> {
   const token = opts.token;
   const bot = { id: opts.botId ?? 7000001, is_bot: true as const, first_name: 'Gatehouse', username: opts.botUsername ?? 'GatehouseBot' };
   const chats = new Map<number, FakeChat>();
@@ -645,11 +660,27 @@ export async function startFakeTelegram(opts: { token: string; botId?: number; b
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       const secret = o.secret ?? webhook.secret;
       if (secret !== undefined) headers['X-Telegram-Bot-Api-Secret-Token'] = secret;
-      const r = await fetch(webhook.url, { method: 'POST', headers, body: JSON.stringify(u) });
-      await r.arrayBuffer();
-      webhookDeliveries.push({ updateId, status: r.status });
-      notify();
-      return { updateId, status: r.status };
+      const attempts = Math.max(1, opts.webhookRetry?.attempts ?? 1);
+      let status = 0;
+      let failure: unknown;
+      for (let attempt = 1; attempt <= attempts; attempt++) {
+        if (attempt > 1) await new Promise((r) => setTimeout(r, opts.webhookRetry?.delayMs ?? 0));
+        try {
+          const r = await fetch(webhook.url, { method: 'POST', headers, body: JSON.stringify(u) });
+          await r.arrayBuffer();
+          status = r.status;
+          failure = undefined;
+        } catch (err) {
+          status = 0;
+          failure = err;
+        }
+        webhookDeliveries.push({ updateId, status });
+        notify();
+        if (status >= 200 && status < 300) break;
+      }
+      // One attempt only (no webhookRetry): a network failure is the caller's, as before.
+      if (failure !== undefined && opts.webhookRetry === undefined) throw failure;
+      return { updateId, status };
     }
     if (!allowedUpdates || allowedUpdates.length === 0 || allowedUpdates.includes(kind)) {
       pending.push(u);
