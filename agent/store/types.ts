@@ -243,8 +243,17 @@ export interface Store {
   memory: MemoryRepo;
   reminders: ReminderRepo;
   cache: CacheRepo;
-  /** One transaction over the transcript and the run's own rows. */
-  checkpoint(c: Checkpoint): Promise<void>;
+  /**
+   * No other process runs turns on this store (a SQLite store opened exclusive by `gatehouse serve`):
+   * what this process caches of transcripts and open questions cannot go stale behind its back.
+   * Operator commands beside it only read, or decide approvals. Absent or false: ask the store.
+   */
+  readonly exclusive?: boolean;
+  /**
+   * One transaction over the transcript and the run's own rows. With a transcript write, resolves
+   * with its new revision (a cached copy stays current without reading it back).
+   */
+  checkpoint(c: Checkpoint): Promise<void | { revision: number }>;
   close(): Promise<void>;
 }
 

@@ -120,7 +120,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     memory: memoryRepo(db),
     reminders: reminderRepo(db),
     cache: cacheRepo(db),
-    async checkpoint(cp: Checkpoint) {
+    async checkpoint(cp: Checkpoint): Promise<void | { revision: number }> {
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
       const w = cp.transcript;
       const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
@@ -128,8 +128,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
         const nonce = randomUUID();
         const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
         // The common checkpoint (messages appended, the turn dropped, the record saved) is ONE statement.
-        if (appendOnly(w)) return void (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts), verify));
-        return void (await db.tx(
+        if (appendOnly(w)) return { revision: (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts), verify)).revision };
+        const r = await db.tx(
           what,
           async (c) => {
             const r = await applyWrite(db, c, w, nonce);
@@ -137,7 +137,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
             return r;
           },
           verify,
-        ));
+        );
+        return { revision: r.revision };
       }
       // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
       await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);

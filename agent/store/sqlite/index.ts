@@ -127,6 +127,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
   return {
     engine: 'sqlite',
     description,
+    exclusive: opts.exclusive === true,
     transcripts: sqliteTranscripts(exec, write),
     runs: sqliteRuns(exec),
     approvals: sqliteApprovals(exec),
@@ -146,7 +147,8 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
       if (c.dropTurn) stmts.push(dropTurnStatement(c.dropTurn.conversation, c.dropTurn.id));
       if (c.record) stmts.push(c.record.record === null ? dropRecordStatement(c.record.conversation) : saveRecordStatement(c.record.conversation, c.record.record));
       if (stmts.length === 0) return;
-      await guarded(stmts, head, c.transcript);
+      const results = await guarded(stmts, head, c.transcript);
+      return c.transcript ? { revision: written(results, head).revision } : undefined;
     },
     async close() {
       if (closed) return;
