@@ -180,7 +180,7 @@ export class ConversationStore {
       if (!c.dropTurn && !c.record) revision = (await this.opts.transcripts.write(write)).revision;
       else {
         const result = await this.opts.checkpoint({ ...c, transcript: write });
-        // The store's checkpoint returns no revision: one indexed read (a write may bump it by more than one).
+        // Both engines return the new revision; a checkpoint that does not costs one indexed read.
         revision = (result && typeof result === 'object' ? result.revision : undefined) ?? (await this.opts.transcripts.revision(key));
       }
     } catch (err) {

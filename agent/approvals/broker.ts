@@ -194,8 +194,8 @@ export class ApprovalBroker {
   }
 
   /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */
-  async describeWaiting(conversationKey: string): Promise<string | undefined> {
-    for (const id of await this.openIds(conversationKey)) {
+  async describeWaiting(conversationKey: string, openIds?: string[]): Promise<string | undefined> {
+    for (const id of openIds ?? (await this.openIds(conversationKey))) {
       const req = await this.store.get(id);
       if (!req || req.decision || req.kind === 'approve_all') continue;
       return describeWaitingFor(req);
@@ -315,8 +315,8 @@ export class ApprovalBroker {
    * Returns true when it answered one (the message is then not a new turn). One read of the
    * conversation's undecided requests when it has none (the common case), none on an exclusive store.
    */
-  async answerTyped(conversationKey: string, user: { id: string; name?: string; roles?: string[] }, text: string): Promise<boolean> {
-    for (const id of await this.openIds(conversationKey)) {
+  async answerTyped(conversationKey: string, user: { id: string; name?: string; roles?: string[] }, text: string, openIds?: string[]): Promise<boolean> {
+    for (const id of openIds ?? (await this.openIds(conversationKey))) {
       const req = await this.store.get(id);
       if (!req || req.decision || req.kind !== 'question' || !req.allowCustom) continue;
       if (!this.mayDecide(req, user)) continue;
@@ -331,8 +331,8 @@ export class ApprovalBroker {
    */
   noteResumed(_conversationKey: string): void {}
 
-  /** pendingIds, with no read when the in-process index knows there are none. */
-  private async openIds(key: string): Promise<string[]> {
+  /** pendingIds, with no read when the in-process index knows there are none (`openIds` of the two above). */
+  async openIds(key: string): Promise<string[]> {
     if (this.open && !(await this.open.mayHave(key))) return [];
     const mark = this.open?.mark(key);
     const ids = await this.store.pending(key);
