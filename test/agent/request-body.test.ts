@@ -34,3 +34,30 @@ describe('requestBody', () => {
     expect(requestBody({ messages: [shallow] })).toBe(JSON.stringify({ messages: [shallow] }));
   });
 });
+
+describe('requestBody over a long transcript sent again and again', () => {
+  const msg = (i: number, frozen = true): Message => {
+    const m: Message = { role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: `m${i}` }] };
+    return frozen ? freezeMessage(m) : m;
+  };
+  const same = (messages: readonly unknown[]) => expect(requestBody({ model: 'm', messages, stream: false })).toBe(JSON.stringify({ model: 'm', messages, stream: false }));
+  it('is JSON.stringify after appends, a replaced message, a truncation, an unfrozen message and a shorter slice', () => {
+    const ms: Message[] = Array.from({ length: 100 }, (_, i) => msg(i));
+    same(ms);
+    ms.push(msg(100), msg(101));
+    same(ms);
+    ms[50] = msg(1000);
+    same(ms);
+    ms.length = 80;
+    same(ms);
+    const loose = msg(2000, false);
+    ms.splice(70, 0, loose);
+    same(ms);
+    (loose.content[0] as { text: string }).text = 'changed';
+    same(ms);
+    same(ms.slice(0, 75));
+    same(ms);
+    ms.push(msg(3000));
+    same(ms);
+  });
+});
