@@ -25,15 +25,56 @@ function sizeOf(m: Message): { chars: number; images: number } {
   return size;
 }
 
+/**
+ * Running totals over the leading frozen messages of a long transcript, by its first message: the
+ * same transcript measured again after appends (twice per model call) costs a pointer comparison
+ * per message and the sizes of the new ones, instead of a size lookup per message.
+ */
+interface Prefix {
+  items: Message[];
+  chars: number[];
+  images: number[];
+}
+const prefixes = new WeakMap<Message, Prefix>();
+/** Shorter lists (slices of a tail, classifier prompts) are summed directly. */
+const PREFIX_MIN = 64;
+
 export function estimateTokens(messages: readonly Message[]): number {
+  const n = messages.length;
   let chars = 0;
   let images = 0;
-  for (const m of messages) {
+  let i = 0;
+  let p: Prefix | undefined;
+  if (n >= PREFIX_MIN && sizes.has(sizeOfFirst(messages))) {
+    const first = messages[0]!;
+    p = prefixes.get(first);
+    if (!p) prefixes.set(first, (p = { items: [], chars: [], images: [] }));
+    const limit = Math.min(p.items.length, n);
+    while (i < limit && p.items[i] === messages[i]) i++;
+    if (i > 0) {
+      chars = p.chars[i - 1]!;
+      images = p.images[i - 1]!;
+    }
+    // Extended (after a divergence: replaced) only by messages whose size is final (frozen).
+    if (i < n) p.items.length = p.chars.length = p.images.length = i;
+  }
+  for (; i < n; i++) {
+    const m = messages[i]!;
     const s = sizeOf(m);
     chars += s.chars;
     images += s.images;
+    if (p && p.items.length === i && sizes.has(m)) {
+      p.items.push(m);
+      p.chars.push(chars);
+      p.images.push(images);
+    }
   }
   return Math.ceil(chars / 4) + images * IMAGE_TOKENS;
+}
+
+function sizeOfFirst(messages: readonly Message[]): Message {
+  sizeOf(messages[0]!);
+  return messages[0]!;
 }
 
 function countBlock(b: ContentBlock, chars: number, images: number): { chars: number; images: number } {

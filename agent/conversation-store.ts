@@ -12,7 +12,10 @@
  *   started from, so a transcript changed meanwhile by another writer is never overwritten (the save
  *   rejects with StoreConflictError and the next load reads it afresh).
  * - The most recently used conversations (`cacheSize`, default 500) stay in memory: loading one reads
- *   only its revision, and the rows only when another writer changed it.
+ *   only its revision, and the rows only when another writer changed it. With `soleWriter` (the
+ *   store is exclusive to this process) a cached one is trusted and nothing is read; a write still
+ *   names its revision, so a writer that was not expected is caught at save, never overwritten.
+ *   A conversation not cached is read in one call.
  * - `checkpoint(key, conv, { dropTurn, record, fence })` is ONE store transaction: the transcript, the
  *   queued turn it now holds, the run record; with a fence, refused (FencedError) once it moved on.
  * - Retention (per agent, `retention(agent)`): conversations beyond the newest `maxConversations`, and
@@ -44,6 +47,8 @@ export interface ConversationStoreOptions {
   checkpoint(c: Checkpoint): Promise<void | { revision?: number }>;
   retention?(agent: string): RetentionSettings;
   cacheSize?: number;
+  /** No other process writes these transcripts (Store.exclusive): a cached copy is current. */
+  soleWriter?: boolean;
   now?(): number;
   log?(level: 'info' | 'warn', msg: string): void;
 }
@@ -82,12 +87,13 @@ export class ConversationStore {
   }
 
   async load(key: string, opts: { raw?: boolean } = {}): Promise<StoredConversation | undefined> {
-    const revision = await this.opts.transcripts.revision(key);
-    if (revision === undefined) {
+    let entry = this.cache.get(key);
+    // Checked against the store unless this process is its only writer; not cached: one read.
+    const revision = entry && !this.opts.soleWriter ? await this.opts.transcripts.revision(key) : entry?.revision;
+    if (entry && revision === undefined) {
       this.cache.delete(key);
       return undefined;
     }
-    let entry = this.cache.get(key);
     if (entry && entry.revision === revision) {
       this.touch(key, entry);
     } else {
@@ -175,7 +181,7 @@ export class ConversationStore {
       if (!c.dropTurn && !c.record) revision = (await this.opts.transcripts.write(write)).revision;
       else {
         const result = await this.opts.checkpoint({ ...c, transcript: write });
-        // The store's checkpoint returns no revision: one indexed read (a write may bump it by more than one).
+        // Both engines return the new revision; a checkpoint that does not costs one indexed read.
         revision = (result && typeof result === 'object' ? result.revision : undefined) ?? (await this.opts.transcripts.revision(key));
       }
     } catch (err) {

@@ -31,6 +31,7 @@ import { createNodeFetch } from './http-fetch.js';
 import { ModelError } from './model-types.js';
 import type { ModelClient, ModelErrorCode, ModelRequest, ModelResponse } from './model-types.js';
 import { priceUsage } from './pricing.js';
+import { requestBody } from './request-body.js';
 
 export interface RetryInfo {
   /** 1 for the first retry. */
@@ -120,11 +121,11 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
       if (!req.onText && req.maxTokens <= WHOLE_REPLY_MAX_TOKENS) {
         reading = true; // a body cut short fails inside create(), as a plain error
         const timeout = req.timeoutMs ?? defaultTimeoutMs;
-        const message = await client.messages.create({ ...toParams(req), stream: false }, { signal: ac.signal, maxRetries: 0, timeout });
+        const message = await client.messages.create(...encoded({ ...toParams(req), stream: false }, { signal: ac.signal, maxRetries: 0, timeout }));
         if (ac.signal.aborted) throw new APIUserAbortError();
         return wholeReply(message, req.model);
       }
-      const stream = await client.messages.create(toParams(req), { signal: ac.signal, maxRetries: 0 });
+      const stream = await client.messages.create(...encoded(toParams(req), { signal: ac.signal, maxRetries: 0 }));
       const acc = new Accumulator();
       reading = true;
       for await (const event of stream) {
@@ -207,6 +208,16 @@ export function classifierCompletionFrom(
     const text = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
     return { text, usage: res.usage };
   };
+}
+
+/**
+ * The call's arguments with the body already encoded (agent/request-body.ts): the SDK sends a
+ * string body with a content-type as it is, so it neither encodes the transcript again nor walks
+ * its blocks (the params it still sees carry no messages; it reads only model, max_tokens, stream).
+ */
+function encoded<P extends Anthropic.MessageCreateParams, O extends Anthropic.RequestOptions>(params: P, options: O): [P, O] {
+  const body = requestBody(params as unknown as { messages: unknown[] } & Record<string, unknown>);
+  return [{ ...params, messages: [] }, { ...options, body, headers: { 'content-type': 'application/json' } }];
 }
 
 function toParams(req: ModelRequest): Anthropic.MessageCreateParamsStreaming {

@@ -17,9 +17,10 @@
  *           bot does: the latency a user sees at that load. This is the row the issue's target
  *           (>= 300 messages/s with p99 < 50 ms at 100 chats) is checked against.
  * Per message the bot makes: one getUpdates share, one model call (a whole reply: Telegram shows
- * no streamed text), sendMessage with the answer; in the store (a worker thread): the event-id
- * claim, the queued turn's write and delete, the transcript's read and write. sendChatAction
- * (typing) only for a run longer than 400 ms.
+ * no streamed text), sendMessage with the answer; in the store: the event-id claim, the queued
+ * turn's write, and one checkpoint (the transcript's new messages with the queued turn dropped).
+ * sendChatAction (typing) only for a run longer than 400 ms. Printed: store round trips per message
+ * (counted by the engines) and the main thread's user and system CPU per message.
  *
  * Run: npm run build && node dist/bench/telegram.js [--messages 2000] [--rate 300] [--max-runs N]
  *      [--rows closed:1,closed:100,open:1,open:100] [--dump FILE] [--store sqlite|postgres] [--postgres ADMIN_URL]   (the "other CPU" column shows load from other jobs)
@@ -33,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { startBenchPostgres } from './postgres-server.js';
 import { createDatabase } from '../agent/store/postgres/admin.js';
 import { startBot } from '../bot/cli.js';
+import { storeRoundTrips } from '../agent/store/round-trips.js';
 import type { RunRequest, RunResult } from './telegram-fake-process.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -66,6 +68,16 @@ function cpuOf(pid: number | undefined, thread?: number): number {
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return NaN;
+  }
+}
+
+/** [user, system] CPU time (ms) of a process or one of its threads, from /proc (NaN elsewhere). */
+function cpuSplitOf(pid: number, thread: number): [number, number] {
+  try {
+    const fields = readFileSync(`/proc/${pid}/task/${thread}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return [Number(fields[11]) * 10, Number(fields[12]) * 10];
+  } catch {
+    return [NaN, NaN];
   }
 }
 
@@ -148,6 +160,7 @@ async function main(): Promise<void> {
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ');
   console.log(line(header));
   const callsPerMsg: string[] = [];
+  const storeTrips: string[] = [];
   const growth: string[] = [];
   const summary = new Map<string, { perSec: number; p99: number; errors: number }>();
   const logged: string[] = [];
@@ -164,6 +177,8 @@ async function main(): Promise<void> {
       await runLoad(rig.tg.child, { chatIds: rig.chatIds[0]!, total: warmup.messages, expect: 'ok', timeoutMs: 120_000 });
       const cpu0 = process.cpuUsage();
       const main0 = cpuOf(process.pid, process.pid);
+      const [user0, sys0] = cpuSplitOf(process.pid, process.pid);
+      const trips0 = storeRoundTrips.count;
       const modelCpu0 = cpuOf(rig.model.child.pid);
       const busy0 = machineBusy();
       const res = await runLoad(rig.tg.child, {
@@ -175,6 +190,8 @@ async function main(): Promise<void> {
       });
       const cpu = process.cpuUsage(cpu0);
       const mainCpu = cpuOf(process.pid, process.pid) - main0;
+      const [user1, sys1] = cpuSplitOf(process.pid, process.pid);
+      const trips = storeRoundTrips.count - trips0;
       const modelCpu = cpuOf(rig.model.child.pid) - modelCpu0;
       const busy = machineBusy() - busy0;
       // --dump FILE: every row's latencies in answer order, one JSON line per row (for plotting).
@@ -212,6 +229,9 @@ async function main(): Promise<void> {
       growth.push(`${label} ${row.chats}: first 10% median ${median(head)} ms p99 ${p99(head)} ms, last 10% median ${median(tail)} ms p99 ${p99(tail)} ms`);
       if (res.unexpectedCount > 0) console.log(`  unexpected messages from the bot (${res.unexpectedCount}): ${res.unexpected.join(' | ')}`);
       if (res.unanswered > 0) console.log(`  ${res.unanswered} messages got no answer within the timeout`);
+      storeTrips.push(
+        `${label} ${row.chats}: ${(trips / row.messages).toFixed(2)} store round trips/msg; main thread ${((user1 - user0) / row.messages).toFixed(2)} ms user + ${((sys1 - sys0) / row.messages).toFixed(2)} ms system CPU/msg`,
+      );
       callsPerMsg.push(
         `${label} ${row.chats}: ` +
           Object.entries(res.calls)
@@ -224,6 +244,8 @@ async function main(): Promise<void> {
   }
   console.log('Median latency of the first and the last tenth of each row (conversations get longer):');
   for (const g of growth) console.log(`  ${g}`);
+  console.log('Store round trips (SQLite: batches to its worker thread; PostgreSQL: statements) and main-thread CPU per message:');
+  for (const t of storeTrips) console.log(`  ${t}`);
   console.log('Bot API calls per message:');
   for (const c of callsPerMsg) console.log(`  ${c}`);
   console.log(

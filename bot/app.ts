@@ -218,9 +218,11 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
     audit,
+    exclusiveStore: opts.store.exclusive === true,
   });
   const conversations = new ConversationStore({
     transcripts: opts.store.transcripts,
+    soleWriter: opts.store.exclusive === true,
     checkpoint: (c) => opts.store.checkpoint(c),
     retention: (agent) => config.agents[agent]?.retention ?? DEFAULT_RETENTION,
     log: (level, m) => log(level, m),

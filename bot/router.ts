@@ -106,7 +106,10 @@ export class Router implements AdapterSink {
       return { accepted: true, reply: r.reply };
     }
 
-    if (msg.text.trim() !== '' && (await this.answeredTyped(key, msg.sender, msg.text.trim()))) {
+    // One read of the conversation's open requests serves the typed answer and the "Queued" notice.
+    let open: Promise<string[]> | undefined;
+    const openIds = () => (open ??= this.opts.broker.openIds(key));
+    if (msg.text.trim() !== '' && (await this.answeredTyped(key, msg.sender, msg.text.trim(), openIds))) {
       return { accepted: true };
     }
     if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
@@ -122,7 +125,11 @@ export class Router implements AdapterSink {
     // Resolves once the turn is stored (not when it has run): a restart after this still runs it.
     // Told before it is queued: a run parked on a human holds the lane until someone decides.
     // (Busy and a card pending: also right after a restart, before the resumed run is parked again.)
-    const waiting = this.opts.runner.isBusy(key) ? await this.opts.broker.describeWaiting(key).catch(() => undefined) : undefined;
+    const waiting = this.opts.runner.isBusy(key)
+      ? await openIds()
+          .then((ids) => this.opts.broker.describeWaiting(key, ids))
+          .catch(() => undefined)
+      : undefined;
     try {
       await this.opts.runner.submit({
         agentName: agent.name,
@@ -147,9 +154,9 @@ export class Router implements AdapterSink {
   }
 
   /** A store that cannot say whether a question is open: the message goes on as a turn, whose own write says so. */
-  private async answeredTyped(key: string, sender: InboundMessage['sender'], text: string): Promise<boolean> {
+  private async answeredTyped(key: string, sender: InboundMessage['sender'], text: string, openIds: () => Promise<string[]>): Promise<boolean> {
     try {
-      return await this.opts.broker.answerTyped(key, sender, text);
+      return await this.opts.broker.answerTyped(key, sender, text, await openIds());
     } catch (err) {
       this.opts.log?.('warn', `[${key}] could not check for an open question: ${(err as Error).message}`);
       return false;

@@ -39,6 +39,7 @@ import { isApprover } from '../../policies/access.js';
 import { approvalLayout, approveAllLayout, cardWithTokens, decidedCard, decisionForChoice, questionLayout, type Layout } from './cards.js';
 import { InProcessDecisionBus, type DecisionBus } from './decision-bus.js';
 import { ExpiryWatch } from './expiry-watch.js';
+import { OpenRequests } from './open-requests.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { Waits } from './waits.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
@@ -66,6 +67,8 @@ export interface ApprovalBrokerOptions {
    * `watchExpiry`.
    */
   sharedExpiry?: Signals;
+  /** Only this process creates requests on the store (Store.exclusive): typed replies skip the read (./open-requests.ts). */
+  exclusiveStore?: boolean;
 }
 
 export interface ApprovalCardInput {
@@ -107,11 +110,13 @@ export class ApprovalBroker {
   private readonly expiryWatch: ExpiryWatch | undefined;
   /** Expiries in progress here (a wait's timer and the watch fire together): settled once. */
   private readonly expiring = new Map<string, Promise<void>>();
+  private readonly open: OpenRequests | undefined;
 
   constructor(private readonly opts: ApprovalBrokerOptions) {
     this.now = opts.now ?? Date.now;
     this.store = new ApprovalStore(opts.approvals, this.now);
     this.bus = opts.bus ?? new InProcessDecisionBus();
+    this.open = opts.exclusiveStore ? new OpenRequests(() => this.store.allPending()) : undefined;
     this.waits = new Waits({
       bus: this.bus,
       read: (id) => this.store.get(id),
@@ -171,6 +176,7 @@ export class ApprovalBroker {
       ...extra,
     };
     // Stored before posting: a click can only come after the card exists, and must find its token.
+    this.open?.created(input.conversationKey);
     await this.store.create(request, tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })));
     this.expiryWatch?.noted(id, request.expiresAt);
     const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
@@ -204,8 +210,8 @@ export class ApprovalBroker {
   }
 
   /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */
-  async describeWaiting(conversationKey: string): Promise<string | undefined> {
-    for (const id of await this.store.pending(conversationKey)) {
+  async describeWaiting(conversationKey: string, openIds?: string[]): Promise<string | undefined> {
+    for (const id of openIds ?? (await this.openIds(conversationKey))) {
       const req = await this.store.get(id);
       if (!req || req.decision || req.kind === 'approve_all') continue;
       return describeWaitingFor(req);
@@ -329,10 +335,10 @@ export class ApprovalBroker {
   /**
    * A typed message in a conversation with an open question that allows custom answers.
    * Returns true when it answered one (the message is then not a new turn). One read of the
-   * conversation's undecided requests when it has none (the common case).
+   * conversation's undecided requests when it has none (the common case), none on an exclusive store.
    */
-  async answerTyped(conversationKey: string, user: { id: string; name?: string; roles?: string[] }, text: string): Promise<boolean> {
-    for (const id of await this.store.pending(conversationKey)) {
+  async answerTyped(conversationKey: string, user: { id: string; name?: string; roles?: string[] }, text: string, openIds?: string[]): Promise<boolean> {
+    for (const id of openIds ?? (await this.openIds(conversationKey))) {
       const req = await this.store.get(id);
       if (!req || req.decision || req.kind !== 'question' || !req.allowCustom) continue;
       if (!this.mayDecide(req, user)) continue;
@@ -346,6 +352,15 @@ export class ApprovalBroker {
    * store, which knows the resumed run's open question. Kept for the runner's call.
    */
   noteResumed(_conversationKey: string): void {}
+
+  /** pendingIds, with no read when the in-process index knows there are none (`openIds` of the two above). */
+  async openIds(key: string): Promise<string[]> {
+    if (this.open && !(await this.open.mayHave(key))) return [];
+    const mark = this.open?.mark(key);
+    const ids = await this.store.pending(key);
+    if (ids.length === 0) this.open?.nonePending(key, mark);
+    return ids;
+  }
 
   /** Pending (undecided) request ids of a conversation, oldest first. */
   pendingIds(conversationKey: string): Promise<string[]> {

@@ -360,8 +360,17 @@ export interface Store {
   /** Wake-ups between the processes sharing the store (see Signals). */
   signals: Signals;
   leases: LeaseRepo;
-  /** One transaction over the transcript and the run's own rows. */
-  checkpoint(c: Checkpoint): Promise<void>;
+  /**
+   * No other process runs turns on this store (a SQLite store opened exclusive by `gatehouse serve`):
+   * what this process caches of transcripts and open questions cannot go stale behind its back.
+   * Operator commands beside it only read, or decide approvals. Absent or false: ask the store.
+   */
+  readonly exclusive?: boolean;
+  /**
+   * One transaction over the transcript and the run's own rows. With a transcript write, resolves
+   * with its new revision (a cached copy stays current without reading it back).
+   */
+  checkpoint(c: Checkpoint): Promise<void | { revision: number }>;
   /**
    * The turn queue shared by every process on this store (replicas), when the engine has one
    * (PostgreSQL: pg-boss). Absent: the runner uses its in-process queue.

@@ -2,6 +2,7 @@
 import { fitToContext, estimateTokens } from '../../agent/context.js';
 import { appendUserTurn, repairTranscript } from '../../agent/conversation-store.js';
 import type { Message } from '../../agent/messages.js';
+import { freezeMessage } from '../../agent/transcript-diff.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const assistant = (text: string): Message => ({ role: 'assistant', content: [{ type: 'text', text }] });
@@ -74,4 +75,29 @@ test('a user turn after tool results merges into that message', () => {
   appendUserTurn(t, [{ type: 'text', text: 'next' }]);
   expect(t.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
   expect(t[2]!.content.map((b) => b.type)).toEqual(['tool_result', 'text']);
+});
+
+describe('estimateTokens over a long transcript measured again and again', () => {
+  const naive = (ms: readonly Message[]) => Math.ceil(ms.reduce((n, m) => n + m.content.reduce((k, b) => k + (b.type === 'text' ? b.text.length : 0), 0), 0) / 4);
+  const msg = (i: number, frozen = true): Message => {
+    const m: Message = { role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: 'x'.repeat(1 + (i % 7)) }] };
+    return frozen ? freezeMessage(m) : m;
+  };
+  it('equals the plain sum after appends, a replaced message, a truncation and an unfrozen message', () => {
+    const ms: Message[] = Array.from({ length: 100 }, (_, i) => msg(i));
+    expect(estimateTokens(ms)).toBe(naive(ms));
+    ms.push(msg(100), msg(101));
+    expect(estimateTokens(ms)).toBe(naive(ms));
+    ms[50] = msg(3); // a new object in the middle
+    expect(estimateTokens(ms)).toBe(naive(ms));
+    ms.length = 80;
+    expect(estimateTokens(ms)).toBe(naive(ms));
+    const loose = msg(5, false);
+    ms.splice(70, 0, loose);
+    expect(estimateTokens(ms)).toBe(naive(ms));
+    (loose.content[0] as { text: string }).text = 'y'.repeat(400); // unfrozen: never remembered
+    expect(estimateTokens(ms)).toBe(naive(ms));
+    expect(estimateTokens(ms.slice(0, 90))).toBe(naive(ms.slice(0, 90)));
+    expect(estimateTokens(ms)).toBe(naive(ms));
+  });
 });

@@ -376,13 +376,16 @@ describe.each(ENGINES)('on %s', (engine) => {
   test('a transcript that cannot be read fails that turn with a message, and the bot keeps working', async () => {
     h = await harness.start({ yaml: `${DEFAULT_YAML}runner: { maxConcurrentRuns: 1 }\n` });
     const repo = h.store.transcripts;
-    const realRevision = repo.revision.bind(repo);
-    repo.revision = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error')); // fault injection on the store
+    const [realRevision, realLoad] = [repo.revision.bind(repo), repo.load.bind(repo)];
+    // Fault injection on the store's reads of a transcript (a load reads one or the other).
+    repo.revision = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
+    repo.load = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
     await h.adapter.send('first');
     await waitFor('error shown', () => h.adapter.eventsOf('console:main', 'error')[0]);
     expect(h.adapter.eventsOf('console:main', 'error')[0]).toMatchObject({ message: expect.stringMatching(/could not read this conversation.*send that again/) });
     expect(h.modelRequests()).toHaveLength(0);
     repo.revision = realRevision;
+    repo.load = realLoad;
     h.script({ text: 'second answer' });
     await h.adapter.send('second');
     await waitFor('answer', () => h.adapter.answers()[1]); // the one run slot was given back

@@ -132,7 +132,8 @@ export class Harness {
       ...this.opts.env,
     };
     this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
-    this.store = await openStore(this.config.store, { log: (m) => this.storeErrors.push(m) });
+    // Exclusive, as `gatehouse serve` opens it: the app then trusts its caches as in production.
+    this.store = await openStore(this.config.store, { exclusive: true, log: (m) => this.storeErrors.push(m) });
     const model = createAnthropicModel({ apiKey: 'test-key', baseURL: this.fake.url, retryBaseMs: 5, maxRetryWaitMs: 2000 });
     this.adapters = this.opts.adapters ? this.opts.adapters({ dir: this.dir }) : [this.adapter];
     this.gh = await createGatehouse({

@@ -12,6 +12,7 @@
  * Every error that leaves here is scrubbed of the password (StoreConflictError passes unchanged).
  */
 import pg from 'pg';
+import { storeRoundTrips } from '../round-trips.js';
 import { StoreConflictError, StoreError } from '../types.js';
 import { isConnectionLoss, isRetryableConflict, notSent, redact, runtimeError, type Target } from './errors.js';
 
@@ -39,6 +40,7 @@ export class Db {
 
   async q(c: Client, sql: string, params?: unknown[]): Promise<pg.QueryResult> {
     this.roundTrips++;
+    storeRoundTrips.count++;
     return c.query(sql, params);
   }
 

@@ -128,7 +128,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     reminders: reminderRepo(db),
     cache: cacheRepo(db),
     signals,
-    async checkpoint(cp: Checkpoint) {
+    async checkpoint(cp: Checkpoint): Promise<void | { revision: number }> {
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
       const w = cp.transcript;
       const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
@@ -137,24 +137,26 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
         // Fenced: the claim is checked first, in the one transaction (BEGIN, fence, write, parts, COMMIT).
         const nonce = randomUUID();
         const verify = w ? (c: Client) => verifyWrite(db, c, w.conversation, nonce) : async () => undefined;
-        return void (await db.tx(
+        const r = await db.tx(
           what,
-          async (c) => {
+          async (c): Promise<{ revision: number } | undefined> => {
             await checkFence(db, c, fence);
             if (!w) return void (await writeRunParts(db, c, parts));
-            if (appendOnly(w)) return void (await runAppend(db, c, w, nonce, parts));
-            await applyWrite(db, c, w, nonce);
+            if (appendOnly(w)) return { revision: (await runAppend(db, c, w, nonce, parts)).revision };
+            const written = await applyWrite(db, c, w, nonce);
             await writeRunParts(db, c, parts);
+            return { revision: written.revision };
           },
           verify,
-        ));
+        );
+        return r ? { revision: r.revision } : undefined;
       }
       if (w) {
         const nonce = randomUUID();
         const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
         // The common checkpoint (messages appended, the turn dropped, the record saved) is ONE statement.
-        if (appendOnly(w)) return void (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts), verify));
-        return void (await db.tx(
+        if (appendOnly(w)) return { revision: (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts), verify)).revision };
+        const r = await db.tx(
           what,
           async (c) => {
             const r = await applyWrite(db, c, w, nonce);
@@ -162,7 +164,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
             return r;
           },
           verify,
-        ));
+        );
+        return { revision: r.revision };
       }
       // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
       await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);

@@ -137,6 +137,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
   return {
     engine: 'sqlite',
     description,
+    exclusive: opts.exclusive === true,
     transcripts: sqliteTranscripts(exec, write),
     runs: sqliteRuns(exec),
     leases,
@@ -158,7 +159,8 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
       if (c.dropTurn) stmts.push(dropTurnStatement(c.dropTurn.conversation, c.dropTurn.id));
       if (c.record) stmts.push(c.record.record === null ? dropRecordStatement(c.record.conversation) : saveRecordStatement(c.record.conversation, c.record.record));
       if (stmts.length === 0) return;
-      await guarded(stmts, head, c.transcript, c.fence ?? c.transcript?.fence);
+      const results = await guarded(stmts, head, c.transcript, c.fence ?? c.transcript?.fence);
+      return c.transcript ? { revision: written(results, head).revision } : undefined;
     },
     async ping(timeoutMs = 2_000) {
       let timer: NodeJS.Timeout | undefined;

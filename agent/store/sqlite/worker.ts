@@ -33,6 +33,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { storeRoundTrips } from '../round-trips.js';
 
 const WORKER_SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
@@ -291,6 +292,7 @@ export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions 
   return {
     batch(stmts, o = {}) {
       if (gone) return Promise.reject(gone);
+      storeRoundTrips.count++;
       const id = nextId++;
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject });

@@ -206,6 +206,22 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         expect((await store.runs.records()).filter((r) => r.conversation === c)).toEqual([]);
       });
 
+      test('a checkpoint with a transcript resolves with its new revision (append only, and with other changes)', async () => {
+        const c = k('conv');
+        await store.runs.enqueueTurn(c, 'turn', { text: 'hi' }, 1);
+        const first = await store.checkpoint({
+          transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 2) }], now: 2, expectRevision: 0 },
+          dropTurn: { conversation: c, id: 'turn' },
+        });
+        expect(first).toEqual({ revision: await store.transcripts.revision(c) });
+        const second = await store.checkpoint({
+          transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'truncate', afterSeq: 1 }, { op: 'append', rows: rows(2, 3) }], now: 3, expectRevision: first!.revision },
+          record: { conversation: c, record: { calls: {} } },
+        });
+        expect(second).toEqual({ revision: await store.transcripts.revision(c) });
+        expect(second!.revision).toBeGreaterThan(first!.revision);
+      });
+
       test('a checkpoint whose transcript part fails writes nothing', async () => {
         const c = k('conv');
         await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 1 });
