@@ -57,7 +57,10 @@ export class Router implements AdapterSink {
   }
 
   async message(msg: InboundMessage): Promise<MessageResult> {
-    if (await this.isDuplicate(`m:${msg.platform}:${msg.eventId}`)) return { accepted: false };
+    const eventKey = `m:${msg.platform}:${msg.eventId}`;
+    // A message that becomes a turn claims its event in the turn's own transaction (a crash between
+    // a claim and the turn's write would make a redelivery look handled); anything else claims it
+    // before acting. Already taken: a redelivery, dropped.
     const key = msg.conversation.key;
     const command = parseCommand(msg.text);
     const access = checkAccess(
@@ -73,6 +76,7 @@ export class Router implements AdapterSink {
       msg.platform === 'console' ? undefined : this.opts.config.access[msg.platform],
     );
     if (!access.allowed) {
+      if (await this.isDuplicate(eventKey)) return { accepted: false };
       // Silent refusals are the group chatter the bot was not addressed in: not strangers.
       if (access.silent) return { accepted: false };
       const v = this.refusals.refuse(msg.platform, access.onceKey ?? `${msg.platform}:${msg.sender.id}`, msg.sender.id);
@@ -86,6 +90,11 @@ export class Router implements AdapterSink {
     }
     // Message text is for debugging only: never above debug.
     this.opts.log?.('debug', 'message received', { conversation: key, sender: msg.sender.id, text: msg.text });
+    let claimed = false;
+    if (command !== undefined || (msg.platform === 'console' && msg.text.startsWith('! '))) {
+      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      claimed = true;
+    }
     const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
     if (!rate.ok) return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
 
@@ -109,8 +118,11 @@ export class Router implements AdapterSink {
     // One read of the conversation's open requests serves the typed answer and the "Queued" notice.
     let open: Promise<string[]> | undefined;
     const openIds = () => (open ??= this.opts.broker.openIds(key));
-    if (msg.text.trim() !== '' && (await this.answeredTyped(key, msg.sender, msg.text.trim(), openIds))) {
-      return { accepted: true };
+    if (msg.text.trim() !== '' && (await this.safeOpenIds(key, openIds)).length > 0) {
+      // It may answer an open question: claimed first, so a redelivery cannot answer or run twice.
+      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      claimed = true;
+      if (await this.answeredTyped(key, msg.sender, msg.text.trim(), openIds)) return { accepted: true };
     }
     if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
 
@@ -131,7 +143,7 @@ export class Router implements AdapterSink {
           .catch(() => undefined)
       : undefined;
     try {
-      await this.opts.runner.submit({
+      const submitted = await this.opts.runner.submit({
         agentName: agent.name,
         conversationKey: key,
         platform: msg.platform,
@@ -139,7 +151,8 @@ export class Router implements AdapterSink {
         text: msg.text,
         attachments,
         humanAvailable: true,
-      });
+      }, claimed ? {} : { claim: { event: eventKey, ttlMs: DEDUPE_TTL_MS } });
+      if (submitted.duplicate) return { accepted: false };
     } catch (err) {
       this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
       return { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' };
@@ -151,6 +164,16 @@ export class Router implements AdapterSink {
   async action(action: InboundAction): Promise<ActionResult> {
     if (await this.isDuplicate(`a:${action.platform}:${action.eventId}`)) return { accepted: false };
     return this.opts.broker.click({ token: action.token, conversationKey: action.conversation.key, user: action.user });
+  }
+
+  /** The conversation's open requests; a store that cannot say counts as none (the turn's write says so). */
+  private async safeOpenIds(key: string, openIds: () => Promise<string[]>): Promise<string[]> {
+    try {
+      return await openIds();
+    } catch (err) {
+      this.opts.log?.('warn', `[${key}] could not check for an open question: ${(err as Error).message}`);
+      return [];
+    }
   }
 
   /** A store that cannot say whether a question is open: the message goes on as a turn, whose own write says so. */

@@ -42,7 +42,7 @@ import type { ModelClient } from '../model-types.js';
 import type { OutputResolver } from '../output.js';
 import { Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
-import type { Fence, LeaseRepo, RunRepo } from '../store/types.js';
+import type { EventClaim, Fence, LeaseRepo, RunRepo } from '../store/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { executeRun, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
@@ -159,13 +159,17 @@ export class Runner {
 
   /**
    * Queues a turn in its conversation's lane. Resolves once the turn is stored (it then survives a
-   * restart); `finished` resolves when it has run.
+   * restart); `finished` resolves when it has run. With `claim` (a platform event), the event is
+   * claimed with the turn in one transaction; `duplicate` says it was claimed before, nothing stored.
    */
-  async submit(turn: Turn): Promise<{ finished: Promise<void> }> {
+  async submit(turn: Turn, opts: { claim?: EventClaim } = {}): Promise<{ finished: Promise<void>; duplicate?: true }> {
     const id = randomUUID();
     const finished = new Promise<void>((resolve) => this.finishing.set(id, resolve));
     try {
-      await this.queue.enqueue(turn.conversationKey, { id, turn });
+      if (!(await this.queue.enqueue(turn.conversationKey, { id, turn, ...(opts.claim ? { claim: opts.claim } : {}) }))) {
+        this.finishing.delete(id);
+        return { finished: Promise.resolve(), duplicate: true };
+      }
     } catch (err) {
       this.finishing.delete(id);
       throw err;

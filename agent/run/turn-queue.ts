@@ -2,8 +2,10 @@
  * The turn queue: where accepted turns wait for their conversation's previous turn.
  *
  * Contract (every implementation; in-process lanes now, pg-boss across replicas next):
- * - `enqueue` resolves once the turn is durable in the store (it survives a crash from then on) and
- *   rejects when it could not be stored (the turn is then never handled).
+ * - `enqueue` resolves once the turn is durable in the store (it survives a crash from then on), and
+ *   rejects when it could not be stored (the turn is then never handled). With `claim`, the turn's
+ *   platform event is claimed in the same transaction: false means that event was claimed already
+ *   (a redelivery) and nothing was stored.
  * - Turns of one conversation are handled one at a time, in the order they were enqueued; different
  *   conversations run in parallel (the runner caps how many with its slots).
  * - `start(handle)` begins delivery; a turn enqueued before is delivered once started. The handler
@@ -45,7 +47,8 @@ export interface DeliveryHooks {
 export interface TurnQueue {
   /** True when several processes share it (records are resumed through `hooks.takeover`). */
   readonly shared?: boolean;
-  enqueue(conversation: string, queued: QueuedTurn): Promise<void>;
+  /** False: the turn's event (`queued.claim`) was claimed already, and nothing was stored. */
+  enqueue(conversation: string, queued: QueuedTurn): Promise<boolean>;
   start(handle: TurnHandler, hooks?: DeliveryHooks): void;
   resume(): Promise<number>;
   exclusive(conversation: string, task: () => Promise<void>): Promise<void>;
@@ -82,11 +85,11 @@ export class InProcessTurnQueue implements TurnQueue {
     for (const go of this.waitingForStart.splice(0)) go();
   }
 
-  async enqueue(conversation: string, queued: QueuedTurn): Promise<void> {
-    const stored = this.opts.runs.enqueueTurn(conversation, queued.id, queued.turn, (this.opts.now ?? Date.now)());
+  async enqueue(conversation: string, queued: QueuedTurn): Promise<boolean> {
+    const stored = this.opts.runs.enqueueTurn(conversation, queued.id, queued.turn, (this.opts.now ?? Date.now)(), queued.claim);
     // Laned synchronously (lane order = arrival order); it runs once the write is known to be done.
-    this.laneTurn(conversation, queued, stored.then(() => true, () => false));
-    await stored;
+    this.laneTurn(conversation, queued, stored.catch(() => false));
+    return stored;
   }
 
   async resume(): Promise<number> {

@@ -2,6 +2,7 @@
  * What the runner queues and what it records about a run in progress, with the schemas that read
  * them back from the store (a store left by another version is outside data).
  */
+import type { EventClaim } from '../store/types.js';
 import { z } from 'zod';
 import type { Tier } from '../../policies/tiers.js';
 import type { ContentBlock } from '../messages.js';
@@ -35,6 +36,8 @@ export interface TurnOverrides {
 export interface QueuedTurn {
   id: string;
   turn: Turn;
+  /** The platform event it comes from, claimed with the turn in one transaction (see EventClaim). */
+  claim?: EventClaim;
 }
 
 const TurnOverridesSchema = z

@@ -127,9 +127,22 @@ export interface RunRecordRow {
   record: unknown;
 }
 
+/**
+ * The platform event a turn comes from, claimed in the ledger (EventLedger) in the same transaction
+ * as the turn is stored: a crash cannot leave the event claimed and its turn lost (a redelivery on
+ * another replica would then be dropped as a duplicate), nor store a redelivered one twice.
+ */
+export interface EventClaim {
+  event: string;
+  ttlMs: number;
+}
+
 export interface RunRepo {
-  /** Durable when it resolves. */
-  enqueueTurn(conversation: string, id: string, turn: unknown, now: number): Promise<void>;
+  /**
+   * Durable when it resolves. With `claim`: stored only when the event was not claimed yet (true),
+   * else nothing is written (false); the claim and the turn commit together.
+   */
+  enqueueTurn(conversation: string, id: string, turn: unknown, now: number, claim?: EventClaim): Promise<boolean>;
   dropTurn(conversation: string, id: string): Promise<void>;
   /** Every queued turn, oldest first. */
   queuedTurns(): Promise<QueuedTurnRow[]>;

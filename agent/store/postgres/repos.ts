@@ -28,18 +28,41 @@ import type {
 import { dec, enc, num, type Db } from './db.js';
 import { checkFence } from './leases.js';
 
+/**
+ * Claims the event ($5, until $6, by $7) and stores the turn only if the claim was won: one statement,
+ * so the claim and the turn commit together. A row comes back only for the winner.
+ */
+export const claimedTurnSql = `WITH c AS (
+    INSERT INTO events AS e (id, expires_at, claimer) VALUES ($5, $6, $7)
+    ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at, claimer = EXCLUDED.claimer WHERE e.expires_at <= $4
+    RETURNING 1 AS claimed
+  ), t AS (
+    INSERT INTO queued_turns (conversation, id, turn, created_at) SELECT $1, $2, $3, $4 FROM c ON CONFLICT (conversation, id) DO NOTHING
+  )
+  SELECT claimed FROM c`;
+
 /** An idempotent transaction's verify: a commit lost in flight is simply run again. */
 const rerun = async (): Promise<undefined> => undefined;
 
 export function runRepo(db: Db): RunRepo {
   return {
-    async enqueueTurn(conversation, id, turn, now) {
-      await db.query(
-        'queue a turn',
-        'idempotent',
-        `INSERT INTO queued_turns (conversation, id, turn, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation, id) DO NOTHING`,
-        [conversation, id, enc(turn), now],
-      );
+    async enqueueTurn(conversation, id, turn, now, claim) {
+      if (!claim) {
+        await db.query(
+          'queue a turn',
+          'idempotent',
+          `INSERT INTO queued_turns (conversation, id, turn, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation, id) DO NOTHING`,
+          [conversation, id, enc(turn), now],
+        );
+        return true;
+      }
+      const nonce = randomUUID();
+      const r = await db.query('queue a turn', 'once', claimedTurnSql, [conversation, id, enc(turn), now, claim.event, now + claim.ttlMs, nonce], async (c) => {
+        // A commit lost in flight: ours when the ledger holds our nonce.
+        const v = await db.q(c, 'SELECT 1 AS claimed FROM events WHERE id = $1 AND claimer = $2', [claim.event, nonce]);
+        return v.rows.length > 0 ? v : undefined;
+      });
+      return r.rows.length > 0;
     },
     async dropTurn(conversation, id) {
       await db.query('drop a queued turn', 'idempotent', 'DELETE FROM queued_turns WHERE conversation = $1 AND id = $2', [conversation, id]);

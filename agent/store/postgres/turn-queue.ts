@@ -27,13 +27,14 @@
  *   record itself: only the replica that gets the conversation's job does (never one another live
  *   replica is waiting on).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Job, JobWithMetadata, PgBoss as PgBossType } from 'pg-boss';
 import type { DeliveryHooks, TurnHandler, TurnQueue } from '../../run/turn-queue.js';
 import type { QueuedTurn } from '../../run/turn.js';
 import type { Fence, LeaseRepo, RunRepo, SharedTurnQueueOptions } from '../types.js';
 import { dec, enc, num, type Db } from './db.js';
+import { claimedTurnSql } from './repos.js';
 import { CHANNEL, EXPIRE_SECONDS, jobIdOf, MAX_DELIVERIES, QUEUE_SCHEMA, RETRY_LIMIT, TURN_QUEUE } from './turn-jobs.js';
 
 export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
@@ -151,25 +152,43 @@ export class PgBossTurnQueue implements TurnQueue {
     this.wake();
   }
 
-  async enqueue(conversation: string, queued: QueuedTurn): Promise<void> {
+  async enqueue(conversation: string, queued: QueuedTurn): Promise<boolean> {
     const id = jobIdOf(queued.id);
     const now = (this.opts.now ?? Date.now)();
-    await this.opts.db.tx(
+    const claim = queued.claim;
+    const nonce = randomUUID();
+    const stored = await this.opts.db.tx(
       'queue a turn',
       async (c) => {
-        await this.opts.db.q(
-          c,
-          `WITH t AS (INSERT INTO queued_turns (conversation, id, turn, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation, id) DO NOTHING)
-           SELECT pg_notify('${CHANNEL}', '')`,
-          [conversation, queued.id, enc(queued.turn), now],
-        );
+        if (claim) {
+          // The platform event is claimed in this transaction: claimed and stored, or neither.
+          const r = await this.opts.db.q(c, claimedTurnSql, [conversation, queued.id, enc(queued.turn), now, claim.event, now + claim.ttlMs, nonce]);
+          if (r.rows.length === 0) return false; // a redelivery of an event already taken
+          await this.opts.db.q(c, `SELECT pg_notify('${CHANNEL}', '')`, []);
+        } else {
+          await this.opts.db.q(
+            c,
+            `WITH t AS (INSERT INTO queued_turns (conversation, id, turn, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation, id) DO NOTHING)
+             SELECT pg_notify('${CHANNEL}', '')`,
+            [conversation, queued.id, enc(queued.turn), now],
+          );
+        }
         const data: JobData = { conversation, turnId: queued.id };
         await this.boss.send(TURN_QUEUE, data, { id, singletonKey: conversation, db: { executeSql: (text, values) => c.query(text, values) } });
+        return true;
       },
-      async () => undefined, // both parts are idempotent: a commit lost in flight is sent again
+      // A commit lost in flight: with a claim, ours when the ledger holds our nonce; without one,
+      // both parts are idempotent and are simply sent again.
+      async (c) => {
+        if (!claim) return undefined;
+        const v = await this.opts.db.q(c, 'SELECT 1 FROM events WHERE id = $1 AND claimer = $2', [claim.event, nonce]);
+        return v.rows.length > 0 ? true : undefined;
+      },
     );
+    if (!stored) return false;
     this.mine.add(queued.id);
     this.wake();
+    return true;
   }
 
   async resume(): Promise<number> {

@@ -26,15 +26,17 @@ export function sqliteAllowlists(exec: Exec): AllowlistRepo {
   };
 }
 
+/** Claims an event id: a row comes back only for the one caller that claimed it (new, or expired). */
+export const claimEventStatement = (id: string, ttlMs: number, now: number): Statement => ({
+  sql: 'INSERT INTO events(id, expires_at) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET expires_at = excluded.expires_at WHERE events.expires_at <= ? RETURNING id',
+  params: [id, now + ttlMs, now],
+  mode: 'get',
+});
+
 export function sqliteEvents(exec: Exec): EventLedger {
   return {
     async claim(id, ttlMs, now) {
-      const r = await first(exec, {
-        sql: 'INSERT INTO events(id, expires_at) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET expires_at = excluded.expires_at WHERE events.expires_at <= ? RETURNING id',
-        params: [id, now + ttlMs, now],
-        mode: 'get',
-      });
-      return r !== undefined;
+      return (await first(exec, claimEventStatement(id, ttlMs, now))) !== undefined;
     },
   };
 }

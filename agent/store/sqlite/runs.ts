@@ -6,7 +6,8 @@
 import type { QueuedTurnRow, RunRecordRow, RunRepo } from '../types.js';
 import { fenced } from './leases.js';
 import type { Exec } from './transcripts.js';
-import type { Row, Statement } from './worker.js';
+import { claimEventStatement } from './misc.js';
+import { WorkerError, type Row, type Statement } from './worker.js';
 
 export const dropTurnStatement = (conversation: string, id: string): Statement => ({
   sql: 'DELETE FROM queued_turns WHERE conversation = ? AND id = ?',
@@ -24,15 +25,24 @@ export const dropRecordStatement = (conversation: string): Statement => ({ sql: 
 
 export function sqliteRuns(exec: Exec): RunRepo {
   return {
-    async enqueueTurn(conversation, id, turn, now) {
-      await exec([
-        {
+    async enqueueTurn(conversation, id, turn, now, claim) {
+      const stmts: Statement[] = claim ? [{ ...claimEventStatement(claim.event, claim.ttlMs, now), require: true }] : [];
+      try {
+        await exec([
+          ...stmts,
+          {
           // The same id again (a retried accept) keeps its place.
           sql: 'INSERT INTO queued_turns(conversation, id, turn, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(conversation, id) DO UPDATE SET turn = excluded.turn',
-          params: [conversation, id, JSON.stringify(turn), now],
-          mode: 'run',
-        },
-      ]);
+            params: [conversation, id, JSON.stringify(turn), now],
+            mode: 'run',
+          },
+        ]);
+        return true;
+      } catch (err) {
+        // The event was claimed already (a redelivery): nothing was written.
+        if (claim && err instanceof WorkerError && err.code === 'GATEHOUSE_PRECONDITION' && err.index === 0) return false;
+        throw err;
+      }
     },
     async dropTurn(conversation, id) {
       await exec([dropTurnStatement(conversation, id)]);

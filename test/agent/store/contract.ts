@@ -191,6 +191,20 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         expect(await records()).toEqual([{ conversation: k('c2'), record: { step: 9 } }]);
       });
 
+      test('a turn with its platform event: claimed and stored together, a redelivery stores nothing', async () => {
+        const ev = `m:telegram:${tag}:1`;
+        const mine = async () => (await store.runs.queuedTurns()).filter((q) => q.conversation === k('claimed')).map((q) => q.id);
+        expect(await store.runs.enqueueTurn(k('claimed'), 'first', { text: 'a' }, 10, { event: ev, ttlMs: 1000 })).toBe(true);
+        // The same event again (Telegram redelivering to another replica): refused, nothing stored.
+        expect(await store.runs.enqueueTurn(k('claimed'), 'second', { text: 'a' }, 20, { event: ev, ttlMs: 1000 })).toBe(false);
+        expect(await mine()).toEqual(['first']);
+        // The event ledger saw the claim: a plain claim of the same id loses too.
+        expect(await store.events.claim(ev, 1000, 30)).toBe(false);
+        // Past its TTL the event may be taken again.
+        expect(await store.runs.enqueueTurn(k('claimed'), 'third', { text: 'a' }, 2000, { event: ev, ttlMs: 1000 })).toBe(true);
+        expect(await mine()).toEqual(['first', 'third']);
+      });
+
       test('a checkpoint writes transcript, queued turn and record together', async () => {
         const c = k('conv');
         await store.runs.enqueueTurn(c, 'turn', { text: 'hi' }, 1);
