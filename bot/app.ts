@@ -42,6 +42,7 @@ import { createOperatorShell } from './operator-shell.js';
 import { memoryAndReminders } from './reminder-scheduler.js';
 import { replicaId } from './replica-id.js';
 import { parseTurn } from '../agent/run/turn.js';
+import { LocalFirstTurnQueue } from '../agent/run/local-first-queue.js';
 import { heldConnections, type HeldStatus } from './leadership.js';
 
 export type { Log } from './log.js';
@@ -52,6 +53,12 @@ export interface GatehouseOptions {
   store: Store;
   model: ModelClient;
   adapters: Adapter[];
+  /**
+   * Whether this process is one of the replicas sharing a PostgreSQL store (default true): its turns
+   * go through the shared queue and it takes other replicas' work. A one-off in-process `gatehouse run`
+   * passes false: it runs its own turn and nothing else.
+   */
+  replica?: boolean;
   log?: Log;
   /** The audit trail (default: info lines through `log`). */
   audit?: Audit;
@@ -277,16 +284,21 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
 
   // Replicas (PostgreSQL): turns go through the store's shared queue (pg-boss); SQLite keeps the in-process one.
   let runnerRef: Runner | undefined;
-  const queue =
-    config.store.kind === 'postgres' && opts.store.turnQueue
+  // A `gatehouse run` attached to this replica is answered through this process: its turns run here.
+  const settled = (key: string) => runnerRef?.isWaitingOnHuman(key) ?? false;
+  const isLocal = (key: string) => key.startsWith(CLI_PREFIX);
+  const sharedQueue =
+    config.store.kind === 'postgres' && opts.store.turnQueue && opts.replica !== false
       ? await opts.store.turnQueue({
           owner: replicaId(),
           parse: parseTurn,
-          settled: (key) => runnerRef?.isWaitingOnHuman(key) ?? false,
+          settled,
+          local: isLocal,
           capacity: config.runner.maxConcurrentRuns,
           log: (level, m) => log(level, m),
         })
       : undefined;
+  const queue = sharedQueue ? new LocalFirstTurnQueue(sharedQueue, isLocal, { parse: parseTurn, settled, log: (level, m) => log(level, m) }) : undefined;
   const runner = new Runner({
     model: opts.model,
     conversations,

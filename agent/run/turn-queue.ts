@@ -60,7 +60,7 @@ export interface TurnQueue {
 }
 
 export interface InProcessTurnQueueOptions {
-  runs: RunRepo;
+  runs: Pick<RunRepo, 'enqueueTurn' | 'dropTurn' | 'queuedTurns'>;
   /** Reads a stored turn back (undefined: unreadable, dropped with a warning). */
   parse(value: unknown): Turn | undefined;
   /** A conversation whose running handler need not be waited for at close (parked on a human). */

@@ -403,6 +403,8 @@ export interface Store {
 export interface SharedTurnQueueOptions {
   /** This process's replica id (the owner of the fences it takes). */
   owner: string;
+  /** Conversations this process runs by itself (agent/run/local-first-queue.ts): left alone at resume. */
+  local?(conversation: string): boolean;
   /** Reads a stored turn back (undefined: unreadable, dropped with a warning). */
   parse(value: unknown): Turn | undefined;
   /** A conversation whose running handler is parked on a human (it does not count against `capacity`). */

@@ -29,7 +29,7 @@ export async function runInProcess(
   });
   const store = await openStore(config.store, { log: (m) => log('error', m) });
   try {
-    const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: auditTo(log) });
+    const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: auditTo(log), replica: false });
     try {
       setRespond((r) => gatehouse.headless.respond(r));
       return await gatehouse.headless.run(request, onMessage);

@@ -141,6 +141,19 @@ test('many conversations at once over three replicas: each message answered once
   for (let slot = 0; slot < REPLICAS; slot++) expect(chats.calls.filter((x) => x.slot === slot).length).toBeGreaterThan(0);
 }, 300_000);
 
+test('`gatehouse run` attached to a replica is answered there, every time, while the others share the chats', async () => {
+  // The fake models answer a message without a chat token with this text; only the process that ran
+  // the turn can print it (its output goes back through that replica's attach socket).
+  for (let i = 0; i < 6; i++) {
+    const slot = i % REPLICAS;
+    const before = chats.models[slot]!.requests.length;
+    const r = await cluster!.cli(slot, ['run', `plain question ${i}`]);
+    if (r.code !== 0 || r.stdout.trim() !== 'no token in this call') throw new Error(`run ${i} on replica ${slot}: exit ${r.code}, stdout ${JSON.stringify(r.stdout)}, stderr ${r.stderr.slice(-800)}`);
+    // It ran on the replica it attached to (that replica's model got the call).
+    expect(chats.models[slot]!.requests.length).toBeGreaterThan(before);
+  }
+});
+
 test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its conversations continue elsewhere, the approved command runs once, nothing lost or answered twice`, async () => {
   // Background conversations talking through every round.
   const background = Array.from({ length: 8 }, () => chats.newChat());

@@ -87,6 +87,8 @@ export interface Replicas {
   outputs(): string;
   /** Lines of every process's output (every slot, every generation) that contain `needle`. */
   linesWith(needle: string): string[];
+  /** `gatehouse <args>` from a replica's folder with its environment (`run` attaches to that replica). */
+  cli(slot: number, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -158,6 +160,21 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const frontUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  const envFor = (slot: number, cwd: string): Record<string, string> => ({
+      PATH: process.env.PATH ?? '',
+      HOME: cwd,
+      ANTHROPIC_API_KEY: 'sk-test',
+      ANTHROPIC_BASE_URL: opts.modelUrl(slot),
+      GATEHOUSE_STORE: opts.storeUrl,
+      GATEHOUSE_CONFIG: opts.configFile,
+      GATEHOUSE_HTTP_PORT: '0',
+      TELEGRAM_BOT_TOKEN: opts.telegram.token,
+      TELEGRAM_API_ROOT: opts.telegram.apiRoot,
+      TELEGRAM_WEBHOOK_URL: `${frontUrl}/telegram`,
+      TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      ...opts.env,
+    });
+
   const start = async (slot: number): Promise<ReplicaProcess> => {
     const generation = (generations.get(slot) ?? 0) + 1;
     generations.set(slot, generation);
@@ -166,20 +183,7 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
     chmodSync(cwd, 0o755);
     const child = spawn(process.execPath, ['--import', register, main, 'serve'], {
       cwd,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: cwd,
-        ANTHROPIC_API_KEY: 'sk-test',
-        ANTHROPIC_BASE_URL: opts.modelUrl(slot),
-        GATEHOUSE_STORE: opts.storeUrl,
-        GATEHOUSE_CONFIG: opts.configFile,
-        GATEHOUSE_HTTP_PORT: '0',
-        TELEGRAM_BOT_TOKEN: opts.telegram.token,
-        TELEGRAM_API_ROOT: opts.telegram.apiRoot,
-        TELEGRAM_WEBHOOK_URL: `${frontUrl}/telegram`,
-        TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        ...opts.env,
-      },
+      env: envFor(slot, cwd),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -246,6 +250,16 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
       await p.exited;
     },
     restart: (slot) => start(slot),
+    cli: (slot, args) =>
+      new Promise((resolve) => {
+        const cwd = join(opts.dir, `replica-${slot}`);
+        const child = spawn(process.execPath, ['--import', register, main, ...args], { cwd, env: envFor(slot, cwd), stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      }),
     async stop() {
       await Promise.all(
         slots.map(async (p) => {

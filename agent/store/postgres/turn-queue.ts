@@ -194,12 +194,14 @@ export class PgBossTurnQueue implements TurnQueue {
   async resume(): Promise<number> {
     let n = 0;
     for (const row of await this.opts.runs.records()) {
+      if (this.opts.local?.(row.conversation)) continue; // run by the process its client is attached to
       const rec = row.record as { runId?: unknown } | null;
       const runKey = typeof rec?.runId === 'string' ? rec.runId : createHash('sha1').update(JSON.stringify(row.record)).digest('hex');
       const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation } satisfies JobData, { id: jobIdOf(`resume:${row.conversation}:${runKey}`), singletonKey: row.conversation });
       if (sent) n++;
     }
     for (const row of await this.opts.runs.queuedTurns()) {
+      if (this.opts.local?.(row.conversation)) continue;
       if (!this.opts.parse(row.turn)) {
         this.log('warn', `dropping an unreadable queued turn of ${row.conversation} (${row.id})`);
         await this.opts.runs.dropTurn(row.conversation, row.id);
