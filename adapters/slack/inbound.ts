@@ -10,7 +10,8 @@
  * - Ignored: messages from bots (the bot itself included), edits, joins and every other subtype but
  *   file_share / thread_broadcast. One post is handled once, however often it arrives (a retry with
  *   X-Slack-Retry-Num, a repeated event_id or envelope, message + app_mention of one post): the
- *   adapter drops a repeated channel+ts, the core a repeated event id.
+ *   adapter drops a repeated channel+ts, and the core's event ledger (shared by replicas) the same
+ *   post again: a message's event id is its channel+ts.
  * - Files: via url_private with the bot token, streamed and cut off at `maxAttachmentBytes`; what
  *   cannot be read is said in the turn and to the user.
  * - `/gatehouse stop|reset|help` is acked at once and reaches the core as "/stop" (…) from the
@@ -182,11 +183,16 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
     }
   }
 
+  // The core's event id is the post (channel + ts), not the envelope's event_id: one post arrives as
+  // both `message` and `app_mention` with two event_ids, and replicas taking Slack's HTTP events may
+  // get one each; the store's ledger then lets exactly one of them through.
+  const postId = (ev: { channel?: string; ts?: string }, body: unknown) =>
+    ev.channel && ev.ts ? `${ev.channel}:${ev.ts}` : ((body as { event_id?: string }).event_id ?? `slack:${ev.ts ?? ''}`);
   app.event('app_mention', async ({ event, body }) => {
-    await onMessage(event as unknown as SlackMessageEvent, (body as { event_id?: string }).event_id ?? `slack:${event.ts}`, true);
+    await onMessage(event as unknown as SlackMessageEvent, postId(event, body), true);
   });
   app.event('message', async ({ event, body }) => {
-    await onMessage(event as unknown as SlackMessageEvent, (body as { event_id?: string }).event_id ?? `slack:${(event as { ts: string }).ts}`, false);
+    await onMessage(event as unknown as SlackMessageEvent, postId(event as { channel?: string; ts?: string }, body), false);
   });
   // Only AI assistant apps get this: from now on assistant threads get the native thread status.
   app.event('assistant_thread_started', async ({ event }) => {

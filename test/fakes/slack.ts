@@ -160,6 +160,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
   const responseUrls = new Map<string, { channel: string; user: string }>();
   const assistantStatuses: Array<{ channel: string; threadTs: string; status: string }> = [];
   let clock = 1_700_000_000_000;
+  const tsOfEvent = new Map<string, string>();
   const nextTs = () => {
     clock = Math.max(clock + 1, Date.now() * 1000);
     const s = String(clock);
@@ -458,7 +459,10 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
       return { status: res.status, body: await res.text() };
     },
     async userMessage(a) {
-      const ts = nextTs();
+      // A redelivery (the same event_id again) is the same post, as Slack sends it: the same ts.
+      const known = a.eventId !== undefined ? tsOfEvent.get(a.eventId) : undefined;
+      const ts = known ?? nextTs();
+      if (a.eventId !== undefined && known === undefined) tsOfEvent.set(a.eventId, ts);
       const base = {
         user: a.user,
         text: a.text,

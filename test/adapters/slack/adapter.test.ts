@@ -102,6 +102,9 @@ describe('conversations and threads', () => {
     expect((await fake.post(body, { retryNum: 1 })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 50));
     expect(sink.messages).toHaveLength(1);
+    // The core dedupes on the post itself (replicas may each get one of message / app_mention, whose
+    // event_ids differ): its channel and ts.
+    expect(sink.messages[0]!.eventId).toBe(`C0CHAN:${first.ts}`);
   });
 
   test('bots, edits and joins are ignored', async () => {
