@@ -9,6 +9,11 @@
  *   at the end), so a crash between them cannot run a turn twice or lose its call states.
  * - A model failure after retries is shown to the user as a short message; the transcript is saved
  *   only up to its last consistent point (a run that failed before any model reply saves nothing).
+ * - Replicas (a run given a `fence`): the last message is stored with the transcript, in the run
+ *   record's outbox, before it is posted, then the record is dropped; a replica taking over a
+ *   conversation whose record still has an outbox posts it (no model call): a crash between store
+ *   and post is answered once, not twice and not never (a crash right after the post and before the
+ *   drop still posts twice: one store round trip wide).
  * - Fencing (replicas): a run given a `fence` writes its checkpoints and run record under it and
  *   checks it before posting its answer. Once it no longer holds (another replica took the
  *   conversation), the run stops: it writes nothing more, posts nothing more, and logs one line
@@ -35,7 +40,7 @@ import type { ConversationState, ToolContext } from '../tools/types.js';
 import { workspaceQuota } from '../tools/workspace-quota.js';
 import type { Tier } from '../../policies/tiers.js';
 import { askUser, humanWaits } from './human-wait.js';
-import type { RunRecord, Turn } from './turn.js';
+import type { Outbox, RunRecord, Turn } from './turn.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -151,8 +156,12 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     d.running(key, undefined);
   };
   if (resumed && conv.messages.at(-1)?.role !== 'user' && unansweredToolUses(conv.messages).length === 0) {
-    // It had already answered; nothing to continue.
+    // It had already answered; nothing to continue but posting its answer, if its replica died before.
     release();
+    if (resumed.outbox && !(fence && d.leases && !(await d.leases.holds(fence)))) {
+      await emit(resumed.outbox.type === 'answer' ? { type: 'answer', runId, text: resumed.outbox.text } : { type: 'error', runId, message: resumed.outbox.message });
+      await emit({ type: 'run_finished', runId, reason: resumed.outbox.type === 'answer' ? 'completed' : 'failed' });
+    }
     await d.runs.dropRecord(key, fence).catch((err: unknown) => {
       if (!(err instanceof FencedError)) throw err;
       lose(err);
@@ -214,9 +223,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
 
   /** The end of the run in one transaction: the transcript (when given), the record and queued turn gone. */
   let finished = false;
-  const finish = async (save: boolean) => {
+  const finish = async (save: boolean, outbox?: Outbox) => {
     await d.conversations.checkpoint(key, save ? conv : undefined, {
-      ...(recordWritten ? { record: null } : {}),
+      ...(outbox ? { record: { ...record, outbox } } : recordWritten ? { record: null } : {}),
       ...(!turnDropped ? { dropTurn: queuedId! } : {}),
       ...(fence ? { fence } : {}),
     });
@@ -288,19 +297,37 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
           ...(quota ? { workspaceQuota: quota } : {}),
         }),
     });
-    // Before anything is posted: is the conversation still ours?
-    if (fence && d.leases && !(await d.leases.holds(fence))) throw new FencedError(fence, (await d.leases.current(key))?.epoch);
+    let last: AgentEvent;
     if (outcome.kind === 'answer') {
-      await emit({ type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text });
+      last = { type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text };
     } else if (outcome.kind === 'max_iterations') {
       reason = 'max_iterations';
-      await emit({ type: 'error', runId, message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.` });
+      last = { type: 'error', runId, message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.` };
     } else {
       reason = timedOut ? 'timeout' : 'stopped';
-      await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
+      last = stoppedEvent(runId, timedOut, runTimeoutMs);
     }
-    // Phase 5: finish.
-    await finish(true);
+    const stillOurs = async () => {
+      // Before anything is posted: is the conversation still ours?
+      if (fence && d.leases && !(await d.leases.holds(fence))) throw new FencedError(fence, (await d.leases.current(key))?.epoch);
+    };
+    if (fence) {
+      // Phase 5 (replicas): stored before posted, with the answer in the run record (an outbox), so a
+      // replica that dies in between is neither answered twice nor silent: the next one posts it.
+      await stillOurs();
+      await finish(true, last.type === 'answer' ? { type: 'answer', text: last.text } : { type: 'error', message: last.type === 'error' ? last.message : '' });
+      await stillOurs();
+      await emit(last);
+      await d.runs.dropRecord(key, fence).catch((err: unknown) => {
+        if (err instanceof FencedError) throw err;
+        // Posted already: say so rather than tell the user something failed.
+        d.log('warn', `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`);
+      });
+    } else {
+      await emit(last);
+      // Phase 5: finish.
+      await finish(true);
+    }
   } catch (err) {
     if (err instanceof FencedError) lose(err);
     if (lost) {

@@ -72,5 +72,12 @@ export const RunRecord = z.object({
   humanAvailable: z.boolean(),
   overrides: TurnOverridesSchema,
   calls: z.record(z.string(), CallState),
+  /**
+   * Replicas: the run's last message, stored (with the transcript that holds it) before it is posted,
+   * and dropped once posted. A replica taking the conversation over posts it if it is still here, so
+   * a crash between the store and the post neither loses the answer nor runs the turn again.
+   */
+  outbox: z.union([z.object({ type: z.literal('answer'), text: z.string() }), z.object({ type: z.literal('error'), message: z.string() })]).optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
+export type Outbox = NonNullable<RunRecord['outbox']>;

@@ -57,7 +57,7 @@ function env(): Record<string, string> {
   };
 }
 
-async function until(what: string, check: () => boolean, ms = 15_000): Promise<void> {
+async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
@@ -159,7 +159,7 @@ test('SIGHUP re-reads gatehouse.yaml: a newly listed user is served; a bad file 
   const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
   child!.kill('SIGTERM');
   expect(await exited).toBe(0);
-}, 90_000);
+}, 180_000);
 
 test('gatehouse reload without a running service says so', async () => {
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml(['501']));
@@ -216,4 +216,4 @@ test('gatehouse approvals and conversations read the store while the service run
   await tg.press(501, card.messageId, 0, ada);
   await tg.waitFor(() => texts(501).includes('Wrote plan.md.'), 10_000, 'answer after approval');
   expect((await cli(['approvals'])).stdout).toBe(`${readFrom}No pending approvals or questions.\n`);
-}, 90_000);
+}, 180_000);
