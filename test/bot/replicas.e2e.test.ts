@@ -10,7 +10,9 @@
  *    model call it never gets answered) and in the middle of an approval wait (its card posted),
  *    with other chats talking all along; SIGKILLs it; the card is approved through a survivor. The
  *    held conversation and the waiting run continue on another replica, the approved command runs
- *    exactly once, nothing is lost or answered twice; the victim is started again for the next round.
+ *    exactly once, nothing is lost, and nothing is answered twice but an answer the killed replica
+ *    had just posted (Telegram's send is not idempotent: see test/helpers/replica-chats.ts); the
+ *    victim is started again for the next round.
  * Everything waits on events (answers, cards, model calls reaching the fakes), never on durations.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -154,7 +156,7 @@ test('`gatehouse run` attached to a replica is answered there, every time, while
   }
 });
 
-test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its conversations continue elsewhere, the approved command runs once, nothing lost or answered twice`, async () => {
+test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its conversations continue elsewhere, the approved command runs once, nothing lost, nothing answered twice but what the killed replica had just posted`, async () => {
   // Background conversations talking through every round.
   const background = Array.from({ length: 8 }, () => chats.newChat());
   let talking = true;
@@ -205,6 +207,7 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
 
     const killedPid = cluster!.slots[victim]!.pid;
     kills.push(`replica ${victim} at ${new Date().toISOString().slice(11, 23)}`);
+    chats.killed.add(victim);
     await cluster!.kill(victim, 'SIGKILL');
     // Decided through a survivor while the run's replica is gone.
     const clickedOn = await approve(waiting.chat, waiting.n, victim);
@@ -229,4 +232,6 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
   if (talkError !== undefined) throw talkError;
   await chats.settle();
   expectNoProblems();
+  // Printed, not asserted: answers a killed replica had posted just before it died, posted again.
+  console.log(`answers posted again after a kill: ${[...new Set(chats.repeats)].join(", ") || "none"}`);
 }, 900_000);

@@ -4,7 +4,8 @@
  * model call tells which replica made it.
  *
  * Contract:
- * - A message is `please c<chat>-m<n>[-hold|-approve]`; the model answers `answer c<chat>-m<n>`.
+ * - A message is `please c<chat>-m<n>[-hold|-approve]`; the model of replica S answers
+ *   `answer c<chat>-m<n> by r<S>`.
  *   `-approve`: first the model asks for `echo c<chat>-m<n> >> lines.txt` (execute_command, which
  *   needs an approval), then answers. `-hold`: when `holdAt(slot)` is true for the replica that
  *   got the call, the model does not answer it (that replica is about to be killed mid-run); a
@@ -12,6 +13,10 @@
  * - `send` keeps each chat's deliveries in the order of the calls (the next one is POSTed when the
  *   previous delivery got a 2xx, retries included), chats independent of each other.
  * - `problems()` lists every broken guarantee found: an answer missing, twice or out of order; a
+ *   repeat is allowed only for an answer a replica in `killed` made: posting to Telegram is not
+ *   idempotent, so a replica SIGKILLed after Telegram took its message and before it could record
+ *   that (one store round trip) has it posted again by the replica taking over (`repeats` lists
+ *   them); a
  *   model call whose transcript is not the chat's messages 0..n in order; a delivery that never got
  *   a 2xx; an approved command that ran other than once. Empty when all held.
  */
@@ -127,9 +132,9 @@ export class ReplicaChats {
       this.heldOnce.add(key);
       call.held = true;
       // Longer than any test: the replica is killed while it waits (close() cancels the delay).
-      return { text: `answer ${key}`, delayMs: 600_000 };
+      return { text: `answer ${key} by r${slot}`, delayMs: 600_000 };
     }
-    return { text: `answer ${key}`, delayMs: Math.floor(Math.random() * 150) };
+    return { text: `answer ${key} by r${slot}`, delayMs: Math.floor(Math.random() * 150) };
   }
 
   /** Sends the chat's next message (after its previous one was delivered); resolves when delivered. */
@@ -149,12 +154,22 @@ export class ReplicaChats {
 
   /** The message numbers answered in a chat, in the order the answers reached Telegram. */
   answers(chat: number): number[] {
-    const re = new RegExp(`^answer c${chat}-m(\\d+)$`);
+    return this.copies(chat).map((c) => c.n);
+  }
+
+  /** Each answer that reached Telegram, in order, with the replica whose model made it. */
+  copies(chat: number): Array<{ n: number; slot: number }> {
+    const re = new RegExp(`^answer c${chat}-m(\\d+) by r(\\d+)$`);
     return this.tg.sent.filter((m) => m.chatId === chat && !m.deleted).flatMap((m) => {
       const x = re.exec(m.plain);
-      return x ? [Number(x[1])] : [];
+      return x ? [{ n: Number(x[1]), slot: Number(x[2]) }] : [];
     });
   }
+
+  /** Replicas SIGKILLed so far (the test adds them): their last answers may be posted twice. */
+  readonly killed = new Set<number>();
+  /** Answers posted twice because the replica that made them was killed (see problems()). */
+  readonly repeats: string[] = [];
 
   waitAnswered(chat: number, n: number, ms = 120_000): Promise<void> {
     return this.tg.waitFor(() => this.answers(chat).includes(n), ms, `the answer to c${chat}-m${n}`);
@@ -206,7 +221,17 @@ export class ReplicaChats {
   problems(): string[] {
     const out = [...this.failedDeliveries.map((d) => `never delivered: ${d}`)];
     for (const [chat, kinds] of this.sentKinds) {
-      const got = this.answers(chat);
+      const first = new Map<number, number>();
+      const got: number[] = [];
+      for (const c of this.copies(chat)) {
+        const by = first.get(c.n);
+        if (by === undefined) first.set(c.n, c.slot);
+        else if (this.killed.has(by)) {
+          this.repeats.push(`c${chat}-m${c.n} (made by killed replica ${by}; again ${c.slot === by ? 'from its outbox' : `made by replica ${c.slot}`})`);
+          continue;
+        }
+        got.push(c.n);
+      }
       const want = kinds.map((_, n) => n);
       if (JSON.stringify(got) !== JSON.stringify(want)) out.push(`chat ${chat}: answers ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
       kinds.forEach((kind, n) => {
