@@ -314,7 +314,7 @@ async function execute(
       // Stale files from a service that is gone: run here.
     }
   }
-  const { readConfig } = await import('../cli.js');
+  const { readConfig } = await import('../start.js');
   const config = readConfig(io);
   const { runInProcess } = await import('./in-process.js');
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
