@@ -17,8 +17,9 @@ import { createRequire } from 'node:module';
 import type { prettyFactory as PrettyFactory } from 'pino-pretty';
 import { auditMessage, type Audit } from '../agent/audit.js';
 
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevelSetting = (typeof LOG_LEVELS)[number];
+import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
+
+export { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 export type LogLevel = Exclude<LogLevelSetting, 'silent'>;
 
 /** trace 0 ... silent 6: a lower rank logs more. */
