@@ -21,8 +21,10 @@
  * - `timeoutMs` (or the request's own) bounds one attempt end to end, stream included.
  * - Failures are ModelError: `userMessage` is short and chat-safe, `message` has the detail for the
  *   log. Neither ever contains the API key (it is scrubbed from anything the server echoes).
+ * - The SDK is imported on the first call (or by `loadModelSdk()`, which the bot calls once it is
+ *   up): creating the client loads nothing, so a start is not held up by the SDK's ~300 modules.
  */
-import Anthropic, { APIError, APIConnectionError, APIUserAbortError } from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import { z } from 'zod';
 import type { ClassifierCompletion } from '../policies/classifier.js';
 import type { Usage } from './events.js';
@@ -87,26 +89,45 @@ class AttemptFailure extends Error {
   }
 }
 
+type Sdk = typeof import('@anthropic-ai/sdk');
+let sdkLoading: Promise<Sdk> | undefined;
+
+/** The Anthropic SDK, imported once (the first model call waits for it; a started bot warms it). */
+export function loadModelSdk(): Promise<Sdk> {
+  return (sdkLoading ??= import('@anthropic-ai/sdk'));
+}
+
 export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
   if (!opts.apiKey) throw new Error('createAnthropicModel: apiKey is empty; set ANTHROPIC_API_KEY.');
-  const client = new Anthropic({
-    apiKey: opts.apiKey,
-    ...(opts.baseURL ? { baseURL: opts.baseURL } : {}),
-    maxRetries: 0,
-    fetch: opts.fetch ?? createNodeFetch(),
-    // Gatehouse registers no OpenTelemetry tracer, so the SDK's spans would go nowhere; building
-    // them cost about 2% of the bot's CPU per chat message.
-    openTelemetry: false,
-  });
+  let client: Anthropic | undefined;
+  // Named in "could not reach" messages; credentials in the URL are never shown.
+  let serviceUrl: string | undefined;
+  const clientOf = (sdk: Sdk): Anthropic => {
+    if (client) return client;
+    client = new sdk.default({
+      apiKey: opts.apiKey,
+      ...(opts.baseURL ? { baseURL: opts.baseURL } : {}),
+      maxRetries: 0,
+      fetch: opts.fetch ?? createNodeFetch(),
+      // Gatehouse registers no OpenTelemetry tracer, so the SDK's spans would go nowhere; building
+      // them cost about 2% of the bot's CPU per chat message.
+      openTelemetry: false,
+    });
+    serviceUrl = safeUrl(client.baseURL);
+    return client;
+  };
   const maxRetries = opts.maxRetries ?? 3;
   const defaultTimeoutMs = opts.timeoutMs ?? 10 * 60_000;
   const retryBaseMs = opts.retryBaseMs ?? 1000;
   const maxRetryWaitMs = opts.maxRetryWaitMs ?? 30_000;
   const scrub = makeScrubber(opts.apiKey);
-  // Named in "could not reach" messages; credentials in the URL are never shown.
-  const serviceUrl = safeUrl(client.baseURL);
 
   async function attempt(req: ModelRequest, seen: { text: boolean }): Promise<ModelResponse> {
+    const sdk = await loadModelSdk();
+    const { APIError, APIUserAbortError } = sdk;
+    const client = clientOf(sdk);
+    // An abort while the SDK loaded came before anyone listened.
+    if (req.signal?.aborted) throw new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted.');
     const ac = new AbortController();
     let timedOut = false;
     const onAbort = () => ac.abort();
@@ -158,7 +179,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
         const detail = scrub(`The model stream broke off: ${err instanceof Error ? err.message : String(err)}`);
         throw new AttemptFailure(new ModelError('network', USER_MESSAGES.network, detail));
       }
-      throw toFailure(err, scrub, serviceUrl);
+      throw toFailure(sdk, err, scrub, serviceUrl);
     } finally {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
@@ -412,7 +433,8 @@ export function networkUserMessage(url: string, cause: string): string {
   return `Could not reach the model service at ${url} (${cause}); try again in a moment.`;
 }
 
-function toFailure(err: unknown, scrub: (s: string) => string, serviceUrl = '(the configured model URL)'): unknown {
+function toFailure(sdk: Sdk, err: unknown, scrub: (s: string) => string, serviceUrl = '(the configured model URL)'): unknown {
+  const { APIError, APIConnectionError, APIUserAbortError } = sdk;
   if (err instanceof AttemptFailure) return err;
   if (err instanceof APIUserAbortError) {
     return new AttemptFailure(new ModelError('aborted', USER_MESSAGES.aborted, 'The model call was aborted.'));

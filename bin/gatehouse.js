@@ -3,7 +3,8 @@
 // CLI in dist/, compiling it first only when dist/ is missing or older than a source file (a fresh
 // clone whose install skipped `prepare`, a `git pull`): a normal start does not recompile.
 // Build messages go to stderr, so `--json` output on stdout stays clean.
-import { spawnSync } from 'node:child_process';
+// The check on every start is one readdir per source folder and one stat per .ts file (a few ms);
+// node:child_process and TypeScript are loaded only when a build is due.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -41,6 +42,7 @@ if (built === 0 || sources > built) {
     process.stderr.write('Note: the sources are newer than dist/, but TypeScript is not installed to rebuild; running the old build.\n');
   } else {
     process.stderr.write('Building Gatehouse (dist/ is missing or older than the sources)...\n');
+    const { spawnSync } = await import('node:child_process');
     const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: ['ignore', 2, 2] });
     if (r.status !== 0) {
       process.stderr.write('The build failed (see above); fix it, or run `npm run build` to see the errors again.\n');

@@ -1,44 +1,23 @@
 /**
  * The command line. `runCli` returns an exit code instead of exiting, so tests drive the real paths.
  *
- *   gatehouse [start]      run the bot: chat platforms enabled by their tokens; with none, a terminal chat
- *   gatehouse serve        run as a service: never the terminal chat (no token: /healthz only, a warning)
- *   gatehouse reload       the running service re-reads gatehouse.yaml (same as SIGHUP)
- *   gatehouse run ...      one message for scripts and CI (bot/headless/): through the running service
- *                          when there is one (its attach socket), else in this process
- *   gatehouse approvals | conversations | policy check ...   operator commands (see USAGE)
- *   gatehouse --version | --help | help
+ * Contract: COMMANDS maps each command name to a loader of its module; only the command given is
+ * loaded (`gatehouse --version` and `--help` load nothing beyond this file; `gatehouse run` attached
+ * to a service loads only bot/headless/command.ts and what talks to the socket). This file imports
+ * nothing at run time but node:fs: keep command modules behind their loader.
+ * Adding a command: one line in COMMANDS, its lines in USAGE.
  *
- * Start order: config (a bad one exits 1 before anything connects) -> store -> model client ->
- * adapters -> HTTP server (/healthz in every mode; in the terminal chat a port in use is only a
- * warning) -> runs waiting from before a restart continue -> pid file in the data folder -> the attach
- * socket and token for `gatehouse run` (bot/headless/attach.ts), closed first at stop.
- * Signals: SIGTERM / SIGINT drain and stop cleanly (exit 0): /readyz answers 503 "draining", input
- * stops, the held platform connections and their leadership are handed over at once (a standby
- * replica takes them), running turns get the runner's grace to reach a checkpoint; a second signal
- * exits at once (130 / 143). SIGHUP re-reads the config (bot/reload.ts): a bad
- * file is logged with the same errors as at start and the old config stays in force.
- * The log (bot/log.ts) goes to stdout, or in the terminal chat to stderr, where it shows errors only
- * when stderr is the chat's screen.
+ *   gatehouse [start] | serve   bot/start.ts (start order and signals are described there)
+ *   gatehouse run ...           one message for scripts and CI (bot/headless/command.ts)
+ *   gatehouse reload | approvals | conversations   bot/operator-commands.ts
+ *   gatehouse backup | policy check ...            bot/backup-command.ts, bot/policy-command.ts
+ *   gatehouse --version | --help | help
  */
-import type { Readable, Writable } from 'node:stream';
-import { ConsoleAdapter } from '../adapters/console/adapter.js';
-import type { Adapter } from '../adapters/types.js';
-import { createAnthropicModel } from '../agent/model.js';
-import { builtinToolNames } from '../agent/tools/catalog.js';
-import { createGatehouse, type Gatehouse } from './app.js';
-import { auditTo, createLogger, levelRank, secretValues, type Log } from './log.js';
-import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
-import { startHttpServer, type HttpRoute, type HttpServer, type Readiness } from './http.js';
-import { CONNECTIONS_ROLE } from './leadership.js';
-import { approvalsCommand, conversationsCommand, reloadCommand } from './operator-commands.js';
-import { createPlatformAdapters } from './platforms.js';
-import { backupCommand } from './backup-command.js';
-import { policyCommand } from './policy-command.js';
-import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
-import { openStore } from './storage.js';
-import { startAttachServer, type AttachServer } from './headless/attach.js';
 import { readFileSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
+import type { RunningBot, StartMode } from './start.js';
+
+export type { RunningBot, StartMode };
 
 export interface CliIO {
   env: Record<string, string | undefined>;
@@ -48,15 +27,26 @@ export interface CliIO {
   stderr: Writable;
 }
 
-export interface RunningBot {
-  gatehouse: Gatehouse;
-  http?: HttpServer;
-  /** Resolves when the bot was asked to stop (signal, or the terminal chat closed). */
-  stopped: Promise<void>;
-  stop(): Promise<void>;
-  /** Re-reads the configuration (SIGHUP); logs and returns the outcome. */
-  reload(): ReloadResult;
-}
+/** One command: its arguments (after the command name) in, an exit code out. */
+export type Command = (args: string[], io: CliIO) => number | Promise<number>;
+
+/** Every command, by name, with the import of the module that has it. */
+export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  start: () => import('./start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('start', io)),
+  serve: () => import('./start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('serve', io)),
+  run: () => import('./headless/command.js').then((m) => m.runCommand),
+  reload: () => import('./operator-commands.js').then((m) => (args: string[], io: CliIO) => m.reloadCommand(args, io)),
+  approvals: () => import('./operator-commands.js').then((m) => m.approvalsCommand),
+  conversations: () => import('./operator-commands.js').then((m) => m.conversationsCommand),
+  backup: () => import('./backup-command.js').then((m) => m.backupCommand),
+  policy: () => import('./policy-command.js').then((m) => m.policyCommand),
+  help: async () => helpCommand,
+  '--help': async () => helpCommand,
+  '-h': async () => helpCommand,
+  version: async () => versionCommand,
+  '--version': async () => versionCommand,
+  '-v': async () => versionCommand,
+};
 
 const USAGE = `Usage:
   gatehouse [start]        run the bot: chat platforms enabled by their tokens; none set: a terminal chat
@@ -78,6 +68,16 @@ const USAGE = `Usage:
 
 Settings come from .env and gatehouse.yaml in the current directory (see README.md).`;
 
+const helpCommand: Command = (_args, io) => {
+  io.stdout.write(USAGE + '\n');
+  return 0;
+};
+
+const versionCommand: Command = (_args, io) => {
+  io.stdout.write(`gatehouse ${gatehouseVersion()}\n`);
+  return 0;
+};
+
 /** The version in package.json (found from this file, built or not). */
 export function gatehouseVersion(): string {
   for (const rel of ['../package.json', '../../package.json']) {
@@ -91,204 +91,21 @@ export function gatehouseVersion(): string {
   return 'unknown';
 }
 
-export async function runCli(argv: string[], io: CliIO): Promise<number> {
-  const [cmd, ...rest] = argv;
-  if (cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    io.stdout.write(USAGE + '\n');
-    return 0;
-  }
-  if (cmd === '--version' || cmd === '-v' || cmd === 'version') {
-    io.stdout.write(`gatehouse ${gatehouseVersion()}\n`);
-    return 0;
-  }
-  if (cmd === 'run') return (await import('./headless/command.js')).runCommand(rest, io);
-  if (cmd === 'policy') return policyCommand(rest, io);
-  if (cmd === 'backup') return backupCommand(rest, io);
-  if (cmd === 'reload') return reloadCommand(rest, io);
-  if (cmd === 'approvals') return approvalsCommand(rest, io);
-  if (cmd === 'conversations') return conversationsCommand(rest, io);
-  if (cmd !== undefined && cmd !== 'start' && cmd !== 'serve') {
+/** `running` is called once the command's module is loaded and the command has begun (bot/main.ts). */
+export async function runCli(argv: string[], io: CliIO, hooks: { running?: () => void } = {}): Promise<number> {
+  const [cmd = 'start', ...rest] = argv;
+  const load = Object.hasOwn(COMMANDS, cmd) ? COMMANDS[cmd] : undefined;
+  if (!load) {
     io.stderr.write(`Unknown command "${cmd}".\n${USAGE}\n`);
     return 2;
   }
-  const mode: StartMode = cmd === 'serve' ? 'serve' : 'start';
-  // Listening from the start: a SIGTERM while connecting must still stop cleanly, not kill the
-  // process half-way (the default action). SIGHUP's default would kill it too.
-  let bot: RunningBot | undefined;
-  let stopRequested = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopRequested) {
-      // A second signal: the operator will not wait for the drain. What was acknowledged is stored
-      // (queued turns, run records); the next start (or another replica) continues it.
-      io.stderr.write(`${signal} again: exiting at once without waiting for running turns\n`);
-      process.exit(signal === 'SIGINT' ? 130 : 143);
-    }
-    stopRequested = true;
-    void bot?.stop();
-  };
-  const onHangup = () => {
-    bot?.reload();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onHangup);
-  try {
-    try {
-      bot = await startBot(io, undefined, mode);
-    } catch (err) {
-      io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : `Gatehouse could not start: ${(err as Error).message}`) + '\n');
-      return 1;
-    }
-    if (stopRequested) void bot.stop();
-    await bot.stopped;
-    return 0;
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.off('SIGHUP', onHangup);
-  }
+  const command = await load();
+  const exitCode = command(rest, io);
+  hooks.running?.();
+  return exitCode;
 }
 
-/** start: the terminal chat when no chat platform is set up. serve: never the terminal chat. */
-export type StartMode = 'start' | 'serve';
-
-export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
-  return loadConfig({ env: io.env, cwd: io.cwd, knownTools: builtinToolNames() });
-}
-
-/**
- * Starts everything; throws (ConfigError or a start-up failure that says what to do). `log`, when
- * given, replaces the structured log (tests, benches).
- */
-export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error', msg: string) => void, mode: StartMode = 'start'): Promise<RunningBot> {
-  const config = readConfig(io);
-  prepareWorkspaces(config);
-  // In the terminal chat the log shares the screen with the conversation: there it shows errors
-  // only. Sent elsewhere (stderr redirected to a file or a pipe), it is the full log.
-  const terminalChat = !Object.values(config.platforms).some(Boolean) && mode === 'start';
-  const sharesScreen = terminalChat && ((io.stderr as { isTTY?: boolean }).isTTY === true || io.stderr === io.stdout);
-  const logger = createLogger({
-    level: sharesScreen && levelRank(config.logLevel) < levelRank('error') ? 'error' : config.logLevel,
-    destination: terminalChat ? io.stderr : io.stdout,
-    secrets: secretValues(io.env),
-  });
-  const out: Log = log
-    ? (level, msg) => {
-        if (level === 'info' || level === 'warn' || level === 'error') log(level, msg);
-        else if (level === 'fatal') log('error', msg);
-      }
-    : logger.log;
-  const audit = log ? auditTo(out) : logger.audit;
-  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
-  const model = createAnthropicModel({
-    // A compatible local server may not need a key; config already demanded one when there is no base URL.
-    apiKey: config.anthropic.apiKey ?? 'not-needed',
-    ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
-    onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
-  });
-  // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
-  const store = await openStore(config.store, { exclusive: true });
-  let resolveStopped!: () => void;
-  const stopped = new Promise<void>((r) => (resolveStopped = r));
-  let stopping: Promise<void> | undefined;
-
-  const platform = createPlatformAdapters(config, out);
-  const adapters: Adapter[] = [...platform.adapters];
-  if (terminalChat) {
-    const consoleOpts: ConstructorParameters<typeof ConsoleAdapter>[0] = { output: io.stdout, onClose: () => void stop() };
-    if (io.stdin) consoleOpts.input = io.stdin;
-    adapters.push(new ConsoleAdapter(consoleOpts));
-  } else if (!Object.values(config.platforms).some(Boolean)) {
-    out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
-  }
-  // Replicas on PostgreSQL elect the one that holds the single-holder connections (bot/leadership.ts).
-  const leadership = store.engine === 'postgres' && adapters.some((a) => a.held)
-    ? store.leadership(CONNECTIONS_ROLE, {
-        ...(config.leaderRetryMs !== undefined ? { retryEveryMs: config.leaderRetryMs } : {}),
-        log: (level, msg) => out(level, msg),
-      })
-    : undefined;
-  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ...(leadership ? { leadership } : {}) });
-  let http: HttpServer | undefined;
-  const dataDir = dataDirOf(config, io.cwd);
-  let pidFile: string | undefined;
-  let attach: AttachServer | undefined;
-  let configLoadedAt = new Date().toISOString();
-  let starting: Promise<void> | undefined;
-  let started = false;
-  const ready = async (): Promise<Readiness> => {
-    const notReady: string[] = [];
-    const draining = stopping !== undefined;
-    if (draining) notReady.push('draining: this replica is shutting down');
-    else if (!started) notReady.push('starting');
-    let storeState = 'ok';
-    try {
-      await store.ping();
-    } catch (err) {
-      storeState = 'unreachable';
-      notReady.push(`store ${store.description} unreachable: ${(err as Error).message}`);
-    }
-    const held = gatehouse.connections();
-    if (held.role !== 'standby') {
-      for (const c of held.connections) if (!c.up) notReady.push(`${c.name} is not connected`);
-    }
-    return { notReady, draining, store: storeState, role: held.role, connections: held.connections };
-  };
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      // A stop asked for while starting (the terminal's input ended at once) lets the start finish
-      // first, so nothing it still reads meets a closed store.
-      await starting?.catch(() => undefined);
-      await attach?.close();
-      await gatehouse.stop();
-      await http?.close();
-      await store.close();
-      if (pidFile) removePidFile(pidFile);
-      resolveStopped();
-    })());
-  try {
-    try {
-      http = await startHttpServer({
-        host: config.http.host,
-        port: config.http.port,
-        routes: platform.routes(),
-        health: () => ({ mode: terminalChat ? 'terminal' : 'service', platforms: adapters.map((a) => a.platform), configLoadedAt }),
-        ready,
-      });
-      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz)`);
-    } catch (err) {
-      // A webhook or a health check depends on it in service mode; the terminal chat does not.
-      if (!terminalChat) throw err;
-      out('warn', `no /healthz: ${(err as Error).message}`);
-    }
-    starting = gatehouse.start();
-    await starting;
-    started = true;
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  if (dataDir) {
-    try {
-      pidFile = writePidFile(dataDir);
-    } catch (err) {
-      out('warn', `could not write the pid file in ${dataDir} (gatehouse reload will not find this process; SIGHUP still works): ${(err as Error).message}`);
-    }
-    try {
-      attach = await startAttachServer({ dir: dataDir, runs: gatehouse.headless, log: out });
-    } catch (err) {
-      out('warn', `gatehouse run cannot attach to this service (runs will load the agent themselves): ${(err as Error).message}`);
-    }
-  }
-  out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);
-  const reload = (): ReloadResult => {
-    const result = reloadConfig(config, () => readConfig(io));
-    if (result.ok) configLoadedAt = new Date().toISOString();
-    out(result.ok ? (result.needsRestart.length > 0 ? 'warn' : 'info') : 'error', result.message);
-    if (dataDir) writeReloadStatus(dataDir, { pid: process.pid, at: Date.now(), ok: result.ok, message: result.message });
-    return result;
-  };
-  const running: RunningBot = { gatehouse, stopped, stop, reload };
-  if (http) running.http = http;
-  return running;
+/** bot/start.ts's startBot, loaded on first use (tests and benches start a bot through here). */
+export async function startBot(...args: Parameters<typeof import('./start.js').startBot>): Promise<RunningBot> {
+  return (await import('./start.js')).startBot(...args);
 }

@@ -22,7 +22,7 @@ import { slackDescriptor, type SlackEnv } from '../adapters/slack/descriptor.js'
 import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
 
 export type { DiscordEnv, SlackEnv, TelegramEnv };
-import { LOG_LEVELS, type LogLevelSetting } from './log.js';
+import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {

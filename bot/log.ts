@@ -13,11 +13,13 @@
  */
 import type { Writable } from 'node:stream';
 import { pino, type Logger as Pino } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type { prettyFactory as PrettyFactory } from 'pino-pretty';
 import { auditMessage, type Audit } from '../agent/audit.js';
 
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevelSetting = (typeof LOG_LEVELS)[number];
+import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
+
+export { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 export type LogLevel = Exclude<LogLevelSetting, 'silent'>;
 
 /** trace 0 ... silent 6: a lower rank logs more. */
@@ -57,7 +59,7 @@ export function createLogger(opts: LoggerOptions): Logger {
     return out;
   };
   const format = pretty
-    ? prettyFactory({ colorize: (opts.destination as { isTTY?: boolean }).isTTY === true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' })
+    ? loadPretty()({ colorize: (opts.destination as { isTTY?: boolean }).isTTY === true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' })
     : undefined;
   const destination = {
     write(line: string): void {
@@ -104,4 +106,9 @@ export function secretValues(env: Record<string, string | undefined>): string[] 
     }
   }
   return out;
+}
+
+/** pino-pretty, loaded only for a terminal (a service's log is JSON lines and never needs it). */
+function loadPretty(): typeof PrettyFactory {
+  return (createRequire(import.meta.url)('pino-pretty') as { prettyFactory: typeof PrettyFactory }).prettyFactory;
 }

@@ -1,20 +1,22 @@
 /**
  * Chat adapters enabled by the environment: one per platform whose token is set. The only place
  * (with the adapter folders themselves) that knows which adapters exist.
+ *
+ * Contract: an adapter's module (and so its platform library: grammy, Bolt, discord.js) is imported
+ * only when its platform is configured; a Telegram-only bot never loads Bolt or discord.js. What
+ * config and env need to know about a platform is in its descriptor (adapters/descriptors.ts).
  */
 import type { Adapter } from '../adapters/types.js';
-import { createDiscordAdapter } from '../adapters/discord/lazy.js';
-import { createSlackAdapter } from '../adapters/slack/adapter.js';
-import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
 import type { Log } from './app.js';
 import { agentForConversation, type Config } from './config.js';
 import type { HttpRoute } from './http.js';
 import { threadFollowUpsFor } from './thread-follow-ups.js';
 
-export function createPlatformAdapters(config: Config, log: Log): { adapters: Adapter[]; routes(): HttpRoute[] } {
+export async function createPlatformAdapters(config: Config, log: Log): Promise<{ adapters: Adapter[]; routes(): HttpRoute[] }> {
   const adapters: Adapter[] = [];
   const tg = config.platforms.telegram;
   if (tg) {
+    const { createTelegramAdapter } = await import('../adapters/telegram/adapter.js');
     const adapter = createTelegramAdapter({
       token: tg.token,
       ...(tg.apiRoot ? { apiRoot: tg.apiRoot } : {}),
@@ -25,6 +27,7 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
   }
   const slack = config.platforms.slack;
   if (slack) {
+    const { createSlackAdapter } = await import('../adapters/slack/adapter.js');
     adapters.push(
       createSlackAdapter({
         botToken: slack.botToken,
@@ -40,6 +43,8 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
   }
   const discord = config.platforms.discord;
   if (discord) {
+    // lazy.ts: discord.js itself loads only when the adapter starts.
+    const { createDiscordAdapter } = await import('../adapters/discord/lazy.js');
     adapters.push(
       createDiscordAdapter({
         token: discord.token,

@@ -118,3 +118,19 @@ export function scanResultEnvelope(s: string): { id: string | number } | undefin
   if (!result || jsonrpc !== '2.0' || !(typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)))) return undefined;
   return { id };
 }
+
+/** One JSON-RPC message from a server; an image result (5 MB, base64) fits with room to spare. */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+// Here rather than in process-transport.ts, which loads the MCP SDK: result.ts reads it without.
+const rawResults = new WeakMap<object, string>();
+
+/** Keeps the JSON-RPC line a response's `result` object was parsed from (process-transport.ts). */
+export function rememberRawResult(result: object, line: string): void {
+  rawResults.set(result, line);
+}
+
+/** The JSON-RPC line a response's `result` object was parsed from (stdio servers), if it was. */
+export function rawResultText(result: unknown): string | undefined {
+  return result !== null && typeof result === 'object' ? rawResults.get(result) : undefined;
+}

@@ -32,9 +32,8 @@
  * - `close()` closes every connection; stdio servers are stopped with their whole process group (a
  *   boxed one with its whole box).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,9 +42,13 @@ import type { CacheRepo } from '../store/types.js';
 import type { ToolResult } from '../tools/types.js';
 import { cappedFetch } from './capped-fetch.js';
 import type { McpServerConfig } from './config.js';
-import { launchSpec, LaunchError, type BoxSettings } from './launch.js';
+import type { BoxSettings } from './launch.js';
 import { acceptTools, oneLine, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYTES, refusalSummary, type McpToolInfo, type RawTool } from './listing.js';
-import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
+import { MAX_MESSAGE_BYTES } from './envelope.js';
+import type { ProcessTransport } from './process-transport.js';
+
+/** The SDK side (./sdk.ts), imported with the first connection. */
+type Sdk = typeof import('./sdk.js');
 import { invisibleHint } from './visibility.js';
 import { CallResultPassThrough, convertResult } from './result.js';
 
@@ -75,6 +78,7 @@ export interface McpManagerOptions {
 }
 
 interface Connection {
+  sdk: Sdk;
   client: Client;
   transport: ProcessTransport | StreamableHTTPClientTransport;
   config: McpServerConfig;
@@ -150,6 +154,7 @@ export class McpManager {
       result = await conn.client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallResultPassThrough, { timeout: timeoutMs, signal });
     } catch (err) {
       if (signal.aborted) throw err;
+      const { McpError, ErrorCode } = conn.sdk;
       if (conn.closed || (err instanceof McpError && err.code === ErrorCode.ConnectionClosed)) {
         conn.closed = true;
         return {
@@ -201,7 +206,7 @@ export class McpManager {
     const out: number[] = [];
     for (const p of this.connections.values()) {
       const c = await p.catch(() => undefined);
-      if (c && !c.closed && c.transport instanceof ProcessTransport && c.transport.pid !== undefined) out.push(c.transport.pid);
+      if (c && !c.closed && c.transport instanceof c.sdk.ProcessTransport && c.transport.pid !== undefined) out.push(c.transport.pid);
     }
     return out;
   }
@@ -261,6 +266,8 @@ export class McpManager {
   }
 
   private async open(agent: string, server: string, config: McpServerConfig, fingerprint: string): Promise<Connection> {
+    const sdk = await import('./sdk.js');
+    const { launchSpec, LaunchError, ProcessTransport, StreamableHTTPClientTransport, Client } = sdk;
     let transport: Connection['transport'];
     if (config.kind === 'stdio') {
       let spec;
@@ -278,7 +285,7 @@ export class McpManager {
       transport = new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers }, fetch: cappedFetch(MAX_MESSAGE_BYTES) });
     }
     const client = new Client({ name: 'gatehouse', version: '1' });
-    const conn: Connection = { client, transport, config, fingerprint, tools: new Map(), closed: false };
+    const conn: Connection = { sdk, client, transport, config, fingerprint, tools: new Map(), closed: false };
     client.onclose = () => {
       conn.closed = true;
     };
@@ -290,7 +297,7 @@ export class McpManager {
     const deadline = now() + startTimeoutMs;
     try {
       await client.connect(transport, { timeout: startTimeoutMs });
-      const listed = await listAllTools(client, server, deadline, now);
+      const listed = await listAllTools(sdk, client, server, deadline, now);
       for (const t of listed.tools) conn.tools.set(t.name, t);
       if (listed.refused.length > 0) this.opts.log?.('warn', `${refusalSummary(server, listed.refused)} (agent ${agent})`);
       if (listed.cut) {
@@ -300,7 +307,7 @@ export class McpManager {
       await this.saveListing(agent, server, listed.tools);
     } catch (err) {
       // Described before closing: how it ended on its own, not how our close ended it.
-      const message = startFailure(agent, server, config, transport, err, startTimeoutMs);
+      const message = startFailure(sdk, agent, server, config, transport, err, startTimeoutMs);
       await closeConnection(conn);
       throw new McpFailure(message);
     }
@@ -329,14 +336,14 @@ async function closeConnection(c: Connection): Promise<void> {
 }
 
 function describeExit(conn: Connection): string {
-  if (!(conn.transport instanceof ProcessTransport)) return ' (the connection closed)';
+  if (!(conn.transport instanceof conn.sdk.ProcessTransport)) return ' (the connection closed)';
   const parts = [conn.transport.exit ? `the process ended with ${conn.transport.exit}` : 'the connection closed'];
   if (conn.transport.stderrTail) parts.push(`its stderr ended with:\n${tail(conn.transport.stderrTail)}`);
   return ` (${parts.join('; ')})`;
 }
 
-function startFailure(agent: string, server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
-  const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
+function startFailure(sdk: Sdk, agent: string, server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
+  const timedOut = err instanceof sdk.McpError && err.code === sdk.ErrorCode.RequestTimeout;
   const why = timedOut ? `it did not complete the MCP handshake and tool listing within ${formatSeconds(timeoutMs)}` : err instanceof Error ? err.message : String(err);
   if (config.kind === 'http') return `MCP server "${server}" at ${config.url} could not be reached: ${why}. Tell the user; an operator should check the server and agents' mcpServers.${server}.url.`;
   const cmd = [config.command, ...config.args].map((w) => (/\s/.test(w) ? JSON.stringify(w) : w)).join(' ');
@@ -368,7 +375,7 @@ const ListingPage = z.looseObject({
  * Every page of tools/list, within the limits (listing.ts): stops at a limit or the deadline and
  * keeps what it has; `cut` says which limit. A failure before any page is the caller's to report.
  */
-async function listAllTools(client: Client, server: string, deadline: number, now: () => number): Promise<{ tools: McpToolInfo[]; refused: string[]; cut?: string }> {
+async function listAllTools(sdk: Sdk, client: Client, server: string, deadline: number, now: () => number): Promise<{ tools: McpToolInfo[]; refused: string[]; cut?: string }> {
   const tools: McpToolInfo[] = [];
   const refused: string[] = [];
   const names = new Set<string>();
@@ -382,7 +389,7 @@ async function listAllTools(client: Client, server: string, deadline: number, no
     try {
       result = await client.request({ method: 'tools/list', params: cursor !== undefined ? { cursor } : {} }, ListingPage, { timeout: left });
     } catch (err) {
-      if (page > 0 && err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { tools, refused, cut: 'the start deadline passed' };
+      if (page > 0 && err instanceof sdk.McpError && err.code === sdk.ErrorCode.RequestTimeout) return { tools, refused, cut: 'the start deadline passed' };
       throw err;
     }
     bytes += Buffer.byteLength(JSON.stringify(result.tools));

@@ -26,19 +26,12 @@ import type { Writable } from 'node:stream';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { scanResultEnvelope } from './envelope.js';
+import { MAX_MESSAGE_BYTES, rememberRawResult, scanResultEnvelope } from './envelope.js';
+
+export { MAX_MESSAGE_BYTES, rawResultText } from './envelope.js';
 
 const STDERR_TAIL_BYTES = 4096;
 const GRACE_MS = 2000;
-/** One JSON-RPC message from a server; an image result (5 MB, base64) fits with room to spare. */
-export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
-
-const rawResults = new WeakMap<object, string>();
-
-/** The JSON-RPC line a response's `result` object was parsed from (stdio servers), if it was. */
-export function rawResultText(result: unknown): string | undefined {
-  return result !== null && typeof result === 'object' ? rawResults.get(result) : undefined;
-}
 
 /**
  * One line as a JSON-RPC message. Unlike the SDK's deserializeMessage, the object handed on is
@@ -49,7 +42,7 @@ function parseLine(line: string): JSONRPCMessage {
   const checked = JSONRPCMessageSchema.safeParse(parsed);
   if (!checked.success) throw new Error(`not a JSON-RPC message: ${checked.error.message.slice(0, 200)}`);
   const result = (parsed as { result?: unknown }).result;
-  if (result !== null && typeof result === 'object') rawResults.set(result, line);
+  if (result !== null && typeof result === 'object') rememberRawResult(result, line);
   return parsed as JSONRPCMessage;
 }
 
@@ -176,7 +169,7 @@ export class ProcessTransport implements Transport {
     const env = this.calls.size > 0 ? scanResultEnvelope(line) : undefined;
     if (env && this.calls.delete(env.id)) {
       const standIn = {};
-      rawResults.set(standIn, line);
+      rememberRawResult(standIn, line);
       return { jsonrpc: '2.0', id: env.id, result: standIn };
     }
     const message = parseLine(line);

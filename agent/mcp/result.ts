@@ -22,7 +22,7 @@ import type { ToolResult } from '../tools/types.js';
 import { ToolError } from '../tools/types.js';
 import { DOC_BUDGETS, DocJobError, runDocJob, type DocBudget } from '../tools/untrusted/doc-worker.js';
 import { rawHttpResult } from './capped-fetch.js';
-import { rawResultText } from './process-transport.js';
+import { rawResultText } from './envelope.js';
 
 export const MAX_OUTPUT_BYTES = 256 * 1024;
 /** The Messages API takes images up to 5 MB; base64 is 4/3 of that. */

@@ -27,7 +27,7 @@ import { existsSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './protocol.js';
-import { HeadlessResponse as ResponseSchema, HeadlessUsageError } from './protocol.js';
+import { HeadlessUsageError } from './wire.js';
 import type { HeadlessRuns } from './runs.js';
 import { registerOwnSecret } from '../../policies/secrets.js';
 
@@ -92,6 +92,8 @@ export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns;
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/respond') {
+      // Imported here: the client half of this module (an attached `gatehouse run`) never loads zod.
+      const { HeadlessResponse: ResponseSchema } = await import('./protocol.js');
       const parsed = ResponseSchema.safeParse(await readBody(req));
       if (!parsed.success) return json(res, 400, { error: parsed.error.issues.map((i) => i.message).join('; ') });
       return json(res, 200, await opts.runs.respond(parsed.data));

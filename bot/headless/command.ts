@@ -33,7 +33,8 @@ import { TIERS } from '../../policies/tiers.js';
 import { dirname, resolve } from 'node:path';
 import type { CliIO } from '../cli.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
-import { HeadlessResponse, HeadlessUsageError, type HeadlessMessage, type HeadlessRequest, type HeadlessResult } from './protocol.js';
+import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
+import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';
 
 export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
               [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"`;
@@ -227,7 +228,8 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       writeEvent({ type: 'error', message: `stdin: not a JSON line: ${line.slice(0, 200)}` });
       return;
     }
-    const r = HeadlessResponse.safeParse(body);
+    // zod only here: an attached run that reads no answers from stdin never loads it.
+    const r = (await import('./protocol.js')).HeadlessResponse.safeParse(body);
     if (!r.success) {
       writeEvent({ type: 'error', message: `stdin: not a user_input_response / approval_response: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
       return;
@@ -314,7 +316,7 @@ async function execute(
       // Stale files from a service that is gone: run here.
     }
   }
-  const { readConfig } = await import('../cli.js');
+  const { readConfig } = await import('../start.js');
   const config = readConfig(io);
   const { runInProcess } = await import('./in-process.js');
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);

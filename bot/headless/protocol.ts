@@ -1,20 +1,13 @@
 /**
  * The `gatehouse run` protocol, shared by the CLI (./command.ts), the attach endpoint (./attach.ts) and
- * the in-process runs (./runs.ts). Kept free of heavy imports: an attached run loads only this, the
- * socket client and zod, never the agent.
+ * the in-process runs (./runs.ts): the schemas of what callers send, and (./wire.ts) the rest. Kept free
+ * of heavy imports; an attached run's client loads only ./wire.ts and the socket client, and this
+ * module (zod) only when it reads answers from stdin.
  */
 import { z } from 'zod';
-import type { AgentEvent } from '../../agent/events.js';
 import { TIERS } from '../../policies/tiers.js';
 
-export const CLI_PREFIX = 'cli:';
-export const CONVERSATION_KEY = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
-/** The caller, as approver and question answerer of its own runs. */
-export const HEADLESS_USER = { id: 'cli', name: 'gatehouse run' } as const;
-
-export class HeadlessUsageError extends Error {
-  override name = 'HeadlessUsageError';
-}
+export * from './wire.js';
 
 export const HeadlessRequest = z.object({
   agent: z.string().min(1).optional(),
@@ -25,30 +18,6 @@ export const HeadlessRequest = z.object({
   interactive: z.boolean().default(false),
 });
 export type HeadlessRequest = z.input<typeof HeadlessRequest>;
-
-export interface HeadlessResult {
-  ok: boolean;
-  answer?: string;
-  error?: string;
-  costUSD: number;
-  costKnown: boolean;
-  usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number };
-  /** The KEY given with --conversation (null without one). */
-  conversation: string | null;
-}
-
-export interface Choice {
-  value: string;
-  label: string;
-  description?: string;
-}
-
-/** What a headless caller receives: the run's events plus the two requests it may answer. */
-export type HeadlessMessage =
-  | AgentEvent
-  | { type: 'user_input_required'; requestId: string; question: string; suggestions: Choice[]; allowCustom: boolean }
-  | { type: 'approval_required'; requestId: string; title: string; body: string; preview?: string; choices: Choice[] }
-  | { type: 'request_closed'; requestId: string; outcome: string };
 
 /** An answer from the caller: a choice's value, or typed text (questions that allow it). */
 export const HeadlessResponse = z.discriminatedUnion('type', [

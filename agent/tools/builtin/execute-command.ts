@@ -36,7 +36,6 @@
  *   with it the whole box (its PID namespace).
  */
 import { access, constants } from 'node:fs/promises';
-import { execa } from 'execa';
 import { z } from 'zod';
 import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
@@ -166,6 +165,8 @@ interface RunOptions {
 }
 
 async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content: string; isError: boolean }> {
+  // Loaded on the first command (cached after): a bot whose agents have no shell tool never loads it.
+  const { execa } = await import('execa');
   // A /stop during the awaits before this point fired its 'abort' event before anyone listened.
   if (o.signal.aborted) throw new ToolError('The run was stopped before the command started; it did not run.');
   const started = Date.now();

@@ -40,7 +40,8 @@
 import { accessSync, chmodSync, constants, existsSync, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { execa, type Options } from 'execa';
+// execa is imported where a command starts: a bot with no shell tool never loads it.
+import type { Options } from 'execa';
 import { bwrapArgs, type SystemEntry } from './bwrap.js';
 import { launcherArgv, strayDescriptors } from './launcher.js';
 import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, type SandboxLimits } from './limits.js';
@@ -354,6 +355,7 @@ export async function prepareWorkspace(workspace: string): Promise<void> {
   if (user) {
     const chown = findExecutable('chown');
     if (!chown) throw new SandboxUnavailableError('chown (coreutils) is not installed; it hands the workspace to the sandbox user');
+    const { execa } = await import('execa');
     const r = await execa(chown, ['-R', '-P', '--from=0', `${user.uid}:${user.gid}`, '--', workspace], { reject: false, env: {}, extendEnv: false });
     if (r.exitCode !== 0) {
       throw new SandboxUnavailableError(`could not hand the workspace ${workspace} to the sandbox user (uid ${user.uid}): ${String(r.stderr).trim() || r.shortMessage}`);
@@ -405,6 +407,7 @@ export function untraversableAncestor(dir: string, uid: number, gid: number): st
 export async function probeSandbox(policy: SandboxPolicy, workspace: string): Promise<void> {
   if (policy.mode === 'none') return;
   const boxed = boxCommand(policy, { workspace, cwd: workspace, env: { PATH: '/usr/bin:/bin' }, argv: ['/bin/sh', '-c', 'true'] });
+  const { execa } = await import('execa');
   const result = await execa(boxed.file, boxed.args, execaOptions(boxed, { stdout: 'ignore' }, { timeout: 15_000 }));
   if (result.exitCode === 0) return;
   const said = String(result.stderr ?? '').trim().split('\n').slice(-3).join(' ') || (result.shortMessage ?? 'no output');
