@@ -73,6 +73,12 @@ const USAGE = `Usage:
   gatehouse backup FILE    an online, consistent copy of the store (while the bot runs)
   gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"
                            explain what the gate would do with a shell command, without running it
+  gatehouse doctor [--json] check bubblewrap and the box's limits, the store, the config, the tokens and
+                           their API hosts, the HTTP port; prints what to fix (exit 1 when a check fails)
+  gatehouse init [--telegram] [--slack] [--discord] [--telegram-user-id ID ...] [--slack-user-id ID ...]
+                 [--discord-user-id ID ...]
+                           write a commented gatehouse.yaml and .env here (never overwrites a file)
+  gatehouse config schema  the JSON Schema of gatehouse.yaml (for editors)
   gatehouse --version
   gatehouse --help         (or: gatehouse help)
 
@@ -107,6 +113,9 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   if (cmd === 'reload') return reloadCommand(rest, io);
   if (cmd === 'approvals') return approvalsCommand(rest, io);
   if (cmd === 'conversations') return conversationsCommand(rest, io);
+  if (cmd === 'doctor') return (await import('./doctor.js')).doctorCommand(rest, io);
+  if (cmd === 'init') return (await import('./init-command.js')).initCommand(rest, io);
+  if (cmd === 'config') return (await import('./config-command.js')).configCommand(rest, io);
   if (cmd !== undefined && cmd !== 'start' && cmd !== 'serve') {
     io.stderr.write(`Unknown command "${cmd}".\n${USAGE}\n`);
     return 2;
