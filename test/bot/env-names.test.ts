@@ -18,6 +18,8 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const KEY = { ANTHROPIC_API_KEY: 'sk-test' };
+/** Deliberately wrong names, used to show the refusal. */
+const MISSPELT = ['GATEHOUSE_STROE', 'GATEHOUSE_LOG_LEVL', 'GATEHOUSE_HTTP_PROT', 'GATEHOUSE_NOT_A_THING'];
 const problemAt = (problems: Array<{ path: string; message: string }>, path: string) => problems.find((p) => p.path === path)?.message;
 
 describe('GATEHOUSE_* names', () => {
@@ -56,7 +58,8 @@ describe('GATEHOUSE_* names', () => {
     // Not followed by `_*`: "GATEHOUSE_TEST_*" in prose is a family, not a name.
     for (const f of files) for (const m of readFileSync(f, 'utf8').matchAll(/GATEHOUSE_[A-Z0-9_]*[A-Z0-9](?![A-Z0-9_*])/g)) used.add(m[0]);
     // Error codes spelled like variables (agent/store/sqlite) and this list's own identifier: never read from the environment.
-    const notVariables = new Set(['GATEHOUSE_LOCKED', 'GATEHOUSE_PRECONDITION', 'GATEHOUSE_VARS']);
+    // And the misspellings that tests and docs/troubleshooting.md show being refused.
+    const notVariables = new Set(['GATEHOUSE_LOCKED', 'GATEHOUSE_PRECONDITION', 'GATEHOUSE_VARS', ...MISSPELT]);
     const known = new Set(GATEHOUSE_VARS.flatMap((v) => (v.secret ? [v.name, `${v.name}_FILE`] : [v.name])));
     return [...used].filter((n) => !notVariables.has(n) && !known.has(n)).sort();
   };
@@ -67,7 +70,7 @@ describe('GATEHOUSE_* names', () => {
 
   test('the names only tests and benches use are these (each refused by a production start; tests hand the CLI a clean environment)', () => {
     // A new one here needs a decision: a documented knob goes on GATEHOUSE_VARS, a test-only one here.
-    expect(unknownNamesIn(['test', 'bench'])).toEqual(['GATEHOUSE_E2E_STORE', 'GATEHOUSE_STROE', 'GATEHOUSE_LOG_LEVL', 'GATEHOUSE_NOT_A_THING', 'GATEHOUSE_TEST_CANARY', 'GATEHOUSE_TEST_KEEP', 'GATEHOUSE_TEST_KILL_ROUNDS', 'GATEHOUSE_TEST_PG_RUN_DIR', 'GATEHOUSE_TEST_POSTGRES_URL'].sort());
+    expect(unknownNamesIn(['test', 'bench'])).toEqual(['GATEHOUSE_E2E_STORE', 'GATEHOUSE_TEST_CANARY', 'GATEHOUSE_TEST_KEEP', 'GATEHOUSE_TEST_KILL_ROUNDS', 'GATEHOUSE_TEST_PG_RUN_DIR', 'GATEHOUSE_TEST_POSTGRES_URL'].sort());
   });
 
   test('platform names get the suggestion too, and their secrets NAME_FILE', () => {
