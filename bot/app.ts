@@ -135,7 +135,7 @@ export function configWarnings(config: Config, platforms: readonly string[]): st
  * The bot's own files, hidden from sandboxed commands: the config file, the .env loaded, and the SQLite
  * store (its directory, and the database with its journal files for when that directory cannot be hidden).
  */
-function ownFiles(config: Config): string[] {
+export function ownFiles(config: Config): string[] {
   const files: string[] = [];
   if (config.configFile) files.push(config.configFile);
   if (config.envFile) files.push(config.envFile);

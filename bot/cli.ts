@@ -11,6 +11,7 @@
  *   gatehouse run ...           one message for scripts and CI (bot/headless/command.ts)
  *   gatehouse reload | approvals | conversations   bot/operator-commands.ts
  *   gatehouse backup | policy check ...            bot/backup-command.ts, bot/policy-command.ts
+ *   gatehouse doctor | init | config schema        bot/doctor.ts, bot/init-command.ts, bot/config-command.ts
  *   gatehouse --version | --help | help
  */
 import { readFileSync } from 'node:fs';
@@ -40,6 +41,9 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   conversations: () => import('./operator-commands.js').then((m) => m.conversationsCommand),
   backup: () => import('./backup-command.js').then((m) => m.backupCommand),
   policy: () => import('./policy-command.js').then((m) => m.policyCommand),
+  doctor: () => import('./doctor.js').then((m) => m.doctorCommand),
+  init: () => import('./init-command.js').then((m) => m.initCommand),
+  config: () => import('./config-command.js').then((m) => m.configCommand),
   help: async () => helpCommand,
   '--help': async () => helpCommand,
   '-h': async () => helpCommand,
@@ -63,6 +67,12 @@ const USAGE = `Usage:
   gatehouse backup FILE    an online, consistent copy of the store (while the bot runs)
   gatehouse policy check [--agent NAME] [--platform NAME] [--classify] [--json] -- "<command>"
                            explain what the gate would do with a shell command, without running it
+  gatehouse doctor [--json] check bubblewrap and the box's limits, the store, the config, the tokens and
+                           their API hosts, the HTTP port; prints what to fix (exit 1 when a check fails)
+  gatehouse init [--telegram] [--slack] [--discord] [--telegram-user-id ID ...] [--slack-user-id ID ...]
+                 [--discord-user-id ID ...]
+                           write a commented gatehouse.yaml and .env here (never overwrites a file)
+  gatehouse config schema  the JSON Schema of gatehouse.yaml (for editors)
   gatehouse --version
   gatehouse --help         (or: gatehouse help)
 

@@ -12,6 +12,12 @@
  * - A platform credential is never silently ignored: one that is set but incomplete (a Telegram
  *   setting without TELEGRAM_BOT_TOKEN, DISCORD_API_URL without DISCORD_TOKEN), malformed, or an
  *   unknown TELEGRAM_* / SLACK_* / DISCORD_* name is a problem naming the variable.
+ * - GATEHOUSE_VARS is THE list of GATEHOUSE_* names Gatehouse reads; any other set GATEHOUSE_* name
+ *   is a problem naming it, with the closest known name. A module that reads a new GATEHOUSE_*
+ *   variable adds it here (secret: true when its value is a credential). Names only tests and
+ *   benches read (GATEHOUSE_TEST_*) are not on it: a production start refuses them.
+ * - Every secret variable (SECRET_VARS: the model key, the platform tokens and secrets, the store URL,
+ *   GATEHOUSE_VARS marked secret) also accepts NAME_FILE (bot/secret-files.ts), read first.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -23,6 +29,8 @@ import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descr
 
 export type { DiscordEnv, SlackEnv, TelegramEnv };
 import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
+import { didYouMean } from './did-you-mean.js';
+import { FILE_SUFFIX, readSecretFiles } from './secret-files.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -63,6 +71,35 @@ export interface EnvSettings {
   leaderRetryMs?: number;
 }
 
+/**
+ * Every GATEHOUSE_* variable Gatehouse reads, with where it is documented (.env.example, README).
+ * Error codes spelled like variables (GATEHOUSE_LOCKED, GATEHOUSE_PRECONDITION: agent/store/sqlite)
+ * are not variables and are not here.
+ */
+export const GATEHOUSE_VARS: ReadonlyArray<{ name: string; secret?: boolean }> = [
+  // A postgres:// URL carries the password.
+  { name: 'GATEHOUSE_STORE', secret: true },
+  { name: 'GATEHOUSE_CONFIG' },
+  { name: 'GATEHOUSE_HTTP_HOST' },
+  { name: 'GATEHOUSE_HTTP_PORT' },
+  { name: 'GATEHOUSE_LOG_LEVEL' },
+  { name: 'GATEHOUSE_LEADER_RETRY_MS' },
+  // bot/replica-id.ts: names a replica in logs and claims (README "Several replicas").
+  { name: 'GATEHOUSE_REPLICA_ID' },
+];
+
+/** The variables whose value is a credential; each also accepts NAME_FILE. */
+export const SECRET_VARS: readonly string[] = [
+  'ANTHROPIC_API_KEY',
+  ...telegramDescriptor.secrets,
+  ...slackDescriptor.secrets,
+  ...discordDescriptor.secrets,
+  ...GATEHOUSE_VARS.filter((v) => v.secret).map((v) => v.name),
+];
+
+/** A known name, plus NAME_FILE for the secret ones. */
+const withFiles = (names: readonly string[]): string[] => names.flatMap((n) => (SECRET_VARS.includes(n) ? [n, n + FILE_SUFFIX] : [n]));
+
 export const DEFAULT_HTTP_PORT = 8080;
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
 
@@ -97,6 +134,7 @@ function scheme(value: string): string {
 /** GATEHOUSE_STORE alone (commands that need only the store, e.g. `gatehouse backup`). */
 export function storeFromEnv(env: Env, cwd: string): { store: StoreSettings; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
+  readSecretFiles(env, ['GATEHOUSE_STORE'], problems);
   const store = parseStore(get(env, 'GATEHOUSE_STORE'), cwd, problems);
   return { store, problems };
 }
@@ -142,18 +180,27 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
   return fallback;
 }
 
-/** Every variable a supported platform's descriptor reads; any other with its prefix is a typo or a leftover. */
-const KNOWN_PLATFORM_VARS: ReadonlyArray<{ prefix: string; names: readonly string[] }> = [
-  { prefix: 'TELEGRAM_', names: telegramDescriptor.env },
-  { prefix: 'SLACK_', names: slackDescriptor.env },
-  { prefix: 'DISCORD_', names: discordDescriptor.env },
+/**
+ * Every variable Gatehouse reads under a prefix it owns (a platform descriptor's, GATEHOUSE_VARS); any
+ * other with that prefix is a typo or a leftover.
+ */
+const KNOWN_PREFIXED_VARS: ReadonlyArray<{ prefix: string; names: readonly string[] }> = [
+  { prefix: 'GATEHOUSE_', names: withFiles(GATEHOUSE_VARS.map((v) => v.name)) },
+  { prefix: 'TELEGRAM_', names: withFiles(telegramDescriptor.env) },
+  { prefix: 'SLACK_', names: withFiles(slackDescriptor.env) },
+  { prefix: 'DISCORD_', names: withFiles(discordDescriptor.env) },
 ];
 
-function unknownPlatformVars(env: Env, problems: ConfigProblem[]): void {
-  for (const known of KNOWN_PLATFORM_VARS) {
+/** Unknown names under Gatehouse's prefixes, each a problem naming it and the closest known name. */
+export function unknownVars(env: Env, problems: ConfigProblem[]): void {
+  for (const known of KNOWN_PREFIXED_VARS) {
     for (const name of Object.keys(env).filter((n) => n.startsWith(known.prefix) && get(env, n) !== undefined).sort()) {
       if (!known.names.includes(name)) {
-        problems.push({ path: name, message: `is not a variable Gatehouse reads (a typo?); the ${known.prefix.slice(0, -1)} variables are ${known.names.join(', ')}` });
+        const guess = didYouMean(name, known.names);
+        problems.push({
+          path: name,
+          message: `is not a variable Gatehouse reads (a typo?)${guess}; the ${known.prefix.slice(0, -1)} variables are ${known.names.join(', ')}`,
+        });
       }
     }
   }
@@ -169,6 +216,8 @@ const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: C
 /** Parses the environment (after loadDotEnv). Never throws; problems are returned, one per variable. */
 export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
+  // First: NAME_FILE fills NAME for everything below (and for the secret registries reading env).
+  readSecretFiles(env, SECRET_VARS, problems);
 
   const apiKey = get(env, 'ANTHROPIC_API_KEY');
   const baseRaw = get(env, 'ANTHROPIC_BASE_URL');
@@ -182,7 +231,6 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   const store = parseStore(get(env, 'GATEHOUSE_STORE'), cwd, problems);
-
   const cfg = get(env, 'GATEHOUSE_CONFIG');
   const configPath = cfg === undefined ? undefined : resolve(cwd, cfg);
 
@@ -196,7 +244,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     } else port = n;
   }
 
-  unknownPlatformVars(env, problems);
+  unknownVars(env, problems);
   const levelRaw = get(env, 'GATEHOUSE_LOG_LEVEL')?.trim().toLowerCase();
   let logLevel: LogLevelSetting = 'info';
   if (levelRaw !== undefined) {

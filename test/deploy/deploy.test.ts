@@ -232,7 +232,13 @@ describe("the image's start command as a real process", () => {
     const envBlock = /^ENV ((?:.*\\\n)*.*)$/m.exec(runtimeStage)?.[1] ?? '';
     for (const m of envBlock.matchAll(/([A-Z_]+)=(\S+)/g)) fromImage[m[1]!] = m[2]!;
     const env: Record<string, string> = { ...fromImage, ...composeEnv };
-    for (const [k, v] of Object.entries(env)) env[k] = v.replaceAll('/app/', `${dir}/app/`);
+    for (const [k, v] of Object.entries(env)) env[k] = v.replaceAll('/app/', `${dir}/app/`).replaceAll('/run/secrets/', `${dir}/run/secrets/`);
+    // Docker secrets (compose `secrets:`) are files under /run/secrets: written here with test values.
+    for (const [k, v] of Object.entries(env)) {
+      if (!k.endsWith('_FILE') || !v.startsWith(`${dir}/run/secrets/`)) continue;
+      mkdirSync(dirname(v), { recursive: true });
+      writeFileSync(v, `${k === 'ANTHROPIC_API_KEY_FILE' ? 'sk-test' : 'secret-for-the-test'}\n`, { mode: 0o644 });
+    }
     // The published port is fixed in compose; here any free port (printed at start) will do.
     env['GATEHOUSE_HTTP_PORT'] = '0';
     env['GATEHOUSE_HTTP_HOST'] = '127.0.0.1';
@@ -255,7 +261,7 @@ describe("the image's start command as a real process", () => {
     // the other process tests, with the image's arguments.
     const child = spawn(process.execPath, ['--import', register, join(root, 'bot', 'main.ts'), ...cmd.slice(2)], {
       cwd: join(dir, 'app'),
-      env: { PATH: process.env.PATH ?? '', HOME: join(dir, 'app'), ANTHROPIC_API_KEY: 'sk-test', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: join(dir, 'app'), ...(env['ANTHROPIC_API_KEY_FILE'] ? {} : { ANTHROPIC_API_KEY: 'sk-test' }), ...env },
       // No terminal: stdin is /dev/null, as in a container started without -it.
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(asRoot ? { uid: IMAGE_UID, gid: IMAGE_UID } : {}),
