@@ -80,7 +80,7 @@ interface Row {
 
 function spawnOnce(tree: Tree, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; record?: string | undefined }): number {
   const pre = opts.record ? ['--import', recorder] : [];
-  const env = opts.record ? { ...opts.env, GATEHOUSE_MODULE_LOG: opts.record } : opts.env;
+  const env = opts.record ? { ...opts.env, MODULE_RECORDER_LOG: opts.record } : opts.env;
   const t0 = performance.now();
   const r = spawnSync(process.execPath, [...pre, join(tree.root, 'bin', 'gatehouse.js'), ...args], { cwd: opts.cwd, env, encoding: 'utf8' });
   const ms = performance.now() - t0;
@@ -134,7 +134,7 @@ req.end(JSON.stringify({ message: 'hello', interactive: false }));
     const fake = await startFakeTelegram({ token: TOKEN });
     const dir = mkdtempSync(join(temp, 'tg-'));
     try {
-      const env: NodeJS.ProcessEnv = { ...baseEnv(dir), TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: fake.apiRoot, ...(record ? { GATEHOUSE_MODULE_LOG: record } : {}) };
+      const env: NodeJS.ProcessEnv = { ...baseEnv(dir), TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: fake.apiRoot, ...(record ? { MODULE_RECORDER_LOG: record } : {}) };
       const t0 = performance.now();
       const child = spawn(process.execPath, [...(record ? ['--import', recorder] : []), join(tree.root, 'bin', 'gatehouse.js'), 'serve'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);

@@ -47,7 +47,7 @@ function loaded(): { packages: Set<string>; own: string[] } {
 function gatehouse(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', register, '--import', recorder, main, ...args], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', GATEHOUSE_MODULE_LOG: log, ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', MODULE_RECORDER_LOG: log, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
