@@ -71,6 +71,10 @@ const USAGE = `Usage:
                            stdout; through the running service when there is one (see README "Headless runs")
   gatehouse approvals [--json]
                            pending approvals and questions, with who can decide each
+  gatehouse approvals decide ID approve|deny
+                           decide as the host operator (agents with approvers.cli: [local])
+  gatehouse audit verify [--dir D] | export --since <ISO|24h> [--json] | tail [-n N] [--follow]
+                           check the hash-chained audit file, or read it
   gatehouse conversations [--limit N] [--json]
                            recent conversations: key, agent, last activity
   gatehouse backup FILE    an online, consistent copy of the store (while the bot runs)

@@ -204,6 +204,27 @@ test('a run with approvals: every click, the host decision and the reload are au
   expect(verify.stdout).toMatch(new RegExp(`^OK: ${events.length} record\\(s\\) in \\d+ file\\(s\\)`));
 }, 240_000);
 
+test('with the service stopped, approvals decide writes the decision to the store; the run continues at the next start', async () => {
+  writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ telegram: ["501"], cli: [local] }'));
+  await startService();
+  queue.push({ toolUses: [{ name: 'write_file', input: { path: 'later.md', content: 'l\n' } }] }, { text: 'Wrote later.md.' });
+  await tg.sendText({ chat: adaDm, from: ada, text: 'write it later' });
+  await tg.waitFor(() => cards().length === 1, 10_000, 'approval card');
+  const [pending] = JSON.parse((await gatehouse(['approvals', '--json'])).stdout) as Array<{ id: string }>;
+  const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
+  child!.kill('SIGTERM');
+  expect(await exited).toBe(0);
+
+  const decided = await gatehouse(['approvals', 'decide', pending!.id, 'approve']);
+  expect(decided.code).toBe(0);
+  expect(decided.stdout).toContain('No service is running: the run continues when it starts');
+  await startService();
+  await tg.waitFor(() => texts(501).includes('Wrote later.md.'), 20_000, 'the resumed run');
+  expect(has({ event: 'approval_decided', by: 'local', byPlatform: 'cli', requestId: pending!.id })()).toBe(true);
+  const verify = await gatehouse(['audit', 'verify']);
+  expect(verify).toMatchObject({ code: 0 });
+}, 180_000);
+
 const toolResults = (req: RecordedRequest | undefined): string =>
   JSON.stringify(((req?.body as { messages: Array<{ content: unknown }> } | undefined)?.messages.at(-1)?.content) ?? '');
 
