@@ -1,16 +1,78 @@
 /**
  * The audit trail's events: what an operator must be able to reconstruct from the log at `info`
- * (who ran what, what the gate decided and why, who approved it and when).
+ * (who ran what, what the gate decided and why, who approved it and when, who was refused, what the
+ * configuration was and how it changed, when the service ran).
  *
  * Contract: an audit event carries ids, names, counts and outcomes only. Never a secret, never the
  * text of a message or a command's arguments (the approval key is the command's shape, e.g.
  * `git push`, as the approver saw it on the "Always" button). bot/log.ts writes them as one JSON line
- * each (field `event`); modules here only call the `Audit` function they are given.
+ * each (field `event`); bot/audit/ appends them to the hash-chained audit file as well. Modules here
+ * only call the `Audit` function they are given.
+ *
+ * Field names are stable (tools and `jq` filters rely on them): a field may be added, never renamed or
+ * given another meaning. Common fields:
+ *   event         the event's name (below)
+ *   conversation  the conversation key (`telegram:501`, `slack:T1:C1:1700.1`, `cli:...`)
+ *   agent, runId  the agent's name and the run's id
+ *   requestId     an approval or question request
+ *   platform, userId  who acted or was refused (`cli` / `local`: the host operator at `gatehouse approvals decide`)
+ * Events:
+ *   service_started / service_stopped   mode, platforms, agents, pid; reason for the stop
+ *   config_loaded                       at start: file, agents, platforms, approvers, access
+ *   config_reloaded                     ok, file, changes (agents/routes/approvers/access added and
+ *                                       removed), needsRestart; error when rejected
+ *   run_started / run_finished          outcome, tokens, cost
+ *   gate_decision                       tool, decision, tier, rule, approvalKey
+ *   approval_asked / approval_decided   kind, outcome, by, byName, byPlatform, at
+ *   approval_refused                    a click or decision that changed nothing: reason, who tried
+ *   limit_refused                       limit (rate_limit, workspace_limit, run_timeout,
+ *                                       max_iterations), with where and for whom
+ *   stranger_refused / stranger_flood   access refusals
  */
 import type { Tier } from '../policies/tiers.js';
 
+export type ApprovalKind = 'approval' | 'picker' | 'question' | 'approve_all';
+
+/** Why a click (or a host decision) changed nothing. */
+export type RefusalReason =
+  /** The user is not a bound approver (nor, for a question, who asked). */
+  | 'not_approver'
+  /** The request was decided already: a replayed or late click. */
+  | 'already_decided'
+  /** The token is unknown or no longer kept: a stale button. */
+  | 'stale_token'
+  /** Not a token this bot makes: a forged or mangled button. */
+  | 'bad_token'
+  /** A real token sent from another conversation than its card's: forged. */
+  | 'other_conversation'
+  | 'expired'
+  | 'not_a_choice'
+  | 'no_such_request';
+
+/** What a reload changed. Entries are `agent`, `match -> agent`, `agent.platform:id`, `platform.list:id`. */
+export interface ConfigChanges {
+  agents: { added: string[]; removed: string[]; changed: string[] };
+  routes: { added: string[]; removed: string[] };
+  approvers: { added: string[]; removed: string[] };
+  access: { added: string[]; removed: string[] };
+}
+
+export type LimitName = 'rate_limit' | 'workspace_limit' | 'run_timeout' | 'max_iterations';
+
 export type AuditEvent =
-  | { event: 'config_loaded'; file: string | null; agents: string[]; platforms: string[] }
+  | { event: 'service_started'; mode: 'start' | 'serve'; platforms: string[]; agents: string[]; pid: number; version: string }
+  | { event: 'service_stopped'; pid: number; reason: string }
+  | {
+      event: 'config_loaded';
+      file: string | null;
+      agents: string[];
+      platforms: string[];
+      /** `agent.platform:id` for every bound approver. */
+      approvers?: string[];
+      /** `platform.list:id` for every access entry. */
+      access?: string[];
+    }
+  | { event: 'config_reloaded'; ok: boolean; file: string | null; changes?: ConfigChanges; needsRestart?: string[]; error?: string }
   | { event: 'run_started'; conversation: string; agent: string; runId: string; resumed: boolean }
   | {
       event: 'run_finished';
@@ -43,7 +105,7 @@ export type AuditEvent =
       agent: string;
       runId: string;
       requestId: string;
-      kind: 'approval' | 'picker' | 'question' | 'approve_all';
+      kind: ApprovalKind;
       expiresAt: string;
       /** After a restart: the same request shown again. */
       reshown?: boolean;
@@ -54,12 +116,39 @@ export type AuditEvent =
       agent: string;
       runId: string;
       requestId: string;
-      kind: 'approval' | 'picker' | 'question' | 'approve_all';
+      kind: ApprovalKind;
       outcome: string;
       /** The deciding user's id (or "policy"); absent for expiry and /stop. */
       by?: string;
       byName?: string;
+      /** Where the decider acted: the card's platform, or `cli` for the host operator. */
+      byPlatform?: string;
       at: string;
+    }
+  | {
+      event: 'approval_refused';
+      /** Who tried. */
+      platform: string;
+      userId: string;
+      userName?: string;
+      conversation: string;
+      reason: RefusalReason;
+      /** Known when the token (or id) named a real request. */
+      requestId?: string;
+      agent?: string;
+      kind?: ApprovalKind;
+    }
+  | {
+      event: 'limit_refused';
+      limit: LimitName;
+      conversation: string;
+      platform?: string;
+      userId?: string;
+      agent?: string;
+      runId?: string;
+      tool?: string;
+      /** rate_limit: seconds until the user may write again. */
+      retryAfterSec?: number;
     }
   | { event: 'stranger_refused'; platform: string; userId: string; channel: string }
   /** A flood of strangers, once a minute at most (bot/router.ts): counts instead of a line each. */
@@ -67,11 +156,20 @@ export type AuditEvent =
 
 export type Audit = (e: AuditEvent) => void;
 
+const changeCount = (c: ConfigChanges): number =>
+  Object.values(c).reduce((n, part: Record<string, string[]>) => n + Object.values(part).reduce((m, list) => m + list.length, 0), 0);
+
 /** A one-line human summary of an audit event (the log line's `msg`). */
 export function auditMessage(e: AuditEvent): string {
   switch (e.event) {
+    case 'service_started':
+      return `service started (${e.mode}, pid ${e.pid}): ${e.platforms.join(', ') || 'no chat platform'}; agents ${e.agents.join(', ')}`;
+    case 'service_stopped':
+      return `service stopped (pid ${e.pid}): ${e.reason}`;
     case 'config_loaded':
       return `config loaded from ${e.file ?? '(built-in defaults)'}: agents ${e.agents.join(', ')}`;
+    case 'config_reloaded':
+      return e.ok ? `config reloaded from ${e.file ?? '(built-in defaults)'}: ${e.changes ? changeCount(e.changes) : 0} change(s)` : `config reload rejected: ${e.error ?? ''}`;
     case 'run_started':
       return `run ${e.resumed ? 'resumed' : 'started'} in ${e.conversation} (agent ${e.agent})`;
     case 'run_finished':
@@ -81,7 +179,11 @@ export function auditMessage(e: AuditEvent): string {
     case 'approval_asked':
       return `${e.kind} ${e.reshown ? 'shown again' : 'asked'} in ${e.conversation} (request ${e.requestId})`;
     case 'approval_decided':
-      return `${e.kind} ${e.requestId} in ${e.conversation}: ${e.outcome}${e.by ? ` by ${e.by}` : ''}`;
+      return `${e.kind} ${e.requestId} in ${e.conversation}: ${e.outcome}${e.by ? ` by ${e.by}` : ''}${e.byPlatform ? ` (${e.byPlatform})` : ''}`;
+    case 'approval_refused':
+      return `refused a decision by ${e.platform} user ${e.userId} in ${e.conversation}: ${e.reason}${e.requestId ? ` (request ${e.requestId})` : ''}`;
+    case 'limit_refused':
+      return `${e.limit} reached in ${e.conversation}${e.tool ? ` (${e.tool})` : ''}${e.userId ? ` for ${e.platform ?? ''} user ${e.userId}` : ''}`;
     case 'stranger_refused':
       return `refused a stranger on ${e.platform}: user ${e.userId} in ${e.channel}`;
     case 'stranger_flood':

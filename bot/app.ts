@@ -71,6 +71,8 @@ export interface GatehouseOptions {
    * process holds them (one process per store).
    */
   leadership?: Leadership;
+  /** More of the bot's own paths that sandboxed commands must never see (the audit folder and key). */
+  ownFiles?: readonly string[];
 }
 
 export interface Gatehouse {
@@ -155,7 +157,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     // Confinement compares real paths: resolve the root's own symlinks once.
     agent.workspace = realpathSync(agent.workspace);
   }
-  const botFiles = ownFiles(config);
+  const botFiles = [...ownFiles(config), ...(opts.ownFiles ?? [])];
   const sandboxPolicy = (agent: {
     sandbox?: SandboxPolicy['mode'];
     sandboxNetwork?: boolean;

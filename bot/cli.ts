@@ -9,7 +9,8 @@
  *
  *   gatehouse [start] | serve   bot/start.ts (start order and signals are described there)
  *   gatehouse run ...           one message for scripts and CI (bot/headless/command.ts)
- *   gatehouse reload | approvals | conversations   bot/operator-commands.ts
+ *   gatehouse reload | approvals | conversations   bot/operator-commands.ts (approvals decide: bot/audit/)
+ *   gatehouse audit verify | export | tail          bot/audit-command.ts
  *   gatehouse backup | policy check ...            bot/backup-command.ts, bot/policy-command.ts
  *   gatehouse doctor | init | config schema        bot/doctor.ts, bot/init-command.ts, bot/config-command.ts
  *   gatehouse --version | --help | help
@@ -37,7 +38,11 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   serve: () => import('./start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('serve', io)),
   run: () => import('./headless/command.js').then((m) => m.runCommand),
   reload: () => import('./operator-commands.js').then((m) => (args: string[], io: CliIO) => m.reloadCommand(args, io)),
-  approvals: () => import('./operator-commands.js').then((m) => m.approvalsCommand),
+  approvals: () =>
+    import('./operator-commands.js').then((m) => async (args: string[], io: CliIO) =>
+      args[0] === 'decide' ? (await import('./audit/decide-command.js')).decideCommand(args.slice(1), io) : m.approvalsCommand(args, io),
+    ),
+  audit: () => import('./audit-command.js').then((m) => m.auditCommand),
   conversations: () => import('./operator-commands.js').then((m) => m.conversationsCommand),
   backup: () => import('./backup-command.js').then((m) => m.backupCommand),
   policy: () => import('./policy-command.js').then((m) => m.policyCommand),
@@ -62,6 +67,10 @@ const USAGE = `Usage:
                            stdout; through the running service when there is one (see README "Headless runs")
   gatehouse approvals [--json]
                            pending approvals and questions, with who can decide each
+  gatehouse approvals decide ID approve|deny
+                           decide as the host operator (agents with approvers.cli: [local])
+  gatehouse audit verify [--dir D] | export --since <ISO|24h> [--json] | tail [-n N] [--follow]
+                           check the hash-chained audit file, or read it
   gatehouse conversations [--limit N] [--json]
                            recent conversations: key, agent, last activity
   gatehouse backup FILE    an online, consistent copy of the store (while the bot runs)

@@ -221,6 +221,15 @@ export function buildSchema(knownTools: readonly string[]) {
         telegram: ids('telegram'),
         slack: ids('slack', { approver: true }),
         discord: ids('discord', { roles: true, approver: true }),
+        /** The host operator (`gatehouse approvals decide`): `local` only. */
+        cli: z
+          .array(
+            z.preprocess(
+              (v) => (typeof v === 'number' || typeof v === 'bigint' ? String(v) : v),
+              z.string().refine((s) => s === 'local', { message: 'the host operator is "local": write cli: [local] (or leave it out)' }),
+            ),
+          )
+          .optional(),
       })
       .optional(),
     autoApprovedTools: z.array(text()).optional(),

@@ -26,7 +26,8 @@
  * - The result is a plain, mutable object: the policy is read from it at decision time, so the lead
  *   may append to an agent's allowlists ("Always approve") and every later decision sees it.
  *   `agentForConversation` returns the live AgentConfig, not a copy.
- * - `approvers.console` accepts only `local` (the terminal chat's one user). A value still holding a
+ * - `approvers.console` accepts only `local` (the terminal chat's one user); so does `approvers.cli`
+ *   (the host operator, who may decide this agent's requests with `gatehouse approvals decide`). A value still holding a
  *   `<placeholder>` from gatehouse.example.yaml (an id, a route match) is an error saying to replace it.
  * - Per agent, `toolPolicy` and `commandRules` (bot/policy-config.ts: unknown tool names are errors
  *   listing the known ones) and `mcpServers` (agent/mcp/config.ts: `${NAME}` in env and headers is
@@ -66,7 +67,8 @@ export { formatPath } from './config-problems.js';
  */
 export interface AgentConfig extends AgentSettings {
   tools: string[];
-  approvers: Record<Platform, string[]>;
+  /** Per platform, plus `cli`: the host operator (`local`) at `gatehouse approvals decide`. */
+  approvers: Record<Platform, string[]> & { cli?: string[] };
   autoApprovedTools: string[];
   autoApprovedCommands: string[];
   envAllowlist: string[];
@@ -316,8 +318,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
         });
       }
     });
-    const approvers = {} as Record<Platform, string[]>;
+    const approvers = {} as AgentConfig['approvers'];
     for (const p of PLATFORMS) approvers[p] = uniq(layer.approvers?.[p] ?? []);
+    if (layer.approvers?.cli) approvers.cli = uniq(layer.approvers.cli);
     const workspace = resolve(baseDir, layer.workspace ?? 'workspace');
     const exposed = botFilesInside(workspace, { configFile, envFile: dot.file, store: settings.store });
     if (exposed !== undefined) {

@@ -86,6 +86,10 @@ export const GATEHOUSE_VARS: ReadonlyArray<{ name: string; secret?: boolean }> =
   { name: 'GATEHOUSE_LEADER_RETRY_MS' },
   // bot/replica-id.ts: names a replica in logs and claims (README "Several replicas").
   { name: 'GATEHOUSE_REPLICA_ID' },
+  // bot/audit/trail.ts: the hash-chained audit file (folder or "off", rotation size, MAC key).
+  { name: 'GATEHOUSE_AUDIT_DIR' },
+  { name: 'GATEHOUSE_AUDIT_MAX_BYTES' },
+  { name: 'GATEHOUSE_AUDIT_KEY', secret: true },
 ];
 
 /** The variables whose value is a credential; each also accepts NAME_FILE. */

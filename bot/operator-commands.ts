@@ -22,10 +22,11 @@ import { z } from 'zod';
 import type { Store } from '../agent/store/types.js';
 import { openStore } from './storage.js';
 
-function loadForCommand(io: CliIO): Config | number {
+/** `env` (default: a copy of the environment) receives the .env file's values too. */
+export function loadForCommand(io: CliIO, env: Record<string, string | undefined> = { ...io.env }): Config | number {
   try {
     // These commands call no model: a key is not needed to read the store.
-    const env = { ...io.env, ANTHROPIC_API_KEY: io.env.ANTHROPIC_API_KEY ?? 'not-needed-for-this-command' };
+    env.ANTHROPIC_API_KEY ??= 'not-needed-for-this-command';
     return loadConfig({ env, cwd: io.cwd, knownTools: builtinToolNames() });
   } catch (err) {
     io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : String(err)) + '\n');

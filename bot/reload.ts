@@ -16,6 +16,8 @@
  */
 import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import type { ConfigChanges } from '../agent/audit.js';
+import { configChanges } from './audit/config-diff.js';
 import { ConfigError, formatConfigError, type Config, type ConfigProblem } from './config.js';
 
 export interface ReloadResult {
@@ -24,6 +26,8 @@ export interface ReloadResult {
   message: string;
   /** Changed settings that only a restart applies. */
   needsRestart: string[];
+  /** What the reload changed (applied ones only), for the audit trail. */
+  changes?: ConfigChanges;
 }
 
 /**
@@ -72,6 +76,7 @@ export function reloadConfig(live: Config, read: () => Config): ReloadResult {
     if (live.runner[k] !== next.runner[k]) needsRestart.push(`runner.${k}`);
   }
 
+  const changes = configChanges(live, next);
   for (const name of Object.keys(live.agents)) if (!Object.hasOwn(next.agents, name)) delete live.agents[name];
   Object.assign(live.agents, next.agents);
   live.routes.splice(0, live.routes.length, ...next.routes);
@@ -83,7 +88,7 @@ export function reloadConfig(live: Config, read: () => Config): ReloadResult {
 
   const agents = Object.keys(live.agents).join(', ');
   const restart = needsRestart.length > 0 ? `; changed but applied only by a restart: ${needsRestart.join(', ')}` : '';
-  return { ok: true, message: `configuration reloaded from ${live.configFile ?? 'built-in defaults'}; agents: ${agents}${restart}`, needsRestart };
+  return { ok: true, message: `configuration reloaded from ${live.configFile ?? 'built-in defaults'}; agents: ${agents}${restart}`, needsRestart, changes };
 }
 
 /** The folder for the pid and reload-status files: the SQLite store's folder, else ./data. */

@@ -33,7 +33,7 @@ export interface RouterOptions {
   /** The store's platform-event ledger: a claim is false when the id was already recorded. */
   events: EventLedger;
   log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
-  /** The audit trail: strangers refused. */
+  /** The audit trail: strangers refused, rate limits hit (clicks are audited by the broker). */
   audit?: Audit;
   /** `! cmd` in the terminal chat (bot/operator-shell.ts); never offered to a chat platform. */
   operatorShell?: OperatorShell;
@@ -96,7 +96,10 @@ export class Router implements AdapterSink {
       claimed = true;
     }
     const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
-    if (!rate.ok) return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
+    if (!rate.ok) {
+      this.opts.audit?.({ event: 'limit_refused', limit: 'rate_limit', conversation: key, platform: msg.platform, userId: msg.sender.id, retryAfterSec: rate.retryAfterSec });
+      return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
+    }
 
     const agent = agentForConversation(this.opts.config, key);
     if (command === '/stop') {
@@ -163,7 +166,7 @@ export class Router implements AdapterSink {
 
   async action(action: InboundAction): Promise<ActionResult> {
     if (await this.isDuplicate(`a:${action.platform}:${action.eventId}`)) return { accepted: false };
-    return this.opts.broker.click({ token: action.token, conversationKey: action.conversation.key, user: action.user });
+    return this.opts.broker.click({ token: action.token, conversationKey: action.conversation.key, platform: action.platform, user: action.user });
   }
 
   /** The conversation's open requests; a store that cannot say counts as none (the turn's write says so). */

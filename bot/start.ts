@@ -31,13 +31,17 @@ import { createPlatformAdapters } from './platforms.js';
 import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStore } from './storage.js';
 import { startAttachServer, type AttachServer } from './headless/attach.js';
+import { openAuditTrail } from './audit/trail.js';
+import { configEntries, hostDecideRoute, reloadEvent } from './audit/service.js';
+import { gatehouseVersion } from './cli.js';
 
 export interface RunningBot {
   gatehouse: Gatehouse;
   http?: HttpServer;
   /** Resolves when the bot was asked to stop (signal, or the terminal chat closed). */
   stopped: Promise<void>;
-  stop(): Promise<void>;
+  /** `reason` goes into the audit trail's service_stopped (a signal's name, ...). */
+  stop(reason?: string): Promise<void>;
   /** Re-reads the configuration (SIGHUP); logs and returns the outcome. */
   reload(): ReloadResult;
 }
@@ -56,7 +60,7 @@ export async function runBot(mode: StartMode, io: CliIO): Promise<number> {
       process.exit(signal === 'SIGINT' ? 130 : 143);
     }
     stopRequested = true;
-    void bot?.stop();
+    void bot?.stop(signal);
   };
   const onHangup = () => {
     bot?.reload();
@@ -110,8 +114,10 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
         else if (level === 'fatal') log('error', msg);
       }
     : logger.log;
-  const audit = log ? auditTo(out) : logger.audit;
-  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
+  // The audit file (bot/audit/): every audit event is appended there as well as logged.
+  const trail = openAuditTrail({ env: io.env, cwd: io.cwd, config, log: out });
+  const audit = trail.wrap(log ? auditTo(out) : logger.audit);
+  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k), ...configEntries(config) });
   const model = createAnthropicModel({
     // A compatible local server may not need a key; config already demanded one when there is no base URL.
     apiKey: config.anthropic.apiKey ?? 'not-needed',
@@ -127,7 +133,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   const platform = await createPlatformAdapters(config, out);
   const adapters: Adapter[] = [...platform.adapters];
   if (terminalChat) {
-    const consoleOpts: ConstructorParameters<typeof ConsoleAdapter>[0] = { output: io.stdout, onClose: () => void stop() };
+    const consoleOpts: ConstructorParameters<typeof ConsoleAdapter>[0] = { output: io.stdout, onClose: () => void stop('the terminal chat closed') };
     if (io.stdin) consoleOpts.input = io.stdin;
     adapters.push(new ConsoleAdapter(consoleOpts));
   } else if (!Object.values(config.platforms).some(Boolean)) {
@@ -140,7 +146,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
         log: (level, msg) => out(level, msg),
       })
     : undefined;
-  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ...(leadership ? { leadership } : {}) });
+  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ownFiles: trail.hidden, ...(leadership ? { leadership } : {}) });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
@@ -166,7 +172,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     }
     return { notReady, draining, store: storeState, role: held.role, connections: held.connections };
   };
-  const stop = (): Promise<void> =>
+  const stop = (stopReason = 'asked to stop'): Promise<void> =>
     (stopping ??= (async () => {
       // A stop asked for while starting (the terminal's input ended at once) lets the start finish
       // first, so nothing it still reads meets a closed store.
@@ -175,6 +181,8 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       await gatehouse.stop();
       await http?.close();
       await store.close();
+      audit({ event: 'service_stopped', pid: process.pid, reason: stopReason });
+      trail.close();
       if (pidFile) removePidFile(pidFile);
       resolveStopped();
     })());
@@ -197,7 +205,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     await starting;
     started = true;
   } catch (err) {
-    await stop();
+    await stop('start-up failed');
     throw err;
   }
   if (dataDir) {
@@ -207,17 +215,19 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       out('warn', `could not write the pid file in ${dataDir} (gatehouse reload will not find this process; SIGHUP still works): ${(err as Error).message}`);
     }
     try {
-      attach = await startAttachServer({ dir: dataDir, runs: gatehouse.headless, log: out });
+      attach = await startAttachServer({ dir: dataDir, runs: gatehouse.headless, log: out, routes: { '/decide': hostDecideRoute(gatehouse.broker) } });
     } catch (err) {
       out('warn', `gatehouse run cannot attach to this service (runs will load the agent themselves): ${(err as Error).message}`);
     }
   }
   out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);
+  audit({ event: 'service_started', mode, platforms: adapters.map((a) => a.platform), agents: Object.keys(config.agents), pid: process.pid, version: gatehouseVersion() });
   // Ready without it; loaded now so the first message does not wait for it (a failure shows there).
   void loadModelSdk().catch(() => undefined);
   const reload = (): ReloadResult => {
     const result = reloadConfig(config, () => readConfig(io));
     if (result.ok) configLoadedAt = new Date().toISOString();
+    audit(reloadEvent(result, config));
     out(result.ok ? (result.needsRestart.length > 0 ? 'warn' : 'info') : 'error', result.message);
     if (dataDir) writeReloadStatus(dataDir, { pid: process.pid, at: Date.now(), ok: result.ok, message: result.message });
     return result;

@@ -28,10 +28,15 @@
  * - Typed answers: whether a conversation has an open question that takes one is asked of the store
  *   (its undecided requests), so another process's question is seen too.
  * - Audit (when `audit` is given): approval_asked when a card is posted or shown again,
- *   approval_decided (outcome, by whom, when) when a decision is recorded.
+ *   approval_decided (outcome, by whom, on which platform, when) when a decision is recorded, and
+ *   approval_refused for every click or decision that changed nothing (not an approver, already
+ *   decided, a stale, forged or foreign token, expired), naming who tried (platform + user id).
+ * - `decideAsHost`: the host operator (`gatehouse approvals decide`, through the service's attach
+ *   socket) decides a request of an agent whose `approvers.cli` holds `local`; anyone else's request
+ *   is refused (audited) with the reason. Recorded like a click: first decision wins, card updated.
  */
 import { randomBytes } from 'node:crypto';
-import type { Audit } from '../audit.js';
+import type { Audit, RefusalReason } from '../audit.js';
 import type { OutputResolver } from '../output.js';
 import type { ApprovalRepo, Signals } from '../store/types.js';
 import type { ProposalOption, QuestionSuggestion } from '../tools/types.js';
@@ -45,6 +50,11 @@ import { Waits } from './waits.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
 
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
+
+/** Who `gatehouse approvals decide` decides as: the operator at the host (`approvers.cli: [local]`). */
+export const HOST_OPERATOR = { id: 'local', name: 'host operator' } as const;
+
+const platformOf = (key: string): string => key.slice(0, Math.max(0, key.indexOf(':')));
 
 export function newToken(): string {
   return randomBytes(18).toString('base64url');
@@ -261,40 +271,89 @@ export class ApprovalBroker {
    * Returns false when it was already decided (here or by another process: that decision then
    * wakes this process's waits).
    */
-  async settle(requestId: string, decision: Decision): Promise<boolean> {
+  async settle(requestId: string, decision: Decision, byPlatform?: string): Promise<boolean> {
     const req = await this.store.get(requestId);
     if (!req) return false;
     if (req.decision) {
       this.wakeHere(requestId, req.decision);
       return false;
     }
-    return this.record(req, decision);
+    return this.record(req, decision, byPlatform);
   }
 
   /** A click from an adapter. Never throws for bad input: the result says what happened. */
-  async click(action: { token: string; conversationKey: string; user: { id: string; name?: string; roles?: string[] } }): Promise<ClickResult> {
-    if (!TOKEN_PATTERN.test(action.token)) return { accepted: false, notice: NOTICES.badToken };
+  async click(action: { token: string; conversationKey: string; platform?: string; user: { id: string; name?: string; roles?: string[] } }): Promise<ClickResult> {
+    const refused = (reason: RefusalReason, notice: string, req?: StoredRequest): ClickResult => {
+      this.auditRefused(action.platform ?? platformOf(action.conversationKey), action.user, action.conversationKey, reason, req);
+      return { accepted: false, notice };
+    };
+    if (!TOKEN_PATTERN.test(action.token)) return refused('bad_token', NOTICES.badToken);
     const entry = await this.store.byToken(action.token);
-    if (!entry) return { accepted: false, notice: NOTICES.staleToken };
+    if (!entry) return refused('stale_token', NOTICES.staleToken);
     const req = await this.store.get(entry.requestId);
-    if (!req) return { accepted: false, notice: NOTICES.staleToken };
-    if (req.conversationKey !== action.conversationKey) return { accepted: false, notice: NOTICES.otherConversation };
-    if (req.decision) return this.foundDecided(req.id, req.decision);
+    if (!req) return refused('stale_token', NOTICES.staleToken);
+    if (req.conversationKey !== action.conversationKey) return refused('other_conversation', NOTICES.otherConversation, req);
+    if (req.decision) return refused('already_decided', this.foundDecided(req.id, req.decision).notice ?? '', req);
     if (!this.mayDecide(req, action.user)) {
-      return { accepted: false, notice: req.kind === 'question' ? NOTICES.questionNotYours : NOTICES.approvalNotYours };
+      return refused('not_approver', req.kind === 'question' ? NOTICES.questionNotYours : NOTICES.approvalNotYours, req);
     }
     if (this.now() >= req.expiresAt) {
       await this.record(req, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
-      return { accepted: false, notice: NOTICES.expired };
+      return refused('expired', NOTICES.expired, req);
     }
     const decision = decisionForChoice(req, entry.choice, action.user, this.now());
-    if (!decision) return { accepted: false, notice: NOTICES.badToken };
-    if (!(await this.record(req, decision))) return { accepted: false, notice: alreadyDecided((await this.store.get(req.id))?.decision) };
+    if (!decision) return refused('bad_token', NOTICES.badToken, req);
+    const byPlatform = action.platform ?? platformOf(action.conversationKey);
+    if (!(await this.record(req, decision, byPlatform))) return refused('already_decided', alreadyDecided((await this.store.get(req.id))?.decision), req);
     if (req.kind === 'approve_all') {
       for (const member of req.members ?? []) await this.settle(member, { ...decision, note: 'via Approve all / Deny all' });
       return { accepted: true, notice: decision.outcome === 'approved' ? 'Approved all.' : 'Denied all.' };
     }
     return { accepted: true, notice: noticeFor(decision) };
+  }
+
+  /**
+   * The host operator's decision (`gatehouse approvals decide ID approve|deny`): allowed only when
+   * the request's agent lists `local` under `approvers.cli`. Approve is "once" (never "Always": that
+   * is a choice for the card's own buttons); a picker cannot be decided here (it needs a choice).
+   */
+  async decideAsHost(requestId: string, verdict: 'approve' | 'deny'): Promise<ClickResult & { reason?: RefusalReason }> {
+    const user = { id: HOST_OPERATOR.id, name: HOST_OPERATOR.name };
+    const req = await this.store.get(requestId);
+    const refused = (reason: RefusalReason, notice: string): ClickResult & { reason: RefusalReason } => {
+      this.auditRefused('cli', user, req?.conversationKey ?? '', reason, req);
+      return { accepted: false, notice, reason };
+    };
+    if (!req) return refused('no_such_request', `No request ${requestId} (decided more than a day ago, or never asked).`);
+    if (!isApprover(user, this.opts.approversOf(req.agentName, 'cli'))) {
+      return refused('not_approver', `agent ${req.agentName} does not let the host operator decide: add \`cli: [local]\` to agents.${req.agentName}.approvers in gatehouse.yaml (then \`gatehouse reload\`).`);
+    }
+    if (req.decision) return refused('already_decided', this.foundDecided(req.id, req.decision).notice ?? 'Already decided.');
+    if (this.now() >= req.expiresAt) {
+      await this.record(req, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
+      return refused('expired', NOTICES.expired);
+    }
+    if (req.kind === 'question' || req.kind === 'picker') {
+      return refused('not_a_choice', `${req.kind} ${requestId} needs a choice or an answer: decide it on its card (approve/deny is for approvals).`);
+    }
+    const decision: Decision = { outcome: verdict === 'approve' ? 'approved' : 'denied', by: user.id, byName: user.name, at: this.now(), note: 'from the host' };
+    if (!(await this.record(req, decision, 'cli'))) return refused('already_decided', alreadyDecided((await this.store.get(req.id))?.decision));
+    if (req.kind === 'approve_all') {
+      for (const member of req.members ?? []) await this.settle(member, { ...decision, note: 'via Approve all / Deny all, from the host' });
+    }
+    return { accepted: true, notice: noticeFor(decision) };
+  }
+
+  private auditRefused(platform: string, user: { id: string; name?: string }, conversation: string, reason: RefusalReason, req?: StoredRequest): void {
+    this.opts.audit?.({
+      event: 'approval_refused',
+      platform,
+      userId: user.id,
+      ...(user.name !== undefined ? { userName: user.name } : {}),
+      conversation: req?.conversationKey ?? conversation,
+      reason,
+      ...(req ? { requestId: req.id, agent: req.agentName, kind: req.kind } : {}),
+    });
   }
 
   /** What each button of a request means (`once`, `always`, `deny`, `option:<id>`, `answer:<i>`, ...), in card order. */
@@ -316,8 +375,12 @@ export class ApprovalBroker {
    */
   async decideAs(requestId: string, conversationKey: string, pick: { token: string } | { answer: string | null }, user: { id: string; name?: string }): Promise<ClickResult> {
     const req = await this.store.get(requestId);
-    if (!req || req.conversationKey !== conversationKey) return { accepted: false, notice: NOTICES.noSuchRequest };
-    if (req.decision) return this.foundDecided(req.id, req.decision);
+    const refused = (reason: RefusalReason, notice: string): ClickResult => {
+      this.auditRefused('cli', user, conversationKey, reason, req);
+      return { accepted: false, notice };
+    };
+    if (!req || req.conversationKey !== conversationKey) return refused('no_such_request', NOTICES.noSuchRequest);
+    if (req.decision) return refused('already_decided', this.foundDecided(req.id, req.decision).notice ?? '');
     let decision: Decision | null;
     if ('token' in pick) {
       const entry = await this.store.byToken(pick.token);
@@ -327,8 +390,8 @@ export class ApprovalBroker {
     } else if (req.kind === 'question' && req.allowCustom) {
       decision = { outcome: 'answered', answer: pick.answer, by: user.id, byName: user.name, at: this.now() };
     } else decision = null;
-    if (!decision) return { accepted: false, notice: NOTICES.notAChoice };
-    if (!(await this.record(req, decision))) return { accepted: false, notice: alreadyDecided(undefined) };
+    if (!decision) return refused('not_a_choice', NOTICES.notAChoice);
+    if (!(await this.record(req, decision, 'cli'))) return refused('already_decided', alreadyDecided(undefined));
     return { accepted: true, notice: noticeFor(decision) };
   }
 
@@ -342,7 +405,7 @@ export class ApprovalBroker {
       const req = await this.store.get(id);
       if (!req || req.decision || req.kind !== 'question' || !req.allowCustom) continue;
       if (!this.mayDecide(req, user)) continue;
-      if (await this.settle(id, { outcome: 'answered', answer: text, by: user.id, byName: user.name, at: this.now() })) return true;
+      if (await this.settle(id, { outcome: 'answered', answer: text, by: user.id, byName: user.name, at: this.now() }, platformOf(conversationKey))) return true;
     }
     return false;
   }
@@ -377,7 +440,7 @@ export class ApprovalBroker {
    * decided first (another click, or another process sharing the store): that decision stands, and
    * wakes this process's waits.
    */
-  private async record(req: LoadedRequest, decision: Decision): Promise<boolean> {
+  private async record(req: LoadedRequest, decision: Decision, byPlatform?: string): Promise<boolean> {
     if (!(await this.store.decideOnce(req, decision))) {
       const won = (await this.store.get(req.id))?.decision;
       if (won) this.wakeHere(req.id, won);
@@ -393,6 +456,7 @@ export class ApprovalBroker {
       outcome: decision.outcome,
       ...(decision.by !== undefined ? { by: decision.by } : {}),
       ...(decision.byName !== undefined ? { byName: decision.byName } : {}),
+      ...(byPlatform !== undefined ? { byPlatform } : {}),
       at: new Date(decision.at).toISOString(),
     });
     const card = decidedCard(req.card, decision);

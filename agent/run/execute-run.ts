@@ -356,6 +356,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     d.audit?.({ event: 'run_finished', conversation: key, agent: agentName, runId, outcome: 'failed', inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUSD: usage.costUSD, costKnown: usage.costKnown });
     return;
   }
+  if (reason === 'timeout' || reason === 'max_iterations') {
+    d.audit?.({ event: 'limit_refused', limit: reason === 'timeout' ? 'run_timeout' : 'max_iterations', conversation: key, platform: record.platform, agent: agentName, runId });
+  }
   const u: AgentEvent = { type: 'usage', runId, usage };
   if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
   d.audit?.({

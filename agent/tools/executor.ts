@@ -90,7 +90,7 @@ export interface BatchContext {
   watchAllowlist?(recheck: () => Promise<void>): () => void;
   /** Waiting on a human does not count against the run's timeout. */
   humanWait<T>(wait: () => Promise<T>): Promise<T>;
-  /** The audit trail: one gate_decision per decided call. */
+  /** The audit trail: one gate_decision per decided call, limit_refused for workspace-limit refusals. */
   audit?: Audit;
   /** The agent's workspace size limit; absent: no limit. */
   workspaceQuota?: WorkspaceQuota;
@@ -381,7 +381,9 @@ async function execute(
 async function quotaRefusal(tool: AnyTool, input: unknown, ctx: BatchContext): Promise<ToolResult | null> {
   if (!ctx.workspaceQuota) return null;
   const message = await ctx.workspaceQuota.refusal(tool, input).catch(() => null);
-  return message ? { content: message, isError: true } : null;
+  if (!message) return null;
+  ctx.audit?.({ event: 'limit_refused', limit: 'workspace_limit', conversation: ctx.conversationKey, platform: ctx.platform, agent: ctx.agentName, runId: ctx.runId, tool: tool.name });
+  return { content: message, isError: true };
 }
 
 class ToolTimeout extends Error {}

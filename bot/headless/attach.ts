@@ -18,6 +18,8 @@
  *   then `{"type":"result","result":{...}}`. A usage problem: 400 `{"error": "..."}`. The caller
  *   closing the connection stops its run.
  * - POST /respond, body HeadlessResponse: 200 `{"accepted": bool, "notice"?: string}`.
+ * - Extra POST routes given at start (`routes`, e.g. `/decide` for `gatehouse approvals decide`):
+ *   the JSON body in, 200 with the handler's JSON out; `attachCall` is their client.
  * - `findService(dir)` returns the socket and token when both exist and are readable; `attachRun`
  *   throws AttachUnavailable when nothing listens there (stale files after a crash), so the caller
  *   falls back to running in-process.
@@ -63,7 +65,15 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns; log: (level: 'warn' | 'error', msg: string) => void }): Promise<AttachServer | undefined> {
+/** An extra route of the attach socket: the parsed JSON body in, a JSON answer out. */
+export type AttachRoute = (body: unknown) => Promise<unknown>;
+
+export async function startAttachServer(opts: {
+  dir: string;
+  runs: HeadlessRuns;
+  log: (level: 'warn' | 'error', msg: string) => void;
+  routes?: Record<string, AttachRoute>;
+}): Promise<AttachServer | undefined> {
   const socket = join(opts.dir, SOCKET_FILE);
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     opts.log('warn', `gatehouse run cannot attach to this service: the socket path ${socket} is too long for the OS; runs will load the agent themselves`);
@@ -98,6 +108,8 @@ export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns;
       if (!parsed.success) return json(res, 400, { error: parsed.error.issues.map((i) => i.message).join('; ') });
       return json(res, 200, await opts.runs.respond(parsed.data));
     }
+    const extra = path !== undefined && Object.hasOwn(opts.routes ?? {}, path) ? opts.routes![path] : undefined;
+    if (extra) return json(res, 200, await extra(await readBody(req)));
     if (path !== '/run') return json(res, 404, { error: 'not found' });
     const body = (await readBody(req)) as HeadlessRequest;
     const gone = new AbortController();
@@ -239,5 +251,17 @@ export async function attachRespond(addr: ServiceAddress, r: HeadlessResponse): 
     return { accepted: body.accepted === true, ...(body.notice ? { notice: body.notice } : {}) };
   } catch {
     return { accepted: false, notice: `HTTP ${res.statusCode}` };
+  }
+}
+
+/** POSTs `body` to an extra route of the service's socket: its HTTP status and parsed JSON answer. */
+export async function attachCall(addr: ServiceAddress, path: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await post(addr, path, body);
+  let text = '';
+  for await (const c of res) text += (c as Buffer).toString();
+  try {
+    return { status: res.statusCode ?? 0, body: JSON.parse(text) as unknown };
+  } catch {
+    return { status: res.statusCode ?? 0, body: text };
   }
 }
