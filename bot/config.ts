@@ -11,8 +11,8 @@
  * - `.env` in cwd is loaded first, never overriding variables already in `opts.env` (keys it adds are
  *   written into `opts.env`, as process.loadEnvFile would into process.env).
  * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
- *   else none: one agent `default` (read-only file tools + ask_user_question, tier read-only, the
- *   terminal user `local` bound as console approver, workspace = <cwd>/workspace).
+ *   else none: one agent `default` (file tools + ask_user_question, tier read-only: write_file and
+ *   edit_file ask the terminal user `local`, bound as console approver; workspace = <cwd>/workspace).
  * - Sandbox per agent: `sandbox: bubblewrap` (default) or `none`; `sandboxNetwork` (default false);
  *   `sandboxLimits` (memory, tmpSize, cpuSeconds, processes, openFiles: merged PER KEY, agent over
  *   defaults over built-ins); `sandboxReadPaths` (absolute, or relative to the config file's directory; one
@@ -169,8 +169,13 @@ export const DEFAULT_SYSTEM_PROMPT =
   'You are Gatehouse, an assistant with tools, talking with people in a chat. ' +
   'Be concise. Use your tools to check facts before answering; if a tool call is declined, ' +
   'explain what you could not do instead of retrying it.';
-/** The no-config agent's toolset (filtered by the tools that exist). */
-export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'list_todos', 'ask_user_question'] as const;
+/**
+ * The no-config agent's toolset (filtered by the tools that exist). Its tier stays read-only, so the
+ * two writing tools (low-risk, confined to the workspace by the file tools' own path checks) each ask
+ * the terminal user with a card: a first run reaches an approval. No execute_command (a shell reaches
+ * more than the workspace's files and needs bubblewrap installed), no delete/move (high-risk).
+ */
+export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'get_time', 'list_todos', 'ask_user_question'] as const;
 
 const HARD_DEFAULTS = {
   classifierModel: DEFAULT_CLASSIFIER_MODEL,
