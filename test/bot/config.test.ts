@@ -106,7 +106,7 @@ describe('no config file', () => {
   });
 
   test('the default toolset keeps only tools that exist', () => {
-    const c = load(setup(), { ...KEY }, ['read_file', 'ls', 'write_file']);
+    const c = load(setup(), { ...KEY }, ['read_file', 'ls', 'mkdir']);
     expect(c.agents['default']!.tools).toEqual(['read_file', 'ls']);
   });
 
