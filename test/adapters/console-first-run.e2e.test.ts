@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
-import { startChat } from './console-process.js';
+import { killLeftovers, startChat } from './console-process.js';
 
 let dir: string;
 let model: FakeAnthropic;
@@ -21,6 +21,7 @@ beforeEach(async () => {
   model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
 });
 afterEach(async () => {
+  await killLeftovers();
   await model.close();
   rmSync(dir, { recursive: true, force: true });
 });

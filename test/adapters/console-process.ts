@@ -3,6 +3,8 @@
  * and stdout as pipes (no pty), the environment a fresh clone has (a model key, nothing else), so a
  * test types lines and reads the screen as a person at the keyboard would. `until` waits on the
  * screen (polling; the deadline only bounds a hang, it is not what the test asserts).
+ * `pty: true` runs it on a real terminal instead (util-linux `script` allocates one): stdin, stdout and
+ * stderr are then a TTY, typed text is echoed, lines end in \r\n, and `child` is `script`, not Gatehouse.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -24,8 +26,22 @@ export interface ChatProcess {
   exit: Promise<number | null>;
 }
 
-export function startChat(opts: { cwd: string; modelUrl: string; args?: string[]; env?: Record<string, string> }): ChatProcess {
-  const child = spawn(process.execPath, ['--import', register, main, ...(opts.args ?? [])], {
+const alive = new Set<ChatProcess>();
+
+/** Kills what a failed test left running (by its own child's pid), so jest can exit. Call in afterEach. */
+export async function killLeftovers(): Promise<void> {
+  for (const p of alive) {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await p.exit;
+  }
+  alive.clear();
+}
+
+export function startChat(opts: { cwd: string; modelUrl: string; args?: string[]; env?: Record<string, string>; pty?: boolean }): ChatProcess {
+  const argv = [process.execPath, '--import', register, main, ...(opts.args ?? [])];
+  const quoted = argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const [cmd, ...args] = opts.pty ? ['script', '-qfec', quoted, '/dev/null'] : argv;
+  const child = spawn(cmd!, args, {
     cwd: opts.cwd,
     env: { PATH: process.env.PATH ?? '', HOME: opts.cwd, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: opts.modelUrl, GATEHOUSE_HTTP_PORT: '0', ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -35,7 +51,7 @@ export function startChat(opts: { cwd: string; modelUrl: string; args?: string[]
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exit = new Promise<number | null>((r) => child.once('close', (c) => r(c)));
-  return {
+  const proc: ChatProcess = {
     child,
     screen: () => out,
     log: () => err,
@@ -51,4 +67,7 @@ export function startChat(opts: { cwd: string; modelUrl: string; args?: string[]
     },
     exit,
   };
+  alive.add(proc);
+  void exit.then(() => alive.delete(proc));
+  return proc;
 }
