@@ -36,6 +36,7 @@
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -112,6 +113,8 @@ export interface AccessConfig {
 export interface Config {
   /** Absolute path of the YAML file read, or undefined when running on built-in defaults. */
   configFile: string | undefined;
+  /** SHA-256 (hex) of the YAML file's bytes as read (`gatehouse run` compares it with the file on disk). */
+  configSha256?: string;
   /** Absolute path of the .env file loaded, if any. */
   envFile: string | undefined;
   anthropic: { apiKey: string | undefined; baseURL: string | undefined };
@@ -220,10 +223,12 @@ function dropNulls(v: unknown, path: readonly string[] = []): unknown {
   return v;
 }
 
-function readYaml(file: string, problems: ConfigProblem[]): unknown {
+function readYaml(file: string, problems: ConfigProblem[], read: { sha256?: string }): unknown {
   let source: string;
   try {
-    source = readFileSync(file, 'utf8');
+    const bytes = readFileSync(file);
+    read.sha256 = createHash('sha256').update(bytes).digest('hex');
+    source = bytes.toString('utf8');
   } catch (err) {
     problems.push({ path: file, message: `cannot read it (${(err as Error).message})` });
     return undefined;
@@ -273,8 +278,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const baseDir = configFile ? dirname(configFile) : cwd;
 
   let file: FileConfig = {};
+  const read: { sha256?: string } = {};
   if (configFile !== undefined) {
-    const raw = readYaml(configFile, problems);
+    const raw = readYaml(configFile, problems, read);
     if (raw !== undefined) {
       const schema = buildSchema(opts.knownTools);
       const data = dropNulls(raw);
@@ -437,6 +443,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const a = file.access ?? {};
   return {
     configFile,
+    ...(read.sha256 !== undefined ? { configSha256: read.sha256 } : {}),
     envFile: dot.file,
     anthropic: settings.anthropic,
     store: settings.store,

@@ -254,6 +254,10 @@ export class ConsoleAdapter implements Adapter {
         this.endStream();
         this.write(`  · ${e.summary}\n`);
         return;
+      case 'tool_declined':
+        this.endStream();
+        this.write(`  ✗ ${e.tool} declined: ${e.reason.split('\n')[0]}\n`);
+        return;
       case 'tool_finished':
         this.write(`  ${e.ok ? '✓' : '✗'} ${e.tool}${e.ok ? '' : `: ${e.summary}`}\n`);
         if (this.cards.size === 0) this.startSpinner(); // the model reads the results next
