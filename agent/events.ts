@@ -33,6 +33,8 @@ export type AgentEvent =
   | { type: 'text'; runId: string; delta: string; /** 1 for the run's first model reply, +1 per reply. */ segment: number }
   | { type: 'tool_started'; runId: string; callId: string; tool: string; summary: string }
   | { type: 'tool_finished'; runId: string; callId: string; tool: string; ok: boolean; summary: string }
+  /** The gate refused the call (denylist, policy, or above the tier with nobody to approve): it never ran. */
+  | { type: 'tool_declined'; runId: string; callId: string; tool: string; reason: string }
   | { type: 'approval_asked'; runId: string; callId: string; tool: string; summary: string }
   | {
       type: 'approval_resolved';

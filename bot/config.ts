@@ -11,8 +11,8 @@
  * - `.env` in cwd is loaded first, never overriding variables already in `opts.env` (keys it adds are
  *   written into `opts.env`, as process.loadEnvFile would into process.env).
  * - Config file: GATEHOUSE_CONFIG (must exist when set), else `<cwd>/gatehouse.yaml` when it exists,
- *   else none: one agent `default` (read-only file tools + ask_user_question, tier read-only, the
- *   terminal user `local` bound as console approver, workspace = <cwd>/workspace).
+ *   else none: one agent `default` (file tools + ask_user_question, tier read-only: write_file and
+ *   edit_file ask the terminal user `local`, bound as console approver; workspace = <cwd>/workspace).
  * - Sandbox per agent: `sandbox: bubblewrap` (default) or `none`; `sandboxNetwork` (default false);
  *   `sandboxLimits` (memory, tmpSize, cpuSeconds, processes, openFiles: merged PER KEY, agent over
  *   defaults over built-ins); `sandboxReadPaths` (absolute, or relative to the config file's directory; one
@@ -37,6 +37,7 @@
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -114,6 +115,8 @@ export interface AccessConfig {
 export interface Config {
   /** Absolute path of the YAML file read, or undefined when running on built-in defaults. */
   configFile: string | undefined;
+  /** SHA-256 (hex) of the YAML file's bytes as read (`gatehouse run` compares it with the file on disk). */
+  configSha256?: string;
   /** Absolute path of the .env file loaded, if any. */
   envFile: string | undefined;
   anthropic: { apiKey: string | undefined; baseURL: string | undefined };
@@ -171,8 +174,13 @@ export const DEFAULT_SYSTEM_PROMPT =
   'You are Gatehouse, an assistant with tools, talking with people in a chat. ' +
   'Be concise. Use your tools to check facts before answering; if a tool call is declined, ' +
   'explain what you could not do instead of retrying it.';
-/** The no-config agent's toolset (filtered by the tools that exist). */
-export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'get_time', 'list_todos', 'ask_user_question'] as const;
+/**
+ * The no-config agent's toolset (filtered by the tools that exist). Its tier stays read-only, so the
+ * two writing tools (low-risk, confined to the workspace by the file tools' own path checks) each ask
+ * the terminal user with a card: a first run reaches an approval. No execute_command (a shell reaches
+ * more than the workspace's files and needs bubblewrap installed), no delete/move (high-risk).
+ */
+export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'get_time', 'list_todos', 'ask_user_question'] as const;
 
 const HARD_DEFAULTS = {
   classifierModel: DEFAULT_CLASSIFIER_MODEL,
@@ -217,10 +225,12 @@ function dropNulls(v: unknown, path: readonly string[] = []): unknown {
   return v;
 }
 
-function readYaml(file: string, problems: ConfigProblem[]): unknown {
+function readYaml(file: string, problems: ConfigProblem[], read: { sha256?: string }): unknown {
   let source: string;
   try {
-    source = readFileSync(file, 'utf8');
+    const bytes = readFileSync(file);
+    read.sha256 = createHash('sha256').update(bytes).digest('hex');
+    source = bytes.toString('utf8');
   } catch (err) {
     problems.push({ path: file, message: `cannot read it (${(err as Error).message})` });
     return undefined;
@@ -270,8 +280,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const baseDir = configFile ? dirname(configFile) : cwd;
 
   let file: FileConfig = {};
+  const read: { sha256?: string } = {};
   if (configFile !== undefined) {
-    const raw = readYaml(configFile, problems);
+    const raw = readYaml(configFile, problems, read);
     if (raw !== undefined) {
       const schema = buildSchema(opts.knownTools);
       const data = dropNulls(raw);
@@ -435,6 +446,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const a = file.access ?? {};
   return {
     configFile,
+    ...(read.sha256 !== undefined ? { configSha256: read.sha256 } : {}),
     envFile: dot.file,
     anthropic: settings.anthropic,
     store: settings.store,

@@ -85,6 +85,8 @@ export function reloadConfig(live: Config, read: () => Config): ReloadResult {
   live.access.slack = next.access.slack;
   live.access.discord = next.access.discord;
   live.configFile = next.configFile;
+  if (next.configSha256 !== undefined) live.configSha256 = next.configSha256;
+  else delete live.configSha256;
 
   const agents = Object.keys(live.agents).join(', ');
   const restart = needsRestart.length > 0 ? `; changed but applied only by a restart: ${needsRestart.join(', ')}` : '';

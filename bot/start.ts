@@ -9,7 +9,7 @@
  * adapters -> HTTP server (/healthz in every mode; in the terminal chat a port in use is only a
  * warning) -> runs waiting from before a restart continue -> pid file in the data folder -> the attach
  * socket and token for `gatehouse run` (bot/headless/attach.ts), closed first at stop.
- * Signals: SIGTERM / SIGINT drain and stop cleanly (exit 0): /readyz answers 503 "draining", input
+ * Signals: SIGTERM / SIGINT drain and stop cleanly (exit 0; in the terminal chat the first SIGINT, Ctrl-C, cancels the running turn instead and the second stops): /readyz answers 503 "draining", input
  * stops, the held platform connections and their leadership are handed over at once (a standby
  * replica takes them), running turns get the runner's grace to reach a checkpoint; a second signal
  * exits at once (130 / 143). SIGHUP re-reads the config (bot/reload.ts): a bad
@@ -44,6 +44,8 @@ export interface RunningBot {
   stop(reason?: string): Promise<void>;
   /** Re-reads the configuration (SIGHUP); logs and returns the outcome. */
   reload(): ReloadResult;
+  /** The terminal chat's Ctrl-C (adapters/console): "quit" when the bot should stop. */
+  interrupt?: () => 'cancelled' | 'hint' | 'quit';
 }
 
 /** The start / serve command: runs the bot until it is stopped; 1 when it cannot start. */
@@ -53,6 +55,8 @@ export async function runBot(mode: StartMode, io: CliIO): Promise<number> {
   let bot: RunningBot | undefined;
   let stopRequested = false;
   const onSignal = (signal: NodeJS.Signals) => {
+    // In the terminal chat Ctrl-C cancels the running turn first; a second one stops the bot.
+    if (signal === 'SIGINT' && !stopRequested && bot?.interrupt && bot.interrupt() !== 'quit') return;
     if (stopRequested) {
       // A second signal: the operator will not wait for the drain. What was acknowledged is stored
       // (queued turns, run records); the next start (or another replica) continues it.
@@ -132,10 +136,12 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
 
   const platform = await createPlatformAdapters(config, out);
   const adapters: Adapter[] = [...platform.adapters];
+  let terminal: ConsoleAdapter | undefined;
   if (terminalChat) {
     const consoleOpts: ConstructorParameters<typeof ConsoleAdapter>[0] = { output: io.stdout, onClose: () => void stop('the terminal chat closed') };
     if (io.stdin) consoleOpts.input = io.stdin;
-    adapters.push(new ConsoleAdapter(consoleOpts));
+    terminal = new ConsoleAdapter(consoleOpts);
+    adapters.push(terminal);
   } else if (!Object.values(config.platforms).some(Boolean)) {
     out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
@@ -234,5 +240,6 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   };
   const running: RunningBot = { gatehouse, stopped, stop, reload };
   if (http) running.http = http;
+  if (terminal) running.interrupt = () => terminal.interrupt();
   return running;
 }

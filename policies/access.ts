@@ -72,8 +72,20 @@ const LABEL: Record<AccessPlatform, string> = {
   discord: 'Discord',
 };
 
-/** The list of places (groups) that admit everyone in them, by platform. */
-function placeLists(platform: AccessPlatform, access: PlatformAccess, input: AccessInput): boolean {
+/** The platform's name as people write it ("Telegram"). */
+export function platformLabel(p: AccessPlatform): string {
+  return LABEL[p];
+}
+
+/** The config key listing the places (groups, channels) that admit everyone in them. */
+export const PLACE_LIST_KEY: Record<Exclude<AccessPlatform, 'console'>, string> = {
+  telegram: 'access.telegram.chats',
+  slack: 'access.slack.channels',
+  discord: 'access.discord.channels',
+};
+
+/** Whether the place (group, channel, server) is on the platform's list that admits everyone in it. */
+export function placeLists(platform: AccessPlatform, access: PlatformAccess, input: AccessInput): boolean {
   const has = (list: readonly string[] | undefined, id: string | undefined): boolean =>
     id !== undefined && id !== '' && (list?.includes(id) ?? false);
   switch (platform) {

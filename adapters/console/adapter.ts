@@ -11,6 +11,11 @@
  *
  * The screen: a `you> ` prompt shows where to type when the bot is not writing; on a terminal (TTY)
  * a working indicator shows while the model thinks and is erased before anything else is written.
+ * While a card is open the prompt shows, never the indicator: the run waits on the person (this holds
+ * after a restart too, where the card is shown again before its run continues).
+ * Ctrl-C (`interrupt()`, called by the CLI on SIGINT): a turn running or waiting on a card is
+ * cancelled (as /stop); with nothing running it only says how to quit. A second Ctrl-C with no line
+ * typed in between returns "quit" (the CLI stops the bot, as Ctrl-D does).
  * Card handles are unique across restarts: a card shown before a restart is decided silently here
  * (its copy shown again after the restart carries the outcome). Streams are injectable so tests
  * drive it like a person at a keyboard.
@@ -63,6 +68,8 @@ export class ConsoleAdapter implements Adapter {
   private spinnerFrame = 0;
   /** A run is in progress (between run_started and run_finished): the indicator may show. */
   private running = false;
+  /** A Ctrl-C came and no line was typed since: the next one quits. */
+  private interrupted = false;
 
   constructor(private readonly opts: ConsoleAdapterOptions = {}) {
     this.out = opts.output ?? process.stdout;
@@ -76,7 +83,7 @@ export class ConsoleAdapter implements Adapter {
     this.rl = createInterface({ input: this.opts.input ?? process.stdin, terminal: false });
     this.rl.on('line', (line) => void this.onLine(line));
     this.rl.on('close', () => this.opts.onClose?.());
-    this.write('Gatehouse terminal chat. Type a message; ! cmd runs a shell command for context, /stop cancels a run, /reset starts over, Ctrl-D quits.\n');
+    this.write('Gatehouse terminal chat. Type a message; ! cmd runs a shell command for context, /stop or Ctrl-C cancels a run, /reset starts over, /help lists the commands, Ctrl-D quits.\n');
     this.prompt();
   }
 
@@ -109,7 +116,8 @@ export class ConsoleAdapter implements Adapter {
   }
 
   private startSpinner(): void {
-    if (!this.tty || this.spinner || !this.running) return;
+    // An open card waits on the person at the keyboard: the prompt stays, not "thinking".
+    if (!this.tty || this.spinner || !this.running || this.cards.size > 0) return;
     const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
     const draw = () => {
       if (this.promptShown) {
@@ -141,15 +149,54 @@ export class ConsoleAdapter implements Adapter {
     }
   }
 
+  /**
+   * Ctrl-C. "cancelled": the running turn (or the card it waits on) is being stopped; "hint": nothing
+   * ran, the screen says how to quit; "quit": the second Ctrl-C in a row, the caller stops the bot.
+   */
+  interrupt(): 'cancelled' | 'hint' | 'quit' {
+    if (this.interrupted) return 'quit';
+    this.interrupted = true;
+    if (!this.sink || (!this.running && this.cards.size === 0)) {
+      this.write('  (Ctrl-C again or Ctrl-D to quit)\n');
+      this.prompt();
+      return 'hint';
+    }
+    this.write('  (cancelling the turn; Ctrl-C again or Ctrl-D to quit)\n');
+    void this.send('/stop').catch(() => undefined);
+    return 'cancelled';
+  }
+
+  private user() {
+    return { id: this.opts.userId ?? 'local', ...(this.opts.userName ? { name: this.opts.userName } : {}) };
+  }
+
+  /** A line as the user's message; what the core replies is written, then the prompt when due. */
+  private async send(text: string): Promise<void> {
+    const r = await this.sink!.message({
+      platform: 'console',
+      conversation: this.ref,
+      sender: this.user(),
+      text,
+      attachments: [],
+      isDirect: true,
+      mentionsBot: true,
+      eventId: randomUUID(),
+    });
+    if (r.reply) this.write(`${r.reply}\n`);
+    // An accepted message starts (or joins) a run, which prompts again when it is done.
+    if (!r.accepted || r.reply) this.prompt();
+  }
+
   private async onLine(raw: string): Promise<void> {
     // A typed line ends with the user's own newline on a terminal: the prompt line is used up.
     if (this.tty) this.promptShown = false;
+    this.interrupted = false;
     const line = raw.trim();
     if (!this.sink || line === '') {
       this.prompt();
       return;
     }
-    const user = { id: this.opts.userId ?? 'local', ...(this.opts.userName ? { name: this.opts.userName } : {}) };
+    const user = this.user();
     if (/^\d+$/.test(line)) {
       const n = Number(line);
       const choice = this.buttonByNumber(n);
@@ -176,19 +223,7 @@ export class ConsoleAdapter implements Adapter {
         return;
       }
     }
-    const r = await this.sink.message({
-      platform: 'console',
-      conversation: this.ref,
-      sender: user,
-      text: line,
-      attachments: [],
-      isDirect: true,
-      mentionsBot: true,
-      eventId: randomUUID(),
-    });
-    if (r.reply) this.write(`${r.reply}\n`);
-    // An accepted message starts (or joins) a run, which prompts again when it is done.
-    if (!r.accepted || r.reply) this.prompt();
+    await this.send(line);
   }
 
   private openChoices(): string {
@@ -218,6 +253,10 @@ export class ConsoleAdapter implements Adapter {
       case 'tool_started':
         this.endStream();
         this.write(`  · ${e.summary}\n`);
+        return;
+      case 'tool_declined':
+        this.endStream();
+        this.write(`  ✗ ${e.tool} declined: ${e.reason.split('\n')[0]}\n`);
         return;
       case 'tool_finished':
         this.write(`  ${e.ok ? '✓' : '✗'} ${e.tool}${e.ok ? '' : `: ${e.summary}`}\n`);

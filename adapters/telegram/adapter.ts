@@ -2,7 +2,7 @@
  * The Telegram adapter (grammy). The only module in the project that imports grammy.
  *
  * Contract (beyond adapters/types.ts):
- * - start(): getMe (unless `botInfo`), setMyCommands (the / menu: /stop, /reset, /help; a refusal is
+ * - start(): getMe (unless `botInfo`), setMyCommands (the / menu: /stop, /reset, /id, /help; a refusal is
  *   a warning), then either long polling (deleteWebhook, a quick getUpdates
  *   probe so a 409 fails start(), then @grammyjs/runner) or webhook mode (setWebhook with the
  *   secret; `httpRoutes()` gives the handler the bot's HTTP server mounts; a wrong secret gets 401).
@@ -78,6 +78,7 @@ export type TelegramHttpRoute = HttpRoute & { method: 'POST' };
 export const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
   { command: 'stop', description: 'Cancel the current run' },
   { command: 'reset', description: 'Start a new conversation' },
+  { command: 'id', description: "Show this chat's id and yours" },
   { command: 'help', description: 'What this bot can do and its commands' },
 ];
 

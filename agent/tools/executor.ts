@@ -320,6 +320,7 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
   if (decision.action === 'deny') {
     // Denylist reasons already open with "Blocked by the shell denylist"; do not say it twice.
     const content = decision.absolute && !decision.reason.startsWith('Blocked') ? `Blocked: ${decision.reason}` : decision.reason;
+    await ctx.emit({ type: 'tool_declined', runId: ctx.runId, callId: call.id, tool: tool.name, reason: content });
     return { kind: 'result', result: { content, isError: true } };
   }
   if (decision.action === 'ask') return { kind: 'ask', tool, input, proposal: proposal ?? { summary: summarizeCall(tool.name, input, 200) }, decision };

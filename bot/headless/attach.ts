@@ -14,8 +14,9 @@
  *   compared in constant time (SHA-256 of both, timingSafeEqual). Missing or wrong: 401, nothing runs.
  *   It is registered as one of the bot's own secrets (policies/secrets.ts registerOwnSecret) while the
  *   server runs.
- * - POST /run, body HeadlessRequest (JSON, at most 1 MB): 200 with NDJSON, one HeadlessMessage a line,
- *   then `{"type":"result","result":{...}}`. A usage problem: 400 `{"error": "..."}`. The caller
+ * - POST /run, body HeadlessRequest (JSON, at most 1 MB): 200 with NDJSON: first a ServiceInfo line
+ *   `{"type":"service","configFile","configSha256"}` (the config file it runs on, as loaded), then one
+ *   HeadlessMessage a line, then `{"type":"result","result":{...}}`. A usage problem: 400 `{"error": "..."}`. The caller
  *   closing the connection stops its run.
  * - POST /respond, body HeadlessResponse: 200 `{"accepted": bool, "notice"?: string}`.
  * - Extra POST routes given at start (`routes`, e.g. `/decide` for `gatehouse approvals decide`):
@@ -28,7 +29,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './protocol.js';
+import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult, ServiceInfo } from './protocol.js';
 import { HeadlessUsageError } from './wire.js';
 import type { HeadlessRuns } from './runs.js';
 import { registerOwnSecret } from '../../policies/secrets.js';
@@ -128,6 +129,7 @@ export async function startAttachServer(opts: {
     await Promise.race([running.then(() => undefined, () => undefined), new Promise((r) => setImmediate(r))]);
     try {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(JSON.stringify(opts.runs.serviceInfo()) + '\n');
       started = true;
       for (const m of lines) res.write(JSON.stringify(m) + '\n');
       result = await running;
@@ -200,11 +202,17 @@ function post(addr: ServiceAddress, path: string, body: unknown): Promise<Incomi
 }
 
 /**
- * Runs a message through the service. `onMessage` gets each event; `respond` answers a request.
+ * Runs a message through the service. `onMessage` gets each event, `onService` what the service says
+ * about itself (before any event); `respond` answers a request.
  * Throws AttachUnavailable (nothing listens: run in-process), HeadlessUsageError (400 / usage), or an
  * Error for anything else (a 401 included).
  */
-export async function attachRun(addr: ServiceAddress, body: HeadlessRequest, onMessage: (m: HeadlessMessage) => void): Promise<HeadlessResult> {
+export async function attachRun(
+  addr: ServiceAddress,
+  body: HeadlessRequest,
+  onMessage: (m: HeadlessMessage) => void,
+  onService?: (info: ServiceInfo) => void,
+): Promise<HeadlessResult> {
   const res = await post(addr, '/run', body);
   if (res.statusCode !== 200) {
     let text = '';
@@ -231,8 +239,9 @@ export async function attachRun(addr: ServiceAddress, body: HeadlessRequest, onM
       const line = buffer.slice(0, nl);
       buffer = buffer.slice(nl + 1);
       if (!line.trim()) continue;
-      const m = JSON.parse(line) as HeadlessMessage | { type: 'result'; result: HeadlessResult } | { type: 'usage_error'; error: string };
+      const m = JSON.parse(line) as HeadlessMessage | ServiceInfo | { type: 'result'; result: HeadlessResult } | { type: 'usage_error'; error: string };
       if (m.type === 'result') result = m.result;
+      else if (m.type === 'service') onService?.(m);
       else if (m.type === 'usage_error') throw new HeadlessUsageError(m.error);
       else onMessage(m);
     }

@@ -6,8 +6,11 @@
  *
  * Contract:
  * - stdout carries the result and nothing else: with --json exactly one JSON object
- *   `{ok, answer?, error?, costUSD, costKnown, usage, conversation}` and a newline; without it, the
- *   answer text. Logs, prompts and events go to stderr.
+ *   `{ok, answer?, error?, costUSD, costKnown, usage, conversation, declined}` and a newline (`declined`:
+ *   `[{tool, reason}]`, the calls the gate or an approver did not let run); without it, the answer
+ *   text. Logs, prompts and events go to stderr.
+ * - Attached to a service whose loaded gatehouse.yaml is not the file on disk now (edited, created or
+ *   removed since its start or last reload), a note on stderr says so and how to apply it.
  * - Exit 0: answered. 1: the run failed (model error, timeout, stopped). 2: usage or config error.
  * - The message is the arguments after the options (joined by spaces), or stdin when there are none
  *   and stdin is not used for answers.
@@ -45,6 +48,7 @@ export const EVENT_STRING_MAX = 2000;
 const CATEGORY_OF: Record<string, string> = {
   tool_started: 'tools',
   tool_finished: 'tools',
+  tool_declined: 'tools',
   text: 'text',
   usage: 'usage',
   approval_asked: 'approval',
@@ -284,7 +288,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       err(formatConfigError(e));
       return 2;
     }
-    if (args.json) io.stdout.write(JSON.stringify({ ok: false, error: (e as Error).message, costUSD: 0, costKnown: true, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, conversation: args.conversation ?? null }) + '\n');
+    if (args.json) io.stdout.write(JSON.stringify({ ok: false, error: (e as Error).message, costUSD: 0, costKnown: true, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, conversation: args.conversation ?? null, declined: [] }) + '\n');
     if (streaming) writeEvent({ type: 'error', message: (e as Error).message });
     else err(`gatehouse run: ${(e as Error).message}`);
     return 1;
@@ -306,11 +310,16 @@ async function execute(
 ): Promise<HeadlessResult> {
   // The service's folder comes from GATEHOUSE_STORE alone (environment, then .env), so an attached run
   // never loads the configuration or the agent: the service has its own.
-  const service = findService(await dataDirFromEnv(io));
+  const { env, dataDir } = await callerEnv(io);
+  const service = findService(dataDir);
   if (service) {
     try {
       setRespond((r) => attachRespond(service, r));
-      return await attachRun(service, request, onMessage);
+      const { configDrift } = await import('./config-drift.js');
+      return await attachRun(service, request, onMessage, (info) => {
+        const note = configDrift(info, env, io.cwd);
+        if (note) io.stderr.write(note + '\n');
+      });
     } catch (e) {
       if (!(e instanceof AttachUnavailable)) throw e;
       // Stale files from a service that is gone: run here.
@@ -322,12 +331,15 @@ async function execute(
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
 }
 
-/** The data folder (the SQLite store's), as bot/reload.ts dataDirOf finds it, from the environment and .env. */
-async function dataDirFromEnv(io: CliIO): Promise<string> {
+/**
+ * The caller's environment with .env loaded (a copy), and the data folder (the SQLite store's) as
+ * bot/reload.ts dataDirOf finds it from them.
+ */
+async function callerEnv(io: CliIO): Promise<{ env: Record<string, string | undefined>; dataDir: string }> {
   const { loadDotEnv, storeFromEnv } = await import('../env.js');
   const env = { ...io.env };
   loadDotEnv(env, io.cwd);
   const { store } = storeFromEnv(env, io.cwd);
-  return store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data');
+  return { env, dataDir: store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data') };
 }
 

@@ -33,9 +33,11 @@ import {
   HeadlessRequest,
   HeadlessUsageError,
   type Choice,
+  type Declined,
   type HeadlessMessage,
   type HeadlessResponse,
   type HeadlessResult,
+  type ServiceInfo,
 } from './protocol.js';
 
 export * from './protocol.js';
@@ -47,6 +49,7 @@ interface LiveRun {
   error?: string;
   usage?: Usage;
   reason?: string;
+  declined: Declined[];
 }
 
 const emptyUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0, costKnown: true };
@@ -76,6 +79,10 @@ export class HeadlessRuns {
           else if (e.type === 'error') run.error = e.message;
           else if (e.type === 'usage') run.usage = e.usage;
           else if (e.type === 'run_finished') run.reason = e.reason;
+          else if (e.type === 'tool_declined') run.declined.push({ tool: e.tool, reason: e.reason });
+          else if (e.type === 'approval_resolved' && (e.outcome === 'denied' || e.outcome === 'expired')) {
+            run.declined.push({ tool: e.tool, reason: e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}` });
+          }
           run.send(e);
         }
         if (e.type === 'run_finished' && this.current.get(key) === e.runId) this.current.delete(key);
@@ -134,6 +141,12 @@ export class HeadlessRuns {
     });
   }
 
+  /** The config file this service runs on, as loaded (reload updates the live config it reads). */
+  serviceInfo(): ServiceInfo {
+    const c = this.deps.config;
+    return { type: 'service', configFile: c.configFile ?? null, configSha256: c.configSha256 ?? null };
+  }
+
   /** Answers an open request of a headless run. Never throws for bad input: the result says why. */
   async respond(r: HeadlessResponse): Promise<{ accepted: boolean; notice?: string }> {
     const o = this.open.get(r.requestId);
@@ -176,7 +189,7 @@ export class HeadlessRuns {
       }
     }
     const runId = randomUUID();
-    const run: LiveRun = { key, send };
+    const run: LiveRun = { key, send, declined: [] };
     this.live.set(runId, run);
     const onAbort = () => {
       if (this.current.get(key) === runId) this.deps.runner.stop(key);
@@ -216,6 +229,7 @@ export class HeadlessRuns {
       costKnown: usage.costKnown,
       usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cacheReadTokens: usage.cacheReadTokens, cacheWriteTokens: usage.cacheWriteTokens },
       conversation: req.conversation ?? null,
+      declined: run.declined,
     };
     if (run.answer !== undefined && ok) result.answer = run.answer;
     if (!ok) {

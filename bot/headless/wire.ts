@@ -22,6 +22,25 @@ export interface HeadlessResult {
   usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number };
   /** The KEY given with --conversation (null without one). */
   conversation: string | null;
+  /**
+   * Tool calls that did not run because of the gate or an approver, in order: the gate's reason
+   * (which names what would allow it), or who denied it, or that the approval expired.
+   */
+  declined: Declined[];
+}
+
+export interface Declined {
+  tool: string;
+  reason: string;
+}
+
+/** What the service says about itself before a run's events: the config file it runs on, as loaded. */
+export interface ServiceInfo {
+  type: 'service';
+  /** Absolute path of the gatehouse.yaml loaded (null: built-in defaults). */
+  configFile: string | null;
+  /** SHA-256 (hex) of that file's bytes as loaded or last reloaded (null without a file). */
+  configSha256: string | null;
 }
 
 export interface Choice {

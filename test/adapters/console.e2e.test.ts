@@ -57,11 +57,13 @@ test('with no config and no platform token, npm start is a terminal chat that st
   type('hi there');
   await waitFor('answer', () => screen.includes('agent> Hello from the agent.'));
   await waitFor('usage line', () => /\(\d+ tokens in, \d+ out, \$\d+\.\d{4}\)/.test(screen));
-  // The default agent is read-only and offers ask_user_question to the terminal user.
+  // The default agent reads, asks the terminal user, and writes only with a card (see console-first-run).
   const tools = (model.requests[0]!.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
   expect(tools).toContain('read_file');
   expect(tools).toContain('ask_user_question');
-  expect(tools).not.toContain('write_file');
+  expect(tools).toContain('write_file');
+  expect(tools).not.toContain('execute_command');
+  expect(tools).not.toContain('rm');
 });
 
 test('an approval is a numbered choice; typing its number approves and the tool runs', async () => {

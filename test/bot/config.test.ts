@@ -57,7 +57,7 @@ function problemAt(problems: ConfigProblem[], path: string): string {
 }
 
 describe('no config file', () => {
-  test('one read-only agent "default" for the terminal, workspace = <cwd>/workspace, sandboxed', () => {
+  test('one agent "default" for the terminal, tier read-only (its writes ask), workspace = <cwd>/workspace, sandboxed', () => {
     const cwd = setup();
     const c = load(cwd);
     expect(c.configFile).toBeUndefined();
@@ -69,7 +69,7 @@ describe('no config file', () => {
       model: 'claude-sonnet-5-5',
       classifierModel: 'claude-haiku-5-5',
       tier: 'read-only',
-      tools: ['read_file', 'ls', 'find', 'grep', 'get_time', 'list_todos', 'ask_user_question'],
+      tools: ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'get_time', 'list_todos', 'ask_user_question'],
       autoApprovedTools: [],
       autoApprovedCommands: [],
       envAllowlist: [],
@@ -106,7 +106,7 @@ describe('no config file', () => {
   });
 
   test('the default toolset keeps only tools that exist', () => {
-    const c = load(setup(), { ...KEY }, ['read_file', 'ls', 'write_file']);
+    const c = load(setup(), { ...KEY }, ['read_file', 'ls', 'mkdir']);
     expect(c.agents['default']!.tools).toEqual(['read_file', 'ls']);
   });
 

@@ -116,6 +116,7 @@ describe('output and exit codes', () => {
       costKnown: true,
       usage: { inputTokens: 100, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0 },
       conversation: null,
+      declined: [],
     });
     expect(out.costUSD as number).toBeGreaterThan(0);
 
@@ -227,9 +228,11 @@ describe('unattended and interactive', () => {
     expect(r.code).toBe(0);
     expect(tools).toContain('write_file');
     expect(tools).not.toContain('ask_user_question');
-    const out = JSON.parse(r.stdout) as { answer: string };
+    const out = JSON.parse(r.stdout) as { answer: string; declined: Array<{ tool: string; reason: string }> };
     expect(out.answer).toMatch(/Declined: write_file needs approval/);
     expect(out.answer).toMatch(/--approval-policy/);
+    // What the script can act on without reading the answer: which tool, and the gate's reason.
+    expect(out.declined).toEqual([{ tool: 'write_file', reason: expect.stringMatching(/^Declined: write_file needs approval.*--approval-policy/s) }]);
     expect(existsSync(join(workspace, 'out.txt'))).toBe(false);
   }, 240_000);
 

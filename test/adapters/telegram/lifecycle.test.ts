@@ -49,10 +49,10 @@ test('start calls getMe; with botInfo given it does not', async () => {
   expect(sink.messages[0]?.mentionsBot).toBe(true);
 });
 
-test('start registers the chat commands, so the / menu lists /stop, /reset and /help', async () => {
+test('start registers the chat commands, so the / menu lists /stop, /reset, /id and /help', async () => {
   const a = make();
   await a.start(new TestSink());
-  expect(fake.commands.map((c) => c.command)).toEqual(['stop', 'reset', 'help']);
+  expect(fake.commands.map((c) => c.command)).toEqual(['stop', 'reset', 'id', 'help']);
   for (const c of fake.commands) expect(c.description.length).toBeGreaterThan(0);
   expect(fake.calls.filter((c) => c.method === 'setMyCommands' && c.ok)).toHaveLength(1);
 });
