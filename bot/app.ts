@@ -34,6 +34,7 @@ import { createMcp, type Mcp } from '../agent/mcp/index.js';
 import { dataDirOf } from './reload.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
 import type { Audit } from '../agent/audit.js';
+import type { Telemetry } from '../agent/telemetry/types.js';
 import type { Config } from './config.js';
 import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
@@ -62,6 +63,8 @@ export interface GatehouseOptions {
   log?: Log;
   /** The audit trail (default: info lines through `log`). */
   audit?: Audit;
+  /** Metrics and traces (bot/telemetry); default: none. */
+  telemetry?: Telemetry;
   /** Classifier timeout (default 8 s). */
   classifierTimeoutMs?: number;
   /** Tools beyond the built-in ones (config must list them like any other). */
@@ -225,6 +228,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     log: (m) => log('warn', m),
     audit,
+    ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
     exclusiveStore: opts.store.exclusive === true,
   });
   const conversations = new ConversationStore({
@@ -329,6 +333,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     reservedRuns: config.runner.reservedRuns,
     log,
     audit,
+    ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
     systemExtra: assistant.systemExtra,
   });
   runnerRef = runner;
@@ -343,7 +348,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
   const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
-  const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell });
+  const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell, ...(opts.telemetry ? { telemetry: opts.telemetry } : {}) });
   const held = heldConnections({ ...(opts.leadership ? { leadership: opts.leadership } : {}), adapters: [...adapters.values()], log });
 
   return {

@@ -38,6 +38,7 @@ import { policyCommand } from './policy-command.js';
 import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStore } from './storage.js';
 import { startAttachServer, type AttachServer } from './headless/attach.js';
+import { SEMCONV_VERSION } from './telemetry/semconv.js';
 import { readFileSync } from 'node:fs';
 
 export interface CliIO {
@@ -180,14 +181,21 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     : logger.log;
   const audit = log ? auditTo(out) : logger.audit;
   audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
-  const model = createAnthropicModel({
+  // prom-client (and OpenTelemetry, when configured) load with the bot, not with every CLI command.
+  const { createTelemetry } = await import('./telemetry/index.js');
+  const telemetry = await createTelemetry({ ...(config.traces ? { traces: config.traces } : {}), version: gatehouseVersion(), warn: (m) => out('warn', m) });
+  if (config.traces) {
+    const u = new URL(config.traces.url);
+    out('info', `traces: OTLP/HTTP to ${u.origin}${u.pathname} (GenAI conventions ${SEMCONV_VERSION}; message content ${config.traces.captureContent ? 'captured' : 'not captured'})`);
+  }
+  const model = telemetry.measuredModel(createAnthropicModel({
     // A compatible local server may not need a key; config already demanded one when there is no base URL.
     apiKey: config.anthropic.apiKey ?? 'not-needed',
     ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
-  });
+  }));
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
-  const store = await openStore(config.store, { exclusive: true });
+  const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true }));
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
@@ -208,7 +216,11 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
         log: (level, msg) => out(level, msg),
       })
     : undefined;
-  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ...(leadership ? { leadership } : {}) });
+  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, telemetry: telemetry.telemetry, ...(leadership ? { leadership } : {}) });
+  telemetry.metrics.setSources({
+    pendingApprovals: async () => (await store.approvals.allPending(Date.now())).length,
+    queue: () => gatehouse.runner.queueStats(),
+  });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
@@ -243,6 +255,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       await gatehouse.stop();
       await http?.close();
       await store.close();
+      await telemetry.shutdown();
       if (pidFile) removePidFile(pidFile);
       resolveStopped();
     })());
@@ -254,8 +267,11 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
         routes: platform.routes(),
         health: () => ({ mode: terminalChat ? 'terminal' : 'service', platforms: adapters.map((a) => a.platform), configLoadedAt }),
         ready,
+        ...(config.metrics.enabled
+          ? { metrics: { render: () => telemetry.metrics.render(), ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) } }
+          : {}),
       });
-      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz)`);
+      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz${config.metrics.enabled ? `, /metrics${config.metrics.token !== undefined ? ' with its bearer token' : ''}` : ''})`);
     } catch (err) {
       // A webhook or a health check depends on it in service mode; the terminal chat does not.
       if (!terminalChat) throw err;

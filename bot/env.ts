@@ -23,6 +23,7 @@ import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descr
 
 export type { DiscordEnv, SlackEnv, TelegramEnv };
 import { LOG_LEVELS, type LogLevelSetting } from './log.js';
+import { readMetricsEnv, readTraceEnv, type MetricsSettings, type TraceSettings } from './telemetry/env.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -53,6 +54,10 @@ export interface EnvSettings {
   /** GATEHOUSE_CONFIG resolved against cwd, when set. */
   configPath: string | undefined;
   http: { host: string; port: number };
+  /** GATEHOUSE_METRICS, GATEHOUSE_METRICS_TOKEN (bot/telemetry/env.ts). */
+  metrics: MetricsSettings;
+  /** OTEL_EXPORTER_OTLP_* (bot/telemetry/env.ts); absent: no traces. */
+  traces?: TraceSettings;
   platforms: PlatformEnv;
   /** GATEHOUSE_LOG_LEVEL (default info). */
   logLevel: LogLevelSetting;
@@ -196,6 +201,8 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     } else port = n;
   }
 
+  const metrics = readMetricsEnv(env, host, problems);
+  const traces = readTraceEnv(env, problems);
   unknownPlatformVars(env, problems);
   const levelRaw = get(env, 'GATEHOUSE_LOG_LEVEL')?.trim().toLowerCase();
   let logLevel: LogLevelSetting = 'info';
@@ -220,7 +227,17 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   return {
-    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms, logLevel, ...(leaderRetryMs !== undefined ? { leaderRetryMs } : {}) },
+    settings: {
+      anthropic: { apiKey, baseURL },
+      store,
+      configPath,
+      http: { host, port },
+      metrics,
+      ...(traces ? { traces } : {}),
+      platforms,
+      logLevel,
+      ...(leaderRetryMs !== undefined ? { leaderRetryMs } : {}),
+    },
     problems,
   };
 }

@@ -23,6 +23,7 @@ import type { Runner } from '../agent/runner.js';
 import { checkAccess, createRateLimiter, createRefusalThrottle, DEFAULT_REFUSAL_LIMITS, floodLine, rateLimitReply, type RateLimiter, type RefusalThrottle } from '../policies/access.js';
 import { agentForConversation, type Config } from './config.js';
 import type { OperatorShell } from './operator-shell.js';
+import type { RefusalReason, Telemetry } from '../agent/telemetry/types.js';
 
 const DEDUPE_TTL_MS = 24 * 3600_000;
 
@@ -35,6 +36,8 @@ export interface RouterOptions {
   log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
   /** The audit trail: strangers refused. */
   audit?: Audit;
+  /** Messages in and refused, for metrics. */
+  telemetry?: Pick<Telemetry, 'messageIn' | 'messageRefused'>;
   /** `! cmd` in the terminal chat (bot/operator-shell.ts); never offered to a chat platform. */
   operatorShell?: OperatorShell;
   /** The clock of the refusal throttle and the event ledger (tests). */
@@ -57,6 +60,11 @@ export class Router implements AdapterSink {
   }
 
   async message(msg: InboundMessage): Promise<MessageResult> {
+    this.opts.telemetry?.messageIn(msg.platform);
+    const refused = (reason: RefusalReason, r: MessageResult = { accepted: false }): MessageResult => {
+      this.opts.telemetry?.messageRefused(msg.platform, reason);
+      return r;
+    };
     const eventKey = `m:${msg.platform}:${msg.eventId}`;
     // A message that becomes a turn claims its event in the turn's own transaction (a crash between
     // a claim and the turn's write would make a redelivery look handled); anything else claims it
@@ -76,9 +84,9 @@ export class Router implements AdapterSink {
       msg.platform === 'console' ? undefined : this.opts.config.access[msg.platform],
     );
     if (!access.allowed) {
-      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      if (await this.isDuplicate(eventKey)) return refused('duplicate');
       // Silent refusals are the group chatter the bot was not addressed in: not strangers.
-      if (access.silent) return { accepted: false };
+      if (access.silent) return refused('not_addressed');
       const v = this.refusals.refuse(msg.platform, access.onceKey ?? `${msg.platform}:${msg.sender.id}`, msg.sender.id);
       if (v.flood) {
         this.opts.log?.('warn', floodLine(v.flood, this.refusalLimits()));
@@ -86,17 +94,17 @@ export class Router implements AdapterSink {
       }
       // Each stranger told is audited; the untold rest of a flood is in the flood line's counts.
       if (v.reply) this.opts.audit?.({ event: 'stranger_refused', platform: msg.platform, userId: msg.sender.id, channel: msg.conversation.channelId });
-      return v.reply && access.reply ? { accepted: false, reply: access.reply } : { accepted: false };
+      return refused('stranger', v.reply && access.reply ? { accepted: false, reply: access.reply } : { accepted: false });
     }
     // Message text is for debugging only: never above debug.
     this.opts.log?.('debug', 'message received', { conversation: key, sender: msg.sender.id, text: msg.text });
     let claimed = false;
     if (command !== undefined || (msg.platform === 'console' && msg.text.startsWith('! '))) {
-      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      if (await this.isDuplicate(eventKey)) return refused('duplicate');
       claimed = true;
     }
     const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
-    if (!rate.ok) return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
+    if (!rate.ok) return refused('rate_limited', { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) });
 
     const agent = agentForConversation(this.opts.config, key);
     if (command === '/stop') {
@@ -120,11 +128,11 @@ export class Router implements AdapterSink {
     const openIds = () => (open ??= this.opts.broker.openIds(key));
     if (msg.text.trim() !== '' && (await this.safeOpenIds(key, openIds)).length > 0) {
       // It may answer an open question: claimed first, so a redelivery cannot answer or run twice.
-      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      if (await this.isDuplicate(eventKey)) return refused('duplicate');
       claimed = true;
       if (await this.answeredTyped(key, msg.sender, msg.text.trim(), openIds)) return { accepted: true };
     }
-    if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
+    if (msg.text.trim() === '' && msg.attachments.length === 0) return refused('empty');
 
     const shell = this.shellContext.get(key) ?? [];
     this.shellContext.delete(key);
@@ -152,10 +160,10 @@ export class Router implements AdapterSink {
         attachments,
         humanAvailable: true,
       }, claimed ? {} : { claim: { event: eventKey, ttlMs: DEDUPE_TTL_MS } });
-      if (submitted.duplicate) return { accepted: false };
+      if (submitted.duplicate) return refused('duplicate');
     } catch (err) {
       this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
-      return { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' };
+      return refused('store_error', { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' });
     }
     if (waiting) return { accepted: true, reply: `Queued: waiting for ${waiting} first; /stop to cancel it.` };
     return { accepted: true };

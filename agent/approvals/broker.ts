@@ -42,6 +42,7 @@ import { ExpiryWatch } from './expiry-watch.js';
 import { OpenRequests } from './open-requests.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { Waits } from './waits.js';
+import type { Telemetry } from '../telemetry/types.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
 
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
@@ -61,6 +62,8 @@ export interface ApprovalBrokerOptions {
   now?: () => number;
   log?: (msg: string) => void;
   audit?: Audit;
+  /** Approvals decided and their wait, for metrics (agent/telemetry). */
+  telemetry?: Pick<Telemetry, 'approvalDecided'>;
   /**
    * Processes share the store (PostgreSQL replicas): watch the expiry of every undecided request,
    * not only this process's waits (./expiry-watch.ts), through these signals. Started by
@@ -395,6 +398,7 @@ export class ApprovalBroker {
       ...(decision.byName !== undefined ? { byName: decision.byName } : {}),
       at: new Date(decision.at).toISOString(),
     });
+    this.opts.telemetry?.approvalDecided({ kind: req.kind, outcome: decision.outcome, waitMs: Math.max(0, decision.at - req.createdAt) });
     const card = decidedCard(req.card, decision);
     // The handles as stored now, after the decision: `req` may have been read before the card's
     // handle was stored (a click right after the post); showIfDecided covers the other order.

@@ -41,6 +41,7 @@ import { workspaceQuota } from '../tools/workspace-quota.js';
 import type { Tier } from '../../policies/tiers.js';
 import { askUser, humanWaits } from './human-wait.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
+import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -55,6 +56,8 @@ export interface RunDeps {
   outputs: OutputResolver;
   classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
   audit?: Audit;
+  /** Metrics and traces of runs, model calls and tool calls (agent/telemetry). */
+  telemetry?: Telemetry;
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
   /** Checks a run's fence before its answer is posted (replicas). */
   leases?: LeaseRepo;
@@ -236,6 +239,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
   await emit({ type: 'run_started', runId });
   d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
+  const observed = (d.telemetry ?? noTelemetry).run({ runId, agent: agentName, conversation: key, model: agent.model, resumed: resumed !== undefined });
   let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
   try {
     const outcome = await runLoop({
@@ -250,6 +254,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       signal: controller.signal,
       emit,
       streamText: output.streamsText,
+      telemetry: observed,
       addUsage: (u) => {
         usage = addUsage(usage, u);
       },
@@ -294,6 +299,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
           watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
           humanWait,
           ...(d.audit ? { audit: d.audit } : {}),
+          telemetry: observed,
           ...(quota ? { workspaceQuota: quota } : {}),
         }),
     });
@@ -352,6 +358,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // The transcript could not be saved: the record and the queued turn still go (as before a checkpoint).
     if (!lost && !finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId, fence);
   }
+  observed.end({ outcome: lost ? 'failed' : reason, usage });
   if (lost) {
     d.audit?.({ event: 'run_finished', conversation: key, agent: agentName, runId, outcome: 'failed', inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUSD: usage.costUSD, costKnown: usage.costKnown });
     return;

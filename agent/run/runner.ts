@@ -47,6 +47,7 @@ import type { ToolRegistry } from '../tools/registry.js';
 import { executeRun, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
 import { parseTurn, RunRecord, type Turn } from './turn.js';
+import type { Telemetry } from '../telemetry/types.js';
 
 export type { Turn, TurnOverrides } from './turn.js';
 
@@ -81,6 +82,8 @@ export interface RunnerOptions {
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
   /** The audit trail: runs started and finished, gate decisions (through the executor). */
   audit?: Audit;
+  /** Metrics and traces of runs, model calls and tool calls (agent/telemetry). */
+  telemetry?: Telemetry;
   /** Appended to the agent's system prompt, read at the start of every run (the agent's memory). */
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
 }
@@ -92,6 +95,8 @@ export class Runner {
   private readonly waitingOnHuman = new Set<string>();
   /** `finished` of the turns this process submitted, by queued id (resolved when handled). */
   private readonly finishing = new Map<string, () => void>();
+  /** When each turn this process submitted was stored, until its lane takes it (queue metrics). */
+  private readonly queuedAt = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly opts: RunnerOptions) {
@@ -119,6 +124,7 @@ export class Runner {
       });
     this.queue.start(
       async (_conversation, q, delivery) => {
+        this.queuedAt.delete(q.id);
         try {
           await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id, ...(delivery ? { fence: delivery.fence } : {}) });
         } finally {
@@ -143,6 +149,7 @@ export class Runner {
   }
 
   private finished(id: string): void {
+    this.queuedAt.delete(id);
     this.finishing.get(id)?.();
     this.finishing.delete(id);
   }
@@ -165,13 +172,17 @@ export class Runner {
   async submit(turn: Turn, opts: { claim?: EventClaim } = {}): Promise<{ finished: Promise<void>; duplicate?: true }> {
     const id = randomUUID();
     const finished = new Promise<void>((resolve) => this.finishing.set(id, resolve));
+    // Counted from before the write: its lane may take it before `enqueue` resolves.
+    this.queuedAt.set(id, Date.now());
     try {
       if (!(await this.queue.enqueue(turn.conversationKey, { id, turn, ...(opts.claim ? { claim: opts.claim } : {}) }))) {
         this.finishing.delete(id);
+        this.queuedAt.delete(id);
         return { finished: Promise.resolve(), duplicate: true };
       }
     } catch (err) {
       this.finishing.delete(id);
+      this.queuedAt.delete(id);
       throw err;
     }
     return { finished };
@@ -229,6 +240,16 @@ export class Runner {
       void this.queue.exclusive(record.conversationKey, () => executeRun(this.deps, { kind: 'resume', record }));
     }
     return n + (await this.queue.resume());
+  }
+
+  /**
+   * Turns this process stored that no lane has taken yet, and how long the oldest has waited
+   * (metrics; a turn taken over from another replica is counted there, not here).
+   */
+  queueStats(now = Date.now()): { depth: number; oldestWaitMs: number } {
+    let oldest = now;
+    for (const at of this.queuedAt.values()) oldest = Math.min(oldest, at);
+    return { depth: this.queuedAt.size, oldestWaitMs: now - oldest };
   }
 
   /** Resolves when every lane is idle (tests, shutdown). */
