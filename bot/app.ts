@@ -215,10 +215,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
 
   // Replicas sharing a PostgreSQL store hear of each other's grants and decisions through the
   // store's signals (LISTEN/NOTIFY); on SQLite they stay in this process.
-  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log: (m) => log('warn', m) });
+  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log });
   await allowlists.load(Object.keys(config.agents));
   const decisions = new ApprovalStore(repos.approvals);
-  const bus = new SignalDecisionBus({ signals: repos.signals, read: async (id) => (await decisions.get(id))?.decision, log: (m) => log('warn', m) });
+  const bus = new SignalDecisionBus({ signals: repos.signals, read: async (id) => (await decisions.get(id))?.decision, log });
   const broker = new ApprovalBroker({
     approvals: repos.approvals,
     bus,
@@ -226,7 +226,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     ...(repos.engine === 'postgres' ? { sharedExpiry: repos.signals } : {}),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
-    log: (m) => log('warn', m),
+    log,
     audit,
     ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
     exclusiveStore: opts.store.exclusive === true,
@@ -236,7 +236,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     soleWriter: opts.store.exclusive === true,
     checkpoint: (c) => opts.store.checkpoint(c),
     retention: (agent) => config.agents[agent]?.retention ?? DEFAULT_RETENTION,
-    log: (level, m) => log(level, m),
+    log,
   });
 
   const classifiers = new Map<string, CommandClassifier>();
@@ -257,7 +257,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const mcp = await createMcp({
     agents: () => config.agents,
     kv: repos.cache,
-    log: (level, m) => log(level, m),
+    log,
     box: { botFiles, ...(dataDir !== undefined ? { stateRoot: join(dataDir, 'mcp') } : {}) },
   });
   const assistant = memoryAndReminders(config, repos);
@@ -299,10 +299,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
           settled,
           local: isLocal,
           capacity: config.runner.maxConcurrentRuns,
-          log: (level, m) => log(level, m),
+          log,
         })
       : undefined;
-  const queue = sharedQueue ? new LocalFirstTurnQueue(sharedQueue, isLocal, { parse: parseTurn, settled, log: (level, m) => log(level, m) }) : undefined;
+  const queue = sharedQueue ? new LocalFirstTurnQueue(sharedQueue, isLocal, { parse: parseTurn, settled, log }) : undefined;
   const runner = new Runner({
     model: opts.model,
     conversations,

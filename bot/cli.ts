@@ -161,7 +161,7 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
  * Starts everything; throws (ConfigError or a start-up failure that says what to do). `log`, when
  * given, replaces the structured log (tests, benches).
  */
-export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error', msg: string) => void, mode: StartMode = 'start'): Promise<RunningBot> {
+export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'): Promise<RunningBot> {
   const config = readConfig(io);
   prepareWorkspaces(config);
   // In the terminal chat the log shares the screen with the conversation: there it shows errors
@@ -183,7 +183,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k) });
   // prom-client (and OpenTelemetry, when configured) load with the bot, not with every CLI command.
   const { createTelemetry } = await import('./telemetry/index.js');
-  const telemetry = await createTelemetry({ ...(config.traces ? { traces: config.traces } : {}), version: gatehouseVersion(), warn: (m) => out('warn', m) });
+  const telemetry = await createTelemetry({ ...(config.traces ? { traces: config.traces } : {}), version: gatehouseVersion(), log: out });
   if (config.traces) {
     const u = new URL(config.traces.url);
     out('info', `traces: OTLP/HTTP to ${u.origin}${u.pathname} (GenAI conventions ${SEMCONV_VERSION}; message content ${config.traces.captureContent ? 'captured' : 'not captured'})`);
@@ -195,7 +195,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   }));
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
-  const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true }));
+  const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true, log: out }));
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
@@ -213,7 +213,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   const leadership = store.engine === 'postgres' && adapters.some((a) => a.held)
     ? store.leadership(CONNECTIONS_ROLE, {
         ...(config.leaderRetryMs !== undefined ? { retryEveryMs: config.leaderRetryMs } : {}),
-        log: (level, msg) => out(level, msg),
+        log: out,
       })
     : undefined;
   const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, telemetry: telemetry.telemetry, ...(leadership ? { leadership } : {}) });

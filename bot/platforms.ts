@@ -3,6 +3,7 @@
  * (with the adapter folders themselves) that knows which adapters exist.
  */
 import type { Adapter } from '../adapters/types.js';
+import { prefixedLog } from '../agent/log.js';
 import { createDiscordAdapter } from '../adapters/discord/lazy.js';
 import { createSlackAdapter } from '../adapters/slack/adapter.js';
 import { createTelegramAdapter } from '../adapters/telegram/adapter.js';
@@ -19,7 +20,7 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
       token: tg.token,
       ...(tg.apiRoot ? { apiRoot: tg.apiRoot } : {}),
       ...(tg.webhookUrl ? { webhook: { url: tg.webhookUrl, secret: tg.webhookSecret ?? randomSecret() } } : {}),
-      log: (level, msg) => log(level, `[telegram] ${msg}`),
+      log: prefixedLog(log, '[telegram] '),
     });
     adapters.push(adapter);
   }
@@ -34,7 +35,7 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
         approverGroups: () =>
           Object.values(config.agents).flatMap((a) => (a.approvers.slack ?? []).filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length))),
         threadFollowUps: (ref) => threadFollowUpsFor(config, ref.key, agentForConversation(config, ref.key)),
-        log: (level, msg) => log(level, `[slack] ${msg}`),
+        log: prefixedLog(log, '[slack] '),
       }),
     );
   }
@@ -48,7 +49,7 @@ export function createPlatformAdapters(config: Config, log: Log): { adapters: Ad
         // per agent (and so per route): the agent that serves this channel decides
         replyInThread: (guild, channel) => agentForConversation(config, `discord:${guild}:${channel}`).discordReplyInThread,
         commandGuilds: () => config.access.discord.guilds,
-        log: (level, msg) => log(level, `[discord] ${msg}`),
+        log: prefixedLog(log, '[discord] '),
       }),
     );
   }

@@ -24,6 +24,7 @@ import { checkAccess, createRateLimiter, createRefusalThrottle, DEFAULT_REFUSAL_
 import { agentForConversation, type Config } from './config.js';
 import type { OperatorShell } from './operator-shell.js';
 import type { RefusalReason, Telemetry } from '../agent/telemetry/types.js';
+import type { Log } from '../agent/log.js';
 
 const DEDUPE_TTL_MS = 24 * 3600_000;
 
@@ -33,7 +34,7 @@ export interface RouterOptions {
   broker: ApprovalBroker;
   /** The store's platform-event ledger: a claim is false when the id was already recorded. */
   events: EventLedger;
-  log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
+  log?: Log;
   /** The audit trail: strangers refused. */
   audit?: Audit;
   /** Messages in and refused, for metrics. */

@@ -44,6 +44,7 @@ import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.j
 import { Waits } from './waits.js';
 import type { Telemetry } from '../telemetry/types.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
+import type { Log } from '../log.js';
 
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
 
@@ -60,7 +61,7 @@ export interface ApprovalBrokerOptions {
   /** Approver ids for an agent and platform, read at click time (config may change). */
   approversOf(agentName: string, platform: string): readonly string[];
   now?: () => number;
-  log?: (msg: string) => void;
+  log?: Log;
   audit?: Audit;
   /** Approvals decided and their wait, for metrics (agent/telemetry). */
   telemetry?: Pick<Telemetry, 'approvalDecided'>;
@@ -422,7 +423,7 @@ export class ApprovalBroker {
       await this.opts.outputs(req.conversationKey).updateCard(handle, card);
     } catch (err) {
       // The decision stands; a card we could not edit is a display problem, reported, not fatal.
-      this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not update card ${req.id}: ${(err as Error).message}`);
     }
   }
 

@@ -48,6 +48,7 @@ import { acceptTools, oneLine, MAX_LIST_PAGES, MAX_LISTED_TOOLS, MAX_LISTING_BYT
 import { MAX_MESSAGE_BYTES, ProcessTransport } from './process-transport.js';
 import { invisibleHint } from './visibility.js';
 import { CallResultPassThrough, convertResult } from './result.js';
+import type { Log } from '../log.js';
 
 export { MAX_OUTPUT_BYTES } from './result.js';
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
@@ -65,7 +66,7 @@ export interface McpManagerOptions {
   servers(agent: string): Readonly<Record<string, McpServerConfig>> | undefined;
   /** Where listings are cached (the store's cache, key `tools:<agent>:<server>`); optional in tests. */
   kv?: CacheRepo;
-  log?: (level: 'info' | 'warn', msg: string) => void;
+  log?: Log;
   /** Called after each successful listing (to check toolPolicy names against it). */
   onListed?: (agent: string, server: string, tools: readonly McpToolInfo[]) => void;
   /** Where boxed stdio servers get their folders, and what the box hides (launch.ts). */

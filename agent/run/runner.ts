@@ -48,6 +48,7 @@ import { executeRun, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
 import { parseTurn, RunRecord, type Turn } from './turn.js';
 import type { Telemetry } from '../telemetry/types.js';
+import { fallbackLog, type Log, type LogLevel } from '../log.js';
 
 export type { Turn, TurnOverrides } from './turn.js';
 
@@ -79,7 +80,7 @@ export interface RunnerOptions {
   maxRunsPerPlace?: number;
   /** Global slots kept for users who run nothing yet (default 1, at most maxConcurrentRuns - 1). */
   reservedRuns?: number;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Log;
   /** The audit trail: runs started and finished, gate decisions (through the executor). */
   audit?: Audit;
   /** Metrics and traces of runs, model calls and tool calls (agent/telemetry). */
@@ -109,7 +110,7 @@ export class Runner {
     this.deps = {
       ...opts,
       slots,
-      log: (level, msg) => this.log(level, msg),
+      log: this.opts.log ?? fallbackLog,
       closed: () => this.closed,
       running: (key, c) => (c ? this.current.set(key, c) : this.current.delete(key)),
       parked: (key, w) => (w ? this.waitingOnHuman.add(key) : this.waitingOnHuman.delete(key)),
@@ -120,7 +121,7 @@ export class Runner {
         runs: opts.runs,
         parse: parseTurn,
         settled: (key) => this.waitingOnHuman.has(key),
-        log: (level, msg) => this.log(level, msg),
+        log: this.opts.log ?? fallbackLog,
       });
     this.queue.start(
       async (_conversation, q, delivery) => {
@@ -269,7 +270,7 @@ export class Runner {
     await this.queue.close(2_000);
   }
 
-  private log(level: 'info' | 'warn' | 'error', msg: string): void {
-    (this.opts.log ?? ((lvl, m) => (lvl === 'error' ? console.error(m) : undefined)))(level, msg);
+  private log(level: LogLevel, msg: string): void {
+    (this.opts.log ?? fallbackLog)(level, msg);
   }
 }

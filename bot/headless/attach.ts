@@ -30,6 +30,7 @@ import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult
 import { HeadlessResponse as ResponseSchema, HeadlessUsageError } from './protocol.js';
 import type { HeadlessRuns } from './runs.js';
 import { registerOwnSecret } from '../../policies/secrets.js';
+import type { Log } from '../../agent/log.js';
 
 export const SOCKET_FILE = 'gatehouse.sock';
 export const TOKEN_FILE = 'gatehouse.token';
@@ -63,7 +64,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns; log: (level: 'warn' | 'error', msg: string) => void }): Promise<AttachServer | undefined> {
+export async function startAttachServer(opts: { dir: string; runs: HeadlessRuns; log: Log }): Promise<AttachServer | undefined> {
   const socket = join(opts.dir, SOCKET_FILE);
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     opts.log('warn', `gatehouse run cannot attach to this service: the socket path ${socket} is too long for the OS; runs will load the agent themselves`);

@@ -10,6 +10,7 @@
 import type { ModelClient } from '../../agent/model-types.js';
 import type { Store } from '../../agent/store/types.js';
 import { noChatTelemetry as noChat, noRunTelemetry as noRun, noToolTelemetry as noTool, type Telemetry, type ToolTelemetry } from '../../agent/telemetry/types.js';
+import type { Log } from '../../agent/log.js';
 import type { TraceSettings } from './env.js';
 import { GatehouseMetrics } from './metrics.js';
 import type { Traces } from './traces.js';
@@ -27,7 +28,7 @@ export interface AppTelemetry {
 export async function createTelemetry(opts: {
   traces?: TraceSettings;
   version: string;
-  warn?: (msg: string) => void;
+  log?: Log;
   processMetrics?: boolean;
 }): Promise<AppTelemetry> {
   const metrics = new GatehouseMetrics({ ...(opts.processMetrics !== undefined ? { processMetrics: opts.processMetrics } : {}) });
@@ -37,7 +38,7 @@ export async function createTelemetry(opts: {
     try {
       fn(...a);
     } catch (err) {
-      if (!warned) opts.warn?.(`telemetry: a metric or span could not be recorded (${(err as Error).message}); runs go on`);
+      if (!warned) opts.log?.('warn', `telemetry: a metric or span could not be recorded (${(err as Error).message}); runs go on`);
       warned = true;
     }
   };
@@ -49,7 +50,7 @@ export async function createTelemetry(opts: {
     ...(traces ? { traces } : {}),
     measuredModel: (m) => measuredModel(m, metrics),
     measuredStore: (s) => measuredStore(s, metrics),
-    shutdown: () => (shut ??= traces ? traces.shutdown().catch((err: unknown) => opts.warn?.(`telemetry: could not send the last spans: ${(err as Error).message}`)) : Promise.resolve()),
+    shutdown: () => (shut ??= traces ? traces.shutdown().catch((err: unknown) => opts.log?.('warn', `telemetry: could not send the last spans: ${(err as Error).message}`)) : Promise.resolve()),
   };
 }
 
