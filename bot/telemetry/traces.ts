@@ -18,7 +18,7 @@
  * - gen_ai.conversation.id is the first 32 hex digits of the SHA-256 of the conversation key (stable
  *   across restarts, so a conversation's runs can be grouped; not the key itself).
  * - Spans are batched (BatchSpanProcessor) and sent over OTLP/HTTP JSON; `shutdown()` flushes what is
- *   left. An unreachable collector costs dropped spans, never a failed run.
+ *   left, giving up after 5 s. An unreachable collector costs dropped spans, never a failed run.
  * - Loaded only when traces are configured (nothing of OpenTelemetry is imported otherwise).
  */
 import { createHash } from 'node:crypto';
@@ -73,7 +73,8 @@ export interface Traces extends Pick<Telemetry, 'run'> {
 }
 
 export function startTraces(settings: TraceSettings, version: string): Traces {
-  const exporter = new OTLPTraceExporter({ url: settings.url, headers: settings.headers });
+  // A collector that does not answer must not hold a shutdown for long (the drain has its own budget).
+  const exporter = new OTLPTraceExporter({ url: settings.url, headers: settings.headers, timeoutMillis: 5_000 });
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ ...settings.resourceAttributes, [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: version }),
     spanProcessors: [new BatchSpanProcessor(exporter, settings.scheduleDelayMs !== undefined ? { scheduledDelayMillis: settings.scheduleDelayMs } : {})],

@@ -193,3 +193,21 @@ describe('settings', () => {
     expect(JSON.stringify(p)).not.toContain('justasecretvalue');
   });
 });
+
+test('a reload that changes the metrics token or the trace endpoint says a restart applies it', async () => {
+  const { reloadConfig } = await import('../../bot/reload.js');
+  const { loadConfig } = await import('../../bot/config.js');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'gh-telemetry-reload-'));
+  try {
+    const load = (env: Record<string, string>) => loadConfig({ env: { ANTHROPIC_API_KEY: 'k', GATEHOUSE_STORE: `sqlite://${join(dir, 's.sqlite')}`, ...env }, cwd: dir, knownTools: [] });
+    const live = load({});
+    expect(reloadConfig(live, () => load({})).needsRestart).toEqual([]);
+    const r = reloadConfig(live, () => load({ GATEHOUSE_METRICS_TOKEN: 'b'.repeat(20), OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }));
+    expect(r.needsRestart).toEqual(['GATEHOUSE_METRICS/GATEHOUSE_METRICS_TOKEN', 'OTEL_*']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

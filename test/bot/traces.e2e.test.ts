@@ -100,3 +100,12 @@ test('with content capture on, message text and tool arguments are on the spans'
   expect(String(attr(chats[1]!, 'gen_ai.output.messages'))).toContain('Wrote plan.md.');
   expect(typeof attr(chats[0]!, 'gen_ai.system_instructions')).toBe('string');
 }, 60_000);
+
+test('a collector that refuses connections costs the spans, not the runs: the bot answers and stops', async () => {
+  const gone = receiver.url;
+  await receiver.close();
+  t = await startTelemetryBot({ OTEL_EXPORTER_OTLP_ENDPOINT: gone, OTEL_BSP_SCHEDULE_DELAY: '10' });
+  await scriptedConversation(t);
+  await t.close();
+  receiver = await startFakeOtlpReceiver(); // for afterEach
+}, 60_000);
