@@ -27,6 +27,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AgentEvent, Card } from '../agent/events.js';
 
+/** The one logger interface (agent/log.ts), for the adapters. */
+export { fallbackLog, prefixedLog, type Log } from '../agent/log.js';
+
 /** Every platform, declared once (policies/access.ts keeps its own copy: policies import nothing). */
 export const PLATFORMS = ['console', 'telegram', 'slack', 'discord'] as const;
 export type Platform = (typeof PLATFORMS)[number];

@@ -14,6 +14,7 @@
  *   after every watcher has re-checked; a watcher that fails leaves its cards pending (the safe side).
  */
 import type { AllowlistRepo, Signals } from './store/types.js';
+import type { Log } from './log.js';
 
 export const ALLOWLIST_TOPIC = 'allowlist';
 
@@ -34,7 +35,7 @@ export class PersistedAllowlists {
   constructor(
     private readonly repo: AllowlistRepo,
     private readonly now: () => number = Date.now,
-    private readonly shared: { signals?: Signals; log?: (msg: string) => void } = {},
+    private readonly shared: { signals?: Signals; log?: Log } = {},
   ) {
     const { signals } = shared;
     if (signals) {
@@ -77,7 +78,7 @@ export class PersistedAllowlists {
         return;
       }
     } catch (err) {
-      this.shared.log?.(`could not read the allowlist of agent ${agent} again: ${(err as Error).message}`);
+      this.shared.log?.('warn', `could not read the allowlist of agent ${agent} again: ${(err as Error).message}`);
     }
   }
 
@@ -108,7 +109,7 @@ export class PersistedAllowlists {
     // A new array: a reader holding the old one keeps a consistent view.
     const next: Granted = always.kind === 'command' ? { ...cur, commands: list.includes(value) ? list : [...list, value] } : { ...cur, tools: list.includes(value) ? list : [...list, value] };
     this.byAgent.set(agent, next);
-    this.shared.signals?.publish(ALLOWLIST_TOPIC, agent).catch((err: unknown) => this.shared.log?.(`could not signal the allowlist grant of agent ${agent} to other processes: ${(err as Error).message}`));
+    this.shared.signals?.publish(ALLOWLIST_TOPIC, agent).catch((err: unknown) => this.shared.log?.('warn', `could not signal the allowlist grant of agent ${agent} to other processes: ${(err as Error).message}`));
     await this.notify(agent);
   }
 

@@ -31,6 +31,7 @@ import type { AgentSettings } from './settings.js';
 import type { Usage } from './events.js';
 import type { ContentBlock, Message, TextBlock, ToolResultBlock } from './messages.js';
 import type { ModelClient } from './model-types.js';
+import type { Log } from './log.js';
 
 export const SUMMARY_SYSTEM =
   'You write the running summary of a conversation between people and an assistant that uses tools, so the ' +
@@ -54,7 +55,7 @@ export interface ContextKeeperOptions {
    * retrieve_tool_result, so nothing could read it back): big results stay in the transcript.
    */
   storeResult?: (content: string) => Promise<string>;
-  log?: (level: 'info' | 'warn', msg: string) => void;
+  log?: Log;
   /**
    * Where the API's last count lives between runs (the conversation's state): read once, written on
    * every change, so the next turn starts from what the API counted, not from an estimate alone.
@@ -281,7 +282,7 @@ export function contextKeeperFor(c: {
   conv: StoredConversation;
   store: { putToolResult(key: string, content: string): Promise<string> };
   tools: ReadonlyMap<string, unknown>;
-  log: (level: 'info' | 'warn', msg: string) => void;
+  log: Log;
 }): ContextKeeper {
   return new ContextKeeper({
     model: c.model,

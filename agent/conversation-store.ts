@@ -31,6 +31,7 @@ import { z } from 'zod';
 import { Transcript, type Message, type ContentBlock } from './messages.js';
 import { StoreConflictError, type Checkpoint, type Fence, type TranscriptRepo, type TranscriptWrite } from './store/types.js';
 import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from './transcript-diff.js';
+import { fallbackLog, type Log, type LogLevel } from './log.js';
 
 export type StoredConversation = { agent: string; messages: Message[]; state: Record<string, unknown>; updatedAt: number };
 
@@ -50,7 +51,7 @@ export interface ConversationStoreOptions {
   /** No other process writes these transcripts (Store.exclusive): a cached copy is current. */
   soleWriter?: boolean;
   now?(): number;
-  log?(level: 'info' | 'warn', msg: string): void;
+  log?: Log;
 }
 
 /** What this process knows of a stored transcript. */
@@ -256,8 +257,8 @@ export class ConversationStore {
     while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  private log(level: 'info' | 'warn', msg: string): void {
-    (this.opts.log ?? ((l, m) => (l === 'warn' ? console.warn(m) : undefined)))(level, msg);
+  private log(level: LogLevel, msg: string): void {
+    (this.opts.log ?? fallbackLog)(level, msg);
   }
 }
 

@@ -19,6 +19,7 @@ import type { ContextKeeper } from './context-keeper.js';
 import type { AgentEvent, Usage } from './events.js';
 import type { Message, ToolResultBlock, ToolUseBlock } from './messages.js';
 import type { ModelClient, ModelToolSpec } from './model-types.js';
+import type { RunTelemetry } from './telemetry/types.js';
 
 export interface LoopContext {
   runId: string;
@@ -40,6 +41,8 @@ export interface LoopContext {
   addUsage(u: Usage): void;
   /** Summarizes and moves big results out as the transcript nears the window (agent/context-keeper.ts). */
   keeper?: ContextKeeper;
+  /** The run's trace: one `chat` per model call. */
+  telemetry?: RunTelemetry;
 }
 
 export type LoopOutcome = { kind: 'answer'; text: string } | { kind: 'max_iterations' } | { kind: 'stopped' };
@@ -62,17 +65,26 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
     await ctx.keeper?.beforeCall(ctx.messages, { fixedTokens, reserveTokens: ctx.maxTokens + 2_000, signal: ctx.signal, addUsage: ctx.addUsage });
     const budget = (ctx.keeper?.windowTokens ?? contextWindow(ctx.modelName)) - ctx.maxTokens - fixedTokens - 2_000;
     const sent = ctx.messages.length;
-    const response = await ctx.model.complete({
-      model: ctx.modelName,
-      system: ctx.system,
-      messages: fitToContext(ctx.messages, budget),
-      tools: ctx.tools,
-      maxTokens: ctx.maxTokens,
-      signal: ctx.signal,
-      ...(ctx.streamText
-        ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta, segment: iterations }) }
-        : {}),
-    });
+    const messages = fitToContext(ctx.messages, budget);
+    const chat = ctx.telemetry?.chat({ model: ctx.modelName, maxTokens: ctx.maxTokens, system: ctx.system, messages });
+    let response: Awaited<ReturnType<ModelClient['complete']>>;
+    try {
+      response = await ctx.model.complete({
+        model: ctx.modelName,
+        system: ctx.system,
+        messages,
+        tools: ctx.tools,
+        maxTokens: ctx.maxTokens,
+        signal: ctx.signal,
+        ...(ctx.streamText
+          ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta, segment: iterations }) }
+          : {}),
+      });
+    } catch (err) {
+      chat?.end({ error: err });
+      throw err;
+    }
+    chat?.end({ content: response.content, stopReason: response.stopReason, usage: response.usage });
     ctx.addUsage(response.usage);
     ctx.keeper?.noteUsage(response.usage, sent);
     const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];

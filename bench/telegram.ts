@@ -34,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { startBenchPostgres } from './postgres-server.js';
 import { createDatabase } from '../agent/store/postgres/admin.js';
 import { startBot } from '../bot/cli.js';
+import type { Log } from '../agent/log.js';
 import { storeRoundTrips } from '../agent/store/round-trips.js';
 import type { RunRequest, RunResult } from './telegram-fake-process.js';
 
@@ -274,7 +275,7 @@ interface Rig {
 }
 
 /** The fakes in their own processes, and the bot on the real start path in this one. */
-async function startRig(opts: { maxRuns: number | undefined; chats: number[]; storeUrl: string | undefined }, log: (level: 'info' | 'warn' | 'error', msg: string) => void): Promise<Rig> {
+async function startRig(opts: { maxRuns: number | undefined; chats: number[]; storeUrl: string | undefined }, log: Log): Promise<Rig> {
   const chatIds = opts.chats.map((n, phase) => Array.from({ length: n }, (_, i) => (phase + 1) * 100_000 + i));
   const dir = mkdtempSync(join(tmpdir(), 'gh-bench-tg-'));
   const model = await forkReady<string>('fake-model-process.js');

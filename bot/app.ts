@@ -34,6 +34,7 @@ import { createMcp, type Mcp } from '../agent/mcp/index.js';
 import { dataDirOf } from './reload.js';
 import { createCommandClassifier, type CommandClassifier } from '../policies/classifier.js';
 import type { Audit } from '../agent/audit.js';
+import type { Telemetry } from '../agent/telemetry/types.js';
 import type { Config } from './config.js';
 import { auditTo, createLogger, type Log } from './log.js';
 import { Router } from './router.js';
@@ -62,6 +63,8 @@ export interface GatehouseOptions {
   log?: Log;
   /** The audit trail (default: info lines through `log`). */
   audit?: Audit;
+  /** Metrics and traces (bot/telemetry); default: none. */
+  telemetry?: Telemetry;
   /** Classifier timeout (default 8 s). */
   classifierTimeoutMs?: number;
   /** Tools beyond the built-in ones (config must list them like any other). */
@@ -214,10 +217,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
 
   // Replicas sharing a PostgreSQL store hear of each other's grants and decisions through the
   // store's signals (LISTEN/NOTIFY); on SQLite they stay in this process.
-  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log: (m) => log('warn', m) });
+  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log });
   await allowlists.load(Object.keys(config.agents));
   const decisions = new ApprovalStore(repos.approvals);
-  const bus = new SignalDecisionBus({ signals: repos.signals, read: async (id) => (await decisions.get(id))?.decision, log: (m) => log('warn', m) });
+  const bus = new SignalDecisionBus({ signals: repos.signals, read: async (id) => (await decisions.get(id))?.decision, log });
   const broker = new ApprovalBroker({
     approvals: repos.approvals,
     bus,
@@ -225,8 +228,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     ...(repos.engine === 'postgres' ? { sharedExpiry: repos.signals } : {}),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
-    log: (m) => log('warn', m),
+    log,
     audit,
+    ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
     exclusiveStore: opts.store.exclusive === true,
   });
   const conversations = new ConversationStore({
@@ -234,7 +238,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     soleWriter: opts.store.exclusive === true,
     checkpoint: (c) => opts.store.checkpoint(c),
     retention: (agent) => config.agents[agent]?.retention ?? DEFAULT_RETENTION,
-    log: (level, m) => log(level, m),
+    log,
   });
 
   const classifiers = new Map<string, CommandClassifier>();
@@ -255,7 +259,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const mcp = await createMcp({
     agents: () => config.agents,
     kv: repos.cache,
-    log: (level, m) => log(level, m),
+    log,
     box: { botFiles, ...(dataDir !== undefined ? { stateRoot: join(dataDir, 'mcp') } : {}) },
   });
   const assistant = memoryAndReminders(config, repos);
@@ -297,10 +301,10 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
           settled,
           local: isLocal,
           capacity: config.runner.maxConcurrentRuns,
-          log: (level, m) => log(level, m),
+          log,
         })
       : undefined;
-  const queue = sharedQueue ? new LocalFirstTurnQueue(sharedQueue, isLocal, { parse: parseTurn, settled, log: (level, m) => log(level, m) }) : undefined;
+  const queue = sharedQueue ? new LocalFirstTurnQueue(sharedQueue, isLocal, { parse: parseTurn, settled, log }) : undefined;
   const runner = new Runner({
     model: opts.model,
     conversations,
@@ -331,6 +335,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     reservedRuns: config.runner.reservedRuns,
     log,
     audit,
+    ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
     systemExtra: assistant.systemExtra,
   });
   runnerRef = runner;
@@ -345,7 +350,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
   const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
-  const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell });
+  const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell, ...(opts.telemetry ? { telemetry: opts.telemetry } : {}) });
   const held = heldConnections({ ...(opts.leadership ? { leadership: opts.leadership } : {}), adapters: [...adapters.values()], log });
 
   return {

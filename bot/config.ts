@@ -56,6 +56,7 @@ import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-
 import { buildSchema, resolveRunnerConfig, type FileConfig, type RawAgent, type RunnerConfig } from './config-schema.js';
 import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import { didYouMean, issueProblems } from './config-problems.js';
+import type { MetricsSettings, TraceSettings } from './telemetry/env.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 
 export type { ConfigProblem } from './env.js';
@@ -122,6 +123,10 @@ export interface Config {
   anthropic: { apiKey: string | undefined; baseURL: string | undefined };
   store: StoreSettings;
   http: { host: string; port: number };
+  /** /metrics on the HTTP server: on or off, and its bearer token (bot/telemetry/env.ts). */
+  metrics: MetricsSettings;
+  /** OpenTelemetry traces (OTEL_EXPORTER_OTLP_*); absent: off. */
+  traces?: TraceSettings;
   /** Chat platforms enabled by their environment (a token present). */
   platforms: PlatformEnv;
   agents: Record<string, AgentConfig>;
@@ -451,6 +456,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     anthropic: settings.anthropic,
     store: settings.store,
     http: settings.http,
+    metrics: settings.metrics,
+    ...(settings.traces ? { traces: settings.traces } : {}),
     platforms: settings.platforms,
     agents,
     routes,

@@ -31,6 +31,7 @@ export type { DiscordEnv, SlackEnv, TelegramEnv };
 import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 import { didYouMean } from './did-you-mean.js';
 import { FILE_SUFFIX, readSecretFiles } from './secret-files.js';
+import { readMetricsEnv, readTraceEnv, type MetricsSettings, type TraceSettings } from './telemetry/env.js';
 
 /** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
 export interface ConfigProblem {
@@ -61,6 +62,10 @@ export interface EnvSettings {
   /** GATEHOUSE_CONFIG resolved against cwd, when set. */
   configPath: string | undefined;
   http: { host: string; port: number };
+  /** GATEHOUSE_METRICS, GATEHOUSE_METRICS_TOKEN (bot/telemetry/env.ts). */
+  metrics: MetricsSettings;
+  /** OTEL_EXPORTER_OTLP_* (bot/telemetry/env.ts); absent: no traces. */
+  traces?: TraceSettings;
   platforms: PlatformEnv;
   /** GATEHOUSE_LOG_LEVEL (default info). */
   logLevel: LogLevelSetting;
@@ -86,6 +91,9 @@ export const GATEHOUSE_VARS: ReadonlyArray<{ name: string; secret?: boolean }> =
   { name: 'GATEHOUSE_LEADER_RETRY_MS' },
   // bot/replica-id.ts: names a replica in logs and claims (README "Several replicas").
   { name: 'GATEHOUSE_REPLICA_ID' },
+  // bot/telemetry/env.ts: /metrics on or off, and its bearer token (required when not on loopback).
+  { name: 'GATEHOUSE_METRICS' },
+  { name: 'GATEHOUSE_METRICS_TOKEN', secret: true },
   // bot/audit/trail.ts: the hash-chained audit file (folder or "off", rotation size, MAC key).
   { name: 'GATEHOUSE_AUDIT_DIR' },
   { name: 'GATEHOUSE_AUDIT_MAX_BYTES' },
@@ -248,6 +256,8 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
     } else port = n;
   }
 
+  const metrics = readMetricsEnv(env, host, problems);
+  const traces = readTraceEnv(env, problems);
   unknownVars(env, problems);
   const levelRaw = get(env, 'GATEHOUSE_LOG_LEVEL')?.trim().toLowerCase();
   let logLevel: LogLevelSetting = 'info';
@@ -272,7 +282,17 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   return {
-    settings: { anthropic: { apiKey, baseURL }, store, configPath, http: { host, port }, platforms, logLevel, ...(leaderRetryMs !== undefined ? { leaderRetryMs } : {}) },
+    settings: {
+      anthropic: { apiKey, baseURL },
+      store,
+      configPath,
+      http: { host, port },
+      metrics,
+      ...(traces ? { traces } : {}),
+      platforms,
+      logLevel,
+      ...(leaderRetryMs !== undefined ? { leaderRetryMs } : {}),
+    },
     problems,
   };
 }

@@ -1,10 +1,15 @@
 /**
  * The bot's HTTP server: /healthz (the process is alive), /readyz (it should get traffic: 200, or 503
- * with a JSON body whose `notReady` names each thing that is not) and the routes adapters contribute through `Adapter.httpRoutes()`
+ * with a JSON body whose `notReady` names each thing that is not), /metrics (Prometheus text format,
+ * bot/telemetry/metrics.ts) and the routes adapters contribute through `Adapter.httpRoutes()`
  * (Telegram webhook mode, Slack's Events API in HTTP mode). Unknown paths get 404, wrong methods 405. Bound to GATEHOUSE_HTTP_HOST
  * (127.0.0.1 by default: put a TLS-terminating proxy in front for webhooks).
+ * /metrics with a token (GATEHOUSE_METRICS_TOKEN; required when the host is not loopback, see
+ * bot/telemetry/env.ts) answers 401 to a request without `Authorization: Bearer <token>` or with
+ * another token (compared in constant time).
  */
-import { createServer, type Server } from 'node:http';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpRoute } from '../adapters/types.js';
 
@@ -22,15 +27,55 @@ export interface Readiness {
   [detail: string]: unknown;
 }
 
+/** What /metrics serves, and the bearer token it wants (none: open, on a loopback address only). */
+export interface MetricsEndpoint {
+  render(): Promise<{ contentType: string; body: string }>;
+  token?: string;
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+function authorized(header: string | undefined, token: string): boolean {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return m !== null && timingSafeEqual(digest(m[1]!), digest(token));
+}
+
+function serveMetrics(metrics: MetricsEndpoint, req: IncomingMessage, res: ServerResponse): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { 'content-type': 'text/plain', allow: 'GET, HEAD' });
+    res.end('method not allowed');
+    return;
+  }
+  if (metrics.token !== undefined && !authorized(req.headers.authorization, metrics.token)) {
+    res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="gatehouse metrics"' });
+    res.end('unauthorized: send Authorization: Bearer <GATEHOUSE_METRICS_TOKEN>');
+    return;
+  }
+  metrics.render().then(
+    (m) => {
+      if (res.writableEnded || res.destroyed) return;
+      res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : m.body);
+    },
+    (err: unknown) => {
+      if (res.writableEnded || res.destroyed) return;
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(`metrics could not be collected: ${(err as Error).message}`);
+    },
+  );
+}
+
 export async function startHttpServer(opts: {
   host: string;
   port: number;
   routes: HttpRoute[];
   health: () => Record<string, unknown>;
   ready?: () => Promise<Readiness>;
+  metrics?: MetricsEndpoint;
 }): Promise<HttpServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path === '/metrics' && opts.metrics) return serveMetrics(opts.metrics, req, res);
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: true, ...opts.health() }));

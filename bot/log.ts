@@ -4,7 +4,9 @@
  * GATEHOUSE_LOG_LEVEL (bot/env.ts checks it).
  *
  * Contract:
- * - `Log` keeps the call shape the whole code base uses: `log(level, msg, fields?)`.
+ * - `Log` (agent/log.ts, the one logger interface) keeps the call shape the whole code base uses:
+ *   `log(level, msg, fields?)`; `log.child(bindings)` is a pino child logger, every line of it carrying
+ *   the bindings (a run's conversation, agent and runId).
  * - The audit trail (agent/audit.ts) is written at `info`, one line per event, its fields at the top
  *   level (`event`, `conversation`, `tool`, ...), so `jq 'select(.event)'` reads it back.
  * - No secret reaches the destination: every secret value of the environment (tokens, keys,
@@ -16,22 +18,17 @@ import { pino, type Logger as Pino } from 'pino';
 import { createRequire } from 'node:module';
 import type { prettyFactory as PrettyFactory } from 'pino-pretty';
 import { auditMessage, type Audit } from '../agent/audit.js';
+import type { Log, LogLevel } from '../agent/log.js';
 
 import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 
 export { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
-export type LogLevel = Exclude<LogLevelSetting, 'silent'>;
+export type { Log, LogLevel };
 
 /** trace 0 ... silent 6: a lower rank logs more. */
 export function levelRank(level: LogLevelSetting): number {
   return LOG_LEVELS.indexOf(level);
 }
-
-/**
- * Declared as a method so its parameters are checked bivariantly: a function written for the older
- * `(level: 'info' | 'warn' | 'error', msg) => void` shape can still be passed where a Log is wanted.
- */
-export type Log = { log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void }['log'];
 
 export interface Logger {
   log: Log;
@@ -77,11 +74,17 @@ export function createLogger(opts: LoggerOptions): Logger {
     },
     destination,
   );
+  const log = wrap(p);
+  return { log, audit: auditTo(log) };
+}
+
+function wrap(p: Pino): Log {
   const log: Log = (level, msg, fields) => {
     if (fields) p[level](fields, msg);
     else p[level](msg);
   };
-  return { log, audit: auditTo(log) };
+  log.child = (bindings) => wrap(p.child(bindings));
+  return log;
 }
 
 /** The audit trail on top of any Log: one info line per event, its fields kept structured. */

@@ -38,7 +38,7 @@ export function loadForCommand(io: CliIO, env: Record<string, string | undefined
 async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise<T>): Promise<T | number> {
   let store: Store;
   try {
-    store = await openStore(config.store, { mustExist: true, log: (m) => io.stderr.write(m + '\n') });
+    store = await openStore(config.store, { mustExist: true, log: (_level, m) => io.stderr.write(m + '\n') });
   } catch (err) {
     io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
     return 1;

@@ -7,6 +7,7 @@
  * config and env need to know about a platform is in its descriptor (adapters/descriptors.ts).
  */
 import type { Adapter } from '../adapters/types.js';
+import { prefixedLog } from '../agent/log.js';
 import type { Log } from './app.js';
 import { agentForConversation, type Config } from './config.js';
 import type { HttpRoute } from './http.js';
@@ -21,7 +22,7 @@ export async function createPlatformAdapters(config: Config, log: Log): Promise<
       token: tg.token,
       ...(tg.apiRoot ? { apiRoot: tg.apiRoot } : {}),
       ...(tg.webhookUrl ? { webhook: { url: tg.webhookUrl, secret: tg.webhookSecret ?? randomSecret() } } : {}),
-      log: (level, msg) => log(level, `[telegram] ${msg}`),
+      log: prefixedLog(log, '[telegram] '),
     });
     adapters.push(adapter);
   }
@@ -37,7 +38,7 @@ export async function createPlatformAdapters(config: Config, log: Log): Promise<
         approverGroups: () =>
           Object.values(config.agents).flatMap((a) => (a.approvers.slack ?? []).filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length))),
         threadFollowUps: (ref) => threadFollowUpsFor(config, ref.key, agentForConversation(config, ref.key)),
-        log: (level, msg) => log(level, `[slack] ${msg}`),
+        log: prefixedLog(log, '[slack] '),
       }),
     );
   }
@@ -53,7 +54,7 @@ export async function createPlatformAdapters(config: Config, log: Log): Promise<
         // per agent (and so per route): the agent that serves this channel decides
         replyInThread: (guild, channel) => agentForConversation(config, `discord:${guild}:${channel}`).discordReplyInThread,
         commandGuilds: () => config.access.discord.guilds,
-        log: (level, msg) => log(level, `[discord] ${msg}`),
+        log: prefixedLog(log, '[discord] '),
       }),
     );
   }

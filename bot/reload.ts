@@ -68,6 +68,8 @@ export function reloadConfig(live: Config, read: () => Config): ReloadResult {
   if (!same(live.platforms, next.platforms)) needsRestart.push('platform variables');
   if (!same(live.store, next.store)) needsRestart.push('GATEHOUSE_STORE');
   if (!same(live.http, next.http)) needsRestart.push('GATEHOUSE_HTTP_HOST/PORT');
+  if (!same(live.metrics, next.metrics)) needsRestart.push('GATEHOUSE_METRICS/GATEHOUSE_METRICS_TOKEN');
+  if (!same(live.traces, next.traces)) needsRestart.push('OTEL_*');
   if (!same(live.anthropic, next.anthropic)) needsRestart.push('ANTHROPIC_*');
   if (!same(live.access.rateLimit, next.access.rateLimit)) needsRestart.push('access.rateLimit');
   if (!same(live.access.refusals, next.access.refusals)) needsRestart.push('access.refusals');

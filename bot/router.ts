@@ -43,6 +43,8 @@ import {
 } from '../policies/access.js';
 import { agentForConversation, type Config } from './config.js';
 import type { OperatorShell } from './operator-shell.js';
+import type { RefusalReason, Telemetry } from '../agent/telemetry/types.js';
+import type { Log } from '../agent/log.js';
 
 const DEDUPE_TTL_MS = 24 * 3600_000;
 /** Places remembered for the "first message from a new group" log line (the oldest forgotten first). */
@@ -63,9 +65,11 @@ export interface RouterOptions {
   broker: ApprovalBroker;
   /** The store's platform-event ledger: a claim is false when the id was already recorded. */
   events: EventLedger;
-  log?: (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) => void;
+  log?: Log;
   /** The audit trail: strangers refused, rate limits hit (clicks are audited by the broker). */
   audit?: Audit;
+  /** Messages in and refused, for metrics. */
+  telemetry?: Pick<Telemetry, 'messageIn' | 'messageRefused'>;
   /** `! cmd` in the terminal chat (bot/operator-shell.ts); never offered to a chat platform. */
   operatorShell?: OperatorShell;
   /** The clock of the refusal throttle and the event ledger (tests). */
@@ -90,6 +94,11 @@ export class Router implements AdapterSink {
   }
 
   async message(msg: InboundMessage): Promise<MessageResult> {
+    this.opts.telemetry?.messageIn(msg.platform);
+    const refused = (reason: RefusalReason, r: MessageResult = { accepted: false }): MessageResult => {
+      this.opts.telemetry?.messageRefused(msg.platform, reason);
+      return r;
+    };
     const eventKey = `m:${msg.platform}:${msg.eventId}`;
     // A message that becomes a turn claims its event in the turn's own transaction (a crash between
     // a claim and the turn's write would make a redelivery look handled); anything else claims it
@@ -108,27 +117,27 @@ export class Router implements AdapterSink {
     const platformAccess = msg.platform === 'console' ? undefined : this.opts.config.access[msg.platform];
     const access = checkAccess(accessInput, platformAccess);
     if (!access.allowed) {
-      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      if (await this.isDuplicate(eventKey)) return refused('duplicate');
       // Silent refusals are the group chatter the bot was not addressed in: not strangers.
-      if (access.silent) return { accepted: false };
+      if (access.silent) return refused('not_addressed');
       const onceKey = access.onceKey ?? `${msg.platform}:${msg.sender.id}`;
       // A stranger's /id gets the ids (all a refusal would tell them too), throttled the same way.
       const reply = command === '/id' ? idText(msg) : access.reply;
       const told = this.tellStranger(msg, command === '/id' ? `${onceKey}:id` : onceKey);
-      return told && reply ? { accepted: false, reply } : { accepted: false };
+      return refused('stranger', told && reply ? { accepted: false, reply } : { accepted: false });
     }
     if (!msg.isDirect && msg.platform !== 'console' && !placeLists(msg.platform, platformAccess ?? {}, accessInput)) this.firstFromGroup(msg);
     // Message text is for debugging only: never above debug.
     this.opts.log?.('debug', 'message received', { conversation: key, sender: msg.sender.id, text: msg.text });
     let claimed = false;
     if (command !== undefined || (msg.platform === 'console' && msg.text.startsWith('! '))) {
-      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      if (await this.isDuplicate(eventKey)) return refused('duplicate');
       claimed = true;
     }
     const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
     if (!rate.ok) {
       this.opts.audit?.({ event: 'limit_refused', limit: 'rate_limit', conversation: key, platform: msg.platform, userId: msg.sender.id, retryAfterSec: rate.retryAfterSec });
-      return { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) };
+      return refused('rate_limited', { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) });
     }
 
     const agent = agentForConversation(this.opts.config, key);
@@ -160,11 +169,11 @@ export class Router implements AdapterSink {
     const openIds = () => (open ??= this.opts.broker.openIds(key));
     if (msg.text.trim() !== '' && (await this.safeOpenIds(key, openIds)).length > 0) {
       // It may answer an open question: claimed first, so a redelivery cannot answer or run twice.
-      if (await this.isDuplicate(eventKey)) return { accepted: false };
+      if (await this.isDuplicate(eventKey)) return refused('duplicate');
       claimed = true;
       if (await this.answeredTyped(key, msg.sender, msg.text.trim(), openIds)) return { accepted: true };
     }
-    if (msg.text.trim() === '' && msg.attachments.length === 0) return { accepted: false };
+    if (msg.text.trim() === '' && msg.attachments.length === 0) return refused('empty');
 
     const shell = this.shellContext.get(key) ?? [];
     this.shellContext.delete(key);
@@ -192,10 +201,10 @@ export class Router implements AdapterSink {
         attachments,
         humanAvailable: true,
       }, claimed ? {} : { claim: { event: eventKey, ttlMs: DEDUPE_TTL_MS } });
-      if (submitted.duplicate) return { accepted: false };
+      if (submitted.duplicate) return refused('duplicate');
     } catch (err) {
       this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
-      return { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' };
+      return refused('store_error', { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' });
     }
     if (waiting) return { accepted: true, reply: `Queued: waiting for ${waiting} first; /stop to cancel it.` };
     return { accepted: true };

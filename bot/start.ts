@@ -34,6 +34,7 @@ import { startAttachServer, type AttachServer } from './headless/attach.js';
 import { openAuditTrail } from './audit/trail.js';
 import { configEntries, hostDecideRoute, reloadEvent } from './audit/service.js';
 import { gatehouseVersion } from './cli.js';
+import { SEMCONV_VERSION } from './telemetry/semconv.js';
 
 export interface RunningBot {
   gatehouse: Gatehouse;
@@ -100,7 +101,7 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
  * Starts everything; throws (ConfigError or a start-up failure that says what to do). `log`, when
  * given, replaces the structured log (tests, benches).
  */
-export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error', msg: string) => void, mode: StartMode = 'start'): Promise<RunningBot> {
+export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'): Promise<RunningBot> {
   const config = readConfig(io);
   prepareWorkspaces(config);
   // In the terminal chat the log shares the screen with the conversation: there it shows errors
@@ -122,14 +123,21 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   const trail = openAuditTrail({ env: io.env, cwd: io.cwd, config, log: out });
   const audit = trail.wrap(log ? auditTo(out) : logger.audit);
   audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k), ...configEntries(config) });
-  const model = createAnthropicModel({
+  // prom-client (and OpenTelemetry, when configured) load with the bot, not with every CLI command.
+  const { createTelemetry } = await import('./telemetry/index.js');
+  const telemetry = await createTelemetry({ ...(config.traces ? { traces: config.traces } : {}), version: gatehouseVersion(), log: out });
+  if (config.traces) {
+    const u = new URL(config.traces.url);
+    out('info', `traces: OTLP/HTTP to ${u.origin}${u.pathname} (GenAI conventions ${SEMCONV_VERSION}; message content ${config.traces.captureContent ? 'captured' : 'not captured'})`);
+  }
+  const model = telemetry.measuredModel(createAnthropicModel({
     // A compatible local server may not need a key; config already demanded one when there is no base URL.
     apiKey: config.anthropic.apiKey ?? 'not-needed',
     ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
     onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
-  });
+  }));
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
-  const store = await openStore(config.store, { exclusive: true });
+  const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true, log: out }));
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
@@ -149,10 +157,14 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
   const leadership = store.engine === 'postgres' && adapters.some((a) => a.held)
     ? store.leadership(CONNECTIONS_ROLE, {
         ...(config.leaderRetryMs !== undefined ? { retryEveryMs: config.leaderRetryMs } : {}),
-        log: (level, msg) => out(level, msg),
+        log: out,
       })
     : undefined;
-  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ownFiles: trail.hidden, ...(leadership ? { leadership } : {}) });
+  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ownFiles: trail.hidden, telemetry: telemetry.telemetry, ...(leadership ? { leadership } : {}) });
+  telemetry.metrics.setSources({
+    pendingApprovals: async () => (await store.approvals.allPending(Date.now())).length,
+    queue: () => gatehouse.runner.queueStats(),
+  });
   let http: HttpServer | undefined;
   const dataDir = dataDirOf(config, io.cwd);
   let pidFile: string | undefined;
@@ -187,6 +199,7 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
       await gatehouse.stop();
       await http?.close();
       await store.close();
+      await telemetry.shutdown();
       audit({ event: 'service_stopped', pid: process.pid, reason: stopReason });
       trail.close();
       if (pidFile) removePidFile(pidFile);
@@ -200,8 +213,11 @@ export async function startBot(io: CliIO, log?: (level: 'info' | 'warn' | 'error
         routes: platform.routes(),
         health: () => ({ mode: terminalChat ? 'terminal' : 'service', platforms: adapters.map((a) => a.platform), configLoadedAt }),
         ready,
+        ...(config.metrics.enabled
+          ? { metrics: { render: () => telemetry.metrics.render(), ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) } }
+          : {}),
       });
-      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz)`);
+      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz${config.metrics.enabled ? `, /metrics${config.metrics.token !== undefined ? ' with its bearer token' : ''}` : ''})`);
     } catch (err) {
       // A webhook or a health check depends on it in service mode; the terminal chat does not.
       if (!terminalChat) throw err;

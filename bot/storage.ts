@@ -15,15 +15,16 @@
 import type { Store } from '../agent/store/types.js';
 import { openSqliteStore } from '../agent/store/sqlite/index.js';
 import type { StoreSettings } from './env.js';
+import { fallbackLog, type Log } from '../agent/log.js';
 
 export interface OpenStoreOptions {
   exclusive?: boolean;
   mustExist?: boolean;
-  log?: (msg: string) => void;
+  log?: Log;
 }
 
 export async function openStore(settings: StoreSettings, opts: OpenStoreOptions = {}): Promise<Store> {
-  const log = opts.log ?? ((m: string) => console.error(m));
+  const log = opts.log ?? fallbackLog;
   if (settings.kind === 'postgres') {
     // Loaded only when configured: a static import made importing this module 125 ms slower
     // (median of 12 `node -e` runs of the build; pg alone 90-230 ms), paid by every SQLite start

@@ -53,7 +53,7 @@ import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
 import { heldConnection } from '../kit/held.js';
-import type { Adapter, AdapterSink, AdapterStartOptions, ConversationRef, InboundMessage, Sender } from '../types.js';
+import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type ConversationRef, type InboundMessage, type Log, type Sender } from '../types.js';
 import { renderDiscordCard, tokenOf } from './components.js';
 import { readAttachments } from './files.js';
 import { inviteUrl, SLASH_COMMANDS, startError } from './setup.js';
@@ -77,7 +77,7 @@ export interface DiscordAdapterOptions {
   requestsPerSecond?: number;
   /** How long start() waits for the gateway's READY; default 30 s. */
   readyTimeoutMs?: number;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Log;
 }
 
 const SEEN_MAX = 5000;
@@ -101,7 +101,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
   const token = opts.token.trim().replace(/^Bot\s+/i, '');
   if (token === '') throw new Error('DISCORD_TOKEN is empty');
   const apiUrl = (opts.apiUrl ?? DEFAULT_DISCORD_API_URL).replace(/\/+$/, '');
-  const log = opts.log ?? ((level, msg) => console[level === 'info' ? 'log' : level](`[discord] ${msg}`));
+  const log = opts.log ?? prefixedLog(fallbackLog, '[discord] ');
   const statusInterval = opts.statusEditIntervalMs ?? 1200;
   const maxBytes = opts.maxAttachmentBytes ?? 5 * 1024 * 1024;
   const scrub = (s: string): string => s.split(token).join('<token>');
@@ -242,7 +242,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     return ids.filter((r) => r !== guildId);
   }
 
-  const readFiles = (message: Message) => readAttachments(message.attachments.values(), maxBytes, (m) => log('warn', scrub(m)));
+  const readFiles = (message: Message) => readAttachments(message.attachments.values(), maxBytes, (level, m) => log(level, scrub(m)));
 
   /** The conversation an interaction happened in. */
   function refOfInteraction(i: Interaction): ConversationRef | undefined {

@@ -6,7 +6,7 @@
  * model. Files are fetched from their CDN URL (signed by Discord): the bot token is never sent there.
  */
 import { classifyAttachment, decodeText, overLimit } from '../kit/attachments.js';
-import type { Attachment } from '../types.js';
+import type { Attachment, Log } from '../types.js';
 
 export interface DiscordFile {
   name: string;
@@ -18,7 +18,7 @@ export interface DiscordFile {
 export async function readAttachments(
   files: Iterable<DiscordFile>,
   maxBytes: number,
-  warn: (msg: string) => void,
+  log: Log,
 ): Promise<{ attachments: Attachment[]; refused: string[] }> {
   const attachments: Attachment[] = [];
   const refused: string[] = [];
@@ -29,7 +29,7 @@ export async function readAttachments(
       refused.push(c.reason);
       continue;
     }
-    const got = await download(a.url, name, maxBytes, warn);
+    const got = await download(a.url, name, maxBytes, log);
     if (typeof got === 'string') refused.push(got);
     else if (c.kind === 'image') attachments.push({ kind: 'image', name, mimeType: c.mimeType, data: got.toString('base64') });
     else {
@@ -41,12 +41,12 @@ export async function readAttachments(
   return { attachments, refused };
 }
 
-async function download(url: string, name: string, maxBytes: number, warn: (msg: string) => void): Promise<Buffer | string> {
+async function download(url: string, name: string, maxBytes: number, log: Log): Promise<Buffer | string> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(60_000) });
     if (!res.ok || !res.body) {
       await res.body?.cancel();
-      warn(`file download for ${name} failed: HTTP ${res.status}`);
+      log('warn', `file download for ${name} failed: HTTP ${res.status}`);
       return `${name} could not be downloaded from Discord`;
     }
     const parts: Buffer[] = [];
@@ -58,7 +58,7 @@ async function download(url: string, name: string, maxBytes: number, warn: (msg:
     }
     return Buffer.concat(parts);
   } catch (err) {
-    warn(`file download for ${name} failed: ${(err as Error).message}`);
+    log('warn', `file download for ${name} failed: ${(err as Error).message}`);
     return `${name} could not be downloaded from Discord`;
   }
 }

@@ -6,11 +6,11 @@
  * platform's own describer says why, never echoing a token) and rethrown with that message, so the
  * runner reports it instead of dropping it.
  */
-import type { ConversationRef } from '../types.js';
+import type { ConversationRef, Log } from '../types.js';
 
 export type Outbound = <T>(what: string, ref: ConversationRef, call: () => Promise<T>) => Promise<T>;
 
-export function outboundCaller(log: (level: 'error', msg: string) => void, describe: (err: unknown) => string): Outbound {
+export function outboundCaller(log: Log, describe: (err: unknown) => string): Outbound {
   return async (what, ref, call) => {
     try {
       return await call();

@@ -13,6 +13,7 @@
  * - No platform library here: the adapter supplies the transport (message ids are strings: Telegram's
  *   numbers, Slack's ts) and the error classifier (Telegram 429 retry_after, Slack Retry-After).
  */
+import type { Log } from '../types.js';
 
 export interface StatusTransport {
   send(text: string): Promise<string>;
@@ -25,7 +26,7 @@ export type StatusFailure = { kind: 'retry'; afterMs: number } | { kind: 'not_mo
 export interface StatusOptions {
   intervalMs: number;
   classify: (err: unknown) => StatusFailure;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Log;
   describe?: (err: unknown) => string;
   /** For log lines: "Telegram", "Slack". */
   platformName?: string;

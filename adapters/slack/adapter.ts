@@ -37,7 +37,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { App, HTTPReceiver, LogLevel, SocketModeReceiver } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import { heldConnection } from '../kit/held.js';
-import type { Adapter, AdapterStartOptions, ConversationRef, HttpRoute } from '../types.js';
+import { fallbackLog, prefixedLog, type Adapter, type AdapterStartOptions, type ConversationRef, type HttpRoute, type Log } from '../types.js';
 import { Recent, secretScrubber, type SlackContext } from './context.js';
 import { registerInbound } from './inbound.js';
 import { registerInteractivity } from './interactivity.js';
@@ -77,7 +77,7 @@ export interface SlackAdapterOptions {
   streamAppendIntervalMs?: number;
   /** The slash command; default /gatehouse. */
   slashCommand?: string;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Log;
 }
 
 export const DEFAULT_SLACK_API_URL = 'https://slack.com/api/';
@@ -95,8 +95,8 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
   }
   const apiUrl = (opts.apiUrl ?? DEFAULT_SLACK_API_URL).replace(/\/*$/, '/');
   const { scrub, describe } = secretScrubber([botToken, appToken, opts.signingSecret]);
-  const log = (level: 'info' | 'warn' | 'error', msg: string) =>
-    (opts.log ?? ((l, m) => console[l === 'info' ? 'log' : l](`[slack] ${m}`)))(level, scrub(msg));
+  const base = opts.log ?? prefixedLog(fallbackLog, '[slack] ');
+  const log: Log = (level, msg, fields) => base(level, scrub(msg), fields);
   const eventsPath = opts.eventsPath ?? '/slack/events';
   const slashCommand = opts.slashCommand ?? '/gatehouse';
 

@@ -4,9 +4,7 @@
  * No Bolt here; the clients are @slack/web-api's.
  */
 import type { WebClient } from '@slack/web-api';
-import type { AdapterSink } from '../types.js';
-
-export type SlackLog = (level: 'info' | 'warn' | 'error', msg: string) => void;
+import type { AdapterSink, Log } from '../types.js';
 
 export interface SlackContext {
   /** Outbound Web API calls (a 429 is waited out by the SDK, per Retry-After). */
@@ -14,7 +12,7 @@ export interface SlackContext {
   /** The same, but a 429 is rejected at once (the status message coalesces instead of waiting). */
   readonly statusWeb: WebClient;
   readonly botToken: string;
-  readonly log: SlackLog;
+  readonly log: Log;
   /** An error as one line: Slack's error code (and the missing scope), never a secret. */
   readonly describe: (err: unknown) => string;
   /** Removes every secret from a text. */

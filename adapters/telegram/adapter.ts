@@ -33,7 +33,7 @@ import { run, sequentialize } from '@grammyjs/runner';
 import type { RunnerHandle } from '@grammyjs/runner';
 import type { AgentEvent, Card } from '../../agent/events.js';
 import { heldConnection } from '../kit/held.js';
-import type { Adapter, AdapterSink, AdapterStartOptions, Attachment, ConversationRef, HttpRoute, InboundMessage, Sender } from '../types.js';
+import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type Attachment, type ConversationRef, type HttpRoute, type InboundMessage, type Log, type Sender } from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
@@ -66,7 +66,7 @@ export interface TelegramAdapterOptions {
   networkRetryDelaysMs?: number[];
   /** Long-poll timeout in seconds; default 30. */
   pollTimeoutSeconds?: number;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Log;
   /** The / menu registered with setMyCommands at start; default CHAT_COMMANDS. */
   commands?: ReadonlyArray<{ command: string; description: string }>;
 }
@@ -98,7 +98,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const token = opts.token.trim();
   if (token === '') throw new Error('TELEGRAM_BOT_TOKEN is empty: set it to the token from @BotFather');
   const apiRoot = (opts.apiRoot ?? DEFAULT_API_ROOT).replace(/\/+$/, '');
-  const log = opts.log ?? ((level, msg) => console[level === 'info' ? 'log' : level](`[telegram] ${msg}`));
+  const log = opts.log ?? prefixedLog(fallbackLog, '[telegram] ');
   const statusInterval = opts.statusEditIntervalMs ?? 1500;
   const maxBytes = opts.maxAttachmentBytes ?? 5 * 1024 * 1024;
   const typingInterval = opts.typingIntervalMs ?? 4000;

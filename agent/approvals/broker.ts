@@ -47,7 +47,9 @@ import { ExpiryWatch } from './expiry-watch.js';
 import { OpenRequests } from './open-requests.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { Waits } from './waits.js';
+import type { Telemetry } from '../telemetry/types.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
+import type { Log } from '../log.js';
 
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
 
@@ -69,8 +71,10 @@ export interface ApprovalBrokerOptions {
   /** Approver ids for an agent and platform, read at click time (config may change). */
   approversOf(agentName: string, platform: string): readonly string[];
   now?: () => number;
-  log?: (msg: string) => void;
+  log?: Log;
   audit?: Audit;
+  /** Approvals decided and their wait, for metrics (agent/telemetry). */
+  telemetry?: Pick<Telemetry, 'approvalDecided'>;
   /**
    * Processes share the store (PostgreSQL replicas): watch the expiry of every undecided request,
    * not only this process's waits (./expiry-watch.ts), through these signals. Started by
@@ -459,6 +463,7 @@ export class ApprovalBroker {
       ...(byPlatform !== undefined ? { byPlatform } : {}),
       at: new Date(decision.at).toISOString(),
     });
+    this.opts.telemetry?.approvalDecided({ kind: req.kind, outcome: decision.outcome, waitMs: Math.max(0, decision.at - req.createdAt) });
     const card = decidedCard(req.card, decision);
     // The handles as stored now, after the decision: `req` may have been read before the card's
     // handle was stored (a click right after the post); showIfDecided covers the other order.
@@ -482,7 +487,7 @@ export class ApprovalBroker {
       await this.opts.outputs(req.conversationKey).updateCard(handle, card);
     } catch (err) {
       // The decision stands; a card we could not edit is a display problem, reported, not fatal.
-      this.opts.log?.(`could not update card ${req.id}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not update card ${req.id}: ${(err as Error).message}`);
     }
   }
 

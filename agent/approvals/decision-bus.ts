@@ -20,6 +20,7 @@
 import { EventEmitter } from 'node:events';
 import type { Signals } from '../store/types.js';
 import type { Decision } from './wording.js';
+import type { Log } from '../log.js';
 
 export interface DecisionBus {
   publish(requestId: string, decision: Decision): Promise<void>;
@@ -62,7 +63,7 @@ export interface SignalDecisionBusOptions {
   signals: Signals;
   /** The stored decision of a request (undefined: none yet, or not stored). */
   read(requestId: string): Promise<Decision | undefined>;
-  log?: (msg: string) => void;
+  log?: Log;
   safetyReadMs?: number;
 }
 
@@ -87,7 +88,7 @@ export class SignalDecisionBus implements DecisionBus {
     try {
       await this.opts.signals.publish(DECISION_TOPIC, requestId);
     } catch (err) {
-      this.opts.log?.(`could not signal the decision of request ${requestId} to other processes (${(err as Error).message}); they see it at their next re-read`);
+      this.opts.log?.('warn', `could not signal the decision of request ${requestId} to other processes (${(err as Error).message}); they see it at their next re-read`);
     }
   }
 
@@ -138,7 +139,7 @@ export class SignalDecisionBus implements DecisionBus {
       (d) => {
         if (d) void this.local.publish(requestId, d);
       },
-      (err: unknown) => this.opts.log?.(`could not read the decision of request ${requestId}: ${(err as Error).message}`),
+      (err: unknown) => this.opts.log?.('warn', `could not read the decision of request ${requestId}: ${(err as Error).message}`),
     );
   }
 }

@@ -16,6 +16,7 @@
 import type { Signals } from '../store/types.js';
 import { DECISION_TOPIC } from './decision-bus.js';
 import type { ApprovalStore } from './store.js';
+import type { Log } from '../log.js';
 
 export const APPROVAL_TOPIC = 'approval';
 const MAX_WAIT_MS = 3_600_000;
@@ -25,7 +26,7 @@ export interface ExpiryWatchOptions {
   store: ApprovalStore;
   expire(requestId: string): Promise<unknown>;
   now: () => number;
-  log?: (msg: string) => void;
+  log?: Log;
 }
 
 export class ExpiryWatch {
@@ -114,6 +115,6 @@ export class ExpiryWatch {
   }
 
   private fail(what: string, err: unknown): void {
-    this.opts.log?.(`approval expiry: could not ${what}: ${(err as Error).message}`);
+    this.opts.log?.('warn', `approval expiry: could not ${what}: ${(err as Error).message}`);
   }
 }

@@ -14,6 +14,7 @@
 import type { DecisionBus } from './decision-bus.js';
 import type { LoadedRequest } from './store.js';
 import type { Decision } from './wording.js';
+import type { Log } from '../log.js';
 
 export interface WaitsOptions {
   bus: DecisionBus;
@@ -23,7 +24,7 @@ export interface WaitsOptions {
   /** On abort: settle the request with `decision`. */
   abort(requestId: string, decision: Decision): Promise<unknown>;
   now: () => number;
-  log?: (msg: string) => void;
+  log?: Log;
 }
 
 interface OpenWait {
@@ -94,7 +95,7 @@ export class Waits {
    */
   private inBackground(requestId: string, work: Promise<unknown>, fallback: Decision): void {
     work.catch((err: unknown) => {
-      this.opts.log?.(`could not record that request ${requestId} was ${fallback.outcome}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not record that request ${requestId} was ${fallback.outcome}: ${(err as Error).message}`);
       this.wakeHere(requestId, fallback);
     });
   }

@@ -15,6 +15,7 @@ import { isGlob } from '../../policies/tool-policy.js';
 import { mcpToolName, type McpServerConfig } from './config.js';
 import { McpManager } from './manager.js';
 import { mcpToolsFor, RegistryWithMcp } from './tools.js';
+import type { Log } from '../log.js';
 
 export { McpManager } from './manager.js';
 export { mcpServersSchema, resolveMcpServers, type McpServerConfig } from './config.js';
@@ -36,7 +37,7 @@ export interface Mcp {
 export async function createMcp(opts: {
   agents: () => Readonly<Record<string, McpAgentView>>;
   kv?: CacheRepo;
-  log: (level: 'info' | 'warn', msg: string) => void;
+  log: Log;
   /** Boxed stdio servers: where their folders go (the data folder's mcp/) and what the box hides. */
   box?: Partial<BoxSettings>;
 }): Promise<Mcp> {

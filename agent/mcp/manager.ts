@@ -51,6 +51,7 @@ import type { ProcessTransport } from './process-transport.js';
 type Sdk = typeof import('./sdk.js');
 import { invisibleHint } from './visibility.js';
 import { CallResultPassThrough, convertResult } from './result.js';
+import type { Log } from '../log.js';
 
 export { MAX_OUTPUT_BYTES } from './result.js';
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
@@ -68,7 +69,7 @@ export interface McpManagerOptions {
   servers(agent: string): Readonly<Record<string, McpServerConfig>> | undefined;
   /** Where listings are cached (the store's cache, key `tools:<agent>:<server>`); optional in tests. */
   kv?: CacheRepo;
-  log?: (level: 'info' | 'warn', msg: string) => void;
+  log?: Log;
   /** Called after each successful listing (to check toolPolicy names against it). */
   onListed?: (agent: string, server: string, tools: readonly McpToolInfo[]) => void;
   /** Where boxed stdio servers get their folders, and what the box hides (launch.ts). */

@@ -41,6 +41,8 @@ import { workspaceQuota } from '../tools/workspace-quota.js';
 import type { Tier } from '../../policies/tiers.js';
 import { askUser, humanWaits } from './human-wait.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
+import { noTelemetry, type Telemetry } from '../telemetry/types.js';
+import { childLog, prefixedLog, type Log } from '../log.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -55,11 +57,13 @@ export interface RunDeps {
   outputs: OutputResolver;
   classify(agent: AgentSettings, command: string): Promise<{ tier: Tier; note?: string; usage?: Usage }>;
   audit?: Audit;
+  /** Metrics and traces of runs, model calls and tool calls (agent/telemetry). */
+  telemetry?: Telemetry;
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
   /** Checks a run's fence before its answer is posted (replicas). */
   leases?: LeaseRepo;
   slots: Slots;
-  log(level: 'info' | 'warn' | 'error', msg: string): void;
+  log: Log;
   /** The runner is closing: a run not started yet stays stored for the next start. */
   closed(): boolean;
   /** The run's abort controller while it runs (for /stop and shutdown), undefined after. */
@@ -78,6 +82,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const agentName = turn?.agentName ?? resumed!.agentName;
   const output = d.outputs(key);
   const runId = resumed?.runId ?? turn?.runId ?? randomUUID();
+  // Every line of this run carries its conversation, agent and run id.
+  const log = childLog(d.log, { conversation: key, agent: agentName, runId });
   const fence = job.fence;
   let lost: FencedError | undefined;
   let onLost = () => undefined as void;
@@ -85,7 +91,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const lose = (err: FencedError) => {
     if (lost) return;
     lost = err;
-    d.log('warn', `lost conversation ${key} to another replica (epoch ${err.fence.epoch}, now ${err.current ?? 'none'}): not writing or posting`);
+    log('warn', `lost conversation ${key} to another replica (epoch ${err.fence.epoch}, now ${err.current ?? 'none'}): not writing or posting`);
     onLost();
   };
   const emit = async (e: AgentEvent): Promise<void> => {
@@ -93,7 +99,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     try {
       await output.emit(e);
     } catch (err) {
-      d.log('error', `[${key}] could not deliver ${e.type}: ${(err as Error).message}`);
+      log('error', `[${key}] could not deliver ${e.type}: ${(err as Error).message}`);
     }
   };
   const agent = d.agents.get(agentName);
@@ -110,7 +116,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     stored = await d.conversations.load(key, { raw: resumed !== undefined });
   } catch (err) {
     // Nothing ran and nothing was written: the user is told to send it again, so it is not kept.
-    d.log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
+    log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
     await emit({ type: 'error', runId, message: 'I could not read this conversation from storage (a problem on my side). Please send that again in a moment.' });
     await emit({ type: 'run_finished', runId, reason: 'failed' });
     if (queuedId) await d.runs.dropTurn(key, queuedId).catch(() => undefined);
@@ -123,7 +129,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   d.running(key, controller);
   const starter = resumed ? { platform: resumed.platform, id: resumed.starter.id } : { platform: turn!.platform, id: turn!.sender.id };
   const claim: SlotClaim = { user: `${starter.platform}:${starter.id}`, place: placeOf(key) };
-  const waitNote = () => d.log('info', `[${key}] waiting for a run slot (user ${claim.user}, place ${claim.place})`);
+  const waitNote = () => log('info', `[${key}] waiting for a run slot (user ${claim.user}, place ${claim.place})`);
   await d.slots.acquire(claim, waitNote);
   let timedOut = false;
   const overrides = resumed?.overrides ?? turn?.overrides;
@@ -236,13 +242,14 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
   await emit({ type: 'run_started', runId });
   d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
+  const observed = (d.telemetry ?? noTelemetry).run({ runId, agent: agentName, conversation: key, model: agent.model, resumed: resumed !== undefined });
   let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
   try {
     const outcome = await runLoop({
       runId,
       model: d.model,
       modelName: agent.model,
-      system: await systemPrompt(d, agent, key),
+      system: await systemPrompt(d, agent, key, log),
       tools: [...tools.values()].map(toolSpec),
       maxTokens: agent.maxTokens,
       maxIterations: agent.maxIterations,
@@ -250,10 +257,11 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       signal: controller.signal,
       emit,
       streamText: output.streamsText,
+      telemetry: observed,
       addUsage: (u) => {
         usage = addUsage(usage, u);
       },
-      keeper: contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: (l, m) => d.log(l, `[${key}] ${m}`) }),
+      keeper: contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: prefixedLog(log, `[${key}] `) }),
       // Phase 4: checkpoint. From here the turn lives in the transcript (and the run record): it must not run twice.
       checkpoint: async () => {
         const open = unansweredToolUses(conv.messages).length > 0;
@@ -294,6 +302,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
           watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
           humanWait,
           ...(d.audit ? { audit: d.audit } : {}),
+          telemetry: observed,
           ...(quota ? { workspaceQuota: quota } : {}),
         }),
     });
@@ -321,7 +330,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       await d.runs.dropRecord(key, fence).catch((err: unknown) => {
         if (err instanceof FencedError) throw err;
         // Posted already: say so rather than tell the user something failed.
-        d.log('warn', `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`);
+        log('warn', `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`);
       });
     } else {
       await emit(last);
@@ -339,8 +348,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       reason = 'failed';
       const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';
       // A model failure is expected operations (its detail is enough); anything else is a bug: keep the stack.
-      if (err instanceof ModelError) d.log('warn', `[${key}] run ${runId}: model call failed (${err.code}): ${err.message}`);
-      else d.log('error', `[${key}] run ${runId} failed: ${(err as Error).stack ?? String(err)}`);
+      if (err instanceof ModelError) log('warn', `[${key}] run ${runId}: model call failed (${err.code}): ${err.message}`);
+      else log('error', `[${key}] run ${runId} failed: ${(err as Error).stack ?? String(err)}`);
       await emit({ type: 'error', runId, message });
     }
     // Keep the transcript only up to a consistent point: drop an unanswered tail, and everything
@@ -352,6 +361,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // The transcript could not be saved: the record and the queued turn still go (as before a checkpoint).
     if (!lost && !finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId, fence);
   }
+  observed.end({ outcome: lost ? 'failed' : reason, usage });
   if (lost) {
     d.audit?.({ event: 'run_finished', conversation: key, agent: agentName, runId, outcome: 'failed', inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUSD: usage.costUSD, costKnown: usage.costKnown });
     return;
@@ -383,9 +393,9 @@ async function finishWithout(d: RunDeps, key: string, dropRecord: boolean, queue
 }
 
 /** The configured prompt plus `systemExtra`; a failure to read the extra is logged, the run goes on. */
-async function systemPrompt(d: RunDeps, agent: AgentSettings, key: string): Promise<string> {
+async function systemPrompt(d: RunDeps, agent: AgentSettings, key: string, log: Log): Promise<string> {
   const extra = await (d.systemExtra?.(agent, key) ?? Promise.resolve('')).catch((err: unknown) => {
-    d.log('warn', `[${key}] could not read the agent's memory for the system prompt: ${(err as Error).message}`);
+    log('warn', `[${key}] could not read the agent's memory for the system prompt: ${(err as Error).message}`);
     return '';
   });
   return extra ? `${agent.system}\n\n${extra}` : agent.system;

@@ -13,6 +13,7 @@
 import type { QueuedTurnRow } from '../store/types.js';
 import { InProcessTurnQueue, type DeliveryHooks, type TurnHandler, type TurnQueue } from './turn-queue.js';
 import type { QueuedTurn, Turn } from './turn.js';
+import type { Log } from '../log.js';
 
 export class LocalFirstTurnQueue implements TurnQueue {
   readonly shared = true;
@@ -21,7 +22,7 @@ export class LocalFirstTurnQueue implements TurnQueue {
   constructor(
     private readonly sharedQueue: TurnQueue,
     private readonly isLocal: (conversation: string) => boolean,
-    opts: { parse(value: unknown): Turn | undefined; settled?(conversation: string): boolean; log?(level: 'warn' | 'error', msg: string): void },
+    opts: { parse(value: unknown): Turn | undefined; settled?(conversation: string): boolean; log?: Log },
   ) {
     this.local = new InProcessTurnQueue({ ...opts, runs: memoryTurns() });
   }

@@ -47,6 +47,8 @@ import type { ToolRegistry } from '../tools/registry.js';
 import { executeRun, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
 import { parseTurn, RunRecord, type Turn } from './turn.js';
+import type { Telemetry } from '../telemetry/types.js';
+import { fallbackLog, type Log, type LogLevel } from '../log.js';
 
 export type { Turn, TurnOverrides } from './turn.js';
 
@@ -78,9 +80,11 @@ export interface RunnerOptions {
   maxRunsPerPlace?: number;
   /** Global slots kept for users who run nothing yet (default 1, at most maxConcurrentRuns - 1). */
   reservedRuns?: number;
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Log;
   /** The audit trail: runs started and finished, gate decisions (through the executor). */
   audit?: Audit;
+  /** Metrics and traces of runs, model calls and tool calls (agent/telemetry). */
+  telemetry?: Telemetry;
   /** Appended to the agent's system prompt, read at the start of every run (the agent's memory). */
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
 }
@@ -92,6 +96,8 @@ export class Runner {
   private readonly waitingOnHuman = new Set<string>();
   /** `finished` of the turns this process submitted, by queued id (resolved when handled). */
   private readonly finishing = new Map<string, () => void>();
+  /** When each turn this process submitted was stored, until its lane takes it (queue metrics). */
+  private readonly queuedAt = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly opts: RunnerOptions) {
@@ -104,7 +110,7 @@ export class Runner {
     this.deps = {
       ...opts,
       slots,
-      log: (level, msg) => this.log(level, msg),
+      log: this.opts.log ?? fallbackLog,
       closed: () => this.closed,
       running: (key, c) => (c ? this.current.set(key, c) : this.current.delete(key)),
       parked: (key, w) => (w ? this.waitingOnHuman.add(key) : this.waitingOnHuman.delete(key)),
@@ -115,10 +121,11 @@ export class Runner {
         runs: opts.runs,
         parse: parseTurn,
         settled: (key) => this.waitingOnHuman.has(key),
-        log: (level, msg) => this.log(level, msg),
+        log: this.opts.log ?? fallbackLog,
       });
     this.queue.start(
       async (_conversation, q, delivery) => {
+        this.queuedAt.delete(q.id);
         try {
           await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id, ...(delivery ? { fence: delivery.fence } : {}) });
         } finally {
@@ -143,6 +150,7 @@ export class Runner {
   }
 
   private finished(id: string): void {
+    this.queuedAt.delete(id);
     this.finishing.get(id)?.();
     this.finishing.delete(id);
   }
@@ -165,13 +173,17 @@ export class Runner {
   async submit(turn: Turn, opts: { claim?: EventClaim } = {}): Promise<{ finished: Promise<void>; duplicate?: true }> {
     const id = randomUUID();
     const finished = new Promise<void>((resolve) => this.finishing.set(id, resolve));
+    // Counted from before the write: its lane may take it before `enqueue` resolves.
+    this.queuedAt.set(id, Date.now());
     try {
       if (!(await this.queue.enqueue(turn.conversationKey, { id, turn, ...(opts.claim ? { claim: opts.claim } : {}) }))) {
         this.finishing.delete(id);
+        this.queuedAt.delete(id);
         return { finished: Promise.resolve(), duplicate: true };
       }
     } catch (err) {
       this.finishing.delete(id);
+      this.queuedAt.delete(id);
       throw err;
     }
     return { finished };
@@ -231,6 +243,16 @@ export class Runner {
     return n + (await this.queue.resume());
   }
 
+  /**
+   * Turns this process stored that no lane has taken yet, and how long the oldest has waited
+   * (metrics; a turn taken over from another replica is counted there, not here).
+   */
+  queueStats(now = Date.now()): { depth: number; oldestWaitMs: number } {
+    let oldest = now;
+    for (const at of this.queuedAt.values()) oldest = Math.min(oldest, at);
+    return { depth: this.queuedAt.size, oldestWaitMs: now - oldest };
+  }
+
   /** Resolves when every lane is idle (tests, shutdown). */
   idle(): Promise<void> {
     return this.queue.idle();
@@ -248,7 +270,7 @@ export class Runner {
     await this.queue.close(2_000);
   }
 
-  private log(level: 'info' | 'warn' | 'error', msg: string): void {
-    (this.opts.log ?? ((lvl, m) => (lvl === 'error' ? console.error(m) : undefined)))(level, msg);
+  private log(level: LogLevel, msg: string): void {
+    (this.opts.log ?? fallbackLog)(level, msg);
   }
 }

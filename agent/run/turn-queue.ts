@@ -29,6 +29,7 @@
 import PQueue from 'p-queue';
 import type { Fence, RunRepo } from '../store/types.js';
 import type { QueuedTurn, Turn } from './turn.js';
+import { fallbackLog, type Log, type LogLevel } from '../log.js';
 
 /** How a shared queue delivered a conversation's work: under the fence it took. */
 export interface Delivery {
@@ -66,7 +67,7 @@ export interface InProcessTurnQueueOptions {
   /** A conversation whose running handler need not be waited for at close (parked on a human). */
   settled?(conversation: string): boolean;
   now?(): number;
-  log?(level: 'warn' | 'error', msg: string): void;
+  log?: Log;
 }
 
 /** One p-queue (concurrency 1) per conversation with work; the store's queued turns are the truth. */
@@ -160,7 +161,7 @@ export class InProcessTurnQueue implements TurnQueue {
     return done;
   }
 
-  private log(level: 'warn' | 'error', msg: string): void {
-    (this.opts.log ?? ((lvl, m) => (lvl === 'error' ? console.error(m) : undefined)))(level, msg);
+  private log(level: LogLevel, msg: string): void {
+    (this.opts.log ?? fallbackLog)(level, msg);
   }
 }

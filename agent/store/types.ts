@@ -23,6 +23,7 @@
 
 import type { TurnQueue } from '../run/turn-queue.js';
 import type { Turn } from '../run/turn.js';
+import type { Log } from '../log.js';
 
 // ---------------------------------------------------------------------------------------------
 // Transcripts: append-only rows, summaries as rows.
@@ -355,7 +356,7 @@ export interface Leadership {
 export interface LeadershipOptions {
   /** How often a standby tries to take the role, and a holder checks its connection (default 2 s). */
   retryEveryMs?: number;
-  log?: (level: 'info' | 'warn', msg: string) => void;
+  log?: Log;
 }
 
 export interface Store {
@@ -414,7 +415,7 @@ export interface SharedTurnQueueOptions {
   /** pg-boss timings (tests): heartbeat (>= 10 s), supervise pass (s), backstop poll (ms). */
   tuning?: { heartbeatSeconds?: number; superviseSeconds?: number; pollMs?: number };
   now?(): number;
-  log?(level: 'info' | 'warn' | 'error', msg: string): void;
+  log?: Log;
 }
 
 /** A transcript write whose expectRevision was not the stored one. */

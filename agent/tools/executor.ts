@@ -29,6 +29,7 @@ import type { AgentEvent } from '../events.js';
 import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
 import { describeInput, summarizeCall } from './summary.js';
 import type { WorkspaceQuota } from './workspace-quota.js';
+import { noToolTelemetry, type RunTelemetry, type ToolTelemetry } from '../telemetry/types.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
 
 export const MAX_PARALLEL_CALLS = 10;
@@ -94,6 +95,8 @@ export interface BatchContext {
   audit?: Audit;
   /** The agent's workspace size limit; absent: no limit. */
   workspaceQuota?: WorkspaceQuota;
+  /** The run's trace and metrics: one `tool` per call, with its gate decision and approval. */
+  telemetry?: RunTelemetry;
 }
 
 type Prepared =
@@ -105,8 +108,13 @@ type Prepared =
 export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchContext): Promise<ToolResultBlock[]> {
   const queue = new PQueue({ concurrency: MAX_PARALLEL_CALLS });
   const limit = <T>(fn: () => Promise<T>): Promise<T> => queue.add(fn) as Promise<T>;
+  // One observation per call not already done before a restart.
+  const observed = calls.map((c) =>
+    ctx.telemetry && ctx.states.get(c.id)?.status !== 'done' ? ctx.telemetry.tool({ callId: c.id, name: c.name, input: c.input }) : noToolTelemetry,
+  );
+  const askedAt = new Map<string, number>();
   // Phase 1: prepare every call (propose + gate), in parallel.
-  const prepared = await Promise.all(calls.map((c) => limit(() => prepare(c, ctx))));
+  const prepared = await Promise.all(calls.map((c, i) => limit(() => prepare(c, ctx, observed[i]!))));
 
   // Phase 2: cards for the calls that need a human, in order, so the chat reads top to bottom.
   const asks: Array<{ index: number; state: Extract<CallState, { status: 'awaiting' }> }> = [];
@@ -133,6 +141,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         ...(p.proposal.options ? { options: p.proposal.options } : {}),
         timeoutMs: ctx.approvalTimeoutMs,
       });
+      askedAt.set(requestId, Date.now());
       await ctx.emit({ type: 'approval_asked', runId: ctx.runId, callId: call.id, tool: p.tool.name, summary: p.proposal.summary });
       prepared[i] = { kind: 'awaiting', tool: p.tool, state };
       asks.push({ index: i, state });
@@ -183,10 +192,16 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
       limit(async (): Promise<ToolResult> => {
         const p = prepared[i]!;
         if (p.kind === 'result') return p.result;
-        if (p.kind === 'run') return execute(call, p.tool, p.input, { ...(p.proposal ? { proposal: p.proposal } : {}) }, ctx);
+        if (p.kind === 'run') return execute(call, p.tool, p.input, { ...(p.proposal ? { proposal: p.proposal } : {}) }, ctx, observed[i]!);
         if (p.kind === 'awaiting') {
           const decision = await ctx.humanWait(() => ctx.broker.wait(p.state.requestId, ctx.signal));
           pendingAsks.delete(p.state.requestId);
+          const asked = askedAt.get(p.state.requestId);
+          observed[i]!.approval({
+            outcome: decision.outcome,
+            ...(decision.by !== undefined ? { approver: decision.by } : {}),
+            ...(asked !== undefined ? { waitMs: Math.max(0, decision.at - asked) } : {}),
+          });
           await ctx.emit({
             type: 'approval_resolved',
             runId: ctx.runId,
@@ -202,9 +217,12 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
           if (decision.outcome !== 'approved' && decision.outcome !== 'always') return refusedResult(p.tool.name, decision, ctx.signal);
           const prep: { proposal: Proposal; selectedOptionId?: string } = { proposal: p.state.proposal as Proposal };
           if (decision.selectedOptionId !== undefined) prep.selectedOptionId = decision.selectedOptionId;
-          return execute(call, p.tool, p.state.input, prep, ctx);
+          return execute(call, p.tool, p.state.input, prep, ctx, observed[i]!);
         }
         return { content: 'internal error: unprepared call', isError: true };
+      }).then((r) => {
+        observed[i]!.end({ ok: r.isError !== true, result: r.content });
+        return r;
       }),
     ),
   ).finally(() => unwatch?.());
@@ -250,7 +268,7 @@ function refusedResult(toolName: string, d: Decision, signal: AbortSignal): Tool
   }
 }
 
-async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared> {
+async function prepare(call: ToolUseBlock, ctx: BatchContext, observed: ToolTelemetry): Promise<Prepared> {
   const prior = ctx.states.get(call.id);
   const tool = ctx.tools.get(call.name);
   if (prior?.status === 'done') return { kind: 'result', result: prior.result as ToolResult };
@@ -316,7 +334,7 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
     ctx.policy,
     { classify: (c) => ctx.classify(c) },
   );
-  auditDecision(ctx, tool.name, decision);
+  auditDecision(ctx, tool.name, decision, observed);
   if (decision.action === 'deny') {
     // Denylist reasons already open with "Blocked by the shell denylist"; do not say it twice.
     const content = decision.absolute && !decision.reason.startsWith('Blocked') ? `Blocked: ${decision.reason}` : decision.reason;
@@ -327,17 +345,18 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext): Promise<Prepared>
   return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
 }
 
-function auditDecision(ctx: BatchContext, tool: string, d: GateDecision): void {
-  if (!ctx.audit) return;
+function auditDecision(ctx: BatchContext, tool: string, d: GateDecision, observed: ToolTelemetry): void {
   const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool };
   if (d.action === 'deny') {
     // A decline (nobody to approve) is a deny the operator can fix; its reason names the config key.
     const rule = d.rule ?? (d.absolute ? 'absolute' : /no approver is bound/.test(d.reason) ? 'no approver bound' : 'denied');
-    ctx.audit({ ...base, decision: 'deny', rule });
+    observed.gate({ decision: 'deny', rule });
+    ctx.audit?.({ ...base, decision: 'deny', rule });
     return;
   }
   const approvalKey = d.action === 'ask' && d.always ? (d.always.kind === 'command' ? d.always.key : d.always.name) : undefined;
-  ctx.audit({ ...base, decision: d.action, tier: d.tier, rule: d.why, ...(approvalKey !== undefined ? { approvalKey } : {}) });
+  observed.gate({ decision: d.action, tier: d.tier, rule: d.why });
+  ctx.audit?.({ ...base, decision: d.action, tier: d.tier, rule: d.why, ...(approvalKey !== undefined ? { approvalKey } : {}) });
 }
 
 async function execute(
@@ -346,6 +365,7 @@ async function execute(
   input: unknown,
   prepared: { proposal?: Proposal; selectedOptionId?: string },
   ctx: BatchContext,
+  observed: ToolTelemetry,
 ): Promise<ToolResult> {
   if (ctx.signal.aborted) return { content: `${tool.name} did not run: the run was stopped.`, isError: true };
   // Again at run time: the workspace may have filled while the card waited.
@@ -360,7 +380,7 @@ async function execute(
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   let result: ToolResult;
   try {
-    const run = tool.execute(input, ctx.toolContext(call.id, ac.signal), prepared);
+    const run = tool.execute(input, { ...ctx.toolContext(call.id, ac.signal), telemetry: observed }, prepared);
     result = tool.longRunning ? await run : await withTimeout(run, tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, ac, tool.name);
     if (ctx.signal.aborted && !result.isError) {
       // Finished despite the stop: keep its real result, the model should know it ran.

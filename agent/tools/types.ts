@@ -7,6 +7,7 @@
  * A tool never throws at the model: the executor turns a throw, a timeout or an abort into an
  * error tool_result. Tools should still throw `ToolError` with a message that says what to do.
  */
+import type { ToolTelemetry } from '../telemetry/types.js';
 import type { z } from 'zod';
 import type { ToolTier, Tier } from '../../policies/tiers.js';
 import type { ImageBlock, Message, TextBlock } from '../messages.js';
@@ -54,6 +55,8 @@ export interface ToolContext {
   transcript?: () => readonly Message[];
   /** Counts a model call the tool made itself (analyze_media's companion) in the run's usage and cost. */
   addUsage?: (u: Usage) => void;
+  /** This call's metrics and trace: execute_command reports its sandbox here (agent/telemetry). */
+  telemetry?: Pick<ToolTelemetry, 'sandbox'>;
 }
 
 /** Small per-conversation state (JSON), saved with the transcript. */

@@ -33,6 +33,7 @@ import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult
 import { HeadlessUsageError } from './wire.js';
 import type { HeadlessRuns } from './runs.js';
 import { registerOwnSecret } from '../../policies/secrets.js';
+import type { Log } from '../../agent/log.js';
 
 export const SOCKET_FILE = 'gatehouse.sock';
 export const TOKEN_FILE = 'gatehouse.token';
@@ -72,7 +73,7 @@ export type AttachRoute = (body: unknown) => Promise<unknown>;
 export async function startAttachServer(opts: {
   dir: string;
   runs: HeadlessRuns;
-  log: (level: 'warn' | 'error', msg: string) => void;
+  log: Log;
   routes?: Record<string, AttachRoute>;
 }): Promise<AttachServer | undefined> {
   const socket = join(opts.dir, SOCKET_FILE);

@@ -27,7 +27,7 @@ export async function runInProcess(
     ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
     onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
-  const store = await openStore(config.store, { log: (m) => log('error', m) });
+  const store = await openStore(config.store, { log });
   try {
     const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: auditTo(log), replica: false });
     try {

@@ -133,7 +133,7 @@ export class Harness {
     };
     this.config = loadConfig({ env, cwd: this.dir, knownTools: [...builtinToolNames(), ...(this.opts.extraTools ?? []).map((t) => t.name)] });
     // Exclusive, as `gatehouse serve` opens it: the app then trusts its caches as in production.
-    this.store = await openStore(this.config.store, { exclusive: true, log: (m) => this.storeErrors.push(m) });
+    this.store = await openStore(this.config.store, { exclusive: true, log: (_level, m) => this.storeErrors.push(m) });
     const model = createAnthropicModel({ apiKey: 'test-key', baseURL: this.fake.url, retryBaseMs: 5, maxRetryWaitMs: 2000 });
     this.adapters = this.opts.adapters ? this.opts.adapters({ dir: this.dir }) : [this.adapter];
     this.gh = await createGatehouse({

@@ -11,6 +11,6 @@ if (!url || what !== 'open') {
   process.exit(2);
 }
 const lines: string[] = [];
-const store = await openPostgresStore({ url, log: (m) => lines.push(m) });
+const store = await openPostgresStore({ url, log: (_level, m) => lines.push(m) });
 await store.close();
 process.stdout.write(JSON.stringify(lines) + '\n');

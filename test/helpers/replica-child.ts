@@ -31,7 +31,7 @@ import { openStore } from '../../bot/storage.js';
 
 const out = (line: string) => void process.stdout.write(`${line}\n`);
 const { store: settings } = storeFromEnv({ GATEHOUSE_STORE: process.argv[2]! }, process.cwd());
-const store = await openStore(settings, { log: (m) => process.stderr.write(`${m}\n`) });
+const store = await openStore(settings, { log: (_level, m) => process.stderr.write(`${m}\n`) });
 const decisions = new ApprovalStore(store.approvals);
 const bus = new SignalDecisionBus({ signals: store.signals, read: async (id) => (await decisions.get(id))?.decision, safetyReadMs: 0 });
 const broker = new ApprovalBroker({
@@ -46,7 +46,7 @@ const broker = new ApprovalBroker({
     updateCard: async (handle, card) => out(`updated ${handle.slice(2)} ${card.outcome ?? ''}`),
   }),
   approversOf: () => ['alice', 'bob'],
-  log: (m) => process.stderr.write(`${m}\n`),
+  log: (_level, m) => process.stderr.write(`${m}\n`),
 });
 const allowlists = new PersistedAllowlists(store.allowlists, Date.now, { signals: store.signals });
 await allowlists.load(['default']);

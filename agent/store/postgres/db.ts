@@ -15,6 +15,7 @@ import pg from 'pg';
 import { storeRoundTrips } from '../round-trips.js';
 import { StoreConflictError, StoreError } from '../types.js';
 import { isConnectionLoss, isRetryableConflict, notSent, redact, runtimeError, type Target } from './errors.js';
+import type { Log } from '../../log.js';
 
 export type Safety = 'read' | 'idempotent' | 'once';
 export type Client = pg.PoolClient;
@@ -29,7 +30,7 @@ export class Db {
   constructor(
     readonly pool: pg.Pool,
     readonly target: Target,
-    private readonly log: (msg: string) => void,
+    private readonly log: Log,
     private readonly retryForMs: number,
   ) {}
 
@@ -73,7 +74,7 @@ export class Db {
         if (!safe) throw this.unknownOutcome(err, what);
         if (Date.now() > deadline) throw this.wrap(err, what);
         if (!notSent(err)) ambiguous = true;
-        this.log(`postgres: ${what}: connection lost (${this.scrub(err)}); retrying`);
+        this.log('warn', `postgres: ${what}: connection lost (${this.scrub(err)}); retrying`);
         await sleep(backoff(attempt));
       }
     }
@@ -123,7 +124,7 @@ export class Db {
         if (committing && !verify) throw this.unknownOutcome(err, what);
         if (!again) throw this.wrap(err, what);
         if (committing) ambiguous = true;
-        this.log(`postgres: ${what}: connection lost (${this.scrub(err)}); retrying`);
+        this.log('warn', `postgres: ${what}: connection lost (${this.scrub(err)}); retrying`);
         await sleep(backoff(attempt));
       }
     }
@@ -135,7 +136,7 @@ export class Db {
         return await this.pool.connect();
       } catch (err) {
         if (!isConnectionLoss(err) || Date.now() > deadline) throw this.wrap(err, what);
-        if (n === attempt) this.log(`postgres: ${what}: cannot connect (${this.scrub(err)}); retrying`);
+        if (n === attempt) this.log('warn', `postgres: ${what}: cannot connect (${this.scrub(err)}); retrying`);
         await sleep(backoff(n));
       }
     }

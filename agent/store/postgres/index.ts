@@ -24,12 +24,13 @@ import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, remind
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 import { checkFence, leaseRepo } from './leases.js';
 import { openPgBossTurnQueue } from './turn-queue.js';
+import { fallbackLog, type Log } from '../../log.js';
 
 export { allowConnections, createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
 
 export interface PostgresStoreOptions {
   url: string;
-  log?: (msg: string) => void;
+  log?: Log;
   now?: () => number;
   poolSize?: number;
   /** How long a call keeps retrying a lost connection before it rejects (default 30 s). */
@@ -61,7 +62,7 @@ async function writeRunParts(db: Db, c: Client, parts: RunParts): Promise<void> 
 
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
   const target = parseTarget(opts.url);
-  const log = (msg: string) => opts.log?.(redact(msg, target.password));
+  const log: Log = (level, msg, fields) => (opts.log ?? fallbackLog)(level, redact(msg, target.password), fields);
   const now = opts.now ?? Date.now;
   const pool = new pg.Pool({
     connectionString: opts.url,
@@ -72,7 +73,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     application_name: 'gatehouse',
   });
   // An idle connection dropped by the server must not crash the process; the pool replaces it.
-  pool.on('error', (err) => log(`postgres: an idle connection failed: ${err.message}`));
+  pool.on('error', (err) => log('warn', `postgres: an idle connection failed: ${err.message}`));
   const db = new Db(pool, target, log, opts.retryForMs ?? 30_000);
 
   try {
@@ -90,7 +91,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     const m = await migrate(db, now(), log).catch((err: unknown) => {
       throw startupError(err, target);
     });
-    log(`postgres: store ${describeTarget(target)} at schema version ${m.version}${m.applied.length ? ` (applied ${m.applied.join(', ')})` : ''}`);
+    log('info', `postgres: store ${describeTarget(target)} at schema version ${m.version}${m.applied.length ? ` (applied ${m.applied.join(', ')})` : ''}`);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw startupError(err, target);
@@ -109,7 +110,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     return Number((r.rows[0] as { n: string } | undefined)?.n ?? 0);
   };
   const timer = setInterval(() => {
-    sweep().catch((err: unknown) => log(`postgres: sweeping expired rows failed: ${err instanceof Error ? err.message : String(err)}`));
+    sweep().catch((err: unknown) => log('warn', `postgres: sweeping expired rows failed: ${err instanceof Error ? err.message : String(err)}`));
   }, opts.sweepEveryMs ?? 600_000);
   timer.unref();
 

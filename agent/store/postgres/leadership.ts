@@ -17,6 +17,7 @@
 import pg from 'pg';
 import type { Leadership, LeadershipOptions } from '../types.js';
 import { redact, type Target } from './errors.js';
+import { type LogLevel } from '../../log.js';
 
 const LOCK_CLASS = 0x6761_7465; // "gate": any fixed int4
 const CHANNEL = 'gatehouse_leadership';
@@ -28,7 +29,7 @@ export function postgresLeadership(url: string, target: Target, role: string, op
   // never two holders, and a standby still takes over well within 30 s at the default interval.
   const patience = Math.min(Math.max(2 * every, 2_000), 8_000);
   const serverIdleS = Math.ceil((every + patience) / 1000) + 2;
-  const log = (level: 'info' | 'warn', msg: string) => opts.log?.(level, redact(msg, target.password));
+  const log = (level: LogLevel, msg: string) => opts.log?.(level, redact(msg, target.password));
   const listeners = new Set<(leading: boolean) => void>();
   let leading = false;
   let client: pg.Client | undefined;

@@ -8,6 +8,7 @@
  */
 import { StoreError } from '../types.js';
 import type { Client, Db } from './db.js';
+import type { Log } from '../../log.js';
 
 interface Migration {
   version: number;
@@ -142,7 +143,7 @@ CREATE TABLE leases (
 /** Any fixed 64-bit key: the advisory lock is per database. */
 const MIGRATION_LOCK = 0x6761_7465_686f_7573n; // "gatehous"
 
-export async function migrate(db: Db, now: number, log: (msg: string) => void): Promise<{ version: number; applied: number[] }> {
+export async function migrate(db: Db, now: number, log: Log): Promise<{ version: number; applied: number[] }> {
   const c: Client = await db.pool.connect();
   let broken: Error | undefined;
   try {
@@ -171,7 +172,7 @@ export async function migrate(db: Db, now: number, log: (msg: string) => void): 
           throw err;
         }
         applied.push(m.version);
-        log(`postgres: applied schema migration ${m.version} (${m.name})`);
+        log('info', `postgres: applied schema migration ${m.version} (${m.name})`);
       }
       return { version: Math.max(current, latest), applied };
     } finally {

@@ -19,6 +19,7 @@ import { checkSignal, SignalHub } from '../signal-hub.js';
 import type { Signals } from '../types.js';
 import type { Db } from './db.js';
 import { describeTarget, messageOf, redact, type Target } from './errors.js';
+import type { Log } from '../../log.js';
 
 const CHANNEL = 'gatehouse_signals';
 
@@ -26,7 +27,7 @@ export interface PostgresSignalsOptions {
   url: string;
   target: Target;
   db: Db;
-  log: (msg: string) => void;
+  log: Log;
   connectTimeoutMs: number;
   /** How often the idle listening connection is pinged (default 30 s). */
   pingMs?: number;
@@ -77,7 +78,7 @@ export function postgresSignals(o: PostgresSignalsOptions): PostgresSignals {
     ping = undefined;
     up = deferred();
     downSince = Date.now();
-    o.log(`postgres: signals: the listening connection to ${where} was lost (${scrub(err)}); reconnecting, then re-reading what may have been missed`);
+    o.log('warn', `postgres: signals: the listening connection to ${where} was lost (${scrub(err)}); reconnecting, then re-reading what may have been missed`);
     c.end().catch(() => undefined);
     void connect();
   };
@@ -118,7 +119,7 @@ export function postgresSignals(o: PostgresSignalsOptions): PostgresSignals {
         await c.query(`LISTEN ${CHANNEL}`);
       } catch (err) {
         c.end().catch(() => undefined);
-        if (attempt % 10 === 0) o.log(`postgres: signals: cannot listen on ${where} (${scrub(err)}); retrying`);
+        if (attempt % 10 === 0) o.log('warn', `postgres: signals: cannot listen on ${where} (${scrub(err)}); retrying`);
         await sleep(backoff(attempt));
         continue;
       }
@@ -127,7 +128,7 @@ export function postgresSignals(o: PostgresSignalsOptions): PostgresSignals {
         return;
       }
       client = c;
-      if (downSince !== undefined) o.log(`postgres: signals: listening on ${where} again after ${Date.now() - downSince} ms; re-reading what may have been missed`);
+      if (downSince !== undefined) o.log('info', `postgres: signals: listening on ${where} again after ${Date.now() - downSince} ms; re-reading what may have been missed`);
       downSince = undefined;
       startPing(c);
       up.resolve();

@@ -36,6 +36,7 @@ import type { Fence, LeaseRepo, RunRepo, SharedTurnQueueOptions } from '../types
 import { dec, enc, num, type Db } from './db.js';
 import { claimedTurnSql } from './repos.js';
 import { CHANNEL, EXPIRE_SECONDS, jobIdOf, MAX_DELIVERIES, QUEUE_SCHEMA, RETRY_LIMIT, TURN_QUEUE } from './turn-jobs.js';
+import { fallbackLog, type LogLevel } from '../../log.js';
 
 export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
 
@@ -430,8 +431,8 @@ export class PgBossTurnQueue implements TurnQueue {
     await this.opts.db.query('wake the replicas', 'idempotent', `SELECT pg_notify('${CHANNEL}', '')`, []).catch(() => undefined);
   }
 
-  private log(level: 'info' | 'warn' | 'error', msg: string): void {
-    (this.opts.log ?? ((lvl, m) => (lvl === 'error' ? console.error(m) : undefined)))(level, msg);
+  private log(level: LogLevel, msg: string): void {
+    (this.opts.log ?? fallbackLog)(level, msg);
   }
 }
 

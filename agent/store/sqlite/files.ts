@@ -11,6 +11,7 @@
  */
 import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import type { Log } from '../../log.js';
 
 export const PERMISSION_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'SQLITE_READONLY', 'SQLITE_PERM', 'SQLITE_READONLY_DIRECTORY', 'SQLITE_CANTOPEN']);
 
@@ -73,7 +74,7 @@ export function createPrivate(file: string): void {
 export const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock-journal', '.holder'] as const;
 
 /** Every store file that exists (backups `<store>.pre-*` included), 0600. */
-export function narrowStoreFiles(path: string, log: (msg: string) => void): void {
+export function narrowStoreFiles(path: string, log: Log): void {
   const files: string[] = STORE_SIDE_FILES.map((s) => path + s);
   try {
     for (const name of readdirSync(dirname(path))) if (name.startsWith(`${basename(path)}.pre-`)) files.push(`${dirname(path)}/${name}`);
@@ -93,7 +94,7 @@ export function narrowStoreFiles(path: string, log: (msg: string) => void): void
     try {
       chmodSync(file, 0o600);
     } catch (err) {
-      log(`warning: ${file} is readable by other users (mode ${mode.toString(8)}) and could not be made 0600: ${(err as Error).message}`);
+      log('warn', `warning: ${file} is readable by other users (mode ${mode.toString(8)}) and could not be made 0600: ${(err as Error).message}`);
     }
   }
 }
@@ -102,7 +103,7 @@ export function narrowStoreFiles(path: string, log: (msg: string) => void): void
 const DATA_FOLDER_FILES = new Set(['gatehouse.pid', 'gatehouse.reload.json', 'gatehouse.sock', 'gatehouse.token']);
 
 /** The store's files 0600, and its folder 0700 when it is the store's own (see the contract). */
-export function narrowStorePermissions(path: string, log: (msg: string) => void): void {
+export function narrowStorePermissions(path: string, log: Log): void {
   narrowStoreFiles(path, log);
   const folder = dirname(path);
   let st;
@@ -126,12 +127,13 @@ export function narrowStorePermissions(path: string, log: (msg: string) => void)
     try {
       chmodSync(folder, mode & 0o700);
     } catch (err) {
-      log(`warning: could not make the store folder ${folder} 0700: ${(err as Error).message}`);
+      log('warn', `warning: could not make the store folder ${folder} 0700: ${(err as Error).message}`);
     }
     return;
   }
   if ((mode & 0o044) === 0) return; // others may pass through but not list: nothing to say
   log(
+    'warn',
     `warning: the store folder ${folder} is open to other users (mode ${mode.toString(8)}) and holds other things, so it was left as it is; ` +
       `the store files are 0600. Give the store a folder of its own (GATEHOUSE_STORE=sqlite://./data/gatehouse.sqlite).`,
   );

@@ -29,13 +29,14 @@ import { alreadyRunning, recordHolder } from './lock.js';
 import { fenceStatement, sqliteLeases } from './leases.js';
 import { soleLeadership } from './leadership.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
+import { fallbackLog, prefixedLog, type Log } from '../../log.js';
 
 export interface SqliteStoreOptions {
   /** Absolute, or ':memory:'. */
   path: string;
   exclusive?: boolean;
   mustExist?: boolean;
-  log?: (msg: string) => void;
+  log?: Log;
   now?: () => number;
   /** How often expired rows are deleted (default hourly; also once at open). */
   sweepMs?: number;
@@ -47,7 +48,7 @@ const SWEEP_BATCH = 500;
 
 export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> {
   const { path } = opts;
-  const log = (m: string) => (opts.log ?? ((x: string) => console.error(x)))(`[store] ${m}`);
+  const log = prefixedLog(opts.log ?? fallbackLog, '[store] ');
   const now = opts.now ?? Date.now;
   const onDisk = path !== ':memory:';
   const description = `sqlite://${path}`;
@@ -129,7 +130,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
   };
 
   let timer: NodeJS.Timeout | undefined = setInterval(() => {
-    sweep(worker, now()).catch((err: unknown) => log(`deleting expired entries failed: ${(err as Error).message}`));
+    sweep(worker, now()).catch((err: unknown) => log('warn', `deleting expired entries failed: ${(err as Error).message}`));
   }, opts.sweepMs ?? 3_600_000);
   timer.unref();
   let closed = false;

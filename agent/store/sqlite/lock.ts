@@ -15,6 +15,7 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { StoreError } from '../types.js';
+import type { Log } from '../../log.js';
 
 interface Holder {
   pid: number;
@@ -41,13 +42,13 @@ export function alreadyRunning(path: string): StoreError {
 }
 
 /** Records this process as the holder once the lock is held; the returned function forgets it. */
-export function recordHolder(path: string, log: (msg: string) => void): () => void {
+export function recordHolder(path: string, log: Log): () => void {
   const holderPath = `${path}.holder`;
   const me: Holder = { pid: process.pid, since: Date.now() };
   try {
     writeFileSync(holderPath, `${JSON.stringify(me)}\n`, { mode: 0o600 });
   } catch (err) {
-    log(`warning: could not write ${holderPath} (a second start will not say which process runs): ${(err as Error).message}`);
+    log('warn', `warning: could not write ${holderPath} (a second start will not say which process runs): ${(err as Error).message}`);
   }
   return () => {
     const h = readHolder(holderPath);

@@ -14,12 +14,13 @@ import { createPrivate } from './files.js';
 import { importKeyv } from './legacy.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 import { WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
+import type { Log } from '../../log.js';
 
 export interface MigrateOptions {
   path: string;
   mustExist: boolean;
   now: number;
-  log: (msg: string) => void;
+  log: Log;
   /** Called when the store holds no Gatehouse data at all (mustExist). */
   notAStore: () => Error;
 }
@@ -43,11 +44,11 @@ export async function migrate(worker: SqliteWorker, o: MigrateOptions, attempt =
   if (hasData && o.path !== ':memory:') {
     const backup = `${o.path}.pre-${SCHEMA_VERSION}`;
     if (existsSync(backup)) {
-      o.log(`a backup ${backup} is already there (an earlier upgrade that did not finish?): kept as it is`);
+      o.log('warn', `a backup ${backup} is already there (an earlier upgrade that did not finish?): kept as it is`);
     } else {
       createPrivate(backup);
       await worker.batch([{ sql: 'VACUUM INTO ?', params: [backup], mode: 'run' }], { transaction: false });
-      o.log(`before upgrading the store to schema version ${SCHEMA_VERSION}, copied it to ${backup}`);
+      o.log('info', `before upgrading the store to schema version ${SCHEMA_VERSION}, copied it to ${backup}`);
     }
   }
   const stmts: Statement[] = [{ sql: 'SELECT user_version FROM pragma_user_version WHERE user_version = ?', params: [from], mode: 'get', require: true }];
@@ -58,7 +59,7 @@ export async function migrate(worker: SqliteWorker, o: MigrateOptions, attempt =
     const imported = importKeyv(rows, o.now);
     stmts.push(...imported.stmts, { sql: 'DROP TABLE keyv', params: [], mode: 'run' });
     summary = Object.entries(imported.counts).map(([what, n]) => `${n} ${what}`).join(', ');
-    if (imported.skipped.length > 0) o.log(`upgrade: ${imported.skipped.length} entries of the old store were not understood and are left out (kept in the backup): ${imported.skipped.slice(0, 10).join(', ')}`);
+    if (imported.skipped.length > 0) o.log('warn', `upgrade: ${imported.skipped.length} entries of the old store were not understood and are left out (kept in the backup): ${imported.skipped.slice(0, 10).join(', ')}`);
   }
   stmts.push({ sql: `PRAGMA user_version = ${SCHEMA_VERSION}`, params: [], mode: 'run' });
   try {
@@ -68,6 +69,6 @@ export async function migrate(worker: SqliteWorker, o: MigrateOptions, attempt =
     if (err instanceof WorkerError && err.code === 'GATEHOUSE_PRECONDITION' && err.index === 0 && attempt < 3) return migrate(worker, o, attempt + 1);
     throw err;
   }
-  if (summary) o.log(`upgraded the store from the keyv format to schema version ${SCHEMA_VERSION}: ${summary}`);
-  else if (hasData) o.log(`upgraded the store from schema version ${from} to ${SCHEMA_VERSION}`);
+  if (summary) o.log('info', `upgraded the store from the keyv format to schema version ${SCHEMA_VERSION}: ${summary}`);
+  else if (hasData) o.log('info', `upgraded the store from schema version ${from} to ${SCHEMA_VERSION}`);
 }

@@ -34,6 +34,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { storeRoundTrips } from '../round-trips.js';
+import type { Log } from '../../log.js';
 
 const WORKER_SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
@@ -217,7 +218,7 @@ export interface SqliteWorkerOptions {
   checkpointMs?: number;
   restartFrames?: number;
   busyTimeoutMs?: number;
-  log?: (msg: string) => void;
+  log?: Log;
 }
 
 type Reply =
@@ -253,7 +254,7 @@ export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions 
     pending.clear();
   };
   worker.on('message', (m: Reply) => {
-    if (m.type === 'log') return opts.log?.(m.message);
+    if (m.type === 'log') return opts.log?.('warn', m.message);
     if (m.type !== 'result') return;
     const p = pending.get(m.id);
     if (!p) return;
@@ -263,13 +264,13 @@ export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions 
     else p.reject(new WorkerError(m.error, m.code, m.index));
   });
   worker.on('error', (err) => {
-    opts.log?.(`the store's worker failed: ${err.message}`);
+    opts.log?.('error', `the store's worker failed: ${err.message}`);
     settleAll(new Error(`the store's worker failed: ${err.message}`));
   });
   worker.on('exit', (code) => {
     if (!ready || closeRequested) return settleAll(new Error('the store is closed'));
     const err = new Error(`the store's worker has stopped (exit code ${code})`);
-    opts.log?.(`${err.message}: every store call fails from now on; restart Gatehouse`);
+    opts.log?.('error', `${err.message}: every store call fails from now on; restart Gatehouse`);
     settleAll(err);
   });
 

@@ -40,7 +40,8 @@ import { z } from 'zod';
 import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
 import { errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
-import { boxCommand, boxLimitNote, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
+import type { SandboxKill, SandboxReport } from '../../telemetry/types.js';
+import { boxCommand, boxLimitNote, boxLimitsHit, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
 
 export interface ExecuteCommandOptions {
   /** Used when the model gives no timeoutMs. Default 5 minutes. */
@@ -151,6 +152,7 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
         killGraceMs,
         maxOutputBytes,
         signal: ctx.signal,
+        ...(ctx.telemetry ? { report: (r: SandboxReport) => ctx.telemetry?.sandbox(r) } : {}),
       });
     },
   };
@@ -162,6 +164,8 @@ interface RunOptions {
   killGraceMs: number;
   maxOutputBytes: number;
   signal: AbortSignal;
+  /** Told how the command ended: killed (and why), box limits hit (metrics and traces). */
+  report?: (r: SandboxReport) => void;
 }
 
 async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content: string; isError: boolean }> {
@@ -178,17 +182,19 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
 
   const pid = sub.pid;
   let killedBy: string | undefined;
+  let killKind: SandboxKill | undefined;
   let killTimer: NodeJS.Timeout | undefined;
-  const killGroup = (why: string): void => {
+  const killGroup = (why: string, kind: SandboxKill): void => {
     if (killedBy !== undefined || pid === undefined) return;
     killedBy = why;
+    killKind = kind;
     // A box has nothing to wind down gracefully (its PID namespace dies with bwrap), and bwrap may not
     // act on a SIGTERM that lands while it is still setting the box up: SIGKILL it.
     signalGroup(pid, o.sandboxed ? 'SIGKILL' : 'SIGTERM');
     killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), o.killGraceMs);
   };
-  const timer = setTimeout(() => killGroup(`it ran longer than its timeout of ${formatMs(o.timeoutMs)}`), o.timeoutMs);
-  const onAbort = (): void => killGroup('the run was stopped (timeout or /stop)');
+  const timer = setTimeout(() => killGroup(`it ran longer than its timeout of ${formatMs(o.timeoutMs)}`, 'timeout'), o.timeoutMs);
+  const onAbort = (): void => killGroup('the run was stopped (timeout or /stop)', 'stopped');
   o.signal.addEventListener('abort', onAbort, { once: true });
 
   let result: Awaited<typeof sub>;
@@ -232,6 +238,10 @@ async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content
     status = `terminated by signal ${result.signal ?? 'unknown'} (not sent by Gatehouse)`;
   }
   const limit = killedBy === undefined && o.sandboxed ? boxLimitNote(boxed, { exitCode: result.exitCode, stderr: errText }) : undefined;
+  const hit = o.sandboxed ? boxLimitsHit(boxed, { exitCode: result.exitCode, stderr: errText }) : [];
+  // A limit that ended the command (CPU, SIGKILL in the box) counts as what killed it.
+  const killed = killKind ?? hit.find((k) => k === 'cpu' || k === 'sigkill');
+  o.report?.({ boxed: o.sandboxed, ...(killed !== undefined ? { killed } : {}), limits: hit });
   const content = [
     status,
     ...(limit ? [limit] : []),

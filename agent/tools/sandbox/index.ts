@@ -44,7 +44,7 @@ import path from 'node:path';
 import type { Options } from 'execa';
 import { bwrapArgs, type SystemEntry } from './bwrap.js';
 import { launcherArgv, strayDescriptors } from './launcher.js';
-import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, type SandboxLimits } from './limits.js';
+import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, limitsHit, type SandboxLimits } from './limits.js';
 import { hiddenPaths, type HiddenPath } from './masks.js';
 import { seccompFilter } from './seccomp.js';
 import { stripSpecialFiles } from './strip.js';
@@ -304,6 +304,11 @@ function stripNote(workspace: string): string | undefined {
 /** The limit a finished box's command ran into, as a line for the tool result; undefined if none. */
 export function boxLimitNote(boxed: BoxedCommand, exit: { exitCode?: number | undefined; stderr: string }): string | undefined {
   return boxed.limits ? limitNote(boxed.limits, exit) : undefined;
+}
+
+/** The limits a finished box's command ran into, by kind (none outside a box). */
+export function boxLimitsHit(boxed: BoxedCommand, exit: { exitCode?: number | undefined; stderr: string }): ReturnType<typeof limitsHit> {
+  return boxed.limits ? limitsHit(exit) : [];
 }
 
 /** Thrown when commands cannot run in the sandbox here; the message says why and what to do. */

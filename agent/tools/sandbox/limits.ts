@@ -125,19 +125,29 @@ export function describeLimits(limits: SandboxLimits): string {
 const SIGXCPU_EXIT = 128 + 24;
 const SIGKILL_EXIT = 128 + 9;
 
+/** The box limits a command ran into, from its exit code and stderr (metrics and traces count them). */
+export function limitsHit(exit: { exitCode?: number | undefined; stderr: string }): Array<'cpu' | 'tmp_full' | 'memory' | 'sigkill'> {
+  const hit: Array<'cpu' | 'tmp_full' | 'memory' | 'sigkill'> = [];
+  if (exit.exitCode === SIGXCPU_EXIT) hit.push('cpu');
+  if (/No space left on device|ENOSPC/.test(exit.stderr)) hit.push('tmp_full');
+  if (/Cannot allocate memory|memory exhausted|[Oo]ut of memory|MemoryError|bad_alloc|allocation failed|ENOMEM/.test(exit.stderr)) hit.push('memory');
+  else if (exit.exitCode === SIGKILL_EXIT && hit.length === 0) hit.push('sigkill');
+  return hit;
+}
+
 /** A plain line naming the limit a command ran into, from its exit code and stderr; undefined if none. */
 export function limitNote(limits: SandboxLimits, exit: { exitCode?: number | undefined; stderr: string }): string | undefined {
-  const notes: string[] = [];
-  if (exit.exitCode === SIGXCPU_EXIT) {
-    notes.push(`killed: CPU limit (a process used its ${limits.cpuSeconds} s of CPU time; sandboxLimits.cpuSeconds)`);
-  }
-  if (/No space left on device|ENOSPC/.test(exit.stderr)) {
-    notes.push(`tmp full: no space left on a device (the box's /tmp holds ${formatBytes(limits.tmpBytes)}, /dev/shm ${formatBytes(shmBytes(limits))}; sandboxLimits.tmpSize), or the workspace's disk is full`);
-  }
-  if (/Cannot allocate memory|memory exhausted|[Oo]ut of memory|MemoryError|bad_alloc|allocation failed|ENOMEM/.test(exit.stderr)) {
-    notes.push(`memory limit: a process could not get more memory (${formatBytes(limits.memoryBytes)} per process; sandboxLimits.memory)`);
-  } else if (exit.exitCode === SIGKILL_EXIT && notes.length === 0) {
-    notes.push(`killed by SIGKILL inside the box: a process passed its CPU limit (${limits.cpuSeconds} s) or the kernel's OOM killer chose it (memory)`);
-  }
+  const notes = limitsHit(exit).map((k) => {
+    switch (k) {
+      case 'cpu':
+        return `killed: CPU limit (a process used its ${limits.cpuSeconds} s of CPU time; sandboxLimits.cpuSeconds)`;
+      case 'tmp_full':
+        return `tmp full: no space left on a device (the box's /tmp holds ${formatBytes(limits.tmpBytes)}, /dev/shm ${formatBytes(shmBytes(limits))}; sandboxLimits.tmpSize), or the workspace's disk is full`;
+      case 'memory':
+        return `memory limit: a process could not get more memory (${formatBytes(limits.memoryBytes)} per process; sandboxLimits.memory)`;
+      case 'sigkill':
+        return `killed by SIGKILL inside the box: a process passed its CPU limit (${limits.cpuSeconds} s) or the kernel's OOM killer chose it (memory)`;
+    }
+  });
   return notes.length > 0 ? notes.join('\n') : undefined;
 }

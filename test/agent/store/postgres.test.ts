@@ -18,7 +18,7 @@ const repo = fileURLToPath(new URL('../../../', import.meta.url));
 let adminUrl = '';
 let password = '';
 const logs: string[] = [];
-const log = (m: string) => logs.push(m);
+const log = (_level: string, m: string) => logs.push(m);
 const opened: PostgresStore[] = [];
 
 async function open(url?: string): Promise<PostgresStore> {
@@ -236,13 +236,13 @@ describe('a server restart mid-run', () => {
     let connecting = 0;
     const s = await openPostgresStore({
       url,
-      log: (m) => {
+      log: (_level, m) => {
         lines.push(m);
         if (/cannot connect .*retrying/.test(m) && ++connecting === 3) waiting();
       },
       sweepEveryMs: 3_600_000,
     });
-    const impatient = await openPostgresStore({ url, log: (m) => lines.push(m), retryForMs: 0, sweepEveryMs: 3_600_000 });
+    const impatient = await openPostgresStore({ url, log: (_level, m) => lines.push(m), retryForMs: 0, sweepEveryMs: 3_600_000 });
     try {
       await s.cache.set('k', { v: 1 });
       await s.approvals.create({ id: 'r', conversation: 'c', request: {}, tokens: [], createdAt: 1, keepUntil: 10 });

@@ -109,7 +109,7 @@ describe('signals on postgres across processes and a lost connection', () => {
   test('the listening connection is terminated: it reconnects, LISTENs again, calls resync, and signals flow; no password logged', async () => {
     const url = await testPostgresUrl();
     const logs: string[] = [];
-    const store = await openPostgresStore({ url, log: (m) => logs.push(m) });
+    const store = await openPostgresStore({ url, log: (_level, m) => logs.push(m) });
     const publisher = await openPostgresStore({ url, log: () => undefined });
     try {
       let resyncs = 0;
@@ -146,7 +146,7 @@ describe('signals on postgres across processes and a lost connection', () => {
       const failing = new Promise<void>((r) => (failed = r));
       const store = await openPostgresStore({
         url,
-        log: (m) => {
+        log: (_level, m) => {
           logs.push(m);
           if (/signals: cannot listen/.test(m)) failed();
         },

@@ -31,7 +31,7 @@ test('an existing folder of its own is narrowed to 0700; a shared one is left wi
   chmodSync(shared, 0o755);
   mkdirSync(join(shared, 'workspace'));
   const logs: string[] = [];
-  await (await openSqliteStore({ path: join(shared, 'gatehouse.sqlite'), log: (m) => logs.push(m) })).close();
+  await (await openSqliteStore({ path: join(shared, 'gatehouse.sqlite'), log: (_level, m) => logs.push(m) })).close();
   expect(statSync(shared).mode & 0o777).toBe(0o755);
   expect(logs.join('\n')).toMatch(new RegExp(`store folder ${shared} is open to other users`));
 });

@@ -23,7 +23,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 test('the keyv store is migrated once, after a 0600 backup, and nothing is lost', async () => {
   const logs: string[] = [];
   const now = Date.now();
-  let store = await openSqliteStore({ path, log: (m) => logs.push(m) });
+  let store = await openSqliteStore({ path, log: (_level, m) => logs.push(m) });
   try {
     expect(logs.join('\n')).toMatch(new RegExp(`copied it to ${path}\\.pre-${SCHEMA_VERSION}`));
     expect(logs.join('\n')).toMatch(/upgraded the store from the keyv format.*3 conversations/);
@@ -86,7 +86,7 @@ test('the keyv store is migrated once, after a 0600 backup, and nothing is lost'
   // Opened again: no second migration, the backup untouched, the decision made above still there.
   const backupTime = statSync(`${path}.pre-${SCHEMA_VERSION}`).mtimeMs;
   logs.length = 0;
-  store = await openSqliteStore({ path, log: (m) => logs.push(m) });
+  store = await openSqliteStore({ path, log: (_level, m) => logs.push(m) });
   try {
     expect(logs.join('\n')).not.toMatch(/upgraded|copied/);
     expect(statSync(`${path}.pre-${SCHEMA_VERSION}`).mtimeMs).toBe(backupTime);
