@@ -119,10 +119,6 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
         else if (level === 'fatal') log('error', msg);
       }
     : logger.log;
-  // The audit file (bot/audit/): every audit event is appended there as well as logged.
-  const trail = openAuditTrail({ env: io.env, cwd: io.cwd, config, log: out });
-  const audit = trail.wrap(log ? auditTo(out) : logger.audit);
-  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k), ...configEntries(config) });
   // prom-client (and OpenTelemetry, when configured) load with the bot, not with every CLI command.
   const { createTelemetry } = await import('./telemetry/index.js');
   const telemetry = await createTelemetry({ ...(config.traces ? { traces: config.traces } : {}), version: gatehouseVersion(), log: out });
@@ -138,6 +134,17 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
   }));
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
   const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true, log: out }));
+  // The audit file (bot/audit/): every audit event is appended there as well as logged. Opened
+  // after the store, which creates and checks the data folder it lives in (0700, writable).
+  let trail: ReturnType<typeof openAuditTrail>;
+  try {
+    trail = openAuditTrail({ env: io.env, cwd: io.cwd, config, log: out });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const audit = trail.wrap(log ? auditTo(out) : logger.audit);
+  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k), ...configEntries(config) });
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
