@@ -9,6 +9,7 @@
  *   when the process exits first, or after its bound, with the output in the message.
  * - `exited` resolves after the process exited AND its pipes closed (all output read).
  * - Every process started here is SIGKILLed after the test file if it is still running.
+ * - Refused under TEST_FAST=1 (`npm run test:fast` runs unit tests only).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -78,6 +79,9 @@ export function startGatehouse(args: string[], opts: ProcessOptions): TestProces
 
 /** Any TypeScript (or JavaScript) file run through the test's TypeScript loader. */
 export function startScript(file: string, args: string[], opts: ProcessOptions): TestProcess {
+  if (process.env.TEST_FAST === '1') {
+    throw new Error('a process started in `npm run test:fast` (the unit tests): a test that starts a process is an end-to-end test; name its file *.e2e.test.ts.');
+  }
   const env = opts.onlyEnv
     ? { ...opts.env }
     : opts.inheritEnv
