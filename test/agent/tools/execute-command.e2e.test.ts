@@ -293,7 +293,7 @@ describe.each([
     const pending = run(tool, { command: `sh -c 'sleep ${sleep} & echo $! > ${pidfile}; wait'` }, ctx);
     await waitForFile(pidfile);
     // The pid is known before `sleep` has replaced the forked shell: poll for it.
-    for (let i = 0; i < 200 && (await runningWith(sleep)).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(`a running sleep ${sleep}`, async () => (await runningWith(sleep)).length > 0, { intervalMs: 10 });
     expect((await runningWith(sleep)).length).toBe(1);
     controller.abort();
     const result = await pending;
