@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
-import { startGatehouse, type TestProcess } from '../helpers/process.js';
+import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
 import { seededRandom } from '../helpers/random.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -56,7 +56,7 @@ function serve(): Proc {
   return startGatehouse(['serve'], { cwd: dir, env: { ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot } });
 }
 
-const until = (what: string, check: () => boolean, p: Proc, timeoutMs = 90_000) => waitFor(what, check, { timeoutMs, intervalMs: 20, detail: p.output });
+const until = (what: string, check: () => boolean, p: Proc, timeoutMs = 90_000) => waitForProcess(p, what, check, timeoutMs);
 
 /** Until /readyz says draining (it answers 200 until the SIGTERM is handled). */
 async function drainingReadyz(port: number, p: Proc): Promise<Awaited<ReturnType<typeof readyz>>> {

@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import { openStore } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
-import { startGatehouse, type TestProcess } from '../helpers/process.js';
-import { waitFor } from '../helpers/wait.js';
+import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
 
 /** The store's repositories at `path` (beside a running bot: not exclusive), read by the test. */
 const openRepos = (path: string) => openStore({ kind: 'sqlite', url: `sqlite://${path}`, path }, { mustExist: true });
@@ -87,8 +86,7 @@ function startBot(extraEnv: Record<string, string> = {}): Bot {
   return startGatehouse([], { cwd: dir, env: { ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', ...extraEnv } });
 }
 
-const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000) =>
-  waitFor(what, check, { timeoutMs, intervalMs: 20, detail: () => `output so far:\n${bot.output()}` });
+const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000) => waitForProcess(bot, what, check, timeoutMs);
 
 const count = (s: string, sub: string) => s.split(sub).length - 1;
 

@@ -7,8 +7,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGatehouse, type TestProcess } from '../helpers/process.js';
-import { waitFor } from '../helpers/wait.js';
+import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
 
 const CONFIG = `
 agents:
@@ -33,8 +32,7 @@ function serve(): Bot {
   return startGatehouse(['serve'], { cwd: dir, env: { GATEHOUSE_HTTP_PORT: '0' } });
 }
 
-const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000) =>
-  waitFor(what, check, { timeoutMs, intervalMs: 20, detail: () => `output so far:\n${bot.output()}` });
+const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000) => waitForProcess(bot, what, check, timeoutMs);
 
 /** What the running service keeps in its data folder, with each file's content and change time. */
 function serviceFiles(): Record<string, string> {

@@ -14,7 +14,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_WAIT_MS } from './wait.js';
+import { DEFAULT_WAIT_MS, waitFor } from './wait.js';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const registerTs = join(repoRoot, 'test', 'helpers', 'register-ts.mjs');
@@ -54,6 +54,8 @@ export interface TestProcess {
   exited: Promise<Exit>;
   /** Still running? */
   running(): boolean;
+  /** Exited, and all its output read (what `exited` waits for). */
+  ended(): boolean;
   /** Sends `signal` (default SIGTERM) and waits for the exit; SIGKILL after `graceMs`. */
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<Exit>;
 }
@@ -65,6 +67,22 @@ if (typeof afterAll === 'function') {
     await Promise.all([...started].map((p) => (p.running() ? p.stop('SIGKILL') : undefined)));
     started.clear();
   });
+}
+
+/**
+ * `waitFor` for a condition about a process (its output, or what it did elsewhere): fails at once,
+ * with the output, when the process has ended without the condition holding.
+ */
+export function waitForProcess(p: TestProcess, what: string, check: () => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<true> {
+  return waitFor(
+    what,
+    () => {
+      if (check()) return true;
+      if (p.ended()) throw new Error(`the process ended (${p.child.exitCode ?? p.child.signalCode}) before ${what}; output:\n${p.output().slice(-4000)}`);
+      return false;
+    },
+    { timeoutMs, intervalMs: 20, detail: () => `output so far:\n${p.output().slice(-4000)}` },
+  );
 }
 
 /** The minimal environment a started `gatehouse` gets. */
@@ -122,6 +140,7 @@ export function startScript(file: string, args: string[], opts: ProcessOptions):
     stderr: () => stderr,
     write: (text) => void child.stdin.write(text),
     running: () => child.exitCode === null && child.signalCode === null,
+    ended: () => exit !== undefined,
     exited,
     waitForOutput(match, what, timeoutMs = DEFAULT_WAIT_MS) {
       const test = typeof match === 'string' ? (o: string) => o.includes(match) : match instanceof RegExp ? (o: string) => match.test(o) : match;
