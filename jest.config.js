@@ -1,8 +1,18 @@
 // Jest on ESM TypeScript: @swc/jest strips types (tsc --noEmit type-checks separately).
+//
+// Two selections:
+// - `npm test` (test:unit): every test.
+// - `npm run test:fast` (TEST_FAST=1): the unit tests alone. A file that starts a process, uses
+//   PostgreSQL or drives a whole platform against a fake is an end-to-end test and is named
+//   `*.e2e.test.ts` (or `e2e.test.ts`); in this selection PostgreSQL and the process helper refuse,
+//   naming the rule, so a misnamed file shows up at once.
+const fast = process.env.TEST_FAST === '1';
+
 export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...(fast ? ['e2e\\.test\\.ts$'] : [])],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
@@ -10,7 +20,11 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 20000,
   // PostgreSQL tests: setup only reserves a folder; the server starts on first use (test/helpers/postgres.ts).
-  globalSetup: '<rootDir>/test/helpers/postgres-global-setup.mjs',
-  globalTeardown: '<rootDir>/test/helpers/postgres-global-teardown.mjs',
+  ...(fast
+    ? {}
+    : {
+        globalSetup: '<rootDir>/test/helpers/postgres-global-setup.mjs',
+        globalTeardown: '<rootDir>/test/helpers/postgres-global-teardown.mjs',
+      }),
   maxWorkers: 2,
 };

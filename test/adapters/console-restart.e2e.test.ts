@@ -7,16 +7,12 @@
  * SIGTERM. With SIGTERM the SQLite driver still crashes at exit on this branch (issue 10's first
  * blocker, fixed on the storage branch); switch `stopFirst` to SIGTERM once that is merged.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { startGatehouse } from '../helpers/process.js';
 
 let dir: string;
 let model: FakeAnthropic;
@@ -32,29 +28,14 @@ interface Proc {
 }
 
 function start(): Proc {
-  const child = spawn(process.execPath, ['--import', register, main], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: model.url },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = new Promise<number | null>((r) => child.once('exit', (c) => setTimeout(() => r(c), 50)));
+  const p = startGatehouse([], { cwd: dir, env: { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: model.url } });
   return {
-    child,
-    screen: () => out,
-    log: () => err,
-    type: (line) => child.stdin.write(line + '\n'),
-    async until(what, check) {
-      const end = Date.now() + 20_000;
-      while (!check(out)) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n--- screen:\n${out}\n--- log:\n${err}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
-    exit,
+    child: p.child,
+    screen: p.stdout,
+    log: p.stderr,
+    type: (line) => p.write(line + '\n'),
+    until: (what, check) => p.waitForOutput(() => check(p.stdout()), what, 60_000),
+    exit: p.exited.then((e) => e.code),
   };
 }
 

@@ -9,6 +9,7 @@ import type { Message } from '../../agent/messages.js';
 import type { ModelClient } from '../../agent/model-types.js';
 import { openSqliteStore } from '../../agent/store/sqlite/index.js';
 import { StoreConflictError, type Store, type TranscriptRepo, type TranscriptWrite } from '../../agent/store/types.js';
+import { waitFor } from '../helpers/wait.js';
 
 let store: Store;
 beforeEach(async () => {
@@ -256,13 +257,7 @@ test('repairTranscript keeps the messages it does not change (so a save after it
   expect(out[4]!.content[0]).toMatchObject({ type: 'tool_result', tool_use_id: 't', is_error: true });
 });
 
-async function waitUntil(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error('never happened');
-}
+const waitUntil = (check: () => Promise<boolean>): Promise<boolean> => waitFor('the store to show it', check, { intervalMs: 5 });
 
 test('a load repairs an unanswered tail from the cache, and a transcript inconsistent in the middle in full', async () => {
   const cs = conversations();

@@ -317,8 +317,10 @@ describe.each(ENGINES)('on %s', (engine) => {
   test('results of a parallel batch come back in the calls order', async () => {
     h = await harness.start({ yaml: agentYaml('tools: [execute_command]', 'tier: high-risk') });
     // The first and third wait for a file the second makes: they can only see it if the calls run
-    // at once (one after another, the first gives up waiting and says "alone"). No timing race.
-    const waitForGo = (word: string) => `for i in $(seq 200); do [ -e go ] && break; sleep 0.05; done; [ -e go ] && echo ${word} || echo ${word}-alone`;
+    // at once (one after another, the first gives up waiting and says "alone"). No timing race: the
+    // wait is an event (the file), bounded at 30 s so that a sandbox start on a busy machine is
+    // not taken for a sequential run.
+    const waitForGo = (word: string) => `for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; [ -e go ] && echo ${word} || echo ${word}-alone`;
     h.script(
       {
         toolUses: [
@@ -330,14 +332,14 @@ describe.each(ENGINES)('on %s', (engine) => {
       { text: 'done' },
     );
     await h.adapter.send('run three');
-    await waitFor('answer', () => h.adapter.answers()[0]);
+    await waitFor('answer', () => h.adapter.answers()[0], 45_000);
     const results = lastToolResults(h.modelRequests()[1]!).map((r) => String(r.content));
     expect(results[0]).toContain('first');
     expect(results[1]).toContain('second');
     expect(results[2]).toContain('third');
     // They ran at once: the first and third saw the second's file.
     expect(results.join('\n')).not.toContain('alone');
-  });
+  }, 60_000);
 
   test('after a crash, every conversation with accepted messages is answered, running or waiting for a slot', async () => {
     h = await harness.start({ yaml: `${DEFAULT_YAML}access:\n  rateLimit: { messages: 100, perSeconds: 60 }\n` });

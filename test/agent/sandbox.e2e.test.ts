@@ -16,6 +16,7 @@ import { executeCommandTool, type ExecuteCommandOptions } from '../../agent/tool
 import { writeFileTool } from '../../agent/tools/builtin/files.js';
 import { prepareWorkspace, SANDBOX_UID, type SandboxPolicy } from '../../agent/tools/sandbox/index.js';
 import type { ToolContext } from '../../agent/tools/types.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CANARY = `gh-canary-${process.pid}-${Date.now()}`;
 const isRoot = process.getuid?.() === 0;
@@ -295,10 +296,10 @@ await tool.execute(input, ctx, { proposal: await tool.propose(input, ctx) });`,
           return false;
         }
       });
-    for (let i = 0; i < 500 && sleeping().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the boxed sleep to run', () => sleeping().length > 0, { intervalMs: 20 });
     expect(sleeping()).toHaveLength(1);
     child.kill('SIGKILL');
-    for (let i = 0; i < 100 && sleeping().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the boxed sleep to be gone', () => sleeping().length === 0, { intervalMs: 20 }).catch(() => undefined);
     expect(sleeping()).toEqual([]);
   }, 30_000);
 

@@ -3,17 +3,12 @@
  * sent to a pipe (as `npm start 2>gatehouse.log` would), so the log is one JSON line per event.
  * A canary secret in the environment and a canary word in a message must not appear at info.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { startFakeTelegram } from '../fakes/telegram.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { startGatehouse } from '../helpers/process.js';
 
 const SECRET = 'sk-canary-Zq81VvX0pLmT';
 const OTHER_SECRET = 'canary-token-77Hh5RrWq';
@@ -41,32 +36,18 @@ afterEach(async () => {
 /** Runs one approved write in the terminal chat; returns stdout (the chat) and stderr (the log). */
 async function approvedWrite(env: Record<string, string>, auditExpected = true): Promise<{ code: number | null; chat: string; log: string }> {
   queue.push({ toolUses: [{ name: 'write_file', input: { path: 'note.txt', content: `${WORD}\n` } }] }, { text: 'Saved.' });
-  const child = spawn(process.execPath, ['--import', register, main], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: SECRET, ANTHROPIC_BASE_URL: model.url, MY_SERVICE_TOKEN: OTHER_SECRET, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let chat = '';
-  let log = '';
-  child.stdout.on('data', (d: Buffer) => (chat += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
-  const until = async (what: string, check: () => boolean) => {
-    const end = Date.now() + 20_000;
-    while (!check()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${chat}\n${log}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  await until('banner', () => chat.includes('Gatehouse terminal chat'));
-  child.stdin.write(`please remember ${WORD} in a note\n`);
-  await until('card', () => /\[(\d+)\] Approve once/.test(chat));
-  const n = /\[(\d+)\] Approve once/.exec(chat)![1]!;
-  child.stdin.write(`${n}\n`);
-  await until('answer', () => chat.includes('Saved.'));
-  if (auditExpected) await until('run finished in the log', () => log.includes('"run_finished"'));
-  child.stdin.end();
-  const code = await new Promise<number | null>((r) => child.once('exit', (c) => setTimeout(() => r(c), 50)));
-  return { code, chat, log };
+  const p = startGatehouse([], { cwd: dir, env: { ANTHROPIC_API_KEY: SECRET, ANTHROPIC_BASE_URL: model.url, MY_SERVICE_TOKEN: OTHER_SECRET, ...env } });
+  const inChat = (pattern: RegExp | string) => () => (typeof pattern === 'string' ? p.stdout().includes(pattern) : pattern.test(p.stdout()));
+  await p.waitForOutput(inChat('Gatehouse terminal chat'), 'banner', 60_000);
+  p.write(`please remember ${WORD} in a note\n`);
+  await p.waitForOutput(inChat(/\[(\d+)\] Approve once/), 'card', 60_000);
+  const n = /\[(\d+)\] Approve once/.exec(p.stdout())![1]!;
+  p.write(`${n}\n`);
+  await p.waitForOutput(inChat('Saved.'), 'answer', 60_000);
+  if (auditExpected) await p.waitForOutput(() => p.stderr().includes('"run_finished"'), 'run finished in the log', 60_000);
+  p.child.stdin.end();
+  const { code } = await p.exited;
+  return { code, chat: p.stdout(), log: p.stderr() };
 }
 
 function events(log: string): Array<Record<string, unknown>> {
@@ -122,14 +103,9 @@ test('GATEHOUSE_LOG_LEVEL=warn leaves the audit trail out; a bad value is a conf
   expect(quiet.chat).toContain('Saved.');
   expect(quiet.log).not.toContain('"event"');
 
-  const child = spawn(process.execPath, ['--import', register, main], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: SECRET, ANTHROPIC_BASE_URL: model.url, GATEHOUSE_LOG_LEVEL: 'verbose' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((r) => child.once('exit', (c) => setTimeout(() => r(c), 50)));
+  const bad = startGatehouse([], { cwd: dir, env: { ANTHROPIC_API_KEY: SECRET, ANTHROPIC_BASE_URL: model.url, GATEHOUSE_LOG_LEVEL: 'verbose' } });
+  const { code } = await bad.exited;
+  const err = bad.stderr();
   expect(code).toBe(1);
   expect(err).toContain('GATEHOUSE_LOG_LEVEL');
   expect(err).toContain('verbose');
@@ -140,35 +116,16 @@ test('with Telegram: start-up warns about an empty access list and a missing app
   try {
     // The default agent serves Telegram with no approver there, and access.telegram admits nobody.
     writeFileSync(join(dir, 'gatehouse.yaml'), ['agents:', '  default:', '    model: claude-sonnet-5-5', '    approvers: { console: [local] }', ''].join('\n'));
-    const child = spawn(process.execPath, ['--import', register, main], {
+    const p = startGatehouse([], {
       cwd: dir,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: dir,
-        ANTHROPIC_API_KEY: SECRET,
-        ANTHROPIC_BASE_URL: model.url,
-        TELEGRAM_BOT_TOKEN: tg.token,
-        TELEGRAM_API_ROOT: tg.apiRoot,
-        GATEHOUSE_HTTP_PORT: '0',
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ANTHROPIC_API_KEY: SECRET, ANTHROPIC_BASE_URL: model.url, TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.apiRoot, GATEHOUSE_HTTP_PORT: '0' },
     });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const until = async (what: string, check: () => boolean) => {
-      const end = Date.now() + 20_000;
-      while (!check()) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${out}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
-    await until('connected', () => out.includes('connected as @'));
+    await p.waitForOutput('connected as @', 'connected', 60_000);
     const stranger = { id: 4242, first_name: 'Eve' };
     await tg.sendText({ chat: { id: 4242, type: 'private', first_name: 'Eve' }, from: stranger, text: `hello ${WORD}` });
-    await until('stranger audited', () => out.includes('"stranger_refused"'));
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await p.waitForOutput('"stranger_refused"', 'stranger audited', 60_000);
+    await p.stop('SIGTERM');
+    const out = p.output();
 
     const lines = events(out.split('\n').filter((l) => l.startsWith('{')).join('\n'));
     const warnings = lines.filter((l) => l['level'] === 'warn').map((l) => String(l['msg']));

@@ -1,10 +1,8 @@
 /**
- * The `gatehouse` command itself: --version, --help / help, unknown commands (runCli in-process), and
- * the bin launcher as a real process on a copy of the repository: it builds dist/ when it is missing
- * or older than the sources, and not otherwise (`npm start` does not recompile on every start).
+ * The `gatehouse` command itself: --version, --help / help, unknown commands (runCli in-process).
+ * The bin launcher as a real process (it builds dist/ when needed): test/bot/launcher.e2e.test.ts.
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, writeFileSync, readFileSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -51,35 +49,6 @@ test('npm wiring: the bin is the launcher, start does not build, install builds 
   expect(pkg.scripts['prepare']).toMatch(/tsc -p tsconfig\.build\.json/);
   expect(readFileSync(join(root, 'bin', 'gatehouse.js'), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
 });
-
-test('the launcher builds a fresh clone once, not on every start, and again when a source changes', () => {
-  const copy = mkdtempSync(join(tmpdir(), 'gh-launcher-'));
-  try {
-    for (const p of ['bin', 'bot', 'adapters', 'agent', 'policies', 'bench', 'test/fakes', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
-      cpSync(join(root, p), join(copy, p), { recursive: true });
-    }
-    symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
-    const run = () => spawnSync(process.execPath, [join(copy, 'bin', 'gatehouse.js'), '--version'], { cwd: copy, encoding: 'utf8' });
-
-    const fresh = run();
-    expect(fresh.stderr).toContain('Building Gatehouse');
-    expect(fresh.stdout).toBe(`gatehouse ${pkg.version}\n`);
-    expect(fresh.status).toBe(0);
-
-    const again = run();
-    expect(again.stderr).toBe('');
-    expect(again.stdout).toBe(`gatehouse ${pkg.version}\n`);
-
-    // A source newer than the build (a git pull): built again before it runs.
-    const later = new Date(Date.now() + 60_000);
-    utimesSync(join(copy, 'bot', 'cli.ts'), later, later);
-    const changed = run();
-    expect(changed.stderr).toContain('Building Gatehouse');
-    expect(changed.status).toBe(0);
-  } finally {
-    rmSync(copy, { recursive: true, force: true });
-  }
-}, 120_000);
 
 test('an invalid Discord token (or an incomplete Slack set) stops the start (exit 1) instead of opening the terminal chat', async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'gh-cli-'));

@@ -7,13 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { gatehouseMain as main, registerTs as register, startGatehouse } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 interface Done {
   code: number | null;
@@ -59,29 +56,17 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 function start(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): { child: ChildProcess; done: Promise<Done>; stderr: () => string } {
-  const child = spawn(process.execPath, ['--import', register, main, ...args], { cwd: dir, env: opts.env ?? env(), stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
-  const done = new Promise<Done>((resolve) => child.once('exit', (code) => setTimeout(() => resolve({ code, stdout, stderr }), 50)));
-  return { child, done, stderr: () => stderr };
+  const p = startGatehouse(args, { cwd: dir, env: opts.env ?? env(), onlyEnv: true });
+  if (opts.stdin !== undefined) p.child.stdin.end(opts.stdin);
+  const done = p.exited.then(({ code }): Done => ({ code, stdout: p.stdout(), stderr: p.stderr() }));
+  return { child: p.child, done, stderr: p.stderr };
 }
 
 function run(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<Done> {
   return start(args, { stdin: '', ...opts }).done;
 }
 
-async function until<T>(what: string, check: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = <T>(what: string, check: () => T | undefined | false, timeoutMs = 60_000): Promise<T> => waitFor(what, check, { timeoutMs, intervalMs: 20 });
 
 const lines = (s: string): Array<Record<string, unknown>> =>
   s
@@ -302,7 +287,7 @@ describe('unattended and interactive', () => {
     const child = spawn('/usr/bin/script', ['-qec', cmd, '/dev/null'], { cwd: dir, env: env({ CI: 'true' }), stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve)); // after the last output
     expect(code).toBe(0);
     expect(out).toMatch(/Declined: write_file needs approval/);
     expect(out).not.toMatch(/Number \(empty/);

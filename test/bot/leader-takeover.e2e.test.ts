@@ -6,30 +6,30 @@
  *   and standby, both 200;
  * - SIGKILL the holder: the standby takes over (waited for, bounded by the 30 s of the issue plus
  *   margin; the time is printed, not asserted);
- * - a third replica joins; SIGTERM the holder while it runs a slow turn: /readyz says draining (503),
- *   the standby takes over at once (printed), the draining one still posts its answer and exits 0;
+ * - a third replica joins; SIGTERM the holder while it runs a slow turn (the model holds its reply
+ *   until the test has seen the drain, so no delay has to outlast a busy machine): /readyz says
+ *   draining (503), the standby takes over at once (printed), the draining one still posts its
+ *   answer and exits 0;
  * - every message sent before, across and after both takeovers is answered exactly once (the
  *   platform redelivers as it would: Telegram keeps unconfirmed updates, Slack retries an event not
  *   acked with the same event_id; Discord replays nothing to a new session, so its messages go while
  *   a holder is connected);
  * - /readyz with the store down (logins refused): 503 naming the store.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { allowConnections, openPostgresStore, terminateConnections } from '../../agent/store/postgres/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeDiscord } from '../fakes/discord.js';
 import { startFakeSlack } from '../fakes/slack.js';
 import { startFakeTelegram } from '../fakes/telegram.js';
 import { testPostgresAdminUrl, testPostgresUrl } from '../helpers/postgres.js';
+import { startGatehouse, type Exit, type TestProcess } from '../helpers/process.js';
+import { seededRandom } from '../helpers/random.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const rng = seededRandom();
 /** The issue's bound for a takeover after SIGKILL, plus margin for a loaded machine. */
 const TAKEOVER_BOUND_MS = 30_000 + 15_000;
 
@@ -111,13 +111,20 @@ async function discord(): Promise<Platform> {
 
 interface Replica {
   name: string;
-  child: ChildProcessWithoutNullStreams;
+  proc: TestProcess;
   output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<Exit>;
   port(): Promise<number>;
 }
 
 let model: FakeAnthropic;
+/** The slow turn's reply waits for this (released by the test once it has seen the drain). */
+let slowGate: { promise: Promise<void>; release(): void } = gate();
+function gate(): { promise: Promise<void>; release(): void } {
+  let release = () => undefined as void;
+  const promise = new Promise<void>((r) => (release = r));
+  return { promise, release };
+}
 const lastUser = (req: RecordedRequest): string => JSON.stringify((req.body as { messages?: unknown[] }).messages?.at(-1) ?? '');
 
 beforeAll(async () => {
@@ -125,20 +132,15 @@ beforeAll(async () => {
   model = await startFakeAnthropic({ apiKey: 'sk-test' });
   model.setHandler((req): FakeReply => {
     const nonce = /msg-[a-z0-9-]+/.exec(lastUser(req))?.[0] ?? 'none';
-    return { text: `echo ${nonce}`, ...(nonce.includes('slow') ? { delayMs: 8_000 } : {}) };
+    return { text: `echo ${nonce}`, ...(nonce.includes('slow') ? { gate: slowGate.promise } : {}) };
   });
 }, 200_000);
 afterAll(async () => {
+  slowGate.release();
   await model.close();
 });
 
-async function until(what: string, check: () => boolean, timeoutMs: number, output: () => string = () => ''): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${output()}`);
-    await sleep(20);
-  }
-}
+const until = (what: string, check: () => boolean, timeoutMs: number, output: () => string = () => '') => waitFor(what, check, { timeoutMs, intervalMs: 20, detail: output });
 
 async function readyz(port: number): Promise<{ status: number; body: { ready: boolean; role: string; notReady: string[]; draining: boolean } }> {
   const res = await fetch(`http://127.0.0.1:${port}/readyz`);
@@ -161,43 +163,31 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     );
   });
   afterEach(async () => {
-    for (const r of replicas.splice(0)) r.child.kill('SIGKILL');
+    slowGate.release();
+    await Promise.all(replicas.splice(0).map((r) => r.proc.stop('SIGKILL')));
     await platform.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   function start(name: string): Replica {
-    const child = spawn(process.execPath, ['--import', register, main, 'serve'], {
+    const proc = startGatehouse(['serve'], {
       cwd: dir,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: dir,
-        ANTHROPIC_API_KEY: 'sk-test',
-        ANTHROPIC_BASE_URL: model.url,
-        GATEHOUSE_STORE: url,
-        GATEHOUSE_HTTP_PORT: '0',
-        ...platform.env,
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ANTHROPIC_BASE_URL: model.url, GATEHOUSE_STORE: url, GATEHOUSE_HTTP_PORT: '0', ...platform.env },
     });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const r: Replica = {
       name,
-      child,
-      output: () => out,
-      exited,
+      proc,
+      output: proc.output,
+      exited: proc.exited,
       async port() {
-        await until(`${name}'s HTTP server`, () => /HTTP server on http:\/\/127\.0\.0\.1:\d+/.test(out), 90_000, () => out);
-        return Number(/HTTP server on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]);
+        await proc.waitForOutput(/HTTP server on http:\/\/127\.0\.0\.1:\d+/, `${name}'s HTTP server`, 90_000);
+        return Number(/HTTP server on http:\/\/127\.0\.0\.1:(\d+)/.exec(proc.output())![1]);
       },
     };
     replicas.push(r);
     return r;
   }
-  const started = (r: Replica) => until(`${r.name} to start`, () => r.output().includes('Gatehouse started'), 90_000, r.output);
+  const started = (r: Replica) => r.proc.waitForOutput('Gatehouse started', `${r.name} to start`, 90_000);
   const takesOver = (r: Replica) => r.output().includes('leading: taking over');
   const allOutput = () => replicas.map((r) => `--- ${r.name}\n${r.output()}`).join('\n');
 
@@ -205,11 +195,11 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
   async function settled(): Promise<void> {
     const store = await openPostgresStore({ url, log: () => undefined });
     try {
-      const end = Date.now() + 30_000;
-      while ((await store.runs.queuedTurns()).length + (await store.runs.records()).length > 0) {
-        if (Date.now() > end) throw new Error(`turns still queued\n${allOutput()}`);
-        await sleep(50);
-      }
+      await waitFor('no turn queued or running', async () => (await store.runs.queuedTurns()).length + (await store.runs.records()).length === 0, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+        detail: allOutput,
+      });
     } finally {
       await store.close();
     }
@@ -218,13 +208,12 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
   /** Until `r`'s /readyz says it leads with its connection up (a holder may be connecting still). */
   async function leads(r: Replica): Promise<void> {
     const port = await r.port();
-    const end = Date.now() + 30_000;
-    for (;;) {
-      const s = await readyz(port).catch(() => undefined);
-      if (s?.status === 200 && s.body.role === 'leader') return;
-      if (Date.now() > end) throw new Error(`${r.name} does not lead: ${JSON.stringify(s?.body)}\n${allOutput()}`);
-      await sleep(100);
-    }
+    let last: unknown;
+    await waitFor(`${r.name} to lead`, async () => {
+      const s = await readyz(port).catch((err: unknown) => ({ status: 0, body: String(err) }));
+      last = s.body;
+      return s.status === 200 && typeof s.body === 'object' && s.body.role === 'leader';
+    }, { timeoutMs: 30_000, intervalMs: 100, detail: () => `last /readyz: ${JSON.stringify(last)}\n${allOutput()}` });
   }
 
   async function expectAnswered(nonces: string[], timeoutMs = 60_000): Promise<void> {
@@ -245,7 +234,8 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     expect([ra.status, ra.body.role]).toEqual([200, 'leader']);
     expect([rb.status, rb.body.role]).toEqual([200, 'standby']);
 
-    const run = Math.random().toString(36).slice(2, 7);
+    const run = rng.word(5);
+    slowGate = gate();
     const nonce = (i: number | string) => `msg-${run}-${i}`;
     const sent: string[] = [];
     const send = async (i: number | string) => {
@@ -261,7 +251,7 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
 
     // SIGKILL the holder; messages sent while nobody holds the connection wait at the platform.
     const killedAt = Date.now();
-    a.child.kill('SIGKILL');
+    a.proc.child.kill('SIGKILL');
     const during = platform.queuesWhileAway ? Promise.all([send(4), send(5)]) : Promise.resolve();
     await until('B to take over after SIGKILL', () => takesOver(b), TAKEOVER_BOUND_MS, allOutput);
     const sigkillTakeoverMs = Date.now() - killedAt;
@@ -280,15 +270,17 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     await platform.send(`hello ${nonce('slow')}`);
     await until('the slow turn to reach the model', () => model.requests.some((r) => lastUser(r).includes(nonce('slow'))), 30_000, allOutput);
     const termAt = Date.now();
-    b.child.kill('SIGTERM');
+    b.proc.child.kill('SIGTERM');
     await until('C to take over after SIGTERM', () => takesOver(c), 20_000, allOutput);
     const sigtermTakeoverMs = Date.now() - termAt;
-    // B drains its running turn (the model takes 8 s) and says so; it still posts the answer.
+    // B drains its running turn (the model holds the reply until released) and says so; it still
+    // posts the answer.
     const draining = await readyz(pb);
     expect(platform.answered(nonce('slow'))).toBe(0);
     expect(draining.status).toBe(503);
     expect(draining.body.draining).toBe(true);
     expect(draining.body.notReady.join(' ')).toMatch(/draining/);
+    slowGate.release();
     expect(await b.exited).toEqual({ code: 0, signal: null });
     await leads(c);
     for (const i of [8, 9]) await send(i);
@@ -314,7 +306,7 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     }
     await leads(c);
 
-    c.child.kill('SIGTERM');
+    c.proc.child.kill('SIGTERM');
     expect(await c.exited).toEqual({ code: 0, signal: null });
     // eslint-disable-next-line no-console
     console.log(`${platform.name}: takeover after SIGKILL ${sigkillTakeoverMs} ms (first update handled by the new holder within ${firstHandledMs} ms); after SIGTERM ${sigtermTakeoverMs} ms`);

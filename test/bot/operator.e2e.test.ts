@@ -6,19 +6,15 @@
  *   a bad file is rejected with the same errors as at start and the old config stays in force;
  * - `gatehouse approvals` and `gatehouse conversations` read the store while the service runs.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { runCli } from '../../bot/cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../fakes/telegram.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { startGatehouse, type TestProcess } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 const TOKEN = '123456:OPERATOR-test_token_abcdefghijklmnop';
 
 const ada: FakeUser = { id: 501, first_name: 'Ada' };
@@ -42,8 +38,8 @@ let tg: FakeTelegram;
 let model: FakeAnthropic;
 let dir: string;
 const queue: FakeReply[] = [];
-let child: ReturnType<typeof spawn> | undefined;
-let output = '';
+let service: TestProcess | undefined;
+const output = () => service?.output() ?? '';
 
 function env(): Record<string, string> {
   return {
@@ -57,20 +53,12 @@ function env(): Record<string, string> {
   };
 }
 
-async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (what: string, check: () => boolean, ms = 60_000) => waitFor(what, check, { timeoutMs: ms, intervalMs: 20, detail: () => `output:\n${output()}` });
 
 async function startService(): Promise<void> {
-  output = '';
-  child = spawn(process.execPath, ['--import', register, main, 'serve'], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await until('the bot to start', () => /Gatehouse started/.test(output));
+  service = startGatehouse(['serve'], { cwd: dir, env: env(), onlyEnv: true });
+  service.child.stdin.end();
+  await service.waitForOutput(/Gatehouse started/, 'the bot to start', 60_000);
 }
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -96,12 +84,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child!.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
-  child = undefined;
+  await service?.stop('SIGTERM');
+  service = undefined;
   await tg.close();
   await model.close();
   rmSync(dir, { recursive: true, force: true });
@@ -118,18 +102,18 @@ test('SIGHUP re-reads gatehouse.yaml: a newly listed user is served; a bad file 
 
   // The operator lists Eve and sends SIGHUP; no restart.
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml(['501', '4242']));
-  child!.kill('SIGHUP');
-  await until('the reload', () => /configuration reloaded from .*gatehouse\.yaml/.test(output));
+  service!.child.kill('SIGHUP');
+  await until('the reload', () => /configuration reloaded from .*gatehouse\.yaml/.test(output()));
   queue.push({ text: 'Welcome, Eve.' });
   await tg.sendText({ chat: eveDm, from: eve, text: 'hello again' });
   await tg.waitFor(() => texts(4242).includes('Welcome, Eve.'), 10_000, 'answer to Eve');
 
   // A broken file: the same error as at start (key path and all) in the log; the process keeps running.
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml([], '').replace('tier: read-only', 'tier: admin'));
-  child!.kill('SIGHUP');
-  await until('the rejection', () => /config reload rejected; the previous configuration stays in force/.test(output));
-  expect(output).toMatch(/agents\.default\.tier: expected one of read-only \| low-risk \| high-risk, got \\?"admin\\?"/);
-  expect(child!.exitCode).toBeNull();
+  service!.child.kill('SIGHUP');
+  await until('the rejection', () => /config reload rejected; the previous configuration stays in force/.test(output()));
+  expect(output()).toMatch(/agents\.default\.tier: expected one of read-only \| low-risk \| high-risk, got \\?"admin\\?"/);
+  expect(service!.running()).toBe(true);
   // The old config (Eve listed) is still in force, although the broken file no longer lists her.
   queue.push({ text: 'Still here, Eve.' });
   await tg.sendText({ chat: eveDm, from: eve, text: 'are you there?' });
@@ -156,9 +140,7 @@ test('SIGHUP re-reads gatehouse.yaml: a newly listed user is served; a bad file 
   expect(model.requests).toHaveLength(asked + 1);
   expect(JSON.stringify(model.requests.at(-1)!.body)).not.toContain('one more');
 
-  const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
-  child!.kill('SIGTERM');
-  expect(await exited).toBe(0);
+  expect((await service!.stop('SIGTERM')).code).toBe(0);
 }, 180_000);
 
 test('gatehouse reload without a running service says so', async () => {

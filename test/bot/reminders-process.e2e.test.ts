@@ -2,25 +2,21 @@
  * Reminders and memory across a real process restart: the `gatehouse` executable (bot/main.ts from
  * source, the terminal chat, the fake model server on 127.0.0.1). A reminder is set through the
  * model's add_reminder call and a memory note through manage_memory; the process is killed (SIGKILL,
- * nothing gets to clean up); it is started again after the reminder came due. The reminder is posted
- * once, saying how late; a third start posts nothing and stops cleanly with a timer armed; the note is
+ * nothing gets to clean up); while it is down the reminder is made due (its stored due time moved
+ * into the past through the store's repositories: no test waits for a wall clock). The next start
+ * posts it once, saying how late; a third start posts nothing and stops cleanly with a timer armed; the note is
  * in the system prompt the model gets.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { openStore } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
+import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
 
 /** The store's repositories at `path` (beside a running bot: not exclusive), read by the test. */
 const openRepos = (path: string) => openStore({ kind: 'sqlite', url: `sqlite://${path}`, path }, { mustExist: true });
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
 
 const CONFIG = `
 agents:
@@ -33,10 +29,22 @@ agents:
 `;
 
 const NOTE = 'The deploy window is Thursday 14:00 UTC';
-// Long enough that the first process is killed before it comes due, even on a loaded machine.
-const DELAY_S = 6;
+// Never due while the first process runs, however slow the machine: the test makes it due.
+const DELAY_S = 3_000;
+/** How far in the past the test moves the reminder's due time while no process runs. */
+const LATE_MS = 4_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Moves every stored reminder's due time LATE_MS into the past (as if the bot was down that long past it). */
+async function makeDue(path: string): Promise<void> {
+  const repos = await openRepos(path);
+  try {
+    const all = await repos.reminders.all();
+    expect(all.length).toBeGreaterThan(0);
+    for (const r of all) await repos.reminders.put({ ...r, dueAt: Date.now() - LATE_MS, rev: r.rev + 1 });
+  } finally {
+    await repos.close();
+  }
+}
 
 function lastUserText(req: RecordedRequest): string {
   const messages = (req.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
@@ -72,34 +80,13 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Bot {
-  child: ChildProcessWithoutNullStreams;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+type Bot = TestProcess;
 
 function startBot(extraEnv: Record<string, string> = {}): Bot {
-  const child = spawn(process.execPath, ['--import', register, main], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', ...extraEnv },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => setTimeout(() => resolve({ code, signal }), 50)),
-  );
-  return { child, output: () => out, exited };
+  return startGatehouse([], { cwd: dir, env: { ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', ...extraEnv } });
 }
 
-async function until(what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output so far:\n${bot.output()}`);
-    await sleep(20);
-  }
-}
+const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000) => waitForProcess(bot, what, check, timeoutMs);
 
 const count = (s: string, sub: string) => s.split(sub).length - 1;
 
@@ -114,15 +101,12 @@ test('a reminder set before a crash is posted once after the restart, saying how
   await until('the note to be saved', () => count(first.output(), 'agent> done.') === 1, first);
   first.child.stdin.write('remind-me please\n');
   await until('the reminder to be set', () => count(first.output(), 'agent> done.') === 2, first);
-  // After the reminder was stored: due + 3 s from here is at least 3 s past its real due time.
-  const setAt = Date.now();
   first.child.kill('SIGKILL');
   expect((await first.exited).signal).toBe('SIGKILL');
   expect(first.output()).not.toContain('⏰ Reminder');
 
   // Down past the due time.
-  const dueAt = setAt + DELAY_S * 1000;
-  await sleep(Math.max(0, dueAt - Date.now()) + 3_000);
+  await makeDue(join(dir, 'data', 'gatehouse.sqlite'));
 
   // Run 2: the reminder is posted at start, late, once.
   const second = startBot();
@@ -130,7 +114,7 @@ test('a reminder set before a crash is posted once after the restart, saying how
   const late = /delivered (?:(\d+) min )?(\d+) s late/.exec(second.output());
   expect(late).not.toBeNull();
   const lateSeconds = Number(late![1] ?? 0) * 60 + Number(late![2]);
-  expect(lateSeconds).toBeGreaterThanOrEqual(3);
+  expect(lateSeconds).toBeGreaterThanOrEqual(LATE_MS / 1000 - 1);
   // The next turn's system prompt carries the note saved before the crash.
   const before = model.requests.length;
   second.child.stdin.write('hello again\n');
@@ -184,10 +168,9 @@ test('Telegram: a reminder set in a forum topic is posted into that topic by the
     await until('the bot to connect', () => /connected as @/.test(first.output()), first);
     await tg.sendText({ chat: forum, from: owner, text: `@${tg.bot.username} remind-me please`, threadId: 7 });
     await until('the reminder to be set', () => inTopic().some((m) => m.plain.includes('done.')), first);
-    const setAt = Date.now();
     first.child.kill('SIGTERM');
     expect(await first.exited).toEqual({ code: 0, signal: null });
-    await sleep(Math.max(0, setAt + DELAY_S * 1000 - Date.now()) + 2_000);
+    await makeDue(join(dir, 'data', 'gatehouse.sqlite'));
 
     const second = startBot(env);
     await until('the reminder in the topic', () => inTopic().some((m) => m.plain.startsWith('⏰ Reminder: water the plants')), second);

@@ -1,23 +1,22 @@
 /**
  * Stopping the real `gatehouse` process (bot/main.ts from source, the terminal chat, the fake model
  * server) with SIGTERM or SIGINT at random moments: during start-up, idle after an answer, while the
- * model is thinking, mid-stream and while an approval waits. 60 stops in all, three children at a
- * time. Each must exit 0 with no fatal error, leave a store that passes `PRAGMA integrity_check`,
- * and keep what was acknowledged: a message the model saw is in the transcript or the queued turns,
- * and an approval card that was shown is still pending in the store.
+ * model is thinking, mid-stream and while an approval waits. TEST_SHUTDOWN_ROUNDS stops per moment
+ * (default 6: 30 stops; the race this guards against showed within a few), three children at a
+ * time, one test per moment so each is bounded on its own. Each must exit 0 with no fatal error,
+ * leave a store that passes `PRAGMA integrity_check`, and keep what was acknowledged: a message the
+ * model saw is in the transcript or the queued turns, and an approval card that was shown is still
+ * pending in the store. The moments are drawn from a seeded PRNG (TEST_SEED replays a failure).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { backupSqliteStore } from '../../agent/store/sqlite/backup.js';
 import { openStore } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { startGatehouse } from '../helpers/process.js';
+import { seededRandom, withSeed } from '../helpers/random.js';
+import { sleep, waitFor, within } from '../helpers/wait.js';
 
 const CONFIG = `
 agents:
@@ -30,8 +29,9 @@ agents:
 
 type Moment = 'start-up' | 'idle' | 'mid-run' | 'mid-stream' | 'approval wait';
 const MOMENTS: Moment[] = ['start-up', 'idle', 'mid-run', 'mid-stream', 'approval wait'];
-const ROUNDS = 12; // per moment: 60 stops
+const ROUNDS = Number(process.env.TEST_SHUTDOWN_ROUNDS ?? 6);
 const PARALLEL = 3;
+const rng = seededRandom();
 
 interface Outcome {
   moment: Moment;
@@ -39,6 +39,8 @@ interface Outcome {
   code: number | null;
   exitSignal: NodeJS.Signals | null;
   output: string;
+  /** A wait before the stop that did not end (the process never got to the moment). */
+  failed?: string;
   integrity: string;
   /** The message was acknowledged (the model saw it) but is in neither transcript nor queue. */
   lost: boolean;
@@ -48,13 +50,15 @@ interface Outcome {
   approvalPending: boolean;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const random = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
+const random = (lo: number, hi: number) => rng.int(lo, hi);
 
 let model: FakeAnthropic;
 /** Replies by the nonce in the conversation's first user message. */
 const replies = new Map<string, FakeReply[]>();
 const seen = new Set<string>();
+/** Resolvers for "the model saw this nonce" (event-driven, no polling). */
+const onSeen = new Map<string, () => void>();
+const modelSaw = (nonce: string) => (seen.has(nonce) ? Promise.resolve() : new Promise<void>((r) => onSeen.set(nonce, r)));
 
 beforeAll(async () => {
   model = await startFakeAnthropic({ apiKey: 'sk-test' });
@@ -63,21 +67,13 @@ beforeAll(async () => {
     const nonce = /nonce-[a-z0-9]+/.exec(text)?.[0];
     if (!nonce) return { text: 'ok' };
     seen.add(nonce);
+    onSeen.get(nonce)?.();
     return replies.get(nonce)?.shift() ?? { text: 'done.' };
   });
 });
 afterAll(async () => {
   await model.close();
 });
-
-async function until(check: () => boolean, timeoutMs = 20_000): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) return false;
-    await sleep(10);
-  }
-  return true;
-}
 
 /** bot/main.ts sets its title once it handles signals (before that only node itself is booting). */
 function titled(pid: number): boolean {
@@ -91,7 +87,7 @@ function titled(pid: number): boolean {
 async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome> {
   const dir = mkdtempSync(join(tmpdir(), 'gh-shutdown-'));
   writeFileSync(join(dir, 'gatehouse.yaml'), CONFIG);
-  const nonce = `nonce-${Math.random().toString(36).slice(2, 10)}`;
+  const nonce = `nonce-${rng.word(8)}`;
   const script: Record<Moment, FakeReply[]> = {
     'start-up': [],
     idle: [{ text: `answer for ${nonce}` }],
@@ -100,54 +96,42 @@ async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome
     'approval wait': [{ toolUses: [{ name: 'write_file', input: { path: 'f.txt', content: nonce } }] }, { text: 'saved.' }],
   };
   replies.set(nonce, script[moment]);
-  const child = spawn(process.execPath, ['--import', register, main], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: model.url },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, exitSignal) => resolve({ code, signal: exitSignal })),
-  );
+  const p = startGatehouse([], { cwd: dir, env: { ANTHROPIC_BASE_URL: model.url } });
+  const child = p.child;
   let approvalShown = false;
-  if (moment === 'start-up') {
-    // From the process's first line of JavaScript (before that only node itself is booting, and no
-    // program can catch a signal) to past the banner.
-    await until(() => titled(child.pid!), 20_000);
-    await sleep(random(0, 1500));
-  } else {
-    await until(() => output.includes('Gatehouse terminal chat'));
-    child.stdin.write(`please handle ${nonce}\n`);
-    if (moment === 'idle') {
-      await until(() => output.includes(`agent> answer for ${nonce}`));
+  let failed: string | undefined;
+  // The bounds are generous (a busy machine starts slowly); the random pause after each is the moment.
+  try {
+    if (moment === 'start-up') {
+      // From the process's first line of JavaScript (before that only node itself is booting, and no
+      // program can catch a signal) to past the banner.
+      await waitFor('the process title (signal handlers installed)', () => titled(child.pid!), { timeoutMs: 60_000, intervalMs: 2, detail: p.output });
       await sleep(random(0, 1500));
-    } else if (moment === 'mid-run') {
-      await until(() => seen.has(nonce));
-      await sleep(random(0, 300));
-    } else if (moment === 'mid-stream') {
-      await until(() => output.includes('agent> word'));
-      await sleep(random(0, 400));
     } else {
-      approvalShown = await until(() => output.includes('[1] Approve once'));
-      await sleep(random(0, 1500));
+      await p.waitForOutput('Gatehouse terminal chat', 'the banner', 60_000);
+      p.write(`please handle ${nonce}\n`);
+      if (moment === 'idle') {
+        await p.waitForOutput(`agent> answer for ${nonce}`, 'the answer', 60_000);
+        await sleep(random(0, 300));
+      } else if (moment === 'mid-run') {
+        await within(modelSaw(nonce), 'the model to see the message', 60_000, p.output);
+        await sleep(random(0, 300));
+      } else if (moment === 'mid-stream') {
+        await p.waitForOutput('agent> word', 'the stream to start', 60_000);
+        await sleep(random(0, 400));
+      } else {
+        await p.waitForOutput('[1] Approve once', 'the approval card', 60_000);
+        approvalShown = true;
+        await sleep(random(0, 300));
+      }
     }
+  } catch (err) {
+    failed = (err as Error).message;
   }
   const acknowledged = seen.has(nonce);
-  child.kill(signal);
-  let hung: NodeJS.Timeout | undefined;
-  const { code, signal: exitSignal } = await Promise.race([
-    exited,
-    new Promise<{ code: number; signal: null }>((resolve) => {
-      hung = setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve({ code: -1, signal: null });
-      }, 30_000);
-    }),
-  ]);
-  clearTimeout(hung);
-  await sleep(20); // let the pipes drain
+  // A hang is a failure (killed after 30 s, so its exit is SIGKILL); `stop` returns after the last output.
+  const { code, signal: exitSignal } = await p.stop(signal, 30_000);
+  const output = p.output();
 
   // What the next start would read: the store file itself.
   let integrity = 'no store';
@@ -182,37 +166,33 @@ async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome
     if (acknowledged || moment !== 'start-up') integrity = `cannot open: ${(err as Error).message}`;
   }
   rmSync(dir, { recursive: true, force: true });
-  return { moment, signal, code, exitSignal, output, integrity, lost, acknowledged, approvalShown, approvalPending };
+  return { moment, signal, code, exitSignal, output, failed, integrity, lost, acknowledged, approvalShown, approvalPending };
 }
 
-test('60 stops by SIGTERM / SIGINT at random moments: every exit 0, the store intact, nothing acknowledged lost', async () => {
-  const plan: Array<{ moment: Moment; signal: NodeJS.Signals }> = [];
-  for (let i = 0; i < ROUNDS; i++) for (const moment of MOMENTS) plan.push({ moment, signal: Math.random() < 0.5 ? 'SIGTERM' : 'SIGINT' });
-  plan.sort(() => Math.random() - 0.5);
-  const outcomes: Outcome[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: PARALLEL }, async () => {
-      while (next < plan.length) {
-        const { moment, signal } = plan[next++]!;
-        outcomes.push(await stopOnce(moment, signal));
-      }
+describe.each(MOMENTS)('stopped by SIGTERM / SIGINT at a random moment: %s', (moment) => {
+  test(`${ROUNDS} stops: every exit 0, the store intact, nothing acknowledged lost`, () =>
+    withSeed(rng, async () => {
+      const plan = Array.from({ length: ROUNDS }, (): NodeJS.Signals => (rng.next() < 0.5 ? 'SIGTERM' : 'SIGINT'));
+      const outcomes: Outcome[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: PARALLEL }, async () => {
+          while (next < plan.length) outcomes.push(await stopOnce(moment, plan[next++]!));
+        }),
+      );
+
+      expect(outcomes).toHaveLength(ROUNDS);
+      expect(outcomes.filter((o) => o.failed).map((o) => `${o.signal}: ${o.failed}`)).toEqual([]);
+      const bad = outcomes.filter((o) => o.code !== 0 || o.exitSignal !== null || /FATAL|napi|Error:/.test(o.output));
+      expect(bad.map((o) => `${o.signal}: exit ${o.code ?? o.exitSignal}\n${o.output.slice(-800)}`)).toEqual([]);
+      expect(outcomes.filter((o) => o.integrity !== 'ok' && o.integrity !== 'no store').map((o) => o.integrity)).toEqual([]);
+      if (moment === 'start-up') return; // only some start-up stops came before the store or the message
+      // Every run after start-up opened the store, and its message was acknowledged (the model saw
+      // it) and so was kept.
+      expect(outcomes.filter((o) => o.integrity !== 'ok').map((o) => o.integrity)).toEqual([]);
+      expect(outcomes.filter((o) => !o.acknowledged || o.lost).map((o) => `acknowledged ${o.acknowledged}, lost ${o.lost}`)).toEqual([]);
+      if (moment === 'approval wait') expect(outcomes.filter((o) => !o.approvalShown || !o.approvalPending).map((o) => `shown ${o.approvalShown}, pending ${o.approvalPending}`)).toEqual([]);
     }),
-  );
-
-  const exits = new Map<string, number>();
-  for (const o of outcomes) exits.set(String(o.exitSignal ?? o.code), (exits.get(String(o.exitSignal ?? o.code)) ?? 0) + 1);
-  console.log(`exits by code: ${JSON.stringify(Object.fromEntries(exits))}; by moment: ${MOMENTS.map((m) => `${m} ${outcomes.filter((o) => o.moment === m).length}`).join(', ')}`);
-
-  expect(outcomes).toHaveLength(60);
-  const bad = outcomes.filter((o) => o.code !== 0 || o.exitSignal !== null || /FATAL|napi|Error:/.test(o.output));
-  expect(bad.map((o) => `${o.moment} ${o.signal}: exit ${o.code ?? o.exitSignal}\n${o.output.slice(-800)}`)).toEqual([]);
-  expect(outcomes.filter((o) => o.integrity !== 'ok' && o.integrity !== 'no store').map((o) => `${o.moment}: ${o.integrity}`)).toEqual([]);
-  // Every run after start-up opened the store; only some start-up stops came before it.
-  expect(outcomes.filter((o) => o.moment !== 'start-up' && o.integrity !== 'ok')).toEqual([]);
-  expect(outcomes.filter((o) => o.lost).map((o) => o.moment)).toEqual([]);
-  // Every message after start-up was acknowledged (the model saw it) and so was kept.
-  expect(outcomes.filter((o) => o.moment !== 'start-up' && !o.acknowledged).map((o) => o.moment)).toEqual([]);
-  const approvals = outcomes.filter((o) => o.moment === 'approval wait');
-  expect(approvals.every((o) => o.approvalShown && o.approvalPending)).toBe(true);
-}, 300_000);
+  // Bounded by the work: each stop waits at most 60 s for its moment and 30 s for the exit.
+  Math.ceil(ROUNDS / PARALLEL) * 100_000);
+});

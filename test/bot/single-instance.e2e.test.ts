@@ -4,15 +4,10 @@
  * as they were, it keeps serving); after the first is killed with SIGKILL (no cleanup, a stale lock
  * file left behind) the next start takes the store over.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { join } from 'node:path';
+import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
 
 const CONFIG = `
 agents:
@@ -24,11 +19,7 @@ agents:
     approvers: { console: [local] }
 `;
 
-interface Bot {
-  child: ChildProcessWithoutNullStreams;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+type Bot = TestProcess;
 
 let dir: string;
 beforeEach(() => {
@@ -38,27 +29,10 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 function serve(): Bot {
-  const child = spawn(process.execPath, ['--import', register, main, 'serve'], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', GATEHOUSE_HTTP_PORT: '0' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => setTimeout(() => resolve({ code, signal }), 50)),
-  );
-  return { child, output: () => out, exited };
+  return startGatehouse(['serve'], { cwd: dir, env: { GATEHOUSE_HTTP_PORT: '0' } });
 }
 
-async function until(what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output so far:\n${bot.output()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000) => waitForProcess(bot, what, check, timeoutMs);
 
 /** What the running service keeps in its data folder, with each file's content and change time. */
 function serviceFiles(): Record<string, string> {

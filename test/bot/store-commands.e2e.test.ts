@@ -3,17 +3,13 @@
  * `gatehouse backup FILE` while the bot runs; a store folder the bot may not write (a read-only
  * bind mount made with bubblewrap, which binds even for root); a redis:// or postgres:// store.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { openStore } from '../../bot/storage.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { gatehouseMain as main, registerTs as register, startGatehouse } from '../helpers/process.js';
 
 let dir: string;
 let model: FakeAnthropic;
@@ -37,19 +33,11 @@ afterEach(async () => {
 
 test('gatehouse backup FILE copies the live store while the bot runs: integrity ok, the conversation in it', async () => {
   model.setHandler(() => ({ text: 'noted: the blue key opens the shed' }));
-  const bot = spawn(process.execPath, ['--import', register, main], { cwd: dir, env: env(), stdio: ['pipe', 'pipe', 'pipe'] });
-  let screen = '';
-  bot.stdout.on('data', (d: Buffer) => (screen += d.toString()));
-  bot.stderr.on('data', (d: Buffer) => (screen += d.toString()));
-  const exited = new Promise<number | null>((r) => bot.once('exit', (code) => r(code)));
+  const p = startGatehouse([], { cwd: dir, env: env(), onlyEnv: true });
+  const bot = p.child;
+  const exited = p.exited.then((e) => e.code);
   try {
-    const until = async (what: string, times = 1) => {
-      const end = Date.now() + 20_000;
-      while (screen.split(what).length - 1 < times) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${screen}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
+    const until = (what: string, times = 1) => p.waitForOutput((screen) => screen.split(what).length - 1 >= times, `${what} (${times})`, 60_000);
     await until('Gatehouse terminal chat');
     bot.stdin.write('remember: the blue key opens the shed\n');
     await until('agent> noted');

@@ -4,16 +4,12 @@
  * (uid 65534, nobody) cannot read a transcript. Control: the same `cat` as nobody reads a 0644 copy.
  * A store made by an older version (0644 files in a 0755 folder) is narrowed at the next start.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
+import { gatehouseMain as main, registerTs as register, startGatehouse } from '../helpers/process.js';
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -35,18 +31,9 @@ afterEach(async () => {
 
 /** Starts the bot, says one thing, runs `whileUp` with the bot still running, then quits. */
 async function withBot(whileUp: () => void | Promise<void>): Promise<string> {
-  const bot = spawn(process.execPath, ['--import', register, main], { cwd: dir, env: env(), stdio: ['pipe', 'pipe', 'pipe'] });
-  let screen = '';
-  bot.stdout.on('data', (d: Buffer) => (screen += d.toString()));
-  bot.stderr.on('data', (d: Buffer) => (screen += d.toString()));
-  const exited = new Promise<number | null>((r) => bot.once('exit', (code) => r(code)));
-  const until = async (what: string) => {
-    const end = Date.now() + 90_000;
-    while (!screen.includes(what)) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${screen}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
+  const p = startGatehouse([], { cwd: dir, env: env(), onlyEnv: true });
+  const bot = p.child;
+  const until = (what: string) => p.waitForOutput(what, what, 90_000);
   try {
     await until('Gatehouse terminal chat');
     bot.stdin.write('remember: canary-7731 opens the shed\n');
@@ -55,8 +42,8 @@ async function withBot(whileUp: () => void | Promise<void>): Promise<string> {
   } finally {
     bot.stdin.end();
   }
-  expect(await exited).toBe(0);
-  return screen;
+  expect((await p.exited).code).toBe(0);
+  return p.output();
 }
 
 /** `cat FILE` as uid/gid 65534: its exit code and what it printed. */

@@ -65,6 +65,11 @@ export interface FakeErrorSpec {
 interface ReplyCommon {
   /** Wait before answering at all (headers included). */
   delayMs?: number;
+  /**
+   * Answer only once this settles (after delayMs): a test releases a "slow" reply when it has seen
+   * what it waits for, instead of betting on how long a delay lasts on a busy machine.
+   */
+  gate?: Promise<unknown>;
   /** Wait between SSE events (streaming only). */
   chunkDelayMs?: number;
   /** Overrides the estimated token counts. */
@@ -359,6 +364,10 @@ export async function startFakeAnthropic(opts: { apiKey?: string } = {}): Promis
     if (reply.delayMs && !(await wait(reply.delayMs, res))) return;
     if ('hang' in reply) return; // never answers; the client's abort (or close()) ends it
     if ('error' in reply) return sendError(res, reply.error);
+    if (reply.gate) {
+      await reply.gate.catch(() => undefined);
+      if (res.destroyed) return;
+    }
 
     const blocks = buildBlocks(reply);
     const outChars = blocks.reduce((n, b) => n + JSON.stringify(b.final).length, 0);

@@ -179,13 +179,5 @@ export class Harness {
   }
 }
 
-/** Polls until `check` returns a truthy value (bounded; a test fails with `what` if it never does). */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | null, timeoutMs = 8000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** The shared wait (test/helpers/wait.ts), exported here too for the tests that import it from the harness. */
+export { waitFor } from './wait.js';

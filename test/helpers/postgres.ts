@@ -35,6 +35,9 @@ export async function testPostgresUrl(): Promise<string> {
 }
 
 async function resolveAdmin(): Promise<string> {
+  if (process.env.TEST_FAST === '1') {
+    throw new Error('PostgreSQL in `npm run test:fast` (the unit tests): a test that needs PostgreSQL is an end-to-end test; name its file *.e2e.test.ts.');
+  }
   const given = process.env.GATEHOUSE_TEST_POSTGRES_URL;
   if (given) return given;
   const dir = process.env.GATEHOUSE_TEST_PG_RUN_DIR;

@@ -24,6 +24,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import type { FakeTelegram, SentMessage } from '../fakes/telegram.js';
+import { seededRandom } from './random.js';
+import { waitFor } from './wait.js';
+
+/** The answers' random delays (a failure names the seed; TEST_SEED replays it). */
+export const replyDelays = seededRandom();
 
 export const CLASSIFIER_MODEL = 'claude-haiku-5-5';
 export const FIRST_CHAT = 2001;
@@ -134,7 +139,7 @@ export class ReplicaChats {
       // Longer than any test: the replica is killed while it waits (close() cancels the delay).
       return { text: `answer ${key} by r${slot}`, delayMs: 600_000 };
     }
-    return { text: `answer ${key} by r${slot}`, delayMs: Math.floor(Math.random() * 150) };
+    return { text: `answer ${key} by r${slot}`, delayMs: replyDelays.int(0, 150) };
   }
 
   /** Sends the chat's next message (after its previous one was delivered); resolves when delivered. */
@@ -184,13 +189,7 @@ export class ReplicaChats {
 
   /** Resolves once a model call matches (the fake model does not wake the fake Telegram's waiters). */
   async untilCall(pred: (c: ModelCall) => boolean, ms: number, what: string): Promise<ModelCall> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const hit = this.calls.find(pred);
-      if (hit) return hit;
-      if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    return waitFor(what, () => this.calls.find(pred), { timeoutMs: ms, intervalMs: 20 });
   }
 
   /** The replica that asked the model for the command (the one running the turn). */

@@ -27,6 +27,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from './wait.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -91,7 +92,6 @@ export interface Replicas {
   cli(slot: number, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -213,24 +213,23 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
     };
     slots[slot] = p;
     allProcesses.push(p);
-    const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
+    const readyMs = opts.readyTimeoutMs ?? 120_000;
+    const deadline = Date.now() + readyMs;
     const fail = (why: string) => new Error(`replica ${slot} (pid ${p.pid}) ${why}:\n${out.slice(-3000)}`);
-    while (!/Gatehouse started/.test(out)) {
+    await waitFor('the replica to start', () => {
       if (p.exitedYet) throw fail('exited before it was ready');
-      if (Date.now() > deadline) throw fail('was not ready in time');
-      await sleep(25);
-    }
+      return /Gatehouse started/.test(out);
+    }, { timeoutMs: readyMs, intervalMs: 25, detail: () => `replica ${slot} (pid ${p.pid}):\n${out.slice(-3000)}` });
     const port = /HTTP server on http:\/\/[^:\s]+:(\d+)/.exec(out)?.[1];
     if (!port) throw fail('did not log its HTTP port');
     p.port = Number(port);
     // /readyz where the build has it (store reachable, role known, not draining).
-    for (;;) {
-      const status = await fetch(`http://127.0.0.1:${p.port}/readyz`).then((r) => r.status, () => 0);
-      if (status === 200 || status === 404) break;
-      if (p.exitedYet) throw fail('exited before /readyz said ready');
-      if (Date.now() > deadline) throw fail(`answered /readyz with ${status} until the deadline`);
-      await sleep(100);
-    }
+    let status = 0;
+    await waitFor('/readyz to say ready', async () => {
+      status = await fetch(`http://127.0.0.1:${p.port}/readyz`).then((r) => r.status, () => 0);
+      if (status !== 200 && status !== 404 && p.exitedYet) throw fail('exited before /readyz said ready');
+      return status === 200 || status === 404;
+    }, { timeoutMs: Math.max(1, deadline - Date.now()), intervalMs: 100, detail: () => `last status ${status}; replica ${slot} (pid ${p.pid}):\n${out.slice(-3000)}` });
     p.ready = true;
     return p;
   };

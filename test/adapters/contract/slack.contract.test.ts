@@ -11,6 +11,7 @@ import { startFakeSlack } from '../../fakes/slack.js';
 import type { FakeSlackMessage } from '../../fakes/slack.js';
 import { adapterContract, ContractSink } from './suite.js';
 import type { ContractDriver, SeenMessage } from './suite.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
@@ -83,7 +84,7 @@ for (const mode of ['http', 'socket'] as const) adapterContract(`slack (${mode =
     close: async () => {
       await adapter.stop();
       // the client closes its socket with a close handshake: let it finish before the fake goes away
-      for (let i = 0; i < 200 && fake.sockets.open > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('the socket close handshake', () => fake.sockets.open === 0, { timeoutMs: 5000, intervalMs: 10 }).catch(() => undefined);
       await http.close();
       await fake.close();
     },

@@ -6,6 +6,7 @@
  */
 import type { Card } from '../../../agent/events.js';
 import type { ActionResult, Adapter, AdapterSink, ConversationRef, InboundAction, InboundMessage, MessageResult } from '../../../adapters/types.js';
+import { until } from '../../helpers/wait.js';
 
 export class ContractSink implements AdapterSink {
   readonly messages: InboundMessage[] = [];
@@ -61,13 +62,6 @@ export interface ContractDriver {
 
 const squash = (s: string) => s.replace(/\s+/g, '');
 
-async function until(pred: () => boolean, what: string, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const approvalCard = (): Card => ({
   kind: 'approval',

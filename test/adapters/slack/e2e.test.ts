@@ -82,7 +82,7 @@ describe.each(ENGINES)('on %s', (engine) => {
   afterEach(async () => {
     await bot?.stop();
     bot = undefined;
-    for (let i = 0; i < 200 && slack.sockets.open > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor('the socket close handshake', () => slack.sockets.open === 0, { timeoutMs: 5000, intervalMs: 10 }).catch(() => undefined);
     await slack.close();
     await model.close();
     rmSync(dir, { recursive: true, force: true });

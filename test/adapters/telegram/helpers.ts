@@ -24,10 +24,5 @@ export class TestSink implements AdapterSink {
 }
 
 /** Resolves once `pred()` holds; fails the test with `what` after `ms`. */
-export async function until(pred: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** The shared wait (test/helpers/wait.ts) in the argument order these tests use. */
+export { until } from '../../helpers/wait.js';

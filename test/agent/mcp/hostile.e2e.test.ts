@@ -18,6 +18,7 @@ import { McpManager } from '../../../agent/mcp/manager.js';
 import type { McpServerConfig } from '../../../agent/mcp/config.js';
 import { MAX_LIST_PAGES } from '../../../agent/mcp/listing.js';
 import { alive, FIXTURE, FIXTURE_READ_PATHS } from './helpers.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const never = new AbortController().signal;
 const isRoot = process.getuid?.() === 0;
@@ -340,6 +341,6 @@ function commOf(pid: number): string {
 }
 
 async function waitGone(pid: number): Promise<void> {
-  for (let i = 0; i < 200 && alive(pid); i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor(`pid ${pid} to be gone`, () => !alive(pid), { intervalMs: 25 }).catch(() => undefined);
   expect(alive(pid)).toBe(false);
 }

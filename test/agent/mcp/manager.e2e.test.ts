@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { McpManager } from '../../../agent/mcp/manager.js';
 import type { McpServerConfig } from '../../../agent/mcp/config.js';
 import { alive, FIXTURE, startHttpServer, starts, stdioServer } from './helpers.js';
+import { waitFor } from '../../helpers/wait.js';
 
 let dir: string;
 let manager: McpManager | undefined;
@@ -201,6 +202,6 @@ test('a server removed from the config (reload) is stopped on the agent\'s next 
 });
 
 async function waitGone(pid: number): Promise<void> {
-  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor(`pid ${pid} to be gone`, () => !alive(pid), { intervalMs: 50 }).catch(() => undefined);
   expect(alive(pid)).toBe(false);
 }

@@ -1,5 +1,5 @@
 /**
- * A replica of the shared turn queue tests (./pgboss.test.ts): opens the PostgreSQL store argv[2]
+ * A replica of the shared turn queue tests (./pgboss.e2e.test.ts): opens the PostgreSQL store argv[2]
  * and its pg-boss TurnQueue as owner argv[3] with capacity argv[4], and prints one JSON line per
  * event. Its handler stands for a run: a turn `hold:<name>` (or `park:<name>`, parked on a human)
  * waits for "release <id>" on stdin when this replica is <name>; then it appends the turn's id to

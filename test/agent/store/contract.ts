@@ -1,5 +1,5 @@
 /**
- * The store contract suite: every engine runs it (sqlite.contract.test.ts, the PostgreSQL one).
+ * The store contract suite: every engine runs it (sqlite.contract.e2e.test.ts, the PostgreSQL one).
  * It checks the behaviour stated in agent/store/types.ts through the repositories only, never a
  * table. Every test uses its own random keys, so `open` may return the same database every time
  * (lists that span the store are filtered to the test's keys).

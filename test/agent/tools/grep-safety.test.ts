@@ -4,6 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { closeGrepWorkers, grepTool, grepWorkerStats } from '../../../agent/tools/builtin/files.js';
 import { ToolError } from '../../../agent/tools/types.js';
+import { waitFor } from '../../helpers/wait.js';
 import { makeCtx, removeDir, run, tempDir } from './builtin-helpers.js';
 
 // `(a+)+$` against "aaaa…a!" backtracks exponentially: about 0.15 s per line of 24 a's on a
@@ -40,9 +41,7 @@ function ticksWhile<T>(p: Promise<T>): { ticks: () => number; settled: Promise<v
   return { ticks: () => n, settled };
 }
 
-async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setTimeout(r, 5));
-}
+const until = (cond: () => boolean): Promise<void> => waitFor('the condition', cond, 30_000).then(() => undefined);
 
 test('while a catastrophic pattern runs, main-thread timers keep firing; abort ends it and the worker is gone', async () => {
   const ac = new AbortController();
@@ -66,7 +65,9 @@ test('while a catastrophic pattern runs, main-thread timers keep firing; abort e
 });
 
 test('a pattern over the matching budget fails with a clear ToolError, and the next grep gets a fresh worker', async () => {
-  const tool = grepTool({ matchBudgetMs: 300 });
+  // The budget's clock runs from the request, worker start-up included (a fresh worker takes a
+  // while on a busy machine): 2 s is far under the evil pattern's minute and far over a start-up.
+  const tool = grepTool({ matchBudgetMs: 2000 });
   const before = grepWorkerStats().created;
   const err = await run(tool, { pattern: EVIL }, makeCtx(ws)).then(
     (v) => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { executeCommandTool, type ExecuteCommandInput } from '../../../agent/tools/builtin/execute-command.js';
 import { prepareWorkspace } from '../../../agent/tools/sandbox/index.js';
 import { ToolError, type ToolContext, type ToolResult } from '../../../agent/tools/types.js';
+import { waitFor } from '../../helpers/wait.js';
 
 // Every test here runs in the default sandbox (bubblewrap) unless it passes NONE: the sandbox is what runs.
 const NONE = { sandbox: { mode: 'none' as const, network: false, botFiles: [] } };
@@ -93,15 +94,8 @@ async function runningWith(duration: string): Promise<number[]> {
   return pids;
 }
 
-async function waitForFile(file: string): Promise<string> {
-  for (let i = 0; i < 400; i++) {
-    if (existsSync(file)) {
-      const text = (await readFile(file, 'utf8')).trim();
-      if (text) return text;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`${file} never appeared`);
+function waitForFile(file: string): Promise<string> {
+  return waitFor(`${file} to be written`, async () => (existsSync(file) ? (await readFile(file, 'utf8')).trim() : ''), { intervalMs: 10 });
 }
 
 describe('execute_command: environment', () => {
@@ -299,7 +293,7 @@ describe.each([
     const pending = run(tool, { command: `sh -c 'sleep ${sleep} & echo $! > ${pidfile}; wait'` }, ctx);
     await waitForFile(pidfile);
     // The pid is known before `sleep` has replaced the forked shell: poll for it.
-    for (let i = 0; i < 200 && (await runningWith(sleep)).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(`a running sleep ${sleep}`, async () => (await runningWith(sleep)).length > 0, { intervalMs: 10 });
     expect((await runningWith(sleep)).length).toBe(1);
     controller.abort();
     const result = await pending;

@@ -11,6 +11,7 @@ import { allowConnections, openPostgresStore, terminateConnections } from '../..
 import { openSqliteStore } from '../../../agent/store/sqlite/index.js';
 import type { Leadership, Store } from '../../../agent/store/types.js';
 import { testPostgresAdminUrl, testPostgresUrl } from '../../helpers/postgres.js';
+import { sleep, waitFor } from '../../helpers/wait.js';
 
 beforeAll(async () => {
   await testPostgresUrl();
@@ -65,9 +66,9 @@ test('postgres: a holder whose connection is cut stops leading; exactly one lead
   const lost = nextChange(a);
   await terminateConnections(await testPostgresAdminUrl(), new URL(url).pathname.slice(1));
   expect(await lost).toBe(false);
-  while (!a.leading && !b.leading) await new Promise((r) => setTimeout(r, 50));
-  // Both keep trying; the lock admits one.
-  await new Promise((r) => setTimeout(r, 600));
+  await waitFor('one of them to lead again', () => a.leading || b.leading, { timeoutMs: 15_000, intervalMs: 50 });
+  // Both keep trying (every 200 ms); the lock admits one. A quiet period: the other must not lead too.
+  await sleep(600);
   expect([a.leading, b.leading].filter(Boolean)).toHaveLength(1);
 }, 20_000);
 

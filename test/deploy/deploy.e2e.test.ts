@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { testPostgresUrl } from '../helpers/postgres.js';
+import { waitFor } from '../helpers/wait.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -275,13 +276,8 @@ describe("the image's start command as a real process", () => {
     return { child, output: () => output, exited };
   }
 
-  async function until(what: string, check: () => boolean, output: () => string, ms = 20_000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${output()}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
+  const until = (what: string, check: () => boolean, output: () => string, ms = 60_000) =>
+    waitFor(what, check, { timeoutMs: ms, intervalMs: 25, detail: () => `output:\n${output()}` });
 
   test('no platform token, no terminal: it keeps running, serves /healthz, and exits 0 on SIGTERM', async () => {
     prepareImageTree('agents:\n  ops:\n    model: claude-sonnet-5-5\n    workspace: /app/workspace\n'.replace('/app/', `${dir}/app/`));
