@@ -9,7 +9,7 @@
  * adapters -> HTTP server (/healthz in every mode; in the terminal chat a port in use is only a
  * warning) -> runs waiting from before a restart continue -> pid file in the data folder -> the attach
  * socket and token for `gatehouse run` (bot/headless/attach.ts), closed first at stop.
- * Signals: SIGTERM / SIGINT drain and stop cleanly (exit 0; in the terminal chat the first SIGINT, Ctrl-C, cancels the running turn instead and the second stops): /readyz answers 503 "draining", input
+ * Signals: SIGTERM / SIGINT drain and stop cleanly (exit 0; in the terminal chat on a TTY the first SIGINT, Ctrl-C, cancels the running turn instead and the second stops): /readyz answers 503 "draining", input
  * stops, the held platform connections and their leadership are handed over at once (a standby
  * replica takes them), running turns get the runner's grace to reach a checkpoint; a second signal
  * exits at once (130 / 143). SIGHUP re-reads the config (bot/reload.ts): a bad
@@ -263,6 +263,8 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
   };
   const running: RunningBot = { gatehouse, stopped, stop, reload };
   if (http) running.http = http;
-  if (terminal) running.interrupt = () => terminal.interrupt();
+  // Ctrl-C at a terminal (stdin a TTY) cancels the running turn first; a SIGINT to a chat on pipes
+  // (a supervisor, a script, `kill -INT`) stops the bot as it stops a service.
+  if (terminal && ((io.stdin ?? process.stdin) as { isTTY?: boolean }).isTTY === true) running.interrupt = () => terminal.interrupt();
   return running;
 }

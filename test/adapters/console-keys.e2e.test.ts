@@ -1,7 +1,8 @@
 /**
  * The terminal chat's keys, on real processes (no config: the default agent, whose writes ask):
- * Ctrl-C (SIGINT to the process) cancels the running turn and a second one quits; Ctrl-D after a
- * Ctrl-C quits too; an unknown /command lists the known ones and reaches no model; and after a
+ * Ctrl-C on a real terminal (a pty: the line discipline turns ^C into SIGINT) cancels the running
+ * turn and a second one quits; Ctrl-D after a Ctrl-C quits too (a SIGINT to a chat on pipes stops it
+ * at once, as it stops a service: test/bot/shutdown.e2e.test.ts); an unknown /command lists the known ones and reaches no model; and after a
  * restart a pending card shows the `you>` prompt on a real terminal (a pty), not the working indicator.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { killLeftovers, startChat, type ChatProcess } from './console-process.js';
+
+const CTRL_C = '\x03';
 
 let dir: string;
 let model: FakeAnthropic;
@@ -41,12 +44,12 @@ async function waitFor(what: string, check: () => boolean): Promise<void> {
 }
 
 test('Ctrl-C cancels the running turn and the chat goes on; with nothing running it says how to quit; a second Ctrl-C quits (exit 0)', async () => {
-  const chat = await started();
+  const chat = await started(true);
   // The model takes its time: the turn is running when Ctrl-C comes.
   queue.push({ text: 'too late', delayMs: 120_000 });
   chat.type('think for a long time');
   await waitFor('the model call', () => model.requests.length === 1);
-  chat.child.kill('SIGINT');
+  chat.child.stdin.write(CTRL_C);
   await chat.until('the cancel', (s) => s.includes('(cancelling the turn; Ctrl-C again or Ctrl-D to quit)') && s.includes('Stopping the current run.'));
   await chat.until('the prompt again', (s) => s.endsWith('you> '));
   expect(chat.screen()).not.toContain('too late');
@@ -56,26 +59,26 @@ test('Ctrl-C cancels the running turn and the chat goes on; with nothing running
   await chat.until('the answer', (s) => s.includes('agent> Still here.'));
   await chat.until('the prompt after the answer', (s) => s.endsWith('you> '));
   // Typing a line disarmed the first Ctrl-C: this one only says how to quit.
-  chat.child.kill('SIGINT');
-  await chat.until('the hint', (s) => s.includes('  (Ctrl-C again or Ctrl-D to quit)\n'));
+  chat.child.stdin.write(CTRL_C);
+  await chat.until('the hint', (s) => / {2}\(Ctrl-C again or Ctrl-D to quit\)\r?\n/.test(s));
   expect(chat.child.exitCode).toBeNull();
-  chat.child.kill('SIGINT');
+  chat.child.stdin.write(CTRL_C);
   expect(await chat.exit).toBe(0);
 }, 90_000);
 
 test('Ctrl-C while a card waits cancels it: nothing is written; Ctrl-D then quits', async () => {
-  const chat = await started();
+  const chat = await started(true);
   queue.push({ toolUses: [{ name: 'write_file', input: { path: 'never.txt', content: 'x' } }] });
   chat.type('write never.txt');
   await chat.until('the card', (s) => s.includes('[1] Approve once'));
-  chat.child.kill('SIGINT');
+  chat.child.stdin.write(CTRL_C);
   await chat.until('the card closed', (s) => /⮑ Approve write_file\?: .+/.test(s));
   await chat.until('the prompt', (s) => s.endsWith('you> '));
   // Its number is stale now: it decides nothing.
   chat.type('1');
   await chat.until('stale notice', (s) => s.includes('(1 is not an open choice; nothing was sent)'));
   expect(existsSync(join(dir, 'workspace', 'never.txt'))).toBe(false);
-  chat.child.stdin.end();
+  chat.child.stdin.write('\x04'); // Ctrl-D on the terminal
   expect(await chat.exit).toBe(0);
 }, 90_000);
 

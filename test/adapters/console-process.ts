@@ -40,7 +40,9 @@ export async function killLeftovers(): Promise<void> {
 export function startChat(opts: { cwd: string; modelUrl: string; args?: string[]; env?: Record<string, string>; pty?: boolean }): ChatProcess {
   const argv = [process.execPath, '--import', register, main, ...(opts.args ?? [])];
   const quoted = argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const [cmd, ...args] = opts.pty ? ['script', '-qfec', quoted, '/dev/null'] : argv;
+  // exec: Gatehouse alone in the terminal's foreground group (a shell left waiting there would take
+  // a Ctrl-C too, and exit 130 after Gatehouse's clean exit).
+  const [cmd, ...args] = opts.pty ? ['script', '-qfec', `exec ${quoted}`, '/dev/null'] : argv;
   const child = spawn(cmd!, args, {
     cwd: opts.cwd,
     env: { PATH: process.env.PATH ?? '', HOME: opts.cwd, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: opts.modelUrl, GATEHOUSE_HTTP_PORT: '0', ...opts.env },
