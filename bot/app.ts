@@ -44,6 +44,7 @@ import { memoryAndReminders } from './reminder-scheduler.js';
 import { replicaId } from './replica-id.js';
 import { parseTurn } from '../agent/run/turn.js';
 import { LocalFirstTurnQueue } from '../agent/run/local-first-queue.js';
+import { hasSharedTurnQueue } from '../agent/run/turn-queue.js';
 import { heldConnections, type HeldStatus } from './leadership.js';
 
 export type { Log } from './log.js';
@@ -294,7 +295,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const settled = (key: string) => runnerRef?.isWaitingOnHuman(key) ?? false;
   const isLocal = (key: string) => key.startsWith(CLI_PREFIX);
   const sharedQueue =
-    config.store.kind === 'postgres' && opts.store.turnQueue && opts.replica !== false
+    config.store.kind === 'postgres' && hasSharedTurnQueue(opts.store) && opts.replica !== false
       ? await opts.store.turnQueue({
           owner: replicaId(),
           parse: parseTurn,

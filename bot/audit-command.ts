@@ -16,7 +16,7 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { auditMessage, type AuditEvent } from '../agent/audit.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { loadForCommand } from './operator-commands.js';
 import { chainFiles, readRecords, verifyChains, type AuditRecord } from './audit/chain.js';
 import { auditSettings, KEY_FILE, loadAuditKey } from './audit/trail.js';

@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { backupSqliteStore } from '../agent/store/sqlite/backup.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { ConfigError, formatConfigError } from './config.js';
 import { storeFromEnv } from './env.js';
 

@@ -15,22 +15,12 @@
  *   gatehouse doctor | init | config schema        bot/doctor.ts, bot/init-command.ts, bot/config-command.ts
  *   gatehouse --version | --help | help
  */
-import { readFileSync } from 'node:fs';
-import type { Readable, Writable } from 'node:stream';
+import type { CliIO, Command } from './cli/io.js';
+import { gatehouseVersion } from './cli/io.js';
 import type { RunningBot, StartMode } from './start.js';
 
-export type { RunningBot, StartMode };
-
-export interface CliIO {
-  env: Record<string, string | undefined>;
-  cwd: string;
-  stdin?: Readable;
-  stdout: Writable;
-  stderr: Writable;
-}
-
-/** One command: its arguments (after the command name) in, an exit code out. */
-export type Command = (args: string[], io: CliIO) => number | Promise<number>;
+export type { CliIO, Command, RunningBot, StartMode };
+export { gatehouseVersion };
 
 /** Every command, by name, with the import of the module that has it. */
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
@@ -96,19 +86,6 @@ const versionCommand: Command = (_args, io) => {
   io.stdout.write(`gatehouse ${gatehouseVersion()}\n`);
   return 0;
 };
-
-/** The version in package.json (found from this file, built or not). */
-export function gatehouseVersion(): string {
-  for (const rel of ['../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'gatehouse' && pkg.version) return pkg.version;
-    } catch {
-      // Try the next place.
-    }
-  }
-  return 'unknown';
-}
 
 /** `running` is called once the command's module is loaded and the command has begun (bot/main.ts). */
 export async function runCli(argv: string[], io: CliIO, hooks: { running?: () => void } = {}): Promise<number> {

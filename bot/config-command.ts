@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { buildSchema } from './config-schema.js';
 
 const USAGE = 'Usage: gatehouse config schema   (prints the JSON Schema of gatehouse.yaml)';

@@ -3,10 +3,17 @@
  * expected, the keys allowed where an unknown one stood (with a did-you-mean).
  */
 import { z } from 'zod';
-import type { ConfigProblem } from './env.js';
 import { didYouMean } from './did-you-mean.js';
 
 export { didYouMean };
+
+/** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
+export type Env = Record<string, string | undefined>;
 
 
 /** A value as a message quotes it: short strings quoted, lists and mappings named, never dumped. */

@@ -14,7 +14,7 @@
  * `--json`: one JSON array of { name, status, detail, fix? } instead. Never prints a secret.
  */
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadDotEnv, readEnv } from './env.js';
 import { httpCheck, platformChecks, sandboxChecks, storeCheck, type CheckResult } from './doctor-checks.js';

@@ -33,13 +33,8 @@ import { didYouMean } from './did-you-mean.js';
 import { FILE_SUFFIX, readSecretFiles } from './secret-files.js';
 import { readMetricsEnv, readTraceEnv, type MetricsSettings, type TraceSettings } from './telemetry/env.js';
 
-/** One thing wrong with the configuration: where (a key path or variable name) and what to do. */
-export interface ConfigProblem {
-  path: string;
-  message: string;
-}
-
-export type Env = Record<string, string | undefined>;
+export type { ConfigProblem, Env } from './config-problems.js';
+import type { ConfigProblem, Env } from './config-problems.js';
 
 /**
  * GATEHOUSE_STORE: SQLite (embedded, the default) or PostgreSQL; any other URL is a config error.

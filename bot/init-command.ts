@@ -16,7 +16,7 @@ import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DESCRIPTORS } from '../adapters/descriptors.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { DEFAULT_MODEL } from './config.js';
 
 type ChatPlatform = 'telegram' | 'slack' | 'discord';

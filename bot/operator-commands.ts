@@ -15,7 +15,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { dataDirOf, PID_FILE, RELOAD_STATUS_FILE, type ReloadStatus } from './reload.js';
 import { z } from 'zod';

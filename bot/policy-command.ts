@@ -29,7 +29,7 @@ import { decide, type AgentPolicy } from '../policies/gate.js';
 import { createCommandClassifier } from '../policies/classifier.js';
 import { allowlistMiss, analyzeCommand, commandApprovalKey, isCommandAllowlisted, type ShellAnalysis } from '../policies/shell/index.js';
 import { TIERS, type Tier } from '../policies/tiers.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { ConfigError, formatConfigError, loadConfig } from './config.js';
 import { builtinRegistry, builtinToolNames } from '../agent/tools/catalog.js';
 import { allowRuleMatcher, findCommandRule, matchToolPolicy } from '../policies/tool-policy.js';

@@ -14,7 +14,7 @@
  *   any of the file's content.
  */
 import { readFileSync, statSync } from 'node:fs';
-import type { ConfigProblem, Env } from './env.js';
+import type { ConfigProblem, Env } from './config-problems.js';
 
 /** A secret larger than this is a wrong path (a log, a binary), not a token or key. */
 const MAX_SECRET_BYTES = 64 * 1024;

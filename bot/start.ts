@@ -22,7 +22,7 @@ import type { Adapter } from '../adapters/types.js';
 import { createAnthropicModel, loadModelSdk } from '../agent/model.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
 import { createGatehouse, type Gatehouse } from './app.js';
-import type { CliIO } from './cli.js';
+import type { CliIO } from './cli/io.js';
 import { auditTo, createLogger, levelRank, secretValues, type Log } from './log.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { startHttpServer, type HttpServer, type Readiness } from './http.js';
@@ -33,7 +33,7 @@ import { openStore } from './storage.js';
 import { startAttachServer, type AttachServer } from './headless/attach.js';
 import { openAuditTrail } from './audit/trail.js';
 import { configEntries, hostDecideRoute, reloadEvent } from './audit/service.js';
-import { gatehouseVersion } from './cli.js';
+import { gatehouseVersion } from './cli/io.js';
 import { SEMCONV_VERSION } from './telemetry/semconv.js';
 
 export interface RunningBot {

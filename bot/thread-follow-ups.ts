@@ -9,11 +9,19 @@
  * - Read at decision time, so a config reload applies to the next message.
  */
 import { z } from 'zod';
-import type { AgentConfig, Config } from './config.js';
 
 export const threadFollowUpsSchema = z.boolean();
 
-export function threadFollowUpsFor(config: Pick<Config, 'routes'>, key: string, agent: Pick<AgentConfig, 'threadFollowUps'>): boolean {
+/** The parts of the config it reads (structural, so this file does not import the config module that imports it). */
+interface FollowUpSettings {
+  threadFollowUps?: boolean;
+}
+
+export function threadFollowUpsFor(
+  config: { routes: ReadonlyArray<FollowUpSettings & { match: string }> },
+  key: string,
+  agent: FollowUpSettings,
+): boolean {
   // Same matching as agentForConversation: the key itself, or a prefix ending at a ':' boundary.
   const route = config.routes.find((r) => key === r.match || key.startsWith(`${r.match}:`));
   return route?.threadFollowUps ?? agent.threadFollowUps ?? true;

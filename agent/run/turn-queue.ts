@@ -60,6 +60,36 @@ export interface TurnQueue {
   close(graceMs: number): Promise<void>;
 }
 
+/** What a shared turn queue needs from the runner (the contract is above). */
+export interface SharedTurnQueueOptions {
+  /** This process's replica id (the owner of the fences it takes). */
+  owner: string;
+  /** Conversations this process runs by itself (agent/run/local-first-queue.ts): left alone at resume. */
+  local?(conversation: string): boolean;
+  /** Reads a stored turn back (undefined: unreadable, dropped with a warning). */
+  parse(value: unknown): Turn | undefined;
+  /** A conversation whose running handler is parked on a human (it does not count against `capacity`). */
+  settled?(conversation: string): boolean;
+  /** How many turns this process runs at once, parked ones not counted (the runner's slots). */
+  capacity: number;
+  /** pg-boss timings (tests): heartbeat (>= 10 s), supervise pass (s), backstop poll (ms). */
+  tuning?: { heartbeatSeconds?: number; superviseSeconds?: number; pollMs?: number };
+  now?(): number;
+  log?: Log;
+}
+
+/**
+ * A store engine with a turn queue shared by every process on it (replicas; PostgreSQL: pg-boss).
+ * Not part of Store: the store is the floor under the runner and does not name the runner's types.
+ */
+export interface SharedTurnQueueEngine {
+  turnQueue(opts: SharedTurnQueueOptions): Promise<TurnQueue>;
+}
+
+export function hasSharedTurnQueue(store: object): store is SharedTurnQueueEngine {
+  return typeof (store as { turnQueue?: unknown }).turnQueue === 'function';
+}
+
 export interface InProcessTurnQueueOptions {
   runs: Pick<RunRepo, 'enqueueTurn' | 'dropTurn' | 'queuedTurns'>;
   /** Reads a stored turn back (undefined: unreadable, dropped with a warning). */

@@ -21,8 +21,6 @@
  *   on; the check is in the write's own statement or transaction.
  */
 
-import type { TurnQueue } from '../run/turn-queue.js';
-import type { Turn } from '../run/turn.js';
 import type { Log } from '../log.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -386,11 +384,6 @@ export interface Store {
    */
   checkpoint(c: Checkpoint): Promise<void | { revision: number }>;
   /**
-   * The turn queue shared by every process on this store (replicas), when the engine has one
-   * (PostgreSQL: pg-boss). Absent: the runner uses its in-process queue.
-   */
-  turnQueue?(opts: SharedTurnQueueOptions): Promise<TurnQueue>;
-  /**
    * Resolves when the engine answers a trivial query (readiness: /readyz), rejects otherwise; never
    * retries, and gives up after `timeoutMs` (default 2 s).
    */
@@ -400,23 +393,6 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** What a shared turn queue needs from the runner (agent/run/turn-queue.ts has the contract). */
-export interface SharedTurnQueueOptions {
-  /** This process's replica id (the owner of the fences it takes). */
-  owner: string;
-  /** Conversations this process runs by itself (agent/run/local-first-queue.ts): left alone at resume. */
-  local?(conversation: string): boolean;
-  /** Reads a stored turn back (undefined: unreadable, dropped with a warning). */
-  parse(value: unknown): Turn | undefined;
-  /** A conversation whose running handler is parked on a human (it does not count against `capacity`). */
-  settled?(conversation: string): boolean;
-  /** How many turns this process runs at once, parked ones not counted (the runner's slots). */
-  capacity: number;
-  /** pg-boss timings (tests): heartbeat (>= 10 s), supervise pass (s), backstop poll (ms). */
-  tuning?: { heartbeatSeconds?: number; superviseSeconds?: number; pollMs?: number };
-  now?(): number;
-  log?: Log;
-}
 
 /** A transcript write whose expectRevision was not the stored one. */
 export class StoreConflictError extends Error {

@@ -16,7 +16,7 @@
  */
 import { auditTo } from '../log.js';
 import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals.js';
-import type { CliIO } from '../cli.js';
+import type { CliIO } from '../cli/io.js';
 import type { Config } from '../config.js';
 import { AttachUnavailable, attachCall, findService } from '../headless/attach.js';
 import { loadForCommand } from '../operator-commands.js';

@@ -34,7 +34,7 @@ import { createInterface, type Interface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { TIERS } from '../../policies/tiers.js';
 import { dirname, resolve } from 'node:path';
-import type { CliIO } from '../cli.js';
+import type { CliIO } from '../cli/io.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
 import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
 import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';

@@ -7,7 +7,7 @@
 import type { Writable } from 'node:stream';
 import { createAnthropicModel } from '../../agent/model.js';
 import { createGatehouse } from '../app.js';
-import type { CliIO } from '../cli.js';
+import type { CliIO } from '../cli/io.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, levelRank, secretValues, type Log } from '../log.js';
 import { openStore } from '../storage.js';

@@ -24,6 +24,7 @@ import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, remind
 import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
 import { checkFence, leaseRepo } from './leases.js';
 import { openPgBossTurnQueue } from './turn-queue.js';
+import type { SharedTurnQueueEngine } from '../../run/turn-queue.js';
 import { fallbackLog, type Log } from '../../log.js';
 
 export { allowConnections, createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
@@ -41,7 +42,7 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
 }
 
-export interface PostgresStore extends Store {
+export interface PostgresStore extends Store, SharedTurnQueueEngine {
   /** Statements sent so far (BEGIN and COMMIT count): round trips per operation, for the bench. */
   roundTrips(): number;
   /** Deletes expired rows now (the timer calls it); returns how many went. */

@@ -30,9 +30,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Job, JobWithMetadata, PgBoss as PgBossType } from 'pg-boss';
-import type { DeliveryHooks, TurnHandler, TurnQueue } from '../../run/turn-queue.js';
+import type { DeliveryHooks, SharedTurnQueueOptions, TurnHandler, TurnQueue } from '../../run/turn-queue.js';
 import type { QueuedTurn } from '../../run/turn.js';
-import type { Fence, LeaseRepo, RunRepo, SharedTurnQueueOptions } from '../types.js';
+import type { Fence, LeaseRepo, RunRepo } from '../types.js';
 import { dec, enc, num, type Db } from './db.js';
 import { claimedTurnSql } from './repos.js';
 import { CHANNEL, EXPIRE_SECONDS, jobIdOf, MAX_DELIVERIES, QUEUE_SCHEMA, RETRY_LIMIT, TURN_QUEUE } from './turn-jobs.js';
