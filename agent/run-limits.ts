@@ -120,28 +120,49 @@ function dec(m: Map<string, number>, k: string): void {
   else m.delete(k);
 }
 
+/**
+ * The clock a run's deadline reads and sets its timer on. Tests pass a fake one and move it by hand,
+ * so "a person takes longer than the budget" needs no real waiting; the default is the real timers.
+ */
+export interface RunClock {
+  now(): number;
+  setTimer(fn: () => void, ms: number): () => void;
+}
+
+export const realClock: RunClock = {
+  now: () => Date.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, ms);
+    return () => clearTimeout(t);
+  },
+};
+
 /** A run's time budget; paused while it waits on a human. */
 export class Deadline {
-  private timer: NodeJS.Timeout | undefined;
+  private cancel: (() => void) | undefined;
   private remaining: number;
   private startedAt = 0;
-  constructor(ms: number, private readonly onExpire: () => void) {
+  constructor(
+    ms: number,
+    private readonly onExpire: () => void,
+    private readonly clock: RunClock = realClock,
+  ) {
     this.remaining = ms;
     this.resume();
   }
   pause(): void {
-    if (!this.timer) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.remaining -= Date.now() - this.startedAt;
+    if (!this.cancel) return;
+    this.cancel();
+    this.cancel = undefined;
+    this.remaining -= this.clock.now() - this.startedAt;
   }
   resume(): void {
-    if (this.timer) return;
-    this.startedAt = Date.now();
-    this.timer = setTimeout(this.onExpire, Math.max(0, this.remaining));
+    if (this.cancel) return;
+    this.startedAt = this.clock.now();
+    this.cancel = this.clock.setTimer(this.onExpire, Math.max(0, this.remaining));
   }
   clear(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancel?.();
+    this.cancel = undefined;
   }
 }

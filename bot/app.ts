@@ -24,6 +24,7 @@ import type { ModelClient } from '../agent/model-types.js';
 import type { ConversationOutput } from '../agent/output.js';
 import { OrderedDelivery } from './ordered-delivery.js';
 import { Runner } from '../agent/runner.js';
+import type { RunClock } from '../agent/run-limits.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';
 import { settingsSecretValues } from '../agent/tools/builtin/web/tools.js';
@@ -68,6 +69,8 @@ export interface GatehouseOptions {
   telemetry?: Telemetry;
   /** Classifier timeout (default 8 s). */
   classifierTimeoutMs?: number;
+  /** The clock of run deadlines (tests move a fake one; default the real timers). */
+  runClock?: RunClock;
   /** Tools beyond the built-in ones (config must list them like any other). */
   extraTools?: AnyTool[];
   /**
@@ -337,6 +340,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     log,
     audit,
     ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
+    ...(opts.runClock ? { clock: opts.runClock } : {}),
     systemExtra: assistant.systemExtra,
   });
   runnerRef = runner;

@@ -31,7 +31,7 @@ import { runLoop, unansweredToolUses } from '../loop.js';
 import { ModelError, type ModelClient } from '../model-types.js';
 import type { OutputResolver } from '../output.js';
 import { addUsage, emptyUsage } from '../pricing.js';
-import { Deadline, placeOf, type SlotClaim, type Slots } from '../run-limits.js';
+import { Deadline, placeOf, type RunClock, type SlotClaim, type Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import { FencedError, type Fence, type LeaseRepo, type RunRepo } from '../store/types.js';
 import { runToolBatch, type CallStates } from '../tools/executor.js';
@@ -69,6 +69,8 @@ export interface RunDeps {
   /** The run's abort controller while it runs (for /stop and shutdown), undefined after. */
   running(key: string, controller: AbortController | undefined): void;
   parked(key: string, waiting: boolean): void;
+  /** The clock of run deadlines (default: the real one; tests move a fake one). */
+  clock?: RunClock;
 }
 
 export type RunJob = ({ kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord }) & { fence?: Fence };
@@ -137,7 +139,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const deadline = new Deadline(runTimeoutMs, () => {
     timedOut = true;
     controller.abort(new Error('timeout'));
-  });
+  }, d.clock);
   const waits = humanWaits({ slots: d.slots, claim, deadline, waitNote, parked: (w) => d.parked(key, w) });
   const humanWait = <T>(w: () => Promise<T>): Promise<T> => waits.wait(w);
   // Classifier usage is counted apart from the conversation's.

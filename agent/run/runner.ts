@@ -40,7 +40,7 @@ import type { ConversationStore } from '../conversation-store.js';
 import type { Usage } from '../events.js';
 import type { ModelClient } from '../model-types.js';
 import type { OutputResolver } from '../output.js';
-import { Slots } from '../run-limits.js';
+import { Slots, type RunClock } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import type { EventClaim, Fence, LeaseRepo, RunRepo } from '../store/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -87,6 +87,8 @@ export interface RunnerOptions {
   telemetry?: Telemetry;
   /** Appended to the agent's system prompt, read at the start of every run (the agent's memory). */
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
+  /** The clock of run deadlines (runTimeoutMs); default the real one. */
+  clock?: RunClock;
 }
 
 export class Runner {

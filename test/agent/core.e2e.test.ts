@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_YAML, ENGINES, Harness, harnessOn, agentYaml, waitFor } from '../helpers/harness.js';
 import type { RecordedRequest } from '../fakes/anthropic.js';
+import { fakeClock } from '../helpers/fake-clock.js';
 
 let h: Harness;
 afterEach(async () => {
@@ -302,16 +303,31 @@ describe.each(ENGINES)('on %s', (engine) => {
   });
 
   test('time spent waiting for a human does not count against runTimeoutMs', async () => {
+    const clock = fakeClock();
     h = await harness.start({
       yaml: agentYaml('tools: [ask_user_question]', 'runTimeoutMs: 1500', 'approvers: { console: [local] }'),
+      runClock: clock,
     });
     h.script({ toolUses: [{ name: 'ask_user_question', input: { question: 'Ready?', suggestions: [{ value: 'yes', label: 'Yes' }] } }] }, { text: 'Off we go.' });
     await h.adapter.send('start');
     const card = await waitFor('question', () => h.adapter.cards[0]);
-    await new Promise((r) => setTimeout(r, 2000)); // a person taking their time, longer than the run's budget
+    clock.advance(2000); // a person taking their time, longer than the run's budget
     expect((await h.adapter.click(card, 'Yes')).accepted).toBe(true);
     await waitFor('answer', () => h.adapter.answers()[0]);
     expect(h.adapter.answers()).toEqual(['Off we go.']);
+  });
+
+  test('the same time spent on the model does count: the run is stopped', async () => {
+    const clock = fakeClock();
+    h = await harness.start({ yaml: agentYaml('tools: [get_time]', 'runTimeoutMs: 1500'), runClock: clock });
+    h.script({ hang: true });
+    await h.adapter.send('start');
+    await waitFor('the model call', () => (h.modelRequests().length > 0 ? true : undefined));
+    clock.advance(1400);
+    expect(h.adapter.answers()).toEqual([]);
+    clock.advance(600);
+    await waitFor('answer', () => h.adapter.answers()[0]);
+    expect(h.adapter.answers()[0]).toMatch(/^ERROR: Stopped: the run took longer than 2 s \(runTimeoutMs\)/);
   });
 
   test('results of a parallel batch come back in the calls order', async () => {

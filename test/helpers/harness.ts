@@ -17,6 +17,7 @@ import { createAnthropicModel } from '../../agent/model.js';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
 import type { AnyTool } from '../../agent/tools/types.js';
 import { createGatehouse, type Gatehouse, type Log } from '../../bot/app.js';
+import type { RunClock } from '../../agent/run-limits.js';
 import { loadConfig, type Config } from '../../bot/config.js';
 import { openStore } from '../../bot/storage.js';
 import type { Store } from '../../agent/store/types.js';
@@ -31,6 +32,8 @@ export interface HarnessOptions {
   /** Build adapters other than the recording one (e.g. the console adapter). */
   adapters?: (h: { dir: string }) => Adapter[];
   classifierTimeoutMs?: number;
+  /** The clock of run deadlines (test/helpers/fake-clock.ts); default the real one. */
+  runClock?: RunClock;
   env?: Record<string, string>;
   /** Receives the log (default: dropped); audit events arrive as info lines with their fields. */
   log?: Log;
@@ -144,6 +147,7 @@ export class Harness {
       log: this.opts.log ?? (() => undefined),
       ...(this.opts.extraTools ? { extraTools: this.opts.extraTools } : {}),
       ...(this.opts.classifierTimeoutMs !== undefined ? { classifierTimeoutMs: this.opts.classifierTimeoutMs } : {}),
+      ...(this.opts.runClock ? { runClock: this.opts.runClock } : {}),
     });
     await this.gh.start();
   }
