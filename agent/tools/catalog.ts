@@ -4,6 +4,7 @@
  */
 import { ToolRegistry } from './registry.js';
 import { askUserQuestionTool } from './builtin/ask-user.js';
+import { askFilePickerTool } from './builtin/file-picker.js';
 import { executeCommandTool } from './builtin/execute-command.js';
 import { builtinFileTools, builtinManageTools, builtinMiscTools, builtinPdfTools, builtinWebTools, erase } from './builtin/index.js';
 import type { NetworkConfig } from './builtin/web/config.js';
@@ -37,6 +38,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     ...builtinPdfTools(),
     ...builtinMiscTools(),
     askUserQuestionTool(),
+    askFilePickerTool(),
     ...memoryAndReminderTools(opts.stores),
     executeCommandTool({
       ...(opts.commandTimeoutMs !== undefined ? { defaultTimeoutMs: opts.commandTimeoutMs } : {}),

@@ -27,7 +27,7 @@ const YAML = (ws: string) => `
 agents:
   default:
     model: claude-sonnet-5-5
-    tools: [read_file, write_file, ask_user_question, get_time]
+    tools: [read_file, write_file, ask_user_question, ask_file_picker, get_time]
     tier: read-only
     workspace: "${ws}"
     approvers: { console: [local] }
@@ -242,6 +242,22 @@ describe('unattended and interactive', () => {
     expect(r.code).toBe(0);
     expect(readFileSync(join(workspace, 'approved.txt'), 'utf8')).toBe('yes');
     expect((JSON.parse(r.stdout) as { answer: string }).answer).toMatch(/RESULT/);
+  }, 240_000);
+
+  test('--interactive-stdin: ask_file_picker offers the workspace files as suggestions, and a picked one comes back', async () => {
+    mkdirSync(join(workspace, 'docs'), { recursive: true });
+    writeFileSync(join(workspace, 'docs', 'a.md'), 'a');
+    writeFileSync(join(workspace, 'docs', 'b.md'), 'b');
+    writeFileSync(join(workspace, 'notes.txt'), 'n');
+    script.push({ toolUses: [{ name: 'ask_file_picker', input: { prompt: 'Which doc?', pattern: '*.md' } }] }, echoToolResult);
+    const p = start(['run', '--interactive-stdin', 'edit a doc']);
+    const asked = await until('user_input_required', () => lines(p.stderr()).find((e) => e.type === 'user_input_required'));
+    expect(asked.question).toMatch(/^Which doc\?/);
+    expect(asked.suggestions).toEqual([{ value: 'docs/a.md', label: 'docs/a.md' }, { value: 'docs/b.md', label: 'docs/b.md' }]);
+    p.child.stdin!.write(JSON.stringify({ type: 'user_input_response', requestId: asked.requestId, value: 'docs/b.md' }) + '\n');
+    const r = await p.done;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/RESULT: Picked.*: docs\/b\.md/);
   }, 240_000);
 
   test('--interactive-stdin: a question answered with a suggestion value; the question is never cut', async () => {
