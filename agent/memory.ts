@@ -261,7 +261,7 @@ export function quote(s: string): string {
 
 /** An id or key shown bare when it is a plain token, quoted otherwise. */
 function token(s: string): string {
-  return /^[A-Za-z0-9_.:@+\-]{1,200}$/.test(s) ? s : quote(s);
+  return /^[A-Za-z0-9_.:@+-]{1,200}$/.test(s) ? s : quote(s);
 }
 
 export function describeAuthor(a: MemoryAuthor | undefined, unknown = 'an unknown author (author unknown: saved before authors were recorded)'): string {

@@ -2,7 +2,7 @@
  * zod issues -> ConfigProblems an operator can act on: the key path as written in YAML, what was
  * expected, the keys allowed where an unknown one stood (with a did-you-mean).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { didYouMean } from './did-you-mean.js';
 
 export { didYouMean };

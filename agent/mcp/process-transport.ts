@@ -140,7 +140,10 @@ export class ProcessTransport implements Transport {
     this.bytesIn += chunk.length;
     let start = 0;
     for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
-      if (this.pending + (nl - start) > this.maxMessageBytes) return this.overflow();
+      if (this.pending + (nl - start) > this.maxMessageBytes) {
+        this.overflow();
+        return;
+      }
       this.chunks.push(chunk.subarray(start, nl));
       const line = Buffer.concat(this.chunks).toString('utf8').replace(/\r$/, '');
       this.chunks = [];
@@ -159,7 +162,10 @@ export class ProcessTransport implements Transport {
     }
     if (start < chunk.length) {
       this.pending += chunk.length - start;
-      if (this.pending > this.maxMessageBytes) return this.overflow();
+      if (this.pending > this.maxMessageBytes) {
+        this.overflow();
+        return;
+      }
       this.chunks.push(chunk.subarray(start));
     }
   }

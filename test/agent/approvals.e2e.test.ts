@@ -3,7 +3,7 @@
  * Attackers here: a non-approver tapping, a replayed token, a token from another conversation, a
  * forged token, a model trying to pre-select a picker option.
  */
-import { ENGINES, Harness, harnessOn, waitFor } from '../helpers/harness.js';
+import { ENGINES, type Harness, harnessOn, waitFor } from '../helpers/harness.js';
 import { countingTool, pickerTool, runsLog } from '../helpers/tools.js';
 
 let h: Harness;

@@ -251,7 +251,7 @@ test('stored tool results belong to one conversation and go with it (reset)', as
 test('repairTranscript keeps the messages it does not change (so a save after it stays small)', () => {
   const a: Message = { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'x', input: {} }] };
   const u1 = user();
-  const out = repairTranscript([u1, asst(), u1 === u1 ? user() : u1, a]);
+  const out = repairTranscript([u1, asst(), user(), a]);
   expect(out[0]).toBe(u1);
   expect(out[3]).toBe(a);
   expect(out[4]!.content[0]).toMatchObject({ type: 'tool_result', tool_use_id: 't', is_error: true });

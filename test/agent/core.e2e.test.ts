@@ -4,7 +4,7 @@
  */
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_YAML, ENGINES, Harness, harnessOn, agentYaml, waitFor } from '../helpers/harness.js';
+import { DEFAULT_YAML, ENGINES, type Harness, harnessOn, agentYaml, waitFor } from '../helpers/harness.js';
 import type { RecordedRequest } from '../fakes/anthropic.js';
 import { fakeClock } from '../helpers/fake-clock.js';
 

@@ -25,8 +25,8 @@ import { startReplica, type Replica } from '../helpers/replica-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 let dir: string;
-let replicas: Replica[] = [];
-let stores: Store[] = [];
+const replicas: Replica[] = [];
+const stores: Store[] = [];
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'gh-replicas-'));

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { AgentEvent } from '../../agent/events.js';
 import type { Tool } from '../../agent/tools/types.js';
-import { ENGINES, Harness, harnessOn, waitFor } from '../helpers/harness.js';
+import { ENGINES, type Harness, harnessOn, waitFor } from '../helpers/harness.js';
 import { countingTool, runsLog } from '../helpers/tools.js';
 
 let h: Harness;

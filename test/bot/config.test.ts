@@ -189,7 +189,7 @@ describe('gatehouse.example.yaml', () => {
       'agents.ops.approvers.discord[1]', 'routes[0].match', 'access.telegram.users[0]', 'access.telegram.chats[0]',
     ]));
     // No id in the example could be a real person's: nothing in it looks like one.
-    expect(readFileSync(resolve('gatehouse.example.yaml'), 'utf8')).not.toMatch(/["\[ ]-?\d{5,}["\],]/);
+    expect(readFileSync(resolve('gatehouse.example.yaml'), 'utf8')).not.toMatch(/["[ ]-?\d{5,}["\],]/);
   });
 
   test('a placeholder in any id list or route is refused, whatever the platform', () => {

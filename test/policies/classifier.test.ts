@@ -13,14 +13,14 @@ import type { FakeAnthropic } from '../fakes/anthropic.js';
 const KEY = 'sk-ant-api03-CLASSIFIER-TEST';
 const CLASSIFIER_MODEL = 'claude-haiku-4-5';
 
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) => s.replace(/&lt;/g, '<').replace(/&amp;/g, '&');
 /** What the model would see as the command: the text inside the one pair of tags. */
 function taggedCommand(user: string): string {
   expect(user.startsWith('<command>')).toBe(true);
   expect(user.endsWith('</command>')).toBe(true);
   const inner = user.slice('<command>'.length, -'</command>'.length);
   expect(inner).not.toContain('<');
-  return unescape(inner);
+  return unescapeHtml(inner);
 }
 
 describe('parseVerdict', () => {

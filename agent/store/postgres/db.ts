@@ -11,7 +11,7 @@
  * - Serialization failures and deadlocks (40001, 40P01) rerun the transaction.
  * Every error that leaves here is scrubbed of the password (StoreConflictError passes unchanged).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { storeRoundTrips } from '../round-trips.js';
 import { StoreConflictError, StoreError } from '../types.js';
 import { isConnectionLoss, isRetryableConflict, notSent, redact, runtimeError, type Target } from './errors.js';

@@ -17,7 +17,7 @@
 import pg from 'pg';
 import type { Leadership, LeadershipOptions } from '../types.js';
 import { redact, type Target } from './errors.js';
-import { type LogLevel } from '../../log.js';
+import type { LogLevel } from '../../log.js';
 
 const LOCK_CLASS = 0x6761_7465; // "gate": any fixed int4
 const CHANNEL = 'gatehouse_leadership';

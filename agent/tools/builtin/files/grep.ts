@@ -23,7 +23,7 @@ import {
   text,
   truncatedLine,
 } from './shared.js';
-import { DirRef, walkNotes, walkTree, type WalkStats } from './walk.js';
+import { type DirRef, walkNotes, walkTree, type WalkStats } from './walk.js';
 
 // ---------------------------------------------------------------------------------------------
 // grep
