@@ -84,26 +84,29 @@ export async function askUser(
   },
 ): Promise<QuestionAnswer> {
   const prior = c.states.get(c.callId);
-  let questionId = prior?.status === 'started' ? prior.questionId : undefined;
-  if (!questionId || !(await c.broker.get(questionId))) {
-    questionId ??= newToken();
-    await c.states.set(c.callId, { status: 'started', questionId });
-    await c.broker.askQuestion({
-      requestId: questionId,
-      conversationKey: c.key,
-      platform: c.record.platform,
-      agentName: c.agent.name,
-      runId: c.record.runId,
-      question: q.question,
-      suggestions: q.suggestions,
-      allowCustom: q.allowCustom,
-      starterId: c.record.starter.id,
-      timeoutMs: c.agent.questionTimeoutMs,
-    });
-    await c.emit({ type: 'question_asked', runId: c.record.runId, callId: c.callId, question: q.question });
-  }
-  const id = questionId;
-  const d = await c.humanWait(() => c.broker.wait(id, c.signal));
+  // The wait (slot given back, deadline paused) starts before the card is posted: from the moment a
+  // person can see the question, their time is theirs, however slow the store write after it is.
+  const d = await c.humanWait(async () => {
+    let questionId = prior?.status === 'started' ? prior.questionId : undefined;
+    if (!questionId || !(await c.broker.get(questionId))) {
+      questionId ??= newToken();
+      await c.states.set(c.callId, { status: 'started', questionId });
+      await c.broker.askQuestion({
+        requestId: questionId,
+        conversationKey: c.key,
+        platform: c.record.platform,
+        agentName: c.agent.name,
+        runId: c.record.runId,
+        question: q.question,
+        suggestions: q.suggestions,
+        allowCustom: q.allowCustom,
+        starterId: c.record.starter.id,
+        timeoutMs: c.agent.questionTimeoutMs,
+      });
+      await c.emit({ type: 'question_asked', runId: c.record.runId, callId: c.callId, question: q.question });
+    }
+    return c.broker.wait(questionId, c.signal);
+  });
   const answer = d.outcome === 'answered' ? (d.answer ?? '') : null;
   await c.emit({ type: 'question_answered', runId: c.record.runId, callId: c.callId, answer, ...(d.by ? { by: d.byName ?? d.by } : {}) });
   const result: QuestionAnswer = { answer };

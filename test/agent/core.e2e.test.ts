@@ -312,7 +312,8 @@ describe.each(ENGINES)('on %s', (engine) => {
     await h.adapter.send('start');
     const card = await waitFor('question', () => h.adapter.cards[0]);
     clock.advance(2000); // a person taking their time, longer than the run's budget
-    expect((await h.adapter.click(card, 'Yes')).accepted).toBe(true);
+    const r = await h.adapter.click(card, 'Yes');
+    expect(r).toMatchObject({ accepted: true });
     await waitFor('answer', () => h.adapter.answers()[0]);
     expect(h.adapter.answers()).toEqual(['Off we go.']);
   });
