@@ -28,6 +28,7 @@ import type { Log } from '../log.js';
 import { dataDirOf } from '../reload.js';
 import { replicaId } from '../replica-id.js';
 import { ChainWriter } from './chain.js';
+import { claimCliChain } from './chain-lock.js';
 
 export const AUDIT_ENV = ['GATEHOUSE_AUDIT_DIR', 'GATEHOUSE_AUDIT_MAX_BYTES', 'GATEHOUSE_AUDIT_KEY'] as const;
 export const KEY_FILE = 'audit.key';
@@ -110,7 +111,15 @@ export interface AuditTrail {
 }
 
 /** Opens the audit file for this process (or none, when turned off); throws on a bad setting. */
-export function openAuditTrail(opts: { env: Env; cwd: string; config: Pick<Config, 'store'>; log: Log; now?: () => Date }): AuditTrail {
+export function openAuditTrail(opts: {
+  env: Env;
+  cwd: string;
+  config: Pick<Config, 'store'>;
+  log: Log;
+  now?: () => Date;
+  /** Not the service (an in-process `gatehouse run`): writes a chain of its own (chain-lock.ts). */
+  cli?: boolean;
+}): AuditTrail {
   const settings = auditSettings(opts.env, opts.cwd, opts.config);
   if (!settings.dir) {
     opts.log('info', `no audit file: ${settings.why ?? 'turned off'} (audit events go to the log only)`);
@@ -118,7 +127,8 @@ export function openAuditTrail(opts: { env: Env; cwd: string; config: Pick<Confi
   }
   const key = loadAuditKey(settings, { create: true, warn: (m) => opts.log('warn', m) });
   const forget = registerOwnSecret(key.toString('utf8'));
-  const writer = new ChainWriter({ dir: settings.dir, chain: settings.chain, key, maxBytes: settings.maxBytes, ...(opts.now ? { now: opts.now } : {}) });
+  const claim = opts.cli ? claimCliChain(settings.dir, settings.chain) : { chain: settings.chain, release: () => undefined };
+  const writer = new ChainWriter({ dir: settings.dir, chain: claim.chain, key, maxBytes: settings.maxBytes, ...(opts.now ? { now: opts.now } : {}) });
   if (writer.warning) opts.log('warn', writer.warning);
   let closed = false;
   return {
@@ -136,6 +146,7 @@ export function openAuditTrail(opts: { env: Env; cwd: string; config: Pick<Confi
     close: () => {
       closed = true;
       writer.close();
+      claim.release();
       forget();
     },
   };

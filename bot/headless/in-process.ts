@@ -11,6 +11,7 @@ import type { CliIO } from '../cli/io.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, levelRank, secretValues, type Log } from '../log.js';
 import { openStore } from '../storage.js';
+import { openAuditTrail, type AuditTrail } from '../audit/trail.js';
 import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './runs.js';
 
 export async function runInProcess(
@@ -28,8 +29,11 @@ export async function runInProcess(
     onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
   });
   const store = await openStore(config.store, { log });
+  let trail: AuditTrail | undefined;
   try {
-    const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: auditTo(log), replica: false });
+    // Its audit events go to the audit file too, in a chain of its own (bot/audit/chain-lock.ts).
+    trail = openAuditTrail({ env: io.env, cwd: io.cwd, config, log, cli: true });
+    const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: trail.wrap(auditTo(log)), ownFiles: trail.hidden, replica: false });
     try {
       setRespond((r) => gatehouse.headless.respond(r));
       return await gatehouse.headless.run(request, onMessage);
@@ -37,6 +41,7 @@ export async function runInProcess(
       await gatehouse.stop({ graceMs: 0 });
     }
   } finally {
+    trail?.close();
     await store.close();
   }
 }

@@ -225,6 +225,24 @@ test('with the service stopped, approvals decide writes the decision to the stor
   expect(verify).toMatchObject({ code: 0 });
 }, 180_000);
 
+test('an in-process gatehouse run (no service) writes its events to a chain of its own, which verifies', async () => {
+  writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ telegram: ["501"] }', 'tools: [write_file]\n    tier: high-risk'));
+  queue.push({ toolUses: [{ name: 'write_file', input: { path: 'cli.md', content: 'c\n' } }] }, { text: 'Wrote cli.md.' }, { text: 'Second run.' });
+  const first = await gatehouse(['run', 'write cli.md']);
+  expect(first).toMatchObject({ code: 0 });
+  expect(first.stdout).toContain('Wrote cli.md.');
+  expect(await gatehouse(['run', 'again'])).toMatchObject({ code: 0 });
+  const files = readdirSync(auditDir()).sort();
+  expect(files.filter((f) => f.endsWith('.jsonl')).every((f) => f.startsWith('audit-cli-'))).toBe(true);
+  expect(files.some((f) => f.endsWith('.lock'))).toBe(false); // released at the end of each run
+  const runs = records().filter((r) => r.event.event === 'run_finished');
+  expect(runs).toHaveLength(2); // the second run continued the same chain
+  expect(has({ event: 'gate_decision', tool: 'write_file', decision: 'allow' })()).toBe(true);
+  const verify = await gatehouse(['audit', 'verify']);
+  expect(verify.code).toBe(0);
+  expect(verify.stdout).toMatch(/^OK: /);
+}, 180_000);
+
 const toolResults = (req: RecordedRequest | undefined): string =>
   JSON.stringify(((req?.body as { messages: Array<{ content: unknown }> } | undefined)?.messages.at(-1)?.content) ?? '');
 
