@@ -50,7 +50,7 @@ export async function acpCommand(argv: string[], io: CliIO): Promise<number> {
     return 2;
   }
   const { readConfig } = await import('../start.js');
-  const { ConfigError, formatConfigError, agentForConversation } = await import('../config.js');
+  const { ConfigError, formatConfigError } = await import('../config.js');
   let config;
   try {
     config = readConfig(io);
@@ -68,7 +68,7 @@ export async function acpCommand(argv: string[], io: CliIO): Promise<number> {
       return 2;
     }
     agentName = args.agent;
-  } else agentName = agentForConversation(config, 'acp:').name;
+  } else agentName = config.defaultAgent;
   if (!io.stdin) {
     err('gatehouse acp: needs stdin (the client speaks ACP on it)');
     return 2;

@@ -16,7 +16,7 @@ import type { CliIO } from '../cli.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, secretValues } from '../log.js';
 import { openStore } from '../storage.js';
-import { AcpSessions } from './sessions.js';
+import { AcpSessions, PromptRunning } from './sessions.js';
 
 /** What the model is sent for one prompt's content blocks (text as is, resources by their text or URI). */
 export function promptText(blocks: ContentBlock[]): string {
@@ -81,7 +81,12 @@ export async function serveAcp(
         if (!s.has(params.sessionId)) throw RequestError.resourceNotFound(params.sessionId);
         const text = promptText(params.prompt);
         if (text.trim() === '') throw RequestError.invalidParams({ prompt: 'no text in the prompt' });
-        return { stopReason: await s.prompt(params.sessionId, text) };
+        try {
+          return { stopReason: await s.prompt(params.sessionId, text) };
+        } catch (e) {
+          if (e instanceof PromptRunning) throw RequestError.invalidRequest(undefined, e.message);
+          throw e;
+        }
       })
       .onNotification('session/cancel', ({ params }) => s.cancel(params.sessionId));
     const connection = app.connect(ndJsonStream(stream.output, stream.input));

@@ -4,7 +4,7 @@
  *
  * Contract:
  * - A session is the conversation `acp:<session id>`; one prompt is one turn of it, on the agent
- *   chosen for the process (`--agent`, else the one routed for the key). The session's cwd is never
+ *   chosen for the process (`--agent`, else defaultAgent). The session's cwd is never
  *   the workspace: the agent's own workspace is (see the note written to stderr at session/new).
  * - Run events become `session/update` notifications, in order, before the prompt's response:
  *   `text` -> agent_message_chunk; a call's first event -> tool_call, later ones -> tool_call_update
@@ -39,6 +39,8 @@ interface Live {
   /** The call of the last approval_asked: the card that follows is its. */
   askingCall?: string;
   streamed: boolean;
+  /** Aborted when the turn ends: open permission requests are withdrawn ($/cancel_request). */
+  ended: AbortController;
   reason?: string;
   error?: string;
 }
@@ -69,6 +71,12 @@ const KIND: Record<string, ToolKind> = {
   edit_file: 'edit',
   fetch_url: 'fetch',
 };
+
+export class PromptRunning extends Error {
+  constructor(sessionId: string) {
+    super(`session ${sessionId} already runs a prompt: cancel it or wait for its response`);
+  }
+}
 
 export class AcpSessions {
   private readonly sessions = new Map<string, Session>();
@@ -186,11 +194,16 @@ export class AcpSessions {
       if (!client) return void (await deny());
       await s.chain;
       const callId = s.live?.askingCall ?? `approval-${requestId}`;
-      const r = await client.request('session/request_permission', {
-        sessionId: s.id,
-        toolCall: { toolCallId: callId, title: card.title, status: 'pending', content: [{ type: 'content', content: { type: 'text', text: [card.body, card.preview].filter(Boolean).join('\n') } }] },
-        options: offered.map((o) => o.option),
-      });
+      const signal = s.live?.ended.signal;
+      const r = await client.request(
+        'session/request_permission',
+        {
+          sessionId: s.id,
+          toolCall: { toolCallId: callId, title: card.title, status: 'pending', content: [{ type: 'content', content: { type: 'text', text: [card.body, card.preview].filter(Boolean).join('\n') } }] },
+          options: offered.map((o) => o.option),
+        },
+        signal ? { cancellationSignal: signal, stopWaitingOnCancel: true } : {},
+      );
       const chosen = r.outcome.outcome === 'selected' ? offered.find((o) => o.option.optionId === (r.outcome as { optionId: string }).optionId) : undefined;
       if (!chosen) return void (await deny());
       const done = await broker.decideAs(requestId, s.key, { token: chosen.token }, ACP_USER);
@@ -205,8 +218,10 @@ export class AcpSessions {
   async prompt(sessionId: string, text: string): Promise<StopReason> {
     const s = this.sessions.get(sessionId);
     if (!s) throw new Error(`no session ${sessionId}`);
+    // One turn at a time per session: a second prompt would take the first one's events.
+    if (s.live) throw new PromptRunning(sessionId);
     const runId = randomUUID();
-    const live: Live = { runId, announced: new Set(), streamed: false };
+    const live: Live = { runId, announced: new Set(), streamed: false, ended: new AbortController() };
     s.live = live;
     const { finished } = await this.deps.runner.submit({
       agentName: this.deps.agentName,
@@ -221,9 +236,13 @@ export class AcpSessions {
         approvers: { acp: [ACP_USER.id] },
       },
     });
-    await finished;
-    await s.chain;
-    if (s.live === live) s.live = undefined;
+    try {
+      await finished;
+      await s.chain;
+    } finally {
+      live.ended.abort();
+      if (s.live === live) s.live = undefined;
+    }
     if (live.reason === 'stopped') return 'cancelled';
     if (live.reason === 'max_iterations') return 'max_turn_requests';
     return 'end_turn';

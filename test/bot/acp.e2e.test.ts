@@ -155,7 +155,7 @@ test('a call above the tier asks the client; allow once runs it, reject does not
   expect(existsSync(join(workspace, 'never.txt'))).toBe(false);
   expect(toolStatuses(e, sid2)).toEqual(['tool_call:pending', 'tool_call_update:failed']);
   // The model is told the call did not run.
-  expect(chunks(e, sid2)).toMatch(/RESULT: .*(denied|not run|declined)/i);
+  expect(chunks(e, sid2)).toMatch(/RESULT: .*denied by ACP client/i);
   await close(e);
 }, 240_000);
 
@@ -186,6 +186,10 @@ test('a client that cannot answer (an error, or a cancelled outcome) declines th
   expect(e.asked).toHaveLength(2);
   expect(existsSync(join(workspace, 'err.txt'))).toBe(false);
   expect(existsSync(join(workspace, 'cancel.txt'))).toBe(false);
+  // Each time the model is told why it did not run.
+  const told = chunks(e, sid).split('RESULT: ').slice(1);
+  expect(told).toHaveLength(2);
+  for (const t of told) expect(t).toMatch(/no answer given/);
   await close(e);
 }, 240_000);
 
@@ -198,6 +202,7 @@ test('a toolPolicy deny never asks: the call is reported failed and nothing is w
   expect(e.asked).toHaveLength(0);
   expect(existsSync(join(workspace, 'denied.txt'))).toBe(false);
   expect(toolStatuses(e, sid)).toEqual(['tool_call:failed']);
+  expect(chunks(e, sid)).toMatch(/RESULT: .*toolPolicy/);
   await close(e);
 }, 240_000);
 
@@ -223,6 +228,23 @@ test('session/cancel stops a running turn: the prompt resolves cancelled', async
   script.push({ text: 'back' });
   expect((await prompt(e, sid, 'again')).stopReason).toBe('end_turn');
   expect(chunks(e, sid)).toContain('back');
+  await close(e);
+}, 240_000);
+
+test('cancel while a permission request is open: the turn stops, the call never runs, a second prompt meanwhile is refused', async () => {
+  script.push(write('late.txt', 'x'), echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  // An editor whose user has not answered yet: the answer comes only when the request is withdrawn.
+  e.decide.fn = () => new Promise<RequestPermissionResponse>(() => undefined);
+  const running = prompt(e, sid, 'write late');
+  await waitForProcess(e.p, 'the permission request', () => e.asked.length === 1, 60_000);
+  await expect(prompt(e, sid, 'meanwhile')).rejects.toThrow(/already runs a prompt/);
+  await e.conn.agent.notify('session/cancel', { sessionId: sid });
+  expect((await running).stopReason).toBe('cancelled');
+  expect(existsSync(join(workspace, 'late.txt'))).toBe(false);
+  expect(toolStatuses(e, sid)).toContain('tool_call:pending');
+  expect(toolStatuses(e, sid)).not.toContain('tool_call_update:completed');
   await close(e);
 }, 240_000);
 
