@@ -15,7 +15,9 @@
  *   option the card did not offer decides it as denied ("no answer given" when nobody chose); never
  *   a silent allow. Questions and pickers are declined (no elicitation here: ask_user_question is
  *   not offered, humanAvailable is false).
- * - `cancel(sessionId)` stops the running turn as /stop does; its prompt resolves `cancelled`.
+ * - `cancel(sessionId)` stops the running turn as /stop does; its prompt resolves `cancelled`. A
+ *   prompt that is exactly `/reset` starts the conversation over, as in a chat. One prompt at a time
+ *   per session (a second one meanwhile is refused with PromptRunning).
  * - Tier overrides: `approvalPolicy` replaces the agent's tier for every turn (as `gatehouse run
  *   --approval-policy`); toolPolicy, commandRules and the denylist still apply.
  */
@@ -220,6 +222,12 @@ export class AcpSessions {
     if (!s) throw new Error(`no session ${sessionId}`);
     // One turn at a time per session: a second prompt would take the first one's events.
     if (s.live) throw new PromptRunning(sessionId);
+    // As in a chat: /reset forgets the conversation (an error tells the user to send it).
+    if (text.trim() === '/reset') {
+      await this.deps.runner.reset(s.key, this.deps.agentName);
+      await this.update(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Started a new conversation: I have forgotten what was said here before.' } });
+      return 'end_turn';
+    }
     const runId = randomUUID();
     const live: Live = { runId, announced: new Set(), streamed: false, ended: new AbortController() };
     s.live = live;

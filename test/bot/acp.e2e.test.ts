@@ -137,6 +137,23 @@ test('a prompt streams its answer as agent_message_chunk updates, and the turn e
   await close(e);
 }, 180_000);
 
+test('a model error is shown to the editor as a message chunk; /reset starts the session over, as in a chat', async () => {
+  script.push({ text: 'remember 7' }, { error: { status: 400, type: 'invalid_request_error', message: 'prompt is too long' } }, { text: 'fine now' });
+  const e = await editor();
+  const sid = await newSession(e);
+  await prompt(e, sid, 'first');
+  expect((await prompt(e, sid, 'too much')).stopReason).toBe('end_turn');
+  expect(chunks(e, sid)).toMatch(/\[error\] This conversation is too long.*\/reset/);
+  expect((await prompt(e, sid, '/reset')).stopReason).toBe('end_turn');
+  expect(chunks(e, sid)).toContain('Started a new conversation');
+  await prompt(e, sid, 'again');
+  expect(chunks(e, sid)).toContain('fine now');
+  // After the reset the model sees only the new message.
+  const last = fake.requests[fake.requests.length - 1]!.body as { messages: unknown[] };
+  expect(last.messages).toHaveLength(1);
+  await close(e);
+}, 180_000);
+
 test('a call above the tier asks the client; allow once runs it, reject does not (the file is never written)', async () => {
   script.push(write('once.txt', 'yes'), echoToolResult, write('never.txt', 'no'), echoToolResult);
   const e = await editor();
