@@ -176,6 +176,18 @@ test('a call above the tier asks the client; allow once runs it, reject does not
   await close(e);
 }, 240_000);
 
+test('two gated calls in one reply are asked one by one, each decided on its own', async () => {
+  script.push({ toolUses: [{ name: 'write_file', input: { path: 'yes.txt', content: 'y' } }, { name: 'write_file', input: { path: 'no.txt', content: 'n' } }] }, echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  e.decide.fn = (req) => ({ outcome: { outcome: 'selected', optionId: JSON.stringify(req.toolCall).includes('yes.txt') ? 'allow_once' : 'reject' } });
+  expect((await prompt(e, sid, 'two')).stopReason).toBe('end_turn');
+  expect(e.asked).toHaveLength(2);
+  expect(existsSync(join(workspace, 'yes.txt'))).toBe(true);
+  expect(existsSync(join(workspace, 'no.txt'))).toBe(false);
+  await close(e);
+}, 180_000);
+
 test('allow always skips the second ask for the same approval key', async () => {
   script.push(write('a.txt', '1'), echoToolResult, write('b.txt', '2'), echoToolResult);
   const e = await editor();
