@@ -80,6 +80,8 @@ export interface GatehouseOptions {
   leadership?: Leadership;
   /** More of the bot's own paths that sandboxed commands must never see (the audit folder and key). */
   ownFiles?: readonly string[];
+  /** Where conversations of a surface without an adapter go (`gatehouse acp`: bot/acp/); undefined: not its key. */
+  extraOutputs?: (key: string) => ConversationOutput | undefined;
 }
 
 export interface Gatehouse {
@@ -210,6 +212,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   const delivery = new OrderedDelivery();
   const outputs = (key: string): ConversationOutput => {
     if (key.startsWith(CLI_PREFIX)) return headless.output(key);
+    const extra = opts.extraOutputs?.(key);
+    if (extra) return extra;
     const { adapter, ref } = adapterFor(key);
     return {
       emit: (e) => delivery.run(key, () => adapter.render(ref, e)),

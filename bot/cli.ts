@@ -27,6 +27,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   start: () => import('./start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('start', io)),
   serve: () => import('./start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('serve', io)),
   run: () => import('./headless/command.js').then((m) => m.runCommand),
+  acp: () => import('./acp/command.js').then((m) => m.acpCommand),
   reload: () => import('./operator-commands.js').then((m) => (args: string[], io: CliIO) => m.reloadCommand(args, io)),
   approvals: () =>
     import('./operator-commands.js').then((m) => async (args: string[], io: CliIO) =>
@@ -55,6 +56,8 @@ const USAGE = `Usage:
                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"
                            one message to an agent for scripts and CI: the answer (or one JSON object) on
                            stdout; through the running service when there is one (see README "Headless runs")
+  gatehouse acp [--agent NAME] [--approval-policy read-only|low-risk|high-risk]
+                           an Agent Client Protocol server on stdio, for editors (see README "Editors (ACP)")
   gatehouse approvals [--json]
                            pending approvals and questions, with who can decide each
   gatehouse approvals decide ID approve|deny

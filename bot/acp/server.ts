@@ -1,0 +1,102 @@
+/**
+ * The ACP agent app of `gatehouse acp` (./command.ts parses the flags): the SDK's stable v1 agent
+ * side on a byte stream, with the Gatehouse core (bot/app.ts) in this process.
+ *
+ * Contract:
+ * - `initialize` answers the protocol version and no optional capabilities (no session/load, no
+ *   images, no MCP servers from the client); `session/new` opens ./sessions.ts's session;
+ *   `session/prompt` runs one turn; `session/cancel` stops it.
+ * - Resolves with 0 when the connection closes (the client ended stdin), after the core stopped.
+ */
+import { agent, PROTOCOL_VERSION, RequestError, ndJsonStream, type AgentContext, type ContentBlock } from '@agentclientprotocol/sdk';
+import { createAnthropicModel } from '../../agent/model.js';
+import type { Tier } from '../../policies/tiers.js';
+import { createGatehouse } from '../app.js';
+import type { CliIO } from '../cli.js';
+import type { Config } from '../config.js';
+import { auditTo, createLogger, secretValues } from '../log.js';
+import { openStore } from '../storage.js';
+import { AcpSessions, PromptRunning } from './sessions.js';
+
+/** What the model is sent for one prompt's content blocks (text as is, resources by their text or URI). */
+export function promptText(blocks: ContentBlock[]): string {
+  const parts: string[] = [];
+  for (const b of blocks) {
+    if (b.type === 'text') parts.push(b.text);
+    else if (b.type === 'resource_link') parts.push(`[${b.name}](${b.uri})`);
+    else if (b.type === 'resource' && 'text' in b.resource) parts.push(`${b.resource.uri}:\n${b.resource.text}`);
+  }
+  return parts.join('\n');
+}
+
+export async function serveAcp(
+  io: CliIO,
+  config: Config,
+  opts: { agentName: string; approvalPolicy?: Tier },
+  stream: { input: ReadableStream<Uint8Array>; output: WritableStream<Uint8Array> },
+): Promise<number> {
+  const log = createLogger({ level: config.logLevel, destination: io.stderr, secrets: secretValues(io.env) }).log;
+  const model = createAnthropicModel({
+    apiKey: config.anthropic.apiKey ?? 'not-needed',
+    ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
+    onRetry: (r) => log('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
+  });
+  const store = await openStore(config.store, { log });
+  let client: AgentContext | undefined;
+  let sessions: AcpSessions | undefined;
+  try {
+    const gatehouse = await createGatehouse({
+      config,
+      store,
+      model,
+      adapters: [],
+      log,
+      audit: auditTo(log),
+      replica: false,
+      extraOutputs: (key) => sessions?.output(key),
+    });
+    sessions = new AcpSessions({
+      runner: gatehouse.runner,
+      broker: gatehouse.broker,
+      agentName: opts.agentName,
+      ...(opts.approvalPolicy ? { approvalPolicy: opts.approvalPolicy } : {}),
+      client: () => client,
+      log,
+    });
+    const s = sessions;
+    const workspace = config.agents[opts.agentName]?.workspace;
+    const app = agent({ name: 'gatehouse' })
+      .onRequest('initialize', () => ({
+        protocolVersion: PROTOCOL_VERSION,
+        agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
+        agentInfo: { name: 'gatehouse', version: '0' },
+        authMethods: [],
+      }))
+      .onRequest('session/new', ({ params }) => {
+        const sessionId = s.newSession();
+        if (params.cwd !== workspace) log('info', `acp: session ${sessionId}: the client's cwd ${params.cwd} is not used; agent ${opts.agentName} works in its own workspace`);
+        return { sessionId };
+      })
+      .onRequest('session/prompt', async ({ params }) => {
+        if (!s.has(params.sessionId)) throw RequestError.resourceNotFound(params.sessionId);
+        const text = promptText(params.prompt);
+        if (text.trim() === '') throw RequestError.invalidParams({ prompt: 'no text in the prompt' });
+        try {
+          return { stopReason: await s.prompt(params.sessionId, text) };
+        } catch (e) {
+          if (e instanceof PromptRunning) throw RequestError.invalidRequest(undefined, e.message);
+          throw e;
+        }
+      })
+      .onNotification('session/cancel', ({ params }) => s.cancel(params.sessionId));
+    const connection = app.connect(ndJsonStream(stream.output, stream.input));
+    client = connection.client;
+    log('info', `acp: serving agent ${opts.agentName} on stdio`);
+    await connection.closed;
+    client = undefined;
+    await gatehouse.stop({ graceMs: 0 });
+  } finally {
+    await store.close();
+  }
+  return 0;
+}

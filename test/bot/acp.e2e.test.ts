@@ -1,0 +1,290 @@
+/**
+ * `gatehouse acp` as a real process, driven by the ACP SDK's client side over its stdio, against the
+ * fake Anthropic server: what an editor sees (streamed chunks, tool calls and their status,
+ * permission requests) and what the gate did (files written or not).
+ */
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import {
+  client,
+  ndJsonStream,
+  type ClientConnection,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type SessionNotification,
+} from '@agentclientprotocol/sdk';
+import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
+import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
+
+let fake: FakeAnthropic;
+let dir: string;
+let workspace: string;
+let script: Array<FakeReply | ((req: RecordedRequest) => FakeReply)>;
+
+const YAML = (ws: string) => `
+agents:
+  default:
+    model: claude-sonnet-5-5
+    tools: [read_file, write_file, get_time]
+    tier: read-only
+    workspace: "${ws}"
+  locked:
+    model: claude-sonnet-5-5
+    tools: [read_file, write_file]
+    tier: read-only
+    workspace: "${ws}"
+    toolPolicy: { write_file: deny }
+`;
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic({ apiKey: 'test-key' });
+  script = [];
+  fake.setHandler((req) => {
+    const next = script.shift();
+    if (!next) return { text: '(no scripted reply)' };
+    return typeof next === 'function' ? next(req) : next;
+  });
+  dir = mkdtempSync(join(tmpdir(), 'gh-acp-'));
+  chmodSync(dir, 0o711);
+  workspace = join(dir, 'workspace');
+  writeFileSync(join(dir, 'gatehouse.yaml'), YAML(workspace));
+});
+afterEach(async () => {
+  await fake.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The text of the last tool_result the model was sent. */
+function lastToolResult(req: RecordedRequest): string {
+  const msgs = (req.body as { messages: Array<{ role: string; content: unknown }> }).messages;
+  const last = msgs[msgs.length - 1]!;
+  const blocks = Array.isArray(last.content) ? (last.content as Array<{ type: string; content?: unknown }>) : [];
+  const r = blocks.find((b) => b.type === 'tool_result');
+  return typeof r?.content === 'string' ? r.content : JSON.stringify(r?.content ?? '');
+}
+const echoToolResult = (req: RecordedRequest): FakeReply => ({ text: `RESULT: ${lastToolResult(req)}` });
+
+type Decide = (req: RequestPermissionRequest) => RequestPermissionResponse | Promise<RequestPermissionResponse>;
+
+interface Editor {
+  p: TestProcess;
+  conn: ClientConnection;
+  updates: SessionNotification[];
+  asked: RequestPermissionRequest[];
+  decide: { fn: Decide };
+}
+
+const pick = (optionId: string): Decide => () => ({ outcome: { outcome: 'selected', optionId } });
+
+/** `gatehouse acp ARGS` with an SDK client on its stdio. */
+async function editor(args: string[] = []): Promise<Editor> {
+  const p = startGatehouse(['acp', ...args], {
+    cwd: dir,
+    onlyEnv: true,
+    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' },
+  });
+  const updates: SessionNotification[] = [];
+  const asked: RequestPermissionRequest[] = [];
+  const decide = { fn: pick('reject') };
+  const app = client({ name: 'test-editor' })
+    .onNotification('session/update', ({ params }) => {
+      updates.push(params);
+    })
+    .onRequest('session/request_permission', async ({ params }) => {
+      asked.push(params);
+      return decide.fn(params);
+    });
+  const conn = app.connect(ndJsonStream(Writable.toWeb(p.child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(p.child.stdout) as ReadableStream<Uint8Array>));
+  const init = await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  expect(init.protocolVersion).toBe(1);
+  return { p, conn, updates, asked, decide };
+}
+
+async function close(e: Editor): Promise<void> {
+  e.p.child.stdin.end();
+  const exit = await e.p.exited;
+  expect(exit.code).toBe(0);
+  // stdout carried protocol frames only.
+  for (const line of e.p.stdout().split('\n').filter((l) => l.trim() !== '')) expect((JSON.parse(line) as { jsonrpc?: string }).jsonrpc).toBe('2.0');
+}
+
+const newSession = async (e: Editor) => (await e.conn.agent.request('session/new', { cwd: dir, mcpServers: [] })).sessionId;
+const prompt = (e: Editor, sessionId: string, text: string) => e.conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] });
+const chunks = (e: Editor, sessionId: string) =>
+  e.updates
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === 'agent_message_chunk')
+    .map((u) => (u.update as { content: { type: string; text?: string } }).content.text ?? '')
+    .join('');
+const toolStatuses = (e: Editor, sessionId: string) =>
+  e.updates
+    .filter((u) => u.sessionId === sessionId && (u.update.sessionUpdate === 'tool_call' || u.update.sessionUpdate === 'tool_call_update'))
+    .map((u) => `${u.update.sessionUpdate}:${(u.update as { status?: string }).status ?? ''}`);
+
+const write = (path: string, content: string): FakeReply => ({ toolUses: [{ name: 'write_file', input: { path, content } }] });
+
+test('a prompt streams its answer as agent_message_chunk updates, and the turn ends end_turn', async () => {
+  script.push({ text: 'Hello from the gatehouse agent.' });
+  const e = await editor();
+  const sid = await newSession(e);
+  const r = await prompt(e, sid, 'hi');
+  expect(r.stopReason).toBe('end_turn');
+  expect(chunks(e, sid)).toBe('Hello from the gatehouse agent.');
+  expect(e.updates.filter((u) => u.update.sessionUpdate === 'agent_message_chunk').length).toBeGreaterThan(1);
+  const sent = (fake.requests[0]!.body as { messages: Array<{ content: unknown }> }).messages[0]!.content;
+  expect(JSON.stringify(sent)).toContain('hi');
+  await close(e);
+}, 180_000);
+
+test('a model error is shown to the editor as a message chunk; /reset starts the session over, as in a chat', async () => {
+  script.push({ text: 'remember 7' }, { error: { status: 400, type: 'invalid_request_error', message: 'prompt is too long' } }, { text: 'fine now' });
+  const e = await editor();
+  const sid = await newSession(e);
+  await prompt(e, sid, 'first');
+  expect((await prompt(e, sid, 'too much')).stopReason).toBe('end_turn');
+  expect(chunks(e, sid)).toMatch(/\[error\] This conversation is too long.*\/reset/);
+  expect((await prompt(e, sid, '/reset')).stopReason).toBe('end_turn');
+  expect(chunks(e, sid)).toContain('Started a new conversation');
+  await prompt(e, sid, 'again');
+  expect(chunks(e, sid)).toContain('fine now');
+  // After the reset the model sees only the new message.
+  const last = fake.requests[fake.requests.length - 1]!.body as { messages: unknown[] };
+  expect(last.messages).toHaveLength(1);
+  await close(e);
+}, 180_000);
+
+test('a call above the tier asks the client; allow once runs it, reject does not (the file is never written)', async () => {
+  script.push(write('once.txt', 'yes'), echoToolResult, write('never.txt', 'no'), echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  e.decide.fn = pick('allow_once');
+  expect((await prompt(e, sid, 'write once')).stopReason).toBe('end_turn');
+  expect(e.asked).toHaveLength(1);
+  expect(e.asked[0]!.options.map((o) => o.kind)).toEqual(['allow_once', 'allow_always', 'reject_once']);
+  expect(readFileSync(join(workspace, 'once.txt'), 'utf8')).toBe('yes');
+  expect(toolStatuses(e, sid)).toEqual(['tool_call:pending', 'tool_call_update:in_progress', 'tool_call_update:completed']);
+
+  const sid2 = await newSession(e);
+  e.decide.fn = pick('reject');
+  expect((await prompt(e, sid2, 'write never')).stopReason).toBe('end_turn');
+  expect(e.asked).toHaveLength(2);
+  expect(existsSync(join(workspace, 'never.txt'))).toBe(false);
+  expect(toolStatuses(e, sid2)).toEqual(['tool_call:pending', 'tool_call_update:failed']);
+  // The model is told the call did not run.
+  expect(chunks(e, sid2)).toMatch(/RESULT: .*denied by ACP client/i);
+  await close(e);
+}, 240_000);
+
+test('two gated calls in one reply are asked one by one, each decided on its own', async () => {
+  script.push({ toolUses: [{ name: 'write_file', input: { path: 'yes.txt', content: 'y' } }, { name: 'write_file', input: { path: 'no.txt', content: 'n' } }] }, echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  e.decide.fn = (req) => ({ outcome: { outcome: 'selected', optionId: JSON.stringify(req.toolCall).includes('yes.txt') ? 'allow_once' : 'reject' } });
+  expect((await prompt(e, sid, 'two')).stopReason).toBe('end_turn');
+  expect(e.asked).toHaveLength(2);
+  expect(existsSync(join(workspace, 'yes.txt'))).toBe(true);
+  expect(existsSync(join(workspace, 'no.txt'))).toBe(false);
+  await close(e);
+}, 180_000);
+
+test('allow always skips the second ask for the same approval key', async () => {
+  script.push(write('a.txt', '1'), echoToolResult, write('b.txt', '2'), echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  e.decide.fn = pick('allow_always');
+  await prompt(e, sid, 'first');
+  e.decide.fn = pick('reject');
+  await prompt(e, sid, 'second');
+  expect(e.asked).toHaveLength(1);
+  expect(readFileSync(join(workspace, 'a.txt'), 'utf8')).toBe('1');
+  expect(readFileSync(join(workspace, 'b.txt'), 'utf8')).toBe('2');
+  await close(e);
+}, 240_000);
+
+test('a client that cannot answer (an error, or a cancelled outcome) declines the call; never a silent allow', async () => {
+  script.push(write('err.txt', 'x'), echoToolResult, write('cancel.txt', 'x'), echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  e.decide.fn = () => {
+    throw new Error('this editor has no permission UI');
+  };
+  expect((await prompt(e, sid, 'one')).stopReason).toBe('end_turn');
+  e.decide.fn = () => ({ outcome: { outcome: 'cancelled' } });
+  expect((await prompt(e, sid, 'two')).stopReason).toBe('end_turn');
+  expect(e.asked).toHaveLength(2);
+  expect(existsSync(join(workspace, 'err.txt'))).toBe(false);
+  expect(existsSync(join(workspace, 'cancel.txt'))).toBe(false);
+  // Each time the model is told why it did not run.
+  const told = chunks(e, sid).split('RESULT: ').slice(1);
+  expect(told).toHaveLength(2);
+  for (const t of told) expect(t).toMatch(/no answer given/);
+  await close(e);
+}, 240_000);
+
+test('a toolPolicy deny never asks: the call is reported failed and nothing is written', async () => {
+  script.push(write('denied.txt', 'x'), echoToolResult);
+  const e = await editor(['--agent', 'locked']);
+  const sid = await newSession(e);
+  e.decide.fn = pick('allow_once');
+  await prompt(e, sid, 'try');
+  expect(e.asked).toHaveLength(0);
+  expect(existsSync(join(workspace, 'denied.txt'))).toBe(false);
+  expect(toolStatuses(e, sid)).toEqual(['tool_call:failed']);
+  expect(chunks(e, sid)).toMatch(/RESULT: .*toolPolicy/);
+  await close(e);
+}, 240_000);
+
+test('--approval-policy raises the tier for the process: the call runs without asking', async () => {
+  script.push(write('tier.txt', 'ok'), echoToolResult);
+  const e = await editor(['--approval-policy', 'low-risk']);
+  const sid = await newSession(e);
+  await prompt(e, sid, 'write');
+  expect(e.asked).toHaveLength(0);
+  expect(readFileSync(join(workspace, 'tier.txt'), 'utf8')).toBe('ok');
+  await close(e);
+}, 240_000);
+
+test('session/cancel stops a running turn: the prompt resolves cancelled', async () => {
+  script.push({ hang: true });
+  const e = await editor();
+  const sid = await newSession(e);
+  const running = prompt(e, sid, 'take forever');
+  await waitForProcess(e.p, 'the model request', () => fake.requests.length >= 1, 60_000);
+  await e.conn.agent.notify('session/cancel', { sessionId: sid });
+  expect((await running).stopReason).toBe('cancelled');
+  // The session takes the next prompt.
+  script.push({ text: 'back' });
+  expect((await prompt(e, sid, 'again')).stopReason).toBe('end_turn');
+  expect(chunks(e, sid)).toContain('back');
+  await close(e);
+}, 240_000);
+
+test('cancel while a permission request is open: the turn stops, the call never runs, a second prompt meanwhile is refused', async () => {
+  script.push(write('late.txt', 'x'), echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  // An editor whose user has not answered yet: the answer comes only when the request is withdrawn.
+  e.decide.fn = () => new Promise<RequestPermissionResponse>(() => undefined);
+  const running = prompt(e, sid, 'write late');
+  await waitForProcess(e.p, 'the permission request', () => e.asked.length === 1, 60_000);
+  await expect(prompt(e, sid, 'meanwhile')).rejects.toThrow(/already runs a prompt/);
+  await e.conn.agent.notify('session/cancel', { sessionId: sid });
+  expect((await running).stopReason).toBe('cancelled');
+  expect(existsSync(join(workspace, 'late.txt'))).toBe(false);
+  expect(toolStatuses(e, sid)).toContain('tool_call:pending');
+  expect(toolStatuses(e, sid)).not.toContain('tool_call_update:completed');
+  await close(e);
+}, 240_000);
+
+test('usage errors exit 2 before any frame', async () => {
+  for (const [args, why] of [
+    [['--approval-policy', 'admin'], /--approval-policy must be one of/],
+    [['--agent', 'nobody'], /no agent named "nobody"/],
+  ] as const) {
+    const p = startGatehouse(['acp', ...args], { cwd: dir, env: { ANTHROPIC_BASE_URL: fake.url } });
+    const exit = await p.exited;
+    expect({ code: exit.code, stdout: p.stdout() }).toEqual({ code: 2, stdout: '' });
+    expect(p.stderr()).toMatch(why);
+  }
+}, 120_000);
