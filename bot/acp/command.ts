@@ -12,7 +12,7 @@
  */
 import { Readable, Writable } from 'node:stream';
 import { TIERS, type Tier } from '../../policies/tiers.js';
-import type { CliIO } from '../cli.js';
+import type { CliIO } from '../cli/io.js';
 
 export const ACP_USAGE = 'gatehouse acp [--agent NAME] [--approval-policy read-only|low-risk|high-risk]';
 

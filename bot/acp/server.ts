@@ -12,7 +12,7 @@ import { agent, PROTOCOL_VERSION, RequestError, ndJsonStream, type AgentContext,
 import { createAnthropicModel } from '../../agent/model.js';
 import type { Tier } from '../../policies/tiers.js';
 import { createGatehouse } from '../app.js';
-import type { CliIO } from '../cli.js';
+import type { CliIO } from '../cli/io.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, secretValues } from '../log.js';
 import { openStore } from '../storage.js';
