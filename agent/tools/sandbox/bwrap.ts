@@ -53,6 +53,8 @@ export interface BwrapSpec {
   readPaths?: readonly string[];
   /** The fd bwrap reads the seccomp filter from. */
   seccompFd?: number;
+  /** Host files bound read-only at another path in the box (the egress proxy's socket, egress/box.ts). */
+  extraBinds?: ReadonlyArray<{ source: string; dest: string }>;
 }
 
 function isAncestorOrSelf(dir: string, p: string): boolean {
@@ -102,6 +104,7 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
     if (m.kind === 'dir') args.push('--tmpfs', m.path, '--remount-ro', m.path);
     else args.push('--ro-bind', '/dev/null', m.path);
   }
+  for (const b of spec.extraBinds ?? []) args.push('--ro-bind', b.source, b.dest);
   args.push('--remount-ro', '/');
   if (spec.seccompFd !== undefined) args.push('--seccomp', String(spec.seccompFd));
   args.push('--clearenv');

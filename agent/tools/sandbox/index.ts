@@ -48,6 +48,7 @@ import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, limitsHit, type Sand
 import { hiddenPaths, type HiddenPath } from './masks.js';
 import { seccompFilter } from './seccomp.js';
 import { stripSpecialFiles } from './strip.js';
+import { BOX_SOCKET, forwardedArgv, proxyEnv } from '../../egress/box.js';
 
 export { DEFAULT_SANDBOX_LIMITS, describeLimits, formatBytes, limitNote, memoryMechanism, parseSize, type SandboxLimits } from './limits.js';
 export { hiddenPaths, HOME_CREDENTIALS, SYSTEM_SECRETS } from './masks.js';
@@ -78,6 +79,11 @@ export interface SandboxPolicy {
    */
   seccomp?: boolean;
   stripAfter?: boolean;
+  /**
+   * `sandboxNetwork: { allow }`: the box keeps no network of its own (`network` must be false) and reaches
+   * the egress proxy listening on `socket` (a host path) through a forwarder (agent/egress/box.ts).
+   */
+  egress?: { socket: string };
 }
 
 export function sandboxLimits(policy: SandboxPolicy): SandboxLimits {
@@ -260,16 +266,20 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   const limits = sandboxLimits(policy);
   const node = nodeDir(policy.botFiles);
   const seccomp = policy.seccomp !== false;
+  const egress = policy.egress && !policy.network ? policy.egress : undefined;
+  // With the proxy the box needs TLS roots and name files for its tools, not a network.
+  const view = systemView(policy.network || egress !== undefined);
   const { options, command } = bwrapArgs({
     workspace: req.workspace,
     cwd: req.cwd,
     network: policy.network,
     masks,
-    env: req.env,
+    env: egress ? { ...req.env, ...proxyEnv() } : req.env,
     limits,
     prlimit,
-    argv: req.argv,
-    system: node ? [...systemView(policy.network), { kind: 'ro-bind', path: node }] : systemView(policy.network),
+    argv: egress ? forwardedArgv(realpathSync(process.execPath), req.argv) : req.argv,
+    system: node ? [...view, { kind: 'ro-bind', path: node }] : view,
+    ...(egress ? { extraBinds: [{ source: egress.socket, dest: BOX_SOCKET }] } : {}),
     ...(policy.readPaths ? { readPaths: policy.readPaths } : {}),
     ...(seccomp ? { seccompFd: 4 } : {}),
   });
