@@ -183,6 +183,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   for (const agent of Object.values(config.agents)) {
     if (agent.sandbox === 'none') {
       log('warn', `agent ${agent.name}: sandbox: none — its shell commands run on this host with the bot's own rights, outside any sandbox`);
+      if (agent.sandboxEgress) log('warn', `agent ${agent.name}: sandboxNetwork.allow is NOT enforced under sandbox: none (its commands use the host's network directly)`);
       continue;
     }
     if (!agent.tools.includes('execute_command')) continue;
