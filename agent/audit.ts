@@ -149,7 +149,9 @@ export type AuditEvent =
       method: 'CONNECT' | 'HTTP';
       decision: 'allowed' | 'refused' | 'failed';
       reason?: string;
+      /** The address connected to (checked, then pinned). */
       address?: string;
+      /** Box -> world, and world -> box, counted at the proxy's sockets. */
       bytesUp: number;
       bytesDown: number;
     }

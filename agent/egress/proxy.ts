@@ -20,18 +20,10 @@ import { createServer, type IncomingMessage, request as httpRequest, type Server
 import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { egressRefusal, parseTarget } from '../../policies/egress.js';
+import type { AuditEvent } from '../audit.js';
 
-export interface EgressRecord {
-  host: string;
-  port: number;
-  method: 'CONNECT' | 'HTTP';
-  decision: 'allowed' | 'refused' | 'failed';
-  reason?: string;
-  /** The address connected to (allowed or failed after the check). */
-  address?: string;
-  bytesUp: number;
-  bytesDown: number;
-}
+/** One connection's outcome: the `egress_connection` audit event without its agent (agent/audit.ts). */
+export type EgressRecord = Omit<Extract<AuditEvent, { event: 'egress_connection' }>, 'event' | 'agent'>;
 
 export type Lookup = (host: string) => Promise<string[]>;
 
