@@ -15,8 +15,10 @@
  * 3. Every other mask inside something bound: a directory becomes an empty read-only tmpfs, a file
  *    /dev/null read-only. Masks outside everything bound are dropped (not there to hide).
  * 4. New user (no further user namespaces inside), PID, IPC and UTS namespaces; a new network namespace
- *    (loopback only, down) unless `network`; `--die-with-parent` (the box dies with the bot);
+ *    (only its own loopback, which bwrap brings up) unless `network`; `--die-with-parent` (the box dies with the bot);
  *    `--new-session` (no terminal injection into the bot's tty); `--seccomp FD` when `seccompFd` is set.
+ * 4a. `extraBinds` (the egress proxy's socket, agent/egress/box.ts) are bound read-only last, before `/`
+ *    is remounted read-only.
  * 5. `--clearenv` and one `--setenv` per variable: the box sees exactly `env`. bwrap itself must be
  *    started with an EMPTY environment: its own copy is pid 1 inside the box, and /proc/1/environ is
  *    readable there. The options (with the variables' values) are meant to reach bwrap through

@@ -16,6 +16,9 @@
  *   (`sandboxLimits(policy)`: DEFAULT_SANDBOX_LIMITS for unset keys), and `after()` must be called once
  *   the box has ended: it strips setuid/setgid bits and device nodes from the workspace (strip.ts) and
  *   returns a line for the result when it changed something. `boxLimitNote` names a limit a command hit.
+ * - `policy.egress` (sandboxNetwork: { allow }): the box keeps its empty network namespace; the proxy's
+ *   socket is bound in, the proxy variables are added to `env`, and `argv` runs under the forwarder
+ *   (agent/egress/box.ts). Ignored when `network` is true (the host's network needs no proxy).
  * - Killing the bwrap process kills the whole box: `--die-with-parent` SIGKILLs the box's pid 1 when
  *   bwrap dies, and a PID namespace ends with its pid 1. Nothing started in the box outlives it, not even
  *   a background job of a command that finished.
