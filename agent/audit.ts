@@ -28,6 +28,9 @@
  *   limit_refused                       limit (rate_limit, workspace_limit, run_timeout,
  *                                       max_iterations), with where and for whom
  *   stranger_refused / stranger_flood   access refusals
+ *   egress_connection                   a boxed command's connection through the egress proxy
+ *                                       (sandboxNetwork: { allow }): agent, host, port, method,
+ *                                       decision (allowed/refused/failed), reason, address, bytesUp/Down
  */
 import type { Tier } from '../policies/tiers.js';
 
@@ -139,6 +142,20 @@ export type AuditEvent =
       kind?: ApprovalKind;
     }
   | {
+      event: 'egress_connection';
+      agent: string;
+      host: string;
+      port: number;
+      method: 'CONNECT' | 'HTTP';
+      decision: 'allowed' | 'refused' | 'failed';
+      reason?: string;
+      /** The address connected to (checked, then pinned). */
+      address?: string;
+      /** Box -> world, and world -> box, counted at the proxy's sockets. */
+      bytesUp: number;
+      bytesDown: number;
+    }
+  | {
       event: 'limit_refused';
       limit: LimitName;
       conversation: string;
@@ -182,6 +199,8 @@ export function auditMessage(e: AuditEvent): string {
       return `${e.kind} ${e.requestId} in ${e.conversation}: ${e.outcome}${e.by ? ` by ${e.by}` : ''}${e.byPlatform ? ` (${e.byPlatform})` : ''}`;
     case 'approval_refused':
       return `refused a decision by ${e.platform} user ${e.userId} in ${e.conversation}: ${e.reason}${e.requestId ? ` (request ${e.requestId})` : ''}`;
+    case 'egress_connection':
+      return `agent ${e.agent}: ${e.method} ${e.host}:${e.port} ${e.decision}${e.reason ? ` (${e.reason})` : ''}, ${e.bytesUp} bytes up, ${e.bytesDown} down`;
     case 'limit_refused':
       return `${e.limit} reached in ${e.conversation}${e.tool ? ` (${e.tool})` : ''}${e.userId ? ` for ${e.platform ?? ''} user ${e.userId}` : ''}`;
     case 'stranger_refused':

@@ -47,6 +47,7 @@ import { parseTurn } from '../agent/run/turn.js';
 import { LocalFirstTurnQueue } from '../agent/run/local-first-queue.js';
 import { hasSharedTurnQueue } from '../agent/run/turn-queue.js';
 import { heldConnections, type HeldStatus } from './leadership.js';
+import { EgressHub, egressPolicy } from '../agent/egress/hub.js';
 
 export type { Log } from './log.js';
 
@@ -167,9 +168,14 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     agent.workspace = realpathSync(agent.workspace);
   }
   const botFiles = [...ownFiles(config), ...(opts.ownFiles ?? [])];
+  // sandboxNetwork: { allow }: one egress proxy per agent, started below (agent/egress/hub.ts).
+  const egress = new EgressHub(audit);
+  const egressSockets = new Map<string, string>();
   const sandboxPolicy = (agent: {
+    name: string;
     sandbox?: SandboxPolicy['mode'];
     sandboxNetwork?: boolean;
+    sandboxEgress?: readonly string[];
     sandboxLimits?: SandboxLimits;
     sandboxReadPaths?: readonly string[];
   }): SandboxPolicy => ({
@@ -178,13 +184,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     botFiles,
     ...(agent.sandboxLimits ? { limits: agent.sandboxLimits } : {}),
     ...(agent.sandboxReadPaths && agent.sandboxReadPaths.length > 0 ? { readPaths: [...agent.sandboxReadPaths] } : {}),
+    ...egressPolicy(agent, egressSockets),
   });
   for (const agent of Object.values(config.agents)) {
     if (agent.sandbox === 'none') {
       log('warn', `agent ${agent.name}: sandbox: none — its shell commands run on this host with the bot's own rights, outside any sandbox`);
+      if (agent.sandboxEgress) log('warn', `agent ${agent.name}: sandboxNetwork.allow is NOT enforced under sandbox: none (its commands use the host's network directly)`);
       continue;
     }
     if (!agent.tools.includes('execute_command')) continue;
+    if (agent.sandboxEgress) egressSockets.set(agent.name, await egress.start(agent.name, () => config.agents[agent.name]?.sandboxEgress ?? []));
     try {
       await prepareWorkspace(agent.workspace);
       await probeSandbox(sandboxPolicy(agent), agent.workspace);
@@ -196,7 +205,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const policy = sandboxPolicy(agent);
     log(
       'info',
-      `agent ${agent.name}: sandbox: bubblewrap, network ${policy.network ? 'on' : 'off'}, sees only the system, its workspace` +
+      `agent ${agent.name}: sandbox: bubblewrap, network ${policy.network ? 'on' : policy.egress ? `only through the egress proxy to ${agent.sandboxEgress?.join(', ')}` : 'off'}, sees only the system, its workspace` +
         `${policy.readPaths ? ` and ${policy.readPaths.join(', ')} (read-only)` : ''}; ${describeLimits(sandboxLimits(policy))}`,
     );
   }
@@ -276,7 +285,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const live = config.agents[agent.name];
     const timeout = live?.commandTimeoutMs;
     const sandbox = sandboxPolicy(live ?? agent);
-    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}`;
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${sandbox.egress?.socket ?? ''}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}`;
     let r = registries.get(id);
     if (!r) {
       const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };
@@ -389,6 +398,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       await runner.close(stopOpts.graceMs);
       await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));
       broker.close();
+      await egress.close();
       bus.close();
       allowlists.close();
     },

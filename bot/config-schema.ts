@@ -10,6 +10,7 @@ import { PLATFORMS, type Platform } from '../adapters/types.js';
 import { companionsSchema } from '../agent/companions.js';
 import { parseSize, SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
 import { networkSchema } from '../agent/tools/builtin/web/config.js';
+import { sandboxNetworkSchema } from '../agent/egress/config.js';
 import { TIERS } from '../policies/tiers.js';
 import { parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
@@ -254,7 +255,7 @@ export function buildSchema(knownTools: readonly string[]) {
     commandTimeoutMs: ms().optional(),
     maxTokens: int(1, 1_000_000).optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
-    sandboxNetwork: z.boolean().optional(),
+    sandboxNetwork: sandboxNetworkSchema.optional(),
     sandboxLimits: sandboxLimitsSchema.optional(),
     sandboxReadPaths: z.array(text()).optional(),
     companions: companionsSchema.optional(),

@@ -58,6 +58,7 @@ import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import { didYouMean, issueProblems } from './config-problems.js';
 import type { MetricsSettings, TraceSettings } from './telemetry/env.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
+import { sandboxNetworkFields } from '../agent/egress/config.js';
 
 export type { ConfigProblem } from './env.js';
 export { formatPath } from './config-problems.js';
@@ -82,6 +83,8 @@ export interface AgentConfig extends AgentSettings {
   /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
   discordReplyInThread: boolean;
   sandboxNetwork: boolean;
+  /** `sandboxNetwork: { allow }`: the egress proxy's allowlist (agent/egress/); unset: no proxy. */
+  sandboxEgress?: string[];
   /** The box's limits, every one filled (sandboxLimits: per key, the agent's < defaults' < built-in). */
   sandboxLimits: SandboxLimits;
   /** Host paths the box may read (absolute; relative ones resolved against the config file's directory). */
@@ -405,7 +408,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
       maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
-      sandboxNetwork: layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork,
+      ...sandboxNetworkFields(layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork),
       sandboxLimits,
       sandboxReadPaths,
       ...(layer.companions ? { companions: layer.companions } : {}),

@@ -15,8 +15,10 @@
  * 3. Every other mask inside something bound: a directory becomes an empty read-only tmpfs, a file
  *    /dev/null read-only. Masks outside everything bound are dropped (not there to hide).
  * 4. New user (no further user namespaces inside), PID, IPC and UTS namespaces; a new network namespace
- *    (loopback only, down) unless `network`; `--die-with-parent` (the box dies with the bot);
+ *    (only its own loopback, which bwrap brings up) unless `network`; `--die-with-parent` (the box dies with the bot);
  *    `--new-session` (no terminal injection into the bot's tty); `--seccomp FD` when `seccompFd` is set.
+ * 4a. `extraBinds` (the egress proxy's socket, agent/egress/box.ts) are bound read-only last, before `/`
+ *    is remounted read-only.
  * 5. `--clearenv` and one `--setenv` per variable: the box sees exactly `env`. bwrap itself must be
  *    started with an EMPTY environment: its own copy is pid 1 inside the box, and /proc/1/environ is
  *    readable there. The options (with the variables' values) are meant to reach bwrap through
@@ -53,6 +55,8 @@ export interface BwrapSpec {
   readPaths?: readonly string[];
   /** The fd bwrap reads the seccomp filter from. */
   seccompFd?: number;
+  /** Host files bound read-only at another path in the box (the egress proxy's socket, egress/box.ts). */
+  extraBinds?: ReadonlyArray<{ source: string; dest: string }>;
 }
 
 function isAncestorOrSelf(dir: string, p: string): boolean {
@@ -102,6 +106,7 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
     if (m.kind === 'dir') args.push('--tmpfs', m.path, '--remount-ro', m.path);
     else args.push('--ro-bind', '/dev/null', m.path);
   }
+  for (const b of spec.extraBinds ?? []) args.push('--ro-bind', b.source, b.dest);
   args.push('--remount-ro', '/');
   if (spec.seccompFd !== undefined) args.push('--seccomp', String(spec.seccompFd));
   args.push('--clearenv');

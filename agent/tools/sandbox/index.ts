@@ -16,6 +16,9 @@
  *   (`sandboxLimits(policy)`: DEFAULT_SANDBOX_LIMITS for unset keys), and `after()` must be called once
  *   the box has ended: it strips setuid/setgid bits and device nodes from the workspace (strip.ts) and
  *   returns a line for the result when it changed something. `boxLimitNote` names a limit a command hit.
+ * - `policy.egress` (sandboxNetwork: { allow }): the box keeps its empty network namespace; the proxy's
+ *   socket is bound in, the proxy variables are added to `env`, and `argv` runs under the forwarder
+ *   (agent/egress/box.ts). Ignored when `network` is true (the host's network needs no proxy).
  * - Killing the bwrap process kills the whole box: `--die-with-parent` SIGKILLs the box's pid 1 when
  *   bwrap dies, and a PID namespace ends with its pid 1. Nothing started in the box outlives it, not even
  *   a background job of a command that finished.
@@ -48,6 +51,7 @@ import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, limitsHit, type Sand
 import { hiddenPaths, type HiddenPath } from './masks.js';
 import { seccompFilter } from './seccomp.js';
 import { stripSpecialFiles } from './strip.js';
+import { BOX_SOCKET, forwardedArgv, proxyEnv } from '../../egress/box.js';
 
 export { DEFAULT_SANDBOX_LIMITS, describeLimits, formatBytes, limitNote, memoryMechanism, parseSize, type SandboxLimits } from './limits.js';
 export { hiddenPaths, HOME_CREDENTIALS, SYSTEM_SECRETS } from './masks.js';
@@ -78,6 +82,11 @@ export interface SandboxPolicy {
    */
   seccomp?: boolean;
   stripAfter?: boolean;
+  /**
+   * `sandboxNetwork: { allow }`: the box keeps no network of its own (`network` must be false) and reaches
+   * the egress proxy listening on `socket` (a host path) through a forwarder (agent/egress/box.ts).
+   */
+  egress?: { socket: string };
 }
 
 export function sandboxLimits(policy: SandboxPolicy): SandboxLimits {
@@ -260,16 +269,20 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   const limits = sandboxLimits(policy);
   const node = nodeDir(policy.botFiles);
   const seccomp = policy.seccomp !== false;
+  const egress = policy.egress && !policy.network ? policy.egress : undefined;
+  // With the proxy the box needs TLS roots and name files for its tools, not a network.
+  const view = systemView(policy.network || egress !== undefined);
   const { options, command } = bwrapArgs({
     workspace: req.workspace,
     cwd: req.cwd,
     network: policy.network,
     masks,
-    env: req.env,
+    env: egress ? { ...req.env, ...proxyEnv() } : req.env,
     limits,
     prlimit,
-    argv: req.argv,
-    system: node ? [...systemView(policy.network), { kind: 'ro-bind', path: node }] : systemView(policy.network),
+    argv: egress ? forwardedArgv(realpathSync(process.execPath), req.argv) : req.argv,
+    system: node ? [...view, { kind: 'ro-bind', path: node }] : view,
+    ...(egress ? { extraBinds: [{ source: egress.socket, dest: BOX_SOCKET }] } : {}),
     ...(policy.readPaths ? { readPaths: policy.readPaths } : {}),
     ...(seccomp ? { seccompFd: 4 } : {}),
   });
