@@ -59,7 +59,8 @@ test('an allowed host is reached, an unlisted one gets the proxy 403, and both c
   expect(unlisted).toContain(`gatehouse egress proxy: localhost:${port} is not on this agent's sandboxNetwork.allow list`);
   expect(hits).toBe(1);
   const egress = logs.filter((l) => l.fields?.['event'] === 'egress_connection').map((l) => [l.fields?.['host'], l.fields?.['decision']]);
-  expect(egress).toEqual([
+  // The two calls run at once: their connections come in either order.
+  expect(egress.sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([
     ['127.0.0.1', 'allowed'],
     ['localhost', 'refused'],
   ]);
