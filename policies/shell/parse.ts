@@ -30,6 +30,7 @@
  * mvdan-sh exposes the full syntax tree of the same parser in ~0.1-0.3 ms a parse.
  */
 import { createRequire } from 'node:module';
+import { Buffer } from 'node:buffer';
 import { basename, unwrapCommand } from './wrappers.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -132,11 +133,14 @@ interface Syntax {
   NodeType(node: unknown): string;
   Walk(node: unknown, fn: (node: unknown) => boolean): void;
   SplitBraces(word: unknown): unknown;
+  KeepComments(keep: boolean): unknown;
 }
 
 const require = createRequire(import.meta.url);
 const syntax = (require('mvdan-sh') as { syntax: Syntax }).syntax;
 const parser = syntax.NewParser();
+// Only to find where mvdan thinks comments start (see misreadComment).
+const commentParser = syntax.NewParser(syntax.KeepComments(true));
 
 const obj = (v: unknown): G | null => (v == null ? null : (v as G));
 const field = (n: G, k: string): G | null => obj(n[k]);
@@ -377,6 +381,41 @@ class Converter {
   }
 }
 
+// Bytes after which bash starts a new word (its metacharacters), so a `#` there opens a comment. Not `)`:
+// after `$(x)` or `$((1))` the word goes on; `(a)#c` is refused too (fail closed, nobody writes it).
+const WORD_START_AFTER = new Set([...' \t\n;&|(<>'].map((c) => c.charCodeAt(0)));
+
+/**
+ * mvdan/sh opens a comment at a `#` that follows a closing quote, an expansion or a substitution
+ * (`echo "x"#; rm -rf /`, `$v#`, `$(x)#`, `` `x`# ``), where bash reads the `#` as part of the word and
+ * runs what follows. Any comment mvdan reports whose `#` is not at the start of a word (start of text or
+ * after a metacharacter) is a disagreement with bash: the text is refused as unparseable.
+ * Offsets are UTF-8 byte offsets.
+ */
+function misreadComment(text: string): string | null {
+  if (!text.includes('#')) return null;
+  let file: unknown;
+  try {
+    file = commentParser.Parse(text, '');
+  } catch {
+    return null; // the main parse reports the error
+  }
+  const bytes = Buffer.from(text, 'utf8');
+  let bad: number | null = null;
+  syntax.Walk(file, (node) => {
+    if (bad !== null || node == null || typeOf(node) !== 'Comment') return bad === null;
+    const at = ((node as G)['Hash'] as GoPos).Offset();
+    const before = at > 0 ? bytes[at - 1] : undefined;
+    if (bytes[at] !== 0x23 || (before !== undefined && !WORD_START_AFTER.has(before))) bad = at;
+    return bad === null;
+  });
+  if (bad === null) return null;
+  const upto = bytes.subarray(0, bad).toString('utf8');
+  const line = upto.split('\n').length;
+  const col = upto.length - upto.lastIndexOf('\n');
+  return `${line}:${col}: "#" inside a word is not a comment in bash (bash runs what follows it)`;
+}
+
 /** Parse `text` as bash. Never throws; `ok: false` carries the parser's message. */
 export function parseShell(text: string): ParseResult {
   let file: G;
@@ -387,6 +426,8 @@ export function parseShell(text: string): ParseResult {
     const msg = typeof e?.Error === 'function' ? e.Error() : String(e?.message ?? err);
     return { ok: false, error: msg };
   }
+  const misread = misreadComment(text);
+  if (misread !== null) return { ok: false, error: misread };
   try {
     return { ok: true, script: { stmts: new Converter(text).stmts(list(file, 'Stmts')), text } };
   } catch (err) {
