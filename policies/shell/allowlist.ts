@@ -16,7 +16,7 @@
  * and EVERY simple command matches an entry: `git status && rm -rf x` never rides on a 'git status' entry.
  * An "Always approve" key is such an entry, so it too never covers a later command with a risky option.
  */
-import type { ShellAnalysis } from './index.js';
+import type { ShellAnalysis } from './analysis.js';
 
 /** Variables that may be set in front of an auto-approved command: they change no program that runs. */
 export const SAFE_ASSIGNMENTS: ReadonlySet<string> = new Set([

@@ -23,33 +23,16 @@ import { unwrapCommand } from './wrappers.js';
 import { findDenial, type DenyVerdict } from './denylist.js';
 import { isCommandAllowlisted } from './allowlist.js';
 import { riskyOption, type OptionRisk } from './option-risk.js';
+import type { ShellAnalysis } from './analysis.js';
 import { analyzeScript, displayField, type ScriptFacts } from './parse.js';
 
 export type { DenyVerdict } from './denylist.js';
+export type { ShellAnalysis } from './analysis.js';
 export { RULES } from './denylist.js';
 export { approvalKeyOf } from './approval-key.js';
 export { isCommandAllowlisted, allowlistMiss, SAFE_ASSIGNMENTS } from './allowlist.js';
 export { riskyOption, type OptionRisk, type RiskKind } from './option-risk.js';
 
-export interface ShellAnalysis {
-  /** false: the parser could not parse it -> denied with rule 'unparseable' */
-  parsed: boolean;
-  denied: DenyVerdict | null;
-  /** approval key of every simple command found (including inside substitutions), in order */
-  approvalKeys: string[];
-  /** per approval key (same index): the command's words after wrappers and VAR=value are skipped */
-  commandWords: string[][];
-  /** true if the command has a pipe, list (&&, ||, ;), subshell, etc.: more than one simple command */
-  compound: boolean;
-  /** > file, >> file, &> file ... (not >/dev/null, 2>&1) */
-  hasFileRedirect: boolean;
-  /** $(...), `...`, <(...), >(...) */
-  hasSubstitution: boolean;
-  /** every variable name the command assigns (FOO=1 cmd, env FOO=1 cmd, export FOO=1, read FOO, ...) */
-  assignments: string[];
-  /** per approval key (same index): its first option that runs code, writes files or moves it elsewhere */
-  optionRisks: Array<OptionRisk | null>;
-}
 
 const NOT_A_FILE = /^(\/dev\/(null|stdout|stderr|tty)|\/dev\/fd\/\d+|\d+|-)$/;
 const WRITE_OPS = new Set(['>', '>>', '>|', '&>', '&>>', '<>', '>&']);
