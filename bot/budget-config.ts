@@ -1,13 +1,12 @@
 /**
- * The per-agent `budget` and `requesterMayApprove` config keys (issue 24), kept out of
- * bot/config-schema.ts so that file only names them.
+ * The per-agent `budget` config key (issue 24), kept out of bot/config-schema.ts so that file only
+ * names it.
  *
  *   budget:
  *     conversation:  { usd: 5 }             # never resets
  *     userPerDay:    { usd: 2, tokens: 200000 }
  *     agentPerDay:   { usd: 20 }
  *     agentPerMonth: { usd: 300 }
- *   requesterMayApprove: false
  *
  * A token limit is what counts for a model with no price in agent/pricing.ts.
  */
@@ -34,17 +33,8 @@ export const budgetConfigSchema = z.strictObject({
   agentPerMonth: scopeLimit.optional(),
 });
 
-export const requesterMayApproveSchema = z.boolean();
-
 export type BudgetConfig = z.infer<typeof budgetConfigSchema>;
 
 /** The limits the gate enforces (agent/budget/limits.ts). */
 export const budgetLimitsOf = (c: BudgetConfig | undefined): BudgetLimits => ({ ...c });
 
-/**
- * Whether the person who started a run may decide its cards: the configured value, else false
- * where more than one approver is bound on that platform (someone else can decide), else true.
- */
-export function effectiveRequesterMayApprove(configured: boolean | undefined, approversOnPlatform: number): boolean {
-  return configured ?? approversOnPlatform <= 1;
-}

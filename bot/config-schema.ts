@@ -17,7 +17,7 @@ import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
 import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-config.js';
-import { budgetConfigSchema, requesterMayApproveSchema } from './budget-config.js';
+import { budgetConfigSchema } from './budget-config.js';
 
 
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
@@ -268,7 +268,6 @@ export function buildSchema(knownTools: readonly string[]) {
     memory: memoryConfigSchema.optional(),
     reminders: remindersConfigSchema.optional(),
     budget: budgetConfigSchema.optional(),
-    requesterMayApprove: requesterMayApproveSchema.optional(),
     discordReplyInThread: z.boolean().optional(),
   });
 
