@@ -60,7 +60,7 @@ export interface ConfigChanges {
   access: { added: string[]; removed: string[] };
 }
 
-export type LimitName = 'rate_limit' | 'workspace_limit' | 'run_timeout' | 'max_iterations';
+export type LimitName = 'rate_limit' | 'workspace_limit' | 'run_timeout' | 'max_iterations' | 'budget';
 
 export type AuditEvent =
   | { event: 'service_started'; mode: 'start' | 'serve'; platforms: string[]; agents: string[]; pid: number; version: string }

@@ -3,6 +3,7 @@
  * to allowlists): the runner calls `AgentDirectory.get(name)` at every decision, never caches it.
  * bot/config.ts's resolved AgentConfig satisfies this shape.
  */
+import type { BudgetLimits } from './budget/limits.js';
 import type { Tier } from '../policies/tiers.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import type { MemorySettings } from './memory.js';
@@ -39,6 +40,8 @@ export interface AgentSettings {
   approvalTimeoutMs: number;
   questionTimeoutMs: number;
   maxTokens: number;
+  /** Spending limits (agent/budget/limits.ts); absent: none. */
+  budget?: BudgetLimits;
   /** Where execute_command runs: `bubblewrap` (default) or `none` (on the host, an explicit opt-out). */
   sandbox?: SandboxMode;
   /** Network inside the sandbox; default false. */

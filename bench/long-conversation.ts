@@ -87,6 +87,7 @@ function counted(store: Store): { store: Store; calls: () => number } {
     memory: wrap(store.memory),
     reminders: wrap(store.reminders),
     cache: wrap(store.cache),
+    spend: wrap(store.spend),
     leases: wrap(store.leases),
     signals: store.signals,
     checkpoint: (c) => (n++, store.checkpoint(c)),

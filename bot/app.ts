@@ -326,6 +326,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     model: opts.model,
     conversations,
     runs: opts.store.runs,
+    spend: opts.store.spend,
     ...(queue ? { queue, leases: opts.store.leases } : {}),
     broker,
     registry: registryFor,

@@ -18,6 +18,7 @@ import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
 import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-config.js';
+import { budgetConfigSchema } from './budget-config.js';
 
 
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
@@ -267,6 +268,7 @@ export function buildSchema(knownTools: readonly string[]) {
     mcpServers: mcpServersSchema.optional(),
     memory: memoryConfigSchema.optional(),
     reminders: remindersConfigSchema.optional(),
+    budget: budgetConfigSchema.optional(),
     discordReplyInThread: z.boolean().optional(),
   });
 

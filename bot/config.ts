@@ -37,6 +37,7 @@
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
+import { budgetLimitsOf } from './budget-config.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
@@ -412,6 +413,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       sandboxLimits,
       sandboxReadPaths,
       ...(layer.companions ? { companions: layer.companions } : {}),
+      ...(layer.budget ? { budget: budgetLimitsOf(layer.budget) } : {}),
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
       network: { allow: [...(layer.network?.allow ?? [])] },
       ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),

@@ -33,7 +33,7 @@ import type { OutputResolver } from '../output.js';
 import { addUsage, emptyUsage } from '../pricing.js';
 import { Deadline, placeOf, type RunClock, type SlotClaim, type Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
-import { FencedError, type Fence, type LeaseRepo, type RunRepo } from '../store/types.js';
+import { FencedError, type Fence, type LeaseRepo, type RunRepo, type SpendRepo } from '../store/types.js';
 import { runToolBatch, type CallStates } from '../tools/executor.js';
 import { toolSpec, type ToolRegistry } from '../tools/registry.js';
 import type { ConversationState, ToolContext } from '../tools/types.js';
@@ -43,10 +43,13 @@ import { askUser, humanWaits } from './human-wait.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
+import { budgetedModel, BudgetExceededError, BudgetGate } from '../budget/gate.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
   model: ModelClient;
+  /** Spend totals for agents with a `budget` (agent/budget/gate.ts); absent: no limits enforced. */
+  spend?: SpendRepo;
   conversations: ConversationStore;
   runs: RunRepo;
   broker: ApprovalBroker;
@@ -247,9 +250,12 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   const observed = (d.telemetry ?? noTelemetry).run({ runId, agent: agentName, conversation: key, model: agent.model, resumed: resumed !== undefined });
   let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
   try {
+    // Every model call of the run (reminders and scheduled turns included) reserves against the budget.
+    const budget = agent.budget && d.spend ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
+    const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const outcome = await runLoop({
       runId,
-      model: d.model,
+      model: budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model,
       modelName: agent.model,
       system: await systemPrompt(d, agent, key, log),
       tools: [...tools.values()].map(toolSpec),
@@ -346,6 +352,11 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     } else if (controller.signal.aborted) {
       reason = timedOut ? 'timeout' : 'stopped';
       await emit(stoppedEvent(runId, timedOut, runTimeoutMs));
+    } else if (err instanceof BudgetExceededError) {
+      reason = 'failed';
+      log('info', `[${key}] run ${runId}: ${err.message}`);
+      d.audit?.({ event: 'limit_refused', limit: 'budget', conversation: key, platform: record.platform, agent: agentName, runId });
+      await emit({ type: 'error', runId, message: err.message });
     } else {
       reason = 'failed';
       const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';

@@ -42,7 +42,7 @@ import type { ModelClient } from '../model-types.js';
 import type { OutputResolver } from '../output.js';
 import { Slots, type RunClock } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
-import type { EventClaim, Fence, LeaseRepo, RunRepo } from '../store/types.js';
+import type { EventClaim, Fence, LeaseRepo, RunRepo, SpendRepo } from '../store/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { executeRun, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
@@ -62,6 +62,8 @@ export interface RunnerOptions {
   queue?: TurnQueue;
   /** The store's leases: a shared queue's runs check their fence before posting an answer. */
   leases?: LeaseRepo;
+  /** Spend totals: agents with a `budget` reserve every model call against them (agent/budget/). */
+  spend?: SpendRepo;
   broker: ApprovalBroker;
   /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
   registry(agent: AgentSettings): ToolRegistry;

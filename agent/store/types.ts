@@ -214,6 +214,35 @@ export interface AllowlistRepo {
   remove(agent: string, kind: AllowlistKind, value: string): Promise<boolean>;
 }
 
+/** One running total a model call reserves against (agent/budget/ names the keys). */
+export interface SpendLine {
+  /** e.g. `agent:ops:day:2026-12-02:usd`; the unit is the key's business. */
+  key: string;
+  /** Integer, in the key's unit (micro-USD or tokens). */
+  amount: number;
+  /** Integer; the reservation is refused if used + reserved + amount would exceed it. */
+  limit: number;
+}
+
+export interface SpendTotal {
+  used: number;
+  reserved: number;
+}
+
+/**
+ * Spend totals (issue 24). `reserve` is all-or-nothing over its lines, and atomic against every
+ * other caller on the store (replicas included): N parallel reservations never take a total past
+ * its limit. `settle` moves a reservation to its real use.
+ */
+export interface SpendRepo {
+  /** Granted: every line added to `reserved`. Refused: nothing changed; `key` is the first line over. */
+  reserve(lines: SpendLine[], now: number): Promise<{ ok: true } | { ok: false; key: string; total: SpendTotal }>;
+  /** Per line: `reserved -= amount`, `used += used` (one transaction). */
+  settle(lines: Array<{ key: string; amount: number; used: number }>, now: number): Promise<void>;
+  /** Totals of the keys asked that exist. */
+  totals(keys: string[]): Promise<Map<string, SpendTotal>>;
+}
+
 /** Platform event ids already handled (retries, redeliveries) and first clicks. */
 export interface EventLedger {
   /** True the first time within `ttlMs`; false while the id is recorded. */
@@ -369,6 +398,7 @@ export interface Store {
   memory: MemoryRepo;
   reminders: ReminderRepo;
   cache: CacheRepo;
+  spend: SpendRepo;
   /** Wake-ups between the processes sharing the store (see Signals). */
   signals: Signals;
   leases: LeaseRepo;

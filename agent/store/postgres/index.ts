@@ -12,6 +12,7 @@
  *   1 per run part, COMMIT). Retries as transcripts.write (transcripts.ts).
  * `pg` is imported only in this folder.
  */
+import { spendRepo } from './spend.js';
 import pg from 'pg';
 import type { Checkpoint, Store } from '../types.js';
 import { randomUUID } from 'node:crypto';
@@ -129,6 +130,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     memory: memoryRepo(db),
     reminders: reminderRepo(db),
     cache: cacheRepo(db),
+    spend: spendRepo(db),
     signals,
     async checkpoint(cp: Checkpoint): Promise<void | { revision: number }> {
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();

@@ -138,6 +138,19 @@ CREATE TABLE leases (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'spend',
+    // Spend totals (issue 24): integers in the key's unit (micro-USD or tokens).
+    sql: `
+CREATE TABLE spend (
+  key text PRIMARY KEY,
+  used bigint NOT NULL,
+  reserved bigint NOT NULL,
+  updated_at bigint NOT NULL
+);
+`,
+  },
 ];
 
 /** Any fixed 64-bit key: the advisory lock is per database. */

@@ -15,6 +15,7 @@
  * - Expired approvals (with their tokens) and event ids are deleted at open and every `sweepMs`.
  * - close() stops the sweep, checkpoints the WAL in full and closes; calls after it reject.
  */
+import { sqliteSpend } from './spend.js';
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { FencedError, StoreConflictError, StoreError, type Checkpoint, type Fence, type Store, type TranscriptWrite } from '../types.js';
@@ -148,6 +149,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     memory: sqliteMemory(exec),
     reminders: sqliteReminders(exec),
     cache: sqliteCache(exec),
+    spend: sqliteSpend(exec),
     signals: sqliteSignals(() => closed),
     async checkpoint(c: Checkpoint) {
       const stmts: Statement[] = [];

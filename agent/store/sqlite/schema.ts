@@ -46,6 +46,11 @@ const V2 = `
 CREATE TABLE leases(conversation TEXT PRIMARY KEY, owner TEXT NOT NULL, epoch INTEGER NOT NULL, taken_at INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
+/** Spend totals (issue 24): integers in the key's unit. */
+const V3 = `
+CREATE TABLE spend(key TEXT PRIMARY KEY, used INTEGER NOT NULL, reserved INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
+`;
+
 const split = (ddl: string): string[] =>
   ddl
     .split(';')
@@ -53,6 +58,6 @@ const split = (ddl: string): string[] =>
     .filter((s) => s !== '');
 
 /** MIGRATIONS[n - 1]: the statements from version n - 1 to n. */
-export const MIGRATIONS: readonly (readonly string[])[] = [split(V1), split(V2)];
+export const MIGRATIONS: readonly (readonly string[])[] = [split(V1), split(V2), split(V3)];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,110 @@
+/**
+ * Spending limits (issue 24): which running totals a model call counts against, and how much.
+ *
+ * Contract:
+ * - Scopes: a conversation (never resets), a user per UTC day, the agent per UTC day and per UTC
+ *   month. Each scope may have a USD limit and a token limit; a call to a model with no price
+ *   (agent/pricing.ts) counts only against token limits, a priced one against both.
+ * - Amounts are integers in the store: micro-USD (1e-6 $) or tokens.
+ * - The worst case of a call is its input estimate at the input rate plus max_tokens at the output
+ *   rate (the long-prompt rates once the estimate passes their threshold): what it may cost at most.
+ */
+import { priceFor } from '../pricing.js';
+import type { Usage } from '../events.js';
+import type { SpendLine } from '../store/types.js';
+
+export type BudgetScope = 'conversation' | 'userPerDay' | 'agentPerDay' | 'agentPerMonth';
+export type BudgetUnit = 'usd' | 'tokens';
+
+export interface ScopeLimit {
+  usd?: number;
+  tokens?: number;
+}
+
+export type BudgetLimits = Partial<Record<BudgetScope, ScopeLimit>>;
+
+export interface CallScope {
+  agent: string;
+  conversation: string;
+  /** The person whose message started the run; absent for a scheduled turn with no requester. */
+  user?: string;
+}
+
+export interface BudgetLine extends SpendLine {
+  scope: BudgetScope;
+  unit: BudgetUnit;
+  /** ms since the epoch when the total starts again; undefined: never (a conversation). */
+  resetsAt: number | undefined;
+}
+
+export const MICRO = 1_000_000;
+const day = (t: number) => new Date(t).toISOString().slice(0, 10);
+const month = (t: number) => new Date(t).toISOString().slice(0, 7);
+const nextDay = (t: number) => {
+  const d = new Date(t);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
+};
+const nextMonth = (t: number) => {
+  const d = new Date(t);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+};
+
+function scopeKey(scope: BudgetScope, s: CallScope, now: number): { key: string; resetsAt: number | undefined } | undefined {
+  switch (scope) {
+    case 'conversation':
+      return { key: `conv:${s.agent}:${s.conversation}`, resetsAt: undefined };
+    case 'userPerDay':
+      return s.user === undefined ? undefined : { key: `user:${s.agent}:${s.user}:${day(now)}`, resetsAt: nextDay(now) };
+    case 'agentPerDay':
+      return { key: `agent:${s.agent}:${day(now)}`, resetsAt: nextDay(now) };
+    case 'agentPerMonth':
+      return { key: `agent:${s.agent}:${month(now)}`, resetsAt: nextMonth(now) };
+  }
+}
+
+/** The worst case of one call: micro-USD (undefined when the model has no price) and tokens. */
+export function worstCase(model: string, inputTokens: number, maxTokens: number): { micro: number | undefined; tokens: number } {
+  const tokens = inputTokens + maxTokens;
+  const price = priceFor(model);
+  if (!price) return { micro: undefined, tokens };
+  const rates = price.longPrompt && inputTokens > price.longPrompt.overTokens ? price.longPrompt.rates : price;
+  // Rates are $ per million tokens, so $/M × tokens is micro-USD.
+  return { micro: Math.ceil(inputTokens * rates.input + maxTokens * rates.output), tokens };
+}
+
+/** What a real usage amounts to, per unit. */
+export function usageAmounts(u: Usage): { micro: number | undefined; tokens: number } {
+  const tokens = u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
+  return { micro: u.costKnown ? Math.ceil(u.costUSD * MICRO) : undefined, tokens };
+}
+
+/** The lines a call counts against, with the worst case as each line's amount. */
+export function linesFor(limits: BudgetLimits, s: CallScope, worst: { micro: number | undefined; tokens: number }, now: number): BudgetLine[] {
+  const out: BudgetLine[] = [];
+  for (const scope of ['conversation', 'userPerDay', 'agentPerDay', 'agentPerMonth'] as const) {
+    const l = limits[scope];
+    const k = l && scopeKey(scope, s, now);
+    if (!l || !k) continue;
+    if (l.usd !== undefined && worst.micro !== undefined) {
+      out.push({ key: `${k.key}:usd`, amount: worst.micro, limit: Math.floor(l.usd * MICRO), scope, unit: 'usd', resetsAt: k.resetsAt });
+    }
+    if (l.tokens !== undefined) out.push({ key: `${k.key}:tokens`, amount: worst.tokens, limit: l.tokens, scope, unit: 'tokens', resetsAt: k.resetsAt });
+  }
+  return out;
+}
+
+const SCOPE_WORDS: Record<BudgetScope, string> = {
+  conversation: 'this conversation',
+  userPerDay: 'your daily',
+  agentPerDay: "this agent's daily",
+  agentPerMonth: "this agent's monthly",
+};
+
+export const formatAmount = (unit: BudgetUnit, n: number): string => (unit === 'usd' ? `$${(n / MICRO).toFixed(2)}` : `${n.toLocaleString('en-US')} tokens`);
+
+/** The sentence a user sees when a call is refused. */
+export function refusalText(r: { scope: BudgetScope; unit: BudgetUnit; spent: number; limit: number; resetsAt: number | undefined }): string {
+  const what = r.scope === 'conversation' ? 'this conversation has' : `${SCOPE_WORDS[r.scope]} limit has`;
+  const reset = r.resetsAt === undefined ? 'it does not reset (start a new conversation or ask an operator)' : `it resets at ${new Date(r.resetsAt).toISOString().replace('.000Z', 'Z')}`;
+  return `Stopped: the spending limit is reached: ${what} spent ${formatAmount(r.unit, r.spent)} of ${formatAmount(r.unit, r.limit)} (${r.scope}, ${r.unit}); ${reset}.`;
+}

@@ -1,0 +1,108 @@
+/**
+ * The budget gate's behaviour on one engine, run by the SQLite and PostgreSQL test files: two
+ * stores on one database stand for two replicas sharing one budget. The model is the REAL SDK
+ * against the fake Anthropic API, whose usage numbers are what gets settled.
+ */
+import { createAnthropicModel } from '../../../agent/model.js';
+import { BudgetExceededError, BudgetGate, budgetedModel } from '../../../agent/budget/gate.js';
+import type { BudgetLimits } from '../../../agent/budget/limits.js';
+import type { ModelRequest } from '../../../agent/model-types.js';
+import type { Store } from '../../../agent/store/types.js';
+import { startFakeAnthropic, type FakeAnthropic } from '../../fakes/anthropic.js';
+import { until } from '../../helpers/wait.js';
+
+const KEY = 'sk-test-budget';
+const SONNET = 'claude-sonnet-4-6'; // $3 in, $15 out per million tokens
+const req = (model: string, maxTokens: number): ModelRequest => ({
+  model,
+  system: 'be brief',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }],
+  tools: [],
+  maxTokens,
+});
+
+export function budgetSuite(engine: string, openPair: () => Promise<[Store, Store]>): void {
+  describe(`budget on ${engine}`, () => {
+    let fake: FakeAnthropic;
+    let stores: Store[] = [];
+    let clock = Date.UTC(2026, 11, 2, 12, 0, 0);
+    beforeEach(async () => {
+      fake = await startFakeAnthropic({ apiKey: KEY });
+      stores = await openPair();
+      clock = Date.UTC(2026, 11, 2, 12, 0, 0);
+    });
+    afterEach(async () => {
+      await fake.close();
+      for (const s of stores) await s.close();
+    });
+    const modelOn = (store: Store, limits: BudgetLimits, refusals: unknown[] = []) =>
+      budgetedModel(createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }), new BudgetGate({ spend: store.spend, limits, now: () => clock, onRefusal: (r) => refusals.push(r) }), () => ({
+        agent: 'ops',
+        conversation: 'telegram:1',
+        user: 'telegram:42',
+      }));
+
+    test('parallel calls on two replicas never reserve past the limit, and settle to the fake usage', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      fake.setHandler(() => ({ text: 'ok', gate, usage: { input_tokens: 10, output_tokens: 100 } }));
+      const limits: BudgetLimits = { conversation: { usd: 0.1 } };
+      const [a, b] = [modelOn(stores[0]!, limits), modelOn(stores[1]!, limits)];
+      // Worst case per call: 1000 output tokens at $15/M = $0.015 plus a few input tokens, so at most 6 fit in $0.10.
+      let refused = 0;
+      const calls = Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? a : b).complete(req(SONNET, 1000)).catch((err: unknown) => {
+          if (!(err instanceof BudgetExceededError)) throw err;
+          refused++;
+          return err;
+        }),
+      );
+      await until(() => refused + fake.requests.length === 20, 'every call reserved or was refused');
+      expect(fake.requests.length).toBe(6);
+      release();
+      const results = await Promise.all(calls);
+      const errors = results.filter((r): r is BudgetExceededError => r instanceof BudgetExceededError);
+      expect(errors).toHaveLength(14);
+      expect(errors[0]!.refusal).toMatchObject({ kind: 'budget', scope: 'conversation', unit: 'usd', limit: 100_000, resetsAt: undefined });
+      expect(errors[0]!.message).toMatch(/this conversation has spent \$0\.\d\d of \$0\.10/);
+      // Settled to the real usage: 10 in at $3/M + 100 out at $15/M = 1530 micro-USD each, nothing held.
+      const totals = await stores[1]!.spend.totals(['conv:ops:telegram:1:usd']);
+      expect(totals.get('conv:ops:telegram:1:usd')).toEqual({ used: 6 * 1530, reserved: 0 });
+    });
+
+    test('settling frees the headroom the worst case held: sequential calls go on until the real spend reaches the limit', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } })); // $0.018 each
+      const m = modelOn(stores[0]!, { conversation: { usd: 0.05 } });
+      await m.complete(req(SONNET, 1000));
+      await m.complete(req(SONNET, 1000)); // $0.036 used; worst case of a third: $0.015 + input
+      await expect(m.complete(req(SONNET, 1000))).rejects.toThrow(/spent \$0\.04 of \$0\.05/);
+      expect(fake.requests).toHaveLength(2);
+    });
+
+    test('a model with no price counts against the token limit only, and a day limit resets at UTC midnight', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 300, output_tokens: 200 } }));
+      const refusals: unknown[] = [];
+      const m = modelOn(stores[0]!, { agentPerDay: { usd: 0.000001, tokens: 1500 } }, refusals);
+      await m.complete(req('claude-unpriced-9', 500)); // 500 used
+      await m.complete(req('claude-unpriced-9', 500)); // 1000 used
+      const err = await m.complete(req('claude-unpriced-9', 500)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BudgetExceededError);
+      expect((err as BudgetExceededError).refusal).toMatchObject({ scope: 'agentPerDay', unit: 'tokens', spent: 1000, limit: 1500, resetsAt: Date.UTC(2026, 11, 3) });
+      expect((err as Error).message).toContain('resets at 2026-12-03T00:00:00Z');
+      expect(refusals).toHaveLength(1);
+      expect(fake.requests).toHaveLength(2);
+      clock = Date.UTC(2026, 11, 3, 0, 0, 1);
+      await m.complete(req('claude-unpriced-9', 500));
+      expect(fake.requests).toHaveLength(3);
+    });
+
+    test('a call refused on one line reserves nothing on the others', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1, output_tokens: 1 } }));
+      const m = modelOn(stores[0]!, { agentPerMonth: { usd: 100 }, userPerDay: { usd: 0.001 } });
+      await expect(m.complete(req(SONNET, 1000))).rejects.toThrow(/your daily limit has spent \$0\.00 of \$0\.00/);
+      const t = await stores[0]!.spend.totals(['agent:ops:2026-12:usd']);
+      expect(t.get('agent:ops:2026-12:usd') ?? { used: 0, reserved: 0 }).toEqual({ used: 0, reserved: 0 });
+      expect(fake.requests).toHaveLength(0);
+    });
+  });
+}
