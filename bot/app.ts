@@ -178,7 +178,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       log('warn', `agent ${agent.name}: sandbox: none — its shell commands run on this host with the bot's own rights, outside any sandbox`);
       continue;
     }
-    if (!agent.tools.includes('execute_command')) continue;
+    // Command tools run in the same box: the workspace is handed over and the box probed for them too.
+    if (!agent.tools.includes('execute_command') && Object.keys(agent.commandTools ?? {}).length === 0) continue;
     try {
       await prepareWorkspace(agent.workspace);
       await probeSandbox(sandboxPolicy(agent), agent.workspace);
@@ -268,7 +269,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const live = config.agents[agent.name];
     const timeout = live?.commandTimeoutMs;
     const sandbox = sandboxPolicy(live ?? agent);
-    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}`;
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}:${JSON.stringify(live?.commandTools ?? {})}`;
     let r = registries.get(id);
     if (!r) {
       const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };
@@ -279,6 +280,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         toolResults: conversations,
         stores: assistant.stores,
         network: () => config.agents[agent.name]?.network,
+        ...(live?.commandTools ? { commandTools: live.commandTools } : {}),
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
       });
       for (const t of opts.extraTools ?? []) r.add(t);

@@ -15,6 +15,7 @@ import { parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
+import { commandToolsSchema } from './tools-config.js';
 import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-config.js';
 
@@ -267,6 +268,7 @@ export function buildSchema(knownTools: readonly string[]) {
     memory: memoryConfigSchema.optional(),
     reminders: remindersConfigSchema.optional(),
     discordReplyInThread: z.boolean().optional(),
+    commandTools: commandToolsSchema(knownTools).optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {

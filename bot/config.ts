@@ -37,6 +37,7 @@
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
+import type { CommandToolsConfig } from './tools-config.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
@@ -94,6 +95,8 @@ export interface AgentConfig extends AgentSettings {
   commandRules: CommandRule[];
   /** MCP servers by name (agent/mcp/config.ts), references to environment variables filled in. */
   mcpServers: Record<string, McpServerConfig>;
+  /** Custom command tools (bot/tools-config.ts), by tool name. */
+  commandTools?: CommandToolsConfig;
 }
 
 export interface Route {
@@ -324,7 +327,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     if (layer.model === undefined) {
       problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
     }
-    const tools = uniq(layer.tools ?? HARD_DEFAULTS.tools);
+    // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
+    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {})]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
       if (!tools.includes(t)) {
@@ -376,7 +380,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems: policyProblems,
       botFileIn: (p) => botFilesInside(p, { configFile, envFile: dot.file, store: settings.store }),
     });
-    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
+    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: [...opts.knownTools, ...Object.keys(layer.commandTools ?? {})], mcpServers: Object.keys(mcpServers) }));
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
@@ -418,6 +422,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       // Merged key by key: an agent that sets only maxEntries keeps defaults.memory.agentScopeWrites.
       memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
       reminders: resolveRemindersConfig(layer.reminders),
+      ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }

@@ -11,6 +11,8 @@ import type { SandboxPolicy } from './sandbox/index.js';
 import { analyzeMediaTool, type AnalyzeMediaDeps } from './builtin/analyze-media.js';
 import { retrieveToolResultTool, type ToolResultReader } from './builtin/retrieve-tool-result.js';
 import { memoryAndReminderTools, type MemoryAndReminderStores } from './builtin/memory-reminders.js';
+import { commandTool } from './builtin/command-tools/tool.js';
+import type { CommandToolDecl } from './builtin/command-tools/declaration.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -27,6 +29,8 @@ export interface CatalogOptions {
   secrets?: () => readonly string[];
   /** The stores behind view_memory / manage_memory and the reminder tools (absent: they refuse). */
   stores?: MemoryAndReminderStores;
+  /** The agent's custom command tools (config `commandTools`), run in `sandbox`. */
+  commandTools?: Readonly<Record<string, Omit<CommandToolDecl, 'name'>>>;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -44,6 +48,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     }),
     erase(analyzeMediaTool(opts.media)),
     erase(retrieveToolResultTool(opts.toolResults)),
+    ...Object.entries(opts.commandTools ?? {}).map(([name, d]) => commandTool({ ...d, name }, opts.sandbox ? { sandbox: opts.sandbox } : {})),
   ]);
 }
 
