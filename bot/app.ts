@@ -281,6 +281,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         stores: assistant.stores,
         network: () => config.agents[agent.name]?.network,
         ...(live?.commandTools ? { commandTools: live.commandTools } : {}),
+        skills: () => config.agents[agent.name]?.skills,
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
       });
       for (const t of opts.extraTools ?? []) r.add(t);

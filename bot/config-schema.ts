@@ -269,6 +269,7 @@ export function buildSchema(knownTools: readonly string[]) {
     reminders: remindersConfigSchema.optional(),
     discordReplyInThread: z.boolean().optional(),
     commandTools: commandToolsSchema(knownTools).optional(),
+    skills: z.array(text()).optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {

@@ -38,6 +38,7 @@
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
 import type { CommandToolsConfig } from './tools-config.js';
+import { SKILL_TOOL_NAMES } from '../agent/tools/builtin/skills/tools.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
@@ -97,6 +98,8 @@ export interface AgentConfig extends AgentSettings {
   mcpServers: Record<string, McpServerConfig>;
   /** Custom command tools (bot/tools-config.ts), by tool name. */
   commandTools?: CommandToolsConfig;
+  /** Skill folders (absolute); set: find_skills, load_skill, load_skill_section are offered. */
+  skills?: string[];
 }
 
 export interface Route {
@@ -328,7 +331,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
     }
     // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
-    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {})]);
+    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {}), ...(layer.skills?.length ? SKILL_TOOL_NAMES : [])]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
       if (!tools.includes(t)) {
@@ -423,6 +426,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
       reminders: resolveRemindersConfig(layer.reminders),
       ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
+      ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }

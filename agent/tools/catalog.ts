@@ -13,6 +13,7 @@ import { retrieveToolResultTool, type ToolResultReader } from './builtin/retriev
 import { memoryAndReminderTools, type MemoryAndReminderStores } from './builtin/memory-reminders.js';
 import { commandTool } from './builtin/command-tools/tool.js';
 import type { CommandToolDecl } from './builtin/command-tools/declaration.js';
+import { skillTools } from './builtin/skills/tools.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -31,6 +32,8 @@ export interface CatalogOptions {
   stores?: MemoryAndReminderStores;
   /** The agent's custom command tools (config `commandTools`), run in `sandbox`. */
   commandTools?: Readonly<Record<string, Omit<CommandToolDecl, 'name'>>>;
+  /** The agent's live skill folders (config `skills`); without: the skill tools refuse. */
+  skills?: () => readonly string[] | undefined;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -48,6 +51,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     }),
     erase(analyzeMediaTool(opts.media)),
     erase(retrieveToolResultTool(opts.toolResults)),
+    ...skillTools(opts.skills ? { folders: opts.skills } : {}),
     ...Object.entries(opts.commandTools ?? {}).map(([name, d]) => commandTool({ ...d, name }, opts.sandbox ? { sandbox: opts.sandbox } : {})),
   ]);
 }
