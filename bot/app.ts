@@ -269,7 +269,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const live = config.agents[agent.name];
     const timeout = live?.commandTimeoutMs;
     const sandbox = sandboxPolicy(live ?? agent);
-    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}:${JSON.stringify(live?.commandTools ?? {})}`;
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}:${JSON.stringify(live?.commandTools ?? {})}:${JSON.stringify(live?.webSearch ?? {})}`;
     let r = registries.get(id);
     if (!r) {
       const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };
@@ -282,6 +282,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         network: () => config.agents[agent.name]?.network,
         ...(live?.commandTools ? { commandTools: live.commandTools } : {}),
         skills: () => config.agents[agent.name]?.skills,
+        ...(live?.webSearch ? { webSearch: live.webSearch } : {}),
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
       });
       for (const t of opts.extraTools ?? []) r.add(t);

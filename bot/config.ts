@@ -37,7 +37,8 @@
  * - Ids (users, chats, channels, guilds, approvers) are strings; numbers in YAML are accepted and
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
-import type { CommandToolsConfig } from './tools-config.js';
+import { resolveWebSearch, type CommandToolsConfig } from './tools-config.js';
+import type { WebSearchConfig } from '../agent/tools/builtin/web/search.js';
 import { SKILL_TOOL_NAMES } from '../agent/tools/builtin/skills/tools.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
@@ -100,6 +101,8 @@ export interface AgentConfig extends AgentSettings {
   commandTools?: CommandToolsConfig;
   /** Skill folders (absolute); set: find_skills, load_skill, load_skill_section are offered. */
   skills?: string[];
+  /** The web_search provider (bot/tools-config.ts); unset: web_search is not offered. */
+  webSearch?: WebSearchConfig;
 }
 
 export interface Route {
@@ -331,7 +334,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
     }
     // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
-    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {}), ...(layer.skills?.length ? SKILL_TOOL_NAMES : [])]);
+    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {}), ...(layer.skills?.length ? SKILL_TOOL_NAMES : []), ...(layer.webSearch ? ['web_search'] : [])]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
       if (!tools.includes(t)) {
@@ -383,7 +386,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems: policyProblems,
       botFileIn: (p) => botFilesInside(p, { configFile, envFile: dot.file, store: settings.store }),
     });
-    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: [...opts.knownTools, ...Object.keys(layer.commandTools ?? {})], mcpServers: Object.keys(mcpServers) }));
+    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: [...opts.knownTools, ...Object.keys(layer.commandTools ?? {}), ...(layer.webSearch ? ['web_search'] : [])], mcpServers: Object.keys(mcpServers) }));
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
@@ -426,6 +429,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
       reminders: resolveRemindersConfig(layer.reminders),
       ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
+      ...withWebSearch(resolveWebSearch(layer.webSearch, { env: opts.env, path: `${where('webSearch')}.webSearch`, problems })),
       ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
@@ -568,4 +572,8 @@ export function agentForConversation(config: Config, key: string): AgentConfig {
   const agent = Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;
   if (!agent) throw new Error(`No agent named "${name}" for conversation ${key}; check routes and defaultAgent in the configuration`);
   return agent;
+}
+
+function withWebSearch(w: WebSearchConfig | undefined): { webSearch?: WebSearchConfig } {
+  return w ? { webSearch: w } : {};
 }

@@ -14,6 +14,7 @@ import { memoryAndReminderTools, type MemoryAndReminderStores } from './builtin/
 import { commandTool } from './builtin/command-tools/tool.js';
 import type { CommandToolDecl } from './builtin/command-tools/declaration.js';
 import { skillTools } from './builtin/skills/tools.js';
+import { webSearchTool, type WebSearchConfig } from './builtin/web/search.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -34,6 +35,8 @@ export interface CatalogOptions {
   commandTools?: Readonly<Record<string, Omit<CommandToolDecl, 'name'>>>;
   /** The agent's live skill folders (config `skills`); without: the skill tools refuse. */
   skills?: () => readonly string[] | undefined;
+  /** The agent's search provider; without one web_search does not exist. */
+  webSearch?: WebSearchConfig;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -51,6 +54,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     }),
     erase(analyzeMediaTool(opts.media)),
     erase(retrieveToolResultTool(opts.toolResults)),
+    ...(opts.webSearch ? [webSearchTool(opts.webSearch)] : []),
     ...skillTools(opts.skills ? { folders: opts.skills } : {}),
     ...Object.entries(opts.commandTools ?? {}).map(([name, d]) => commandTool({ ...d, name }, opts.sandbox ? { sandbox: opts.sandbox } : {})),
   ]);

@@ -25,6 +25,7 @@ const TOOLS = `
         input: { type: object, properties: { name: { type: string } }, required: [name] }
         argv: [/usr/bin/touch, "{name}"]
         tier: low-risk
+        timeoutMs: 30000
       say:
         description: Print the words given.
         input: { type: object, properties: { words: { type: string }, count: { type: integer } }, required: [words] }
