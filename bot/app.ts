@@ -192,7 +192,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       if (agent.sandboxEgress) log('warn', `agent ${agent.name}: sandboxNetwork.allow is NOT enforced under sandbox: none (its commands use the host's network directly)`);
       continue;
     }
-    if (!agent.tools.includes('execute_command')) continue;
+    // Command tools run in the same box: the workspace is handed over and the box probed for them too.
+    if (!agent.tools.includes('execute_command') && Object.keys(agent.commandTools ?? {}).length === 0) continue;
     if (agent.sandboxEgress) egressSockets.set(agent.name, await egress.start(agent.name, () => config.agents[agent.name]?.sandboxEgress ?? []));
     try {
       await prepareWorkspace(agent.workspace);
@@ -285,7 +286,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     const live = config.agents[agent.name];
     const timeout = live?.commandTimeoutMs;
     const sandbox = sandboxPolicy(live ?? agent);
-    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${sandbox.egress?.socket ?? ''}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}`;
+    const id = `${agent.name}:${timeout}:${sandbox.mode}:${sandbox.network}:${sandbox.egress?.socket ?? ''}:${JSON.stringify(sandbox.limits ?? {})}:${(sandbox.readPaths ?? []).join('\u0000')}:${JSON.stringify(live?.commandTools ?? {})}:${JSON.stringify(live?.webSearch ?? {})}`;
     let r = registries.get(id);
     if (!r) {
       const media = { model: opts.model, companions: () => config.agents[agent.name]?.companions };
@@ -296,6 +297,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
         toolResults: conversations,
         stores: assistant.stores,
         network: () => config.agents[agent.name]?.network,
+        ...(live?.commandTools ? { commandTools: live.commandTools } : {}),
+        skills: () => config.agents[agent.name]?.skills,
+        ...(live?.webSearch ? { webSearch: live.webSearch } : {}),
         secrets: () => settingsSecretValues({ anthropic: config.anthropic, platforms: config.platforms }),
       });
       for (const t of opts.extraTools ?? []) r.add(t);

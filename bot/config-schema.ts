@@ -16,6 +16,7 @@ import { parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
+import { commandToolsSchema, webSearchSchema } from './tools-config.js';
 import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-config.js';
 import { budgetConfigSchema } from './budget-config.js';
@@ -270,6 +271,9 @@ export function buildSchema(knownTools: readonly string[]) {
     reminders: remindersConfigSchema.optional(),
     budget: budgetConfigSchema.optional(),
     discordReplyInThread: z.boolean().optional(),
+    commandTools: commandToolsSchema(knownTools).optional(),
+    skills: z.array(text()).optional(),
+    webSearch: webSearchSchema.optional(),
   });
 
   const agentName = z.string().superRefine((s, ctx) => {

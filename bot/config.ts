@@ -38,6 +38,9 @@
  *   turned into strings exactly (integers are read as BigInt, so 19-digit Discord ids keep every digit).
  */
 import { budgetLimitsOf } from './budget-config.js';
+import { resolveWebSearch, type CommandToolsConfig } from './tools-config.js';
+import type { WebSearchConfig } from '../agent/tools/builtin/web/search.js';
+import { SKILL_TOOL_NAMES } from '../agent/tools/builtin/skills/tools.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
@@ -98,6 +101,12 @@ export interface AgentConfig extends AgentSettings {
   commandRules: CommandRule[];
   /** MCP servers by name (agent/mcp/config.ts), references to environment variables filled in. */
   mcpServers: Record<string, McpServerConfig>;
+  /** Custom command tools (bot/tools-config.ts), by tool name. */
+  commandTools?: CommandToolsConfig;
+  /** Skill folders (absolute); set: find_skills, load_skill, load_skill_section are offered. */
+  skills?: string[];
+  /** The web_search provider (bot/tools-config.ts); unset: web_search is not offered. */
+  webSearch?: WebSearchConfig;
 }
 
 export interface Route {
@@ -328,7 +337,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     if (layer.model === undefined) {
       problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
     }
-    const tools = uniq(layer.tools ?? HARD_DEFAULTS.tools);
+    // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
+    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {}), ...(layer.skills?.length ? SKILL_TOOL_NAMES : []), ...(layer.webSearch ? ['web_search'] : [])]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
       if (!tools.includes(t)) {
@@ -380,7 +390,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems: policyProblems,
       botFileIn: (p) => botFilesInside(p, { configFile, envFile: dot.file, store: settings.store }),
     });
-    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: opts.knownTools, mcpServers: Object.keys(mcpServers) }));
+    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: [...opts.knownTools, ...Object.keys(layer.commandTools ?? {}), ...(layer.webSearch ? ['web_search'] : [])], mcpServers: Object.keys(mcpServers) }));
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
@@ -423,6 +433,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       // Merged key by key: an agent that sets only maxEntries keeps defaults.memory.agentScopeWrites.
       memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
       reminders: resolveRemindersConfig(layer.reminders),
+      ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
+      ...withWebSearch(resolveWebSearch(layer.webSearch, { env: opts.env, path: `${where('webSearch')}.webSearch`, problems })),
+      ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }
@@ -564,4 +577,8 @@ export function agentForConversation(config: Config, key: string): AgentConfig {
   const agent = Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;
   if (!agent) throw new Error(`No agent named "${name}" for conversation ${key}; check routes and defaultAgent in the configuration`);
   return agent;
+}
+
+function withWebSearch(w: WebSearchConfig | undefined): { webSearch?: WebSearchConfig } {
+  return w ? { webSearch: w } : {};
 }

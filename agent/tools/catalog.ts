@@ -12,6 +12,10 @@ import type { SandboxPolicy } from './sandbox/index.js';
 import { analyzeMediaTool, type AnalyzeMediaDeps } from './builtin/analyze-media.js';
 import { retrieveToolResultTool, type ToolResultReader } from './builtin/retrieve-tool-result.js';
 import { memoryAndReminderTools, type MemoryAndReminderStores } from './builtin/memory-reminders.js';
+import { commandTool } from './builtin/command-tools/tool.js';
+import type { CommandToolDecl } from './builtin/command-tools/declaration.js';
+import { skillTools } from './builtin/skills/tools.js';
+import { webSearchTool, type WebSearchConfig } from './builtin/web/search.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -28,6 +32,12 @@ export interface CatalogOptions {
   secrets?: () => readonly string[];
   /** The stores behind view_memory / manage_memory and the reminder tools (absent: they refuse). */
   stores?: MemoryAndReminderStores;
+  /** The agent's custom command tools (config `commandTools`), run in `sandbox`. */
+  commandTools?: Readonly<Record<string, Omit<CommandToolDecl, 'name'>>>;
+  /** The agent's live skill folders (config `skills`); without: the skill tools refuse. */
+  skills?: () => readonly string[] | undefined;
+  /** The agent's search provider; without one web_search does not exist. */
+  webSearch?: WebSearchConfig;
 }
 
 export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
@@ -46,6 +56,9 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     }),
     erase(analyzeMediaTool(opts.media)),
     erase(retrieveToolResultTool(opts.toolResults)),
+    ...(opts.webSearch ? [webSearchTool(opts.webSearch)] : []),
+    ...skillTools(opts.skills ? { folders: opts.skills } : {}),
+    ...Object.entries(opts.commandTools ?? {}).map(([name, d]) => commandTool({ ...d, name }, opts.sandbox ? { sandbox: opts.sandbox } : {})),
   ]);
 }
 

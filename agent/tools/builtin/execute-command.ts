@@ -158,7 +158,7 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
   };
 }
 
-interface RunOptions {
+export interface RunOptions {
   sandboxed: boolean;
   timeoutMs: number;
   killGraceMs: number;
@@ -168,7 +168,7 @@ interface RunOptions {
   report?: (r: SandboxReport) => void;
 }
 
-async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content: string; isError: boolean }> {
+export async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ content: string; isError: boolean }> {
   // Loaded on the first command (cached after): a bot whose agents have no shell tool never loads it.
   const { execa } = await import('execa');
   // A /stop during the awaits before this point fired its 'abort' event before anyone listened.
