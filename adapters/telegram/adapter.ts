@@ -35,6 +35,7 @@ import type { AgentEvent, Card } from '../../agent/events.js';
 import { heldConnection } from '../kit/held.js';
 import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type Attachment, type ConversationRef, type HttpRoute, type InboundMessage, type Log, type Sender } from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
+import { composeOutput } from '../kit/compose.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
@@ -455,32 +456,22 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     typingIntervalMs: typingInterval,
   });
 
-  async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
-    await progress.handle(ref, event);
-    if (event.type === 'answer') {
-      for (const piece of telegramAnswer(event.text)) await outbound('sending the answer', ref, () => sendHtml(ref, piece));
-    } else if (event.type === 'error') {
-      await sendPlain(ref, event.message);
-    }
-  }
-
-  async function postCard(ref: ConversationRef, card: Card): Promise<string> {
-    const r = renderCard(card, { prefix });
-    for (const lead of r.lead) await outbound('sending a card', ref, () => sendHtml(ref, lead));
-    const m = await outbound('sending a card', ref, () =>
-      sendHtml(ref, r.html, r.keyboard ? { reply_markup: r.keyboard } : {}),
-    );
-    return String(m.message_id);
-  }
-
-  async function updateCard(ref: ConversationRef, handle: string, card: Card): Promise<void> {
-    const messageId = Number(handle);
-    if (!Number.isSafeInteger(messageId)) throw new Error(`not a Telegram card handle: "${handle}" (expected a message id)`);
-    const r = renderCard(card, { prefix });
-    const markup = r.keyboard ?? { inline_keyboard: [] };
-    const edit = (text: string, html: boolean) =>
-      bot.api.editMessageText(chatOf(ref), messageId, text, { ...(html ? { parse_mode: 'HTML' as const } : {}), reply_markup: markup });
-    await outbound('updating a card', ref, async () => {
+  const { render, postCard, updateCard } = composeOutput({
+    platformName: 'Telegram',
+    outbound,
+    progress,
+    answerPieces: telegramAnswer,
+    sendAnswer: (ref, piece) => sendHtml(ref, piece),
+    postPlain: sendPlain,
+    renderCard: (card) => renderCard(card, { prefix }),
+    sendLead: (ref, lead) => sendHtml(ref, lead),
+    sendCard: async (ref, r) => String((await sendHtml(ref, r.html, r.keyboard ? { reply_markup: r.keyboard } : {})).message_id),
+    isHandle: (handle) => Number.isSafeInteger(Number(handle)),
+    handleKind: 'a message id',
+    editCard: async (ref, handle, r) => {
+      const markup = r.keyboard ?? { inline_keyboard: [] };
+      const edit = (text: string, html: boolean) =>
+        bot.api.editMessageText(chatOf(ref), Number(handle), text, { ...(html ? { parse_mode: 'HTML' as const } : {}), reply_markup: markup });
       try {
         await edit(r.html, true);
       } catch (err) {
@@ -492,8 +483,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
           if (!isNotModified(err2)) throw err2;
         }
       }
-    });
-  }
+    },
+  });
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
