@@ -15,6 +15,7 @@
  */
 import type { AgentEvent, Card } from '../../agent/events.js';
 import type { ConversationRef } from '../types.js';
+import { AdapterError } from './errors.js';
 import type { Outbound } from './outbound.js';
 
 export interface OutputPrimitives<R extends { lead: readonly string[] }> {
@@ -64,7 +65,7 @@ export function composeOutput<R extends { lead: readonly string[] }>(p: OutputPr
       return outbound('sending a card', ref, () => p.sendCard(ref, r));
     },
     async updateCard(ref, handle, card) {
-      if (!p.isHandle(handle)) throw new Error(`not a ${p.platformName} card handle: "${handle}" (expected ${p.handleKind})`);
+      if (!p.isHandle(handle)) throw new AdapterError('bad_card_handle', `not a ${p.platformName} card handle: "${handle}" (expected ${p.handleKind})`);
       const r = p.renderCard(card);
       await outbound('updating a card', ref, () => p.editCard(ref, handle, r));
     },

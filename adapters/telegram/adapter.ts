@@ -36,6 +36,7 @@ import { heldConnection } from '../kit/held.js';
 import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type Attachment, type ConversationRef, type HttpRoute, type InboundMessage, type Log, type Sender } from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
 import { composeOutput } from '../kit/compose.js';
+import { messageOf } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
@@ -114,10 +115,10 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const describe = (err: unknown): string => {
     if (err instanceof GrammyError) return scrub(`${err.method}: ${err.error_code} ${err.description}`);
     if (err instanceof HttpError) {
-      const inner = err.error instanceof Error ? err.error.message : String(err.error);
+      const inner = messageOf(err.error);
       return scrub(`${err.message} ${inner}`);
     }
-    return scrub(err instanceof Error ? err.message : String(err));
+    return scrub(messageOf(err));
   };
 
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -399,7 +400,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const isParseError = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /can't parse entities/i.test(err.description);
   const isNotModified = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description);
 
-  const outbound = outboundCaller(log, describe);
+  // A network error's cause can hold the request URL, and the token is in it: keep only the scrubbed text.
+  const outbound = outboundCaller(log, describe, (err) => (err instanceof HttpError ? new Error(describe(err)) : err));
 
   async function sendPlain(ref: ConversationRef, text: string, replyTo?: number): Promise<void> {
     let first = true;
@@ -498,7 +500,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       return new Error(`Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`);
     }
     if (err instanceof HttpError) {
-      const inner = err.error instanceof Error ? err.error.message : String(err.error);
+      const inner = messageOf(err.error);
       return new Error(scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`));
     }
     return new Error(`Telegram start failed: ${describe(err)}`);
