@@ -40,7 +40,7 @@ export interface SlackOutput {
 
 /** Slack clears an assistant status after 2 minutes: renew it well before. */
 const ASSISTANT_STATUS_RENEW_MS = 60_000;
-export const ASSISTANT_WORKING = 'is working…';
+const ASSISTANT_WORKING = 'is working…';
 
 export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: number; streamAnswers: boolean; streamAppendIntervalMs: number }): SlackOutput {
   const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { thread_ts: ref.threadId } : {});

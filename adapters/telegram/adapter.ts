@@ -77,7 +77,7 @@ export interface TelegramAdapterOptions {
 export type TelegramHttpRoute = HttpRoute & { method: 'POST' };
 
 /** The chat commands the router understands (bot/router.ts), for Telegram's / menu. */
-export const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
+const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
   { command: 'stop', description: 'Cancel the current run' },
   { command: 'reset', description: 'Start a new conversation' },
   { command: 'id', description: "Show this chat's id and yours" },
