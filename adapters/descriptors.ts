@@ -15,5 +15,3 @@ export const DESCRIPTORS: { readonly [P in Platform]: PlatformDescriptor } = {
   discord: discordDescriptor,
 };
 
-/** Every platform secret in the environment (never handed to the agent's commands). */
-export const PLATFORM_SECRETS: readonly string[] = Object.values(DESCRIPTORS).flatMap((d) => d.secrets);

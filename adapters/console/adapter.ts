@@ -44,7 +44,7 @@ interface OpenCard {
   numbers: number[];
 }
 
-export function encodeConsoleKey(name: string): string {
+function encodeConsoleKey(name: string): string {
   return `console:${name}`;
 }
 

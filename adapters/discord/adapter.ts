@@ -48,6 +48,7 @@ import {
 } from 'discord.js';
 import type { AgentEvent, Card } from '../../agent/events.js';
 import { cutText } from '../kit/attachments.js';
+import { composeOutput } from '../kit/compose.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
@@ -381,32 +382,24 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     typingIntervalMs: 8000,
   });
 
-  async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
-    await progress.handle(ref, event);
-    if (event.type === 'answer') {
-      for (const piece of discordAnswer(event.text)) {
-        await outbound('sending the answer', ref, () => send(ref, { content: piece }));
-      }
-    } else if (event.type === 'error') {
-      await postPlain(ref, event.message);
-    }
-  }
-
-  async function postCard(ref: ConversationRef, card: Card): Promise<string> {
-    const m = renderDiscordCard(card);
-    for (const lead of m.lead) {
-      for (const piece of chunkText(lead, DISCORD_TEXT_LIMIT)) await outbound('sending a card', ref, () => send(ref, { content: piece }));
-    }
-    return outbound('sending a card', ref, () => send(ref, { content: m.content, components: m.components }));
-  }
-
-  async function updateCard(ref: ConversationRef, handle: string, card: Card): Promise<void> {
-    if (!/^\d+$/.test(handle)) throw new Error(`not a Discord card handle: "${handle}" (expected a message id)`);
-    const m = renderDiscordCard(card);
-    await outbound('updating a card', ref, async () =>
-      rest().patch(Routes.channelMessage(await channelFor(ref), handle), { body: { content: m.content, components: m.components, allowed_mentions: NO_MENTIONS } }),
-    );
-  }
+  const { render, postCard, updateCard } = composeOutput({
+    platformName: 'Discord',
+    outbound,
+    progress,
+    answerPieces: discordAnswer,
+    sendAnswer: (ref, piece) => send(ref, { content: piece }),
+    postPlain,
+    renderCard: renderDiscordCard,
+    sendLead: async (ref, lead) => {
+      for (const piece of chunkText(lead, DISCORD_TEXT_LIMIT)) await send(ref, { content: piece });
+    },
+    sendCard: (ref, m) => send(ref, { content: m.content, components: m.components }),
+    isHandle: (handle) => /^\d+$/.test(handle),
+    handleKind: 'a message id',
+    editCard: async (ref, handle, m) => {
+      await rest().patch(Routes.channelMessage(await channelFor(ref), handle), { body: { content: m.content, components: m.components, allowed_mentions: NO_MENTIONS } });
+    },
+  });
 
   // ---- lifecycle ----------------------------------------------------------------------------
 

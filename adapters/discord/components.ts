@@ -18,17 +18,17 @@ import type { CardLimits } from '../kit/cards.js';
 import { cutText } from '../kit/attachments.js';
 import { DISCORD_TEXT_LIMIT, escapeDiscord, fence } from './markdown.js';
 
-export const CUSTOM_ID_PREFIX = 'gh:';
-export const SELECT_ID_PREFIX = 'gh-select:';
-export const CUSTOM_ID_MAX = 100;
-export const BUTTON_LABEL_MAX = 80;
-export const OPTION_LABEL_MAX = 100;
-export const BUTTONS_PER_ROW = 5;
-export const MAX_ROWS = 5;
-export const OPTIONS_PER_SELECT = 25;
+const CUSTOM_ID_PREFIX = 'gh:';
+const SELECT_ID_PREFIX = 'gh-select:';
+const CUSTOM_ID_MAX = 100;
+const BUTTON_LABEL_MAX = 80;
+const OPTION_LABEL_MAX = 100;
+const BUTTONS_PER_ROW = 5;
+const MAX_ROWS = 5;
+const OPTIONS_PER_SELECT = 25;
 
 /** Buttons beyond this many (one row's worth) are offered as a select instead. */
-export const DISCORD_CARD_LIMITS: CardLimits = {
+const DISCORD_CARD_LIMITS: CardLimits = {
   text: DISCORD_TEXT_LIMIT - 200,
   buttonLabel: BUTTON_LABEL_MAX,
   maxButtons: BUTTONS_PER_ROW,

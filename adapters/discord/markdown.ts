@@ -28,7 +28,7 @@ export function fence(value: string, lang?: string | null): string {
   return '```' + safeLang + '\n' + value.replace(/```/g, '`\u200b``') + '\n```';
 }
 
-export const discordMarkdown: MarkdownTarget = textDialectTarget({
+const discordMarkdown: MarkdownTarget = textDialectTarget({
   escape: escapeDiscord,
   fence,
   heading: (inner, depth) => (depth <= 3 ? `${'#'.repeat(depth)} ${inner}` : `**${inner}**`),

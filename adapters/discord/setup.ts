@@ -9,7 +9,7 @@
 import { PermissionsBitField } from 'discord.js';
 
 /** View Channels, Send Messages, Send Messages in Threads, Create Public Threads, Read Message History, Embed Links, Attach Files. */
-export const INVITE_PERMISSIONS = PermissionsBitField.resolve([
+const INVITE_PERMISSIONS = PermissionsBitField.resolve([
   'ViewChannel',
   'SendMessages',
   'SendMessagesInThreads',

@@ -29,7 +29,7 @@ export interface CardLimits {
   fixedOverhead?: number;
 }
 
-export const OUTCOME_RESERVE = 300;
+const OUTCOME_RESERVE = 300;
 
 export interface LaidOutButton {
   token: string;
@@ -56,7 +56,7 @@ export interface CardLayout {
   controls: CardControls;
 }
 
-export function previewCutNote(n: number): string {
+function previewCutNote(n: number): string {
   return `(preview cut: ${n} more characters)`;
 }
 

@@ -80,7 +80,7 @@ export interface SlackAdapterOptions {
   log?: Log;
 }
 
-export const DEFAULT_SLACK_API_URL = 'https://slack.com/api/';
+const DEFAULT_SLACK_API_URL = 'https://slack.com/api/';
 const ASSISTANT_THREADS_MAX = 20000;
 
 export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpRoutes(): HttpRoute[] } {

@@ -17,11 +17,11 @@ import type { CardLimits } from '../kit/cards.js';
 import { escapeMrkdwn } from './mrkdwn.js';
 
 export const ACTION_PREFIX = 'gatehouse';
-export const SECTION_TEXT_MAX = 3000;
-export const BUTTON_TEXT_MAX = 75;
-export const BUTTON_VALUE_MAX = 2000;
+const SECTION_TEXT_MAX = 3000;
+const BUTTON_TEXT_MAX = 75;
+const BUTTON_VALUE_MAX = 2000;
 
-export const SLACK_CARD_LIMITS: CardLimits = {
+const SLACK_CARD_LIMITS: CardLimits = {
   text: SECTION_TEXT_MAX - 100,
   buttonLabel: BUTTON_TEXT_MAX,
   maxButtons: 5,

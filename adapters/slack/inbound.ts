@@ -59,7 +59,7 @@ interface SlackMessageEvent {
 
 const SEEN_MAX = 5000;
 const THREADS_MAX = 20000;
-export const SLASH_WORDS = ['stop', 'reset', 'help'] as const;
+const SLASH_WORDS = ['stop', 'reset', 'help'] as const;
 
 export function registerInbound(app: App, ctx: SlackContext, opts: InboundOptions): void {
   const seen = new Recent(SEEN_MAX);

@@ -41,7 +41,7 @@ export interface GroupMembership {
 }
 
 /** Members of Slack user groups, cached briefly, re-read on a miss, failing closed. */
-export class UserGroups {
+class UserGroups {
   private readonly cache = new Map<string, { members: Set<string>; at: number }>();
   private readonly reading = new Map<string, Promise<Set<string> | null>>();
   private readonly now: () => number;

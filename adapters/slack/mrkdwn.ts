@@ -28,7 +28,7 @@ function fence(value: string): string {
   return '```\n' + escapeMrkdwn(value.replace(/```/g, '`\u200b``')) + '\n```';
 }
 
-export const slackMrkdwn: MarkdownTarget = textDialectTarget({
+const slackMrkdwn: MarkdownTarget = textDialectTarget({
   escape: escapeMrkdwn,
   fence, // language dropped: Slack ignores it
   heading: (inner) => `*${inner}*`,

@@ -18,6 +18,7 @@
 import { outboundCaller } from '../kit/outbound.js';
 import { ErrorCode } from '@slack/web-api';
 import type { AgentEvent, Card } from '../../agent/events.js';
+import { composeOutput } from '../kit/compose.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage, type StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
@@ -39,7 +40,7 @@ export interface SlackOutput {
 
 /** Slack clears an assistant status after 2 minutes: renew it well before. */
 const ASSISTANT_STATUS_RENEW_MS = 60_000;
-export const ASSISTANT_WORKING = 'is working…';
+const ASSISTANT_WORKING = 'is working…';
 
 export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: number; streamAnswers: boolean; streamAppendIntervalMs: number }): SlackOutput {
   const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { thread_ts: ref.threadId } : {});
@@ -103,37 +104,37 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
     typingFirstDelayMs: 300,
   });
 
-  async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
-    await progress.handle(ref, event);
-    if (opts.streamAnswers && event.type !== 'answer') await streams.handle(ref, event);
-    if (event.type === 'answer') {
+  const { render, postCard, updateCard } = composeOutput({
+    platformName: 'Slack',
+    outbound,
+    progress,
+    beforeEvent: async (ref, event) => {
+      if (opts.streamAnswers) await streams.handle(ref, event);
+    },
+    answerText: async (ref, event) => {
       const s = opts.streamAnswers ? await streams.answer(ref, event) : { streamed: false };
-      if (s.streamed && s.rest === undefined) return;
-      for (const piece of slackAnswer(s.streamed ? (s.rest ?? '') : event.text)) {
-        await outbound('sending the answer', ref, () => ctx.web.chat.postMessage({ channel: ref.channelId, text: piece, ...threadOpts(ref) }));
-      }
-    } else if (event.type === 'error') {
-      await postPlain(ref, event.message);
-    } else if (event.type === 'run_finished' && statusShown.has(ref.key) && isAssistantThread(ref)) {
-      await setAssistantStatus(ref, ''); // Slack clears it on a reply, but not on a stopped run
-    }
-  }
-
-  async function postCard(ref: ConversationRef, card: Card): Promise<string> {
-    const m = renderSlackCard(card);
-    for (const lead of m.lead) await outbound('sending a card', ref, () => ctx.web.chat.postMessage({ channel: ref.channelId, text: lead, ...threadOpts(ref) }));
-    const r = await outbound('sending a card', ref, () =>
-      ctx.web.chat.postMessage({ channel: ref.channelId, text: m.text, blocks: m.blocks as never, ...threadOpts(ref) }),
-    );
-    if (!r.ts) throw new Error(`sending a card in ${ref.key} failed: no ts returned`);
-    return r.ts;
-  }
-
-  async function updateCard(ref: ConversationRef, handle: string, card: Card): Promise<void> {
-    if (!/^\d+\.\d+$/.test(handle)) throw new Error(`not a Slack card handle: "${handle}" (expected a message ts)`);
-    const m = renderSlackCard(card);
-    await outbound('updating a card', ref, () => ctx.web.chat.update({ channel: ref.channelId, ts: handle, text: m.text, blocks: m.blocks as never }));
-  }
+      if (s.streamed && s.rest === undefined) return undefined;
+      return s.streamed ? (s.rest ?? '') : event.text;
+    },
+    afterEvent: async (ref, event) => {
+      if (event.type === 'run_finished' && statusShown.has(ref.key) && isAssistantThread(ref)) await setAssistantStatus(ref, ''); // Slack clears it on a reply, but not on a stopped run
+    },
+    answerPieces: slackAnswer,
+    sendAnswer: (ref, piece) => ctx.web.chat.postMessage({ channel: ref.channelId, text: piece, ...threadOpts(ref) }),
+    postPlain,
+    renderCard: renderSlackCard,
+    sendLead: (ref, lead) => ctx.web.chat.postMessage({ channel: ref.channelId, text: lead, ...threadOpts(ref) }),
+    sendCard: async (ref, m) => {
+      const r = await ctx.web.chat.postMessage({ channel: ref.channelId, text: m.text, blocks: m.blocks as never, ...threadOpts(ref) });
+      if (!r.ts) throw new Error('no ts returned');
+      return r.ts;
+    },
+    isHandle: (handle) => /^\d+\.\d+$/.test(handle),
+    handleKind: 'a message ts',
+    editCard: async (ref, handle, m) => {
+      await ctx.web.chat.update({ channel: ref.channelId, ts: handle, text: m.text, blocks: m.blocks as never });
+    },
+  });
 
   return {
     get streamsText() {

@@ -20,9 +20,9 @@ import type { ConversationRef } from '../types.js';
 import type { SlackContext } from './context.js';
 
 /** Slack's limit for markdown_text in one streaming call. */
-export const STREAM_CALL_MAX = 12_000;
+const STREAM_CALL_MAX = 12_000;
 /** A streamed message longer than this is closed; the rest of the answer is posted whole. */
-export const STREAM_MESSAGE_MAX = 36_000;
+const STREAM_MESSAGE_MAX = 36_000;
 
 interface Segment {
   runId: string;

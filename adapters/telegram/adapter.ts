@@ -35,6 +35,8 @@ import type { AgentEvent, Card } from '../../agent/events.js';
 import { heldConnection } from '../kit/held.js';
 import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type Attachment, type ConversationRef, type HttpRoute, type InboundMessage, type Log, type Sender } from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
+import { composeOutput } from '../kit/compose.js';
+import { messageOf } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
@@ -75,7 +77,7 @@ export interface TelegramAdapterOptions {
 export type TelegramHttpRoute = HttpRoute & { method: 'POST' };
 
 /** The chat commands the router understands (bot/router.ts), for Telegram's / menu. */
-export const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
+const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
   { command: 'stop', description: 'Cancel the current run' },
   { command: 'reset', description: 'Start a new conversation' },
   { command: 'id', description: "Show this chat's id and yours" },
@@ -113,10 +115,10 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const describe = (err: unknown): string => {
     if (err instanceof GrammyError) return scrub(`${err.method}: ${err.error_code} ${err.description}`);
     if (err instanceof HttpError) {
-      const inner = err.error instanceof Error ? err.error.message : String(err.error);
+      const inner = messageOf(err.error);
       return scrub(`${err.message} ${inner}`);
     }
-    return scrub(err instanceof Error ? err.message : String(err));
+    return scrub(messageOf(err));
   };
 
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -398,7 +400,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const isParseError = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /can't parse entities/i.test(err.description);
   const isNotModified = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description);
 
-  const outbound = outboundCaller(log, describe);
+  // A network error's cause can hold the request URL, and the token is in it: keep only the scrubbed text.
+  const outbound = outboundCaller(log, describe, (err) => (err instanceof HttpError ? new Error(describe(err)) : err));
 
   async function sendPlain(ref: ConversationRef, text: string, replyTo?: number): Promise<void> {
     let first = true;
@@ -455,32 +458,22 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     typingIntervalMs: typingInterval,
   });
 
-  async function render(ref: ConversationRef, event: AgentEvent): Promise<void> {
-    await progress.handle(ref, event);
-    if (event.type === 'answer') {
-      for (const piece of telegramAnswer(event.text)) await outbound('sending the answer', ref, () => sendHtml(ref, piece));
-    } else if (event.type === 'error') {
-      await sendPlain(ref, event.message);
-    }
-  }
-
-  async function postCard(ref: ConversationRef, card: Card): Promise<string> {
-    const r = renderCard(card, { prefix });
-    for (const lead of r.lead) await outbound('sending a card', ref, () => sendHtml(ref, lead));
-    const m = await outbound('sending a card', ref, () =>
-      sendHtml(ref, r.html, r.keyboard ? { reply_markup: r.keyboard } : {}),
-    );
-    return String(m.message_id);
-  }
-
-  async function updateCard(ref: ConversationRef, handle: string, card: Card): Promise<void> {
-    const messageId = Number(handle);
-    if (!Number.isSafeInteger(messageId)) throw new Error(`not a Telegram card handle: "${handle}" (expected a message id)`);
-    const r = renderCard(card, { prefix });
-    const markup = r.keyboard ?? { inline_keyboard: [] };
-    const edit = (text: string, html: boolean) =>
-      bot.api.editMessageText(chatOf(ref), messageId, text, { ...(html ? { parse_mode: 'HTML' as const } : {}), reply_markup: markup });
-    await outbound('updating a card', ref, async () => {
+  const { render, postCard, updateCard } = composeOutput({
+    platformName: 'Telegram',
+    outbound,
+    progress,
+    answerPieces: telegramAnswer,
+    sendAnswer: (ref, piece) => sendHtml(ref, piece),
+    postPlain: sendPlain,
+    renderCard: (card) => renderCard(card, { prefix }),
+    sendLead: (ref, lead) => sendHtml(ref, lead),
+    sendCard: async (ref, r) => String((await sendHtml(ref, r.html, r.keyboard ? { reply_markup: r.keyboard } : {})).message_id),
+    isHandle: (handle) => Number.isSafeInteger(Number(handle)),
+    handleKind: 'a message id',
+    editCard: async (ref, handle, r) => {
+      const markup = r.keyboard ?? { inline_keyboard: [] };
+      const edit = (text: string, html: boolean) =>
+        bot.api.editMessageText(chatOf(ref), Number(handle), text, { ...(html ? { parse_mode: 'HTML' as const } : {}), reply_markup: markup });
       try {
         await edit(r.html, true);
       } catch (err) {
@@ -492,8 +485,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
           if (!isNotModified(err2)) throw err2;
         }
       }
-    });
-  }
+    },
+  });
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
@@ -507,7 +500,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       return new Error(`Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`);
     }
     if (err instanceof HttpError) {
-      const inner = err.error instanceof Error ? err.error.message : String(err.error);
+      const inner = messageOf(err.error);
       return new Error(scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`));
     }
     return new Error(`Telegram start failed: ${describe(err)}`);

@@ -19,11 +19,10 @@ import type { CardLimits } from '../kit/cards.js';
 import { TELEGRAM_TEXT_LIMIT } from './chunk.js';
 import { escapeHtml } from './format.js';
 
-export { cutText } from '../kit/attachments.js';
 
 export const CALLBACK_PREFIX = 'g:';
-export const CALLBACK_DATA_MAX_BYTES = 64;
-export const BUTTON_LABEL_MAX = 64;
+const CALLBACK_DATA_MAX_BYTES = 64;
+const BUTTON_LABEL_MAX = 64;
 
 export interface InlineButton {
   text: string;
@@ -55,7 +54,7 @@ export function callbackData(token: string, prefix: string = CALLBACK_PREFIX): s
 }
 
 /** Telegram has no select menu on a message: every option is a button, one per row. */
-export const TELEGRAM_CARD_LIMITS: CardLimits = {
+const TELEGRAM_CARD_LIMITS: CardLimits = {
   text: TELEGRAM_TEXT_LIMIT,
   buttonLabel: BUTTON_LABEL_MAX,
   maxButtons: Number.POSITIVE_INFINITY,

@@ -1,55 +1,11 @@
 import type { Card } from '../../../agent/events.js';
 import { callbackData, renderCard } from '../../../adapters/telegram/cards.js';
-import { chunkHtml, chunkPlain, visibleLength } from '../../../adapters/telegram/chunk.js';
-import { htmlToPlain, markdownToTelegramHtml } from '../../../adapters/telegram/format.js';
+import { chunkPlain } from '../../../adapters/telegram/chunk.js';
+import { htmlToPlain } from '../../../adapters/telegram/format.js';
 import { decodeKey, encodeKey, refFor } from '../../../adapters/telegram/keys.js';
 import { parseTelegramHtml } from '../../fakes/telegram.js';
 
 const squash = (s: string) => s.replace(/\s+/g, '');
-
-describe('chunkHtml', () => {
-  test('a long answer with code blocks: every piece fits, parses alone, and nothing is lost', () => {
-    const code = Array.from({ length: 400 }, (_, i) => `  line ${i}: if (a < b && c > d) { x = "<&>"; }`).join('\n');
-    const md = ['# Report', 'Intro **bold** text. '.repeat(100), '```ts', code, '```', '> a quote', 'Tail _end_.'].join('\n');
-    const html = markdownToTelegramHtml(md);
-    expect(visibleLength(html)).toBeGreaterThan(3 * 4096);
-    const pieces = chunkHtml(html);
-    expect(pieces.length).toBeGreaterThanOrEqual(4);
-    for (const p of pieces) {
-      const r = parseTelegramHtml(p);
-      expect(r.ok).toBe(true);
-      if (r.ok) expect(r.plain.length).toBeLessThanOrEqual(4096);
-    }
-    // pieces cut inside the code block close and reopen it with its language
-    const inCode = pieces.filter((p) => p.includes('line 200:') || p.includes('line 300:'));
-    for (const p of inCode) expect(p).toMatch(/<pre><code class="language-ts">[\s\S]*<\/code><\/pre>/);
-    expect(squash(pieces.map(htmlToPlain).join(''))).toBe(squash(htmlToPlain(html)));
-  });
-
-  test('prefers cutting before a code block to cutting inside it', () => {
-    const para = 'word '.repeat(500); // 2,500 chars
-    const block = '<pre>' + 'x'.repeat(60).concat('\n').repeat(30) + '</pre>'; // ~1,830 chars
-    const pieces = chunkHtml(`${para}\n${block}`);
-    expect(pieces).toHaveLength(2);
-    expect(pieces[1]?.startsWith('<pre>')).toBe(true);
-    expect(pieces[0]).not.toContain('<pre>');
-  });
-
-  test('never cuts an entity or a surrogate pair, even without spaces', () => {
-    const html = '&amp;😀'.repeat(3000);
-    const pieces = chunkHtml(html, 100);
-    for (const p of pieces) {
-      expect(parseTelegramHtml(p).ok).toBe(true);
-      expect(visibleLength(p)).toBeLessThanOrEqual(100);
-      expect(p).not.toMatch(/[\ud800-\udbff]$/);
-    }
-    expect(pieces.join('')).toBe(html);
-  });
-
-  test('a short text is one piece, unchanged', () => {
-    expect(chunkHtml('<b>hi</b> &lt;there&gt;')).toEqual(['<b>hi</b> &lt;there&gt;']);
-  });
-});
 
 describe('chunkPlain', () => {
   test('splits at line breaks under the limit', () => {

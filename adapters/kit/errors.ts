@@ -1,0 +1,24 @@
+/**
+ * The one error class adapters throw, and the one way they read a message out of anything thrown.
+ *
+ * Contract:
+ * - `AdapterError(code, message, { cause })`: an Error whose `code` says which kind of failure it is
+ *   (a refused call, a bad handle, a failed start) and whose `cause` is the platform's own error, so a
+ *   caller can tell failures apart and a debugger sees the original. The message never holds a token;
+ *   a platform whose errors may carry one (Telegram: the token is in every URL) passes a scrubbed cause.
+ * - `messageOf(x)`: an Error's message, else `String(x)`.
+ */
+export type AdapterErrorCode = 'outbound_failed' | 'bad_card_handle' | 'start_failed';
+
+export class AdapterError extends Error {
+  readonly code: AdapterErrorCode;
+  constructor(code: AdapterErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AdapterError';
+    this.code = code;
+  }
+}
+
+export function messageOf(x: unknown): string {
+  return x instanceof Error ? x.message : String(x);
+}
