@@ -2,7 +2,7 @@
  * `gatehouse run`: one message to an agent, for scripts, CI and home-made bridges.
  *
  *   gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
- *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"
+ *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--with-image MODEL] [--] "message"
  *
  * Contract:
  * - stdout carries the result and nothing else: with --json exactly one JSON object
@@ -19,6 +19,9 @@
  *   EVENT_STRING_MAX (2000) characters are cut (marked `…[cut N chars]`), except in question events
  *   (`question_asked`, `user_input_required`), which are never cut. `reasoning` is accepted; the model
  *   client emits no reasoning events yet.
+ * - --with-image MODEL: every agent's `companions["analyze:image"]` is that one model for this run
+ *   (in-process runs only: with a service running it is a usage error, exit 2). --with-audio and
+ *   --with-video are usage errors: there is no audio or video companion kind yet.
  * - Interactive when --interactive-stdin is given, or stdin is a terminal and CI is not "true".
  *   With --interactive-stdin, `user_input_required` / `approval_required` lines are written to stderr
  *   whatever --events says, and answered by JSON lines on stdin:
@@ -35,12 +38,15 @@ import type { Readable } from 'node:stream';
 import { TIERS } from '../../policies/tiers.js';
 import { dirname, resolve } from 'node:path';
 import type { CliIO } from '../cli.js';
+import type { Config } from '../config.js';
+import type { CompanionKind } from '../../agent/companions.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
 import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
 import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';
 
 export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
-              [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"`;
+              [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS]
+              [--with-image MODEL] [--] "message"`;
 
 export const EVENT_CATEGORIES = ['tools', 'text', 'reasoning', 'usage', 'approval', 'question', 'all'] as const;
 export const EVENT_STRING_MAX = 2000;
@@ -69,6 +75,7 @@ interface RunArgs {
   json: boolean;
   events: Set<string>;
   interactiveFlag: boolean;
+  withImage?: string;
 }
 
 class UsageError extends Error {}
@@ -120,6 +127,13 @@ function parseArgs(argv: string[]): { args: Omit<RunArgs, 'request'> & { agent?:
         out.timeoutSeconds = n;
         break;
       }
+      case '--with-image':
+        out.withImage = take();
+        break;
+      case '--with-audio':
+      case '--with-video':
+        // No audio or video companion kind exists yet (agent/companions.ts); say so rather than ignore it.
+        throw new UsageError(`${flag} is not supported yet: Gatehouse has no ${flag.slice(7)} companion kind (only --with-image)`);
       case '--events': {
         for (const c of take().split(',').map((s) => s.trim()).filter(Boolean)) {
           if (!(EVENT_CATEGORIES as readonly string[]).includes(c)) throw new UsageError(`--events: unknown category "${c}" (one of ${EVENT_CATEGORIES.join(', ')})`);
@@ -276,7 +290,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
 
   let result: HeadlessResult;
   try {
-    result = await execute(io, request, onMessage, (r) => (respond = r), args.events.size > 0);
+    result = await execute(io, request, onMessage, (r) => (respond = r), args.events.size > 0, args.withImage);
   } catch (e) {
     rl?.close();
     if (e instanceof HeadlessUsageError) {
@@ -307,11 +321,16 @@ async function execute(
   onMessage: (m: HeadlessMessage) => void,
   setRespond: (r: (x: HeadlessResponse) => Promise<{ accepted: boolean; notice?: string }>) => void,
   eventsOn: boolean,
+  withImage?: string,
 ): Promise<HeadlessResult> {
   // The service's folder comes from GATEHOUSE_STORE alone (environment, then .env), so an attached run
   // never loads the configuration or the agent: the service has its own.
   const { env, dataDir } = await callerEnv(io);
   const service = findService(dataDir);
+  if (service && withImage !== undefined) {
+    // The service runs on its own config; a per-run companion would need the wire to carry it.
+    throw new HeadlessUsageError('--with-image works only when no Gatehouse service is running (the run is in this process)');
+  }
   if (service) {
     try {
       setRespond((r) => attachRespond(service, r));
@@ -326,7 +345,7 @@ async function execute(
     }
   }
   const { readConfig } = await import('../start.js');
-  const config = readConfig(io);
+  const config = withImage === undefined ? readConfig(io) : withCompanion(readConfig(io), 'analyze:image', withImage);
   const { runInProcess } = await import('./in-process.js');
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
 }
@@ -343,3 +362,12 @@ async function callerEnv(io: CliIO): Promise<{ env: Record<string, string | unde
   return { env, dataDir: store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data') };
 }
 
+
+/** The config with every agent's companions for `kind` replaced by the one model named on the command line. */
+function withCompanion(config: Config, kind: CompanionKind, model: string): Config {
+  if (model.trim() === '') throw new HeadlessUsageError('--with-image needs a model id');
+  const agents = Object.fromEntries(
+    Object.entries(config.agents).map(([name, a]) => [name, { ...a, companions: { ...a.companions, [kind]: [{ id: model, label: model }] } }]),
+  ) as Config['agents'];
+  return { ...config, agents };
+}

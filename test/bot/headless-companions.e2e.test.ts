@@ -1,0 +1,72 @@
+/**
+ * `gatehouse run --with-image MODEL` as a real process against the fake Anthropic server: the flag
+ * binds the image companion for the run over the agent's config (here: none configured), and
+ * --with-audio / --with-video are refused loudly instead of being ignored.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { COMPANION_SYSTEM } from '../../agent/tools/builtin/analyze-media.js';
+import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
+import { startGatehouse } from '../helpers/process.js';
+
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+type Body = { model: string; system?: string; messages: Array<{ role: string; content: unknown }> };
+const body = (r: RecordedRequest) => r.body as Body;
+const isCompanion = (r: RecordedRequest) => body(r).system === COMPANION_SYSTEM;
+
+let fake: FakeAnthropic;
+let dir: string;
+const main: FakeReply[] = [];
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic({ apiKey: 'test-key' });
+  main.length = 0;
+  fake.setHandler((req) => (isCompanion(req) ? { text: `companion ${body(req).model} saw one pixel` } : (main.shift() ?? { text: '(no scripted reply)' })));
+  dir = mkdtempSync(join(tmpdir(), 'gh-run-media-'));
+  chmodSync(dir, 0o711);
+  mkdirSync(join(dir, 'ws'));
+  writeFileSync(join(dir, 'ws', 'cat.png'), PNG);
+  writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [analyze_media]\n    tier: read-only\n    workspace: "${join(dir, 'ws')}"\n`);
+});
+afterEach(async () => {
+  await fake.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
+  const p = startGatehouse(args, { cwd: dir, env, onlyEnv: true });
+  p.child.stdin.end('');
+  const { code } = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+const lastToolResult = (): string => JSON.stringify(body(fake.requests.filter((r) => !isCompanion(r)).at(-1)!).messages.at(-1)!.content);
+
+test('--with-image binds the companion for the run: the image goes to that model', async () => {
+  main.push({ toolUses: [{ name: 'analyze_media', input: { path: 'cat.png', prompt: 'what is it?' } }] }, { text: 'a pixel' });
+  const r = await run(['run', '--with-image', 'claude-haiku-5-5', '--json', '--', 'look at cat.png']);
+  expect(r.code).toBe(0);
+  expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, answer: 'a pixel', declined: [] });
+  const companions = fake.requests.filter(isCompanion);
+  expect(companions.map((c) => body(c).model)).toEqual(['claude-haiku-5-5']);
+  expect(lastToolResult()).toContain('companion claude-haiku-5-5 saw one pixel');
+}, 180_000);
+
+test('without the flag (and no companion configured) analyze_media is refused, naming the config key', async () => {
+  main.push({ toolUses: [{ name: 'analyze_media', input: { path: 'cat.png', prompt: 'what is it?' } }] }, { text: 'could not' });
+  const r = await run(['run', '--json', '--', 'look at cat.png']);
+  expect(r.code).toBe(0);
+  expect(fake.requests.filter(isCompanion)).toHaveLength(0);
+  expect(lastToolResult()).toContain('agents.default.companions[\\"analyze:image\\"]');
+}, 180_000);
+
+test('--with-audio and --with-video are usage errors (no such companion kind), nothing is sent', async () => {
+  for (const flag of ['--with-audio', '--with-video']) {
+    const r = await run(['run', flag, 'some-model', 'hi']);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(r.stderr).toContain(`${flag} is not supported yet`);
+  }
+  expect(fake.requests).toHaveLength(0);
+}, 180_000);
