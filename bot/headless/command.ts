@@ -15,7 +15,8 @@
  * - The message is the arguments after the options (joined by spaces), or stdin when there are none
  *   and stdin is not used for answers.
  * - --events CATS (comma list of tools, text, reasoning, usage, approval, question, all): NDJSON on
- *   stderr, one event a line; `error` events are always written. String fields longer than
+ *   stderr, one event a line; the model's streamed text as `text_start` {runId, segment} once per
+ *   model reply, then `text_chunk` {runId, segment, delta}; `error` events are always written. String fields longer than
  *   EVENT_STRING_MAX (2000) characters are cut (marked `…[cut N chars]`), except in question events
  *   (`question_asked`, `user_input_required`), which are never cut. `reasoning` is accepted; the model
  *   client emits no reasoning events yet.
@@ -201,6 +202,15 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
 
   const all = args.events.has('all');
   const writeEvent = (m: Record<string, unknown>) => io.stderr.write(JSON.stringify(cutEvent(m)) + '\n');
+  // A text delta goes out as `text_chunk`, after one `text_start` per model reply (segment), so a
+  // reader knows where each reply's text begins without comparing segment numbers.
+  const started = new Set<string>();
+  const writeText = (m: { runId: string; delta: string; segment: number }) => {
+    const seg = `${m.runId}:${m.segment}`;
+    if (!started.has(seg)) writeEvent({ type: 'text_start', runId: m.runId, segment: m.segment });
+    started.add(seg);
+    writeEvent({ type: 'text_chunk', runId: m.runId, segment: m.segment, delta: m.delta });
+  };
   const streaming = args.events.size > 0 || args.interactiveFlag;
   const wants = (type: string): boolean => {
     if (!streaming) return false;
@@ -277,7 +287,10 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       if (stdinEnded) noAnswer(m.requestId, type);
     }
     if (m.type === 'request_closed') unanswered.delete(m.requestId);
-    if (wants(m.type)) writeEvent(m as unknown as Record<string, unknown>);
+    if (wants(m.type)) {
+      if (m.type === 'text') writeText(m);
+      else writeEvent(m as unknown as Record<string, unknown>);
+    }
     if (promptMode && (m.type === 'user_input_required' || m.type === 'approval_required')) {
       pending.push({ m });
       if (pending.length === 1) prompt(m);

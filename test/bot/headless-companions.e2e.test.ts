@@ -1,7 +1,8 @@
 /**
  * `gatehouse run --with-image MODEL` as a real process against the fake Anthropic server: the flag
  * binds the image companion for the run over the agent's config (here: none configured), and
- * --with-audio / --with-video are refused loudly instead of being ignored.
+ * --with-audio / --with-video are refused loudly instead of being ignored; and --events text as
+ * text_start / text_chunk lines.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,4 +70,21 @@ test('--with-audio and --with-video are usage errors (no such companion kind), n
     expect(r.stderr).toContain(`${flag} is not supported yet`);
   }
   expect(fake.requests).toHaveLength(0);
+}, 180_000);
+
+test('--events text streams the reply as text_start then text_chunk lines whose deltas join to the answer', async () => {
+  main.push({ text: 'streamed answer, in several small pieces' });
+  const r = await run(['run', '--events', 'text', '--', 'hi']);
+  expect(r.code).toBe(0);
+  expect(r.stdout).toBe('streamed answer, in several small pieces\n');
+  const events = r.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { type: string; delta?: string; segment?: number });
+  expect(events[0]).toMatchObject({ type: 'text_start', segment: 1 });
+  const chunks = events.filter((e) => e.type === 'text_chunk');
+  expect(chunks.length).toBeGreaterThan(1); // the fake streams 4 code points a delta
+  expect(chunks.map((e) => e.delta).join('')).toBe('streamed answer, in several small pieces');
+  expect(events.filter((e) => e.type === 'text_start')).toHaveLength(1);
+  expect(events.some((e) => e.type === 'text')).toBe(false);
 }, 180_000);
