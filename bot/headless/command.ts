@@ -2,7 +2,7 @@
  * `gatehouse run`: one message to an agent, for scripts, CI and home-made bridges.
  *
  *   gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
- *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--with-image MODEL] [--] "message"
+ *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--with-image MODEL] [--no-stream] [--] "message"
  *
  * Contract:
  * - stdout carries the result and nothing else: with --json exactly one JSON object
@@ -20,6 +20,7 @@
  *   EVENT_STRING_MAX (2000) characters are cut (marked `…[cut N chars]`), except in question events
  *   (`question_asked`, `user_input_required`), which are never cut. `reasoning` is accepted; the model
  *   client emits no reasoning events yet.
+ * - --no-stream: the model's replies come whole (no streamed request, no text deltas).
  * - --with-image MODEL: every agent's `companions["analyze:image"]` is that one model for this run
  *   (in-process runs only: with a service running it is a usage error, exit 2). --with-audio and
  *   --with-video are usage errors: there is no audio or video companion kind yet.
@@ -47,7 +48,7 @@ import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from '.
 
 export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
               [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS]
-              [--with-image MODEL] [--] "message"`;
+              [--with-image MODEL] [--no-stream] [--] "message"`;
 
 export const EVENT_CATEGORIES = ['tools', 'text', 'reasoning', 'usage', 'approval', 'question', 'all'] as const;
 export const EVENT_STRING_MAX = 2000;
@@ -77,6 +78,7 @@ interface RunArgs {
   events: Set<string>;
   interactiveFlag: boolean;
   withImage?: string;
+  noStream?: boolean;
 }
 
 class UsageError extends Error {}
@@ -128,6 +130,9 @@ function parseArgs(argv: string[]): { args: Omit<RunArgs, 'request'> & { agent?:
         out.timeoutSeconds = n;
         break;
       }
+      case '--no-stream':
+        out.noStream = true;
+        break;
       case '--with-image':
         out.withImage = take();
         break;
@@ -199,6 +204,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
   if (args.conversation !== undefined) request.conversation = args.conversation;
   if (args.approvalPolicy !== undefined) request.approvalPolicy = args.approvalPolicy as (typeof TIERS)[number];
   if (args.timeoutSeconds !== undefined) request.timeoutSeconds = args.timeoutSeconds;
+  if (args.noStream) request.stream = false;
 
   const all = args.events.has('all');
   const writeEvent = (m: Record<string, unknown>) => io.stderr.write(JSON.stringify(cutEvent(m)) + '\n');

@@ -88,3 +88,12 @@ test('--events text streams the reply as text_start then text_chunk lines whose 
   expect(events.filter((e) => e.type === 'text_start')).toHaveLength(1);
   expect(events.some((e) => e.type === 'text')).toBe(false);
 }, 180_000);
+
+test('--no-stream keeps the batch path: the model request is not streamed and no text deltas are written', async () => {
+  main.push({ text: 'whole answer' });
+  const r = await run(['run', '--no-stream', '--events', 'text', '--', 'hi']);
+  expect(r.code).toBe(0);
+  expect(r.stdout).toBe('whole answer\n');
+  expect(fake.requests.map((q) => (q.body as { stream?: boolean }).stream)).toEqual([false]);
+  expect(r.stderr).not.toContain('text_chunk');
+}, 180_000);
