@@ -2,7 +2,7 @@
  * `gatehouse run`: one message to an agent, for scripts, CI and home-made bridges.
  *
  *   gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
- *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"
+ *                 [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--with-image MODEL] [--no-stream] [--] "message"
  *
  * Contract:
  * - stdout carries the result and nothing else: with --json exactly one JSON object
@@ -15,10 +15,15 @@
  * - The message is the arguments after the options (joined by spaces), or stdin when there are none
  *   and stdin is not used for answers.
  * - --events CATS (comma list of tools, text, reasoning, usage, approval, question, all): NDJSON on
- *   stderr, one event a line; `error` events are always written. String fields longer than
+ *   stderr, one event a line; the model's streamed text as `text_start` {runId, segment} once per
+ *   model reply, then `text_chunk` {runId, segment, delta}; `error` events are always written. String fields longer than
  *   EVENT_STRING_MAX (2000) characters are cut (marked `…[cut N chars]`), except in question events
  *   (`question_asked`, `user_input_required`), which are never cut. `reasoning` is accepted; the model
  *   client emits no reasoning events yet.
+ * - --no-stream: the model's replies come whole (no streamed request, no text deltas).
+ * - --with-image MODEL: every agent's `companions["analyze:image"]` is that one model for this run
+ *   (in-process runs only: with a service running it is a usage error, exit 2). --with-audio and
+ *   --with-video are usage errors: there is no audio or video companion kind yet.
  * - Interactive when --interactive-stdin is given, or stdin is a terminal and CI is not "true".
  *   With --interactive-stdin, `user_input_required` / `approval_required` lines are written to stderr
  *   whatever --events says, and answered by JSON lines on stdin:
@@ -35,12 +40,15 @@ import type { Readable } from 'node:stream';
 import { TIERS } from '../../policies/tiers.js';
 import { dirname, resolve } from 'node:path';
 import type { CliIO } from '../cli/io.js';
+import type { Config } from '../config.js';
+import type { CompanionKind } from '../../agent/companions.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
 import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
 import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';
 
 export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
-              [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"`;
+              [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS]
+              [--with-image MODEL] [--no-stream] [--] "message"`;
 
 export const EVENT_CATEGORIES = ['tools', 'text', 'reasoning', 'usage', 'approval', 'question', 'all'] as const;
 export const EVENT_STRING_MAX = 2000;
@@ -69,6 +77,8 @@ interface RunArgs {
   json: boolean;
   events: Set<string>;
   interactiveFlag: boolean;
+  withImage?: string;
+  noStream?: boolean;
 }
 
 class UsageError extends Error {}
@@ -120,6 +130,16 @@ function parseArgs(argv: string[]): { args: Omit<RunArgs, 'request'> & { agent?:
         out.timeoutSeconds = n;
         break;
       }
+      case '--no-stream':
+        out.noStream = true;
+        break;
+      case '--with-image':
+        out.withImage = take();
+        break;
+      case '--with-audio':
+      case '--with-video':
+        // No audio or video companion kind exists yet (agent/companions.ts); say so rather than ignore it.
+        throw new UsageError(`${flag} is not supported yet: Gatehouse has no ${flag.slice(7)} companion kind (only --with-image)`);
       case '--events': {
         for (const c of take().split(',').map((s) => s.trim()).filter(Boolean)) {
           if (!(EVENT_CATEGORIES as readonly string[]).includes(c)) throw new UsageError(`--events: unknown category "${c}" (one of ${EVENT_CATEGORIES.join(', ')})`);
@@ -184,9 +204,19 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
   if (args.conversation !== undefined) request.conversation = args.conversation;
   if (args.approvalPolicy !== undefined) request.approvalPolicy = args.approvalPolicy as (typeof TIERS)[number];
   if (args.timeoutSeconds !== undefined) request.timeoutSeconds = args.timeoutSeconds;
+  if (args.noStream) request.stream = false;
 
   const all = args.events.has('all');
   const writeEvent = (m: Record<string, unknown>) => io.stderr.write(JSON.stringify(cutEvent(m)) + '\n');
+  // A text delta goes out as `text_chunk`, after one `text_start` per model reply (segment), so a
+  // reader knows where each reply's text begins without comparing segment numbers.
+  const started = new Set<string>();
+  const writeText = (m: { runId: string; delta: string; segment: number }) => {
+    const seg = `${m.runId}:${m.segment}`;
+    if (!started.has(seg)) writeEvent({ type: 'text_start', runId: m.runId, segment: m.segment });
+    started.add(seg);
+    writeEvent({ type: 'text_chunk', runId: m.runId, segment: m.segment, delta: m.delta });
+  };
   const streaming = args.events.size > 0 || args.interactiveFlag;
   const wants = (type: string): boolean => {
     if (!streaming) return false;
@@ -263,7 +293,10 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       if (stdinEnded) noAnswer(m.requestId, type);
     }
     if (m.type === 'request_closed') unanswered.delete(m.requestId);
-    if (wants(m.type)) writeEvent(m as unknown as Record<string, unknown>);
+    if (wants(m.type)) {
+      if (m.type === 'text') writeText(m);
+      else writeEvent(m as unknown as Record<string, unknown>);
+    }
     if (promptMode && (m.type === 'user_input_required' || m.type === 'approval_required')) {
       pending.push({ m });
       if (pending.length === 1) prompt(m);
@@ -276,7 +309,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
 
   let result: HeadlessResult;
   try {
-    result = await execute(io, request, onMessage, (r) => (respond = r), args.events.size > 0);
+    result = await execute(io, request, onMessage, (r) => (respond = r), args.events.size > 0, args.withImage);
   } catch (e) {
     rl?.close();
     if (e instanceof HeadlessUsageError) {
@@ -307,11 +340,16 @@ async function execute(
   onMessage: (m: HeadlessMessage) => void,
   setRespond: (r: (x: HeadlessResponse) => Promise<{ accepted: boolean; notice?: string }>) => void,
   eventsOn: boolean,
+  withImage?: string,
 ): Promise<HeadlessResult> {
   // The service's folder comes from GATEHOUSE_STORE alone (environment, then .env), so an attached run
   // never loads the configuration or the agent: the service has its own.
   const { env, dataDir } = await callerEnv(io);
   const service = findService(dataDir);
+  if (service && withImage !== undefined) {
+    // The service runs on its own config; a per-run companion would need the wire to carry it.
+    throw new HeadlessUsageError('--with-image works only when no Gatehouse service is running (the run is in this process)');
+  }
   if (service) {
     try {
       setRespond((r) => attachRespond(service, r));
@@ -326,7 +364,7 @@ async function execute(
     }
   }
   const { readConfig } = await import('../start.js');
-  const config = readConfig(io);
+  const config = withImage === undefined ? readConfig(io) : withCompanion(readConfig(io), 'analyze:image', withImage);
   const { runInProcess } = await import('./in-process.js');
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
 }
@@ -343,3 +381,12 @@ async function callerEnv(io: CliIO): Promise<{ env: Record<string, string | unde
   return { env, dataDir: store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data') };
 }
 
+
+/** The config with every agent's companions for `kind` replaced by the one model named on the command line. */
+function withCompanion(config: Config, kind: CompanionKind, model: string): Config {
+  if (model.trim() === '') throw new HeadlessUsageError('--with-image needs a model id');
+  const agents = Object.fromEntries(
+    Object.entries(config.agents).map(([name, a]) => [name, { ...a, companions: { ...a.companions, [kind]: [{ id: model, label: model }] } }]),
+  ) as Config['agents'];
+  return { ...config, agents };
+}

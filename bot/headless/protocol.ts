@@ -16,6 +16,8 @@ export const HeadlessRequest = z.object({
   approvalPolicy: z.enum(TIERS).optional(),
   timeoutSeconds: z.number().positive().optional(),
   interactive: z.boolean().default(false),
+  /** false: the model reply comes whole (the batch path), no text deltas (`gatehouse run --no-stream`). */
+  stream: z.boolean().optional(),
 });
 export type HeadlessRequest = z.input<typeof HeadlessRequest>;
 

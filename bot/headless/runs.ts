@@ -61,12 +61,15 @@ export class HeadlessRuns {
   /** Open request id -> its conversation key, and the button choices offered. */
   private readonly open = new Map<string, { key: string; runId: string; choices: Array<Choice & { token?: string }> }>();
 
+  /** Keys whose current run asked for no streaming (--no-stream). */
+  private readonly batch = new Set<string>();
+
   constructor(private readonly deps: { config: Config; runner: Runner; broker: ApprovalBroker }) {}
 
   /** The output of every `cli:` conversation (bot/app.ts routes those keys here). */
   output(key: string): ConversationOutput {
     return {
-      streamsText: true,
+      streamsText: !this.batch.has(key),
       emit: async (e) => {
         if (e.type === 'run_started') {
           this.current.set(key, e.runId);
@@ -191,6 +194,7 @@ export class HeadlessRuns {
     const runId = randomUUID();
     const run: LiveRun = { key, send, declined: [] };
     this.live.set(runId, run);
+    if (req.stream === false) this.batch.add(key);
     const onAbort = () => {
       if (this.current.get(key) === runId) this.deps.runner.stop(key);
     };
@@ -219,6 +223,7 @@ export class HeadlessRuns {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.live.delete(runId);
+      if (req.stream === false) this.batch.delete(key);
       for (const [id, o] of this.open) if (o.runId === runId) this.open.delete(id);
     }
     const usage = run.usage ?? emptyUsage;
