@@ -53,7 +53,8 @@ const USAGE = `Usage:
   gatehouse serve          run as a service (Docker, systemd): never opens the terminal chat; /healthz always
   gatehouse reload         make the running service re-read gatehouse.yaml (a bad file is rejected, the old one stays)
   gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
-                [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS] [--] "message"
+                [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS]
+                [--with-image MODEL] [--no-stream] [--] "message"
                            one message to an agent for scripts and CI: the answer (or one JSON object) on
                            stdout; through the running service when there is one (see README "Headless runs")
   gatehouse acp [--agent NAME] [--approval-policy read-only|low-risk|high-risk]
