@@ -130,9 +130,9 @@ export class HeadlessRuns {
       });
       return;
     }
-    const valueOf = (choice: string): string =>
+    const choiceValue = (choice: string): string =>
       choice === 'once' || choice === 'all_approve' ? 'approve' : choice === 'all_deny' ? 'deny' : choice.startsWith('option:') ? choice.slice(7) : choice;
-    const choices = buttons.map((b) => ({ value: valueOf(b.choice), label: b.label, token: b.token }));
+    const choices = buttons.map((b) => ({ value: choiceValue(b.choice), label: b.label, token: b.token }));
     this.open.set(requestId, { key, runId, choices });
     run.send({
       type: 'approval_required',

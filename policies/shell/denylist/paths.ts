@@ -156,7 +156,7 @@ export function globRegex(field: string): RegExp {
   try {
     return new RegExp(`^${re}$`);
   } catch {
-    return /[^]*/;
+    return /[\s\S]*/;
   }
 }
 

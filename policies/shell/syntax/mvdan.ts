@@ -130,6 +130,7 @@ class Converter {
         return { k: 'group', subshell: false, stmts: this.stmts(list(n, 'Stmts')) };
       case 'IfClause': {
         const els = field(n, 'Else');
+        // biome-ignore lint/suspicious/noThenProperty: the syntax tree's if-node names its branch `then`, as the shell does; it is never awaited.
         return { k: 'if', cond: this.stmts(list(n, 'Cond')), then: this.stmts(list(n, 'Then')), else: els ? this.command(els) : null };
       }
       case 'WhileClause':

@@ -17,7 +17,7 @@ const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
 const APP_TOKEN = 'xapp-1-A0APP-3333-fakeAppTokenValue';
 
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
 function seen(m: FakeSlackMessage): SeenMessage {
   const blockTexts = (m.blocks ?? []).flatMap((b) => {
@@ -33,8 +33,8 @@ function seen(m: FakeSlackMessage): SeenMessage {
   return {
     text: mrkdwnToPlain(raw.replace(/```\n?/g, '')).replace(/ \((https?:[^)]*)\)/g, ''),
     tokens,
-    links: [...raw.matchAll(/<(https?:[^|>]+)\|[^>]*>/g)].map((x) => unescape(x[1] ?? '')),
-    code: [...raw.matchAll(/```\n([\s\S]*?)\n```/g)].map((x) => unescape(x[1] ?? '')),
+    links: [...raw.matchAll(/<(https?:[^|>]+)\|[^>]*>/g)].map((x) => unescapeHtml(x[1] ?? '')),
+    code: [...raw.matchAll(/```\n([\s\S]*?)\n```/g)].map((x) => unescapeHtml(x[1] ?? '')),
   };
 }
 
@@ -72,7 +72,7 @@ for (const mode of ['http', 'socket'] as const) adapterContract(`slack (${mode =
       const r = await fake.click({ user: 'U0ADA', message: byTs(ref, handle), value: token });
       if (r.status !== 200) throw new Error(`click answered ${r.status}`);
     },
-    privateNotices: () => fake.ephemerals.map((e) => unescape(e.text)),
+    privateNotices: () => fake.ephemerals.map((e) => unescapeHtml(e.text)),
     visible: (ref) => fake.visible(ref.channelId, ref.threadId).map(seen),
     message: (ref, handle) => seen(byTs(ref, handle)),
     rateLimitEdits: (times) => fake.failNext('chat.update', { error: 'ratelimited', retryAfter: 1 }, times),

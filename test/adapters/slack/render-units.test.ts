@@ -83,7 +83,7 @@ describe('Block Kit cards', () => {
     const actions = m.blocks.find((b) => b['type'] === 'actions') as { elements: Array<Record<string, unknown>> };
     expect(actions.elements).toHaveLength(1);
     expect(actions.elements[0]?.['type']).toBe('static_select');
-    expect((actions.elements[0]?.['options'] as Array<{ value: string }>).map((o) => o.value)).toEqual(picker.buttons.map((b) => b.token));
+    expect((actions.elements[0]!['options'] as Array<{ value: string }>).map((o) => o.value)).toEqual(picker.buttons.map((b) => b.token));
     const decided = renderSlackCard({ ...card, buttons: [], outcome: 'Denied by Bob at 10:00' });
     expect(decided.blocks.some((b) => b['type'] === 'actions')).toBe(false);
     expect(JSON.stringify(decided.blocks)).toContain('Denied by Bob at 10:00');
