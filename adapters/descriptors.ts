@@ -14,4 +14,3 @@ export const DESCRIPTORS: { readonly [P in Platform]: PlatformDescriptor } = {
   slack: slackDescriptor,
   discord: discordDescriptor,
 };
-

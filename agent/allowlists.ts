@@ -107,9 +107,16 @@ export class PersistedAllowlists {
     const cur = this.byAgent.get(agent) ?? { commands: [], tools: [] };
     const list = always.kind === 'command' ? cur.commands : cur.tools;
     // A new array: a reader holding the old one keeps a consistent view.
-    const next: Granted = always.kind === 'command' ? { ...cur, commands: list.includes(value) ? list : [...list, value] } : { ...cur, tools: list.includes(value) ? list : [...list, value] };
+    const next: Granted =
+      always.kind === 'command'
+        ? { ...cur, commands: list.includes(value) ? list : [...list, value] }
+        : { ...cur, tools: list.includes(value) ? list : [...list, value] };
     this.byAgent.set(agent, next);
-    this.shared.signals?.publish(ALLOWLIST_TOPIC, agent).catch((err: unknown) => this.shared.log?.('warn', `could not signal the allowlist grant of agent ${agent} to other processes: ${(err as Error).message}`));
+    this.shared.signals
+      ?.publish(ALLOWLIST_TOPIC, agent)
+      .catch((err: unknown) =>
+        this.shared.log?.('warn', `could not signal the allowlist grant of agent ${agent} to other processes: ${(err as Error).message}`),
+      );
     await this.notify(agent);
   }
 

@@ -4,7 +4,15 @@
  * store.ts (requests over the store's ApprovalRepo), decision-bus.ts, waits.ts and expiry-watch.ts (wake-ups,
  * expiry across processes).
  */
-export { ApprovalBroker, HOST_OPERATOR, newToken, TOKEN_PATTERN, type ApprovalBrokerOptions, type ApprovalCardInput, type QuestionCardInput } from './approvals/broker.js';
+export {
+  ApprovalBroker,
+  HOST_OPERATOR,
+  newToken,
+  TOKEN_PATTERN,
+  type ApprovalBrokerOptions,
+  type ApprovalCardInput,
+  type QuestionCardInput,
+} from './approvals/broker.js';
 export { DECISION_TOPIC, InProcessDecisionBus, SignalDecisionBus, type DecisionBus } from './approvals/decision-bus.js';
 export { APPROVAL_TOPIC } from './approvals/expiry-watch.js';
 export { ApprovalStore, type LoadedRequest, type StoredRequest } from './approvals/store.js';

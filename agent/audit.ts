@@ -186,7 +186,9 @@ export function auditMessage(e: AuditEvent): string {
     case 'config_loaded':
       return `config loaded from ${e.file ?? '(built-in defaults)'}: agents ${e.agents.join(', ')}`;
     case 'config_reloaded':
-      return e.ok ? `config reloaded from ${e.file ?? '(built-in defaults)'}: ${e.changes ? changeCount(e.changes) : 0} change(s)` : `config reload rejected: ${e.error ?? ''}`;
+      return e.ok
+        ? `config reloaded from ${e.file ?? '(built-in defaults)'}: ${e.changes ? changeCount(e.changes) : 0} change(s)`
+        : `config reload rejected: ${e.error ?? ''}`;
     case 'run_started':
       return `run ${e.resumed ? 'resumed' : 'started'} in ${e.conversation} (agent ${e.agent})`;
     case 'run_finished':

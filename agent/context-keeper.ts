@@ -176,13 +176,21 @@ export class ContextKeeper {
       const res = await this.opts.model.complete({
         model: this.opts.modelName,
         system: SUMMARY_SYSTEM,
-        messages: [{ role: 'user', content: [{ type: 'text', text: `<transcript>\n${render(messages.slice(0, cut), maxChars)}\n</transcript>\n\nWrite the summary now.` }] }],
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'text', text: `<transcript>\n${render(messages.slice(0, cut), maxChars)}\n</transcript>\n\nWrite the summary now.` }],
+          },
+        ],
         tools: [],
         maxTokens: SUMMARY_MAX_TOKENS,
         signal: call.signal,
       });
       call.addUsage(res.usage);
-      summary = res.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('').trim();
+      summary = res.content
+        .flatMap((b) => (b.type === 'text' ? [b.text] : []))
+        .join('')
+        .trim();
       if (summary === '') throw new Error('the model returned an empty summary');
     } catch (err) {
       this.failures++;
@@ -205,7 +213,10 @@ export class ContextKeeper {
       messages.splice(0, cut, { role: 'user', content: [block] });
     }
     this.reported = undefined;
-    this.opts.log?.('info', `summarized ${cut} older messages: about ${before} tokens before, ${this.measure(messages, call.fixedTokens)} after (window ${this.windowTokens})`);
+    this.opts.log?.(
+      'info',
+      `summarized ${cut} older messages: about ${before} tokens before, ${this.measure(messages, call.fixedTokens)} after (window ${this.windowTokens})`,
+    );
   }
 }
 

@@ -125,7 +125,14 @@ export class ConversationStore {
       // The next save writes past what is stored (rebase), so nothing unreadable is read again.
       this.log('warn', `[store] transcript for ${key} is unreadable; starting a new conversation`);
       const lastSeq = Math.max(t.baseSeq, ...t.rows.map((r) => r.seq));
-      const entry = { persisted: { ...EMPTY_PERSISTED, baseSeq: t.baseSeq, lastSeq, unreadable: true }, revision: t.revision, checked: true, agent: t.agent, state: {}, updatedAt: t.updatedAt };
+      const entry = {
+        persisted: { ...EMPTY_PERSISTED, baseSeq: t.baseSeq, lastSeq, unreadable: true },
+        revision: t.revision,
+        checked: true,
+        agent: t.agent,
+        state: {},
+        updatedAt: t.updatedAt,
+      };
       this.touch(key, entry);
       return undefined;
     }
@@ -176,7 +183,15 @@ export class ConversationStore {
       tracked = aside ? { persisted: aside.persisted, revision: aside.revision, checked: true } : { persisted: EMPTY_PERSISTED, revision: 0, checked: true };
     }
     const diff = diffTranscript(tracked.persisted, conv.messages);
-    const write: TranscriptWrite = { conversation: key, agent: conv.agent, state: conv.state, changes: diff.changes, now, expectRevision: tracked.revision, ...(extra.fence ? { fence: extra.fence } : {}) };
+    const write: TranscriptWrite = {
+      conversation: key,
+      agent: conv.agent,
+      state: conv.state,
+      changes: diff.changes,
+      now,
+      expectRevision: tracked.revision,
+      ...(extra.fence ? { fence: extra.fence } : {}),
+    };
     let revision: number | undefined;
     try {
       if (!c.dropTurn && !c.record) revision = (await this.opts.transcripts.write(write)).revision;
@@ -278,11 +293,7 @@ export function repairTranscript(input: readonly Message[]): Message[] {
     const uses = m.content.filter((b) => b.type === 'tool_use');
     if (uses.length === 0) continue;
     const next = messages[i + 1];
-    const answered = new Set(
-      next?.role === 'user'
-        ? next.content.flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : []))
-        : [],
-    );
+    const answered = new Set(next?.role === 'user' ? next.content.flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : [])) : []);
     const missing: ContentBlock[] = uses
       .filter((u) => u.type === 'tool_use' && !answered.has(u.id))
       .map((u) => ({

@@ -30,7 +30,7 @@ export interface Usage {
 
 export type AgentEvent =
   | { type: 'run_started'; runId: string }
-  | { type: 'text'; runId: string; delta: string; /** 1 for the run's first model reply, +1 per reply. */ segment: number }
+  | { type: 'text'; runId: string; delta: string /** 1 for the run's first model reply, +1 per reply. */; segment: number }
   | { type: 'tool_started'; runId: string; callId: string; tool: string; summary: string }
   | { type: 'tool_finished'; runId: string; callId: string; tool: string; ok: boolean; summary: string }
   /** The gate refused the call (denylist, policy, or above the tier with nobody to approve): it never ran. */

@@ -76,9 +76,7 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
         tools: ctx.tools,
         maxTokens: ctx.maxTokens,
         signal: ctx.signal,
-        ...(ctx.streamText
-          ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta, segment: iterations }) }
-          : {}),
+        ...(ctx.streamText ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta, segment: iterations }) } : {}),
       });
     } catch (err) {
       chat?.end({ error: err });

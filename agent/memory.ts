@@ -161,7 +161,12 @@ export class MemoryStore {
     author?: MemoryAuthor,
   ): Promise<{ scope: MemoryScope; entries: MemoryEntry[]; entry?: MemoryEntry; removed?: MemoryEntry }> {
     const scope = change.action === 'add' ? change.scope : scopeOfId(change.id);
-    if (!scope) return Promise.reject(new MemoryError(`"${(change as { id: string }).id}" is not a memory id; ids look like a1 (agent memory) or c1 (this conversation's). view_memory lists them.`));
+    if (!scope)
+      return Promise.reject(
+        new MemoryError(
+          `"${(change as { id: string }).id}" is not a memory id; ids look like a1 (agent memory) or c1 (this conversation's). view_memory lists them.`,
+        ),
+      );
     try {
       this.checkScope(agentName, scope);
       if (scope === 'agent' && this.agentScopeWrites(agentName) === 'off') {
@@ -228,7 +233,8 @@ export class MemoryStore {
     const elsewhere = shared.filter((e) => e.origin !== conversationKey);
     const parts: string[] = [];
     if (own.length > 0) parts.push(`## This conversation's notes\n${renderEntries(own, conversationKey)}`);
-    if (sharedHere.length > 0) parts.push(`## Agent-wide notes saved in this conversation (shown in every conversation)\n${renderEntries(sharedHere, conversationKey)}`);
+    if (sharedHere.length > 0)
+      parts.push(`## Agent-wide notes saved in this conversation (shown in every conversation)\n${renderEntries(sharedHere, conversationKey)}`);
     if (elsewhere.length > 0) parts.push(`## ${OTHERS_HEADING}\n${renderEntries(elsewhere, conversationKey)}`);
     if (parts.length === 0) return '';
     return (
@@ -240,7 +246,6 @@ export class MemoryStore {
       parts.join('\n\n')
     );
   }
-
 }
 
 /** The heading of agent notes written elsewhere: the wording says they are someone's data. */
@@ -256,7 +261,10 @@ function stamp(author: MemoryAuthor | undefined, conversationKey: string): Pick<
  * (JSON leaves them, and they can break or reorder a line for a reader).
  */
 export function quote(s: string): string {
-  return JSON.stringify(s).replace(/[\u0085\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(s).replace(
+    /[\u0085\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** An id or key shown bare when it is a plain token, quoted otherwise. */

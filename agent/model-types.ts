@@ -42,15 +42,7 @@ export interface ModelClient {
   complete(req: ModelRequest): Promise<ModelResponse>;
 }
 
-export type ModelErrorCode =
-  | 'rate_limited'
-  | 'overloaded'
-  | 'server'
-  | 'auth'
-  | 'bad_request'
-  | 'timeout'
-  | 'network'
-  | 'aborted';
+export type ModelErrorCode = 'rate_limited' | 'overloaded' | 'server' | 'auth' | 'bad_request' | 'timeout' | 'network' | 'aborted';
 
 export class ModelError extends Error {
   override name = 'ModelError';

@@ -72,7 +72,7 @@ export const USER_MESSAGES: Record<ModelErrorCode, string> = {
   aborted: 'Stopped.',
 };
 const TOO_LONG_MESSAGE = 'This conversation is too long for the model; send /reset to start a new one.';
-const BILLING_MESSAGE = "The model account has a billing problem; the operator needs to check it.";
+const BILLING_MESSAGE = 'The model account has a billing problem; the operator needs to check it.';
 
 /** The largest max_tokens asked for as a whole reply; the SDK insists on streaming for some models above 8,192. */
 export const WHOLE_REPLY_MAX_TOKENS = 8192;
@@ -213,10 +213,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
  * tagged command, no tools, a tiny max_tokens. The reply's `usage` is a `Usage`: the runner reports
  * it apart from the conversation's.
  */
-export function classifierCompletionFrom(
-  model: ModelClient,
-  modelName: string,
-): ClassifierCompletion {
+export function classifierCompletionFrom(model: ModelClient, modelName: string): ClassifierCompletion {
   return async ({ system, user, signal }) => {
     const res = await model.complete({
       model: modelName,
@@ -238,7 +235,10 @@ export function classifierCompletionFrom(
  */
 function encoded<P extends Anthropic.MessageCreateParams, O extends Anthropic.RequestOptions>(params: P, options: O): [P, O] {
   const body = requestBody(params as unknown as { messages: unknown[] } & Record<string, unknown>);
-  return [{ ...params, messages: [] }, { ...options, body, headers: { 'content-type': 'application/json' } }];
+  return [
+    { ...params, messages: [] },
+    { ...options, body, headers: { 'content-type': 'application/json' } },
+  ];
 }
 
 function toParams(req: ModelRequest): Anthropic.MessageCreateParamsStreaming {
@@ -280,7 +280,9 @@ const WholeReply = z.object({
 function wholeReply(raw: unknown, model: string): ModelResponse {
   const parsed = WholeReply.safeParse(raw);
   if (!parsed.success) {
-    throw new AttemptFailure(new ModelError('server', USER_MESSAGES.server, `The model's reply is not a Messages API message: ${parsed.error.issues[0]?.message ?? ''}`));
+    throw new AttemptFailure(
+      new ModelError('server', USER_MESSAGES.server, `The model's reply is not a Messages API message: ${parsed.error.issues[0]?.message ?? ''}`),
+    );
   }
   const content: ContentBlock[] = [];
   for (const b of parsed.data.content) {
@@ -297,9 +299,7 @@ function wholeReply(raw: unknown, model: string): ModelResponse {
   return { content, stopReason: parsed.data.stop_reason ?? 'end_turn', usage: priceUsage(model, tokens) };
 }
 
-type Building =
-  | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; json: string; input?: unknown };
+type Building = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; json: string; input?: unknown };
 
 /** Builds the final message from raw stream events; returns a text delta to forward, if any. */
 class Accumulator {
@@ -342,9 +342,7 @@ class Accumulator {
           try {
             b.input = b.json.trim() === '' ? {} : (JSON.parse(b.json) as unknown);
           } catch {
-            throw new AttemptFailure(
-              new ModelError('server', USER_MESSAGES.server, `The model sent tool_use ${b.name} with malformed JSON input.`),
-            );
+            throw new AttemptFailure(new ModelError('server', USER_MESSAGES.server, `The model sent tool_use ${b.name} with malformed JSON input.`));
           }
         }
         return undefined;
@@ -379,7 +377,11 @@ class Accumulator {
 }
 
 function makeScrubber(apiKey: string): (s: string) => string {
-  return (s) => s.split(apiKey).join('[redacted]').replace(/sk-ant-[A-Za-z0-9_-]+/g, 'sk-ant-[redacted]');
+  return (s) =>
+    s
+      .split(apiKey)
+      .join('[redacted]')
+      .replace(/sk-ant-[A-Za-z0-9_-]+/g, 'sk-ant-[redacted]');
 }
 
 function headerRetryAfterMs(headers: Headers | undefined): number | undefined {
@@ -441,7 +443,9 @@ function toFailure(sdk: Sdk, err: unknown, scrub: (s: string) => string, service
   }
   if (err instanceof APIConnectionError) {
     const cause = scrub(networkCause(err));
-    return new AttemptFailure(new ModelError('network', networkUserMessage(serviceUrl, cause), scrub(`Model connection to ${serviceUrl} failed: ${err.message} (${cause})`)));
+    return new AttemptFailure(
+      new ModelError('network', networkUserMessage(serviceUrl, cause), scrub(`Model connection to ${serviceUrl} failed: ${err.message} (${cause})`)),
+    );
   }
   if (!(err instanceof APIError)) return err; // not the SDK's (e.g. onText threw): the caller's bug, not ours to map
   const status = err.status;

@@ -113,11 +113,7 @@ export function priceUsage(model: string, tokens: TokenCounts): Usage {
   if (!price) return { ...counts, costUSD: 0, costKnown: false };
   const promptTokens = tokens.inputTokens + cacheReadTokens + cacheWriteTokens;
   const rates = price.longPrompt && promptTokens > price.longPrompt.overTokens ? price.longPrompt.rates : price;
-  const micro =
-    tokens.inputTokens * rates.input +
-    tokens.outputTokens * rates.output +
-    cacheWriteTokens * rates.cacheWrite +
-    cacheReadTokens * rates.cacheRead;
+  const micro = tokens.inputTokens * rates.input + tokens.outputTokens * rates.output + cacheWriteTokens * rates.cacheWrite + cacheReadTokens * rates.cacheRead;
   return { ...counts, costUSD: micro / 1_000_000, costKnown: true };
 }
 

@@ -125,7 +125,8 @@ export class Reminders {
     if (input.dueAt < now - 1_000) {
       throw new ReminderError(`That time (${new Date(input.dueAt).toISOString()}) is in the past (now: ${new Date(now).toISOString()}); give a future time.`);
     }
-    if (input.dueAt - now > MAX_AHEAD_MS) throw new ReminderError(`That time (${new Date(input.dueAt).toISOString()}) is more than a year ahead; check the date.`);
+    if (input.dueAt - now > MAX_AHEAD_MS)
+      throw new ReminderError(`That time (${new Date(input.dueAt).toISOString()}) is more than a year ahead; check the date.`);
     if (input.repeatMs !== undefined && input.repeatMs < limits.minRepeatIntervalMs) {
       throw new ReminderError(
         `Repeating every ${formatDuration(input.repeatMs)} is too often: the shortest repeat here is ${formatDuration(limits.minRepeatIntervalMs)} (agents.${input.agentName}.reminders.minRepeatIntervalMs).`,

@@ -46,8 +46,18 @@ fake.setHandler((req) => {
   return { text: 'ok, a short answer' };
 });
 const dir = mkdtempSync(join(tmpdir(), 'gh-bench-acp-'));
-writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file, write_file]\n    tier: read-only\n    workspace: "${join(dir, 'ws')}"\n`);
-const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'bench', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0', GATEHOUSE_LOG_LEVEL: 'warn' };
+writeFileSync(
+  join(dir, 'gatehouse.yaml'),
+  `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file, write_file]\n    tier: read-only\n    workspace: "${join(dir, 'ws')}"\n`,
+);
+const env = {
+  PATH: process.env.PATH ?? '',
+  HOME: dir,
+  ANTHROPIC_API_KEY: 'bench',
+  ANTHROPIC_BASE_URL: fake.url,
+  GATEHOUSE_HTTP_PORT: '0',
+  GATEHOUSE_LOG_LEVEL: 'warn',
+};
 
 const t0 = performance.now();
 const child = spawn(process.execPath, [...entry, 'acp'], { cwd: dir, env, stdio: ['pipe', 'pipe', 'inherit'] });

@@ -135,7 +135,11 @@ async function throughput(mode: string, model: ModelClient, conversations: numbe
   const dir = mkdtempSync(join(tmpdir(), 'gh-bench-'));
   let modelMs = 0;
   let modelCalls = 0;
-  const { gh, adapter, storage } = await setup(dir, timed(model, (ms) => ((modelMs += ms), modelCalls++)), Math.max(100, conversations));
+  const { gh, adapter, storage } = await setup(
+    dir,
+    timed(model, (ms) => ((modelMs += ms), modelCalls++)),
+    Math.max(100, conversations),
+  );
   // Warm-up: JIT, SQLite pages.
   for (let i = 0; i < 50; i++) await send(adapter, 999_999, i);
   await gh.runner.idle();

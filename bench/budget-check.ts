@@ -20,7 +20,10 @@ const calls = Number(process.argv[process.argv.indexOf('--calls') + 1] || 500) |
 const usage = { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0.006, costKnown: true };
 
 async function measure(name: string, store: Store): Promise<void> {
-  const gate = new BudgetGate({ spend: store.spend, limits: { conversation: { usd: 1e6 }, userPerDay: { usd: 1e6 }, agentPerDay: { usd: 1e6 }, agentPerMonth: { usd: 1e6, tokens: 1e12 } } });
+  const gate = new BudgetGate({
+    spend: store.spend,
+    limits: { conversation: { usd: 1e6 }, userPerDay: { usd: 1e6 }, agentPerDay: { usd: 1e6 }, agentPerMonth: { usd: 1e6, tokens: 1e12 } },
+  });
   const times: number[] = [];
   for (let i = 0; i < calls; i++) {
     const t0 = performance.now();

@@ -25,7 +25,10 @@ const CHANNELS = 100;
 async function row(label: string, rps: number, total: number, ratePerSec?: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-discord-'));
   const users = Array.from({ length: CHANNELS }, (_, i) => `"${benchUser(i)}"`).join(', ');
-  writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "${join(dir, 'ws')}"\naccess:\n  discord: { users: [${users}] }\n  rateLimit: { messages: 10000, perSeconds: 1 }\n`);
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "${join(dir, 'ws')}"\naccess:\n  discord: { users: [${users}] }\n  rateLimit: { messages: 10000, perSeconds: 1 }\n`,
+  );
   const model = await forkReady('fake-model-process.js');
   const discord = await forkReady('discord-fake-process.js');
   const apiUrl = (discord.ready as { apiUrl: string }).apiUrl;
@@ -55,7 +58,14 @@ async function row(label: string, rps: number, total: number, ratePerSec?: numbe
     const cpu = mainThreadCpuMs() - cpu0;
     const sorted = [...r.latenciesMs].sort((a, b) => a - b);
     const perSec = (sorted.length / r.elapsedMs) * 1000;
-    return [label.padEnd(7), String(sorted.length).padStart(6), perSec.toFixed(0).padStart(7), ...[50, 90, 99].map((p) => pct(sorted, p).toFixed(1).padStart(7)), (cpu / sorted.length).toFixed(2).padStart(11), String(r.errors).padStart(6)].join(' ');
+    return [
+      label.padEnd(7),
+      String(sorted.length).padStart(6),
+      perSec.toFixed(0).padStart(7),
+      ...[50, 90, 99].map((p) => pct(sorted, p).toFixed(1).padStart(7)),
+      (cpu / sorted.length).toFixed(2).padStart(11),
+      String(r.errors).padStart(6),
+    ].join(' ');
   } finally {
     await bot.stop();
     model.child.disconnect();
@@ -66,10 +76,14 @@ async function row(label: string, rps: number, total: number, ratePerSec?: numbe
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const arg = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.indexOf(`--${n}`) + 1] ?? d : d);
+  const arg = (n: string, d: string) => (args.includes(`--${n}`) ? (args[args.indexOf(`--${n}`) + 1] ?? d) : d);
   const total = Number(arg('messages', '2000'));
   const rate = Number(arg('rate', '300'));
-  console.log(`Discord benchmark: node ${process.version}, ${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${CHANNELS} DM channels`);
+  console.log(
+    `Discord benchmark: node ${process.version}, ${cpus().length} cores, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}; ${CHANNELS} DM channels`,
+  );
   console.log(['row    ', '  msgs', '  msg/s', 'p50 ms ', 'p90 ms ', 'p99 ms ', 'main ms/msg', 'errors'].join(' '));
   const rps = Number(arg('rps', '10000'));
   console.log(`REST cap ${rps} requests/s (DISCORD_REQUESTS_PER_SECOND; Discord's own default is 50)`);

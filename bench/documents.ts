@@ -71,7 +71,11 @@ function bombPdf(): Buffer {
     at += o.length;
   }
   offsets.push(at);
-  const s = Buffer.concat([Buffer.from(`4 0 obj\n<< /Length ${data.length} /Filter [/FlateDecode /FlateDecode /FlateDecode] >>\nstream\n`), data, Buffer.from('\nendstream\nendobj\n')]);
+  const s = Buffer.concat([
+    Buffer.from(`4 0 obj\n<< /Length ${data.length} /Filter [/FlateDecode /FlateDecode /FlateDecode] >>\nstream\n`),
+    data,
+    Buffer.from('\nendstream\nendobj\n'),
+  ]);
   parts.push(s);
   at += s.length;
   parts.push(Buffer.from(['xref', '0 5', '0000000000 65535 f ', ...offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n `), ''].join('\n')));
@@ -90,9 +94,13 @@ async function main(): Promise<void> {
   const runs: number[] = [];
   for (let i = 0; i < 10; i++) runs.push((await timed(fetch, { url: `${base}/normal` }, c)).ms);
   runs.sort((a, b) => a - b);
-  console.log(`web_fetch normal page (${(NORMAL.length / 1024).toFixed(0)} KB): median ${runs[5]!.toFixed(0)} ms, slowest ${runs.at(-1)!.toFixed(0)} ms (the first pays for starting the worker)`);
+  console.log(
+    `web_fetch normal page (${(NORMAL.length / 1024).toFixed(0)} KB): median ${runs[5]!.toFixed(0)} ms, slowest ${runs.at(-1)!.toFixed(0)} ms (the first pays for starting the worker)`,
+  );
   const b = await timed(fetch, { url: `${base}/bomb` }, c);
-  console.log(`web_fetch ${(bomb.length / 1024).toFixed(0)} KB of <title>: ${b.ms.toFixed(0)} ms, worst event-loop stall ${b.maxStallMs.toFixed(0)} ms, ${b.outcome}`);
+  console.log(
+    `web_fetch ${(bomb.length / 1024).toFixed(0)} KB of <title>: ${b.ms.toFixed(0)} ms, worst event-loop stall ${b.maxStallMs.toFixed(0)} ms, ${b.outcome}`,
+  );
   server.closeAllConnections();
   server.close();
 
@@ -102,7 +110,9 @@ async function main(): Promise<void> {
   await writeFile(path.join(dir, 'ws', 'bomb.pdf'), pdf);
   const rssBefore = process.memoryUsage.rss();
   const p = await timed(readPdfTool(), { path: 'bomb.pdf' }, ctx(path.join(dir, 'ws')));
-  console.log(`read_pdf ${pdf.length}-byte nested-Flate bomb: ${p.ms.toFixed(0)} ms, worst stall ${p.maxStallMs.toFixed(0)} ms, RSS +${((process.memoryUsage.rss() - rssBefore) / 1048576).toFixed(0)} MB after, ${p.outcome}`);
+  console.log(
+    `read_pdf ${pdf.length}-byte nested-Flate bomb: ${p.ms.toFixed(0)} ms, worst stall ${p.maxStallMs.toFixed(0)} ms, RSS +${((process.memoryUsage.rss() - rssBefore) / 1048576).toFixed(0)} MB after, ${p.outcome}`,
+  );
   process.exit(0);
 }
 

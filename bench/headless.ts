@@ -36,7 +36,14 @@ const modelProc = fork(join(here, 'fake-model-process.js'), [], { stdio: ['ignor
 const modelUrl = await new Promise<string>((r) => modelProc.once('message', (m) => r(String(m))));
 const dir = mkdtempSync(join(tmpdir(), 'gh-bench-headless-'));
 writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file]\n    workspace: "${join(dir, 'ws')}"\n`);
-const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'bench', ANTHROPIC_BASE_URL: modelUrl, GATEHOUSE_HTTP_PORT: '0', GATEHOUSE_LOG_LEVEL: 'warn' };
+const env = {
+  PATH: process.env.PATH ?? '',
+  HOME: dir,
+  ANTHROPIC_API_KEY: 'bench',
+  ANTHROPIC_BASE_URL: modelUrl,
+  GATEHOUSE_HTTP_PORT: '0',
+  GATEHOUSE_LOG_LEVEL: 'warn',
+};
 
 function runOnce(): number {
   const t0 = performance.now();

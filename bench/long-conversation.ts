@@ -139,7 +139,11 @@ async function bench(engine: Engine, dir: string, turns: number): Promise<void> 
     join(dir, 'gatehouse.yaml'),
     `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [get_time]\n    workspace: "${join(dir, 'ws')}"\naccess:\n  rateLimit: { messages: 10000, perSeconds: 1 }\n`,
   );
-  const config = loadConfig({ env: { ANTHROPIC_API_KEY: 'bench', GATEHOUSE_STORE: `sqlite://${join(dir, 'unused.sqlite')}` }, cwd: dir, knownTools: builtinToolNames() });
+  const config = loadConfig({
+    env: { ANTHROPIC_API_KEY: 'bench', GATEHOUSE_STORE: `sqlite://${join(dir, 'unused.sqlite')}` },
+    cwd: dir,
+    knownTools: builtinToolNames(),
+  });
   const { store, calls } = counted(engine.store);
   const adapter = new OneChatAdapter();
   const gh = await createGatehouse({ config, store, model: instantModel, adapters: [adapter], log: () => undefined });
@@ -189,7 +193,9 @@ async function bench(engine: Engine, dir: string, turns: number): Promise<void> 
     );
   }
   const [first, last] = [rows[0]!, rows[rows.length - 1]!];
-  console.log(`  ${engine.name}: time per turn at turn ~${last.at} is ${(first.perSec / last.perSec).toFixed(2)}x turn ~${first.at}; bytes per turn ${(last.bytes / first.bytes).toFixed(2)}x`);
+  console.log(
+    `  ${engine.name}: time per turn at turn ~${last.at} is ${(first.perSec / last.perSec).toFixed(2)}x turn ~${first.at}; bytes per turn ${(last.bytes / first.bytes).toFixed(2)}x`,
+  );
 }
 
 const args = process.argv.slice(2);

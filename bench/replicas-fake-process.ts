@@ -125,7 +125,10 @@ async function run(req: LoadRequest): Promise<LoadResult> {
 
 async function takeover(req: TakeoverRequest): Promise<{ type: 'takeover'; id: number; ms: number }> {
   const from = fake.sent.length;
-  const timer = setInterval(() => void fake.sendText({ chat: chat(req.chatId), from: user(req.chatId), text: 'are you there?' }).catch(() => undefined), req.everyMs);
+  const timer = setInterval(
+    () => void fake.sendText({ chat: chat(req.chatId), from: user(req.chatId), text: 'are you there?' }).catch(() => undefined),
+    req.everyMs,
+  );
   try {
     await fake.waitFor(() => fake.sent.slice(from).some((m) => m.chatId === req.chatId && m.plain === 'ok'), req.timeoutMs, 'the first answer after the kill');
     return { type: 'takeover', id: req.id, ms: Date.now() - req.since };

@@ -126,13 +126,22 @@ async function startReplica(dir: string, slot: number, env: Record<string, strin
   const cwd = join(dir, `replica-${slot}`);
   mkdirSync(cwd, { recursive: true });
   const port = await freePort();
-  const child = spawn(process.execPath, [mainJs, 'serve'], { cwd, env: { PATH: process.env.PATH ?? '', HOME: cwd, ...env, GATEHOUSE_HTTP_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [mainJs, 'serve'], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: cwd, ...env, GATEHOUSE_HTTP_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   const end = Date.now() + 120_000;
   // Ready: /readyz 200 (the store answers, the platform connection or standby role is known).
-  while ((await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (child.exitCode !== null || Date.now() > end) throw new Error(`replica ${slot} did not get ready:\n${out.slice(-3000)}`);
     await sleep(50);
   }
@@ -168,7 +177,17 @@ async function startRig(opts: { storeUrl: string | undefined; count: number; web
   const ids = [...CHATS, ...WARM_CHATS, TAKEOVER_CHAT].map((id) => `"${id}"`).join(', ');
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
-    ['agents:', '  default:', '    model: claude-sonnet-5-5', `    workspace: "${join(dir, 'ws')}"`, '    maxConversations: 100000', 'access:', `  telegram: { users: [${ids}] }`, '  rateLimit: { messages: 10000, perSeconds: 1 }', ''].join('\n'),
+    [
+      'agents:',
+      '  default:',
+      '    model: claude-sonnet-5-5',
+      `    workspace: "${join(dir, 'ws')}"`,
+      '    maxConversations: 100000',
+      'access:',
+      `  telegram: { users: [${ids}] }`,
+      '  rateLimit: { messages: 10000, perSeconds: 1 }',
+      '',
+    ].join('\n'),
   );
   const tg = await forkReady<{ apiRoot: string; token: string }>('replicas-fake-process.js');
   const replicas: Replica[] = [];
@@ -218,7 +237,9 @@ async function main(): Promise<void> {
   const rate = Number(arg('rate', '300'));
   const takeovers = Number(arg('takeovers', '3'));
   const warmup = Number(arg('warmup', '1000'));
-  const configs = arg('configs', 'sqlite:1,postgres:1,postgres:2,postgres:3').split(',').map((c) => ({ engine: c.split(':')[0]!, count: Number(c.split(':')[1] ?? 1) }));
+  const configs = arg('configs', 'sqlite:1,postgres:1,postgres:2,postgres:3')
+    .split(',')
+    .map((c) => ({ engine: c.split(':')[0]!, count: Number(c.split(':')[1] ?? 1) }));
   let adminUrl: string | undefined = args.includes('--postgres') ? arg('postgres', '') : undefined;
   let stopServer = async (): Promise<void> => undefined;
   if (!adminUrl && configs.some((c) => c.engine === 'postgres')) {
@@ -230,8 +251,14 @@ async function main(): Promise<void> {
   const storeUrl = async (engine: string) => (engine === 'postgres' ? createDatabase(adminUrl!, `bench_replicas_${process.pid}_${databases++}`) : undefined);
   const model = await forkReady<string>('fake-model-process.js');
 
-  console.log(`Replica benchmark: node ${process.version}, ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  console.log(`Telegram webhook through a round-robin front, ${CHATS.length} chats, ${messages} messages per row after ${warmup} to warm up, open loop at ${rate}/s; latency = update POSTed -> answer received (ms)`);
+  console.log(
+    `Replica benchmark: node ${process.version}, ${cpus().length} cores, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  console.log(
+    `Telegram webhook through a round-robin front, ${CHATS.length} chats, ${messages} messages per row after ${warmup} to warm up, open loop at ${rate}/s; latency = update POSTed -> answer received (ms)`,
+  );
   const widths = [18, 10, 8, 8, 8, 8, 10, 8];
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ');
   console.log(line(['configuration', 'row', 'msg/s', 'p50', 'p99', 'max', 'unanswered', 'redeliv']));
@@ -240,10 +267,30 @@ async function main(): Promise<void> {
     const label = c.engine === 'sqlite' ? 'SQLite, 1 process' : `PostgreSQL, ${c.count} repl.`;
     try {
       if (warmup > 0) await ask<LoadResult>(rig.tg, { type: 'run', chatIds: WARM_CHATS, total: warmup, timeoutMs: 180_000 });
-      for (const row of [{ name: 'closed', ratePerSec: undefined }, { name: `open @${rate}/s`, ratePerSec: rate }]) {
-        const r = await ask<LoadResult>(rig.tg, { type: 'run', chatIds: CHATS, total: messages, ...(row.ratePerSec !== undefined ? { ratePerSec: row.ratePerSec } : {}), timeoutMs: 180_000 });
+      for (const row of [
+        { name: 'closed', ratePerSec: undefined },
+        { name: `open @${rate}/s`, ratePerSec: rate },
+      ]) {
+        const r = await ask<LoadResult>(rig.tg, {
+          type: 'run',
+          chatIds: CHATS,
+          total: messages,
+          ...(row.ratePerSec !== undefined ? { ratePerSec: row.ratePerSec } : {}),
+          timeoutMs: 180_000,
+        });
         const lat = [...r.latencies].sort((a, b) => a - b);
-        console.log(line([label, row.name, (r.latencies.length / (r.elapsedMs / 1000)).toFixed(0), pct(lat, 50).toFixed(1), pct(lat, 99).toFixed(1), (lat.at(-1) ?? NaN).toFixed(1), String(r.unanswered), String(r.redelivered)]));
+        console.log(
+          line([
+            label,
+            row.name,
+            (r.latencies.length / (r.elapsedMs / 1000)).toFixed(0),
+            pct(lat, 50).toFixed(1),
+            pct(lat, 99).toFixed(1),
+            (lat.at(-1) ?? NaN).toFixed(1),
+            String(r.unanswered),
+            String(r.redelivered),
+          ]),
+        );
       }
     } finally {
       await rig.close();
@@ -268,7 +315,9 @@ async function main(): Promise<void> {
         rig.replicas[leader]!.child.kill('SIGKILL');
         const r = await ask<{ ms: number }>(rig.tg, { type: 'takeover', chatId: TAKEOVER_CHAT, since, everyMs: 100, timeoutMs: 60_000 });
         times.push(r.ms);
-        console.log(`takeover ${k + 1}: SIGKILL of the leader (replica ${leader}) -> first update answered: ${Number.isNaN(r.ms) ? 'none within 60 s' : `${r.ms} ms`}`);
+        console.log(
+          `takeover ${k + 1}: SIGKILL of the leader (replica ${leader}) -> first update answered: ${Number.isNaN(r.ms) ? 'none within 60 s' : `${r.ms} ms`}`,
+        );
         // Back to three: the killed slot starts again (as a standby).
         rig.replicas[leader] = await startReplica(rig.dir, leader, rig.env(leader));
       }
@@ -280,7 +329,11 @@ async function main(): Promise<void> {
   }
   model.child.disconnect();
   await stopServer();
-  console.log(`load average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')} (other jobs on the machine make these numbers noisy)`);
+  console.log(
+    `load average at the end ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} (other jobs on the machine make these numbers noisy)`,
+  );
 }
 
 await main();

@@ -25,7 +25,10 @@ const CHANNELS = 100;
 async function row(mode: 'http' | 'socket', label: string, total: number, ratePerSec?: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-slack-'));
   const users = Array.from({ length: CHANNELS }, (_, i) => `"U${String(i).padStart(5, '0')}"`).join(', ');
-  writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "${join(dir, 'ws')}"\naccess:\n  slack: { users: [${users}] }\n  rateLimit: { messages: 10000, perSeconds: 1 }\n`);
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "${join(dir, 'ws')}"\naccess:\n  slack: { users: [${users}] }\n  rateLimit: { messages: 10000, perSeconds: 1 }\n`,
+  );
   const model = await forkReady('fake-model-process.js');
   const slack = await forkReady('slack-fake-process.js', [mode]);
   const apiUrl = (slack.ready as { apiUrl: string }).apiUrl;
@@ -55,7 +58,15 @@ async function row(mode: 'http' | 'socket', label: string, total: number, ratePe
     const cpu = mainThreadCpuMs() - cpu0;
     const sorted = [...r.latenciesMs].sort((a, b) => a - b);
     const perSec = (sorted.length / r.elapsedMs) * 1000;
-    return [mode.padEnd(7), label.padEnd(7), String(sorted.length).padStart(6), perSec.toFixed(0).padStart(7), ...[50, 90, 99].map((p) => pct(sorted, p).toFixed(1).padStart(7)), (cpu / sorted.length).toFixed(2).padStart(11), String(r.errors).padStart(6)].join(' ');
+    return [
+      mode.padEnd(7),
+      label.padEnd(7),
+      String(sorted.length).padStart(6),
+      perSec.toFixed(0).padStart(7),
+      ...[50, 90, 99].map((p) => pct(sorted, p).toFixed(1).padStart(7)),
+      (cpu / sorted.length).toFixed(2).padStart(11),
+      String(r.errors).padStart(6),
+    ].join(' ');
   } finally {
     await bot.stop();
     model.child.disconnect();
@@ -66,11 +77,15 @@ async function row(mode: 'http' | 'socket', label: string, total: number, ratePe
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const arg = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.indexOf(`--${n}`) + 1] ?? d : d);
+  const arg = (n: string, d: string) => (args.includes(`--${n}`) ? (args[args.indexOf(`--${n}`) + 1] ?? d) : d);
   const total = Number(arg('messages', '2000'));
   const rate = Number(arg('rate', '300'));
   const modes = arg('modes', 'http,socket').split(',') as Array<'http' | 'socket'>;
-  console.log(`Slack benchmark: node ${process.version}, ${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${CHANNELS} DM channels`);
+  console.log(
+    `Slack benchmark: node ${process.version}, ${cpus().length} cores, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}; ${CHANNELS} DM channels`,
+  );
   console.log(['mode   ', 'row    ', '  msgs', '  msg/s', 'p50 ms ', 'p90 ms ', 'p99 ms ', 'main ms/msg', 'errors'].join(' '));
   for (const mode of modes) {
     console.log(await row(mode, 'closed', total));

@@ -51,7 +51,9 @@ function baselineTree(temp: string): Tree {
   if (untar.status !== 0) throw new Error(`tar failed: ${untar.stderr.toString()}`);
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   process.stderr.write(`building ${ref} in ${dir}...\n`);
-  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.build.json')], {
+    stdio: 'inherit',
+  });
   if (tsc.status !== 0) throw new Error(`building ${ref} failed`);
   return { name: ref, root: dir };
 }
@@ -96,13 +98,23 @@ try {
   const modelProc = fork(join(here, 'fake-model-process.js'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   children.push(modelProc);
   const modelUrl = await new Promise<string>((r) => modelProc.once('message', (m) => r(String(m))));
-  const baseEnv = (dir: string): NodeJS.ProcessEnv => ({ PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'bench', ANTHROPIC_BASE_URL: modelUrl, GATEHOUSE_HTTP_PORT: '0', GATEHOUSE_LOG_LEVEL: 'info' });
+  const baseEnv = (dir: string): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    ANTHROPIC_API_KEY: 'bench',
+    ANTHROPIC_BASE_URL: modelUrl,
+    GATEHOUSE_HTTP_PORT: '0',
+    GATEHOUSE_LOG_LEVEL: 'info',
+  });
 
   // Attached runs: one service per tree, each in its own folder.
   const services = new Map<Tree, { dir: string; env: NodeJS.ProcessEnv }>();
   for (const tree of trees) {
     const dir = mkdtempSync(join(temp, 'svc-'));
-    writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file]\n    workspace: "${join(dir, 'ws')}"\n`);
+    writeFileSync(
+      join(dir, 'gatehouse.yaml'),
+      `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file]\n    workspace: "${join(dir, 'ws')}"\n`,
+    );
     const env = { ...baseEnv(dir), GATEHOUSE_LOG_LEVEL: 'warn' };
     const service = spawn(process.execPath, [join(tree.root, 'bin', 'gatehouse.js'), 'serve'], { cwd: dir, env, stdio: 'ignore' });
     children.push(service);
@@ -134,9 +146,18 @@ req.end(JSON.stringify({ message: 'hello', interactive: false }));
     const fake = await startFakeTelegram({ token: TOKEN });
     const dir = mkdtempSync(join(temp, 'tg-'));
     try {
-      const env: NodeJS.ProcessEnv = { ...baseEnv(dir), TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: fake.apiRoot, ...(record ? { MODULE_RECORDER_LOG: record } : {}) };
+      const env: NodeJS.ProcessEnv = {
+        ...baseEnv(dir),
+        TELEGRAM_BOT_TOKEN: TOKEN,
+        TELEGRAM_API_ROOT: fake.apiRoot,
+        ...(record ? { MODULE_RECORDER_LOG: record } : {}),
+      };
       const t0 = performance.now();
-      const child = spawn(process.execPath, [...(record ? ['--import', recorder] : []), join(tree.root, 'bin', 'gatehouse.js'), 'serve'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [...(record ? ['--import', recorder] : []), join(tree.root, 'bin', 'gatehouse.js'), 'serve'], {
+        cwd: dir,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.push(child);
       let out = '';
       const ms = await new Promise<number>((resolve, reject) => {
@@ -215,9 +236,21 @@ req.end(JSON.stringify({ message: 'hello', interactive: false }));
   const m = (label: string, tree: Tree) => median(results.get(`${label}\u0000${tree.name}`)!.ms);
   const [base, mine] = trees as [Tree, Tree];
   console.log('targets:');
-  console.log(`  --version under 150 ms:                    ${m('--version', mine).toFixed(1)} ms (bare \`node -e 1\` here: ${median(Array.from({ length: RUNS }, () => { const t = performance.now(); spawnSync(process.execPath, ['-e', '1']); return performance.now() - t; })).toFixed(1)} ms)`);
-  console.log(`  attached run within 1.3x of the floor:     ${(m('run (attached)', mine) / m('bare-socket floor', mine)).toFixed(2)}x (baseline ${(m('run (attached)', base) / m('bare-socket floor', base)).toFixed(2)}x)`);
-  console.log(`  serve ready under 60% of the baseline's:   ${((100 * m('serve (telegram) to ready', mine)) / m('serve (telegram) to ready', base)).toFixed(0)}%`);
+  console.log(
+    `  --version under 150 ms:                    ${m('--version', mine).toFixed(1)} ms (bare \`node -e 1\` here: ${median(
+      Array.from({ length: RUNS }, () => {
+        const t = performance.now();
+        spawnSync(process.execPath, ['-e', '1']);
+        return performance.now() - t;
+      }),
+    ).toFixed(1)} ms)`,
+  );
+  console.log(
+    `  attached run within 1.3x of the floor:     ${(m('run (attached)', mine) / m('bare-socket floor', mine)).toFixed(2)}x (baseline ${(m('run (attached)', base) / m('bare-socket floor', base)).toFixed(2)}x)`,
+  );
+  console.log(
+    `  serve ready under 60% of the baseline's:   ${((100 * m('serve (telegram) to ready', mine)) / m('serve (telegram) to ready', base)).toFixed(0)}%`,
+  );
 } finally {
   for (const c of children) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 300));

@@ -150,13 +150,30 @@ async function main(): Promise<void> {
   const warmup: Row = { label: 'warm-up', chats: 100, messages: 1500, warmup: true };
 
   console.log(
-    `Telegram benchmark (store: ${engine}): node ${process.version}, ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+    `Telegram benchmark (store: ${engine}): node ${process.version}, ${cpus().length} cores, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
   );
   console.log(
     `${messages} messages per row, open-loop rate ${rate}/s, maxConcurrentRuns ${maxRuns ?? 'default'}; ` +
       `each row on a fresh bot, store and fakes, after a warm-up; latency = update queued in the fake -> answer received by the fake`,
   );
-  const header = ['row', 'chats', 'msgs', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'main ms/msg', 'bot CPU', 'TG CPU', 'model CPU', 'other CPU', 'errors'];
+  const header = [
+    'row',
+    'chats',
+    'msgs',
+    'msg/s',
+    'p50 ms',
+    'p90 ms',
+    'p99 ms',
+    'max ms',
+    'main ms/msg',
+    'bot CPU',
+    'TG CPU',
+    'model CPU',
+    'other CPU',
+    'errors',
+  ];
   const widths = [14, 6, 6, 8, 8, 8, 8, 8, 12, 8, 7, 10, 10, 7];
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ');
   console.log(line(header));
@@ -214,7 +231,7 @@ async function main(): Promise<void> {
           pct(lat, 99).toFixed(1),
           (lat.at(-1) ?? NaN).toFixed(1),
           (mainCpu / res.latencies.length).toFixed(2),
-          `${((((cpu.user + cpu.system) / 1000) / res.elapsedMs) * 100).toFixed(0)}%`,
+          `${(((cpu.user + cpu.system) / 1000 / res.elapsedMs) * 100).toFixed(0)}%`,
           `${((res.cpuMs / res.elapsedMs) * 100).toFixed(0)}%`,
           `${((modelCpu / res.elapsedMs) * 100).toFixed(0)}%`,
           `${(((busy - modelCpu - res.cpuMs - (cpu.user + cpu.system) / 1000) / res.elapsedMs) * 100).toFixed(0)}%`,
@@ -224,8 +241,16 @@ async function main(): Promise<void> {
       summary.set(`${row.label}:${row.chats}`, { perSec: res.latencies.length / secs, p99: pct(lat, 99), errors });
       // Transcripts grow with every turn (20 turns a chat at 100 chats, all of them at 1 chat).
       const tenth = Math.max(1, Math.floor(res.latencies.length / 10));
-      const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50).toFixed(1);
-      const p99 = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 99).toFixed(1);
+      const median = (xs: number[]) =>
+        pct(
+          [...xs].sort((a, b) => a - b),
+          50,
+        ).toFixed(1);
+      const p99 = (xs: number[]) =>
+        pct(
+          [...xs].sort((a, b) => a - b),
+          99,
+        ).toFixed(1);
       const [head, tail] = [res.latencies.slice(0, tenth), res.latencies.slice(-tenth)];
       growth.push(`${label} ${row.chats}: first 10% median ${median(head)} ms p99 ${p99(head)} ms, last 10% median ${median(tail)} ms p99 ${p99(tail)} ms`);
       if (res.unexpectedCount > 0) console.log(`  unexpected messages from the bot (${res.unexpectedCount}): ${res.unexpected.join(' | ')}`);
@@ -295,7 +320,10 @@ async function startRig(opts: { maxRuns: number | undefined; chats: number[]; st
         `    workspace: "${join(dir, 'ws')}"`,
         '    maxConversations: 100000',
         'access:',
-        `  telegram: { users: [${chatIds.flat().map((id) => `"${id}"`).join(', ')}] }`,
+        `  telegram: { users: [${chatIds
+          .flat()
+          .map((id) => `"${id}"`)
+          .join(', ')}] }`,
         '  rateLimit: { messages: 10000, perSeconds: 1 }',
         ...(opts.maxRuns !== undefined ? [`runner: { maxConcurrentRuns: ${opts.maxRuns} }`] : []),
         '',

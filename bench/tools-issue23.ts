@@ -35,7 +35,13 @@ async function median(label: string, tool: AnyTool, input: unknown, n = N): Prom
   console.log(`${label.padEnd(40)} median ${times[Math.floor(n / 2)]!.toFixed(2)} ms  p90 ${times[Math.floor(n * 0.9)]!.toFixed(2)} ms  (n=${n})`);
 }
 
-const decl = { name: 'say', description: 'd', input: { type: 'object' as const, properties: { w: { type: 'string' as const } }, required: ['w'] }, argv: ['/usr/bin/printf', '%s', '{w}'], tier: 'read-only' as const };
+const decl = {
+  name: 'say',
+  description: 'd',
+  input: { type: 'object' as const, properties: { w: { type: 'string' as const } }, required: ['w'] },
+  argv: ['/usr/bin/printf', '%s', '{w}'],
+  tier: 'read-only' as const,
+};
 await median('command tool (sandbox: none)', commandTool(decl, { sandbox: { ...DEFAULT_SANDBOX_POLICY, mode: 'none' } }), { w: 'hi' });
 await prepareWorkspace(ws);
 await median('command tool (bubblewrap)', commandTool(decl, { sandbox: DEFAULT_SANDBOX_POLICY }), { w: 'hi' });
@@ -45,6 +51,8 @@ await median('load_skill', load!, { name: 'release' });
 await median('load_skill_section', section!, { name: 'release', heading: 'Steps' });
 const fake = await startFakeSearch();
 fake.results = Array.from({ length: 10 }, (_, i) => ({ title: `R${i}`, url: `https://e.org/${i}`, snippet: 's'.repeat(200) }));
-await median('web_search (fake SearXNG, 5 results)', webSearchTool({ provider: 'searxng', url: fake.url, maxResults: 5, maxBytes: 8192, timeoutMs: 5000 }), { query: 'q' });
+await median('web_search (fake SearXNG, 5 results)', webSearchTool({ provider: 'searxng', url: fake.url, maxResults: 5, maxBytes: 8192, timeoutMs: 5000 }), {
+  query: 'q',
+});
 await fake.close();
 rmSync(dir, { recursive: true, force: true });

@@ -47,7 +47,10 @@ for (let i = 1; i <= turns; ) {
   }
   i += n;
 }
-for (const w of windows) console.log(`turns ${w.at}-${w.at + window - 1}: ${w.perSec} turns/s, ${w.trips} store round trips per turn, ${w.cpuMs.toFixed(3)} ms CPU per turn (main thread)`);
+for (const w of windows)
+  console.log(
+    `turns ${w.at}-${w.at + window - 1}: ${w.perSec} turns/s, ${w.trips} store round trips per turn, ${w.cpuMs.toFixed(3)} ms CPU per turn (main thread)`,
+  );
 const [first, last] = [windows[0]!, windows[windows.length - 1]!];
 console.log(`ratio turn ~${last.at} / turn ~${first.at}: ${(first.perSec / last.perSec).toFixed(2)}x time per turn`);
 await store.close();

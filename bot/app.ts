@@ -127,7 +127,9 @@ export function configWarnings(config: Config, platforms: readonly string[]): st
     if (p === 'console') continue;
     const access = config.access[p as keyof Omit<Config['access'], 'rateLimit'>] as Record<string, string[]> | undefined;
     if (access && Object.values(access).every((ids) => ids.length === 0)) {
-      out.push(`${p} is enabled but access.${p} admits nobody (${Object.keys(access).join(', ')} are empty): every message there is refused; add ids under access.${p} in gatehouse.yaml`);
+      out.push(
+        `${p} is enabled but access.${p} admits nobody (${Object.keys(access).join(', ')} are empty): every message there is refused; add ids under access.${p} in gatehouse.yaml`,
+      );
     }
     const serving = new Set<string>();
     const routed = config.routes.filter((r) => r.match === p || r.match.startsWith(`${p}:`));
@@ -189,7 +191,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   for (const agent of Object.values(config.agents)) {
     if (agent.sandbox === 'none') {
       log('warn', `agent ${agent.name}: sandbox: none — its shell commands run on this host with the bot's own rights, outside any sandbox`);
-      if (agent.sandboxEgress) log('warn', `agent ${agent.name}: sandboxNetwork.allow is NOT enforced under sandbox: none (its commands use the host's network directly)`);
+      if (agent.sandboxEgress)
+        log('warn', `agent ${agent.name}: sandboxNetwork.allow is NOT enforced under sandbox: none (its commands use the host's network directly)`);
       continue;
     }
     // Command tools run in the same box: the workspace is handed over and the box probed for them too.
@@ -199,9 +202,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       await prepareWorkspace(agent.workspace);
       await probeSandbox(sandboxPolicy(agent), agent.workspace);
     } catch (err) {
-      throw new Error(
-        `agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${(err as Error).message} (agents.${agent.name}.sandbox)`,
-      );
+      throw new Error(`agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${(err as Error).message} (agents.${agent.name}.sandbox)`);
     }
     const policy = sandboxPolicy(agent);
     log(
@@ -373,7 +374,16 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
   const operatorShell = createOperatorShell({ agent: (name) => config.agents[name], shellTool: (a) => registryFor(a).get('execute_command') });
-  const router = new Router({ config, runner, broker, events: repos.events, log, audit, operatorShell, ...(opts.telemetry ? { telemetry: opts.telemetry } : {}) });
+  const router = new Router({
+    config,
+    runner,
+    broker,
+    events: repos.events,
+    log,
+    audit,
+    operatorShell,
+    ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
+  });
   const held = heldConnections({ ...(opts.leadership ? { leadership: opts.leadership } : {}), adapters: [...adapters.values()], log });
 
   return {
@@ -387,7 +397,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     async start() {
       for (const w of configWarnings(config, [...adapters.keys()])) log('warn', w);
       // Retention at start, then at most once a minute per agent as conversations are saved.
-      await conversations.applyRetention(Object.keys(config.agents)).catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
+      await conversations
+        .applyRetention(Object.keys(config.agents))
+        .catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
       const hold = await held.prepare();
       for (const a of adapters.values()) await a.start(router, { holdConnection: hold });
       held.follow();

@@ -67,7 +67,10 @@ type Options = NonNullable<NonNullable<Parameters<typeof parseArgs>[0]>['options
 
 function parse(io: CliIO, args: string[], options: Options) {
   try {
-    return parseArgs({ args, options: { dir: { type: 'string' }, ...options }, allowPositionals: false, strict: true }).values as Record<string, string | boolean | undefined>;
+    return parseArgs({ args, options: { dir: { type: 'string' }, ...options }, allowPositionals: false, strict: true }).values as Record<
+      string,
+      string | boolean | undefined
+    >;
   } catch (err) {
     return usage(io, (err as Error).message);
   }
@@ -85,7 +88,8 @@ export async function auditCommand(args: string[], io: CliIO): Promise<number> {
     if (typeof o === 'number') return o;
     if (typeof o.since !== 'string') return usage(io, 'export needs --since <ISO time or duration like 24h>.');
     const since = sinceOf(o.since, Date.now());
-    if (since === undefined) return usage(io, `--since ${JSON.stringify(o.since)}: expected an ISO time (2026-05-01T12:00:00Z) or a duration like 90s, 30m, 24h, 7d.`);
+    if (since === undefined)
+      return usage(io, `--since ${JSON.stringify(o.since)}: expected an ISO time (2026-05-01T12:00:00Z) or a duration like 90s, 30m, 24h, 7d.`);
     const w = where(io, o as { dir?: string });
     if (typeof w === 'number') return w;
     const records = readRecords(w.dir).filter((r) => Date.parse(r.time) >= since);

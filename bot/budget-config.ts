@@ -22,7 +22,9 @@ const positive = (what: string) =>
 const scopeLimit = z
   .strictObject({
     usd: positive('US dollars').optional(),
-    tokens: positive('tokens').refine((n) => Number.isInteger(n), { message: 'expected a whole number of tokens' }).optional(),
+    tokens: positive('tokens')
+      .refine((n) => Number.isInteger(n), { message: 'expected a whole number of tokens' })
+      .optional(),
   })
   .refine((l) => l.usd !== undefined || l.tokens !== undefined, { message: 'give usd, tokens or both' });
 
@@ -37,4 +39,3 @@ export type BudgetConfig = z.infer<typeof budgetConfigSchema>;
 
 /** The limits the gate enforces (agent/budget/limits.ts). */
 export const budgetLimitsOf = (c: BudgetConfig | undefined): BudgetLimits => ({ ...c });
-

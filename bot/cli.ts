@@ -30,8 +30,9 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   acp: () => import('./acp/command.js').then((m) => m.acpCommand),
   reload: () => import('./operator-commands.js').then((m) => (args: string[], io: CliIO) => m.reloadCommand(args, io)),
   approvals: () =>
-    import('./operator-commands.js').then((m) => async (args: string[], io: CliIO) =>
-      args[0] === 'decide' ? (await import('./audit/decide-command.js')).decideCommand(args.slice(1), io) : m.approvalsCommand(args, io),
+    import('./operator-commands.js').then(
+      (m) => async (args: string[], io: CliIO) =>
+        args[0] === 'decide' ? (await import('./audit/decide-command.js')).decideCommand(args.slice(1), io) : m.approvalsCommand(args, io),
     ),
   audit: () => import('./audit-command.js').then((m) => m.auditCommand),
   conversations: () => import('./operator-commands.js').then((m) => m.conversationsCommand),

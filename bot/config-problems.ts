@@ -15,7 +15,6 @@ export interface ConfigProblem {
 
 export type Env = Record<string, string | undefined>;
 
-
 /** A value as a message quotes it: short strings quoted, lists and mappings named, never dumped. */
 export function describe(v: unknown): string {
   if (v === null) return 'nothing';
@@ -46,7 +45,7 @@ interface SchemaDef {
   in?: unknown;
   out?: unknown;
 }
-const defOf = (s: unknown): SchemaDef => ((s as { _zod?: { def?: SchemaDef } })?._zod?.def ?? {});
+const defOf = (s: unknown): SchemaDef => (s as { _zod?: { def?: SchemaDef } })?._zod?.def ?? {};
 
 /** The keys an object schema at `path` accepts (for "unknown key" messages). */
 function knownKeysAt(schema: unknown, path: ReadonlyArray<PropertyKey>): string[] {
@@ -106,4 +105,3 @@ export function issueProblems(issue: z.core.$ZodIssue, schema: unknown): ConfigP
       return [{ path: formatPath(path), message: issue.message }];
   }
 }
-

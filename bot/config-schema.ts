@@ -21,10 +21,8 @@ import { threadFollowUpsSchema } from './thread-follow-ups.js';
 import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-config.js';
 import { budgetConfigSchema } from './budget-config.js';
 
-
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
-
 
 /** A whole number in [min, max]; YAML integers arrive as BigInt. */
 function int(min: number, max: number, hint = '') {
@@ -106,7 +104,10 @@ const size = (min: number, max: number, what: string) =>
     z.union([z.number(), z.string()]).transform((v, ctx) => {
       const n = parseSize(v);
       if (n === undefined || n < min || n > max) {
-        ctx.addIssue({ code: 'custom', message: `expected ${what} from ${min / 1048576} MiB to ${max / 1073741824} GiB, written like 512M or 2G (or a number of bytes), got ${describe(v)}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected ${what} from ${min / 1048576} MiB to ${max / 1073741824} GiB, written like 512M or 2G (or a number of bytes), got ${describe(v)}`,
+        });
         return z.NEVER;
       }
       return n;
@@ -137,9 +138,10 @@ const text = () =>
   });
 
 /** What an id looks like on each platform: the adapters' descriptors say. */
-const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(
-  PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids]),
-) as Record<Platform, { re: RegExp; hint: string }>;
+const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids])) as Record<
+  Platform,
+  { re: RegExp; hint: string }
+>;
 
 /**
  * gatehouse.example.yaml writes ids as `<your-telegram-user-id>`: a copy used unchanged must admit
@@ -169,7 +171,10 @@ function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = 
         const slackHint = DESCRIPTORS.slack.approverForms?.[0]?.hint ?? 'group:<id>';
         ctx.addIssue({
           code: 'custom',
-          message: platform === 'slack' && opts.approver ? `expected ${slackHint}, got ${describe(s)}` : `group:<id> entries only work for slack approvers, got ${describe(s)}`,
+          message:
+            platform === 'slack' && opts.approver
+              ? `expected ${slackHint}, got ${describe(s)}`
+              : `group:<id> entries only work for slack approvers, got ${describe(s)}`,
         });
         return;
       }
@@ -195,9 +200,15 @@ export function buildSchema(knownTools: readonly string[]) {
   });
   const envName = z.string().superRefine((s, ctx) => {
     if (/^SSH_/i.test(s)) {
-      ctx.addIssue({ code: 'custom', message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `${s} cannot be allowlisted: SSH_* variables would let the agent's commands use your SSH agent and keys; remove it`,
+      });
     } else if (isOwnName(s)) {
-      ctx.addIssue({ code: 'custom', message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it`,
+      });
     } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
     }
@@ -306,9 +317,7 @@ export function buildSchema(knownTools: readonly string[]) {
         telegram: z.strictObject({ users: ids('telegram'), chats: ids('telegram') }).optional(),
         slack: z.strictObject({ users: ids('slack'), channels: ids('slack') }).optional(),
         discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
-        rateLimit: z
-          .strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') })
-          .optional(),
+        rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).optional(),
         refusals: z
           .strictObject({
             repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').optional(),

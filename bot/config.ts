@@ -338,7 +338,12 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
     }
     // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
-    const tools = uniq([...(layer.tools ?? HARD_DEFAULTS.tools), ...Object.keys(layer.commandTools ?? {}), ...(layer.skills?.length ? SKILL_TOOL_NAMES : []), ...(layer.webSearch ? ['web_search'] : [])]);
+    const tools = uniq([
+      ...(layer.tools ?? HARD_DEFAULTS.tools),
+      ...Object.keys(layer.commandTools ?? {}),
+      ...(layer.skills?.length ? SKILL_TOOL_NAMES : []),
+      ...(layer.webSearch ? ['web_search'] : []),
+    ]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
       if (!tools.includes(t)) {
@@ -366,13 +371,22 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       const inside = botFilesInside(p, { configFile, envFile: dot.file, store: settings.store });
       const at = `${where('sandboxReadPaths')}.sandboxReadPaths[${i}]`;
       if (inside !== undefined && !problems.some((q) => q.path === at)) {
-        problems.push({ path: at, message: `${p} contains ${inside}; the agent's commands could read the bot's files next to it (backups, logs). Name a directory that holds none of them` });
+        problems.push({
+          path: at,
+          message: `${p} contains ${inside}; the agent's commands could read the bot's files next to it (backups, logs). Name a directory that holds none of them`,
+        });
       }
     });
-    for (const [at, l] of [[`agents.${name}`, own], ['defaults', defaults]] as const) {
+    for (const [at, l] of [
+      [`agents.${name}`, own],
+      ['defaults', defaults],
+    ] as const) {
       const count = l.retention?.maxConversations;
       if (l.maxConversations !== undefined && count !== undefined && count !== l.maxConversations) {
-        problems.push({ path: `${at}.maxConversations`, message: `${l.maxConversations} disagrees with ${at}.retention.maxConversations (${count}); maxConversations is the old name of that key: keep only retention.maxConversations` });
+        problems.push({
+          path: `${at}.maxConversations`,
+          message: `${l.maxConversations} disagrees with ${at}.retention.maxConversations (${count}); maxConversations is the old name of that key: keep only retention.maxConversations`,
+        });
       }
     }
     const sandboxLimits: SandboxLimits = {
@@ -390,7 +404,13 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       problems: policyProblems,
       botFileIn: (p) => botFilesInside(p, { configFile, envFile: dot.file, store: settings.store }),
     });
-    policyProblems.push(...toolPolicyProblems(layer.toolPolicy, { path: `${where('toolPolicy')}.toolPolicy`, knownTools: [...opts.knownTools, ...Object.keys(layer.commandTools ?? {}), ...(layer.webSearch ? ['web_search'] : [])], mcpServers: Object.keys(mcpServers) }));
+    policyProblems.push(
+      ...toolPolicyProblems(layer.toolPolicy, {
+        path: `${where('toolPolicy')}.toolPolicy`,
+        knownTools: [...opts.knownTools, ...Object.keys(layer.commandTools ?? {}), ...(layer.webSearch ? ['web_search'] : [])],
+        mcpServers: Object.keys(mcpServers),
+      }),
+    );
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
@@ -411,7 +431,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       // Key by key, the agent's over the defaults'; the old top-level maxConversations is the count.
       retention: {
         maxConversations:
-          own.retention?.maxConversations ?? own.maxConversations ?? defaults.retention?.maxConversations ?? defaults.maxConversations ?? HARD_DEFAULTS.retention.maxConversations,
+          own.retention?.maxConversations ??
+          own.maxConversations ??
+          defaults.retention?.maxConversations ??
+          defaults.maxConversations ??
+          HARD_DEFAULTS.retention.maxConversations,
         maxIdleDays: own.retention?.maxIdleDays ?? defaults.retention?.maxIdleDays ?? HARD_DEFAULTS.retention.maxIdleDays,
       },
       approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
@@ -441,10 +465,17 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   }
 
   const names = Object.keys(agents);
-  const routes: Route[] = (file.routes ?? []).map((r) => ({ match: r.match, agent: r.agent, ...(r.threadFollowUps !== undefined ? { threadFollowUps: r.threadFollowUps } : {}) }));
+  const routes: Route[] = (file.routes ?? []).map((r) => ({
+    match: r.match,
+    agent: r.agent,
+    ...(r.threadFollowUps !== undefined ? { threadFollowUps: r.threadFollowUps } : {}),
+  }));
   routes.forEach((r, i) => {
     if (r.agent !== '' && !Object.hasOwn(agents, r.agent)) {
-      problems.push({ path: `routes[${i}].agent`, message: `unknown agent ${JSON.stringify(r.agent)}${didYouMean(r.agent, names)}; defined agents: ${names.join(', ')}` });
+      problems.push({
+        path: `routes[${i}].agent`,
+        message: `unknown agent ${JSON.stringify(r.agent)}${didYouMean(r.agent, names)}; defined agents: ${names.join(', ')}`,
+      });
     }
   });
 
@@ -452,7 +483,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   if (file.defaultAgent !== undefined) {
     defaultAgent = file.defaultAgent;
     if (!Object.hasOwn(agents, defaultAgent)) {
-      problems.push({ path: 'defaultAgent', message: `unknown agent ${JSON.stringify(defaultAgent)}${didYouMean(defaultAgent, names)}; defined agents: ${names.join(', ')}` });
+      problems.push({
+        path: 'defaultAgent',
+        message: `unknown agent ${JSON.stringify(defaultAgent)}${didYouMean(defaultAgent, names)}; defined agents: ${names.join(', ')}`,
+      });
     }
   } else if (Object.hasOwn(agents, 'default')) defaultAgent = 'default';
   else if (names.length === 1) defaultAgent = names[0]!;

@@ -38,7 +38,8 @@ const ok = (name: string, detail: string): CheckResult => ({ name, status: 'ok',
 const fail = (name: string, detail: string, fix: string): CheckResult => ({ name, status: 'fail', detail, fix });
 const note = (name: string, detail: string, fix?: string): CheckResult => ({ name, status: 'note', detail, ...(fix ? { fix } : {}) });
 const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, '0');
-const asUser = (): string => (typeof process.getuid === 'function' ? ` (checked as user id ${process.getuid()}; run doctor as the user the service runs as)` : '');
+const asUser = (): string =>
+  typeof process.getuid === 'function' ? ` (checked as user id ${process.getuid()}; run doctor as the user the service runs as)` : '';
 
 // ---------------------------------------------------------------------------------------------
 // Sandbox
@@ -50,7 +51,12 @@ function parseProcLimits(text: string): Partial<Record<'processes' | 'openFiles'
     return m && m[1] !== 'unlimited' ? Number(m[1]) : undefined;
   };
   const out: Partial<Record<'processes' | 'openFiles' | 'memoryBytes' | 'cpuSeconds', number>> = {};
-  const entries = [['processes', 'Max processes'], ['openFiles', 'Max open files'], ['memoryBytes', 'Max data size'], ['cpuSeconds', 'Max cpu time']] as const;
+  const entries = [
+    ['processes', 'Max processes'],
+    ['openFiles', 'Max open files'],
+    ['memoryBytes', 'Max data size'],
+    ['cpuSeconds', 'Max cpu time'],
+  ] as const;
   for (const [key, label] of entries) {
     const v = soft(label);
     if (v !== undefined) out[key] = v;
@@ -64,13 +70,22 @@ export async function sandboxChecks(config: Config): Promise<CheckResult[]> {
   const botFiles = ownFiles(config);
   const boxed = Object.values(config.agents).filter((a) => a.tools.includes('execute_command'));
   for (const agent of Object.values(config.agents)) {
-    if (agent.sandbox === 'none') results.push(note(`sandbox (agent ${agent.name})`, 'sandbox: none: its commands run on this host with the bot\'s own rights', `agents.${agent.name}.sandbox: bubblewrap confines them`));
+    if (agent.sandbox === 'none')
+      results.push(
+        note(
+          `sandbox (agent ${agent.name})`,
+          "sandbox: none: its commands run on this host with the bot's own rights",
+          `agents.${agent.name}.sandbox: bubblewrap confines them`,
+        ),
+      );
   }
   const wanted = boxed.filter((a) => a.sandbox !== 'none');
   if (wanted.length === 0) {
     // Nobody needs the box; still say whether one could start, for the day an agent gets execute_command.
     const probe = await probeIn(undefined, { mode: 'bubblewrap', network: false, botFiles });
-    results.push(note('sandbox', `no agent runs shell commands (execute_command); a box ${probe.error ? `could not start here: ${probe.error}` : 'starts here'}`));
+    results.push(
+      note('sandbox', `no agent runs shell commands (execute_command); a box ${probe.error ? `could not start here: ${probe.error}` : 'starts here'}`),
+    );
     return results;
   }
   for (const agent of wanted) {
@@ -85,13 +100,21 @@ export async function sandboxChecks(config: Config): Promise<CheckResult[]> {
     const workspace = existsSync(agent.workspace) ? agent.workspace : undefined;
     const probe = await probeIn(workspace, policy);
     if (probe.error) {
-      results.push(fail(name, `bubblewrap cannot start a box: ${probe.error}`, `see the cause above; the start fails the same way (agents.${agent.name}.sandbox)`));
+      results.push(
+        fail(name, `bubblewrap cannot start a box: ${probe.error}`, `see the cause above; the start fails the same way (agents.${agent.name}.sandbox)`),
+      );
       continue;
     }
     const wrong = limitMismatches(sandboxLimits(policy), probe.limits ?? {}, probe.tmpKiB);
     const where = workspace ? '' : ` (tried in a scratch folder: the workspace ${agent.workspace} is created at the first start)`;
     if (wrong.length > 0) {
-      results.push(fail(name, `a box starts, but its limits are not what agents.${agent.name}.sandboxLimits asks: ${wrong.join('; ')}${where}`, 'check that prlimit (util-linux) works in the box and that no wrapper lowers the hard limits'));
+      results.push(
+        fail(
+          name,
+          `a box starts, but its limits are not what agents.${agent.name}.sandboxLimits asks: ${wrong.join('; ')}${where}`,
+          'check that prlimit (util-linux) works in the box and that no wrapper lowers the hard limits',
+        ),
+      );
     } else {
       results.push(ok(name, `a box starts, network ${policy.network ? 'on' : 'off'}; limits in force: ${describeFound(sandboxLimits(policy))}${where}`));
     }
@@ -114,7 +137,10 @@ function limitMismatches(want: SandboxLimits, got: ReturnType<typeof parseProcLi
 }
 
 /** probeSandbox, then the box's own view of its limits. A scratch workspace when `workspace` is unset. */
-async function probeIn(workspace: string | undefined, policy: SandboxPolicy): Promise<{ error?: string; limits?: ReturnType<typeof parseProcLimits>; tmpKiB?: number }> {
+async function probeIn(
+  workspace: string | undefined,
+  policy: SandboxPolicy,
+): Promise<{ error?: string; limits?: ReturnType<typeof parseProcLimits>; tmpKiB?: number }> {
   let scratch: string | undefined;
   try {
     if (!workspace) {
@@ -124,7 +150,12 @@ async function probeIn(workspace: string | undefined, policy: SandboxPolicy): Pr
     }
     const ws = workspace ?? scratch!;
     await probeSandbox(policy, ws);
-    const box = boxCommand(policy, { workspace: ws, cwd: ws, env: { PATH: '/usr/bin:/bin' }, argv: ['/bin/sh', '-c', 'cat /proc/self/limits; df -k /tmp | tail -n 1'] });
+    const box = boxCommand(policy, {
+      workspace: ws,
+      cwd: ws,
+      env: { PATH: '/usr/bin:/bin' },
+      argv: ['/bin/sh', '-c', 'cat /proc/self/limits; df -k /tmp | tail -n 1'],
+    });
     const r = await execa(box.file, box.args, execaOptions(box, { stdout: 'pipe' }, { timeout: 15_000 }));
     const out = String(r.stdout);
     const tmp = /^\S+\s+(\d+)\s/m.exec(out.split('\n').slice(-1)[0] ?? '');
@@ -145,7 +176,12 @@ const DATA_FILES = new Set(['gatehouse.pid', 'gatehouse.reload.json', 'gatehouse
 export async function storeCheck(store: StoreSettings, timeoutMs: number): Promise<CheckResult> {
   if (store.kind === 'postgres') return postgresCheck(store, timeoutMs);
   const name = 'store';
-  if (store.path === ':memory:') return note(name, 'sqlite://:memory: keeps nothing across restarts', 'set GATEHOUSE_STORE=sqlite://./data/gatehouse.sqlite to keep conversations and approvals');
+  if (store.path === ':memory:')
+    return note(
+      name,
+      'sqlite://:memory: keeps nothing across restarts',
+      'set GATEHOUSE_STORE=sqlite://./data/gatehouse.sqlite to keep conversations and approvals',
+    );
   const folder = dirname(store.path);
   if (!existsSync(folder)) {
     let parent = dirname(folder);
@@ -154,7 +190,11 @@ export async function storeCheck(store: StoreSettings, timeoutMs: number): Promi
       accessSync(parent, constants.W_OK | constants.X_OK);
       return ok(name, `${store.url}: not created yet; the first start creates ${folder} (0700) and the store (0600)`);
     } catch {
-      return fail(name, `${store.url}: the folder ${folder} does not exist and ${parent} is not writable${asUser()}`, `create ${folder} owned by the service user (install -d -m 0700 -o <user> ${folder}), or point GATEHOUSE_STORE at a writable folder`);
+      return fail(
+        name,
+        `${store.url}: the folder ${folder} does not exist and ${parent} is not writable${asUser()}`,
+        `create ${folder} owned by the service user (install -d -m 0700 -o <user> ${folder}), or point GATEHOUSE_STORE at a writable folder`,
+      );
     }
   }
   const st = statSync(folder);
@@ -162,7 +202,11 @@ export async function storeCheck(store: StoreSettings, timeoutMs: number): Promi
   try {
     accessSync(folder, constants.W_OK | constants.X_OK);
   } catch {
-    return fail(name, `${store.url}: the folder ${folder} is not writable${asUser()}`, `chown the folder to the service user, or point GATEHOUSE_STORE at a writable folder`);
+    return fail(
+      name,
+      `${store.url}: the folder ${folder} is not writable${asUser()}`,
+      `chown the folder to the service user, or point GATEHOUSE_STORE at a writable folder`,
+    );
   }
   const problems: string[] = [];
   const later: string[] = [];
@@ -200,7 +244,11 @@ export async function storeCheck(store: StoreSettings, timeoutMs: number): Promi
     if ((fst.mode & 0o077) !== 0) later.push(`${basename(file)} is ${octal(fst.mode)} (made 0600 at the next start)`);
   }
   if (problems.length > 0) {
-    return fail(name, `${store.url}: ${problems.join('; ')}`, `give the store a folder of its own, owned by the service user, 0700 (chmod 700 ${folder}; chmod 600 ${store.path}*)`);
+    return fail(
+      name,
+      `${store.url}: ${problems.join('; ')}`,
+      `give the store a folder of its own, owned by the service user, 0700 (chmod 700 ${folder}; chmod 600 ${store.path}*)`,
+    );
   }
   const exists = existsSync(store.path);
   const base = `${store.url}: ${exists ? 'folder 0700, files 0600' : `not created yet; ${folder} is writable`}`;
@@ -269,21 +317,45 @@ const hostOf = (url: string): string => new URL(url).hostname;
 export async function platformChecks(env: EnvSettings, timeoutMs: number, lookup?: Lookup): Promise<CheckResult[]> {
   const targets: Array<{ name: string; vars: string; host: string }> = [];
   const anthropicHost = env.anthropic.baseURL ? hostOf(env.anthropic.baseURL) : 'api.anthropic.com';
-  targets.push({ name: 'model API', vars: env.anthropic.apiKey ? 'ANTHROPIC_API_KEY set' : env.anthropic.baseURL ? 'ANTHROPIC_BASE_URL set' : 'ANTHROPIC_API_KEY not set', host: anthropicHost });
+  targets.push({
+    name: 'model API',
+    vars: env.anthropic.apiKey ? 'ANTHROPIC_API_KEY set' : env.anthropic.baseURL ? 'ANTHROPIC_BASE_URL set' : 'ANTHROPIC_API_KEY not set',
+    host: anthropicHost,
+  });
   const t = env.platforms.telegram;
-  if (t) targets.push({ name: 'telegram', vars: `TELEGRAM_BOT_TOKEN set (${t.webhookUrl ? 'webhook' : 'long polling'})`, host: hostOf(t.apiRoot ?? 'https://api.telegram.org') });
+  if (t)
+    targets.push({
+      name: 'telegram',
+      vars: `TELEGRAM_BOT_TOKEN set (${t.webhookUrl ? 'webhook' : 'long polling'})`,
+      host: hostOf(t.apiRoot ?? 'https://api.telegram.org'),
+    });
   const s = env.platforms.slack;
-  if (s) targets.push({ name: 'slack', vars: `SLACK_BOT_TOKEN set (${s.appToken ? 'Socket Mode: SLACK_APP_TOKEN' : 'HTTP mode: SLACK_SIGNING_SECRET'})`, host: hostOf(s.apiUrl ?? 'https://slack.com/api/') });
+  if (s)
+    targets.push({
+      name: 'slack',
+      vars: `SLACK_BOT_TOKEN set (${s.appToken ? 'Socket Mode: SLACK_APP_TOKEN' : 'HTTP mode: SLACK_SIGNING_SECRET'})`,
+      host: hostOf(s.apiUrl ?? 'https://slack.com/api/'),
+    });
   const d = env.platforms.discord;
   if (d) targets.push({ name: 'discord', vars: 'DISCORD_TOKEN set', host: hostOf(d.apiUrl ?? DEFAULT_DISCORD_API_URL) });
   const results = await Promise.all(
     targets.map(async (x): Promise<CheckResult> => {
       const why = await resolves(x.host, timeoutMs, lookup);
       if (why === undefined) return ok(x.name, `${x.vars}; ${x.host} resolves`);
-      return fail(x.name, `${x.vars}; ${x.host} ${why}`, `this machine cannot reach ${x.host}: check its DNS (/etc/resolv.conf) and outbound network, or a proxy URL (the *_API_* / *_BASE_URL variables)`);
+      return fail(
+        x.name,
+        `${x.vars}; ${x.host} ${why}`,
+        `this machine cannot reach ${x.host}: check its DNS (/etc/resolv.conf) and outbound network, or a proxy URL (the *_API_* / *_BASE_URL variables)`,
+      );
     }),
   );
-  if (!t && !s && !d) results.push(note('platforms', 'no platform token set (TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, DISCORD_TOKEN): `gatehouse start` opens the terminal chat, `serve` answers /healthz only'));
+  if (!t && !s && !d)
+    results.push(
+      note(
+        'platforms',
+        'no platform token set (TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, DISCORD_TOKEN): `gatehouse start` opens the terminal chat, `serve` answers /healthz only',
+      ),
+    );
   return results;
 }
 
@@ -302,7 +374,12 @@ export async function httpCheck(http: { host: string; port: number }, dataDir: s
   });
   if (!bind) return ok(name, `${where} is free`);
   if (bind.code !== 'EADDRINUSE') {
-    const fix = bind.code === 'EACCES' ? 'ports below 1024 need root: use 8080 behind a proxy' : bind.code === 'EADDRNOTAVAIL' ? 'GATEHOUSE_HTTP_HOST is not an address of this machine: use 127.0.0.1 or 0.0.0.0' : 'set GATEHOUSE_HTTP_HOST / GATEHOUSE_HTTP_PORT';
+    const fix =
+      bind.code === 'EACCES'
+        ? 'ports below 1024 need root: use 8080 behind a proxy'
+        : bind.code === 'EADDRNOTAVAIL'
+          ? 'GATEHOUSE_HTTP_HOST is not an address of this machine: use 127.0.0.1 or 0.0.0.0'
+          : 'set GATEHOUSE_HTTP_HOST / GATEHOUSE_HTTP_PORT';
     return fail(name, `cannot listen on ${where} (${bind.code ?? bind.message})`, fix);
   }
   const target = http.host === '0.0.0.0' || http.host === '::' ? '127.0.0.1' : http.host;
@@ -314,9 +391,16 @@ export async function httpCheck(http: { host: string; port: number }, dataDir: s
     } catch {
       // no pid file: another folder's Gatehouse
     }
-    return ok(name, `${where} is in use by a running Gatehouse${pid}: ${String(health.mode)} mode, ${(health.platforms as unknown[]).join(', ') || 'no platform'}`);
+    return ok(
+      name,
+      `${where} is in use by a running Gatehouse${pid}: ${String(health.mode)} mode, ${(health.platforms as unknown[]).join(', ') || 'no platform'}`,
+    );
   }
-  return fail(name, `${where} is in use by another program (not Gatehouse: its /healthz did not answer like one)`, `stop that program or set GATEHOUSE_HTTP_PORT to a free port`);
+  return fail(
+    name,
+    `${where} is in use by another program (not Gatehouse: its /healthz did not answer like one)`,
+    `stop that program or set GATEHOUSE_HTTP_PORT to a free port`,
+  );
 }
 
 async function fetchHealth(url: string, timeoutMs: number): Promise<Record<string, unknown> | undefined> {

@@ -28,9 +28,17 @@ function configCheck(io: CliIO): { result: CheckResult; config?: Config } {
   try {
     const config = loadConfig({ env: { ...io.env }, cwd: io.cwd, knownTools: builtinToolNames() });
     const agents = Object.keys(config.agents).join(', ');
-    return { result: { name: 'config', status: 'ok', detail: `${config.configFile ?? 'no gatehouse.yaml: built-in defaults'}${config.envFile ? ` and ${config.envFile}` : ''} load; agents: ${agents}; ${config.routes.length} route(s)` }, config };
+    return {
+      result: {
+        name: 'config',
+        status: 'ok',
+        detail: `${config.configFile ?? 'no gatehouse.yaml: built-in defaults'}${config.envFile ? ` and ${config.envFile}` : ''} load; agents: ${agents}; ${config.routes.length} route(s)`,
+      },
+      config,
+    };
   } catch (err) {
-    if (!(err instanceof ConfigError)) return { result: { name: 'config', status: 'fail', detail: `could not be loaded: ${(err as Error).message}`, fix: 'see the error above' } };
+    if (!(err instanceof ConfigError))
+      return { result: { name: 'config', status: 'fail', detail: `could not be loaded: ${(err as Error).message}`, fix: 'see the error above' } };
     const where = err.configFile ?? 'gatehouse.yaml or .env';
     return {
       result: {

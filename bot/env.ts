@@ -41,7 +41,7 @@ import type { ConfigProblem, Env } from './config-problems.js';
  * A PostgreSQL `url` may hold the password: print `description` (the URL without it).
  */
 export type StoreSettings =
-  | { kind: 'sqlite'; /** `sqlite://<path>`: nothing secret in it. */ url: string; /** Absolute path, or ":memory:". */ path: string }
+  | { kind: 'sqlite' /** `sqlite://<path>`: nothing secret in it. */; url: string /** Absolute path, or ":memory:". */; path: string }
   | { kind: 'postgres'; url: string; description: string };
 
 /** A platform is enabled when its entry is present. */
@@ -201,7 +201,9 @@ const KNOWN_PREFIXED_VARS: ReadonlyArray<{ prefix: string; names: readonly strin
 /** Unknown names under Gatehouse's prefixes, each a problem naming it and the closest known name. */
 export function unknownVars(env: Env, problems: ConfigProblem[]): void {
   for (const known of KNOWN_PREFIXED_VARS) {
-    for (const name of Object.keys(env).filter((n) => n.startsWith(known.prefix) && get(env, n) !== undefined).sort()) {
+    for (const name of Object.keys(env)
+      .filter((n) => n.startsWith(known.prefix) && get(env, n) !== undefined)
+      .sort()) {
       if (!known.names.includes(name)) {
         const guess = didYouMean(name, known.names);
         problems.push({
@@ -258,7 +260,11 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   let logLevel: LogLevelSetting = 'info';
   if (levelRaw !== undefined) {
     if ((LOG_LEVELS as readonly string[]).includes(levelRaw)) logLevel = levelRaw as LogLevelSetting;
-    else problems.push({ path: 'GATEHOUSE_LOG_LEVEL', message: `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(get(env, 'GATEHOUSE_LOG_LEVEL'))}` });
+    else
+      problems.push({
+        path: 'GATEHOUSE_LOG_LEVEL',
+        message: `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(get(env, 'GATEHOUSE_LOG_LEVEL'))}`,
+      });
   }
 
   const retryRaw = get(env, 'GATEHOUSE_LEADER_RETRY_MS');
@@ -266,7 +272,10 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   if (retryRaw !== undefined) {
     const n = /^\d+$/.test(retryRaw.trim()) ? Number(retryRaw.trim()) : NaN;
     if (!Number.isInteger(n) || n < 100 || n > 20_000) {
-      problems.push({ path: 'GATEHOUSE_LEADER_RETRY_MS', message: `expected milliseconds from 100 to 20000 (a standby must take over well within 30 s), got ${JSON.stringify(retryRaw)}` });
+      problems.push({
+        path: 'GATEHOUSE_LEADER_RETRY_MS',
+        message: `expected milliseconds from 100 to 20000 (a standby must take over well within 30 s), got ${JSON.stringify(retryRaw)}`,
+      });
     } else leaderRetryMs = n;
   }
 

@@ -45,7 +45,10 @@ function parseArgs(args: string[]): InitRequest | string {
     const platform = idFlag[1] as ChatPlatform;
     const value = idFlag[2] ?? args[++i];
     if (value === undefined || value === '') return `${a} needs an id.`;
-    for (const id of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const id of value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       if (!DESCRIPTORS[platform].ids.re.test(id)) return `${a} ${JSON.stringify(id)}: ${DESCRIPTORS[platform].ids.hint}.`;
       if (!req.ids[platform].includes(id)) req.ids[platform].push(id);
     }
@@ -135,10 +138,7 @@ const ENV_PLATFORM: Record<ChatPlatform, string[]> = {
     '# Or HTTP mode: leave SLACK_APP_TOKEN empty and set the signing secret',
     '# SLACK_SIGNING_SECRET=',
   ],
-  discord: [
-    '# --- Discord: Developer Portal -> your application -> Bot -> Reset Token; turn on Message Content Intent ---',
-    'DISCORD_TOKEN=',
-  ],
+  discord: ['# --- Discord: Developer Portal -> your application -> Bot -> Reset Token; turn on Message Content Intent ---', 'DISCORD_TOKEN='],
 };
 
 export function initEnv(req: InitRequest): string {
@@ -171,7 +171,9 @@ export async function initCommand(args: string[], io: CliIO): Promise<number> {
   ];
   const present = files.filter((f) => existsSync(f.path)).map((f) => f.path);
   if (present.length > 0) {
-    io.stderr.write(`${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}; nothing was written. Move ${present.length === 1 ? 'it' : 'them'} away or edit ${present.length === 1 ? 'it' : 'them'} by hand (gatehouse.example.yaml, .env.example).\n`);
+    io.stderr.write(
+      `${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}; nothing was written. Move ${present.length === 1 ? 'it' : 'them'} away or edit ${present.length === 1 ? 'it' : 'them'} by hand (gatehouse.example.yaml, .env.example).\n`,
+    );
     return 1;
   }
   for (const f of files) {
@@ -192,7 +194,12 @@ export async function initCommand(args: string[], io: CliIO): Promise<number> {
   io.stdout.write(
     `Wrote ${files[0]!.path} and ${files[1]!.path} (0600).\n` +
       `Next: put your ANTHROPIC_API_KEY${platforms.length > 0 ? ` and the ${platforms.join(', ')} token${platforms.length > 1 ? 's' : ''}` : ''} in .env, run \`npx gatehouse doctor\`, then \`npm start\`.\n` +
-      platforms.filter((p) => req.ids[p].length === 0).map((p) => `No ${p} user id given: ${ID_HELP[p]}, then add it under agents.main.approvers.${p} and access.${p}.users and run \`npx gatehouse reload\`.\n`).join(''),
+      platforms
+        .filter((p) => req.ids[p].length === 0)
+        .map(
+          (p) => `No ${p} user id given: ${ID_HELP[p]}, then add it under agents.main.approvers.${p} and access.${p}.users and run \`npx gatehouse reload\`.\n`,
+        )
+        .join(''),
   );
   return 0;
 }

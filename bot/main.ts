@@ -34,5 +34,9 @@ async function handOver(): Promise<void> {
   if (stopWhileLoading) process.kill(process.pid, stopWhileLoading);
 }
 
-const exitCode = runCli(process.argv.slice(2), { env: process.env, cwd: process.cwd(), stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }, { running: () => void handOver() });
+const exitCode = runCli(
+  process.argv.slice(2),
+  { env: process.env, cwd: process.cwd(), stdin: process.stdin, stdout: process.stdout, stderr: process.stderr },
+  { running: () => void handOver() },
+);
 process.exit(await exitCode);

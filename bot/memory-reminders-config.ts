@@ -14,7 +14,8 @@ function int(min: number, max: number, unit = '') {
   return z.preprocess(
     (v) => (typeof v === 'bigint' ? Number(v) : v),
     z.number().superRefine((n, ctx) => {
-      if (!Number.isInteger(n) || n < min || n > max) ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${unit}, got ${n}` });
+      if (!Number.isInteger(n) || n < min || n > max)
+        ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${unit}, got ${n}` });
     }),
   );
 }

@@ -164,7 +164,9 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
   return withRepos(io, config, async (s) => {
     // One more than shown: whether there are older ones, without counting them all.
     const listed = await s.transcripts.listRecent({ limit: limit + 1 });
-    const shown: ConversationRow[] = listed.slice(0, limit).map((c) => ({ key: c.conversation, agent: c.agent, lastActivity: time(c.updatedAt), messages: c.lastSeq }));
+    const shown: ConversationRow[] = listed
+      .slice(0, limit)
+      .map((c) => ({ key: c.conversation, agent: c.agent, lastActivity: time(c.updatedAt), messages: c.lastSeq }));
     if (json) {
       io.stderr.write(`store: ${s.description}\n`);
       io.stdout.write(JSON.stringify(shown) + '\n');

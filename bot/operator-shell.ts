@@ -28,7 +28,10 @@ export function bound(text: string, max = OPERATOR_OUTPUT_MAX): string {
   return `${text.slice(0, half)}\n[... ${text.length - 2 * half} characters cut ...]\n${text.slice(-half)}`;
 }
 
-export function createOperatorShell(deps: { agent(name: string): AgentSettings | undefined; shellTool(agent: AgentSettings): AnyTool | undefined }): OperatorShell {
+export function createOperatorShell(deps: {
+  agent(name: string): AgentSettings | undefined;
+  shellTool(agent: AgentSettings): AnyTool | undefined;
+}): OperatorShell {
   return async (conversationKey, agentName, command) => {
     const verdict = await analyzeCommand(command);
     if (verdict.denied) return { reply: `Refused by the denylist (${verdict.denied.rule}): ${verdict.denied.reason}. Nothing ran.` };

@@ -243,7 +243,10 @@ function describeCommandRules(agent: AgentConfig, analysis: ShellAnalysis): stri
   const hits = (['deny', 'ask'] as const)
     .map((p) => findCommandRule(agent.commandRules, analysis, p))
     .filter((h) => h !== null)
-    .map((h) => `${h.rule.policy} by agents.${agent.name}.commandRules[${h.index}] (match "${h.rule.match}" on \`${h.simple}\`${h.rule.reason ? `; reason: ${h.rule.reason}` : ''})`);
+    .map(
+      (h) =>
+        `${h.rule.policy} by agents.${agent.name}.commandRules[${h.index}] (match "${h.rule.match}" on \`${h.simple}\`${h.rule.reason ? `; reason: ${h.rule.reason}` : ''})`,
+    );
   return hits.length > 0 ? hits.join('; ') : 'no deny or ask rule matches';
 }
 
@@ -262,11 +265,7 @@ async function checkTool(toolName: string, agent: AgentConfig, platform: string,
   }
   const toolTier = builtin ? builtin.tier : 'high-risk';
   const hasTool = mcpServer !== undefined || agent.tools.includes(toolName);
-  const decision = await decide(
-    { toolName, toolTier, platform, hasOptions: false },
-    () => policyOf(agent),
-    { classify: async () => ({ tier: 'high-risk' }) },
-  );
+  const decision = await decide({ toolName, toolTier, platform, hasOptions: false }, () => policyOf(agent), { classify: async () => ({ tier: 'high-risk' }) });
   const action = hasTool ? decision.action : 'deny';
   const gateText = decision.action === 'deny' ? decision.reason : decision.why;
   const why = hasTool ? gateText : `agent ${agent.name} does not have ${toolName} (add it to agents.${agent.name}.tools); with it: ${gateText}`;

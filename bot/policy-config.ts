@@ -55,7 +55,8 @@ export function toolPolicyProblems(
     }
     if (isGlob(key)) {
       const re = globToRegExp(key);
-      if (!known.some((t) => re.test(t))) problems.push({ path: at, message: `the glob ${JSON.stringify(key)} matches no known tool; known tools: ${known.join(', ')}${mcpHint}` });
+      if (!known.some((t) => re.test(t)))
+        problems.push({ path: at, message: `the glob ${JSON.stringify(key)} matches no known tool; known tools: ${known.join(', ')}${mcpHint}` });
       continue;
     }
     if (!known.includes(key)) problems.push({ path: at, message: `unknown tool ${JSON.stringify(key)}; known tools: ${known.join(', ')}${mcpHint}` });

@@ -54,8 +54,6 @@ export interface ReminderSchedulerOptions {
   signals?: Signals;
 }
 
-
-
 export class ReminderScheduler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -76,10 +74,12 @@ export class ReminderScheduler {
   async start(): Promise<void> {
     this.stopped = false;
     const { signals } = this.opts;
-    this.unsubscribe = [
-      this.opts.reminders.onChange(() => this.poke()),
-    ];
-    if (signals) this.unsubscribe.push(signals.subscribe(REMINDERS_TOPIC, () => this.poke()), signals.onResync(() => this.poke()));
+    this.unsubscribe = [this.opts.reminders.onChange(() => this.poke())];
+    if (signals)
+      this.unsubscribe.push(
+        signals.subscribe(REMINDERS_TOPIC, () => this.poke()),
+        signals.onResync(() => this.poke()),
+      );
     this.poke();
     await this.running;
   }

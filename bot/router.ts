@@ -136,7 +136,14 @@ export class Router implements AdapterSink {
     }
     const rate = this.limiter.take(`${msg.platform}:${msg.sender.id}`);
     if (!rate.ok) {
-      this.opts.audit?.({ event: 'limit_refused', limit: 'rate_limit', conversation: key, platform: msg.platform, userId: msg.sender.id, retryAfterSec: rate.retryAfterSec });
+      this.opts.audit?.({
+        event: 'limit_refused',
+        limit: 'rate_limit',
+        conversation: key,
+        platform: msg.platform,
+        userId: msg.sender.id,
+        retryAfterSec: rate.retryAfterSec,
+      });
       return refused('rate_limited', { accepted: false, reply: rateLimitReply(this.opts.config.access.rateLimit, rate.retryAfterSec) });
     }
 
@@ -154,7 +161,10 @@ export class Router implements AdapterSink {
     if (msg.platform === 'console' && command === undefined) {
       const unknown = unknownCommand(msg.text);
       if (unknown !== undefined) {
-        return { accepted: false, reply: `${unknown} is not a command (nothing was sent). Commands: ${COMMANDS.map(([c, what]) => `${c} ${what}`).join('; ')}.` };
+        return {
+          accepted: false,
+          reply: `${unknown} is not a command (nothing was sent). Commands: ${COMMANDS.map(([c, what]) => `${c} ${what}`).join('; ')}.`,
+        };
       }
     }
     // The terminal chat's user is the operator at the keyboard; on a chat platform "! " is just text.
@@ -178,11 +188,14 @@ export class Router implements AdapterSink {
     const shell = this.shellContext.get(key) ?? [];
     this.shellContext.delete(key);
     const attachments: ContentBlock[] = shell.map((text): ContentBlock => ({ type: 'text', text }));
-    attachments.push(...msg.attachments.map((a): ContentBlock =>
-      a.kind === 'image'
-        ? { type: 'image', source: { type: 'base64', media_type: a.mimeType, data: a.data } }
-        : { type: 'text', text: `<attachment name="${a.name.replace(/"/g, "'")}">\n${a.data}\n</attachment>` },
-    ));
+    attachments.push(
+      ...msg.attachments.map(
+        (a): ContentBlock =>
+          a.kind === 'image'
+            ? { type: 'image', source: { type: 'base64', media_type: a.mimeType, data: a.data } }
+            : { type: 'text', text: `<attachment name="${a.name.replace(/"/g, "'")}">\n${a.data}\n</attachment>` },
+      ),
+    );
     // Resolves once the turn is stored (not when it has run): a restart after this still runs it.
     // Told before it is queued: a run parked on a human holds the lane until someone decides.
     // (Busy and a card pending: also right after a restart, before the resumed run is parked again.)
@@ -192,19 +205,25 @@ export class Router implements AdapterSink {
           .catch(() => undefined)
       : undefined;
     try {
-      const submitted = await this.opts.runner.submit({
-        agentName: agent.name,
-        conversationKey: key,
-        platform: msg.platform,
-        sender: { id: msg.sender.id, ...(msg.sender.name !== undefined ? { name: msg.sender.name } : {}) },
-        text: msg.text,
-        attachments,
-        humanAvailable: true,
-      }, claimed ? {} : { claim: { event: eventKey, ttlMs: DEDUPE_TTL_MS } });
+      const submitted = await this.opts.runner.submit(
+        {
+          agentName: agent.name,
+          conversationKey: key,
+          platform: msg.platform,
+          sender: { id: msg.sender.id, ...(msg.sender.name !== undefined ? { name: msg.sender.name } : {}) },
+          text: msg.text,
+          attachments,
+          humanAvailable: true,
+        },
+        claimed ? {} : { claim: { event: eventKey, ttlMs: DEDUPE_TTL_MS } },
+      );
       if (submitted.duplicate) return refused('duplicate');
     } catch (err) {
       this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
-      return refused('store_error', { accepted: false, reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.' });
+      return refused('store_error', {
+        accepted: false,
+        reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.',
+      });
     }
     if (waiting) return { accepted: true, reply: `Queued: waiting for ${waiting} first; /stop to cancel it.` };
     return { accepted: true };
@@ -215,7 +234,14 @@ export class Router implements AdapterSink {
     const v = this.refusals.refuse(msg.platform, onceKey, msg.sender.id);
     if (v.flood) {
       this.opts.log?.('warn', floodLine(v.flood, this.refusalLimits()));
-      this.opts.audit?.({ event: 'stranger_flood', platform: v.flood.platform, refused: v.flood.refused, told: v.flood.told, senders: v.flood.senders, windowMs: v.flood.windowMs });
+      this.opts.audit?.({
+        event: 'stranger_flood',
+        platform: v.flood.platform,
+        refused: v.flood.refused,
+        told: v.flood.told,
+        senders: v.flood.senders,
+        windowMs: v.flood.windowMs,
+      });
     }
     // Each stranger told is audited; the untold rest of a flood is in the flood line's counts.
     if (v.reply) this.opts.audit?.({ event: 'stranger_refused', platform: msg.platform, userId: msg.sender.id, channel: msg.conversation.channelId });

@@ -29,20 +29,33 @@ export function readSecretFiles(env: Env, names: readonly string[], problems: Co
     if (!set(env, fileVar)) continue;
     const path = env[fileVar]!.trim();
     if (set(env, name)) {
-      problems.push({ path: `${name}, ${fileVar}`, message: `both are set; keep one (${fileVar} names a file holding the value, e.g. a Docker secret or a systemd credential)` });
+      problems.push({
+        path: `${name}, ${fileVar}`,
+        message: `both are set; keep one (${fileVar} names a file holding the value, e.g. a Docker secret or a systemd credential)`,
+      });
       continue;
     }
     let text: string;
     try {
       const size = statSync(path).size;
       if (size > MAX_SECRET_BYTES) {
-        problems.push({ path: fileVar, message: `${path} is ${size} bytes, too big for a secret (at most ${MAX_SECRET_BYTES}); point ${fileVar} at the file holding only the value` });
+        problems.push({
+          path: fileVar,
+          message: `${path} is ${size} bytes, too big for a secret (at most ${MAX_SECRET_BYTES}); point ${fileVar} at the file holding only the value`,
+        });
         continue;
       }
       text = readFileSync(path, 'utf8');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-      const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' || code === 'EPERM' ? 'permission denied for the user Gatehouse runs as' : code === 'EISDIR' ? 'it is a folder' : code;
+      const why =
+        code === 'ENOENT'
+          ? 'no such file'
+          : code === 'EACCES' || code === 'EPERM'
+            ? 'permission denied for the user Gatehouse runs as'
+            : code === 'EISDIR'
+              ? 'it is a folder'
+              : code;
       problems.push({ path: fileVar, message: `cannot read ${path} (${why}); point it at a readable file holding the value, or set ${name} instead` });
       continue;
     }

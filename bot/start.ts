@@ -124,14 +124,19 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
   const telemetry = await createTelemetry({ ...(config.traces ? { traces: config.traces } : {}), version: gatehouseVersion(), log: out });
   if (config.traces) {
     const u = new URL(config.traces.url);
-    out('info', `traces: OTLP/HTTP to ${u.origin}${u.pathname} (GenAI conventions ${SEMCONV_VERSION}; message content ${config.traces.captureContent ? 'captured' : 'not captured'})`);
+    out(
+      'info',
+      `traces: OTLP/HTTP to ${u.origin}${u.pathname} (GenAI conventions ${SEMCONV_VERSION}; message content ${config.traces.captureContent ? 'captured' : 'not captured'})`,
+    );
   }
-  const model = telemetry.measuredModel(createAnthropicModel({
-    // A compatible local server may not need a key; config already demanded one when there is no base URL.
-    apiKey: config.anthropic.apiKey ?? 'not-needed',
-    ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
-    onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
-  }));
+  const model = telemetry.measuredModel(
+    createAnthropicModel({
+      // A compatible local server may not need a key; config already demanded one when there is no base URL.
+      apiKey: config.anthropic.apiKey ?? 'not-needed',
+      ...(config.anthropic.baseURL ? { baseURL: config.anthropic.baseURL } : {}),
+      onRetry: (r) => out('warn', `model call failed (${r.code}); retry ${r.attempt} in ${Math.round(r.delayMs)} ms`),
+    }),
+  );
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
   const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true, log: out }));
   // The audit file (bot/audit/): every audit event is appended there as well as logged. Opened
@@ -144,7 +149,15 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     throw err;
   }
   const audit = trail.wrap(log ? auditTo(out) : logger.audit);
-  audit({ event: 'config_loaded', file: config.configFile ?? null, agents: Object.keys(config.agents), platforms: Object.entries(config.platforms).filter(([, v]) => Boolean(v)).map(([k]) => k), ...configEntries(config) });
+  audit({
+    event: 'config_loaded',
+    file: config.configFile ?? null,
+    agents: Object.keys(config.agents),
+    platforms: Object.entries(config.platforms)
+      .filter(([, v]) => Boolean(v))
+      .map(([k]) => k),
+    ...configEntries(config),
+  });
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let stopping: Promise<void> | undefined;
@@ -161,13 +174,24 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     out('warn', 'no chat platform is set up (set TELEGRAM_BOT_TOKEN in .env or the environment); serving /healthz only until then');
   }
   // Replicas on PostgreSQL elect the one that holds the single-holder connections (bot/leadership.ts).
-  const leadership = store.engine === 'postgres' && adapters.some((a) => a.held)
-    ? store.leadership(CONNECTIONS_ROLE, {
-        ...(config.leaderRetryMs !== undefined ? { retryEveryMs: config.leaderRetryMs } : {}),
-        log: out,
-      })
-    : undefined;
-  const gatehouse = await createGatehouse({ config, store, model, adapters, log: out, audit, ownFiles: trail.hidden, telemetry: telemetry.telemetry, ...(leadership ? { leadership } : {}) });
+  const leadership =
+    store.engine === 'postgres' && adapters.some((a) => a.held)
+      ? store.leadership(CONNECTIONS_ROLE, {
+          ...(config.leaderRetryMs !== undefined ? { retryEveryMs: config.leaderRetryMs } : {}),
+          log: out,
+        })
+      : undefined;
+  const gatehouse = await createGatehouse({
+    config,
+    store,
+    model,
+    adapters,
+    log: out,
+    audit,
+    ownFiles: trail.hidden,
+    telemetry: telemetry.telemetry,
+    ...(leadership ? { leadership } : {}),
+  });
   telemetry.metrics.setSources({
     pendingApprovals: async () => (await store.approvals.allPending(Date.now())).length,
     queue: () => gatehouse.runner.queueStats(),
@@ -224,7 +248,10 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
           ? { metrics: { render: () => telemetry.metrics.render(), ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) } }
           : {}),
       });
-      out('info', `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz${config.metrics.enabled ? `, /metrics${config.metrics.token !== undefined ? ' with its bearer token' : ''}` : ''})`);
+      out(
+        'info',
+        `HTTP server on http://${config.http.host}:${http.port} (/healthz, /readyz${config.metrics.enabled ? `, /metrics${config.metrics.token !== undefined ? ' with its bearer token' : ''}` : ''})`,
+      );
     } catch (err) {
       // A webhook or a health check depends on it in service mode; the terminal chat does not.
       if (!terminalChat) throw err;
@@ -250,7 +277,14 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     }
   }
   out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);
-  audit({ event: 'service_started', mode, platforms: adapters.map((a) => a.platform), agents: Object.keys(config.agents), pid: process.pid, version: gatehouseVersion() });
+  audit({
+    event: 'service_started',
+    mode,
+    platforms: adapters.map((a) => a.platform),
+    agents: Object.keys(config.agents),
+    pid: process.pid,
+    version: gatehouseVersion(),
+  });
   // Ready without it; loaded now so the first message does not wait for it (a failure shows there).
   void loadModelSdk().catch(() => undefined);
   const reload = (): ReloadResult => {

@@ -17,11 +17,7 @@ interface FollowUpSettings {
   threadFollowUps?: boolean;
 }
 
-export function threadFollowUpsFor(
-  config: { routes: ReadonlyArray<FollowUpSettings & { match: string }> },
-  key: string,
-  agent: FollowUpSettings,
-): boolean {
+export function threadFollowUpsFor(config: { routes: ReadonlyArray<FollowUpSettings & { match: string }> }, key: string, agent: FollowUpSettings): boolean {
   // Same matching as agentForConversation: the key itself, or a prefix ending at a ':' boundary.
   const route = config.routes.find((r) => key === r.match || key.startsWith(`${r.match}:`));
   return route?.threadFollowUps ?? agent.threadFollowUps ?? true;

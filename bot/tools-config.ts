@@ -14,13 +14,23 @@ import { readSecretFiles } from './secret-files.js';
 /** YAML integers arrive as BigInt. */
 const num = (v: unknown) => (typeof v === 'bigint' ? Number(v) : v);
 function int(min: number, max: number) {
-  return z.preprocess(num, z.number().int(`expected a whole number from ${min} to ${max}`).min(min, `expected a whole number from ${min} to ${max}`).max(max, `expected a whole number from ${min} to ${max}`));
+  return z.preprocess(
+    num,
+    z
+      .number()
+      .int(`expected a whole number from ${min} to ${max}`)
+      .min(min, `expected a whole number from ${min} to ${max}`)
+      .max(max, `expected a whole number from ${min} to ${max}`),
+  );
 }
 
 const param = z.strictObject({
   type: z.enum(['string', 'integer', 'number', 'boolean']),
   description: z.string().optional(),
-  enum: z.array(z.preprocess(num, z.union([z.string(), z.number()]))).min(1).optional(),
+  enum: z
+    .array(z.preprocess(num, z.union([z.string(), z.number()])))
+    .min(1)
+    .optional(),
 });
 
 const inputSchema = z.strictObject({
@@ -52,7 +62,10 @@ export type CommandToolsConfig = z.output<ReturnType<typeof commandToolsSchema>>
 export const webSearchSchema = z.strictObject({
   provider: z.enum(['searxng', 'brave']),
   url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL of the search API' }).optional(),
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name').optional(),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name')
+    .optional(),
   maxResults: int(1, 20).optional(),
   maxBytes: int(1024, 64 * 1024).optional(),
   timeoutMs: int(1, 120_000).optional(),
@@ -68,14 +81,25 @@ export function resolveWebSearch(raw: WebSearchFileConfig | undefined, o: { env:
   if (raw.apiKeyEnv) {
     readSecretFiles(o.env, [raw.apiKeyEnv], o.problems);
     apiKey = o.env[raw.apiKeyEnv]?.trim() || undefined;
-    if (!apiKey) o.problems.push({ path: `${o.path}.apiKeyEnv`, message: `${raw.apiKeyEnv} (or ${raw.apiKeyEnv}_FILE) is not set; put the search API key there` });
+    if (!apiKey)
+      o.problems.push({ path: `${o.path}.apiKeyEnv`, message: `${raw.apiKeyEnv} (or ${raw.apiKeyEnv}_FILE) is not set; put the search API key there` });
   } else if (raw.provider === 'brave') {
-    o.problems.push({ path: `${o.path}.apiKeyEnv`, message: 'Brave needs an API key: name the environment variable holding it, e.g. apiKeyEnv: BRAVE_API_KEY' });
+    o.problems.push({
+      path: `${o.path}.apiKeyEnv`,
+      message: 'Brave needs an API key: name the environment variable holding it, e.g. apiKeyEnv: BRAVE_API_KEY',
+    });
   }
   const url = raw.url ?? (raw.provider === 'brave' ? BRAVE_SEARCH_URL : undefined);
   if (!url) {
     o.problems.push({ path: `${o.path}.url`, message: 'SearXNG needs the URL of your instance, e.g. https://searx.example.org' });
     return undefined;
   }
-  return { provider: raw.provider, url, ...(apiKey ? { apiKey } : {}), maxResults: raw.maxResults ?? 5, maxBytes: raw.maxBytes ?? 8 * 1024, timeoutMs: raw.timeoutMs ?? 15_000 };
+  return {
+    provider: raw.provider,
+    url,
+    ...(apiKey ? { apiKey } : {}),
+    maxResults: raw.maxResults ?? 5,
+    maxBytes: raw.maxBytes ?? 8 * 1024,
+    timeoutMs: raw.timeoutMs ?? 15_000,
+  };
 }

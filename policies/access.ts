@@ -86,8 +86,7 @@ export const PLACE_LIST_KEY: Record<Exclude<AccessPlatform, 'console'>, string> 
 
 /** Whether the place (group, channel, server) is on the platform's list that admits everyone in it. */
 export function placeLists(platform: AccessPlatform, access: PlatformAccess, input: AccessInput): boolean {
-  const has = (list: readonly string[] | undefined, id: string | undefined): boolean =>
-    id !== undefined && id !== '' && (list?.includes(id) ?? false);
+  const has = (list: readonly string[] | undefined, id: string | undefined): boolean => id !== undefined && id !== '' && (list?.includes(id) ?? false);
   switch (platform) {
     case 'telegram':
       return has(access.chats, input.channelId);
@@ -101,11 +100,7 @@ export function placeLists(platform: AccessPlatform, access: PlatformAccess, inp
 }
 
 /** Whether this message may start or continue a run, and what to tell the sender if not. */
-export function checkAccess(
-  input: AccessInput,
-  access: PlatformAccess | undefined,
-  opts: AccessOptions = {},
-): AccessDecision {
+export function checkAccess(input: AccessInput, access: PlatformAccess | undefined, opts: AccessOptions = {}): AccessDecision {
   if (input.platform === 'console') return { allowed: true };
   if (input.senderIsBot) return { allowed: false, silent: true };
   if (!input.isDirect && !input.addressed) return { allowed: false, silent: true };
@@ -130,11 +125,9 @@ export function checkAccess(
   }
   let where: string;
   if (p === 'telegram') {
-    where =
-      `This chat's id is ${input.channelId}. To enable Gatehouse here, add it to access.telegram.chats in ${file}`;
+    where = `This chat's id is ${input.channelId}. To enable Gatehouse here, add it to access.telegram.chats in ${file}`;
   } else if (p === 'slack') {
-    where =
-      `This channel's id is ${input.channelId}. To enable Gatehouse here, add it to access.slack.channels in ${file}`;
+    where = `This channel's id is ${input.channelId}. To enable Gatehouse here, add it to access.slack.channels in ${file}`;
   } else {
     const guild = input.spaceId !== undefined && input.spaceId !== 'dm' ? input.spaceId : undefined;
     where =
@@ -148,8 +141,7 @@ export function checkAccess(
     allowed: false,
     silent: false,
     onceKey: `${p}:chat:${input.channelId}`,
-    reply:
-      `Gatehouse isn't enabled here. ${where}, or add your user id ${input.senderId} to access.${p}.users.`,
+    reply: `Gatehouse isn't enabled here. ${where}, or add your user id ${input.senderId} to access.${p}.users.`,
   };
 }
 
@@ -208,11 +200,7 @@ export interface RateLimiter {
  * bucket holds `messages` of them, and it refills `messages` units per millisecond, so exactly
  * `messages` messages per `perSeconds` are allowed on average with no floating-point drift.
  */
-export function createRateLimiter(
-  limit: RateLimit,
-  now: () => number = Date.now,
-  maxKeys = 10_000,
-): RateLimiter {
+export function createRateLimiter(limit: RateLimit, now: () => number = Date.now, maxKeys = 10_000): RateLimiter {
   const { messages, perSeconds } = limit;
   if (!Number.isInteger(messages) || messages < 1) throw new RangeError(`rateLimit.messages must be a positive integer, got ${messages}`);
   if (!Number.isInteger(perSeconds) || perSeconds < 1) throw new RangeError(`rateLimit.perSeconds must be a positive integer, got ${perSeconds}`);
@@ -351,10 +339,7 @@ export function floodLine(r: FloodReport, limits: RefusalLimits): string {
 
 /** The message for a rate-limited sender. */
 export function rateLimitReply(limit: RateLimit, retryAfterSec: number): string {
-  return (
-    `Slow down: Gatehouse takes at most ${limit.messages} messages per ${limit.perSeconds} s from one person. ` +
-    `Try again in ${retryAfterSec} s.`
-  );
+  return `Slow down: Gatehouse takes at most ${limit.messages} messages per ${limit.perSeconds} s from one person. ` + `Try again in ${retryAfterSec} s.`;
 }
 
 /**

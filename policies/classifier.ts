@@ -17,11 +17,7 @@
  */
 import type { Tier } from './tiers.js';
 
-export type ClassifierCompletion = (req: {
-  system: string;
-  user: string;
-  signal: AbortSignal;
-}) => Promise<{ text: string; usage?: unknown }>;
+export type ClassifierCompletion = (req: { system: string; user: string; signal: AbortSignal }) => Promise<{ text: string; usage?: unknown }>;
 
 export interface ClassifierVerdict {
   tier: Tier;
@@ -91,11 +87,7 @@ export function parseVerdict(text: string): Tier {
   return readVerdict(text) ?? 'high-risk';
 }
 
-export function createCommandClassifier(opts: {
-  complete: ClassifierCompletion;
-  timeoutMs?: number;
-  cacheSize?: number;
-}): CommandClassifier {
+export function createCommandClassifier(opts: { complete: ClassifierCompletion; timeoutMs?: number; cacheSize?: number }): CommandClassifier {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_CLASSIFIER_TIMEOUT_MS;
   const cacheSize = Math.max(0, opts.cacheSize ?? 1000);
   const cache = new Map<string, Tier>();

@@ -45,10 +45,14 @@ export function parseEgressEntry(raw: string): EgressEntry | string {
   } else if (host.includes(':') && !(host.startsWith('[') && host.endsWith(']'))) {
     return `${JSON.stringify(raw)}: write an IPv6 address in brackets, e.g. "[2001:db8::1]:443"`;
   }
-  host = host.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  host = host
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.$/, '');
   const ip = parseIp(host);
   if (ip) return { host, ip, ...(port !== undefined ? { port } : {}) };
-  if (!NAME.test(host)) return `${JSON.stringify(raw)} is not a host name, "*.domain" or IP address (with an optional ":port"), e.g. "github.com:443" or "*.npmjs.org"`;
+  if (!NAME.test(host))
+    return `${JSON.stringify(raw)} is not a host name, "*.domain" or IP address (with an optional ":port"), e.g. "github.com:443" or "*.npmjs.org"`;
   return { host, ...(port !== undefined ? { port } : {}) };
 }
 
@@ -59,7 +63,10 @@ function entries(allow: readonly string[]): EgressEntry[] {
 const sameIp = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 export function egressRefusal(host: string, port: number, ip: string | undefined, allow: readonly string[]): string | undefined {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const h = host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   const list = entries(allow).filter((e) => e.port === undefined || e.port === port);
   if (ip === undefined) {
     const asIp = parseIp(h);

@@ -173,7 +173,8 @@ export async function decide(req: GateRequest, readPolicy: () => AgentPolicy, de
   let tier: Tier;
   let note = '';
   if (req.toolTier !== 'unknown') tier = req.toolTier;
-  else if (policy.tier === 'high-risk') tier = 'high-risk'; // everything is covered: no classifier call
+  else if (policy.tier === 'high-risk')
+    tier = 'high-risk'; // everything is covered: no classifier call
   else if (req.command === undefined) tier = 'high-risk';
   else {
     const verdict = await deps.classify(req.command);

@@ -30,7 +30,10 @@ export function parseIp(text: string): Uint8Array | undefined {
   let v4: number[] = [];
   const lastColon = s.lastIndexOf(':');
   if (s.slice(lastColon + 1).includes('.')) {
-    v4 = s.slice(lastColon + 1).split('.').map(Number);
+    v4 = s
+      .slice(lastColon + 1)
+      .split('.')
+      .map(Number);
     head = s.slice(0, lastColon + 1) + '0:0';
   }
   const [l, r] = head.includes('::') ? head.split('::') : [head, undefined];
@@ -111,7 +114,10 @@ export function blockedReason(ip: string): string | undefined {
 
 /** True when an allow entry admits `host` (as the URL names it) or `ip` (what it resolved to). */
 export function allowedByList(host: string, ip: string, allow: readonly string[]): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const h = host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   const addr = parseIp(ip);
   for (const raw of allow) {
     const entry = raw.toLowerCase();

@@ -74,12 +74,7 @@ export function isOwnName(name: string): boolean {
 
 /** True when `name` would be removed from a child's environment unless allowlisted. */
 export function isSecretName(name: string): boolean {
-  return (
-    SECRET_NAME_PATTERN.test(name) ||
-    (PWD_PATTERN.test(name) && !SHELL_DIRECTORY_NAMES.test(name)) ||
-    SHORT_WORDS.test(name) ||
-    isOwnName(name)
-  );
+  return SECRET_NAME_PATTERN.test(name) || (PWD_PATTERN.test(name) && !SHELL_DIRECTORY_NAMES.test(name)) || SHORT_WORDS.test(name) || isOwnName(name);
 }
 
 /** True when `value` carries URL credentials, a private key, a JWT or a token of a known shape. */

@@ -80,7 +80,11 @@ export interface SecretSets {
 }
 
 /** The bot's secret values in `env`, plus the registered ones, split as the contract says. */
-export function collectSecrets(env: Record<string, string | undefined>, allowlist: readonly string[] = [], extraOwn: readonly string[] = registeredOwnSecrets()): SecretSets {
+export function collectSecrets(
+  env: Record<string, string | undefined>,
+  allowlist: readonly string[] = [],
+  extraOwn: readonly string[] = registeredOwnSecrets(),
+): SecretSets {
   const allowed = new Set(allowlist.filter((n) => !isOwnName(n)));
   const own = new Set<string>(extraOwn);
   const other = new Set<string>();

@@ -83,7 +83,9 @@ export class ConsoleAdapter implements Adapter {
     this.rl = createInterface({ input: this.opts.input ?? process.stdin, terminal: false });
     this.rl.on('line', (line) => void this.onLine(line));
     this.rl.on('close', () => this.opts.onClose?.());
-    this.write('Gatehouse terminal chat. Type a message; ! cmd runs a shell command for context, /stop or Ctrl-C cancels a run, /reset starts over, /help lists the commands, Ctrl-D quits.\n');
+    this.write(
+      'Gatehouse terminal chat. Type a message; ! cmd runs a shell command for context, /stop or Ctrl-C cancels a run, /reset starts over, /help lists the commands, Ctrl-D quits.\n',
+    );
     this.prompt();
   }
 

@@ -54,7 +54,17 @@ import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
 import { heldConnection } from '../kit/held.js';
-import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type ConversationRef, type InboundMessage, type Log, type Sender } from '../types.js';
+import {
+  fallbackLog,
+  prefixedLog,
+  type Adapter,
+  type AdapterSink,
+  type AdapterStartOptions,
+  type ConversationRef,
+  type InboundMessage,
+  type Log,
+  type Sender,
+} from '../types.js';
 import { renderDiscordCard, tokenOf } from './components.js';
 import { readAttachments } from './files.js';
 import { inviteUrl, SLASH_COMMANDS, startError } from './setup.js';
@@ -397,12 +407,13 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     isHandle: (handle) => /^\d+$/.test(handle),
     handleKind: 'a message id',
     editCard: async (ref, handle, m) => {
-      await rest().patch(Routes.channelMessage(await channelFor(ref), handle), { body: { content: m.content, components: m.components, allowed_mentions: NO_MENTIONS } });
+      await rest().patch(Routes.channelMessage(await channelFor(ref), handle), {
+        body: { content: m.content, components: m.components, allowed_mentions: NO_MENTIONS },
+      });
     },
   });
 
   // ---- lifecycle ----------------------------------------------------------------------------
-
 
   function onInteraction(i: Interaction): void {
     if (i.isChatInputCommand()) void onCommand(i);
@@ -417,7 +428,10 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       try {
         await c.rest.put(route, { body });
       } catch (err) {
-        log('warn', `could not register the slash commands (${route}): ${describe(err)}; /stop /reset /help still work as message text (was the bot invited with the applications.commands scope?)`);
+        log(
+          'warn',
+          `could not register the slash commands (${route}): ${describe(err)}; /stop /reset /help still work as message text (was the bot invited with the applications.commands scope?)`,
+        );
       }
     }
   }

@@ -93,7 +93,8 @@ function tokenValue(token: string): string {
 
 function customId(token: string): string {
   const id = CUSTOM_ID_PREFIX + token;
-  if (token === '' || id.length > CUSTOM_ID_MAX) throw new Error(`card token of ${token.length} characters: a Discord custom_id holds at most ${CUSTOM_ID_MAX - CUSTOM_ID_PREFIX.length}`);
+  if (token === '' || id.length > CUSTOM_ID_MAX)
+    throw new Error(`card token of ${token.length} characters: a Discord custom_id holds at most ${CUSTOM_ID_MAX - CUSTOM_ID_PREFIX.length}`);
   return id;
 }
 

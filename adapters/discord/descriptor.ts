@@ -30,8 +30,15 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   const apiUrl = envValue(env, 'DISCORD_API_URL');
   const rps = envValue(env, 'DISCORD_REQUESTS_PER_SECOND');
   if (token === undefined) {
-    for (const [name, v] of [['DISCORD_API_URL', apiUrl], ['DISCORD_REQUESTS_PER_SECOND', rps]] as const) {
-      if (v !== undefined) problems.push({ path: name, message: 'is set but DISCORD_TOKEN is not; set the bot token (Developer Portal > your app > Bot > Reset Token) or remove this variable' });
+    for (const [name, v] of [
+      ['DISCORD_API_URL', apiUrl],
+      ['DISCORD_REQUESTS_PER_SECOND', rps],
+    ] as const) {
+      if (v !== undefined)
+        problems.push({
+          path: name,
+          message: 'is set but DISCORD_TOKEN is not; set the bot token (Developer Portal > your app > Bot > Reset Token) or remove this variable',
+        });
     }
     return undefined;
   }
@@ -39,14 +46,22 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   const bare = token.trim().replace(/^Bot\s+/i, '');
   // Bot tokens are three base64url parts joined by dots (the first is the bot's id in base64).
   if (!/^[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{3,}\.[A-Za-z0-9_-]{10,}$/.test(bare)) {
-    problems.push({ path: 'DISCORD_TOKEN', message: "doesn't look like a Discord bot token (three parts separated by dots, from Developer Portal > your app > Bot > Reset Token); check for stray quotes or spaces" });
+    problems.push({
+      path: 'DISCORD_TOKEN',
+      message:
+        "doesn't look like a Discord bot token (three parts separated by dots, from Developer Portal > your app > Bot > Reset Token); check for stray quotes or spaces",
+    });
   }
   let url: string | undefined;
   if (apiUrl !== undefined && httpUrl('DISCORD_API_URL', apiUrl, problems)) url = apiUrl.replace(/\/+$/, '');
   let requestsPerSecond: number | undefined;
   if (rps !== undefined) {
     const n = /^\d+$/.test(rps.trim()) ? Number(rps.trim()) : NaN;
-    if (!Number.isInteger(n) || n < 1 || n > 10_000) problems.push({ path: 'DISCORD_REQUESTS_PER_SECOND', message: `expected a whole number from 1 to 10000 (Discord's default limit is 50), got ${JSON.stringify(rps)}` });
+    if (!Number.isInteger(n) || n < 1 || n > 10_000)
+      problems.push({
+        path: 'DISCORD_REQUESTS_PER_SECOND',
+        message: `expected a whole number from 1 to 10000 (Discord's default limit is 50), got ${JSON.stringify(rps)}`,
+      });
     else requestsPerSecond = n;
   }
   if (problems.length > before) return undefined;

@@ -15,11 +15,7 @@ export interface DiscordFile {
   url: string;
 }
 
-export async function readAttachments(
-  files: Iterable<DiscordFile>,
-  maxBytes: number,
-  log: Log,
-): Promise<{ attachments: Attachment[]; refused: string[] }> {
+export async function readAttachments(files: Iterable<DiscordFile>, maxBytes: number, log: Log): Promise<{ attachments: Attachment[]; refused: string[] }> {
   const attachments: Attachment[] = [];
   const refused: string[] = [];
   for (const a of files) {

@@ -40,6 +40,7 @@ export function startError(err: unknown, closeCode: number | undefined, describe
   if (closeCode === 4004 || e.code === 'TokenInvalid' || e.status === 401 || /authentication failed/i.test(e.message ?? '')) {
     return new Error('DISCORD_TOKEN was rejected by Discord (invalid token): copy a new one from the Developer Portal > your application > Bot > Reset Token');
   }
-  if (closeCode === 4013) return new Error('Discord refused the gateway intents (close 4013): this build asks for Guilds, GuildMessages, MessageContent and DirectMessages');
+  if (closeCode === 4013)
+    return new Error('Discord refused the gateway intents (close 4013): this build asks for Guilds, GuildMessages, MessageContent and DirectMessages');
   return new Error(`Discord start failed: ${described} (check DISCORD_API_URL and the network)`);
 }

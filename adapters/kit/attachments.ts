@@ -12,8 +12,7 @@
  */
 import type { Attachment } from '../types.js';
 
-const TEXT_MIME =
-  /^(text\/|application\/(json|xml|x-yaml|yaml|toml|javascript|x-javascript|typescript|x-sh|x-shellscript|sql|x-ndjson|ld\+json|csv)\b)/i;
+const TEXT_MIME = /^(text\/|application\/(json|xml|x-yaml|yaml|toml|javascript|x-javascript|typescript|x-sh|x-shellscript|sql|x-ndjson|ld\+json|csv)\b)/i;
 const TEXT_EXT =
   /\.(txt|md|markdown|rst|json|jsonl|ndjson|ya?ml|toml|ini|cfg|conf|env|csv|tsv|log|xml|html?|css|scss|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|php|sh|bash|zsh|fish|sql|diff|patch|tf|hcl|lua|pl|r|swift|dockerfile|gitignore)$/i;
 const IMAGE_MIME = /^image\/(jpeg|png|gif|webp)$/i;
@@ -26,9 +25,7 @@ export interface FileFacts {
   size?: number | undefined;
 }
 
-export type Classification =
-  | { kind: Attachment['kind']; mimeType: string }
-  | { kind: 'refused'; reason: string };
+export type Classification = { kind: Attachment['kind']; mimeType: string } | { kind: 'refused'; reason: string };
 
 export function humanSize(n: number): string {
   if (n < 1024) return `${n} bytes`;

@@ -37,10 +37,7 @@ export interface LaidOutButton {
   style: ButtonStyle;
 }
 
-export type CardControls =
-  | { kind: 'none' }
-  | { kind: 'buttons'; buttons: LaidOutButton[] }
-  | { kind: 'select'; placeholder: string; options: LaidOutButton[] };
+export type CardControls = { kind: 'none' } | { kind: 'buttons'; buttons: LaidOutButton[] } | { kind: 'select'; placeholder: string; options: LaidOutButton[] };
 
 export interface CardLayout {
   title: string;
@@ -99,8 +96,7 @@ export function layoutCard(card: Card, limits: CardLimits): CardLayout {
 
   const decided = card.outcome !== undefined || card.buttons.length === 0;
   if (!decided) {
-    const laid = (max: number) =>
-      card.buttons.map((b) => ({ token: b.token, label: cutText(b.label.trim() || b.token, max), style: b.style }));
+    const laid = (max: number) => card.buttons.map((b) => ({ token: b.token, label: cutText(b.label.trim() || b.token, max), style: b.style }));
     layout.controls =
       card.buttons.length > limits.maxButtons
         ? { kind: 'select', placeholder: card.kind === 'question' ? 'Choose an answer' : 'Choose…', options: laid(limits.optionLabel) }

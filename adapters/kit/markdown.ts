@@ -120,9 +120,7 @@ class Chunker {
       case 'list': {
         if (block.children.length > 1) {
           const start = block.start ?? 1;
-          return block.children.flatMap((item, i) =>
-            this.fit({ ...block, start: start + i, children: [item] } as RootContent),
-          );
+          return block.children.flatMap((item, i) => this.fit({ ...block, start: start + i, children: [item] } as RootContent));
         }
         // One item too long: its blocks, without the bullet.
         return (block.children[0]?.children ?? []).flatMap((b) => this.fit(b as RootContent));
@@ -208,8 +206,7 @@ class Chunker {
   }
 
   private atomize(nodes: PhrasingContent[], chain: Parent[], out: Atom[], block: RootContent): void {
-    const alone = (leaf: PhrasingContent) =>
-      this.fits([{ ...block, children: rebuild([{ chain, leaf }]) } as RootContent]);
+    const alone = (leaf: PhrasingContent) => this.fits([{ ...block, children: rebuild([{ chain, leaf }]) } as RootContent]);
     for (const node of nodes) {
       if (node.type === 'text') {
         for (const word of node.value.match(/\S+\s*|\s+/g) ?? []) {

@@ -130,12 +130,15 @@ export class ProgressView {
       typing(v.ref);
     };
     // Not at once: a quick answer needs no "typing…" (one API call fewer; platforms rate-limit them).
-    v.typing = setTimeout(() => {
-      if (!v.typing) return;
-      tick();
-      v.typing = setInterval(tick, interval);
-      v.typing.unref();
-    }, Math.min(this.platform.typingFirstDelayMs ?? 400, interval));
+    v.typing = setTimeout(
+      () => {
+        if (!v.typing) return;
+        tick();
+        v.typing = setInterval(tick, interval);
+        v.typing.unref();
+      },
+      Math.min(this.platform.typingFirstDelayMs ?? 400, interval),
+    );
     v.typing.unref();
   }
 

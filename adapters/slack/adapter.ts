@@ -110,18 +110,20 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     setName: () => {},
   };
 
-  const receiver = appToken === undefined
-    ? new HTTPReceiver({ signingSecret: opts.signingSecret ?? '', endpoints: eventsPath, logger: boltLogger, unhandledRequestTimeoutMillis: 2500 })
-    : undefined;
+  const receiver =
+    appToken === undefined
+      ? new HTTPReceiver({ signingSecret: opts.signingSecret ?? '', endpoints: eventsPath, logger: boltLogger, unhandledRequestTimeoutMillis: 2500 })
+      : undefined;
   // Built here rather than by Bolt, so the socket's state is ours to read (readiness).
-  const socket = appToken !== undefined
-    ? new SocketModeReceiver({
-        appToken,
-        logger: boltLogger,
-        // its own options object: the socket client sets 100 retries on the one it is given
-        installerOptions: { clientOptions: { slackApiUrl: apiUrl } },
-      })
-    : undefined;
+  const socket =
+    appToken !== undefined
+      ? new SocketModeReceiver({
+          appToken,
+          logger: boltLogger,
+          // its own options object: the socket client sets 100 retries on the one it is given
+          installerOptions: { clientOptions: { slackApiUrl: apiUrl } },
+        })
+      : undefined;
   let socketUp = false;
   socket?.client.on('connected', () => (socketUp = true));
   for (const s of ['disconnecting', 'disconnected', 'reconnecting']) socket?.client.on(s, () => (socketUp = false));
@@ -171,22 +173,23 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
   let started = false;
 
   // Socket Mode is the connection only one process may hold (each would get a share of the events).
-  const held = appToken !== undefined
-    ? heldConnection('Slack Socket Mode', {
-        open: async () => {
-          await checkAppToken(appToken, apiUrl, ctx, boltLogger);
-          await app.start();
-        },
-        close: async () => {
-          try {
-            await app.stop();
-          } catch (err) {
-            log('warn', `stopping Socket Mode: ${describe(err)}`);
-          }
-        },
-        up: () => socketUp,
-      })
-    : undefined;
+  const held =
+    appToken !== undefined
+      ? heldConnection('Slack Socket Mode', {
+          open: async () => {
+            await checkAppToken(appToken, apiUrl, ctx, boltLogger);
+            await app.start();
+          },
+          close: async () => {
+            try {
+              await app.stop();
+            } catch (err) {
+              log('warn', `stopping Socket Mode: ${describe(err)}`);
+            }
+          },
+          up: () => socketUp,
+        })
+      : undefined;
 
   async function start(s: Parameters<Adapter['start']>[0], startOpts: AdapterStartOptions = {}): Promise<void> {
     if (started) throw new Error('the Slack adapter is already started');

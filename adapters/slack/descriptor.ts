@@ -29,22 +29,34 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   const signingSecret = envValue(env, 'SLACK_SIGNING_SECRET');
   const apiUrl = envValue(env, 'SLACK_API_URL');
   if (botToken === undefined) {
-    for (const [name, v] of [['SLACK_APP_TOKEN', appToken], ['SLACK_SIGNING_SECRET', signingSecret], ['SLACK_API_URL', apiUrl]] as const) {
-      if (v !== undefined) problems.push({ path: name, message: 'is set but SLACK_BOT_TOKEN is not; set the Bot User OAuth Token (xoxb-…) or remove this variable' });
+    for (const [name, v] of [
+      ['SLACK_APP_TOKEN', appToken],
+      ['SLACK_SIGNING_SECRET', signingSecret],
+      ['SLACK_API_URL', apiUrl],
+    ] as const) {
+      if (v !== undefined)
+        problems.push({ path: name, message: 'is set but SLACK_BOT_TOKEN is not; set the Bot User OAuth Token (xoxb-…) or remove this variable' });
     }
     return undefined;
   }
   const before = problems.length;
   if (!/^xoxb-[A-Za-z0-9-]+$/.test(botToken)) {
-    problems.push({ path: 'SLACK_BOT_TOKEN', message: "doesn't look like a bot token (expected xoxb-…, the Bot User OAuth Token under OAuth & Permissions); check for stray quotes or spaces" });
+    problems.push({
+      path: 'SLACK_BOT_TOKEN',
+      message: "doesn't look like a bot token (expected xoxb-…, the Bot User OAuth Token under OAuth & Permissions); check for stray quotes or spaces",
+    });
   }
   if (appToken !== undefined && !/^xapp-[A-Za-z0-9-]+$/.test(appToken)) {
-    problems.push({ path: 'SLACK_APP_TOKEN', message: "doesn't look like an app-level token (expected xapp-…, Basic Information > App-Level Tokens, scope connections:write)" });
+    problems.push({
+      path: 'SLACK_APP_TOKEN',
+      message: "doesn't look like an app-level token (expected xapp-…, Basic Information > App-Level Tokens, scope connections:write)",
+    });
   }
   if (appToken === undefined && signingSecret === undefined) {
     problems.push({
       path: 'SLACK_APP_TOKEN',
-      message: 'is not set and neither is SLACK_SIGNING_SECRET: set SLACK_APP_TOKEN for Socket Mode (no public URL needed), or SLACK_SIGNING_SECRET for HTTP mode at /slack/events',
+      message:
+        'is not set and neither is SLACK_SIGNING_SECRET: set SLACK_APP_TOKEN for Socket Mode (no public URL needed), or SLACK_SIGNING_SECRET for HTTP mode at /slack/events',
     });
   }
   let url: string | undefined;

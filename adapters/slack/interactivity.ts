@@ -76,7 +76,10 @@ class UserGroups {
       } catch (err) {
         // No stale list survives an error: a deleted group's former members must not keep approving.
         this.cache.delete(group);
-        this.ctx.log('warn', `could not read user group ${group} (usergroups:read scope? deleted group?); its members count as not approvers: ${this.ctx.describe(err)}`);
+        this.ctx.log(
+          'warn',
+          `could not read user group ${group} (usergroups:read scope? deleted group?); its members count as not approvers: ${this.ctx.describe(err)}`,
+        );
         return null;
       } finally {
         this.reading.delete(group);

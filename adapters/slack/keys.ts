@@ -14,7 +14,9 @@ const KEY_RE = /^slack:([A-Z0-9]+):([A-Z0-9]+)(?::(\d+\.\d+))?$/;
 export function refFor(teamId: string, channelId: string, threadTs?: string): ConversationRef {
   const key = `slack:${teamId}:${channelId}${threadTs === undefined ? '' : `:${threadTs}`}`;
   if (!KEY_RE.test(key)) {
-    throw new Error(`invalid Slack team/channel/thread: ${teamId} ${channelId} ${threadTs ?? '-'} (expected ids like T0123 C0123 and a ts like 1700000000.000100)`);
+    throw new Error(
+      `invalid Slack team/channel/thread: ${teamId} ${channelId} ${threadTs ?? '-'} (expected ids like T0123 C0123 and a ts like 1700000000.000100)`,
+    );
   }
   const ref: ConversationRef = { platform: 'slack', key, channelId, spaceId: teamId };
   if (threadTs !== undefined) ref.threadId = threadTs;

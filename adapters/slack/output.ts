@@ -62,8 +62,7 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
 
   // ---- the assistant thread status ------------------------------------------------------------
   const isAssistantThread = (ref: ConversationRef): ref is ConversationRef & { threadId: string } =>
-    ref.threadId !== undefined &&
-    (ctx.assistant.threads.has(`${ref.channelId}:${ref.threadId}`) || (ctx.assistant.app && ref.channelId.startsWith('D')));
+    ref.threadId !== undefined && (ctx.assistant.threads.has(`${ref.channelId}:${ref.threadId}`) || (ctx.assistant.app && ref.channelId.startsWith('D')));
   /** Conversations whose assistant status is set now. */
   const statusShown = new Set<string>();
   async function setAssistantStatus(ref: ConversationRef & { threadId: string }, status: string): Promise<void> {

@@ -25,10 +25,14 @@ function slackCode(err: unknown): { code: string | undefined; needed: string | u
 export function startError(err: unknown, ctx: Pick<SlackContext, 'describe'>): Error {
   const { code, needed, rateLimited } = slackCode(err);
   if (code === 'invalid_auth' || code === 'not_authed' || code === 'account_inactive' || code === 'token_revoked' || code === 'token_expired') {
-    return new Error(`SLACK_BOT_TOKEN was rejected by Slack (${code}): copy the Bot User OAuth Token (xoxb-…) from OAuth & Permissions again (reinstall the app if it was revoked)`);
+    return new Error(
+      `SLACK_BOT_TOKEN was rejected by Slack (${code}): copy the Bot User OAuth Token (xoxb-…) from OAuth & Permissions again (reinstall the app if it was revoked)`,
+    );
   }
   if (code === 'missing_scope') {
-    return new Error(`the Slack app lacks the scope ${needed ?? '(not named by Slack)'}: add it (${MANIFEST} lists every scope the bot uses) and reinstall the app to the workspace`);
+    return new Error(
+      `the Slack app lacks the scope ${needed ?? '(not named by Slack)'}: add it (${MANIFEST} lists every scope the bot uses) and reinstall the app to the workspace`,
+    );
   }
   if (rateLimited) return new Error('Slack rate-limited the start-up calls (ratelimited) even after waiting its Retry-After: wait a minute and start again');
   return new Error(`Slack start failed: ${ctx.describe(err)} (check SLACK_API_URL and the network)`);
@@ -46,18 +50,27 @@ export async function checkAppToken(appToken: string, apiUrl: string, ctx: Pick<
   } catch (err) {
     const { code, needed, rateLimited } = slackCode(err);
     if (code === 'not_allowed_token_type') {
-      throw new Error('SLACK_APP_TOKEN is not an app-level token: create one under Basic Information > App-Level Tokens with the scope connections:write (xapp-…)');
+      throw new Error(
+        'SLACK_APP_TOKEN is not an app-level token: create one under Basic Information > App-Level Tokens with the scope connections:write (xapp-…)',
+      );
     }
     if (code === 'missing_scope' || code === 'no_permission') {
-      throw new Error(`SLACK_APP_TOKEN lacks the scope ${needed ?? 'connections:write'}: generate an app-level token with connections:write under Basic Information > App-Level Tokens`);
+      throw new Error(
+        `SLACK_APP_TOKEN lacks the scope ${needed ?? 'connections:write'}: generate an app-level token with connections:write under Basic Information > App-Level Tokens`,
+      );
     }
     if (code === 'socket_mode_not_enabled') {
-      throw new Error(`Socket Mode is off for this Slack app (socket_mode_not_enabled): turn it on under Settings > Socket Mode (${MANIFEST} enables it), or leave SLACK_APP_TOKEN unset and use HTTP mode with SLACK_SIGNING_SECRET`);
+      throw new Error(
+        `Socket Mode is off for this Slack app (socket_mode_not_enabled): turn it on under Settings > Socket Mode (${MANIFEST} enables it), or leave SLACK_APP_TOKEN unset and use HTTP mode with SLACK_SIGNING_SECRET`,
+      );
     }
     if (code === 'invalid_auth' || code === 'not_authed' || code === 'token_revoked' || code === 'token_expired') {
-      throw new Error(`SLACK_APP_TOKEN was rejected by Slack (${code}): create a new app-level token (connections:write) under Basic Information > App-Level Tokens`);
+      throw new Error(
+        `SLACK_APP_TOKEN was rejected by Slack (${code}): create a new app-level token (connections:write) under Basic Information > App-Level Tokens`,
+      );
     }
-    if (rateLimited) throw new Error('Slack rate-limited apps.connections.open (ratelimited) even after waiting its Retry-After: wait a minute and start again');
+    if (rateLimited)
+      throw new Error('Slack rate-limited apps.connections.open (ratelimited) even after waiting its Retry-After: wait a minute and start again');
     throw new Error(`opening a Socket Mode connection failed: ${ctx.describe(err)} (check SLACK_API_URL and the network)`);
   }
 }

@@ -67,7 +67,19 @@ export class AnswerStreams {
           s = undefined;
         }
         if (!s) {
-          s = { runId: event.runId, segment: event.segment, ref, ts: undefined, sent: '', pending: '', failed: false, closed: false, lastFlush: 0, timer: undefined, chain: Promise.resolve() };
+          s = {
+            runId: event.runId,
+            segment: event.segment,
+            ref,
+            ts: undefined,
+            sent: '',
+            pending: '',
+            failed: false,
+            closed: false,
+            lastFlush: 0,
+            timer: undefined,
+            chain: Promise.resolve(),
+          };
           this.open.set(event.runId, s);
         }
         if (s.closed || s.failed) {

@@ -33,7 +33,19 @@ import { run, sequentialize } from '@grammyjs/runner';
 import type { RunnerHandle } from '@grammyjs/runner';
 import type { AgentEvent, Card } from '../../agent/events.js';
 import { heldConnection } from '../kit/held.js';
-import { fallbackLog, prefixedLog, type Adapter, type AdapterSink, type AdapterStartOptions, type Attachment, type ConversationRef, type HttpRoute, type InboundMessage, type Log, type Sender } from '../types.js';
+import {
+  fallbackLog,
+  prefixedLog,
+  type Adapter,
+  type AdapterSink,
+  type AdapterStartOptions,
+  type Attachment,
+  type ConversationRef,
+  type HttpRoute,
+  type InboundMessage,
+  type Log,
+  type Sender,
+} from '../types.js';
 import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
 import { composeOutput } from '../kit/compose.js';
 import { messageOf } from '../kit/errors.js';
@@ -284,8 +296,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const topic = topicOf(m);
     const reply = m.reply_to_message;
     // In a forum topic every message "replies" to the topic's root message: that is not a reply.
-    const repliesToBot =
-      reply !== undefined && reply.from?.id === me.id && !(topic !== undefined && reply.message_id === topic);
+    const repliesToBot = reply !== undefined && reply.from?.id === me.id && !(topic !== undefined && reply.message_id === topic);
 
     const ref = refFor(m.chat.id, topic);
     const { attachments, refused } = await readAttachments(m);
@@ -406,9 +417,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   async function sendPlain(ref: ConversationRef, text: string, replyTo?: number): Promise<void> {
     let first = true;
     for (const piece of chunkPlain(text)) {
-      await outbound('sendMessage', ref, () =>
-        bot.api.sendMessage(chatOf(ref), piece, { ...threadOpts(ref), ...(first ? replyOpts(replyTo) : {}) }),
-      );
+      await outbound('sendMessage', ref, () => bot.api.sendMessage(chatOf(ref), piece, { ...threadOpts(ref), ...(first ? replyOpts(replyTo) : {}) }));
       first = false;
     }
   }
@@ -505,8 +514,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     }
     return new Error(`Telegram start failed: ${describe(err)}`);
   }
-  const conflictMessage = () =>
-    'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
+  const conflictMessage = () => 'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
 
   /** Long polling: the connection only one process may hold per token (a second poller gets 409). */
   async function openPolling(): Promise<void> {

@@ -19,7 +19,6 @@ import type { CardLimits } from '../kit/cards.js';
 import { TELEGRAM_TEXT_LIMIT } from './chunk.js';
 import { escapeHtml } from './format.js';
 
-
 export const CALLBACK_PREFIX = 'g:';
 const CALLBACK_DATA_MAX_BYTES = 64;
 const BUTTON_LABEL_MAX = 64;
@@ -77,8 +76,6 @@ export function renderCard(card: Card, opts: { prefix?: string; limit?: number }
   if (l.outcome) sections.push(`<b>${escapeHtml(l.outcome)}</b>`);
   const buttons = l.controls.kind === 'buttons' ? l.controls.buttons : l.controls.kind === 'select' ? l.controls.options : [];
   const keyboard: InlineKeyboard | undefined =
-    buttons.length === 0
-      ? undefined
-      : { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: callbackData(b.token, prefix) }]) };
+    buttons.length === 0 ? undefined : { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: callbackData(b.token, prefix) }]) };
   return { lead, html: sections.join('\n\n'), keyboard };
 }

@@ -28,8 +28,13 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   const webhookSecret = envValue(env, 'TELEGRAM_WEBHOOK_SECRET');
   if (token === undefined) {
     // A setting without the token would silently do nothing: say so.
-    for (const [name, v] of [['TELEGRAM_API_ROOT', apiRoot], ['TELEGRAM_WEBHOOK_URL', webhookUrl], ['TELEGRAM_WEBHOOK_SECRET', webhookSecret]] as const) {
-      if (v !== undefined) problems.push({ path: name, message: 'is set but TELEGRAM_BOT_TOKEN is not; set the token (from @BotFather) or remove this variable' });
+    for (const [name, v] of [
+      ['TELEGRAM_API_ROOT', apiRoot],
+      ['TELEGRAM_WEBHOOK_URL', webhookUrl],
+      ['TELEGRAM_WEBHOOK_SECRET', webhookSecret],
+    ] as const) {
+      if (v !== undefined)
+        problems.push({ path: name, message: 'is set but TELEGRAM_BOT_TOKEN is not; set the token (from @BotFather) or remove this variable' });
     }
     return undefined;
   }
@@ -66,7 +71,10 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
       });
     }
     if (webhookUrl === undefined) {
-      problems.push({ path: 'TELEGRAM_WEBHOOK_SECRET', message: 'is set but TELEGRAM_WEBHOOK_URL is not; set the URL for webhook mode or remove the secret (long polling needs none)' });
+      problems.push({
+        path: 'TELEGRAM_WEBHOOK_SECRET',
+        message: 'is set but TELEGRAM_WEBHOOK_URL is not; set the URL for webhook mode or remove the secret (long polling needs none)',
+      });
     }
   }
   if (problems.length > before) return undefined;

@@ -72,8 +72,7 @@ class TelegramHtml {
         const start = node.start ?? 1;
         return node.children
           .map((item, i) => {
-            const marker =
-              item.checked === true ? '☑' : item.checked === false ? '☐' : node.ordered ? `${start + i}.` : '•';
+            const marker = item.checked === true ? '☑' : item.checked === false ? '☐' : node.ordered ? `${start + i}.` : '•';
             const [first, ...rest] = item.children as RootContent[];
             const head = first ? this.block(first, inQuote, `${indent}  `) : '';
             const more = rest.map((b) => this.block(b, inQuote, `${indent}  `)).filter((s) => s !== '');

@@ -140,7 +140,13 @@ export class ApprovalBroker {
       ...(opts.log ? { log: opts.log } : {}),
     });
     this.expiryWatch = opts.sharedExpiry
-      ? new ExpiryWatch({ signals: opts.sharedExpiry, store: this.store, expire: (id) => this.expire(id), now: this.now, ...(opts.log ? { log: opts.log } : {}) })
+      ? new ExpiryWatch({
+          signals: opts.sharedExpiry,
+          store: this.store,
+          expire: (id) => this.expire(id),
+          now: this.now,
+          ...(opts.log ? { log: opts.log } : {}),
+        })
       : undefined;
   }
 
@@ -191,7 +197,10 @@ export class ApprovalBroker {
     };
     // Stored before posting: a click can only come after the card exists, and must find its token.
     this.open?.created(input.conversationKey);
-    await this.store.create(request, tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })));
+    await this.store.create(
+      request,
+      tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })),
+    );
     this.expiryWatch?.noted(id, request.expiresAt);
     const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
     await this.store.replace({ ...request, cardHandle: handle });
@@ -286,7 +295,12 @@ export class ApprovalBroker {
   }
 
   /** A click from an adapter. Never throws for bad input: the result says what happened. */
-  async click(action: { token: string; conversationKey: string; platform?: string; user: { id: string; name?: string; roles?: string[] } }): Promise<ClickResult> {
+  async click(action: {
+    token: string;
+    conversationKey: string;
+    platform?: string;
+    user: { id: string; name?: string; roles?: string[] };
+  }): Promise<ClickResult> {
     const refused = (reason: RefusalReason, notice: string, req?: StoredRequest): ClickResult => {
       this.auditRefused(action.platform ?? platformOf(action.conversationKey), action.user, action.conversationKey, reason, req);
       return { accepted: false, notice };
@@ -330,7 +344,10 @@ export class ApprovalBroker {
     };
     if (!req) return refused('no_such_request', `No request ${requestId} (decided more than a day ago, or never asked).`);
     if (!isApprover(user, this.opts.approversOf(req.agentName, 'cli'))) {
-      return refused('not_approver', `agent ${req.agentName} does not let the host operator decide: add \`cli: [local]\` to agents.${req.agentName}.approvers in gatehouse.yaml (then \`gatehouse reload\`).`);
+      return refused(
+        'not_approver',
+        `agent ${req.agentName} does not let the host operator decide: add \`cli: [local]\` to agents.${req.agentName}.approvers in gatehouse.yaml (then \`gatehouse reload\`).`,
+      );
     }
     if (req.decision) return refused('already_decided', this.foundDecided(req.id, req.decision).notice ?? 'Already decided.');
     if (this.now() >= req.expiresAt) {
@@ -340,7 +357,13 @@ export class ApprovalBroker {
     if (req.kind === 'question' || req.kind === 'picker') {
       return refused('not_a_choice', `${req.kind} ${requestId} needs a choice or an answer: decide it on its card (approve/deny is for approvals).`);
     }
-    const decision: Decision = { outcome: verdict === 'approve' ? 'approved' : 'denied', by: user.id, byName: user.name, at: this.now(), note: 'from the host' };
+    const decision: Decision = {
+      outcome: verdict === 'approve' ? 'approved' : 'denied',
+      by: user.id,
+      byName: user.name,
+      at: this.now(),
+      note: 'from the host',
+    };
     if (!(await this.record(req, decision, 'cli'))) return refused('already_decided', alreadyDecided((await this.store.get(req.id))?.decision));
     if (req.kind === 'approve_all') {
       for (const member of req.members ?? []) await this.settle(member, { ...decision, note: 'via Approve all / Deny all, from the host' });
@@ -377,7 +400,12 @@ export class ApprovalBroker {
    * service's token). `pick`: a button's token, or a typed answer (questions that allow one; null or
    * empty = no answer). First decision wins, as with clicks.
    */
-  async decideAs(requestId: string, conversationKey: string, pick: { token: string } | { answer: string | null }, user: { id: string; name?: string }): Promise<ClickResult> {
+  async decideAs(
+    requestId: string,
+    conversationKey: string,
+    pick: { token: string } | { answer: string | null },
+    user: { id: string; name?: string },
+  ): Promise<ClickResult> {
     const req = await this.store.get(requestId);
     const refused = (reason: RefusalReason, notice: string): ClickResult => {
       this.auditRefused('cli', user, conversationKey, reason, req);
@@ -409,7 +437,8 @@ export class ApprovalBroker {
       const req = await this.store.get(id);
       if (!req || req.decision || req.kind !== 'question' || !req.allowCustom) continue;
       if (!this.mayDecide(req, user)) continue;
-      if (await this.settle(id, { outcome: 'answered', answer: text, by: user.id, byName: user.name, at: this.now() }, platformOf(conversationKey))) return true;
+      if (await this.settle(id, { outcome: 'answered', answer: text, by: user.id, byName: user.name, at: this.now() }, platformOf(conversationKey)))
+        return true;
     }
     return false;
   }

@@ -88,7 +88,10 @@ export class SignalDecisionBus implements DecisionBus {
     try {
       await this.opts.signals.publish(DECISION_TOPIC, requestId);
     } catch (err) {
-      this.opts.log?.('warn', `could not signal the decision of request ${requestId} to other processes (${(err as Error).message}); they see it at their next re-read`);
+      this.opts.log?.(
+        'warn',
+        `could not signal the decision of request ${requestId} to other processes (${(err as Error).message}); they see it at their next re-read`,
+      );
     }
   }
 

@@ -107,7 +107,10 @@ export class ApprovalStore {
    * Rewrites the request's card handles with `fn`; the decision is not touched. Unknown fields of
    * the stored request are kept as they are.
    */
-  async setHandles(id: string, fn: (handles: Pick<StoredRequest, 'cardHandle' | 'earlierHandles'>) => Pick<StoredRequest, 'cardHandle' | 'earlierHandles'>): Promise<void> {
+  async setHandles(
+    id: string,
+    fn: (handles: Pick<StoredRequest, 'cardHandle' | 'earlierHandles'>) => Pick<StoredRequest, 'cardHandle' | 'earlierHandles'>,
+  ): Promise<void> {
     const row = await this.repo.get(id, this.now());
     if (!row) return;
     const parsed = Request.loose().safeParse(row.request);

@@ -58,9 +58,7 @@ export function describe(d: Decision, _now?: () => number): string {
   const note = d.note ? ` (${d.note})` : '';
   switch (d.outcome) {
     case 'approved':
-      return d.selectedOptionId !== undefined
-        ? `Chose "${d.selectedOptionId}" — ${who(d)}, ${at}${note}`
-        : `Approved once by ${who(d)}, ${at}${note}`;
+      return d.selectedOptionId !== undefined ? `Chose "${d.selectedOptionId}" — ${who(d)}, ${at}${note}` : `Approved once by ${who(d)}, ${at}${note}`;
     case 'always':
       return `Always approved by ${who(d)}, ${at}${note}`;
     case 'denied':

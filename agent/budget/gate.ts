@@ -62,7 +62,12 @@ export class BudgetGate {
     this.now = o.now ?? Date.now;
   }
 
-  async reserve(scope: CallScope, model: string, inputTokens: number, maxTokens: number): Promise<{ ok: true; reservation: Reservation } | { ok: false; refusal: BudgetRefusal }> {
+  async reserve(
+    scope: CallScope,
+    model: string,
+    inputTokens: number,
+    maxTokens: number,
+  ): Promise<{ ok: true; reservation: Reservation } | { ok: false; refusal: BudgetRefusal }> {
     const now = this.now();
     const lines = linesFor(this.o.limits, scope, worstCase(model, inputTokens, maxTokens), now);
     const r = await this.o.spend.reserve(lines, now);

@@ -105,6 +105,9 @@ export const formatAmount = (unit: BudgetUnit, n: number): string => (unit === '
 /** The sentence a user sees when a call is refused. */
 export function refusalText(r: { scope: BudgetScope; unit: BudgetUnit; spent: number; limit: number; resetsAt: number | undefined }): string {
   const what = r.scope === 'conversation' ? 'this conversation has' : `${SCOPE_WORDS[r.scope]} limit has`;
-  const reset = r.resetsAt === undefined ? 'it does not reset (start a new conversation or ask an operator)' : `it resets at ${new Date(r.resetsAt).toISOString().replace('.000Z', 'Z')}`;
+  const reset =
+    r.resetsAt === undefined
+      ? 'it does not reset (start a new conversation or ask an operator)'
+      : `it resets at ${new Date(r.resetsAt).toISOString().replace('.000Z', 'Z')}`;
   return `Stopped: the spending limit is reached: ${what} spent ${formatAmount(r.unit, r.spent)} of ${formatAmount(r.unit, r.limit)} (${r.scope}, ${r.unit}); ${reset}.`;
 }

@@ -49,7 +49,10 @@ export class EgressHub {
 }
 
 /** SandboxPolicy's `egress` for an agent with an allowlist whose proxy is running; {} otherwise (no network). */
-export function egressPolicy(agent: { name: string; sandboxEgress?: readonly string[] }, sockets: ReadonlyMap<string, string>): { egress?: { socket: string } } {
+export function egressPolicy(
+  agent: { name: string; sandboxEgress?: readonly string[] },
+  sockets: ReadonlyMap<string, string>,
+): { egress?: { socket: string } } {
   const socket = agent.sandboxEgress ? sockets.get(agent.name) : undefined;
   return socket ? { egress: { socket } } : {};
 }

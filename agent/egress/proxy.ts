@@ -69,7 +69,9 @@ function refuse(res: ServerResponse | Duplex, status: number, reason: string): v
     res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
     res.end(body);
   } else {
-    res.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    res.end(
+      `HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   }
 }
 
@@ -154,7 +156,8 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
         upstream.pipe(client);
       });
       upstream.on('error', (err) => {
-        if (!client.writableEnded && down === 0 && up === head.length) refuse(client, 502, `could not reach ${host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
+        if (!client.writableEnded && down === 0 && up === head.length)
+          refuse(client, 502, `could not reach ${host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
         finish('failed', err.message);
         client.destroy();
       });

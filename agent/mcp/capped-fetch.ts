@@ -45,7 +45,8 @@ export function cappedFetch(maxBytes: number, base: typeof fetch = fetch): typeo
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           seen += chunk.byteLength;
-          if (seen > maxBytes) controller.error(new Error(`the MCP server sent a response over ${Math.round(maxBytes / (1024 * 1024))} MB; it was not read further`));
+          if (seen > maxBytes)
+            controller.error(new Error(`the MCP server sent a response over ${Math.round(maxBytes / (1024 * 1024))} MB; it was not read further`));
           else controller.enqueue(chunk);
         },
       }),

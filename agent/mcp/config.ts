@@ -62,16 +62,18 @@ const declaredTool = z.union([
   }),
 ]);
 
-const timeoutMs = z.preprocess(
-  (v) => (typeof v === 'bigint' ? Number(v) : v),
-  z.number().int().min(1).max(2_147_483_647),
-);
+const timeoutMs = z.preprocess((v) => (typeof v === 'bigint' ? Number(v) : v), z.number().int().min(1).max(2_147_483_647));
 
 const serverEntry = z
   .strictObject({
     command: z.string().min(1).optional(),
     args: z.array(z.preprocess((v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v), z.string())).optional(),
-    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'), z.preprocess((v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v), z.string())).optional(),
+    env: z
+      .record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'),
+        z.preprocess((v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v), z.string()),
+      )
+      .optional(),
     cwd: z.string().min(1).optional(),
     url: z.string().min(1).optional(),
     headers: z.record(z.string(), z.string()).optional(),
@@ -91,9 +93,11 @@ const serverEntry = z
         if (s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server; an url server takes headers` });
       }
       for (const k of ['sandbox', 'network', 'readPaths'] as const) {
-        if (s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server (it runs here); an url server runs elsewhere` });
+        if (s[k] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [k], message: `${k} only applies to a command server (it runs here); an url server runs elsewhere` });
       }
-      if (!/^https?:\/\/[^/\s]+/i.test(s.url)) ctx.addIssue({ code: 'custom', path: ['url'], message: `expected an http:// or https:// URL, got ${JSON.stringify(s.url)}` });
+      if (!/^https?:\/\/[^/\s]+/i.test(s.url))
+        ctx.addIssue({ code: 'custom', path: ['url'], message: `expected an http:// or https:// URL, got ${JSON.stringify(s.url)}` });
     } else if (s.headers !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['headers'], message: 'headers only apply to an url server; a command server takes env' });
     }
@@ -101,7 +105,10 @@ const serverEntry = z
 
 const serverName = z.string().superRefine((s, ctx) => {
   if (!MCP_SERVER_NAME.test(s)) {
-    ctx.addIssue({ code: 'custom', message: `MCP server names are 1-32 letters, digits or "-" (no "_": tools are named mcp_<server>_<tool>), got ${JSON.stringify(s)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `MCP server names are 1-32 letters, digits or "-" (no "_": tools are named mcp_<server>_<tool>), got ${JSON.stringify(s)}`,
+    });
   }
 });
 
@@ -126,7 +133,10 @@ export function interpolateEnv(value: string, env: Readonly<Record<string, strin
     }
     const v = env[name];
     if (v === undefined) {
-      problems.push({ path, message: `refers to the environment variable ${name}, which is not set; set it in .env or the environment, or remove the reference` });
+      problems.push({
+        path,
+        message: `refers to the environment variable ${name}, which is not set; set it in .env or the environment, or remove the reference`,
+      });
       return '';
     }
     return v;
@@ -140,7 +150,13 @@ export function interpolateEnv(value: string, env: Readonly<Record<string, strin
  */
 export function resolveMcpServers(
   raw: RawMcpServers | undefined,
-  opts: { env: Readonly<Record<string, string | undefined>>; baseDir: string; path: string; problems: Problem[]; botFileIn?: (p: string) => string | undefined },
+  opts: {
+    env: Readonly<Record<string, string | undefined>>;
+    baseDir: string;
+    path: string;
+    problems: Problem[];
+    botFileIn?: (p: string) => string | undefined;
+  },
 ): Record<string, McpServerConfig> {
   const out: Record<string, McpServerConfig> = {};
   for (const [name, s] of Object.entries(raw ?? {})) {
@@ -152,7 +168,11 @@ export function resolveMcpServers(
         const info: McpToolInfo =
           typeof t === 'string'
             ? { name: t, inputSchema: { type: 'object' } }
-            : { name: t.name, ...(t.description !== undefined ? { description: cleanDescription(t.description) } : {}), inputSchema: t.inputSchema ?? { type: 'object' } };
+            : {
+                name: t.name,
+                ...(t.description !== undefined ? { description: cleanDescription(t.description) } : {}),
+                inputSchema: t.inputSchema ?? { type: 'object' },
+              };
         const problem = toolNameProblem(name, info.name) ?? schemaProblem(info.inputSchema);
         if (problem) opts.problems.push({ path: `${at}.tools[${i}]`, message: problem });
         else base.tools!.push(info);
@@ -190,7 +210,12 @@ function boxViewProblems(at: string, s: Extract<McpServerConfig, { kind: 'stdio'
   for (const [key, p] of shown) {
     const held = botFileIn(p);
     if (held === undefined) continue;
-    const fix = key.endsWith('.cwd') ? 'Give it a folder of its own, or leave cwd unset (it then starts in its own folder)' : "Name a folder that holds none of them (e.g. the server's own folder)";
-    problems.push({ path: key, message: `${p} contains ${held}; the MCP server's box shows it read-only, with the bot's files next to it (backups, logs). ${fix}` });
+    const fix = key.endsWith('.cwd')
+      ? 'Give it a folder of its own, or leave cwd unset (it then starts in its own folder)'
+      : "Name a folder that holds none of them (e.g. the server's own folder)";
+    problems.push({
+      path: key,
+      message: `${p} contains ${held}; the MCP server's box shows it read-only, with the bot's files next to it (backups, logs). ${fix}`,
+    });
   }
 }

@@ -51,7 +51,10 @@ export async function createMcp(opts: {
       const offered = new Set(tools.map((t) => mcpToolName(server, t.name)));
       for (const key of Object.keys(opts.agents()[agent]?.toolPolicy ?? {})) {
         if (isGlob(key) || !key.startsWith(`mcp_${server}_`) || offered.has(key)) continue;
-        opts.log('warn', `agents.${agent}.toolPolicy["${key}"]: MCP server ${server} offers no such tool (its tools: ${[...offered].join(', ') || 'none'}); the entry does nothing`);
+        opts.log(
+          'warn',
+          `agents.${agent}.toolPolicy["${key}"]: MCP server ${server} offers no such tool (its tools: ${[...offered].join(', ') || 'none'}); the entry does nothing`,
+        );
       }
     },
   });

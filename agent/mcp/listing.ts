@@ -52,14 +52,19 @@ export function toolNameProblem(server: string, name: unknown): string | undefin
 // C0 and C1 controls except tab and newline; bidi embeddings, overrides and isolates; zero-width
 // characters and the BOM; line and paragraph separators; the soft hyphen; interlinear annotations.
 // eslint-disable-next-line no-control-regex
-const STRIP = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u202A-\u202E\u2028\u2029\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB]/g;
+const STRIP =
+  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u202A-\u202E\u2028\u2029\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB]/g;
 // Everything `quoted` escapes: the above plus tab and newline.
 // eslint-disable-next-line no-control-regex
 const ESCAPE = /[\u0000-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u202A-\u202E\u2028\u2029\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB]/g;
 
 /** A description as the model may read it: no invisible or control characters, capped. */
 export function cleanDescription(s: string, max = MAX_DESCRIPTION_CHARS): string {
-  const clean = s.replace(/\r\n?/g, '\n').replace(STRIP, '').replace(/\n{3,}/g, '\n\n').trim();
+  const clean = s
+    .replace(/\r\n?/g, '\n')
+    .replace(STRIP, '')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   return clean.length > max ? `${cutChars(clean, max - 1)}…` : clean;
 }
 

@@ -152,7 +152,10 @@ export class McpManager {
     let result: unknown;
     try {
       // A plain request (what callTool sends): the result is converted off this thread (result.ts).
-      result = await conn.client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallResultPassThrough, { timeout: timeoutMs, signal });
+      result = await conn.client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallResultPassThrough, {
+        timeout: timeoutMs,
+        signal,
+      });
     } catch (err) {
       if (signal.aborted) throw err;
       const { McpError, ErrorCode } = conn.sdk;
@@ -188,7 +191,10 @@ export class McpManager {
       if (a !== agent || Object.hasOwn(configured, server!)) continue;
       this.connections.delete(key);
       this.listings.delete(key);
-      await p.then((c) => closeConnection(c), () => undefined);
+      await p.then(
+        (c) => closeConnection(c),
+        () => undefined,
+      );
     }
   }
 
@@ -197,7 +203,14 @@ export class McpManager {
     this.closing = true;
     const all = [...this.connections.values()];
     this.connections.clear();
-    await Promise.all(all.map((p) => p.then((c) => closeConnection(c), () => undefined)));
+    await Promise.all(
+      all.map((p) =>
+        p.then(
+          (c) => closeConnection(c),
+          () => undefined,
+        ),
+      ),
+    );
     // A temp state folder of our own making is not found again by another manager: remove it.
     if (this.stateRoot !== undefined) rmSync(this.stateRoot, { recursive: true, force: true });
   }
@@ -276,10 +289,15 @@ export class McpManager {
         spec = launchSpec(agent, server, config, this.boxSettings());
       } catch (err) {
         if (!(err instanceof LaunchError)) throw err;
-        throw new McpFailure(`MCP server "${server}" could not be started: ${err.message}. Tell the user; an operator should fix agents.${agent}.mcpServers.${server}.`);
+        throw new McpFailure(
+          `MCP server "${server}" could not be started: ${err.message}. Tell the user; an operator should fix agents.${agent}.mcpServers.${server}.`,
+        );
       }
       if (config.sandbox === 'none') {
-        this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: sandbox: none — it runs on this host with the bot's own rights, outside any sandbox (agents.${agent}.mcpServers.${server}.sandbox)`);
+        this.opts.log?.(
+          'warn',
+          `MCP server ${server} of agent ${agent}: sandbox: none — it runs on this host with the bot's own rights, outside any sandbox (agents.${agent}.mcpServers.${server}.sandbox)`,
+        );
       }
       transport = new ProcessTransport(spec);
     } else {
@@ -303,7 +321,10 @@ export class McpManager {
       if (listed.refused.length > 0) this.opts.log?.('warn', `${refusalSummary(server, listed.refused)} (agent ${agent})`);
       if (listed.cut) {
         conn.listingCut = listed.cut;
-        this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: tool listing stopped: ${listed.cut}; the ${listed.tools.length} tools listed so far are offered`);
+        this.opts.log?.(
+          'warn',
+          `MCP server ${server} of agent ${agent}: tool listing stopped: ${listed.cut}; the ${listed.tools.length} tools listed so far are offered`,
+        );
       }
       await this.saveListing(agent, server, listed.tools);
     } catch (err) {
@@ -343,10 +364,23 @@ function describeExit(conn: Connection): string {
   return ` (${parts.join('; ')})`;
 }
 
-function startFailure(sdk: Sdk, agent: string, server: string, config: McpServerConfig, transport: Connection['transport'], err: unknown, timeoutMs: number): string {
+function startFailure(
+  sdk: Sdk,
+  agent: string,
+  server: string,
+  config: McpServerConfig,
+  transport: Connection['transport'],
+  err: unknown,
+  timeoutMs: number,
+): string {
   const timedOut = err instanceof sdk.McpError && err.code === sdk.ErrorCode.RequestTimeout;
-  const why = timedOut ? `it did not complete the MCP handshake and tool listing within ${formatSeconds(timeoutMs)}` : err instanceof Error ? err.message : String(err);
-  if (config.kind === 'http') return `MCP server "${server}" at ${config.url} could not be reached: ${why}. Tell the user; an operator should check the server and agents' mcpServers.${server}.url.`;
+  const why = timedOut
+    ? `it did not complete the MCP handshake and tool listing within ${formatSeconds(timeoutMs)}`
+    : err instanceof Error
+      ? err.message
+      : String(err);
+  if (config.kind === 'http')
+    return `MCP server "${server}" at ${config.url} could not be reached: ${why}. Tell the user; an operator should check the server and agents' mcpServers.${server}.url.`;
   const cmd = [config.command, ...config.args].map((w) => (/\s/.test(w) ? JSON.stringify(w) : w)).join(' ');
   const pt = transport as ProcessTransport;
   const ended = pt.exit !== undefined && !pt.exit.startsWith('could not start') ? ` ended with ${pt.exit}` : ' failed';
@@ -376,7 +410,13 @@ const ListingPage = z.looseObject({
  * Every page of tools/list, within the limits (listing.ts): stops at a limit or the deadline and
  * keeps what it has; `cut` says which limit. A failure before any page is the caller's to report.
  */
-async function listAllTools(sdk: Sdk, client: Client, server: string, deadline: number, now: () => number): Promise<{ tools: McpToolInfo[]; refused: string[]; cut?: string }> {
+async function listAllTools(
+  sdk: Sdk,
+  client: Client,
+  server: string,
+  deadline: number,
+  now: () => number,
+): Promise<{ tools: McpToolInfo[]; refused: string[]; cut?: string }> {
   const tools: McpToolInfo[] = [];
   const refused: string[] = [];
   const names = new Set<string>();

@@ -202,7 +202,8 @@ export class ProcessTransport implements Transport {
         return;
       }
       if ('method' in message && message.method === 'tools/call' && 'id' in message) this.calls.add(message.id);
-      if ('method' in message && message.method === 'notifications/cancelled') this.calls.delete((message.params as { requestId?: string | number } | undefined)?.requestId ?? '');
+      if ('method' in message && message.method === 'notifications/cancelled')
+        this.calls.delete((message.params as { requestId?: string | number } | undefined)?.requestId ?? '');
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once('drain', () => resolve());
     });

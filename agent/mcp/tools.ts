@@ -20,7 +20,7 @@ const TIMEOUT_SLACK_MS = 5_000;
 
 const argsObject = z.custom<Record<string, unknown>>(
   (v) => v !== null && typeof v === 'object' && !Array.isArray(v),
-  'expected an object with the tool\'s arguments',
+  "expected an object with the tool's arguments",
 );
 
 export function prettyArgs(args: unknown, max = MAX_CARD_ARGS): string {

@@ -122,7 +122,11 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   } catch (err) {
     // Nothing ran and nothing was written: the user is told to send it again, so it is not kept.
     log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
-    await emit({ type: 'error', runId, message: 'I could not read this conversation from storage (a problem on my side). Please send that again in a moment.' });
+    await emit({
+      type: 'error',
+      runId,
+      message: 'I could not read this conversation from storage (a problem on my side). Please send that again in a moment.',
+    });
     await emit({ type: 'run_finished', runId, reason: 'failed' });
     if (queuedId) await d.runs.dropTurn(key, queuedId).catch(() => undefined);
     return;
@@ -139,10 +143,14 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   let timedOut = false;
   const overrides = resumed?.overrides ?? turn?.overrides;
   const runTimeoutMs = overrides?.runTimeoutMs ?? agent.runTimeoutMs;
-  const deadline = new Deadline(runTimeoutMs, () => {
-    timedOut = true;
-    controller.abort(new Error('timeout'));
-  }, d.clock);
+  const deadline = new Deadline(
+    runTimeoutMs,
+    () => {
+      timedOut = true;
+      controller.abort(new Error('timeout'));
+    },
+    d.clock,
+  );
   const waits = humanWaits({ slots: d.slots, claim, deadline, waitNote, parked: (w) => d.parked(key, w) });
   const humanWait = <T>(w: () => Promise<T>): Promise<T> => waits.wait(w);
   // Classifier usage is counted apart from the conversation's.
@@ -170,7 +178,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // It had already answered; nothing to continue but posting its answer, if its replica died before.
     release();
     if (resumed.outbox && !(fence && d.leases && !(await d.leases.holds(fence)))) {
-      await emit(resumed.outbox.type === 'answer' ? { type: 'answer', runId, text: resumed.outbox.text } : { type: 'error', runId, message: resumed.outbox.message });
+      await emit(
+        resumed.outbox.type === 'answer' ? { type: 'answer', runId, text: resumed.outbox.text } : { type: 'error', runId, message: resumed.outbox.message },
+      );
       await emit({ type: 'run_finished', runId, reason: resumed.outbox.type === 'answer' ? 'completed' : 'failed' });
     }
     await d.runs.dropRecord(key, fence).catch((err: unknown) => {
@@ -319,7 +329,11 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       last = { type: 'answer', runId, text: outcome.text.trim() === '' ? '(no answer)' : outcome.text };
     } else if (outcome.kind === 'max_iterations') {
       reason = 'max_iterations';
-      last = { type: 'error', runId, message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.` };
+      last = {
+        type: 'error',
+        runId,
+        message: `Stopped after ${agent.maxIterations} steps without a final answer (maxIterations). Ask me to continue if needed.`,
+      };
     } else {
       reason = timedOut ? 'timeout' : 'stopped';
       last = stoppedEvent(runId, timedOut, runTimeoutMs);
@@ -338,7 +352,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       await d.runs.dropRecord(key, fence).catch((err: unknown) => {
         if (err instanceof FencedError) throw err;
         // Posted already: say so rather than tell the user something failed.
-        log('warn', `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`);
+        log(
+          'warn',
+          `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`,
+        );
       });
     } else {
       await emit(last);
@@ -376,11 +393,28 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   }
   observed.end({ outcome: lost ? 'failed' : reason, usage });
   if (lost) {
-    d.audit?.({ event: 'run_finished', conversation: key, agent: agentName, runId, outcome: 'failed', inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUSD: usage.costUSD, costKnown: usage.costKnown });
+    d.audit?.({
+      event: 'run_finished',
+      conversation: key,
+      agent: agentName,
+      runId,
+      outcome: 'failed',
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUSD: usage.costUSD,
+      costKnown: usage.costKnown,
+    });
     return;
   }
   if (reason === 'timeout' || reason === 'max_iterations') {
-    d.audit?.({ event: 'limit_refused', limit: reason === 'timeout' ? 'run_timeout' : 'max_iterations', conversation: key, platform: record.platform, agent: agentName, runId });
+    d.audit?.({
+      event: 'limit_refused',
+      limit: reason === 'timeout' ? 'run_timeout' : 'max_iterations',
+      conversation: key,
+      platform: record.platform,
+      agent: agentName,
+      runId,
+    });
   }
   const u: AgentEvent = { type: 'usage', runId, usage };
   if (classifierUsage.used) u.classifierUsage = classifierUsage.total;

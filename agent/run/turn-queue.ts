@@ -119,7 +119,11 @@ export class InProcessTurnQueue implements TurnQueue {
   async enqueue(conversation: string, queued: QueuedTurn): Promise<boolean> {
     const stored = this.opts.runs.enqueueTurn(conversation, queued.id, queued.turn, (this.opts.now ?? Date.now)(), queued.claim);
     // Laned synchronously (lane order = arrival order); it runs once the write is known to be done.
-    this.laneTurn(conversation, queued, stored.catch(() => false));
+    this.laneTurn(
+      conversation,
+      queued,
+      stored.catch(() => false),
+    );
     return stored;
   }
 

@@ -41,7 +41,12 @@ export interface QueuedTurn {
 }
 
 const TurnOverridesSchema = z
-  .object({ tier: z.enum(['read-only', 'low-risk', 'high-risk']).optional(), approvers: z.record(z.string(), z.array(z.string())).optional(), runTimeoutMs: z.number().optional(), noApproverFix: z.string().optional() })
+  .object({
+    tier: z.enum(['read-only', 'low-risk', 'high-risk']).optional(),
+    approvers: z.record(z.string(), z.array(z.string())).optional(),
+    runTimeoutMs: z.number().optional(),
+    noApproverFix: z.string().optional(),
+  })
   .optional();
 
 export const TurnSchema = z.object({

@@ -9,7 +9,10 @@ import { MAX_SIGNAL_PAYLOAD, StoreError, TOPIC_PATTERN } from './types.js';
 export function checkSignal(topic: string, payload: string): void {
   if (!TOPIC_PATTERN.test(topic)) throw new StoreError(`a signal topic must match ${TOPIC_PATTERN} (got ${JSON.stringify(topic.slice(0, 60))})`, 'bad-signal');
   if (Buffer.byteLength(payload, 'utf8') > MAX_SIGNAL_PAYLOAD) {
-    throw new StoreError(`a signal payload is at most ${MAX_SIGNAL_PAYLOAD} bytes (got ${Buffer.byteLength(payload, 'utf8')} on ${topic}): signal an id and keep the data in the store`, 'bad-signal');
+    throw new StoreError(
+      `a signal payload is at most ${MAX_SIGNAL_PAYLOAD} bytes (got ${Buffer.byteLength(payload, 'utf8')} on ${topic}): signal an id and keep the data in the store`,
+      'bad-signal',
+    );
   }
 }
 
@@ -56,4 +59,3 @@ export class SignalHub {
     }
   }
 }
-

@@ -285,7 +285,11 @@ export interface ReminderRepo {
    * PostgreSQL locks the rows it looks at (`FOR UPDATE SKIP LOCKED`, so callers take disjoint
    * rows), SQLite compares the rev of each (`swap`). `next` is called before the claim commits.
    */
-  claimDue(now: number, limit: number, next: (r: StoredReminder) => StoredReminder | undefined): Promise<Array<{ before: StoredReminder; after: StoredReminder }>>;
+  claimDue(
+    now: number,
+    limit: number,
+    next: (r: StoredReminder) => StoredReminder | undefined,
+  ): Promise<Array<{ before: StoredReminder; after: StoredReminder }>>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,7 +426,6 @@ export interface Store {
   leadership(role: string, opts?: LeadershipOptions): Leadership;
   close(): Promise<void>;
 }
-
 
 /** A transcript write whose expectRevision was not the stored one. */
 export class StoreConflictError extends Error {

@@ -207,7 +207,8 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
             runId: ctx.runId,
             callId: call.id,
             tool: p.tool.name,
-            outcome: decision.outcome === 'always' ? 'always' : decision.outcome === 'approved' ? 'approved' : decision.outcome === 'expired' ? 'expired' : 'denied',
+            outcome:
+              decision.outcome === 'always' ? 'always' : decision.outcome === 'approved' ? 'approved' : decision.outcome === 'expired' ? 'expired' : 'denied',
             ...(decision.by ? { by: decision.byName ?? decision.by } : {}),
           });
           if (decision.outcome === 'always' && p.state.always) {
@@ -247,7 +248,13 @@ function cardBody(summary: string, d: Extract<GateDecision, { action: 'ask' }>):
 async function coveredNow(tool: AnyTool, state: Extract<CallState, { status: 'awaiting' }>, ctx: BatchContext): Promise<boolean> {
   if (state.proposal.options && state.proposal.options.length > 0) return false;
   const d = await decide(
-    { toolName: tool.name, toolTier: state.proposal.tier ?? tool.tier, platform: ctx.platform, hasOptions: false, ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}) },
+    {
+      toolName: tool.name,
+      toolTier: state.proposal.tier ?? tool.tier,
+      platform: ctx.platform,
+      hasOptions: false,
+      ...(state.proposal.command !== undefined ? { command: state.proposal.command } : {}),
+    },
     ctx.policy,
     // Re-check against allowlists only: no new classifier call, a non-allowlisted call stays asked.
     { classify: async () => ({ tier: 'high-risk' }) },
@@ -273,7 +280,10 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext, observed: ToolTele
   const tool = ctx.tools.get(call.name);
   if (prior?.status === 'done') return { kind: 'result', result: prior.result as ToolResult };
   if (!tool) {
-    return { kind: 'result', result: { content: `Unknown tool "${call.name}". Available tools: ${[...ctx.tools.keys()].join(', ') || 'none'}.`, isError: true } };
+    return {
+      kind: 'result',
+      result: { content: `Unknown tool "${call.name}". Available tools: ${[...ctx.tools.keys()].join(', ') || 'none'}.`, isError: true },
+    };
   }
   if (prior?.status === 'awaiting') {
     if (await ctx.broker.get(prior.requestId)) return { kind: 'awaiting', tool, state: prior };
@@ -302,7 +312,10 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext, observed: ToolTele
   const rawInput = stripReserved(call.input);
   const parsed = tool.input.safeParse(rawInput);
   if (!parsed.success) {
-    return { kind: 'result', result: { content: `Invalid arguments for ${tool.name}: ${formatZodError(parsed.error)}. Fix them and call again.`, isError: true } };
+    return {
+      kind: 'result',
+      result: { content: `Invalid arguments for ${tool.name}: ${formatZodError(parsed.error)}. Fix them and call again.`, isError: true },
+    };
   }
   const input = parsed.data;
   // Over the workspace limit: refused before a card asks anyone for a write that could not run.
@@ -374,7 +387,13 @@ async function execute(
   const prior = ctx.states.get(call.id);
   // Recorded before running: from here on, a restart reports the call instead of running it twice.
   await ctx.states.set(call.id, prior?.status === 'started' ? prior : { status: 'started' });
-  await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: call.id, tool: tool.name, summary: prepared.proposal?.summary ?? summarizeCall(tool.name, input) });
+  await ctx.emit({
+    type: 'tool_started',
+    runId: ctx.runId,
+    callId: call.id,
+    tool: tool.name,
+    summary: prepared.proposal?.summary ?? summarizeCall(tool.name, input),
+  });
   const ac = new AbortController();
   const onAbort = () => ac.abort();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -403,7 +422,15 @@ async function quotaRefusal(tool: AnyTool, input: unknown, ctx: BatchContext): P
   if (!ctx.workspaceQuota) return null;
   const message = await ctx.workspaceQuota.refusal(tool, input).catch(() => null);
   if (!message) return null;
-  ctx.audit?.({ event: 'limit_refused', limit: 'workspace_limit', conversation: ctx.conversationKey, platform: ctx.platform, agent: ctx.agentName, runId: ctx.runId, tool: tool.name });
+  ctx.audit?.({
+    event: 'limit_refused',
+    limit: 'workspace_limit',
+    conversation: ctx.conversationKey,
+    platform: ctx.platform,
+    agent: ctx.agentName,
+    runId: ctx.runId,
+    tool: tool.name,
+  });
   return { content: message, isError: true };
 }
 

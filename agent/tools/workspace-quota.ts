@@ -112,8 +112,19 @@ export function formatBytes(n: number): string {
 
 const SIZE = /^(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?$/i;
 const UNIT: Record<string, number> = {
-  b: 1, k: 1024, kib: 1024, kb: 1000, m: 1024 ** 2, mib: 1024 ** 2, mb: 1000 ** 2,
-  g: 1024 ** 3, gib: 1024 ** 3, gb: 1000 ** 3, t: 1024 ** 4, tib: 1024 ** 4, tb: 1000 ** 4,
+  b: 1,
+  k: 1024,
+  kib: 1024,
+  kb: 1000,
+  m: 1024 ** 2,
+  mib: 1024 ** 2,
+  mb: 1000 ** 2,
+  g: 1024 ** 3,
+  gib: 1024 ** 3,
+  gb: 1000 ** 3,
+  t: 1024 ** 4,
+  tib: 1024 ** 4,
+  tb: 1000 ** 4,
 };
 
 /** A config size: bytes as a number, or "500MB", "1GiB", "2G" (K/M/G/T and KiB.. are 1024-based, KB.. 1000-based); 0 / "none" / "off": no limit (0). */

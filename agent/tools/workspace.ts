@@ -57,16 +57,12 @@ const MAX_RESOLVE_DEPTH = 256;
 /** The workspace's real path; a ToolError when it is missing (a configuration problem). */
 export async function workspaceRoot(workspace: string): Promise<string> {
   if (!path.isAbsolute(workspace)) {
-    throw new ToolError(
-      `The workspace "${workspace}" is not an absolute path; set the agent's workspace to an absolute directory.`,
-    );
+    throw new ToolError(`The workspace "${workspace}" is not an absolute path; set the agent's workspace to an absolute directory.`);
   }
   try {
     return await realpath(workspace);
   } catch (err) {
-    throw new ToolError(
-      `The workspace ${workspace} cannot be opened (${errCode(err)}); create the directory or fix the agent's workspace setting.`,
-    );
+    throw new ToolError(`The workspace ${workspace} cannot be opened (${errCode(err)}); create the directory or fix the agent's workspace setting.`);
   }
 }
 
@@ -82,15 +78,9 @@ export function displayPath(root: string, abs: string): string {
   return rel === '' ? '.' : rel.split(path.sep).join('/');
 }
 
-export async function resolveInWorkspace(
-  workspace: string,
-  userPath: string,
-  opts: ResolveOptions = {},
-): Promise<string> {
+export async function resolveInWorkspace(workspace: string, userPath: string, opts: ResolveOptions = {}): Promise<string> {
   if (userPath.includes('\0')) {
-    throw new ToolError(
-      `The path ${JSON.stringify(userPath)} contains a NUL byte; file paths cannot contain NUL. Pass the plain path.`,
-    );
+    throw new ToolError(`The path ${JSON.stringify(userPath)} contains a NUL byte; file paths cannot contain NUL. Pass the plain path.`);
   }
   const root = await workspaceRoot(workspace);
   const configured = path.resolve(workspace);
@@ -113,9 +103,7 @@ export async function resolveInWorkspace(
     );
   }
   if (opts.mustExist && !exists) {
-    throw new ToolError(
-      `"${userPath}" does not exist in the workspace ${root}. Use ls or find to see what is there.`,
-    );
+    throw new ToolError(`"${userPath}" does not exist in the workspace ${root}. Use ls or find to see what is there.`);
   }
   return real;
 }
@@ -131,12 +119,7 @@ export async function resolveInWorkspace(
  * lies behind it: the next step fails ("changed") or the link's own text decides, and outside targets
  * are refused. Past the first missing component the rest is taken lexically (a file about to be made).
  */
-async function physical(
-  root: string,
-  configured: string,
-  lexical: string,
-  userPath: string,
-): Promise<{ real: string; exists: boolean }> {
+async function physical(root: string, configured: string, lexical: string, userPath: string): Promise<{ real: string; exists: boolean }> {
   const todo = path.relative(root, lexical).split(path.sep);
   const names: string[] = [];
   // dirs[i] is the open directory names[i] (below the root); the last name may be left unopened.
@@ -279,9 +262,7 @@ export async function openInWorkspace(root: string, abs: string, mode: OpenMode 
   if (parts.some((part) => part === '' || part === '.' || part === '..')) {
     throw new ToolError(`${abs} is not a normalized path inside the workspace; use a plain relative path.`);
   }
-  const fileFlags = mode.write
-    ? fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW | fsc.O_NONBLOCK
-    : fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
+  const fileFlags = mode.write ? fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW | fsc.O_NONBLOCK : fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
   const dirFlags = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
   let dir: FileHandle;
   try {

@@ -74,8 +74,13 @@ export async function acpCommand(argv: string[], io: CliIO): Promise<number> {
     return 2;
   }
   const { serveAcp } = await import('./server.js');
-  return serveAcp(io, config, { agentName, ...(args.approvalPolicy ? { approvalPolicy: args.approvalPolicy } : {}) }, {
-    input: Readable.toWeb(io.stdin) as ReadableStream<Uint8Array>,
-    output: Writable.toWeb(io.stdout) as WritableStream<Uint8Array>,
-  });
+  return serveAcp(
+    io,
+    config,
+    { agentName, ...(args.approvalPolicy ? { approvalPolicy: args.approvalPolicy } : {}) },
+    {
+      input: Readable.toWeb(io.stdin) as ReadableStream<Uint8Array>,
+      output: Writable.toWeb(io.stdout) as WritableStream<Uint8Array>,
+    },
+  );
 }

@@ -74,7 +74,8 @@ export async function serveAcp(
       }))
       .onRequest('session/new', ({ params }) => {
         const sessionId = s.newSession();
-        if (params.cwd !== workspace) log('info', `acp: session ${sessionId}: the client's cwd ${params.cwd} is not used; agent ${opts.agentName} works in its own workspace`);
+        if (params.cwd !== workspace)
+          log('info', `acp: session ${sessionId}: the client's cwd ${params.cwd} is not used; agent ${opts.agentName} works in its own workspace`);
         return { sessionId };
       })
       .onRequest('session/prompt', async ({ params }) => {

@@ -104,18 +104,39 @@ export class AcpSessions {
     const client = this.deps.client();
     s.chain = s.chain.then(async () => {
       if (!client) return;
-      await client.notify('session/update', { sessionId: s.id, update }).catch((e: unknown) => this.deps.log('warn', `acp: session/update failed: ${(e as Error).message}`));
+      await client
+        .notify('session/update', { sessionId: s.id, update })
+        .catch((e: unknown) => this.deps.log('warn', `acp: session/update failed: ${(e as Error).message}`));
     });
     return s.chain;
   }
 
-  private toolEvent(s: Session, live: Live, callId: string, tool: string, fields: { status: 'pending' | 'in_progress' | 'completed' | 'failed'; title?: string; text?: string }): Promise<void> {
+  private toolEvent(
+    s: Session,
+    live: Live,
+    callId: string,
+    tool: string,
+    fields: { status: 'pending' | 'in_progress' | 'completed' | 'failed'; title?: string; text?: string },
+  ): Promise<void> {
     const content = fields.text !== undefined ? [{ type: 'content' as const, content: { type: 'text' as const, text: fields.text } }] : undefined;
     if (!live.announced.has(callId)) {
       live.announced.add(callId);
-      return this.update(s, { sessionUpdate: 'tool_call', toolCallId: callId, title: fields.title ?? tool, kind: KIND[tool] ?? 'other', status: fields.status, ...(content ? { content } : {}) });
+      return this.update(s, {
+        sessionUpdate: 'tool_call',
+        toolCallId: callId,
+        title: fields.title ?? tool,
+        kind: KIND[tool] ?? 'other',
+        status: fields.status,
+        ...(content ? { content } : {}),
+      });
     }
-    return this.update(s, { sessionUpdate: 'tool_call_update', toolCallId: callId, status: fields.status, ...(fields.title ? { title: fields.title } : {}), ...(content ? { content } : {}) });
+    return this.update(s, {
+      sessionUpdate: 'tool_call_update',
+      toolCallId: callId,
+      status: fields.status,
+      ...(fields.title ? { title: fields.title } : {}),
+      ...(content ? { content } : {}),
+    });
   }
 
   /** The output of every `acp:` conversation of this process (bot/app.ts extraOutputs). */
@@ -201,7 +222,12 @@ export class AcpSessions {
         'session/request_permission',
         {
           sessionId: s.id,
-          toolCall: { toolCallId: callId, title: card.title, status: 'pending', content: [{ type: 'content', content: { type: 'text', text: [card.body, card.preview].filter(Boolean).join('\n') } }] },
+          toolCall: {
+            toolCallId: callId,
+            title: card.title,
+            status: 'pending',
+            content: [{ type: 'content', content: { type: 'text', text: [card.body, card.preview].filter(Boolean).join('\n') } }],
+          },
           options: offered.map((o) => o.option),
         },
         signal ? { cancellationSignal: signal, stopWaitingOnCancel: true } : {},
@@ -225,7 +251,10 @@ export class AcpSessions {
     // As in a chat: /reset forgets the conversation (an error tells the user to send it).
     if (text.trim() === '/reset') {
       await this.deps.runner.reset(s.key, this.deps.agentName);
-      await this.update(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Started a new conversation: I have forgotten what was said here before.' } });
+      await this.update(s, {
+        sessionUpdate: 'agent_message_chunk',
+        content: { type: 'text', text: 'Started a new conversation: I have forgotten what was said here before.' },
+      });
       return 'end_turn';
     }
     const runId = randomUUID();

@@ -37,7 +37,9 @@ export interface AuditRecord {
 const sha256 = (line: string): string => createHash('sha256').update(line).digest('hex');
 
 export function macOf(key: Buffer, r: Pick<AuditRecord, 'seq' | 'time' | 'prev' | 'event'>): string {
-  return createHmac('sha256', key).update(JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event })).digest('hex');
+  return createHmac('sha256', key)
+    .update(JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event }))
+    .digest('hex');
 }
 
 export function fileName(chain: string, n: number): string {
@@ -84,14 +86,17 @@ export class ChainWriter {
     const last = files.at(-1);
     this.n = last?.n ?? 1;
     if (last) {
-      const lines = readFileSync(join(opts.dir, last.file), 'utf8').split('\n').filter((l) => l !== '');
+      const lines = readFileSync(join(opts.dir, last.file), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '');
       const tail = lines.at(-1);
       if (tail !== undefined) {
         try {
           const r = JSON.parse(tail) as AuditRecord;
           this.seq = r.seq;
           this.prev = sha256(tail);
-          if (!safeEqualHex(r.mac, macOf(opts.key, r))) this.warning = `the last audit record (${last.file} seq ${r.seq}) does not check with this audit key: \`gatehouse audit verify\` will fail there (was the key changed?)`;
+          if (!safeEqualHex(r.mac, macOf(opts.key, r)))
+            this.warning = `the last audit record (${last.file} seq ${r.seq}) does not check with this audit key: \`gatehouse audit verify\` will fail there (was the key changed?)`;
         } catch {
           this.warning = `the last line of ${last.file} is not an audit record (a write cut short?); the chain continues after it and \`gatehouse audit verify\` will name it`;
           this.prev = sha256(tail);
@@ -111,7 +116,12 @@ export class ChainWriter {
   /** Appends one event; returns the record written. */
   append(event: object): AuditRecord {
     if (this.fd === undefined) throw new Error('the audit file is closed');
-    const body = { seq: this.seq + 1, time: (this.opts.now ?? (() => new Date()))().toISOString(), prev: this.prev, event: { ...event } as Record<string, unknown> };
+    const body = {
+      seq: this.seq + 1,
+      time: (this.opts.now ?? (() => new Date()))().toISOString(),
+      prev: this.prev,
+      event: { ...event } as Record<string, unknown>,
+    };
     const record: AuditRecord = { ...body, mac: macOf(this.opts.key, body) };
     const line = JSON.stringify(record);
     const bytes = Buffer.byteLength(line) + 1;
@@ -169,12 +179,21 @@ export function verifyChains(dir: string, key: Buffer): VerifyResult {
         } catch {
           return fail('not a JSON record (changed, or a write cut short)');
         }
-        if (typeof r !== 'object' || r === null || typeof r.seq !== 'number' || typeof r.time !== 'string' || typeof r.prev !== 'string' || typeof r.event !== 'object' || r.event === null) {
+        if (
+          typeof r !== 'object' ||
+          r === null ||
+          typeof r.seq !== 'number' ||
+          typeof r.time !== 'string' ||
+          typeof r.prev !== 'string' ||
+          typeof r.event !== 'object' ||
+          r.event === null
+        ) {
           return fail('not an audit record (fields missing or of the wrong type)', typeof r?.seq === 'number' ? r.seq : undefined);
         }
         if (!safeEqualHex(r.mac, macOf(key, r))) return fail('its MAC does not match: the record was changed (or written with another key)', r.seq);
         // The line as written, byte for byte: the next record's prev hashes exactly this.
-        if (line !== JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event, mac: r.mac })) return fail('the line was rewritten (not as the writer wrote it)', r.seq);
+        if (line !== JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event, mac: r.mac }))
+          return fail('the line was rewritten (not as the writer wrote it)', r.seq);
         if (r.prev !== prev) {
           return fail(
             r.seq === seq + 1

@@ -53,7 +53,9 @@ export async function decideCommand(args: string[], io: CliIO): Promise<number> 
     try {
       const r = await attachCall(service, '/decide', { requestId: id, verdict });
       if (r.status === 401) {
-        io.stderr.write(`A Gatehouse service runs here (${service.socket}) but ${service.token === '' ? 'its token file is not readable by this user' : 'it refused the token'}: run this as the service's user.\n`);
+        io.stderr.write(
+          `A Gatehouse service runs here (${service.socket}) but ${service.token === '' ? 'its token file is not readable by this user' : 'it refused the token'}: run this as the service's user.\n`,
+        );
         return 1;
       }
       if (r.status !== 200) {

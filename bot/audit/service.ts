@@ -23,7 +23,13 @@ export function configEntries(config: Config): { approvers: string[]; access: st
 /** A rejected reload records its first line only (the problems may quote values; the log has them in full). */
 export function reloadEvent(result: ReloadResult, config: Config): AuditEvent {
   return result.ok
-    ? { event: 'config_reloaded', ok: true, file: config.configFile ?? null, ...(result.changes ? { changes: result.changes } : {}), needsRestart: result.needsRestart }
+    ? {
+        event: 'config_reloaded',
+        ok: true,
+        file: config.configFile ?? null,
+        ...(result.changes ? { changes: result.changes } : {}),
+        needsRestart: result.needsRestart,
+      }
     : { event: 'config_reloaded', ok: false, file: config.configFile ?? null, error: (result.message.split('\n')[1] ?? 'rejected').slice(0, 200) };
 }
 

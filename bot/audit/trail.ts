@@ -61,12 +61,19 @@ export function auditSettings(env: Env, cwd: string, config: Pick<Config, 'store
   let maxBytes = DEFAULT_MAX_BYTES;
   if (rawMax) {
     const n = parseBytes(rawMax);
-    if (n === undefined || n < 1024) problems.push({ path: 'GATEHOUSE_AUDIT_MAX_BYTES', message: `expected a size of at least 1k (bytes, or with k/M/G, e.g. 16M), got ${JSON.stringify(rawMax)}` });
+    if (n === undefined || n < 1024)
+      problems.push({
+        path: 'GATEHOUSE_AUDIT_MAX_BYTES',
+        message: `expected a size of at least 1k (bytes, or with k/M/G, e.g. 16M), got ${JSON.stringify(rawMax)}`,
+      });
     else maxBytes = n;
   }
   const keyFromEnv = env.GATEHOUSE_AUDIT_KEY;
   if (keyFromEnv !== undefined && keyFromEnv.length < MIN_KEY_CHARS) {
-    problems.push({ path: 'GATEHOUSE_AUDIT_KEY', message: `must be at least ${MIN_KEY_CHARS} characters (e.g. the output of \`openssl rand -hex 32\`); or unset it to use the key file in the data folder` });
+    problems.push({
+      path: 'GATEHOUSE_AUDIT_KEY',
+      message: `must be at least ${MIN_KEY_CHARS} characters (e.g. the output of \`openssl rand -hex 32\`); or unset it to use the key file in the data folder`,
+    });
   }
   const rawDir = env.GATEHOUSE_AUDIT_DIR?.trim();
   if (rawDir === '') problems.push({ path: 'GATEHOUSE_AUDIT_DIR', message: 'is empty: give a folder, or "off" for no audit file' });
@@ -94,7 +101,9 @@ export function loadAuditKey(s: Pick<AuditSettings, 'keyFile' | 'keyFromEnv'>, o
   }
   if ((statSync(s.keyFile).mode & 0o077) !== 0) {
     chmodSync(s.keyFile, 0o600);
-    opts.warn?.(`the audit key ${s.keyFile} was readable by other users; made it 0600 (if anyone copied it, records written since could be forged: replace it and start a new audit folder)`);
+    opts.warn?.(
+      `the audit key ${s.keyFile} was readable by other users; made it 0600 (if anyone copied it, records written since could be forged: replace it and start a new audit folder)`,
+    );
   }
   const key = readFileSync(s.keyFile, 'utf8').trim();
   if (key.length < MIN_KEY_CHARS) throw new Error(`the audit key in ${s.keyFile} is shorter than ${MIN_KEY_CHARS} characters`);

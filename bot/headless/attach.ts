@@ -127,7 +127,13 @@ export async function startAttachServer(opts: {
     let result: HeadlessResult;
     const running = opts.runs.run(body, send, gone.signal);
     // Usage errors are thrown before anything runs: give them a 400 rather than a stream.
-    await Promise.race([running.then(() => undefined, () => undefined), new Promise((r) => setImmediate(r))]);
+    await Promise.race([
+      running.then(
+        () => undefined,
+        () => undefined,
+      ),
+      new Promise((r) => setImmediate(r)),
+    ]);
     try {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write(JSON.stringify(opts.runs.serviceInfo()) + '\n');
@@ -194,7 +200,10 @@ export function findService(dir: string): ServiceAddress | undefined {
 
 function post(addr: ServiceAddress, path: string, body: unknown): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: addr.socket, path, method: 'POST', headers: { authorization: `Bearer ${addr.token}`, 'content-type': 'application/json' } }, resolve);
+    const req = request(
+      { socketPath: addr.socket, path, method: 'POST', headers: { authorization: `Bearer ${addr.token}`, 'content-type': 'application/json' } },
+      resolve,
+    );
     req.on('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? new AttachUnavailable(`no service listens on ${addr.socket}`) : err),
     );
@@ -227,7 +236,9 @@ export async function attachRun(
     })();
     if (res.statusCode === 400) throw new HeadlessUsageError(error);
     if (res.statusCode === 401 && addr.token === '') {
-      throw new HeadlessUsageError(`a Gatehouse service runs here (${addr.socket}) but its token file is not readable by this user: run gatehouse run as the service's user`);
+      throw new HeadlessUsageError(
+        `a Gatehouse service runs here (${addr.socket}) but its token file is not readable by this user: run gatehouse run as the service's user`,
+      );
     }
     throw new Error(`the running service refused the run (HTTP ${res.statusCode}): ${error}`);
   }

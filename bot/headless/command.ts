@@ -83,7 +83,10 @@ interface RunArgs {
 
 class UsageError extends Error {}
 
-function parseArgs(argv: string[]): { args: Omit<RunArgs, 'request'> & { agent?: string; conversation?: string; approvalPolicy?: string; timeoutSeconds?: number }; words: string[] } {
+function parseArgs(argv: string[]): {
+  args: Omit<RunArgs, 'request'> & { agent?: string; conversation?: string; approvalPolicy?: string; timeoutSeconds?: number };
+  words: string[];
+} {
   const out: ReturnType<typeof parseArgs>['args'] = { json: false, events: new Set(), interactiveFlag: false };
   const words: string[] = [];
   const value = (i: number, name: string): string => {
@@ -141,8 +144,12 @@ function parseArgs(argv: string[]): { args: Omit<RunArgs, 'request'> & { agent?:
         // No audio or video companion kind exists yet (agent/companions.ts); say so rather than ignore it.
         throw new UsageError(`${flag} is not supported yet: Gatehouse has no ${flag.slice(7)} companion kind (only --with-image)`);
       case '--events': {
-        for (const c of take().split(',').map((s) => s.trim()).filter(Boolean)) {
-          if (!(EVENT_CATEGORIES as readonly string[]).includes(c)) throw new UsageError(`--events: unknown category "${c}" (one of ${EVENT_CATEGORIES.join(', ')})`);
+        for (const c of take()
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)) {
+          if (!(EVENT_CATEGORIES as readonly string[]).includes(c))
+            throw new UsageError(`--events: unknown category "${c}" (one of ${EVENT_CATEGORIES.join(', ')})`);
           out.events.add(c);
         }
         break;
@@ -232,7 +239,10 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
   const pending: Array<{ m: HeadlessMessage & { type: 'user_input_required' | 'approval_required' } }> = [];
   const prompt = (m: HeadlessMessage & { type: 'user_input_required' | 'approval_required' }) => {
     const options = m.type === 'user_input_required' ? m.suggestions : m.choices;
-    const lines = m.type === 'user_input_required' ? [`? ${m.question}`] : [`! ${m.title}`, ...m.body.split('\n').map((l) => `  ${l}`), ...(m.preview ? m.preview.split('\n').map((l) => `    ${l}`) : [])];
+    const lines =
+      m.type === 'user_input_required'
+        ? [`? ${m.question}`]
+        : [`! ${m.title}`, ...m.body.split('\n').map((l) => `  ${l}`), ...(m.preview ? m.preview.split('\n').map((l) => `    ${l}`) : [])];
     options.forEach((o, i) => lines.push(`  [${i + 1}] ${o.label}${o.description ? ` — ${o.description}` : ''}`));
     lines.push(m.type === 'user_input_required' && m.allowCustom ? 'Number or your answer (empty: no answer)> ' : 'Number (empty: no answer)> ');
     io.stderr.write(lines.join('\n'));
@@ -265,7 +275,10 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
     // zod only here: an attached run that reads no answers from stdin never loads it.
     const r = (await import('./protocol.js')).HeadlessResponse.safeParse(body);
     if (!r.success) {
-      writeEvent({ type: 'error', message: `stdin: not a user_input_response / approval_response: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      writeEvent({
+        type: 'error',
+        message: `stdin: not a user_input_response / approval_response: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      });
       return;
     }
     const done = await respond(r.data).catch((e: unknown) => ({ accepted: false, notice: (e as Error).message }));
@@ -321,7 +334,18 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       err(formatConfigError(e));
       return 2;
     }
-    if (args.json) io.stdout.write(JSON.stringify({ ok: false, error: (e as Error).message, costUSD: 0, costKnown: true, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, conversation: args.conversation ?? null, declined: [] }) + '\n');
+    if (args.json)
+      io.stdout.write(
+        JSON.stringify({
+          ok: false,
+          error: (e as Error).message,
+          costUSD: 0,
+          costKnown: true,
+          usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          conversation: args.conversation ?? null,
+          declined: [],
+        }) + '\n',
+      );
     if (streaming) writeEvent({ type: 'error', message: (e as Error).message });
     else err(`gatehouse run: ${(e as Error).message}`);
     return 1;
@@ -380,7 +404,6 @@ async function callerEnv(io: CliIO): Promise<{ env: Record<string, string | unde
   const { store } = storeFromEnv(env, io.cwd);
   return { env, dataDir: store.kind === 'sqlite' && store.path !== ':memory:' ? dirname(store.path) : resolve(io.cwd, 'data') };
 }
-
 
 /** The config with every agent's companions for `kind` replaced by the one model named on the command line. */
 function withCompanion(config: Config, kind: CompanionKind, model: string): Config {

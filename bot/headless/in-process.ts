@@ -33,7 +33,16 @@ export async function runInProcess(
   try {
     // Its audit events go to the audit file too, in a chain of its own (bot/audit/chain-lock.ts).
     trail = openAuditTrail({ env: io.env, cwd: io.cwd, config, log, cli: true });
-    const gatehouse = await createGatehouse({ config, store, model, adapters: [], log, audit: trail.wrap(auditTo(log)), ownFiles: trail.hidden, replica: false });
+    const gatehouse = await createGatehouse({
+      config,
+      store,
+      model,
+      adapters: [],
+      log,
+      audit: trail.wrap(auditTo(log)),
+      ownFiles: trail.hidden,
+      replica: false,
+    });
     try {
       setRespond((r) => gatehouse.headless.respond(r));
       return await gatehouse.headless.run(request, onMessage);

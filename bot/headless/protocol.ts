@@ -23,8 +23,12 @@ export type HeadlessRequest = z.input<typeof HeadlessRequest>;
 
 /** An answer from the caller: a choice's value, or typed text (questions that allow it). */
 export const HeadlessResponse = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('user_input_response'), requestId: z.string().min(1), value: z.string().nullable().optional(), answer: z.string().nullable().optional() }),
+  z.object({
+    type: z.literal('user_input_response'),
+    requestId: z.string().min(1),
+    value: z.string().nullable().optional(),
+    answer: z.string().nullable().optional(),
+  }),
   z.object({ type: z.literal('approval_response'), requestId: z.string().min(1), value: z.string().nullable().optional(), approved: z.boolean().optional() }),
 ]);
 export type HeadlessResponse = z.infer<typeof HeadlessResponse>;
-

@@ -84,7 +84,10 @@ export class HeadlessRuns {
           else if (e.type === 'run_finished') run.reason = e.reason;
           else if (e.type === 'tool_declined') run.declined.push({ tool: e.tool, reason: e.reason });
           else if (e.type === 'approval_resolved' && (e.outcome === 'denied' || e.outcome === 'expired')) {
-            run.declined.push({ tool: e.tool, reason: e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}` });
+            run.declined.push({
+              tool: e.tool,
+              reason: e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}`,
+            });
           }
           run.send(e);
         }
@@ -232,14 +235,24 @@ export class HeadlessRuns {
       ok,
       costUSD: usage.costUSD,
       costKnown: usage.costKnown,
-      usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cacheReadTokens: usage.cacheReadTokens, cacheWriteTokens: usage.cacheWriteTokens },
+      usage: {
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        cacheReadTokens: usage.cacheReadTokens,
+        cacheWriteTokens: usage.cacheWriteTokens,
+      },
       conversation: req.conversation ?? null,
       declined: run.declined,
     };
     if (run.answer !== undefined && ok) result.answer = run.answer;
     if (!ok) {
       result.error =
-        run.error ?? (run.reason === 'stopped' ? 'the run was stopped' : run.reason === undefined ? 'the run did not start (the service is stopping?)' : `the run ended: ${run.reason}`);
+        run.error ??
+        (run.reason === 'stopped'
+          ? 'the run was stopped'
+          : run.reason === undefined
+            ? 'the run did not start (the service is stopping?)'
+            : `the run ended: ${run.reason}`);
     }
     return result;
   }

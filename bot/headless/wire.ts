@@ -55,4 +55,3 @@ export type HeadlessMessage =
   | { type: 'user_input_required'; requestId: string; question: string; suggestions: Choice[]; allowCustom: boolean }
   | { type: 'approval_required'; requestId: string; title: string; body: string; preview?: string; choices: Choice[] }
   | { type: 'request_closed'; requestId: string; outcome: string };
-

@@ -96,7 +96,10 @@ export function readTraceEnv(env: Env, problems: ConfigProblemLike[]): TraceSett
   const endpoint = get(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (tracesEndpoint === undefined && endpoint === undefined) return undefined;
   if (get(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined;
-  const exporters = (get(env, 'OTEL_TRACES_EXPORTER') ?? 'otlp').toLowerCase().split(',').map((s) => s.trim());
+  const exporters = (get(env, 'OTEL_TRACES_EXPORTER') ?? 'otlp')
+    .toLowerCase()
+    .split(',')
+    .map((s) => s.trim());
   if (exporters.includes('none')) return undefined;
   if (!exporters.includes('otlp')) {
     problems.push({ path: 'OTEL_TRACES_EXPORTER', message: `only otlp (or none) is supported, got ${JSON.stringify(get(env, 'OTEL_TRACES_EXPORTER'))}` });
@@ -105,7 +108,8 @@ export function readTraceEnv(env: Env, problems: ConfigProblemLike[]): TraceSett
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
     const p = get(env, name);
     if (p === undefined) continue;
-    if (p !== 'http/json') problems.push({ path: name, message: `Gatehouse exports OTLP/HTTP with JSON bodies: set http/json (or leave it unset), got ${JSON.stringify(p)}` });
+    if (p !== 'http/json')
+      problems.push({ path: name, message: `Gatehouse exports OTLP/HTTP with JSON bodies: set http/json (or leave it unset), got ${JSON.stringify(p)}` });
     break;
   }
   // Per the OTLP exporter spec: the signal's own endpoint is used as is; the base one gets /v1/traces.

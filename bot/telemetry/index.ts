@@ -9,7 +9,13 @@
  */
 import type { ModelClient } from '../../agent/model-types.js';
 import type { Store } from '../../agent/store/types.js';
-import { noChatTelemetry as noChat, noRunTelemetry as noRun, noToolTelemetry as noTool, type Telemetry, type ToolTelemetry } from '../../agent/telemetry/types.js';
+import {
+  noChatTelemetry as noChat,
+  noRunTelemetry as noRun,
+  noToolTelemetry as noTool,
+  type Telemetry,
+  type ToolTelemetry,
+} from '../../agent/telemetry/types.js';
 import type { Log } from '../../agent/log.js';
 import type { TraceSettings } from './env.js';
 import { GatehouseMetrics } from './metrics.js';
@@ -25,23 +31,20 @@ export interface AppTelemetry {
   shutdown(): Promise<void>;
 }
 
-export async function createTelemetry(opts: {
-  traces?: TraceSettings;
-  version: string;
-  log?: Log;
-  processMetrics?: boolean;
-}): Promise<AppTelemetry> {
+export async function createTelemetry(opts: { traces?: TraceSettings; version: string; log?: Log; processMetrics?: boolean }): Promise<AppTelemetry> {
   const metrics = new GatehouseMetrics({ ...(opts.processMetrics !== undefined ? { processMetrics: opts.processMetrics } : {}) });
   const traces = opts.traces ? (await import('./traces.js')).startTraces(opts.traces, opts.version) : undefined;
   let warned = false;
-  const guard = <A extends unknown[]>(fn: (...a: A) => void) => (...a: A): void => {
-    try {
-      fn(...a);
-    } catch (err) {
-      if (!warned) opts.log?.('warn', `telemetry: a metric or span could not be recorded (${(err as Error).message}); runs go on`);
-      warned = true;
-    }
-  };
+  const guard =
+    <A extends unknown[]>(fn: (...a: A) => void) =>
+    (...a: A): void => {
+      try {
+        fn(...a);
+      } catch (err) {
+        if (!warned) opts.log?.('warn', `telemetry: a metric or span could not be recorded (${(err as Error).message}); runs go on`);
+        warned = true;
+      }
+    };
   const telemetry = traces ? fanOut(metrics, traces, guard) : guarded(metrics, guard);
   let shut: Promise<void> | undefined;
   return {
@@ -50,7 +53,10 @@ export async function createTelemetry(opts: {
     ...(traces ? { traces } : {}),
     measuredModel: (m) => measuredModel(m, metrics),
     measuredStore: (s) => measuredStore(s, metrics),
-    shutdown: () => (shut ??= traces ? traces.shutdown().catch((err: unknown) => opts.log?.('warn', `telemetry: could not send the last spans: ${(err as Error).message}`)) : Promise.resolve()),
+    shutdown: () =>
+      (shut ??= traces
+        ? traces.shutdown().catch((err: unknown) => opts.log?.('warn', `telemetry: could not send the last spans: ${(err as Error).message}`))
+        : Promise.resolve()),
   };
 }
 
@@ -85,7 +91,11 @@ function fanOut(a: Telemetry, b: Pick<Telemetry, 'run'> | undefined, guard: Guar
           const q = safe(() => y.chat(c), noChat);
           return { end: guard((e) => (p.end(e), q.end(e))) };
         },
-        tool: (t) => tools(safe(() => x.tool(t), noTool), safe(() => y.tool(t), noTool)),
+        tool: (t) =>
+          tools(
+            safe(() => x.tool(t), noTool),
+            safe(() => y.tool(t), noTool),
+          ),
         end: guard((e) => (x.end(e), y.end(e))),
       };
     },

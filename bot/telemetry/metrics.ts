@@ -74,16 +74,36 @@ export class GatehouseMetrics implements Telemetry {
     this.now = opts.now ?? (() => performance.now());
     const registers = [this.registry];
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
-    this.messages = new Counter({ name: 'gatehouse_messages_received_total', help: 'Inbound chat messages, by platform.', labelNames: ['platform'], registers });
+    this.messages = new Counter({
+      name: 'gatehouse_messages_received_total',
+      help: 'Inbound chat messages, by platform.',
+      labelNames: ['platform'],
+      registers,
+    });
     this.refused = new Counter({
       name: 'gatehouse_messages_refused_total',
       help: 'Inbound messages that did not become a turn, a command or an answer, by platform and reason.',
       labelNames: ['platform', 'reason'],
       registers,
     });
-    this.runsStarted = new Counter({ name: 'gatehouse_runs_started_total', help: 'Runs started (resumed="true": continued after a restart or takeover).', labelNames: ['agent', 'resumed'], registers });
-    this.runsFinished = new Counter({ name: 'gatehouse_runs_finished_total', help: 'Runs finished, by agent and outcome.', labelNames: ['agent', 'outcome'], registers });
-    this.runsActive = new Gauge({ name: 'gatehouse_runs_active', help: 'Runs in progress in this process (waiting on a human included).', labelNames: ['agent'], registers });
+    this.runsStarted = new Counter({
+      name: 'gatehouse_runs_started_total',
+      help: 'Runs started (resumed="true": continued after a restart or takeover).',
+      labelNames: ['agent', 'resumed'],
+      registers,
+    });
+    this.runsFinished = new Counter({
+      name: 'gatehouse_runs_finished_total',
+      help: 'Runs finished, by agent and outcome.',
+      labelNames: ['agent', 'outcome'],
+      registers,
+    });
+    this.runsActive = new Gauge({
+      name: 'gatehouse_runs_active',
+      help: 'Runs in progress in this process (waiting on a human included).',
+      labelNames: ['agent'],
+      registers,
+    });
     this.runSeconds = new Histogram({
       name: 'gatehouse_run_duration_seconds',
       help: 'Wall time of a run, from its start (or resumption) to its end, waits on humans included.',
@@ -97,7 +117,12 @@ export class GatehouseMetrics implements Telemetry {
       labelNames: ['tool', 'decision'],
       registers,
     });
-    this.approvals = new Counter({ name: 'gatehouse_approvals_decided_total', help: 'Approvals, pickers and questions decided, by kind and outcome.', labelNames: ['kind', 'outcome'], registers });
+    this.approvals = new Counter({
+      name: 'gatehouse_approvals_decided_total',
+      help: 'Approvals, pickers and questions decided, by kind and outcome.',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
     this.approvalWait = new Histogram({
       name: 'gatehouse_approval_wait_seconds',
       help: 'From the card being posted to its decision.',
@@ -122,9 +147,24 @@ export class GatehouseMetrics implements Telemetry {
       buckets: [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128],
       registers,
     });
-    this.modelTokens = new Counter({ name: 'gatehouse_model_tokens_total', help: 'Tokens by model and type (input, output, cache_read, cache_write).', labelNames: ['model', 'type'], registers });
-    this.modelCost = new Counter({ name: 'gatehouse_model_cost_usd_total', help: 'Estimated cost in USD by model (models with a known price).', labelNames: ['model'], registers });
-    this.modelCostUnknown = new Counter({ name: 'gatehouse_model_calls_unpriced_total', help: 'Model calls whose model has no price in the table (cost not counted).', labelNames: ['model'], registers });
+    this.modelTokens = new Counter({
+      name: 'gatehouse_model_tokens_total',
+      help: 'Tokens by model and type (input, output, cache_read, cache_write).',
+      labelNames: ['model', 'type'],
+      registers,
+    });
+    this.modelCost = new Counter({
+      name: 'gatehouse_model_cost_usd_total',
+      help: 'Estimated cost in USD by model (models with a known price).',
+      labelNames: ['model'],
+      registers,
+    });
+    this.modelCostUnknown = new Counter({
+      name: 'gatehouse_model_calls_unpriced_total',
+      help: 'Model calls whose model has no price in the table (cost not counted).',
+      labelNames: ['model'],
+      registers,
+    });
     this.storeSeconds = new Histogram({
       name: 'gatehouse_store_operation_duration_seconds',
       help: 'Store calls by operation (repository.method) and outcome.',
@@ -150,14 +190,24 @@ export class GatehouseMetrics implements Telemetry {
         if (q) this.set(q.oldestWaitMs / 1000);
       },
     });
-    this.sandboxRuns = new Counter({ name: 'gatehouse_sandbox_commands_total', help: 'Shell commands run, by sandbox (bubblewrap or none).', labelNames: ['sandbox'], registers });
+    this.sandboxRuns = new Counter({
+      name: 'gatehouse_sandbox_commands_total',
+      help: 'Shell commands run, by sandbox (bubblewrap or none).',
+      labelNames: ['sandbox'],
+      registers,
+    });
     this.sandboxKills = new Counter({
       name: 'gatehouse_sandbox_kills_total',
       help: 'Commands killed, by reason (timeout, stopped, cpu, sigkill).',
       labelNames: ['reason'],
       registers,
     });
-    this.sandboxLimits = new Counter({ name: 'gatehouse_sandbox_limits_hit_total', help: 'Box limits commands ran into (cpu, memory, tmp_full, sigkill).', labelNames: ['limit'], registers });
+    this.sandboxLimits = new Counter({
+      name: 'gatehouse_sandbox_limits_hit_total',
+      help: 'Box limits commands ran into (cpu, memory, tmp_full, sigkill).',
+      labelNames: ['limit'],
+      registers,
+    });
   }
 
   /** Where the scrape-time gauges read from (set once the runner and store exist). */

@@ -53,7 +53,6 @@ import type { ChatTelemetry, RunTelemetry, Telemetry, ToolTelemetry } from '../.
 import type { TraceSettings } from './env.js';
 import { SEMCONV_SCHEMA_URL } from './semconv.js';
 
-
 export function conversationId(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 32);
 }
@@ -184,7 +183,11 @@ function toolSpan(tracer: Tracer, parent: ReturnType<typeof context.active>, cap
       span.addEvent('gatehouse.approval.decided', a);
     },
     sandbox: (s) => {
-      const a: Attributes = { 'gatehouse.sandbox.boxed': s.boxed, 'gatehouse.sandbox.limits_hit': s.limits, ...(s.killed ? { 'gatehouse.sandbox.killed': s.killed } : {}) };
+      const a: Attributes = {
+        'gatehouse.sandbox.boxed': s.boxed,
+        'gatehouse.sandbox.limits_hit': s.limits,
+        ...(s.killed ? { 'gatehouse.sandbox.killed': s.killed } : {}),
+      };
       span.setAttributes(a);
       if (s.killed || s.limits.length > 0) span.addEvent('gatehouse.sandbox.limit', a);
     },

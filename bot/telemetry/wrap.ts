@@ -65,7 +65,9 @@ function timed<T extends object>(target: T, name: string, metrics: Pick<Gatehous
 }
 
 export function measuredStore(store: Store, metrics: Pick<GatehouseMetrics, 'storeCall'>, now: Clock = defaultClock): Store {
-  const repos = new Map<PropertyKey, unknown>(REPOS.filter((r) => typeof store[r] === 'object' && store[r] !== null).map((r) => [r, timed(store[r], r, metrics, now)]));
+  const repos = new Map<PropertyKey, unknown>(
+    REPOS.filter((r) => typeof store[r] === 'object' && store[r] !== null).map((r) => [r, timed(store[r], r, metrics, now)]),
+  );
   const own = new Set<PropertyKey>(['checkpoint', 'ping']);
   const top = new Map<PropertyKey, unknown>();
   return new Proxy(store, {

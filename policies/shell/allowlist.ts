@@ -20,8 +20,23 @@ import type { ShellAnalysis } from './analysis.js';
 
 /** Variables that may be set in front of an auto-approved command: they change no program that runs. */
 export const SAFE_ASSIGNMENTS: ReadonlySet<string> = new Set([
-  'NODE_ENV', 'CI', 'DEBUG', 'FORCE_COLOR', 'NO_COLOR', 'TERM', 'COLUMNS', 'LINES', 'TZ', 'LANG', 'LANGUAGE',
-  'RUST_BACKTRACE', 'RUST_LOG', 'LOG_LEVEL', 'PYTHONUNBUFFERED', 'PYTHONDONTWRITEBYTECODE', 'GIT_PAGER_IN_USE',
+  'NODE_ENV',
+  'CI',
+  'DEBUG',
+  'FORCE_COLOR',
+  'NO_COLOR',
+  'TERM',
+  'COLUMNS',
+  'LINES',
+  'TZ',
+  'LANG',
+  'LANGUAGE',
+  'RUST_BACKTRACE',
+  'RUST_LOG',
+  'LOG_LEVEL',
+  'PYTHONUNBUFFERED',
+  'PYTHONDONTWRITEBYTECODE',
+  'GIT_PAGER_IN_USE',
 ]);
 const isSafeAssignment = (name: string): boolean => SAFE_ASSIGNMENTS.has(name) || /^LC_[A-Z]+$/.test(name);
 

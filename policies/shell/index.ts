@@ -33,7 +33,6 @@ export { approvalKeyOf } from './approval-key.js';
 export { isCommandAllowlisted, allowlistMiss, SAFE_ASSIGNMENTS } from './allowlist.js';
 export { riskyOption, type OptionRisk, type RiskKind } from './option-risk.js';
 
-
 const NOT_A_FILE = /^(\/dev\/(null|stdout|stderr|tty)|\/dev\/fd\/\d+|\d+|-)$/;
 const WRITE_OPS = new Set(['>', '>>', '>|', '&>', '&>>', '<>', '>&']);
 

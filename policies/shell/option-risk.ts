@@ -65,17 +65,44 @@ interface ProgramRules {
 }
 
 /** Sections of git settings that name a program or command to run. */
-const GIT_CODE_SETTING = /^(core|alias|filter|diff|difftool|merge|mergetool|credential|gpg|sequence|pager|interactive|include|includeif|protocol|uploadpack|receivepack|remote|url|ssh|submodule|http|sendemail|web|browser|man|instaweb|help|gc|hook|init|safe)\./i;
+const GIT_CODE_SETTING =
+  /^(core|alias|filter|diff|difftool|merge|mergetool|credential|gpg|sequence|pager|interactive|include|includeif|protocol|uploadpack|receivepack|remote|url|ssh|submodule|http|sendemail|web|browser|man|instaweb|help|gc|hook|init|safe)\./i;
 
 const PACKAGE_MANAGER: OptionTable = {
   long: {
-    'script-shell': CODE, 'node-options': CODE, 'init-module': CODE, shell: CODE, call: CODE, editor: CODE,
-    browser: CODE, viewer: CODE, git: CODE, 'node-gyp': CODE, 'onload-script': CODE,
-    workspace: CODE, workspaces: CODE, ws: CODE, filter: CODE, recursive: CODE, 'workspace-root': CODE,
-    prefix: CONFIG, userconfig: CONFIG, globalconfig: CONFIG, registry: CONFIG, cwd: CONFIG, dir: CONFIG,
-    'use-yarnrc': CONFIG, rcfile: CONFIG, location: CONFIG,
-    global: WRITES, cache: WRITES, 'modules-folder': WRITES, 'global-folder': WRITES, 'cache-folder': WRITES,
-    'virtual-store-dir': WRITES, 'store-dir': WRITES,
+    'script-shell': CODE,
+    'node-options': CODE,
+    'init-module': CODE,
+    shell: CODE,
+    call: CODE,
+    editor: CODE,
+    browser: CODE,
+    viewer: CODE,
+    git: CODE,
+    'node-gyp': CODE,
+    'onload-script': CODE,
+    workspace: CODE,
+    workspaces: CODE,
+    ws: CODE,
+    filter: CODE,
+    recursive: CODE,
+    'workspace-root': CODE,
+    prefix: CONFIG,
+    userconfig: CONFIG,
+    globalconfig: CONFIG,
+    registry: CONFIG,
+    cwd: CONFIG,
+    dir: CONFIG,
+    'use-yarnrc': CONFIG,
+    rcfile: CONFIG,
+    location: CONFIG,
+    global: WRITES,
+    cache: WRITES,
+    'modules-folder': WRITES,
+    'global-folder': WRITES,
+    'cache-folder': WRITES,
+    'virtual-store-dir': WRITES,
+    'store-dir': WRITES,
   },
 };
 
@@ -88,14 +115,33 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   git: {
     global: {
       short: { c: CONFIG, C: CONFIG },
-      long: { 'config-env': CONFIG, 'git-dir': CONFIG, 'work-tree': CONFIG, 'exec-path': CODE, namespace: CONFIG, 'super-prefix': CONFIG, 'attr-source': CONFIG },
+      long: {
+        'config-env': CONFIG,
+        'git-dir': CONFIG,
+        'work-tree': CONFIG,
+        'exec-path': CODE,
+        namespace: CONFIG,
+        'super-prefix': CONFIG,
+        'attr-source': CONFIG,
+      },
     },
     options: {
       long: {
-        'upload-pack': CODE, 'receive-pack': CODE, exec: CODE, extcmd: CODE, 'open-files-in-pager': CODE,
-        'output-directory': WRITES, config: CONFIG, 'separate-git-dir': WRITES,
-        'env-filter': CODE, 'tree-filter': CODE, 'index-filter': CODE, 'parent-filter': CODE, 'msg-filter': CODE,
-        'commit-filter': CODE, 'tag-name-filter': CODE,
+        'upload-pack': CODE,
+        'receive-pack': CODE,
+        exec: CODE,
+        extcmd: CODE,
+        'open-files-in-pager': CODE,
+        'output-directory': WRITES,
+        config: CONFIG,
+        'separate-git-dir': WRITES,
+        'env-filter': CODE,
+        'tree-filter': CODE,
+        'index-filter': CODE,
+        'parent-filter': CODE,
+        'msg-filter': CODE,
+        'commit-filter': CODE,
+        'tag-name-filter': CODE,
       },
     },
     sub: {
@@ -129,7 +175,10 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   npm: { options: { ...PACKAGE_MANAGER, short: { c: CODE, C: CONFIG, g: WRITES, w: CODE } }, forwardsArgs: true },
   pnpm: { options: { ...PACKAGE_MANAGER, short: { C: CONFIG, F: CODE, r: CODE, w: CODE, g: WRITES } }, forwardsArgs: true },
   yarn: { options: { ...PACKAGE_MANAGER, short: { g: WRITES } }, forwardsArgs: true },
-  bun: { options: { ...PACKAGE_MANAGER, short: { r: CODE, e: CODE, g: WRITES }, long: { ...PACKAGE_MANAGER.long, preload: CODE, eval: CODE, print: CODE } }, forwardsArgs: true },
+  bun: {
+    options: { ...PACKAGE_MANAGER, short: { r: CODE, e: CODE, g: WRITES }, long: { ...PACKAGE_MANAGER.long, preload: CODE, eval: CODE, print: CODE } },
+    forwardsArgs: true,
+  },
   make: {
     options: {
       long: { eval: CODE, file: CODE, makefile: CODE, directory: CONFIG, 'include-dir': CODE },
@@ -142,16 +191,35 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   },
   find: {
     oneDash: {
-      exec: CODE, execdir: CODE, ok: CODE, okdir: CODE, delete: WRITES,
-      fprint: WRITES, fprint0: WRITES, fprintf: WRITES, fls: WRITES,
+      exec: CODE,
+      execdir: CODE,
+      ok: CODE,
+      okdir: CODE,
+      delete: WRITES,
+      fprint: WRITES,
+      fprint0: WRITES,
+      fprintf: WRITES,
+      fls: WRITES,
     },
   },
   curl: {
     options: {
       long: {
-        output: WRITES, 'remote-name': WRITES, 'remote-name-all': WRITES, 'output-dir': WRITES, 'dump-header': WRITES,
-        'cookie-jar': WRITES, config: CONFIG, trace: WRITES, 'trace-ascii': WRITES, stderr: WRITES, libcurl: WRITES,
-        'etag-save': WRITES, hsts: WRITES, 'alt-svc': WRITES, 'create-dirs': WRITES,
+        output: WRITES,
+        'remote-name': WRITES,
+        'remote-name-all': WRITES,
+        'output-dir': WRITES,
+        'dump-header': WRITES,
+        'cookie-jar': WRITES,
+        config: CONFIG,
+        trace: WRITES,
+        'trace-ascii': WRITES,
+        stderr: WRITES,
+        libcurl: WRITES,
+        'etag-save': WRITES,
+        hsts: WRITES,
+        'alt-svc': WRITES,
+        'create-dirs': WRITES,
       },
       short: { o: WRITES, O: WRITES, D: WRITES, c: WRITES, K: CONFIG },
       shortValue: 'dHXuAebrxEFTwyYzUQCtPm',
@@ -160,8 +228,15 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   wget: {
     options: {
       long: {
-        'output-document': WRITES, 'output-file': WRITES, 'append-output': WRITES, 'directory-prefix': WRITES,
-        execute: CONFIG, config: CONFIG, 'use-askpass': CODE, 'save-cookies': WRITES, 'warc-file': WRITES,
+        'output-document': WRITES,
+        'output-file': WRITES,
+        'append-output': WRITES,
+        'directory-prefix': WRITES,
+        execute: CONFIG,
+        config: CONFIG,
+        'use-askpass': CODE,
+        'save-cookies': WRITES,
+        'warc-file': WRITES,
       },
       short: { O: WRITES, o: WRITES, a: WRITES, P: WRITES, e: CONFIG },
       shortValue: 'tTwQUBiDIXAR',
@@ -171,8 +246,16 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   tar: {
     options: {
       long: {
-        directory: CONFIG, 'absolute-names': WRITES, 'to-command': CODE, 'use-compress-program': CODE, 'checkpoint-action': CODE,
-        'info-script': CODE, 'new-volume-script': CODE, 'rsh-command': CODE, 'rmt-command': CODE, 'remove-files': WRITES,
+        directory: CONFIG,
+        'absolute-names': WRITES,
+        'to-command': CODE,
+        'use-compress-program': CODE,
+        'checkpoint-action': CODE,
+        'info-script': CODE,
+        'new-volume-script': CODE,
+        'rsh-command': CODE,
+        'rmt-command': CODE,
+        'remove-files': WRITES,
         'index-file': WRITES,
       },
       short: { C: CONFIG, P: WRITES, I: CODE, F: CODE },
@@ -201,8 +284,17 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   pytest: {
     options: {
       long: {
-        rootdir: CONFIG, basetemp: WRITES, junitxml: WRITES, 'junit-xml': WRITES, pdbcls: CODE, 'override-ini': CONFIG,
-        'config-file': CONFIG, confcutdir: CONFIG, 'log-file': WRITES, 'result-log': WRITES, debug: WRITES,
+        rootdir: CONFIG,
+        basetemp: WRITES,
+        junitxml: WRITES,
+        'junit-xml': WRITES,
+        pdbcls: CODE,
+        'override-ini': CONFIG,
+        'config-file': CONFIG,
+        confcutdir: CONFIG,
+        'log-file': WRITES,
+        'result-log': WRITES,
+        debug: WRITES,
       },
       short: { p: CODE, c: CONFIG, o: CONFIG },
       shortValue: 'km',
@@ -210,7 +302,17 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   },
   node: {
     options: {
-      long: { require: CODE, import: CODE, loader: CODE, 'experimental-loader': CODE, eval: CODE, print: CODE, inspect: CODE, 'inspect-brk': CODE, 'env-file': CONFIG },
+      long: {
+        require: CODE,
+        import: CODE,
+        loader: CODE,
+        'experimental-loader': CODE,
+        eval: CODE,
+        print: CODE,
+        inspect: CODE,
+        'inspect-brk': CODE,
+        'env-file': CONFIG,
+      },
       short: { r: CODE, e: CODE, p: CODE },
     },
     scriptAfterOperand: true,
@@ -221,7 +323,7 @@ export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
 };
 
 /** Other names of the same programs. */
-const ALIASES: Readonly<Record<string, string>> = { gmake: 'make', 'py.test': 'pytest', nodejs: 'node', };
+const ALIASES: Readonly<Record<string, string>> = { gmake: 'make', 'py.test': 'pytest', nodejs: 'node' };
 
 function rulesFor(program: string): ProgramRules | undefined {
   const name = basename(program);
@@ -252,7 +354,12 @@ const GENERIC: ReadonlyArray<[RegExp, RiskKind]> = [
   [/.-cmd$/, CODE],
 ];
 /** Abbreviations of the generic prefixes (`--ex`, `--outp`, `--conf`). */
-const GENERIC_STEMS: ReadonlyArray<[string, RiskKind]> = [['exec', CODE], ['eval', CODE], ['output', WRITES], ['config', CONFIG]];
+const GENERIC_STEMS: ReadonlyArray<[string, RiskKind]> = [
+  ['exec', CODE],
+  ['eval', CODE],
+  ['output', WRITES],
+  ['config', CONFIG],
+];
 
 function genericLong(name: string): RiskKind | null {
   for (const [re, kind] of GENERIC) if (re.test(name)) return kind;
@@ -306,7 +413,12 @@ function optionWord(word: string, tables: ReadonlyArray<OptionTable | undefined>
 const NOT_A_FILE = new Set(['-', '/dev/null', '/dev/stdout', '/dev/stderr']);
 
 const display = (w: string): string =>
-  w.replace(new RegExp(MARK.UNKNOWN, 'g'), '…').replace(new RegExp(MARK.STAR, 'g'), '*').replace(new RegExp(MARK.QMARK, 'g'), '?').replace(new RegExp(MARK.BRACKET, 'g'), '[').replace(new RegExp(MARK.TMP, 'g'), '$TMP');
+  w
+    .replace(new RegExp(MARK.UNKNOWN, 'g'), '…')
+    .replace(new RegExp(MARK.STAR, 'g'), '*')
+    .replace(new RegExp(MARK.QMARK, 'g'), '?')
+    .replace(new RegExp(MARK.BRACKET, 'g'), '[')
+    .replace(new RegExp(MARK.TMP, 'g'), '$TMP');
 
 /** The words of one program (argv[0] is the program), judged with its rules. */
 function programRisk(argv: readonly string[], rules: ProgramRules | undefined): OptionRisk | null {

@@ -238,7 +238,21 @@ function unquoteDq(v: string): string {
 
 /** $'...' escapes. */
 export function decodeAnsiC(v: string): string {
-  const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', f: '\f', v: '\v', e: '\x1b', E: '\x1b', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+  const simple: Record<string, string> = {
+    n: '\n',
+    t: '\t',
+    r: '\r',
+    a: '\x07',
+    b: '\b',
+    f: '\f',
+    v: '\v',
+    e: '\x1b',
+    E: '\x1b',
+    '\\': '\\',
+    "'": "'",
+    '"': '"',
+    '?': '?',
+  };
   return v.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)/gs, (m, e: string) => {
     if (e[0] === 'x' || e[0] === 'u' || e[0] === 'U') return e.length > 1 ? String.fromCodePoint(parseInt(e.slice(1), 16)) : m;
     if (/^[0-7]+$/.test(e)) return String.fromCharCode(parseInt(e, 8) & 0xff);
@@ -514,7 +528,7 @@ export class Evaluator {
           if (nameref) {
             // declare -n r=target: r stands for the variable named by the value (unknown name: unknown value)
             const targets = a.value ? this.expandString(a.value, ctx, true) : [MARK.UNKNOWN];
-            this.namerefs.set(a.name, uniq([...(ctx.conditional ? this.namerefs.get(a.name) ?? [] : []), ...targets]));
+            this.namerefs.set(a.name, uniq([...(ctx.conditional ? (this.namerefs.get(a.name) ?? []) : []), ...targets]));
           } else if (!a.naked) this.assign(a, ctx);
         }
         return;
@@ -600,12 +614,30 @@ export class Evaluator {
     this.effects(site, ctx);
     const first = c.args[0]!;
     const lit = first.parts.length === 1 && first.parts[0]!.t === 'lit' ? first.parts[0]!.v : null;
-    const plain = (w: Word | undefined): string | null => (w && w.parts.length === 1 && w.parts[0]!.t === 'lit' && /^[^\\/$`'"=\s]+$/.test(w.parts[0]!.v) ? w.parts[0]!.v : null);
-    if (plain(first) !== null) this.firstWords.push({ name: lit!, rest: c.args.slice(1).map((w) => w.src).join(' '), ctx });
+    const plain = (w: Word | undefined): string | null =>
+      w && w.parts.length === 1 && w.parts[0]!.t === 'lit' && /^[^\\/$`'"=\s]+$/.test(w.parts[0]!.v) ? w.parts[0]!.v : null;
+    if (plain(first) !== null)
+      this.firstWords.push({
+        name: lit!,
+        rest: c.args
+          .slice(1)
+          .map((w) => w.src)
+          .join(' '),
+        ctx,
+      });
     if (lit === 'command' || lit === 'exec') {
       const k = c.args.findIndex((w, i) => i > 0 && !w.src.startsWith('-'));
       const n = plain(c.args[k]);
-      if (k > 0 && n !== null) this.firstWords.push({ name: n, rest: c.args.slice(k + 1).map((w) => w.src).join(' '), ctx, hashOnly: true });
+      if (k > 0 && n !== null)
+        this.firstWords.push({
+          name: n,
+          rest: c.args
+            .slice(k + 1)
+            .map((w) => w.src)
+            .join(' '),
+          ctx,
+          hashOnly: true,
+        });
     }
     this.callFunctions(argvs, ctx);
   }
@@ -622,7 +654,13 @@ export class Evaluator {
       }
       for (const body of bodies) {
         if (++this.bodyWalks > MAX_ALTS * 4) throw new TooComplex();
-        this.stmt(body, { ...ctx, conditional: true, functions: [...ctx.functions, name], depth: ctx.depth + 1, positional: { args: argv.slice(1), shifted: false } });
+        this.stmt(body, {
+          ...ctx,
+          conditional: true,
+          functions: [...ctx.functions, name],
+          depth: ctx.depth + 1,
+          positional: { args: argv.slice(1), shifted: false },
+        });
       }
     }
   }
@@ -654,7 +692,10 @@ export class Evaluator {
         case 'pushd': {
           const target = args.find((a) => !a.startsWith('-')) ?? '~';
           const base = this.get(CWD);
-          const next = target.startsWith('/') || target.startsWith('~') || target.startsWith(MARK.TMP) ? [target] : base.map((b) => (b === '' ? (target === '.' ? '' : MARK.UNKNOWN + '/' + target) : `${b}/${target}`));
+          const next =
+            target.startsWith('/') || target.startsWith('~') || target.startsWith(MARK.TMP)
+              ? [target]
+              : base.map((b) => (b === '' ? (target === '.' ? '' : MARK.UNKNOWN + '/' + target) : `${b}/${target}`));
           this.set(CWD, args[0] === '-' ? [MARK.UNKNOWN] : next, cond);
           break;
         }
@@ -708,7 +749,8 @@ export class Evaluator {
         }
         case 'watch': {
           let i = 0;
-          while (i < args.length && args[i]!.startsWith('-')) i += ['-n', '--interval', '-d'].includes(args[i]!) && !/^\d/.test(args[i]!) && args[i] !== '-d' ? 2 : 1;
+          while (i < args.length && args[i]!.startsWith('-'))
+            i += ['-n', '--interval', '-d'].includes(args[i]!) && !/^\d/.test(args[i]!) && args[i] !== '-d' ? 2 : 1;
           if (i < args.length) this.nested(args.slice(i).join(' '), ctx);
           break;
         }
@@ -727,7 +769,15 @@ export class Evaluator {
       const inner = argv.slice(i + 1, j).map((w) => w.replace(/\{\}/g, MARK.UNKNOWN));
       if (inner.length > 0) {
         this.facts.structure = true;
-        this.facts.sites.push({ ...site, argvs: [inner], display: inner.map(displayField), assigns: [], assignValues: [], pos: site.pos + 0.5, origin: 'find-exec' });
+        this.facts.sites.push({
+          ...site,
+          argvs: [inner],
+          display: inner.map(displayField),
+          assigns: [],
+          assignValues: [],
+          pos: site.pos + 0.5,
+          origin: 'find-exec',
+        });
       }
       i = j;
     }
@@ -866,7 +916,7 @@ export class Evaluator {
       base = uniq(
         shifts.map((k) => {
           const rest = pos.slice(k);
-          return p.name === '#' ? String(rest.length) : p.name === '@' || p.name === '*' ? rest.join(' ') : rest[Number(p.name) - 1] ?? '';
+          return p.name === '#' ? String(rest.length) : p.name === '@' || p.name === '*' ? rest.join(' ') : (rest[Number(p.name) - 1] ?? '');
         }),
       );
     } else if (p.index) {

@@ -32,11 +32,50 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   exec: { valueOpts: ['-a'] },
   npx: { valueOpts: ['-p', '--package'] },
   xargs: {
-    valueOpts: ['-I', '-n', '-L', '-P', '-s', '-d', '-E', '-a', '--arg-file', '--max-args', '--max-lines', '--max-procs', '--max-chars', '--delimiter', '--eof', '--replace'],
+    valueOpts: [
+      '-I',
+      '-n',
+      '-L',
+      '-P',
+      '-s',
+      '-d',
+      '-E',
+      '-a',
+      '--arg-file',
+      '--max-args',
+      '--max-lines',
+      '--max-procs',
+      '--max-chars',
+      '--delimiter',
+      '--eof',
+      '--replace',
+    ],
   },
   flock: { valueOpts: ['-w', '--timeout', '-E', '--conflict-exit-code'], positionals: 1 },
   busybox: { valueOpts: [] },
-  sudo: { valueOpts: ['-u', '--user', '-g', '--group', '-C', '-D', '--chdir', '-h', '--host', '-p', '--prompt', '-r', '--role', '-t', '--type', '-U', '--other-user', '-T', '--command-timeout'] },
+  sudo: {
+    valueOpts: [
+      '-u',
+      '--user',
+      '-g',
+      '--group',
+      '-C',
+      '-D',
+      '--chdir',
+      '-h',
+      '--host',
+      '-p',
+      '--prompt',
+      '-r',
+      '--role',
+      '-t',
+      '--type',
+      '-U',
+      '--other-user',
+      '-T',
+      '--command-timeout',
+    ],
+  },
   doas: { valueOpts: ['-u', '-C'] },
   chronic: { valueOpts: [] },
   unbuffer: { valueOpts: [] },
@@ -67,7 +106,9 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   valgrind: { valueOpts: [] },
   catchsegv: { valueOpts: [] },
   chroot: { valueOpts: ['--userspec', '--groups'], positionals: 1 },
-  unshare: { valueOpts: ['-S', '--setuid', '-G', '--setgid', '--propagation', '-R', '--root', '-w', '--wd', '--map-user', '--map-group', '--map-users', '--map-groups'] },
+  unshare: {
+    valueOpts: ['-S', '--setuid', '-G', '--setgid', '--propagation', '-R', '--root', '-w', '--wd', '--map-user', '--map-group', '--map-users', '--map-groups'],
+  },
   nsenter: { valueOpts: ['-t', '--target', '-S', '--setuid', '-G', '--setgid', '-w', '--wd', '-R', '--root', '-W'] },
   firejail: { valueOpts: [] },
   proot: { valueOpts: ['-r', '-b', '-m', '-w', '-q', '-k', '-R', '-S', '--rootfs', '--bind', '--mount', '--cwd', '--qemu', '--kernel-release'] },
@@ -76,7 +117,34 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   'dbus-launch': { valueOpts: ['--config-file'] },
   'dbus-run-session': { valueOpts: ['--config-file', '--dbus-daemon'] },
   'systemd-run': {
-    valueOpts: ['-u', '--unit', '-p', '--property', '-M', '--machine', '-H', '--host', '--description', '--slice', '-E', '--setenv', '--uid', '--gid', '--working-directory', '--on-calendar', '--on-active', '--on-boot', '--on-startup', '--on-unit-active', '--on-unit-inactive', '--timer-property', '--path-property', '--socket-property', '--service-type', '--nice'],
+    valueOpts: [
+      '-u',
+      '--unit',
+      '-p',
+      '--property',
+      '-M',
+      '--machine',
+      '-H',
+      '--host',
+      '--description',
+      '--slice',
+      '-E',
+      '--setenv',
+      '--uid',
+      '--gid',
+      '--working-directory',
+      '--on-calendar',
+      '--on-active',
+      '--on-boot',
+      '--on-startup',
+      '--on-unit-active',
+      '--on-unit-inactive',
+      '--timer-property',
+      '--path-property',
+      '--socket-property',
+      '--service-type',
+      '--nice',
+    ],
   },
   torsocks: { valueOpts: ['-u', '-p', '-a', '-P'] },
   proxychains: { valueOpts: ['-f'] },
@@ -86,7 +154,24 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = {
   runuser: { valueOpts: ['-u', '--user', '-g', '--group', '-G', '--supp-group', '-s', '--shell', '-w', '--whitelist-environment'] },
   pkexec: { valueOpts: ['--user'] },
   run0: { valueOpts: ['-u', '--user', '-g', '--group', '-D', '--chdir', '--setenv', '--unit', '--property', '--description', '--slice', '--nice'] },
-  setpriv: { valueOpts: ['--reuid', '--regid', '--ruid', '--euid', '--rgid', '--egid', '--groups', '--inh-caps', '--ambient-caps', '--bounding-set', '--securebits', '--pdeathsig', '--selinux-label', '--apparmor-profile'] },
+  setpriv: {
+    valueOpts: [
+      '--reuid',
+      '--regid',
+      '--ruid',
+      '--euid',
+      '--rgid',
+      '--egid',
+      '--groups',
+      '--inh-caps',
+      '--ambient-caps',
+      '--bounding-set',
+      '--securebits',
+      '--pdeathsig',
+      '--selinux-label',
+      '--apparmor-profile',
+    ],
+  },
   // node tooling that runs the command in its arguments
   corepack: { valueOpts: [] },
   shx: { valueOpts: [] },
@@ -109,8 +194,46 @@ interface RunnerSpec {
   registryOnly?: readonly string[];
   bins?: boolean;
 }
-const NPM_OPTS = ['-p', '--package', '-w', '--workspace', '--prefix', '--registry', '--cache', '--userconfig', '--node-options', '-C', '--dir', '--filter', '-F', '--cwd'];
-const UV_OPTS = ['--from', '--with', '--with-editable', '--with-requirements', '-p', '--python', '--index', '--default-index', '--index-url', '--extra-index-url', '--cache-dir', '--directory', '--project', '--config-file', '--package', '--extra', '--group', '--env-file', '-c', '--constraints', '--overrides', '-w'];
+const NPM_OPTS = [
+  '-p',
+  '--package',
+  '-w',
+  '--workspace',
+  '--prefix',
+  '--registry',
+  '--cache',
+  '--userconfig',
+  '--node-options',
+  '-C',
+  '--dir',
+  '--filter',
+  '-F',
+  '--cwd',
+];
+const UV_OPTS = [
+  '--from',
+  '--with',
+  '--with-editable',
+  '--with-requirements',
+  '-p',
+  '--python',
+  '--index',
+  '--default-index',
+  '--index-url',
+  '--extra-index-url',
+  '--cache-dir',
+  '--directory',
+  '--project',
+  '--config-file',
+  '--package',
+  '--extra',
+  '--group',
+  '--env-file',
+  '-c',
+  '--constraints',
+  '--overrides',
+  '-w',
+];
 const RUNNERS: Readonly<Record<string, RunnerSpec>> = {
   npx: { subs: null, valueOpts: NPM_OPTS },
   pnpx: { subs: null, valueOpts: NPM_OPTS },
@@ -122,7 +245,11 @@ const RUNNERS: Readonly<Record<string, RunnerSpec>> = {
   bun: { subs: [['x'], ['run'], ['exec']], valueOpts: ['--cwd', '-p', '--package', '--filter'], bins: true },
   pipx: { subs: [['run']], valueOpts: ['--spec', '--python', '--pip-args', '--index-url'] },
   uv: { subs: [['tool', 'run'], ['run']], valueOpts: UV_OPTS },
-  deno: { subs: [['run'], ['x']], valueOpts: ['-c', '--config', '--import-map', '--lock', '--cert', '--location', '--seed', '--inspect-wait'], registryOnly: ['npm:', 'jsr:'] },
+  deno: {
+    subs: [['run'], ['x']],
+    valueOpts: ['-c', '--config', '--import-map', '--lock', '--cert', '--location', '--seed', '--inspect-wait'],
+    registryOnly: ['npm:', 'jsr:'],
+  },
 };
 
 /** Tools reachable by a bare `yarn TOOL` / `pnpm TOOL` (bins of the project), judged like the runners. */
@@ -172,7 +299,26 @@ export function runnerTool(words: readonly string[]): string[] | null {
 }
 
 /** The wrappers every caller looks through (approval keys too); the rest only with `deep` (the denylist). */
-export const SHALLOW_WRAPPERS: ReadonlySet<string> = new Set(['env', 'nohup', 'nice', 'time', 'timeout', 'stdbuf', 'ionice', 'command', 'builtin', 'exec', 'npx', 'xargs', 'flock', 'busybox', 'chronic', 'unbuffer', 'sudo', 'doas']);
+export const SHALLOW_WRAPPERS: ReadonlySet<string> = new Set([
+  'env',
+  'nohup',
+  'nice',
+  'time',
+  'timeout',
+  'stdbuf',
+  'ionice',
+  'command',
+  'builtin',
+  'exec',
+  'npx',
+  'xargs',
+  'flock',
+  'busybox',
+  'chronic',
+  'unbuffer',
+  'sudo',
+  'doas',
+]);
 
 /** Wrappers that run their command as another user (privilege escalation whatever the command). */
 export const PRIVILEGED_WRAPPERS: ReadonlySet<string> = new Set(['sudo', 'doas', 'runuser', 'pkexec', 'run0', 'setpriv']);
@@ -246,14 +392,14 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
       if (name === 'env' && (opt === '-S' || (opt.length >= 4 && '--split-string'.startsWith(opt)) || /^-[a-zA-Z]*S/.test(w))) {
         // env -S 'a b c' runs a with arguments b c.
         const glued = eq > 0 || (!w.startsWith('--') && w.indexOf('S') < w.length - 1);
-        const str = eq > 0 ? w.slice(eq + 1) : glued ? w.slice(w.indexOf('S') + 1) : words[i + 1] ?? '';
+        const str = eq > 0 ? w.slice(eq + 1) : glued ? w.slice(w.indexOf('S') + 1) : (words[i + 1] ?? '');
         const consumed = glued ? 1 : 2;
         words = [...words.slice(0, i), ...str.split(/[ \t\n]+/).filter(Boolean), ...words.slice(i + consumed)];
         out.splitString = true;
         continue;
       }
       if (name === 'xargs' && (opt === '-I' || opt === '--replace' || opt.startsWith('-i'))) {
-        replace = opt === '-I' ? (eq > 0 ? w.slice(eq + 1) : words[i + 1] ?? '{}') : w.startsWith('-i') && w.length > 2 ? w.slice(2) : '{}';
+        replace = opt === '-I' ? (eq > 0 ? w.slice(eq + 1) : (words[i + 1] ?? '{}')) : w.startsWith('-i') && w.length > 2 ? w.slice(2) : '{}';
       }
       if (spec.valueOpts.includes(opt) && eq < 0) {
         i += 2;
@@ -281,4 +427,3 @@ export function unwrapCommand(input: readonly string[], opts: { keepPrivileged?:
   out.words = words;
   return out;
 }
-

@@ -85,7 +85,9 @@ test('Ctrl-C while a card waits cancels it: nothing is written; Ctrl-D then quit
 test('an unknown /command lists the known ones and is not sent to the model; known ones still work', async () => {
   const chat = await started();
   chat.type('/frobnicate now');
-  await chat.until('the list', (s) => s.includes('/frobnicate is not a command (nothing was sent). Commands: /stop cancels the current run; /reset starts a new conversation; /id'));
+  await chat.until('the list', (s) =>
+    s.includes('/frobnicate is not a command (nothing was sent). Commands: /stop cancels the current run; /reset starts a new conversation; /id'),
+  );
   await chat.until('the prompt', (s) => s.endsWith('you> '));
   chat.type('/help');
   await chat.until('help', (s) => s.includes(`I am Gatehouse's "default" agent.`));

@@ -91,7 +91,8 @@ function fixtureProcesses(): number[] {
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const environ = readFileSync(`/proc/${name}/environ`, 'utf8');
-      if (cmd.includes(FIXTURE) && environ.includes(`FIXTURE_TAG=${dir}\0`) && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') out.push(Number(name));
+      if (cmd.includes(FIXTURE) && environ.includes(`FIXTURE_TAG=${dir}\0`) && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z')
+        out.push(Number(name));
     } catch {
       // gone meanwhile
     }

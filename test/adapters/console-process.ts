@@ -45,7 +45,14 @@ export function startChat(opts: { cwd: string; modelUrl: string; args?: string[]
   const [cmd, ...args] = opts.pty ? ['script', '-qfec', `exec ${quoted}`, '/dev/null'] : argv;
   const child = spawn(cmd!, args, {
     cwd: opts.cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: opts.cwd, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: opts.modelUrl, GATEHOUSE_HTTP_PORT: '0', ...opts.env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: opts.cwd,
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: opts.modelUrl,
+      GATEHOUSE_HTTP_PORT: '0',
+      ...opts.env,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';

@@ -50,7 +50,9 @@ beforeEach(async () => {
   model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
-    ['agents:', '  default:', '    model: claude-sonnet-5-5', '    tools: [write_file]', '    workspace: ./ws', '    approvers: { console: [local] }', ''].join('\n'),
+    ['agents:', '  default:', '    model: claude-sonnet-5-5', '    tools: [write_file]', '    workspace: ./ws', '    approvers: { console: [local] }', ''].join(
+      '\n',
+    ),
   );
 });
 afterEach(async () => {

@@ -114,7 +114,14 @@ agents:
 `);
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
   queue.push(
-    { toolUses: [{ name: 'http_request', input: { method: 'POST', url: `${apiUrl}/issues`, headers: { 'content-type': 'application/json' }, body: '{"title":"printer on fire"}' } }] },
+    {
+      toolUses: [
+        {
+          name: 'http_request',
+          input: { method: 'POST', url: `${apiUrl}/issues`, headers: { 'content-type': 'application/json' }, body: '{"title":"printer on fire"}' },
+        },
+      ],
+    },
     { text: 'Filed issue 42.' },
   );
   type('file a bug');
@@ -159,7 +166,10 @@ agents:
       allow: [127.0.0.1]
 `);
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
-  queue.push({ toolUses: [{ name: 'http_request', input: { method: 'GET', url: `${apiUrl}/`, headers: { 'x-api-key': 'test-key' } } }] }, { text: 'Refused, as it should be.' });
+  queue.push(
+    { toolUses: [{ name: 'http_request', input: { method: 'GET', url: `${apiUrl}/`, headers: { 'x-api-key': 'test-key' } } }] },
+    { text: 'Refused, as it should be.' },
+  );
   type('send the key somewhere');
   await waitFor('answer', () => screen.includes('Refused, as it should be.'));
   expect(hits).toHaveLength(0);
@@ -185,7 +195,10 @@ agents:
 });
 
 test('a bad network.allow entry is a config error naming the key path', async () => {
-  writeFileSync(join(dir, 'gatehouse.yaml'), 'agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [web_fetch]\n    network:\n      allow: ["10.0.0.0/40"]\n');
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    'agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [web_fetch]\n    network:\n      allow: ["10.0.0.0/40"]\n',
+  );
   const out = new PassThrough();
   let text = '';
   out.on('data', (d: Buffer) => (text += d.toString()));

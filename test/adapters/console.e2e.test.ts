@@ -92,7 +92,20 @@ test('a question shows its suggestions as numbers, and typing a number answers i
   start();
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
   queue.push(
-    { toolUses: [{ name: 'ask_user_question', input: { question: 'Tea or coffee?', suggestions: [{ value: 'tea', label: 'Tea' }, { value: 'coffee', label: 'Coffee' }] } }] },
+    {
+      toolUses: [
+        {
+          name: 'ask_user_question',
+          input: {
+            question: 'Tea or coffee?',
+            suggestions: [
+              { value: 'tea', label: 'Tea' },
+              { value: 'coffee', label: 'Coffee' },
+            ],
+          },
+        },
+      ],
+    },
     { text: 'Coffee it is.' },
   );
   type('make me a drink');
@@ -159,7 +172,20 @@ test('choice numbers keep counting across cards; a stale number gets a notice an
   start(WRITE_AGENT);
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
   queue.push(
-    { toolUses: [{ name: 'ask_user_question', input: { question: 'Which file?', suggestions: [{ value: 'a.txt', label: 'a.txt' }, { value: 'b.txt', label: 'b.txt' }] } }] },
+    {
+      toolUses: [
+        {
+          name: 'ask_user_question',
+          input: {
+            question: 'Which file?',
+            suggestions: [
+              { value: 'a.txt', label: 'a.txt' },
+              { value: 'b.txt', label: 'b.txt' },
+            ],
+          },
+        },
+      ],
+    },
     { toolUses: [{ name: 'write_file', input: { path: 'b.txt', content: 'hello\n' } }] },
     { text: 'Done.' },
   );

@@ -51,13 +51,19 @@ function lastToolResult(req: RecordedRequest): { content: string; is_error?: boo
  * One command through the stack. Returns whether it ran without a human, the card (when one was posted)
  * and the tool result. `decide` is the approver's click on the card, if any.
  */
-async function run(command: string, decide: 'Deny' | 'Approve once' = 'Deny'): Promise<{ auto: boolean; card?: PostedCard; result: { content: string; is_error?: boolean } }> {
+async function run(
+  command: string,
+  decide: 'Deny' | 'Approve once' = 'Deny',
+): Promise<{ auto: boolean; card?: PostedCard; result: { content: string; is_error?: boolean } }> {
   const cardsBefore = h.adapter.cards.length;
   const answersBefore = h.adapter.answers().length;
   const requestsBefore = h.modelRequests().length;
   h.script({ toolUses: [{ name: 'execute_command', input: { command } }] }, { text: `done: ${command}` });
   await h.adapter.send(`please run ${command}`);
-  const card = await waitFor('a card or an answer', () => h.adapter.cards[cardsBefore] ?? (h.adapter.answers().length > answersBefore ? 'answered' : undefined));
+  const card = await waitFor(
+    'a card or an answer',
+    () => h.adapter.cards[cardsBefore] ?? (h.adapter.answers().length > answersBefore ? 'answered' : undefined),
+  );
   if (card !== 'answered') await h.adapter.click(card, decide, { user: 'local' });
   await waitFor('answer', () => h.adapter.answers()[answersBefore]);
   const result = lastToolResult(h.modelRequests()[requestsBefore + 1]!);
@@ -167,7 +173,7 @@ test('"Always" decides its own card only: the other pending cards go through the
   // Each card says what its Always would cover; the risky one offers none.
   const alwaysA = a!.card.buttons.find((x) => x.label.startsWith('Always'));
   expect(alwaysA?.label).toBe('Always allow “git log”');
-  expect(a!.card.body).toContain('adds “git log” to this agent\'s allowlist');
+  expect(a!.card.body).toContain("adds “git log” to this agent's allowlist");
   expect(a!.card.body).toMatch(/never with options that run other code, write files or change its directory or configuration/);
   expect(b!.card.buttons.some((x) => x.label.startsWith('Always'))).toBe(false);
   expect(b!.card.body).not.toContain('Always approve');
@@ -209,7 +215,14 @@ test('an "Always" in one conversation re-checks the cards waiting in the others:
   await gitRepo(h.workspace);
   const leaked = join(h.workspace, 'LEAKED');
   const use = (command: string) => ({ toolUses: [{ name: 'execute_command', input: { command } }] });
-  h.script(use('git log --oneline -1'), use('git log -1 --format=%s'), use('git log --output=LEAKED -1'), { text: 'finished' }, { text: 'finished' }, { text: 'finished' });
+  h.script(
+    use('git log --oneline -1'),
+    use('git log -1 --format=%s'),
+    use('git log --output=LEAKED -1'),
+    { text: 'finished' },
+    { text: 'finished' },
+    { text: 'finished' },
+  );
   const cardIn = async (conversation: string, text: string): Promise<PostedCard> => {
     await h.adapter.send(text, { conversation });
     return waitFor(`card in ${conversation}`, () => h.adapter.cards.find((c) => c.key === `console:${conversation}`));

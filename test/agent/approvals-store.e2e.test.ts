@@ -36,7 +36,12 @@ describe.each(engines)('on %s', (_engine, open) => {
     const b = new ApprovalBroker({
       approvals: store.approvals,
       bus,
-      outputs: () => ({ emit: async () => undefined, streamsText: false, postCard: async (c) => String(cards.push(c)), updateCard: async (_h, c) => void updated.push(c) }),
+      outputs: () => ({
+        emit: async () => undefined,
+        streamsText: false,
+        postCard: async (c) => String(cards.push(c)),
+        updateCard: async (_h, c) => void updated.push(c),
+      }),
       approversOf: () => ['alice'],
     });
     return { b, bus, cards, updated };
@@ -50,7 +55,10 @@ describe.each(engines)('on %s', (_engine, open) => {
     const waiting = b.wait(id);
     const seen: Decision[] = [];
     const off = bus.subscribe(id, (d) => seen.push(d));
-    expect(await b.click({ token: cards[0]!.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } })).toEqual({ accepted: true, notice: 'Approved.' });
+    expect(await b.click({ token: cards[0]!.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } })).toEqual({
+      accepted: true,
+      notice: 'Approved.',
+    });
     const d = await waiting;
     expect(d).toMatchObject({ outcome: 'approved', by: 'alice' });
     expect(seen).toEqual([d]);
@@ -60,7 +68,7 @@ describe.each(engines)('on %s', (_engine, open) => {
     b.close();
   });
 
-  test('a click that lands before the card\'s handle is stored still gets the card replaced with the decision', async () => {
+  test("a click that lands before the card's handle is stored still gets the card replaced with the decision", async () => {
     const updated: Array<{ handle: string; card: Card }> = [];
     let clicked: Promise<unknown> | undefined;
     const b: ApprovalBroker = new ApprovalBroker({
@@ -89,13 +97,31 @@ describe.each(engines)('on %s', (_engine, open) => {
 
   test('stored: the request as StoredRequest without a decision field, the decision once in its own field', async () => {
     const { b, cards } = broker();
-    const id = await b.askQuestion({ ...where, question: 'Which?', suggestions: [{ value: 'v1', label: 'One' }], allowCustom: false, starterId: 'bob', timeoutMs: 600_000 });
+    const id = await b.askQuestion({
+      ...where,
+      question: 'Which?',
+      suggestions: [{ value: 'v1', label: 'One' }],
+      allowCustom: false,
+      starterId: 'bob',
+      timeoutMs: 600_000,
+    });
     const before = await store.approvals.get(id, Date.now());
     expect(before?.decision).toBeUndefined();
-    expect(before?.request).toMatchObject({ id, kind: 'question', conversationKey: where.conversationKey, starterId: 'bob', cardHandle: '1', suggestions: [{ value: 'v1', label: 'One' }] });
+    expect(before?.request).toMatchObject({
+      id,
+      kind: 'question',
+      conversationKey: where.conversationKey,
+      starterId: 'bob',
+      cardHandle: '1',
+      suggestions: [{ value: 'v1', label: 'One' }],
+    });
     expect(Object.keys(before!.request as object)).not.toContain('decision');
-    expect(await b.click({ token: cards[0]!.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'bob' } })).toMatchObject({ accepted: true });
-    expect((await b.click({ token: cards[0]!.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } })).notice).toMatch(/^Already decided: Answered by bob/);
+    expect(await b.click({ token: cards[0]!.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'bob' } })).toMatchObject({
+      accepted: true,
+    });
+    expect((await b.click({ token: cards[0]!.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } })).notice).toMatch(
+      /^Already decided: Answered by bob/,
+    );
     const after = await store.approvals.get(id, Date.now());
     expect(after?.decision).toMatchObject({ outcome: 'answered', answer: 'v1', by: 'bob' });
     expect(Object.keys(after!.request as object)).not.toContain('decision');
@@ -125,7 +151,10 @@ describe.each(engines)('on %s', (_engine, open) => {
     const all = await b.askApproveAll({ ...where, title: 'All?', body: '2', timeoutMs: 600_000 }, [m1, m2]);
     expect(await b.settle(m2, { outcome: 'denied', at: Date.now(), by: 'policy' })).toBe(true);
     const allCard = cards[2]!;
-    expect(await b.click({ token: allCard.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } })).toEqual({ accepted: true, notice: 'Approved all.' });
+    expect(await b.click({ token: allCard.buttons[0]!.token, conversationKey: where.conversationKey, user: { id: 'alice' } })).toEqual({
+      accepted: true,
+      notice: 'Approved all.',
+    });
     expect((await b.get(all))?.decision?.outcome).toBe('approved');
     expect((await b.get(m1))?.decision).toMatchObject({ outcome: 'approved', note: 'via Approve all / Deny all' });
     expect((await b.get(m2))?.decision).toMatchObject({ outcome: 'denied', by: 'policy' });

@@ -195,7 +195,19 @@ describe.each(ENGINES)('on %s', (engine) => {
   test('questions: answered by a button; by typed text; a stranger is ignored; nobody answers', async () => {
     h = await start(YAML.replace('questionTimeoutMs: 60000', 'questionTimeoutMs: 400'));
     const ask = (q: string) => ({
-      toolUses: [{ name: 'ask_user_question', input: { question: q, suggestions: [{ value: 'blue-value', label: 'Blue' }, { value: 'red', label: 'Red' }], allowCustom: true } }],
+      toolUses: [
+        {
+          name: 'ask_user_question',
+          input: {
+            question: q,
+            suggestions: [
+              { value: 'blue-value', label: 'Blue' },
+              { value: 'red', label: 'Red' },
+            ],
+            allowCustom: true,
+          },
+        },
+      ],
     });
     // 1. by button, clicked by the person who asked (not an approver, but the asker may answer).
     h.script(ask('Which colour?'), { text: 'blue it is' });

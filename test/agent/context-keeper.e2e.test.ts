@@ -68,7 +68,15 @@ const filler = (label: string) => `${label} ${'lorem ipsum dolor sit amet '.repe
 test('near the window, older turns are summarized by a model call; pairs stay intact and the summary is stored', async () => {
   await start('    tools: [read_file]\n    contextWindowTokens: 20000\n    maxTokens: 1000\n');
   writeFileSync(join(h.workspace, 'notes.txt'), 'alpha\n');
-  h.script({ text: 'ok 1' }, { toolUses: [{ name: 'read_file', input: { path: 'notes.txt' } }] }, { text: 'ok 2' }, { text: 'ok 3' }, { text: 'ok 4' }, { text: 'ok 5' }, { text: 'ok 6' });
+  h.script(
+    { text: 'ok 1' },
+    { toolUses: [{ name: 'read_file', input: { path: 'notes.txt' } }] },
+    { text: 'ok 2' },
+    { text: 'ok 3' },
+    { text: 'ok 4' },
+    { text: 'ok 5' },
+    { text: 'ok 6' },
+  );
   await turn(filler('turn-1'), 'ok 1');
   await turn(filler('turn-2 read notes.txt'), 'ok 2');
   for (const n of [3, 4, 5, 6]) await turn(filler(`turn-${n}`), `ok ${n}`);
@@ -85,7 +93,10 @@ test('near the window, older turns are summarized by a model call; pairs stay in
   // The main request right after the summary is smaller than the one before it, starts with the summary
   // and keeps every tool_use with its tool_result.
   const idx = h.fake.requests.indexOf(first);
-  const before = h.fake.requests.slice(0, idx).filter((r) => !isSummary(r)).at(-1)!;
+  const before = h.fake.requests
+    .slice(0, idx)
+    .filter((r) => !isSummary(r))
+    .at(-1)!;
   const after = h.fake.requests.slice(idx + 1).find((r) => !isSummary(r))!;
   expect(JSON.stringify(body(after).messages).length).toBeLessThan(JSON.stringify(body(before).messages).length);
   const head = body(after).messages[0]!.content[0]!;

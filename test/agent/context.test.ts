@@ -6,7 +6,10 @@ import { freezeMessage } from '../../agent/transcript-diff.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const assistant = (text: string): Message => ({ role: 'assistant', content: [{ type: 'text', text }] });
-const toolCall = (id: string, payload: string): Message => ({ role: 'assistant', content: [{ type: 'tool_use', id, name: 'read_file', input: { path: payload } }] });
+const toolCall = (id: string, payload: string): Message => ({
+  role: 'assistant',
+  content: [{ type: 'tool_use', id, name: 'read_file', input: { path: payload } }],
+});
 const toolResult = (id: string, text: string): Message => ({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: text }] });
 
 function assertPaired(messages: Message[]): void {
@@ -48,7 +51,16 @@ test('the newest turn is kept even when it alone is over the budget', () => {
 });
 
 test('repair answers every unanswered tool_use with an error result', () => {
-  const t: Message[] = [user('go'), { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'ls', input: {} }, { type: 'tool_use', id: 'b', name: 'ls', input: {} }] }];
+  const t: Message[] = [
+    user('go'),
+    {
+      role: 'assistant',
+      content: [
+        { type: 'tool_use', id: 'a', name: 'ls', input: {} },
+        { type: 'tool_use', id: 'b', name: 'ls', input: {} },
+      ],
+    },
+  ];
   const repaired = repairTranscript(t);
   assertPaired(repaired);
   const results = repaired[2]!.content.filter((b) => b.type === 'tool_result');
@@ -59,7 +71,13 @@ test('repair answers every unanswered tool_use with an error result', () => {
 test('repair fills in a partly answered batch and keeps roles alternating', () => {
   const t: Message[] = [
     user('go'),
-    { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'ls', input: {} }, { type: 'tool_use', id: 'b', name: 'ls', input: {} }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'tool_use', id: 'a', name: 'ls', input: {} },
+        { type: 'tool_use', id: 'b', name: 'ls', input: {} },
+      ],
+    },
     toolResult('a', 'done'),
     user('and then?'),
   ];
@@ -78,7 +96,8 @@ test('a user turn after tool results merges into that message', () => {
 });
 
 describe('estimateTokens over a long transcript measured again and again', () => {
-  const naive = (ms: readonly Message[]) => Math.ceil(ms.reduce((n, m) => n + m.content.reduce((k, b) => k + (b.type === 'text' ? b.text.length : 0), 0), 0) / 4);
+  const naive = (ms: readonly Message[]) =>
+    Math.ceil(ms.reduce((n, m) => n + m.content.reduce((k, b) => k + (b.type === 'text' ? b.text.length : 0), 0), 0) / 4);
   const msg = (i: number, frozen = true): Message => {
     const m: Message = { role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: 'x'.repeat(1 + (i % 7)) }] };
     return frozen ? freezeMessage(m) : m;

@@ -31,7 +31,15 @@ function counted(repo: TranscriptRepo) {
   return { repo: wrapped, calls };
 }
 
-function conversations(opts: { repo?: TranscriptRepo; now?: () => number; retention?: { maxConversations: number; maxIdleDays: number }; cacheSize?: number; log?: (l: string, m: string) => void } = {}) {
+function conversations(
+  opts: {
+    repo?: TranscriptRepo;
+    now?: () => number;
+    retention?: { maxConversations: number; maxIdleDays: number };
+    cacheSize?: number;
+    log?: (l: string, m: string) => void;
+  } = {},
+) {
   const transcripts = opts.repo ?? store.transcripts;
   return new ConversationStore({
     transcripts,
@@ -61,7 +69,11 @@ test('load after save gives back what was saved, in every shape a run makes', as
 
   const steps: Array<(m: Message[]) => void> = [
     (m) => m.push(user(), asst()), // append
-    (m) => m.push({ role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'ls', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'x'.repeat(100) }] }),
+    (m) =>
+      m.push(
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'ls', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'x'.repeat(100) }] },
+      ),
     (m) => appendUserTurn(m, [{ type: 'text', text: 'and?' }]), // merged into the trailing tool results
     (m) => m.push(asst()),
     (m) => m.splice(m.length - 1, 1), // a dropped tail
@@ -94,7 +106,15 @@ test('a save writes only what changed: a turn at message 1,000 appends two rows'
   c.messages.push(user(), asst());
   await cs.save('long', c);
   expect(calls.writes).toHaveLength(1);
-  expect(calls.writes[0]!.changes).toEqual([{ op: 'append', rows: [{ seq: 1001, message: c.messages[1000] }, { seq: 1002, message: c.messages[1001] }] }]);
+  expect(calls.writes[0]!.changes).toEqual([
+    {
+      op: 'append',
+      rows: [
+        { seq: 1001, message: c.messages[1000] },
+        { seq: 1002, message: c.messages[1001] },
+      ],
+    },
+  ]);
   expect(calls.writes[0]!.expectRevision).toBeGreaterThan(0);
   // The next load reads the revision alone: no row is read again.
   const loadsBefore = calls.load;
@@ -199,7 +219,13 @@ test('a checkpoint is one transaction: transcript, queued turn and run record to
 });
 
 test('a corrupt transcript starts a new conversation instead of failing every turn', async () => {
-  await store.transcripts.write({ conversation: 'bad', agent: 'a', state: {}, now: 1, changes: [{ op: 'append', rows: [{ seq: 1, message: 'not a message' }] }] });
+  await store.transcripts.write({
+    conversation: 'bad',
+    agent: 'a',
+    state: {},
+    now: 1,
+    changes: [{ op: 'append', rows: [{ seq: 1, message: 'not a message' }] }],
+  });
   const warnings: string[] = [];
   const cs = conversations({ log: (_l, m) => warnings.push(m) });
   expect(await cs.load('bad')).toBeUndefined();

@@ -308,7 +308,10 @@ describe.each(ENGINES)('on %s', (engine) => {
       yaml: agentYaml('tools: [ask_user_question]', 'runTimeoutMs: 1500', 'approvers: { console: [local] }'),
       runClock: clock,
     });
-    h.script({ toolUses: [{ name: 'ask_user_question', input: { question: 'Ready?', suggestions: [{ value: 'yes', label: 'Yes' }] } }] }, { text: 'Off we go.' });
+    h.script(
+      { toolUses: [{ name: 'ask_user_question', input: { question: 'Ready?', suggestions: [{ value: 'yes', label: 'Yes' }] } }] },
+      { text: 'Off we go.' },
+    );
     await h.adapter.send('start');
     const card = await waitFor('question', () => h.adapter.cards[0]);
     clock.advance(2000); // a person taking their time, longer than the run's budget
@@ -402,7 +405,9 @@ describe.each(ENGINES)('on %s', (engine) => {
     repo.load = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
     await h.adapter.send('first');
     await waitFor('error shown', () => h.adapter.eventsOf('console:main', 'error')[0]);
-    expect(h.adapter.eventsOf('console:main', 'error')[0]).toMatchObject({ message: expect.stringMatching(/could not read this conversation.*send that again/) });
+    expect(h.adapter.eventsOf('console:main', 'error')[0]).toMatchObject({
+      message: expect.stringMatching(/could not read this conversation.*send that again/),
+    });
     expect(h.modelRequests()).toHaveLength(0);
     repo.revision = realRevision;
     repo.load = realLoad;

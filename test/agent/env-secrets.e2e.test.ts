@@ -76,10 +76,15 @@ function ctx(envAllowlist: string[]): ToolContext {
 /** Everything a leaked value could look like in `env` output. */
 function leaks(out: string): string[] {
   const folded = out.toLowerCase();
-  return OWN.filter((s) => folded.includes(s.toLowerCase()) || out.includes(Buffer.from(`slack=${s}`).toString('base64')) || folded.includes(encodeURIComponent(s).replace(/-/g, '%2d').toLowerCase()));
+  return OWN.filter(
+    (s) =>
+      folded.includes(s.toLowerCase()) ||
+      out.includes(Buffer.from(`slack=${s}`).toString('base64')) ||
+      folded.includes(encodeURIComponent(s).replace(/-/g, '%2d').toLowerCase()),
+  );
 }
 
-test('`env` in the box shows none of the bot\'s secrets, under any name, encoded or allowlisted', async () => {
+test("`env` in the box shows none of the bot's secrets, under any name, encoded or allowlisted", async () => {
   const tool = executeCommandTool({ sandbox: policy, baseEnv: botEnv });
   const c = ctx(['DEPLOY_TOKEN', 'CANARY_EXTRA', 'HARMLESS']);
   const input = { command: 'env; echo; cat /proc/1/environ 2>/dev/null | tr "\\0" "\\n"; echo END' };

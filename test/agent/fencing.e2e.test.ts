@@ -30,7 +30,12 @@ afterEach(async () => {
 test('a run that lost its conversation to another replica neither writes nor posts, and says so once', async () => {
   const held = new Map<string, () => void>();
   const logs: string[] = [];
-  h = await Harness.start({ engine: 'postgres', yaml: agentYaml('tools: [hold]', 'tier: read-only'), extraTools: [holdTool(held)], log: (_l, m) => logs.push(m) });
+  h = await Harness.start({
+    engine: 'postgres',
+    yaml: agentYaml('tools: [hold]', 'tier: read-only'),
+    extraTools: [holdTool(held)],
+    log: (_l, m) => logs.push(m),
+  });
   h.script({ toolUses: [{ name: 'hold', input: {} }] }, { text: 'the answer nobody may see' });
   await h.adapter.send('go', { conversation: 'f' });
   const key = 'console:f';
@@ -43,7 +48,9 @@ test('a run that lost its conversation to another replica neither writes nor pos
   release();
   await waitFor('the lost line', () => logs.find((m) => m.startsWith(`lost conversation ${key}`)), 30_000);
   await h.gh.runner.idle();
-  expect(logs.filter((m) => m.includes('lost conversation'))).toEqual([`lost conversation ${key} to another replica (epoch 1, now ${theirs.epoch}): not writing or posting`]);
+  expect(logs.filter((m) => m.includes('lost conversation'))).toEqual([
+    `lost conversation ${key} to another replica (epoch 1, now ${theirs.epoch}): not writing or posting`,
+  ]);
   expect(h.adapter.answers(key)).toEqual([]);
   // Nothing it did after losing the claim reached the transcript.
   expect((await h.store.transcripts.load(key))?.revision).toBe(before?.revision);

@@ -150,12 +150,26 @@ describe('whole replies (no text listener)', () => {
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'msg_2', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'second try' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 2 } }));
+      res.end(
+        JSON.stringify({
+          id: 'msg_2',
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'text', text: 'second try' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 1, output_tokens: 2 },
+        }),
+      );
     });
     await new Promise<void>((r) => cut.listen(0, '127.0.0.1', r));
     try {
       const retries: RetryInfo[] = [];
-      const m = createAnthropicModel({ apiKey: KEY, baseURL: `http://127.0.0.1:${(cut.address() as AddressInfo).port}`, retryBaseMs: 1, onRetry: (i) => retries.push(i) });
+      const m = createAnthropicModel({
+        apiKey: KEY,
+        baseURL: `http://127.0.0.1:${(cut.address() as AddressInfo).port}`,
+        retryBaseMs: 1,
+        onRetry: (i) => retries.push(i),
+      });
       const res = await m.complete(ask('hi'));
       expect(res.content).toEqual([{ type: 'text', text: 'second try' }]);
       expect(retries.map((r) => r.code)).toEqual(['network']);
@@ -201,10 +215,7 @@ describe('retries', () => {
   });
 
   test('retry-after-ms wins over retry-after', async () => {
-    fake.enqueue(
-      { error: { status: 429, type: 'rate_limit_error', message: 'slow down', retryAfterMs: 120, retryAfterSec: 300 } },
-      { text: 'ok' },
-    );
+    fake.enqueue({ error: { status: 429, type: 'rate_limit_error', message: 'slow down', retryAfterMs: 120, retryAfterSec: 300 } }, { text: 'ok' });
     const retries: RetryInfo[] = [];
     await model({ onRetry: (i) => retries.push(i) }).complete(ask('hi'));
     expect(retries.map((r) => r.delayMs)).toEqual([120]);
@@ -261,10 +272,7 @@ describe('retries', () => {
   });
 
   test('no retry once text was shown: a mid-stream overload surfaces instead of repeating text', async () => {
-    fake.enqueue(
-      { text: 'Here is the first half of', midStream: { type: 'overloaded_error', message: 'Overloaded' } },
-      { text: 'a retry would repeat this' },
-    );
+    fake.enqueue({ text: 'Here is the first half of', midStream: { type: 'overloaded_error', message: 'Overloaded' } }, { text: 'a retry would repeat this' });
     const deltas: string[] = [];
     const err = await failure(model().complete(ask('hi', { onText: (d) => deltas.push(d) })));
     expect(err.code).toBe('overloaded');
@@ -274,10 +282,7 @@ describe('retries', () => {
   });
 
   test('a mid-stream overload before any text is retried', async () => {
-    fake.enqueue(
-      { toolUses: [{ name: 'ls', input: { path: '.' } }], midStream: { type: 'overloaded_error', message: 'Overloaded' } },
-      { text: 'recovered' },
-    );
+    fake.enqueue({ toolUses: [{ name: 'ls', input: { path: '.' } }], midStream: { type: 'overloaded_error', message: 'Overloaded' } }, { text: 'recovered' });
     const res = await model().complete(ask('hi', streamed()));
     expect(res.content).toEqual([{ type: 'text', text: 'recovered' }]);
     expect(fake.requests).toHaveLength(2);
@@ -294,7 +299,9 @@ describe('retries', () => {
     const err = await failure(m.complete(ask('hi')));
     expect(err.code).toBe('network');
     // The user is told where it tried and why it failed.
-    expect(err.userMessage).toBe(`Could not reach the model service at http://127.0.0.1:${port} (connection refused: is the server running?); try again in a moment.`);
+    expect(err.userMessage).toBe(
+      `Could not reach the model service at http://127.0.0.1:${port} (connection refused: is the server running?); try again in a moment.`,
+    );
     expect(retries.map((r) => r.code)).toEqual(['network']);
   });
 });
@@ -383,8 +390,8 @@ describe('usage and pricing', () => {
   test('long prompts switch to the long-context rates where the model has them', () => {
     const small = priceUsage('claude-haiku-5-5', { inputTokens: 100_000, outputTokens: 1_000_000 });
     const big = priceUsage('claude-haiku-5-5', { inputTokens: 100_001, outputTokens: 1_000_000 });
-    expect(small.costUSD).toBeCloseTo(100_000 * 0.1 / 1e6 + 0.5, 9);
-    expect(big.costUSD).toBeCloseTo(100_001 * 0.5 / 1e6 + 2.5, 9);
+    expect(small.costUSD).toBeCloseTo((100_000 * 0.1) / 1e6 + 0.5, 9);
+    expect(big.costUSD).toBeCloseTo((100_001 * 0.5) / 1e6 + 2.5, 9);
   });
 
   test('addUsage sums and keeps costKnown=false sticky', () => {
@@ -411,15 +418,21 @@ describe('fake Anthropic server behaves like the API', () => {
 
   test.each([
     ['first message from assistant', { ...base, messages: [{ role: 'assistant', content: 'hi' }] }, 'first message'],
-    ['two user turns in a row', { ...base, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] }, 'alternate'],
+    [
+      'two user turns in a row',
+      {
+        ...base,
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 'b' },
+        ],
+      },
+      'alternate',
+    ],
     ['missing max_tokens', { model: MODEL, messages: base.messages }, 'max_tokens'],
     ['missing model', { max_tokens: 10, messages: base.messages }, 'model'],
     ['empty messages', { ...base, messages: [] }, 'at least one'],
-    [
-      'orphan tool_result',
-      { ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'r' }] }] },
-      'toolu_x',
-    ],
+    ['orphan tool_result', { ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'r' }] }] }, 'toolu_x'],
     ['bad tool name', { ...base, tools: [{ name: 'has space', input_schema: { type: 'object' } }] }, 'name'],
   ])('400 invalid_request_error: %s', async (_name, body, fragment) => {
     const { status, json } = await post(body);

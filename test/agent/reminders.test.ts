@@ -19,7 +19,12 @@ let settings: ReminderSettings;
 let clock: number;
 
 const open = () => openSqliteStore({ path: join(dir, 'store.sqlite') });
-const reminders = (s: Store = storage) => new Reminders(s.reminders, () => settings, () => clock);
+const reminders = (s: Store = storage) =>
+  new Reminders(
+    s.reminders,
+    () => settings,
+    () => clock,
+  );
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-reminders-'));

@@ -73,7 +73,7 @@ describe('on postgres', () => {
     console.log(`wake-up in A after B's click answered: ${wakeMs.join(', ')} ms`);
   }, 90_000);
 
-  test('a reminder set in A, which then dies, is fired by B: the signal told B\'s scheduler', async () => {
+  test("a reminder set in A, which then dies, is fired by B: the signal told B's scheduler", async () => {
     const { rs } = await shared('postgres', 2, { REPLICA_MAX_WAIT_MS: '600000' });
     const [a, b] = rs as [Replica, Replica];
     for (const r of rs) r.send('reminders');

@@ -7,7 +7,11 @@ const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text
 
 describe('requestBody', () => {
   it('is exactly JSON.stringify of the params, whatever keys come before and after the messages', () => {
-    const messages = [freezeMessage(user('hi "there"\u2028')), user('unfrozen'), freezeMessage({ role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'x', input: { a: [1, null, 'b'] } }] })];
+    const messages = [
+      freezeMessage(user('hi "there"\u2028')),
+      user('unfrozen'),
+      freezeMessage({ role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'x', input: { a: [1, null, 'b'] } }] }),
+    ];
     const cases: Array<{ messages: readonly unknown[] } & Record<string, unknown>> = [
       { model: 'm', max_tokens: 10, messages, stream: true, system: 'sys', tools: [{ name: 't', input_schema: { type: 'object' } }] },
       { model: 'm', max_tokens: 10, messages },
@@ -40,7 +44,8 @@ describe('requestBody over a long transcript sent again and again', () => {
     const m: Message = { role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: `m${i}` }] };
     return frozen ? freezeMessage(m) : m;
   };
-  const same = (messages: readonly unknown[]) => expect(requestBody({ model: 'm', messages, stream: false })).toBe(JSON.stringify({ model: 'm', messages, stream: false }));
+  const same = (messages: readonly unknown[]) =>
+    expect(requestBody({ model: 'm', messages, stream: false })).toBe(JSON.stringify({ model: 'm', messages, stream: false }));
   it('is JSON.stringify after appends, a replaced message, a truncation, an unfrozen message and a shorter slice', () => {
     const ms: Message[] = Array.from({ length: 100 }, (_, i) => msg(i));
     same(ms);

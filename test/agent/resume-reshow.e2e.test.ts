@@ -110,7 +110,9 @@ describe.each(ENGINES)('on %s', (engine) => {
 
   test('a question without typed answers: a message queues behind it and names the question', async () => {
     h = await start();
-    h.script({ toolUses: [{ name: 'ask_user_question', input: { question: 'Which region?', suggestions: [{ value: 'eu', label: 'EU' }], allowCustom: false } }] });
+    h.script({
+      toolUses: [{ name: 'ask_user_question', input: { question: 'Which region?', suggestions: [{ value: 'eu', label: 'EU' }], allowCustom: false } }],
+    });
     await h.adapter.send('deploy somewhere');
     await waitFor('question', () => h.adapter.cards[0]);
     await waitFor('parked', () => h.gh.runner.isWaitingOnHuman('console:main'));
@@ -136,17 +138,17 @@ describe.each(ENGINES)('on %s', (engine) => {
     ]);
     for (const text of [...lines, card.card.body, ...card.card.buttons.map((b) => b.label)]) {
       expect(text).not.toMatch(/[{}`"]/);
-  }
-});
+    }
+  });
 
-test('the Always button of a command names its key without backticks', async () => {
-  h = await start();
-  h.classifierReply = { text: 'high-risk' };
-  h.script({ toolUses: [{ name: 'execute_command', input: { command: 'git push origin main' } }] });
-  await h.adapter.send('push it');
-  const card = await waitFor('card', () => h.adapter.cards[0]);
-  const always = card.card.buttons.find((b) => b.label.startsWith('Always'))!;
-  expect(always.label).not.toContain('`');
+  test('the Always button of a command names its key without backticks', async () => {
+    h = await start();
+    h.classifierReply = { text: 'high-risk' };
+    h.script({ toolUses: [{ name: 'execute_command', input: { command: 'git push origin main' } }] });
+    await h.adapter.send('push it');
+    const card = await waitFor('card', () => h.adapter.cards[0]);
+    const always = card.card.buttons.find((b) => b.label.startsWith('Always'))!;
+    expect(always.label).not.toContain('`');
     expect(always.label).toMatch(/^Always allow “git push.*”$/);
   });
 });

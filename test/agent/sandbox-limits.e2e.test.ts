@@ -87,7 +87,10 @@ describe('limits: a box that runs out fails alone, the bot carries on', () => {
     expect(Number(/rc=1\n(\d+)/.exec(r.stdout)?.[1])).toBeLessThanOrEqual(512);
     expect(r.content).toMatch(/\ntmp full: /);
     // /dev/shm is bounded too, and the root of the box (where /var's mount points live) takes nothing.
-    const other = await run(ws, 'head -c 300M /dev/zero > /dev/shm/fill; echo "shm=$?"; head -c 1M /dev/zero > /var/fill; echo "root=$?"; head -c 1M /dev/zero > /dev/fill; echo "dev=$?"');
+    const other = await run(
+      ws,
+      'head -c 300M /dev/zero > /dev/shm/fill; echo "shm=$?"; head -c 1M /dev/zero > /var/fill; echo "root=$?"; head -c 1M /dev/zero > /dev/fill; echo "dev=$?"',
+    );
     expect(other.stdout).toMatch(/shm=1\nroot=[12]\ndev=[12]\n/);
     expect(other.stderr).toMatch(/No space left on device/);
     // The bot (this process) is fine and the next box works.
@@ -100,7 +103,11 @@ describe('limits: a box that runs out fails alone, the bot carries on', () => {
     expect(r.stderr).toMatch(/memory exhausted/);
     expect(r.content).toMatch(/\nmemory limit: /);
     const small = { sandbox: policy({ limits: { memoryBytes: 256 * MiB } }) };
-    const node = await run(ws, `node -e "const a = []; try { for (;;) a.push(Buffer.alloc(32 << 20, 1)); } catch (e) { console.log('failed after ' + a.length * 32 + ' MB') }"`, small);
+    const node = await run(
+      ws,
+      `node -e "const a = []; try { for (;;) a.push(Buffer.alloc(32 << 20, 1)); } catch (e) { console.log('failed after ' + a.length * 32 + ' MB') }"`,
+      small,
+    );
     expect(node.stdout).toMatch(/^failed after \d+ MB/);
     expect(Number(/after (\d+)/.exec(node.stdout)?.[1])).toBeLessThanOrEqual(256);
     if (has('python3')) {
@@ -110,8 +117,7 @@ describe('limits: a box that runs out fails alone, the bot carries on', () => {
     }
     // Memory no rlimit counts (memfd pages, SysV shm) is refused outright; control: without the filter a
     // memfd takes 300 MB past the 256 MB limit.
-    const memfd =
-      `python3 -c "import os\ntry:\n  fd = os.memfd_create('x')\n  [os.write(fd, bytes(1 << 20)) for _ in range(300)]\n  print('memfd', os.fstat(fd).st_size >> 20)\nexcept OSError as e: print('refused', e.errno)"`;
+    const memfd = `python3 -c "import os\ntry:\n  fd = os.memfd_create('x')\n  [os.write(fd, bytes(1 << 20)) for _ in range(300)]\n  print('memfd', os.fstat(fd).st_size >> 20)\nexcept OSError as e: print('refused', e.errno)"`;
     if (has('python3')) {
       expect((await run(ws, memfd, small)).stdout).toBe('refused 38\n');
       expect((await run(ws, memfd, { sandbox: policy({ limits: { memoryBytes: 256 * MiB }, seccomp: false }) })).stdout).toBe('memfd 300\n');
@@ -149,7 +155,9 @@ describe('setuid, setgid and devices', () => {
     const ws = await newWorkspace('ws-suid-ways');
     const perl = has('perl');
     const cmd = [
-      perl ? `perl -e 'sysopen(my $f, "made", 0101, 04755) or print "open: $!\\n"; open(my $g, ">", "f2") or die; chmod(02755, $g) or print "fchmod: $!\\n"'` : 'echo no-perl',
+      perl
+        ? `perl -e 'sysopen(my $f, "made", 0101, 04755) or print "open: $!\\n"; open(my $g, ">", "f2") or die; chmod(02755, $g) or print "fchmod: $!\\n"'`
+        : 'echo no-perl',
       // a setuid file the box can read: the host's su, or a copy made setuid outside
       'cp -p /usr/bin/su ./su-copy 2>&1 | head -1; echo "cp=$?"',
     ].join('; ');
@@ -257,7 +265,7 @@ describe('what the box can see: nothing of the host but the system, the workspac
 });
 
 describe('descriptors', () => {
-  test("a descriptor the bot inherited (fd 9, fd 251) never reaches the box", async () => {
+  test('a descriptor the bot inherited (fd 9, fd 251) never reaches the box', async () => {
     const ws = await newWorkspace('ws-fds');
     const script = path.join(base, 'bot-with-fds.mjs');
     writeFileSync(
@@ -277,13 +285,15 @@ process.stdout.write(JSON.stringify({ parentHas251: existsSync('/proc/self/fd/25
       const child = spawn(process.execPath, ['--import', path.join(root, 'test', 'helpers', 'register-ts.mjs'), script, mode], { stdio });
       let out = '';
       child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      return new Promise((resolve, reject) => child.once('close', () => {
-        try {
-          resolve(JSON.parse(out) as { parentHas251: boolean; parentHas9: boolean; content: string });
-        } catch (err) {
-          reject(new Error(`bad output: ${out} (${String(err)})`));
-        }
-      }));
+      return new Promise((resolve, reject) =>
+        child.once('close', () => {
+          try {
+            resolve(JSON.parse(out) as { parentHas251: boolean; parentHas9: boolean; content: string });
+          } catch (err) {
+            reject(new Error(`bad output: ${out} (${String(err)})`));
+          }
+        }),
+      );
     };
     const boxed = await runBot('bubblewrap');
     expect(boxed.parentHas251 && boxed.parentHas9).toBe(true);

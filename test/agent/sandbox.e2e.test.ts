@@ -122,7 +122,12 @@ describe('the filesystem', () => {
     });
     expect(r.stdout).toContain('ran-to-the-end');
     expect(r.stdout).toMatch(/Read-only file system|Permission denied/);
-    for (const f of [path.join(outside, 'keep.txt'), path.join(home, 'notes.txt'), path.join(home, '.ssh', 'id_ed25519'), path.join(home, '.aws', 'credentials')]) {
+    for (const f of [
+      path.join(outside, 'keep.txt'),
+      path.join(home, 'notes.txt'),
+      path.join(home, '.ssh', 'id_ed25519'),
+      path.join(home, '.aws', 'credentials'),
+    ]) {
       expect(readFileSync(f, 'utf8')).toBe(`${CANARY}\n`);
     }
     expect(existsSync(path.join(botDir, 'data', 'gatehouse.sqlite'))).toBe(true);
@@ -131,7 +136,7 @@ describe('the filesystem', () => {
     expect(existsSync(path.join(ws, 'inside.txt'))).toBe(false);
   }, 150_000);
 
-  test('writing to /etc fails; the workspace is writable and its files are the bot\'s to read', async () => {
+  test("writing to /etc fails; the workspace is writable and its files are the bot's to read", async () => {
     const ws = await newWorkspace('ws-write');
     const marker = `/etc/gh-sandbox-${process.pid}`;
     const r = await run(ws, `touch ${marker}; echo made-inside > made.txt; mkdir -p sub/dir && echo deep > sub/dir/f.txt; ls -ln made.txt`);
@@ -163,7 +168,7 @@ describe('the filesystem', () => {
     expect(second.stdout).toMatch(/gone/);
   });
 
-  test('the bot\'s .env, config and store and the credential dotfiles read as nothing', async () => {
+  test("the bot's .env, config and store and the credential dotfiles read as nothing", async () => {
     const ws = await newWorkspace('ws-secrets');
     const files = [
       path.join(botDir, '.env'),
@@ -205,7 +210,7 @@ describe('the filesystem', () => {
 });
 
 describe('processes', () => {
-  test('the bot\'s /proc/<pid>/environ and memory are out of reach; no visible process holds the canary', async () => {
+  test("the bot's /proc/<pid>/environ and memory are out of reach; no visible process holds the canary", async () => {
     const ws = await newWorkspace('ws-proc');
     const pids = [bot.pid!, process.pid, process.ppid];
     const direct = await run(ws, pids.map((p) => `cat /proc/${p}/environ; tr '\\0' '\\n' < /proc/${p}/environ`).join('; ') + '; echo done');

@@ -77,7 +77,15 @@ test('plain append writes only the new messages, at the following seqs', () => {
   const { store, p, msgs } = start(4);
   const added = [user(), asst()];
   const d = save(store, p, [...msgs, ...added]);
-  expect(d.changes).toEqual([{ op: 'append', rows: [{ seq: 5, message: added[0] }, { seq: 6, message: added[1] }] }]);
+  expect(d.changes).toEqual([
+    {
+      op: 'append',
+      rows: [
+        { seq: 5, message: added[0] },
+        { seq: 6, message: added[1] },
+      ],
+    },
+  ]);
   expect(d.rewrite).toBe(false);
 });
 
@@ -102,7 +110,15 @@ test('replacing messages in the middle (a big result moved out) writes only thos
   cur[2] = user('moved out');
   cur[5] = asst('changed');
   const d = save(store, p, cur);
-  expect(d.changes).toEqual([{ op: 'replace', rows: [{ seq: 3, message: cur[2] }, { seq: 6, message: cur[5] }] }]);
+  expect(d.changes).toEqual([
+    {
+      op: 'replace',
+      rows: [
+        { seq: 3, message: cur[2] },
+        { seq: 6, message: cur[5] },
+      ],
+    },
+  ]);
 });
 
 test('a dropped tail is a truncate after the last message kept', () => {
@@ -119,7 +135,10 @@ test('a replaced last message plus a dropped tail', () => {
   const { store, p, msgs } = start(6);
   const x = user('x');
   const d = save(store, p, [...msgs.slice(0, 3), x]);
-  expect(d.changes).toEqual([{ op: 'replace', rows: [{ seq: 4, message: x }] }, { op: 'truncate', afterSeq: 4 }]);
+  expect(d.changes).toEqual([
+    { op: 'replace', rows: [{ seq: 4, message: x }] },
+    { op: 'truncate', afterSeq: 4 },
+  ]);
 });
 
 test('truncating everything', () => {

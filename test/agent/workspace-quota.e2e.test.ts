@@ -48,7 +48,12 @@ test('20 MB into a 5 MB workspace: the result says so, later writes are refused,
     { toolUses: [WRITE('next.txt')] },
     // A command that writes is refused too; one that only looks or removes runs.
     { toolUses: [{ name: 'execute_command', input: { command: 'echo more > more.txt' } }] },
-    { toolUses: [{ name: 'read_file', input: { path: 'big.bin', limit: 1 } }, { name: 'execute_command', input: { command: 'ls -la' } }] },
+    {
+      toolUses: [
+        { name: 'read_file', input: { path: 'big.bin', limit: 1 } },
+        { name: 'execute_command', input: { command: 'ls -la' } },
+      ],
+    },
     { toolUses: [{ name: 'rm', input: { path: 'big.bin' } }] },
     { toolUses: [WRITE('after-rm.txt')] },
     { text: 'done' },

@@ -76,7 +76,9 @@ interface Editor {
   decide: { fn: Decide };
 }
 
-const pick = (optionId: string): Decide => () => ({ outcome: { outcome: 'selected', optionId } });
+const pick =
+  (optionId: string): Decide =>
+  () => ({ outcome: { outcome: 'selected', optionId } });
 
 /** `gatehouse acp ARGS` with an SDK client on its stdio. */
 async function editor(args: string[] = []): Promise<Editor> {
@@ -96,7 +98,9 @@ async function editor(args: string[] = []): Promise<Editor> {
       asked.push(params);
       return decide.fn(params);
     });
-  const conn = app.connect(ndJsonStream(Writable.toWeb(p.child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(p.child.stdout) as ReadableStream<Uint8Array>));
+  const conn = app.connect(
+    ndJsonStream(Writable.toWeb(p.child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(p.child.stdout) as ReadableStream<Uint8Array>),
+  );
   const init = await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
   expect(init.protocolVersion).toBe(1);
   return { p, conn, updates, asked, decide };
@@ -107,7 +111,11 @@ async function close(e: Editor): Promise<void> {
   const exit = await e.p.exited;
   expect(exit.code).toBe(0);
   // stdout carried protocol frames only.
-  for (const line of e.p.stdout().split('\n').filter((l) => l.trim() !== '')) expect((JSON.parse(line) as { jsonrpc?: string }).jsonrpc).toBe('2.0');
+  for (const line of e.p
+    .stdout()
+    .split('\n')
+    .filter((l) => l.trim() !== ''))
+    expect((JSON.parse(line) as { jsonrpc?: string }).jsonrpc).toBe('2.0');
 }
 
 const newSession = async (e: Editor) => (await e.conn.agent.request('session/new', { cwd: dir, mcpServers: [] })).sessionId;
@@ -177,7 +185,15 @@ test('a call above the tier asks the client; allow once runs it, reject does not
 }, 240_000);
 
 test('two gated calls in one reply are asked one by one, each decided on its own', async () => {
-  script.push({ toolUses: [{ name: 'write_file', input: { path: 'yes.txt', content: 'y' } }, { name: 'write_file', input: { path: 'no.txt', content: 'n' } }] }, echoToolResult);
+  script.push(
+    {
+      toolUses: [
+        { name: 'write_file', input: { path: 'yes.txt', content: 'y' } },
+        { name: 'write_file', input: { path: 'no.txt', content: 'n' } },
+      ],
+    },
+    echoToolResult,
+  );
   const e = await editor();
   const sid = await newSession(e);
   e.decide.fn = (req) => ({ outcome: { outcome: 'selected', optionId: JSON.stringify(req.toolCall).includes('yes.txt') ? 'allow_once' : 'reject' } });

@@ -33,11 +33,18 @@ const verify = () => cli(['audit', 'verify', '--dir', audit, '--key-file', keyFi
 function writeChain(n = 30): void {
   let t = Date.parse('2026-05-01T00:00:00Z');
   const w = new ChainWriter({ dir: audit, chain: 'audit', key: Buffer.from(KEY), maxBytes: 1024, now: () => new Date((t += 1000)) });
-  for (let i = 1; i <= n; i++) w.append({ event: 'gate_decision', conversation: 'telegram:501', agent: 'default', runId: `r${i}`, tool: 'write_file', decision: 'ask', rule: 'tier' });
+  for (let i = 1; i <= n; i++)
+    w.append({ event: 'gate_decision', conversation: 'telegram:501', agent: 'default', runId: `r${i}`, tool: 'write_file', decision: 'ask', rule: 'tier' });
   w.close();
 }
-const files = () => readdirSync(audit).filter((f) => f.endsWith('.jsonl')).sort();
-const linesOf = (f: string) => readFileSync(join(audit, f), 'utf8').split('\n').filter((l) => l !== '');
+const files = () =>
+  readdirSync(audit)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort();
+const linesOf = (f: string) =>
+  readFileSync(join(audit, f), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 const writeLines = (f: string, lines: string[]) => writeFileSync(join(audit, f), lines.map((l) => l + '\n').join(''));
 const seqOf = (line: string) => (JSON.parse(line) as { seq: number }).seq;
 
@@ -137,9 +144,14 @@ test('a record rewritten with its hashes recomputed but without the key: exit 1 
   for (let i = 1; i < recs.length; i++) {
     const r = recs[i]!;
     r.prev = sha(JSON.stringify(recs[i - 1]));
-    r.mac = createHmac('sha256', 'not-the-key').update(JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event })).digest('hex');
+    r.mac = createHmac('sha256', 'not-the-key')
+      .update(JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event }))
+      .digest('hex');
   }
-  writeLines(f, recs.map((r) => JSON.stringify(r)));
+  writeLines(
+    f,
+    recs.map((r) => JSON.stringify(r)),
+  );
   const r = await verify();
   expect(r.code).toBe(1);
   expect(r.stdout).toContain(`FAILED: ${f} seq 2 (line 2): its MAC does not match`);
@@ -167,7 +179,10 @@ test('the wrong key: exit 1 at the first record; a missing key says where it loo
 test('export --since and tail -n read the records; bad arguments exit 2', async () => {
   const all = await cli(['audit', 'export', '--since', '2026-05-01T00:00:25Z', '--json', '--dir', audit]);
   expect(all.code).toBe(0);
-  const rows = all.stdout.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; event: { event: string } });
+  const rows = all.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { seq: number; event: { event: string } });
   expect(rows.map((r) => r.seq)).toEqual([25, 26, 27, 28, 29, 30]);
   expect(rows[0]!.event.event).toBe('gate_decision');
   const tail = await cli(['audit', 'tail', '-n', '2', '--dir', audit]);
@@ -186,7 +201,12 @@ test('bad audit settings are refused naming the variable', async () => {
   let err = '';
   stderr.on('data', (c: Buffer) => (err += c.toString()));
   writeFileSync(join(dir, 'gatehouse.yaml'), 'agents:\n  default:\n    model: claude-sonnet-5-5\n');
-  const code = await runCli(['audit', 'verify'], { env: { PATH: '', GATEHOUSE_AUDIT_MAX_BYTES: 'lots', GATEHOUSE_AUDIT_KEY: 'short' }, cwd: dir, stdout, stderr });
+  const code = await runCli(['audit', 'verify'], {
+    env: { PATH: '', GATEHOUSE_AUDIT_MAX_BYTES: 'lots', GATEHOUSE_AUDIT_KEY: 'short' },
+    cwd: dir,
+    stdout,
+    stderr,
+  });
   expect(code).toBe(1);
   expect(err).toContain('GATEHOUSE_AUDIT_MAX_BYTES: expected a size of at least 1k');
   expect(err).toContain('GATEHOUSE_AUDIT_KEY: must be at least 32 characters');

@@ -25,7 +25,9 @@ beforeEach(async () => {
   model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
-    ['agents:', '  default:', '    model: claude-sonnet-5-5', '    tools: [write_file]', '    workspace: ./ws', '    approvers: { console: [local] }', ''].join('\n'),
+    ['agents:', '  default:', '    model: claude-sonnet-5-5', '    tools: [write_file]', '    workspace: ./ws', '    approvers: { console: [local] }', ''].join(
+      '\n',
+    ),
   );
 });
 afterEach(async () => {
@@ -65,7 +67,13 @@ test('the audit trail at info: config, run, gate decision, approval asked and de
 
   expect(byEvent('config_loaded')[0]).toMatchObject({ level: 'info', file: join(dir, 'gatehouse.yaml'), agents: ['default'] });
   expect(byEvent('run_started')[0]).toMatchObject({ conversation: 'console:local', agent: 'default', resumed: false });
-  expect(byEvent('gate_decision')[0]).toMatchObject({ tool: 'write_file', decision: 'ask', tier: 'low-risk', approvalKey: 'write_file', conversation: 'console:local' });
+  expect(byEvent('gate_decision')[0]).toMatchObject({
+    tool: 'write_file',
+    decision: 'ask',
+    tier: 'low-risk',
+    approvalKey: 'write_file',
+    conversation: 'console:local',
+  });
   expect(typeof byEvent('gate_decision')[0]!['rule']).toBe('string');
   const asked = byEvent('approval_asked')[0]!;
   expect(asked).toMatchObject({ kind: 'approval', conversation: 'console:local', agent: 'default' });
@@ -127,7 +135,12 @@ test('with Telegram: start-up warns about an empty access list and a missing app
     await p.stop('SIGTERM');
     const out = p.output();
 
-    const lines = events(out.split('\n').filter((l) => l.startsWith('{')).join('\n'));
+    const lines = events(
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .join('\n'),
+    );
     const warnings = lines.filter((l) => l['level'] === 'warn').map((l) => String(l['msg']));
     expect(warnings).toEqual(
       expect.arrayContaining([

@@ -91,12 +91,15 @@ type Rec = { seq: number; event: Record<string, unknown> & { event: string } };
 const auditDir = () => join(dir, 'data', 'audit');
 function records(): Rec[] {
   const out: Rec[] = [];
-  for (const f of readdirSync(auditDir()).filter((n) => n.endsWith('.jsonl')).sort()) {
+  for (const f of readdirSync(auditDir())
+    .filter((n) => n.endsWith('.jsonl'))
+    .sort()) {
     for (const l of readFileSync(join(auditDir(), f), 'utf8').split('\n')) if (l) out.push(JSON.parse(l) as Rec);
   }
   return out;
 }
-const has = (match: Record<string, unknown>) => () => records().some((r) => Object.entries(match).every(([k, v]) => JSON.stringify(r.event[k]) === JSON.stringify(v)));
+const has = (match: Record<string, unknown>) => () =>
+  records().some((r) => Object.entries(match).every(([k, v]) => JSON.stringify(r.event[k]) === JSON.stringify(v)));
 const texts = (chatId: number) => tg.visible(chatId).map((m) => m.plain);
 const cards = () => tg.visible(501).filter((m) => m.replyMarkup !== undefined);
 
@@ -125,7 +128,11 @@ test('a run with approvals: every click, the host decision and the reload are au
   writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ telegram: ["501"], cli: [local] }'));
   await startService();
   // Someone watching the trail from a shell.
-  const tail = spawn(process.execPath, ['--import', register, main, 'audit', 'tail', '-n', '1', '--follow'], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail = spawn(process.execPath, ['--import', register, main, 'audit', 'tail', '-n', '1', '--follow'], {
+    cwd: dir,
+    env: env(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   others.push(tail);
   let tailed = '';
   tail.stdout.on('data', (d: Buffer) => (tailed += d.toString()));
@@ -183,7 +190,11 @@ test('a run with approvals: every click, the host decision and the reload are au
   const events = records().map((r) => r.event);
   const one = (match: Record<string, unknown>) => events.filter((e) => Object.entries(match).every(([k, v]) => JSON.stringify(e[k]) === JSON.stringify(v)));
   expect(records().map((r) => r.seq)).toEqual(events.map((_, i) => i + 1));
-  expect(events[0]).toMatchObject({ event: 'config_loaded', approvers: ['default.telegram:501', 'default.cli:local'], access: ['telegram.users:501', 'telegram.users:4242'] });
+  expect(events[0]).toMatchObject({
+    event: 'config_loaded',
+    approvers: ['default.telegram:501', 'default.cli:local'],
+    access: ['telegram.users:501', 'telegram.users:4242'],
+  });
   expect(one({ event: 'service_started', mode: 'serve' })).toHaveLength(1);
   expect(one({ event: 'gate_decision', tool: 'write_file', decision: 'ask' })).toHaveLength(3);
   expect(one({ event: 'approval_asked' })).toHaveLength(3);
@@ -192,7 +203,9 @@ test('a run with approvals: every click, the host decision and the reload are au
   expect(one({ event: 'approval_refused', platform: 'telegram', userId: '4242', userName: 'Eve', reason: 'not_approver', kind: 'approval' })).toHaveLength(1);
   expect(one({ event: 'approval_refused', platform: 'telegram', userId: '501', reason: 'stale_token', conversation: 'telegram:501' })).toHaveLength(1);
   expect(one({ event: 'approval_refused', platform: 'cli', userId: 'local', reason: 'not_approver', agent: 'default' })).toHaveLength(1);
-  expect(one({ event: 'config_reloaded', ok: true })[0]).toMatchObject({ changes: { approvers: { added: [], removed: ['default.cli:local'] }, agents: { added: [], removed: [] } } });
+  expect(one({ event: 'config_reloaded', ok: true })[0]).toMatchObject({
+    changes: { approvers: { added: [], removed: ['default.cli:local'] }, agents: { added: [], removed: [] } },
+  });
   expect(one({ event: 'run_finished', outcome: 'completed' })).toHaveLength(2);
   expect(events.at(-1)).toMatchObject({ event: 'service_stopped', reason: 'SIGTERM' });
   // Files and key are the service user's only; the chain spans files and verifies.
@@ -244,7 +257,7 @@ test('an in-process gatehouse run (no service) writes its events to a chain of i
 }, 180_000);
 
 const toolResults = (req: RecordedRequest | undefined): string =>
-  JSON.stringify(((req?.body as { messages: Array<{ content: unknown }> } | undefined)?.messages.at(-1)?.content) ?? '');
+  JSON.stringify((req?.body as { messages: Array<{ content: unknown }> } | undefined)?.messages.at(-1)?.content ?? '');
 
 test('a command in the real sandbox cannot read the audit key (nor see the data folder); the same box reads its workspace', async () => {
   chmodSync(dir, 0o755);

@@ -33,7 +33,8 @@ test('--help, -h and help list every command', async () => {
   for (const flag of ['--help', '-h', 'help']) {
     const r = await cli([flag]);
     expect(r.code).toBe(0);
-    for (const c of ['[start]', 'serve', 'reload', 'run', 'approvals', 'conversations', 'policy check', '--version']) expect(r.stdout).toContain(`gatehouse ${c}`);
+    for (const c of ['[start]', 'serve', 'reload', 'run', 'approvals', 'conversations', 'policy check', '--version'])
+      expect(r.stdout).toContain(`gatehouse ${c}`);
   }
 });
 

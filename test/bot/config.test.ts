@@ -1,19 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import {
-  agentForConversation,
-  ConfigError,
-  formatConfigError,
-  loadConfig,
-  type Config,
-  type ConfigProblem,
-} from '../../bot/config.js';
+import { agentForConversation, ConfigError, formatConfigError, loadConfig, type Config, type ConfigProblem } from '../../bot/config.js';
 
-const KNOWN = [
-  'read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'execute_command',
-  'get_time', 'manage_todos', 'list_todos', 'ask_user_question',
-];
+const KNOWN = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'execute_command', 'get_time', 'manage_todos', 'list_todos', 'ask_user_question'];
 const KEY = { ANTHROPIC_API_KEY: 'sk-test-not-real' };
 
 const dirs: string[] = [];
@@ -121,7 +111,9 @@ describe('no config file', () => {
 describe('sandbox and workspace', () => {
   test('sandbox and sandboxNetwork: per agent, layered over defaults', () => {
     const c = load(
-      setup('defaults: { model: m, sandboxNetwork: true }\nagents:\n  a: { tools: [execute_command] }\n  b: { sandbox: none, sandboxNetwork: false }\n  c: { sandbox: bubblewrap }\ndefaultAgent: a\n'),
+      setup(
+        'defaults: { model: m, sandboxNetwork: true }\nagents:\n  a: { tools: [execute_command] }\n  b: { sandbox: none, sandboxNetwork: false }\n  c: { sandbox: bubblewrap }\ndefaultAgent: a\n',
+      ),
     );
     expect(c.agents['a']).toMatchObject({ sandbox: 'bubblewrap', sandboxNetwork: true });
     expect(c.agents['b']).toMatchObject({ sandbox: 'none', sandboxNetwork: false });
@@ -139,7 +131,12 @@ describe('sandbox and workspace', () => {
     ['an ancestor of the config file', '..', /contains the config file/],
   ])('a workspace that is %s is an error at agents.<name>.workspace', (_what, ws, message) => {
     const cwd = setup(`agents:\n  ops: { model: m, workspace: "${ws}" }\n`);
-    expect(problemAt(problemsOf(() => load(cwd)), 'agents.ops.workspace')).toMatch(message);
+    expect(
+      problemAt(
+        problemsOf(() => load(cwd)),
+        'agents.ops.workspace',
+      ),
+    ).toMatch(message);
   });
 
   test('a workspace containing the .env loaded is an error, also when the workspace comes from defaults', () => {
@@ -184,17 +181,28 @@ describe('gatehouse.example.yaml', () => {
     expect(p.length).toBeGreaterThanOrEqual(10);
     for (const x of p) expect(x.message).toMatch(/is a placeholder from gatehouse\.example\.yaml; replace it with the real value/);
     const paths = p.map((x) => x.path);
-    expect(paths).toEqual(expect.arrayContaining([
-      'agents.ops.approvers.telegram[0]', 'agents.ops.approvers.slack[0]', 'agents.ops.approvers.discord[0]',
-      'agents.ops.approvers.discord[1]', 'routes[0].match', 'access.telegram.users[0]', 'access.telegram.chats[0]',
-    ]));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'agents.ops.approvers.telegram[0]',
+        'agents.ops.approvers.slack[0]',
+        'agents.ops.approvers.discord[0]',
+        'agents.ops.approvers.discord[1]',
+        'routes[0].match',
+        'access.telegram.users[0]',
+        'access.telegram.chats[0]',
+      ]),
+    );
     // No id in the example could be a real person's: nothing in it looks like one.
     expect(readFileSync(resolve('gatehouse.example.yaml'), 'utf8')).not.toMatch(/["[ ]-?\d{5,}["\],]/);
   });
 
   test('a placeholder in any id list or route is refused, whatever the platform', () => {
     const p = problemsOf(() =>
-      load(setup('agents:\n  a: { model: m, approvers: { telegram: ["<id>"] } }\nroutes: [{ match: "telegram:<chat>", agent: a }]\naccess:\n  discord: { guilds: ["<guild id>"] }\n')),
+      load(
+        setup(
+          'agents:\n  a: { model: m, approvers: { telegram: ["<id>"] } }\nroutes: [{ match: "telegram:<chat>", agent: a }]\naccess:\n  discord: { guilds: ["<guild id>"] }\n',
+        ),
+      ),
     );
     expect(problemAt(p, 'agents.a.approvers.telegram[0]')).toMatch(/placeholder/);
     expect(problemAt(p, 'routes[0].match')).toMatch(/placeholder/);
@@ -274,13 +282,15 @@ defaultAgent: a
   });
 
   test('numeric ids become exact strings, even 19-digit Discord snowflakes', () => {
-    const c = load(setup(`
+    const c = load(
+      setup(`
 agents:
   default: { model: m, approvers: { discord: [1234567890123456789], telegram: [-1001234567890] } }
 access:
   discord: { guilds: [9223372036854775807] }
   telegram: { users: [123], chats: [-1001234567890] }
-`));
+`),
+    );
     expect(c.agents['default']!.approvers.discord).toEqual(['1234567890123456789']);
     expect(c.agents['default']!.approvers.telegram).toEqual(['-1001234567890']);
     expect(c.access.discord.guilds).toEqual(['9223372036854775807']);
@@ -356,7 +366,11 @@ describe('every problem names its key path', () => {
 
   test('an unknown route agent and an unknown defaultAgent', () => {
     const p = problemsOf(() =>
-      load(setup('agents:\n  ops: { model: m }\n  dev: { model: m }\nroutes:\n  - { match: slack, agent: ops }\n  - { match: telegram, agent: opz }\ndefaultAgent: nobody\n')),
+      load(
+        setup(
+          'agents:\n  ops: { model: m }\n  dev: { model: m }\nroutes:\n  - { match: slack, agent: ops }\n  - { match: telegram, agent: opz }\ndefaultAgent: nobody\n',
+        ),
+      ),
     );
     expect(problemAt(p, 'routes[1].agent')).toBe('unknown agent "opz" (did you mean "ops"?); defined agents: ops, dev');
     expect(problemAt(p, 'defaultAgent')).toMatch(/^unknown agent "nobody"/);
@@ -368,7 +382,9 @@ describe('every problem names its key path', () => {
   });
 
   test('a route match that is no platform or key prefix', () => {
-    const p = problemsOf(() => load(setup('agents:\n  ops: { model: m }\nroutes:\n  - { match: "tg:123", agent: ops }\n  - { match: "telegram:", agent: ops }\n')));
+    const p = problemsOf(() =>
+      load(setup('agents:\n  ops: { model: m }\nroutes:\n  - { match: "tg:123", agent: ops }\n  - { match: "telegram:", agent: ops }\n')),
+    );
     expect(problemAt(p, 'routes[0].match')).toMatch(/^expected a platform \(console, telegram, slack, discord\) or a conversation key prefix/);
     expect(problemAt(p, 'routes[1].match')).toMatch(/got "telegram:"/);
   });
@@ -378,12 +394,21 @@ describe('every problem names its key path', () => {
     expect(problemAt(p, 'ANTHROPIC_API_KEY')).toMatch(/^is not set; .*ANTHROPIC_BASE_URL/);
     const c = load(setup(), { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9999' });
     expect(c.anthropic).toEqual({ apiKey: undefined, baseURL: 'http://127.0.0.1:9999' });
-    expect(problemAt(problemsOf(() => load(setup(), { ANTHROPIC_BASE_URL: 'localhost:9999' })), 'ANTHROPIC_BASE_URL')).toMatch(/http/);
+    expect(
+      problemAt(
+        problemsOf(() => load(setup(), { ANTHROPIC_BASE_URL: 'localhost:9999' })),
+        'ANTHROPIC_BASE_URL',
+      ),
+    ).toMatch(/http/);
   });
 
   test('SSH_* and Gatehouse credentials in envAllowlist are refused', () => {
     const p = problemsOf(() =>
-      load(setup('defaults:\n  envAllowlist: [GITHUB_TOKEN, ssh_auth_sock]\nagents:\n  ops: { model: m, envAllowlist: [SSH_AGENT_PID, TELEGRAM_BOT_TOKEN, "BAD NAME"] }\n')),
+      load(
+        setup(
+          'defaults:\n  envAllowlist: [GITHUB_TOKEN, ssh_auth_sock]\nagents:\n  ops: { model: m, envAllowlist: [SSH_AGENT_PID, TELEGRAM_BOT_TOKEN, "BAD NAME"] }\n',
+        ),
+      ),
     );
     expect(problemAt(p, 'defaults.envAllowlist[1]')).toMatch(/^ssh_auth_sock cannot be allowlisted: SSH_\* variables would let/);
     expect(problemAt(p, 'agents.ops.envAllowlist[0]')).toMatch(/^SSH_AGENT_PID cannot be allowlisted/);
@@ -391,8 +416,16 @@ describe('every problem names its key path', () => {
     expect(problemAt(p, 'agents.ops.envAllowlist[2]')).toMatch(/environment variable name/);
   });
 
-  test('every name in Gatehouse\'s own families is refused in envAllowlist, not just a fixed list', () => {
-    const own = ['GATEHOUSE_STORE', 'gatehouse_config', 'ANTHROPIC_BASE_URL', 'TELEGRAM_WEBHOOK_SECRET', 'SLACK_APP_TOKEN', 'DISCORD_PUBLIC_KEY', 'SLACK_ANYTHING_NEW'];
+  test("every name in Gatehouse's own families is refused in envAllowlist, not just a fixed list", () => {
+    const own = [
+      'GATEHOUSE_STORE',
+      'gatehouse_config',
+      'ANTHROPIC_BASE_URL',
+      'TELEGRAM_WEBHOOK_SECRET',
+      'SLACK_APP_TOKEN',
+      'DISCORD_PUBLIC_KEY',
+      'SLACK_ANYTHING_NEW',
+    ];
     const p = problemsOf(() => load(setup(`agents:\n  ops: { model: m, envAllowlist: [${own.join(', ')}, GITHUB_PAT] }\n`)));
     own.forEach((name, i) => {
       expect(problemAt(p, `agents.ops.envAllowlist[${i}]`)).toMatch(new RegExp(`^${name} is Gatehouse's own credential`));
@@ -413,14 +446,24 @@ describe('every problem names its key path', () => {
   test('store URLs: relative sqlite resolved against cwd; postgres with the password kept out of its description; redis a config error', () => {
     const cwd = setup();
     expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'sqlite://state/g.sqlite' }).store).toEqual({
-      kind: 'sqlite', path: join(cwd, 'state', 'g.sqlite'), url: `sqlite://${join(cwd, 'state', 'g.sqlite')}`,
+      kind: 'sqlite',
+      path: join(cwd, 'state', 'g.sqlite'),
+      url: `sqlite://${join(cwd, 'state', 'g.sqlite')}`,
     });
     expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@h:5433/db?sslmode=require' }).store).toEqual({
-      kind: 'postgres', url: 'postgres://u:hunter2@h:5433/db?sslmode=require', description: 'postgres://u@h:5433/db?sslmode=require',
+      kind: 'postgres',
+      url: 'postgres://u:hunter2@h:5433/db?sslmode=require',
+      description: 'postgres://u@h:5433/db?sslmode=require',
     });
-    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgresql://u@h/db?password=hunter2' }).store).toMatchObject({ kind: 'postgres', description: 'postgresql://u@h/db' });
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgresql://u@h/db?password=hunter2' }).store).toMatchObject({
+      kind: 'postgres',
+      description: 'postgresql://u@h/db',
+    });
     for (const url of ['redis://127.0.0.1:6379', 'rediss://h:6380']) {
-      const msg = problemAt(problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: url })), 'GATEHOUSE_STORE');
+      const msg = problemAt(
+        problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: url })),
+        'GATEHOUSE_STORE',
+      );
       expect(msg).toMatch(/^(redis|rediss):\/\/ stores are not supported; use sqlite:\/\//);
     }
   });
@@ -437,7 +480,11 @@ describe('every problem names its key path', () => {
 
   test('ids that are names, not ids, and role: outside discord', () => {
     const p = problemsOf(() =>
-      load(setup('agents:\n  ops: { model: m, approvers: { telegram: ["@alice"], slack: ["role:1"], discord: ["role:x"] } }\naccess:\n  slack: { users: [alice] }\n')),
+      load(
+        setup(
+          'agents:\n  ops: { model: m, approvers: { telegram: ["@alice"], slack: ["role:1"], discord: ["role:x"] } }\naccess:\n  slack: { users: [alice] }\n',
+        ),
+      ),
     );
     expect(problemAt(p, 'agents.ops.approvers.telegram[0]')).toMatch(/^Telegram ids are numbers .*got "@alice"/);
     expect(problemAt(p, 'agents.ops.approvers.slack[0]')).toMatch(/role:<id> entries only work for discord/);
@@ -476,7 +523,9 @@ describe('every problem names its key path', () => {
   test('GATEHOUSE_CONFIG set to a missing file is an error, not a silent fallback', () => {
     const cwd = setup('agents:\n  ops: { model: m }\n');
     const p = problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_CONFIG: 'nope.yaml' }));
-    expect(problemAt(p, 'GATEHOUSE_CONFIG')).toBe(`file not found: ${join(cwd, 'nope.yaml')}; point it at your gatehouse.yaml or unset it to use ./gatehouse.yaml`);
+    expect(problemAt(p, 'GATEHOUSE_CONFIG')).toBe(
+      `file not found: ${join(cwd, 'nope.yaml')}; point it at your gatehouse.yaml or unset it to use ./gatehouse.yaml`,
+    );
   });
 
   test('several problems are reported at once, and formatConfigError lists them all', () => {
@@ -522,13 +571,19 @@ describe('Telegram environment', () => {
   test('the token enables the platform; the API root loses its trailing slash', () => {
     const c = load(setup(), { ...KEY, TELEGRAM_BOT_TOKEN: '123456:AAH-abc_DEF', TELEGRAM_API_ROOT: 'http://127.0.0.1:8081/' });
     expect(c.platforms.telegram).toEqual({
-      token: '123456:AAH-abc_DEF', apiRoot: 'http://127.0.0.1:8081', webhookUrl: undefined, webhookSecret: undefined,
+      token: '123456:AAH-abc_DEF',
+      apiRoot: 'http://127.0.0.1:8081',
+      webhookUrl: undefined,
+      webhookSecret: undefined,
     });
   });
 
   test('webhook settings', () => {
     const c = load(setup(), {
-      ...KEY, TELEGRAM_BOT_TOKEN: '1:x', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg', TELEGRAM_WEBHOOK_SECRET: 's3cret_-0123456789',
+      ...KEY,
+      TELEGRAM_BOT_TOKEN: '1:x',
+      TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg',
+      TELEGRAM_WEBHOOK_SECRET: 's3cret_-0123456789',
     });
     expect(c.platforms.telegram).toMatchObject({ webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cret_-0123456789' });
     const p = problemsOf(() =>
@@ -560,8 +615,17 @@ describe('platform credentials are never silently ignored', () => {
     const token = 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue0123';
     const c = load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_API_URL: 'http://127.0.0.1:9/api/' });
     expect(c.platforms.discord).toEqual({ token, apiUrl: 'http://127.0.0.1:9/api', requestsPerSecond: undefined });
-    expect(load(setup(), { ...KEY, DISCORD_TOKEN: `Bot ${token}`, DISCORD_REQUESTS_PER_SECOND: '200' }).platforms.discord).toEqual({ token, apiUrl: undefined, requestsPerSecond: 200 });
-    expect(problemAt(problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_REQUESTS_PER_SECOND: 'fast' })), 'DISCORD_REQUESTS_PER_SECOND')).toMatch(/whole number from 1 to 10000/);
+    expect(load(setup(), { ...KEY, DISCORD_TOKEN: `Bot ${token}`, DISCORD_REQUESTS_PER_SECOND: '200' }).platforms.discord).toEqual({
+      token,
+      apiUrl: undefined,
+      requestsPerSecond: 200,
+    });
+    expect(
+      problemAt(
+        problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: token, DISCORD_REQUESTS_PER_SECOND: 'fast' })),
+        'DISCORD_REQUESTS_PER_SECOND',
+      ),
+    ).toMatch(/whole number from 1 to 10000/);
     const bad = problemsOf(() => load(setup(), { ...KEY, DISCORD_TOKEN: 'abc.def.secret' }));
     expect(problemAt(bad, 'DISCORD_TOKEN')).toMatch(/doesn't look like a Discord bot token/);
     for (const x of bad) expect(x.message).not.toMatch(/secret/);
@@ -589,7 +653,9 @@ describe('platform credentials are never silently ignored', () => {
     const http = load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's' });
     expect(http.platforms.slack).toBeDefined();
     const botOnly = problemsOf(() => load(setup(), { ...KEY, SLACK_BOT_TOKEN: 'xoxb-1' }));
-    expect(problemAt(botOnly, 'SLACK_APP_TOKEN')).toMatch(/neither is SLACK_SIGNING_SECRET: set SLACK_APP_TOKEN for Socket Mode.*or SLACK_SIGNING_SECRET for HTTP mode/);
+    expect(problemAt(botOnly, 'SLACK_APP_TOKEN')).toMatch(
+      /neither is SLACK_SIGNING_SECRET: set SLACK_APP_TOKEN for Socket Mode.*or SLACK_SIGNING_SECRET for HTTP mode/,
+    );
     const p2 = problemsOf(() => load(setup(), { ...KEY, TELEGRAM_API_ROOT: 'http://127.0.0.1:1' }));
     expect(problemAt(p2, 'TELEGRAM_API_ROOT')).toMatch(/TELEGRAM_BOT_TOKEN is not/);
   });
@@ -647,7 +713,11 @@ defaultAgent: fallback
   });
 
   test('the first match wins', () => {
-    const c2 = load(setup('agents:\n  a: { model: m }\n  b: { model: m }\nroutes:\n  - { match: telegram, agent: a }\n  - { match: "telegram:5", agent: b }\ndefaultAgent: b\n'));
+    const c2 = load(
+      setup(
+        'agents:\n  a: { model: m }\n  b: { model: m }\nroutes:\n  - { match: telegram, agent: a }\n  - { match: "telegram:5", agent: b }\ndefaultAgent: b\n',
+      ),
+    );
     expect(agentForConversation(c2, 'telegram:5').name).toBe('a');
   });
 
@@ -670,7 +740,9 @@ describe('platform descriptors', () => {
     const env = { ANTHROPIC_API_KEY: 'k', GATEHOUSE_STORE: 'sqlite://:memory:' };
     expect(loadConfig({ env, cwd: dir, knownTools: [] }).agents['a']?.approvers.slack).toEqual(['U0ADA', 'group:S0OPS']);
     writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ telegram: ["group:S0OPS"] }'));
-    expect(() => loadConfig({ env, cwd: dir, knownTools: [] })).toThrow(/agents\.a\.approvers\.telegram\[0\]: group:<id> entries only work for slack approvers/);
+    expect(() => loadConfig({ env, cwd: dir, knownTools: [] })).toThrow(
+      /agents\.a\.approvers\.telegram\[0\]: group:<id> entries only work for slack approvers/,
+    );
   });
 
   test('Slack env: socket mode needs an xapp- token, HTTP mode a signing secret; secrets never echoed', async () => {
@@ -730,13 +802,13 @@ describe('workspaceMaxBytes (issue 18)', () => {
 describe('mcpServers readPaths', () => {
   const agent = (server: string) => `agents:\n  ops:\n    model: m\n    workspace: ./ws\n    mcpServers:\n      ${server}\n`;
 
-  test('resolved against the config file\'s folder; relative and absolute kept, duplicates dropped', () => {
+  test("resolved against the config file's folder; relative and absolute kept, duplicates dropped", () => {
     const cwd = setup(agent('fx: { command: node, args: [srv/index.mjs], readPaths: [./srv, /opt/tools, srv] }'));
     const fx = load(cwd).agents.ops!.mcpServers.fx!;
     expect(fx.kind === 'stdio' && fx.readPaths).toEqual([join(cwd, 'srv'), '/opt/tools']);
   });
 
-  test('one holding the bot\'s .env, config file or store is an error at its key path; so is a boxed server\'s cwd there', () => {
+  test("one holding the bot's .env, config file or store is an error at its key path; so is a boxed server's cwd there", () => {
     const cwd = setup(
       [
         'agents:',
@@ -763,20 +835,31 @@ describe('mcpServers readPaths', () => {
 
   test('readPaths on an url server is an error at that key', () => {
     const cwd = setup(agent('web: { url: "https://mcp.example.com/mcp", readPaths: [/opt] }'));
-    expect(problemAt(problemsOf(() => load(cwd)), 'agents.ops.mcpServers.web.readPaths')).toContain('only applies to a command server');
+    expect(
+      problemAt(
+        problemsOf(() => load(cwd)),
+        'agents.ops.mcpServers.web.readPaths',
+      ),
+    ).toContain('only applies to a command server');
   });
 });
 
 describe('retention', () => {
   test('retention.maxConversations and maxIdleDays, key by key over defaults; the old maxConversations is the count', () => {
-    const c = load(setup('defaultAgent: a\ndefaults:\n  retention: { maxIdleDays: 90 }\nagents:\n  a: { model: m, retention: { maxConversations: 50 } }\n  b: { model: m, maxConversations: 7 }\n  c: { model: m, retention: { maxIdleDays: 0 } }\n'));
+    const c = load(
+      setup(
+        'defaultAgent: a\ndefaults:\n  retention: { maxIdleDays: 90 }\nagents:\n  a: { model: m, retention: { maxConversations: 50 } }\n  b: { model: m, maxConversations: 7 }\n  c: { model: m, retention: { maxIdleDays: 0 } }\n',
+      ),
+    );
     expect(c.agents['a']!.retention).toEqual({ maxConversations: 50, maxIdleDays: 90 });
     expect(c.agents['b']!.retention).toEqual({ maxConversations: 7, maxIdleDays: 90 });
     expect(c.agents['c']!.retention).toEqual({ maxConversations: 10_000, maxIdleDays: 0 });
   });
 
   test('a bad value or an unknown key names the key', () => {
-    const problems = problemsOf(() => load(setup('agents:\n  a: { model: m, retention: { maxConversations: 0, maxIdleDays: -1 } }\n  b: { model: m, retention: { maxDays: 3 } }\n')));
+    const problems = problemsOf(() =>
+      load(setup('agents:\n  a: { model: m, retention: { maxConversations: 0, maxIdleDays: -1 } }\n  b: { model: m, retention: { maxDays: 3 } }\n')),
+    );
     expect(problemAt(problems, 'agents.a.retention.maxConversations')).toMatch(/from 1 to/);
     expect(problemAt(problems, 'agents.a.retention.maxIdleDays')).toMatch(/0: no age limit/);
     expect(problems.some((p) => p.path.startsWith('agents.b.retention') && /maxDays/.test(`${p.path} ${p.message}`))).toBe(true);

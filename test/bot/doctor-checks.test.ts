@@ -11,7 +11,9 @@ test('an answer, an error and an IP address', async () => {
   const enotfound = async () => {
     throw Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' });
   };
-  await expect(resolves('discord.com', 1000, enotfound)).resolves.toMatch(/^does not resolve \(ENOTFOUND: no address for this name; without internet or DNS access this is expected\)$/);
+  await expect(resolves('discord.com', 1000, enotfound)).resolves.toMatch(
+    /^does not resolve \(ENOTFOUND: no address for this name; without internet or DNS access this is expected\)$/,
+  );
   // Never looked up.
   await expect(resolves('127.0.0.1', 1000, enotfound)).resolves.toBeUndefined();
   await expect(resolves('[::1]', 1000, enotfound)).resolves.toBeUndefined();

@@ -35,7 +35,10 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-drain-'));
-  writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file]\n    workspace: ./ws\naccess:\n  telegram: { users: ["${user.id}"] }\n`);
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file]\n    workspace: ./ws\naccess:\n  telegram: { users: ["${user.id}"] }\n`,
+  );
   telegram = await startFakeTelegram({ token: '123456:ABC-drain-test' });
   telegram.addChat(chat);
   const gate = new Promise<void>((r) => (release = r));
@@ -53,17 +56,24 @@ afterEach(async () => {
 type Proc = TestProcess;
 
 function serve(): Proc {
-  return startGatehouse(['serve'], { cwd: dir, env: { ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot } });
+  return startGatehouse(['serve'], {
+    cwd: dir,
+    env: { ANTHROPIC_BASE_URL: model.url, GATEHOUSE_HTTP_PORT: '0', TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot },
+  });
 }
 
 const until = (what: string, check: () => boolean, p: Proc, timeoutMs = 90_000) => waitForProcess(p, what, check, timeoutMs);
 
 /** Until /readyz says draining (it answers 200 until the SIGTERM is handled). */
 async function drainingReadyz(port: number, p: Proc): Promise<Awaited<ReturnType<typeof readyz>>> {
-  return waitFor('/readyz to say draining', async () => {
-    const r = await readyz(port);
-    return r.body.draining ? r : undefined;
-  }, { timeoutMs: 30_000, intervalMs: 10, detail: p.output });
+  return waitFor(
+    '/readyz to say draining',
+    async () => {
+      const r = await readyz(port);
+      return r.body.draining ? r : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 10, detail: p.output },
+  );
 }
 
 async function readyz(port: number): Promise<{ status: number; body: { role: string; notReady: string[]; draining: boolean } }> {

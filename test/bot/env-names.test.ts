@@ -65,12 +65,23 @@ describe('GATEHOUSE_* names', () => {
   };
 
   test('every GATEHOUSE_* name the product reads or documents is on the list (the code, README, .env.example, deploy files, docs)', () => {
-    expect(unknownNamesIn(['bot', 'agent', 'adapters', 'policies', 'deploy', 'docs', 'bin'], ['README.md', '.env.example', 'gatehouse.example.yaml'])).toEqual([]);
+    expect(unknownNamesIn(['bot', 'agent', 'adapters', 'policies', 'deploy', 'docs', 'bin'], ['README.md', '.env.example', 'gatehouse.example.yaml'])).toEqual(
+      [],
+    );
   });
 
   test('the names only tests and benches use are these (each refused by a production start; tests hand the CLI a clean environment)', () => {
     // A new one here needs a decision: a documented knob goes on GATEHOUSE_VARS, a test-only one here.
-    expect(unknownNamesIn(['test', 'bench'])).toEqual(['GATEHOUSE_E2E_STORE', 'GATEHOUSE_TEST_CANARY', 'GATEHOUSE_TEST_KEEP', 'GATEHOUSE_TEST_KILL_ROUNDS', 'GATEHOUSE_TEST_PG_RUN_DIR', 'GATEHOUSE_TEST_POSTGRES_URL'].sort());
+    expect(unknownNamesIn(['test', 'bench'])).toEqual(
+      [
+        'GATEHOUSE_E2E_STORE',
+        'GATEHOUSE_TEST_CANARY',
+        'GATEHOUSE_TEST_KEEP',
+        'GATEHOUSE_TEST_KILL_ROUNDS',
+        'GATEHOUSE_TEST_PG_RUN_DIR',
+        'GATEHOUSE_TEST_POSTGRES_URL',
+      ].sort(),
+    );
   });
 
   test('platform names get the suggestion too, and their secrets NAME_FILE', () => {
@@ -82,7 +93,18 @@ describe('GATEHOUSE_* names', () => {
 
 describe('NAME_FILE', () => {
   test('every secret variable reads its file, one trailing newline trimmed; the value reaches the secret registries', () => {
-    expect(SECRET_VARS).toEqual(expect.arrayContaining(['ANTHROPIC_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'DISCORD_TOKEN', 'GATEHOUSE_STORE']));
+    expect(SECRET_VARS).toEqual(
+      expect.arrayContaining([
+        'ANTHROPIC_API_KEY',
+        'TELEGRAM_BOT_TOKEN',
+        'TELEGRAM_WEBHOOK_SECRET',
+        'SLACK_BOT_TOKEN',
+        'SLACK_APP_TOKEN',
+        'SLACK_SIGNING_SECRET',
+        'DISCORD_TOKEN',
+        'GATEHOUSE_STORE',
+      ]),
+    );
     const write = (name: string, text: string) => {
       const f = join(dir, name);
       writeFileSync(f, text, { mode: 0o600 });
@@ -148,7 +170,7 @@ describe('NAME_FILE', () => {
     expect(statSync(locked).mode & 0o777).toBe(0);
   });
 
-  test('gatehouse backup\'s store-only reading takes GATEHOUSE_STORE_FILE too', () => {
+  test("gatehouse backup's store-only reading takes GATEHOUSE_STORE_FILE too", () => {
     const f = join(dir, 'store');
     writeFileSync(f, `sqlite://${join(dir, 's.sqlite')}\n`);
     const { store, problems } = storeFromEnv({ GATEHOUSE_STORE_FILE: f }, dir);

@@ -92,8 +92,14 @@ describe.each(ENGINES)('on %s', (engine) => {
       for (let i = 0; i < ROUNDS; i++) {
         const conversationKey = `telegram:${i}`;
         const id = await broker.askApproval({
-          conversationKey, platform: 'telegram', agentName: 'default', runId: `run-${i}`,
-          title: 'Run a command?', body: 'ls', alwaysLabel: null, timeoutMs: 600_000,
+          conversationKey,
+          platform: 'telegram',
+          agentName: 'default',
+          runId: `run-${i}`,
+          title: 'Run a command?',
+          body: 'ls',
+          alwaysLabel: null,
+          timeoutMs: 600_000,
         });
         const here = engine === 'postgres' ? broker.wait(id) : undefined;
         for (const c of [alice, bob]) c.child.stdin.write(`wait ${id}\n`);

@@ -28,7 +28,10 @@ beforeEach(async () => {
   chmodSync(dir, 0o711);
   mkdirSync(join(dir, 'ws'));
   writeFileSync(join(dir, 'ws', 'cat.png'), PNG);
-  writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [analyze_media]\n    tier: read-only\n    workspace: "${join(dir, 'ws')}"\n`);
+  writeFileSync(
+    join(dir, 'gatehouse.yaml'),
+    `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [analyze_media]\n    tier: read-only\n    workspace: "${join(dir, 'ws')}"\n`,
+  );
 });
 afterEach(async () => {
   await fake.close();

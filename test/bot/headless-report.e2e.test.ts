@@ -103,7 +103,10 @@ test('--json lists each declined call with its reason: above the tier unattended
   const p = start(['run', '--json', '--interactive-stdin', 'write b.txt']);
   let asked: { requestId?: string } = {};
   await until('approval_required', () => {
-    const line = p.output().split('\n').find((l) => l.includes('"approval_required"'));
+    const line = p
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"approval_required"'));
     if (line) asked = JSON.parse(line) as { requestId: string };
     return line !== undefined;
   });
@@ -133,7 +136,9 @@ test('attached: declined calls are reported through the service; an edited gateh
   appendFileSync(join(dir, 'gatehouse.yaml'), '    autoApprovedTools: [write_file]\n');
   const edited = await run(['run', '--json', 'hello'], viaService);
   expect(edited.code).toBe(0);
-  expect(edited.stderr).toContain(`gatehouse run: note: ${join(dir, 'gatehouse.yaml')} changed since the running service loaded it; this run used the configuration the service loaded; \`gatehouse reload\` applies the file`);
+  expect(edited.stderr).toContain(
+    `gatehouse run: note: ${join(dir, 'gatehouse.yaml')} changed since the running service loaded it; this run used the configuration the service loaded; \`gatehouse reload\` applies the file`,
+  );
   // stdout is still the one JSON object.
   expect(JSON.parse(edited.stdout)).toMatchObject({ ok: true });
 

@@ -55,7 +55,10 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
   return { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0', ...extra };
 }
 
-function start(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): { child: ChildProcess; done: Promise<Done>; stderr: () => string } {
+function start(
+  args: string[],
+  opts: { env?: Record<string, string>; stdin?: string } = {},
+): { child: ChildProcess; done: Promise<Done>; stderr: () => string } {
   const p = startGatehouse(args, { cwd: dir, env: opts.env ?? env(), onlyEnv: true });
   if (opts.stdin !== undefined) p.child.stdin.end(opts.stdin);
   const done = p.exited.then(({ code }): Done => ({ code, stdout: p.stdout(), stderr: p.stderr() }));
@@ -202,13 +205,10 @@ describe('conversations', () => {
 describe('unattended and interactive', () => {
   test('unattended: ask_user_question is not offered and a call above the tier is declined with the reason', async () => {
     let tools: string[] = [];
-    script.push(
-      (req) => {
-        tools = toolNames(req);
-        return { toolUses: [{ name: 'write_file', input: { path: 'out.txt', content: 'hi' } }] };
-      },
-      echoToolResult,
-    );
+    script.push((req) => {
+      tools = toolNames(req);
+      return { toolUses: [{ name: 'write_file', input: { path: 'out.txt', content: 'hi' } }] };
+    }, echoToolResult);
     const r = await run(['run', '--json', 'write out.txt']);
     expect(r.code).toBe(0);
     expect(tools).toContain('write_file');
@@ -253,7 +253,10 @@ describe('unattended and interactive', () => {
     const p = start(['run', '--interactive-stdin', 'edit a doc']);
     const asked = await until('user_input_required', () => lines(p.stderr()).find((e) => e.type === 'user_input_required'));
     expect(asked.question).toMatch(/^Which doc\?/);
-    expect(asked.suggestions).toEqual([{ value: 'docs/a.md', label: 'docs/a.md' }, { value: 'docs/b.md', label: 'docs/b.md' }]);
+    expect(asked.suggestions).toEqual([
+      { value: 'docs/a.md', label: 'docs/a.md' },
+      { value: 'docs/b.md', label: 'docs/b.md' },
+    ]);
     p.child.stdin!.write(JSON.stringify({ type: 'user_input_response', requestId: asked.requestId, value: 'docs/b.md' }) + '\n');
     const r = await p.done;
     expect(r.code).toBe(0);
@@ -263,13 +266,30 @@ describe('unattended and interactive', () => {
   test('--interactive-stdin: a question answered with a suggestion value; the question is never cut', async () => {
     const long = `Which environment?\n${'(details) '.repeat(300)}`;
     script.push(
-      { toolUses: [{ name: 'ask_user_question', input: { question: long, suggestions: [{ value: 'staging', label: 'Staging' }, { value: 'prod', label: 'Production' }], allowCustom: false } }] },
+      {
+        toolUses: [
+          {
+            name: 'ask_user_question',
+            input: {
+              question: long,
+              suggestions: [
+                { value: 'staging', label: 'Staging' },
+                { value: 'prod', label: 'Production' },
+              ],
+              allowCustom: false,
+            },
+          },
+        ],
+      },
       echoToolResult,
     );
     const p = start(['run', '--interactive-stdin', 'deploy']);
     const asked = await until('user_input_required', () => lines(p.stderr()).find((e) => e.type === 'user_input_required'));
     expect(asked.question).toBe(long);
-    expect(asked.suggestions).toEqual([{ value: 'staging', label: 'Staging' }, { value: 'prod', label: 'Production' }]);
+    expect(asked.suggestions).toEqual([
+      { value: 'staging', label: 'Staging' },
+      { value: 'prod', label: 'Production' },
+    ]);
     expect(asked.allowCustom).toBe(false);
     p.child.stdin!.write(JSON.stringify({ type: 'user_input_response', requestId: asked.requestId, value: 'staging' }) + '\n');
     const r = await p.done;
@@ -355,7 +375,12 @@ describe('attach to a running service', () => {
     const before = fake.requests.length;
     const body = { message: 'should not run', interactive: false };
     const token = readFileSync(join(dataDir, 'gatehouse.token'), 'utf8').trim();
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${token.slice(0, -1)}x` }, { authorization: token }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong' },
+      { authorization: `Bearer ${token.slice(0, -1)}x` },
+      { authorization: token },
+    ]) {
       const res = await post(socket, '/run', headers, body);
       expect(res.status).toBe(401);
       expect((await post(socket, '/respond', headers, { type: 'approval_response', requestId: 'x', value: 'approve' })).status).toBe(401);

@@ -57,7 +57,14 @@ test('the launcher builds a fresh clone once, not on every start, and again when
     const changed = run();
     expect(changed.stderr).toContain('Building Gatehouse');
     expect(changed.status).toBe(0);
-    expect(existsSync(calls) ? readFileSync(calls, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as string[]) : []).toEqual([['-p', join(copy, 'tsconfig.build.json')]]);
+    expect(
+      existsSync(calls)
+        ? readFileSync(calls, 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as string[])
+        : [],
+    ).toEqual([['-p', join(copy, 'tsconfig.build.json')]]);
     expect(changed.stdout).toBe(`gatehouse ${pkg.version}\n`);
   } finally {
     rmSync(copy, { recursive: true, force: true });

@@ -80,7 +80,10 @@ describe('a Telegram-only serve', () => {
   });
 
   test('is ready without loading Slack, Discord, MCP, execa, the document parsers or pg', async () => {
-    writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file, write_file, web_fetch, read_pdf]\n    workspace: "${join(dir, 'ws')}"\n`);
+    writeFileSync(
+      join(dir, 'gatehouse.yaml'),
+      `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file, write_file, web_fetch, read_pdf]\n    workspace: "${join(dir, 'ws')}"\n`,
+    );
     const run = gatehouse(['serve'], { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.apiRoot, GATEHOUSE_HTTP_PORT: '0' });
     const end = Date.now() + 50_000;
     while (!run.output().includes('Gatehouse started')) {

@@ -140,14 +140,19 @@ afterAll(async () => {
   await model.close();
 });
 
-const until = (what: string, check: () => boolean, timeoutMs: number, output: () => string = () => '') => waitFor(what, check, { timeoutMs, intervalMs: 20, detail: output });
+const until = (what: string, check: () => boolean, timeoutMs: number, output: () => string = () => '') =>
+  waitFor(what, check, { timeoutMs, intervalMs: 20, detail: output });
 
 async function readyz(port: number): Promise<{ status: number; body: { ready: boolean; role: string; notReady: string[]; draining: boolean } }> {
   const res = await fetch(`http://127.0.0.1:${port}/readyz`);
   return { status: res.status, body: (await res.json()) as never };
 }
 
-describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] as const)('%s: one holder among replicas', (_name, make) => {
+describe.each([
+  ['telegram', telegram],
+  ['slack', slack],
+  ['discord', discord],
+] as const)('%s: one holder among replicas', (_name, make) => {
   let dir: string;
   let platform: Platform;
   let url: string;
@@ -209,11 +214,15 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
   async function leads(r: Replica): Promise<void> {
     const port = await r.port();
     let last: unknown;
-    await waitFor(`${r.name} to lead`, async () => {
-      const s = await readyz(port).catch((err: unknown) => ({ status: 0, body: String(err) }));
-      last = s.body;
-      return s.status === 200 && typeof s.body === 'object' && s.body.role === 'leader';
-    }, { timeoutMs: 30_000, intervalMs: 100, detail: () => `last /readyz: ${JSON.stringify(last)}\n${allOutput()}` });
+    await waitFor(
+      `${r.name} to lead`,
+      async () => {
+        const s = await readyz(port).catch((err: unknown) => ({ status: 0, body: String(err) }));
+        last = s.body;
+        return s.status === 200 && typeof s.body === 'object' && s.body.role === 'leader';
+      },
+      { timeoutMs: 30_000, intervalMs: 100, detail: () => `last /readyz: ${JSON.stringify(last)}\n${allOutput()}` },
+    );
   }
 
   async function expectAnswered(nonces: string[], timeoutMs = 60_000): Promise<void> {
@@ -309,6 +318,8 @@ describe.each([['telegram', telegram], ['slack', slack], ['discord', discord]] a
     c.proc.child.kill('SIGTERM');
     expect(await c.exited).toEqual({ code: 0, signal: null });
     // eslint-disable-next-line no-console
-    console.log(`${platform.name}: takeover after SIGKILL ${sigkillTakeoverMs} ms (first update handled by the new holder within ${firstHandledMs} ms); after SIGTERM ${sigtermTakeoverMs} ms`);
+    console.log(
+      `${platform.name}: takeover after SIGKILL ${sigkillTakeoverMs} ms (first update handled by the new holder within ${firstHandledMs} ms); after SIGTERM ${sigtermTakeoverMs} ms`,
+    );
   }, 300_000);
 });

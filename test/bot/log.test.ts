@@ -24,7 +24,11 @@ test('off a terminal: one JSON line per event, level by name, fields at the top 
   log('info', 'hello', { conversation: 'console:local' });
   log('debug', 'not shown at info');
   audit({ event: 'stranger_refused', platform: 'telegram', userId: '42', channel: '42' });
-  const lines = out.text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = out
+    .text()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   expect(lines).toHaveLength(2);
   expect(lines[0]).toMatchObject({ level: 'info', msg: 'hello', conversation: 'console:local' });
   expect(typeof lines[0]!['time']).toBe('string');
@@ -69,7 +73,11 @@ test('a child logger carries its bindings on every line, through pino, and is sc
   run('warn', `failed with ${TOKEN}`);
   run.child!({ tool: 'write_file' })('info', 'nested', { extra: 1 });
   log('info', 'parent');
-  const lines = out.text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = out
+    .text()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   expect(lines[0]).toMatchObject({ level: 'warn', conversation: 'telegram:42', agent: 'default', runId: 'r-1', msg: 'failed with [redacted]' });
   expect(lines[1]).toMatchObject({ conversation: 'telegram:42', runId: 'r-1', tool: 'write_file', extra: 1, msg: 'nested' });
   expect(lines[2]).not.toHaveProperty('conversation');

@@ -123,7 +123,10 @@ describe('memory as injection persistence: a group member\'s "remember this" and
     await h.adapter.click(card, 'Approve once');
     await waitFor('the group answer', () => h.adapter.answers('console:group')[0]);
     expect(await h.store.memory.list('a:default')).toEqual([
-      { id: 'a1', entry: expect.objectContaining({ id: 'a1', text: INJECTED, author: { platform: 'console', id: 'mallory', name: 'mallory' }, origin: 'console:group' }) },
+      {
+        id: 'a1',
+        entry: expect.objectContaining({ id: 'a1', text: INJECTED, author: { platform: 'console', id: 'mallory', name: 'mallory' }, origin: 'console:group' }),
+      },
     ]);
     const prompt = await adminDmPrompt();
     const lines = prompt.split('\n');
@@ -185,13 +188,16 @@ test('tiers: on a read-only agent add_reminder and manage_memory need an approve
 
 test('a due reminder is posted into the conversation that set it, and with runAsTurn the agent gets a turn', async () => {
   h = await Harness.start({
-    yaml: agentYaml('tools: [add_reminder, list_reminders, cancel_reminder]', 'tier: low-risk', 'approvers: { console: [local] }', 'reminders: { runAsTurn: true }'),
+    yaml: agentYaml(
+      'tools: [add_reminder, list_reminders, cancel_reminder]',
+      'tier: low-risk',
+      'approvers: { console: [local] }',
+      'reminders: { runAsTurn: true }',
+    ),
   });
-  h.script(
-    { toolUses: [{ name: 'add_reminder', input: { text: 'check the deploy', delaySeconds: 1 } }] },
-    { text: 'I will remind you.' },
-    (req) => ({ text: lastUser(req).includes('check the deploy') ? 'Time to check the deploy: all green?' : 'unexpected' }),
-  );
+  h.script({ toolUses: [{ name: 'add_reminder', input: { text: 'check the deploy', delaySeconds: 1 } }] }, { text: 'I will remind you.' }, (req) => ({
+    text: lastUser(req).includes('check the deploy') ? 'Time to check the deploy: all green?' : 'unexpected',
+  }));
   await h.adapter.send('remind me in a second to check the deploy', { conversation: 'ops' });
   await waitFor('the answer', () => h.adapter.answers('console:ops')[0]);
   const posted = await waitFor('the reminder post', () => h.adapter.texts[0], 30_000);
@@ -246,7 +252,9 @@ describe('config', () => {
   test('bad values name their key path', () => {
     let err: unknown;
     try {
-      load('agents:\n  a: { model: m, memory: { maxEntries: 0, scopes: [team], agentScopeWrites: yes }, reminders: { runAsTurns: true, minRepeatIntervalMs: 10 } }\n');
+      load(
+        'agents:\n  a: { model: m, memory: { maxEntries: 0, scopes: [team], agentScopeWrites: yes }, reminders: { runAsTurns: true, minRepeatIntervalMs: 10 } }\n',
+      );
     } catch (e) {
       err = e;
     }

@@ -131,7 +131,10 @@ describe('on a chat platform', () => {
       join(dir, 'gatehouse.yaml'),
       `agents:\n  default:\n    model: claude-sonnet-5-5\n    tools: [read_file, execute_command]\n    tier: read-only\n    workspace: "${workspace}"\n    approvers: { telegram: ["501"] }\naccess:\n  telegram: { users: ["501"] }\n`,
     );
-    bot = await startBot({ env: env({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: tg.apiRoot }), cwd: dir, stdout: new PassThrough(), stderr: new PassThrough() }, () => undefined);
+    bot = await startBot(
+      { env: env({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: tg.apiRoot }), cwd: dir, stdout: new PassThrough(), stderr: new PassThrough() },
+      () => undefined,
+    );
     queue.push({ text: 'just text to me' });
     await tg.sendText({ chat: { id: 501, type: 'private', first_name: 'Ada' }, from: { id: 501, first_name: 'Ada' }, text: `! touch ${workspace}/tg-marker` });
     await tg.waitFor(() => tg.visible(501).some((m) => m.plain === 'just text to me'), 30_000, 'the answer');

@@ -53,7 +53,8 @@ function env(): Record<string, string> {
   };
 }
 
-const until = (what: string, check: () => boolean, ms = 60_000) => waitFor(what, check, { timeoutMs: ms, intervalMs: 20, detail: () => `output:\n${output()}` });
+const until = (what: string, check: () => boolean, ms = 60_000) =>
+  waitFor(what, check, { timeoutMs: ms, intervalMs: 20, detail: () => `output:\n${output()}` });
 
 async function startService(): Promise<void> {
   service = startGatehouse(['serve'], { cwd: dir, env: env(), onlyEnv: true });

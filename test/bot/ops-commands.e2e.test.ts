@@ -23,7 +23,12 @@ interface Run {
 }
 
 let dir: string;
-const baseEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' });
+const baseEnv = (): Record<string, string> => ({
+  PATH: process.env.PATH ?? '',
+  HOME: dir,
+  ANTHROPIC_API_KEY: 'sk-test',
+  ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
+});
 
 /** Runs `gatehouse ...args` to its end (async: servers in this process keep answering meanwhile). */
 function gatehouse(args: string[], env: Record<string, string> = {}, cwd = dir): Promise<Run> {
@@ -136,14 +141,16 @@ describe('gatehouse doctor', () => {
   const boxedAgent = (workspace: string) =>
     `agents:\n  ops:\n    model: m\n    tools: [read_file, execute_command]\n    workspace: ${workspace}\n    sandboxLimits: { processes: 100, openFiles: 512, memory: 256M, tmpSize: 32M, cpuSeconds: 60 }\n`;
 
-  test('all pass: the config loads, a box starts with the agent\'s limits in force, the store is private, the port is free: exit 0', async () => {
+  test("all pass: the config loads, a box starts with the agent's limits in force, the store is private, the port is free: exit 0", async () => {
     writeFileSync(join(dir, 'gatehouse.yaml'), boxedAgent('./ws'));
     mkdirSync(join(dir, 'ws'), { mode: 0o755 });
     const port = await freePort();
     const r = await gatehouse(['doctor'], { GATEHOUSE_HTTP_PORT: String(port) });
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(/^ok {4}config: .*gatehouse\.yaml load; agents: ops/m);
-    expect(r.stdout).toMatch(/^ok {4}sandbox \(agent ops\): a box starts, network off; limits in force: 100 processes, 512 open files, 256 MiB memory and 60 CPU s per process, \/tmp 32 MiB$/m);
+    expect(r.stdout).toMatch(
+      /^ok {4}sandbox \(agent ops\): a box starts, network off; limits in force: 100 processes, 512 open files, 256 MiB memory and 60 CPU s per process, \/tmp 32 MiB$/m,
+    );
     expect(r.stdout).toMatch(/^ok {4}store: sqlite:\/\/.*not created yet/m);
     // ANTHROPIC_BASE_URL is an IP address: nothing to resolve.
     expect(r.stdout).toMatch(/^ok {4}model API: ANTHROPIC_API_KEY set; 127\.0\.0\.1 resolves/m);
@@ -179,7 +186,9 @@ describe('gatehouse doctor', () => {
       expect(r.stdout).toMatch(/^note {2}sandbox: not checked: the config does not load$/m);
       expect(r.stdout).toMatch(/^FAIL {2}store: .*the folder .*data is 0755 and holds other things/m);
       expect(r.stdout).toMatch(/fix: give the store a folder of its own, owned by the service user, 0700/);
-      expect(r.stdout).toMatch(/^FAIL {2}telegram: TELEGRAM_BOT_TOKEN set \(long polling\); api\.telegram\.invalid does not resolve \(ENOTFOUND: no address for this name/m);
+      expect(r.stdout).toMatch(
+        /^FAIL {2}telegram: TELEGRAM_BOT_TOKEN set \(long polling\); api\.telegram\.invalid does not resolve \(ENOTFOUND: no address for this name/m,
+      );
       expect(r.stdout).toMatch(new RegExp(`^FAIL {2}http: 127\\.0\\.0\\.1:${port} is in use by another program`, 'm'));
       expect(r.stdout).toMatch(/fix: stop that program or set GATEHOUSE_HTTP_PORT to a free port/);
       expect(r.stdout).toMatch(/^4 of \d+ checks failed: config, store, telegram, http\.$/m);
@@ -206,7 +215,12 @@ describe('gatehouse doctor', () => {
     const exited = new Promise<number | null>((r) => bot.once('exit', (c) => r(c)));
     try {
       await new Promise<void>((res, rej) => {
-        const check = () => (/Gatehouse started/.test(out) && existsSync(join(dir, 'data', 'gatehouse.pid')) ? res() : bot.exitCode !== null ? rej(new Error(out)) : setTimeout(check, 25));
+        const check = () =>
+          /Gatehouse started/.test(out) && existsSync(join(dir, 'data', 'gatehouse.pid'))
+            ? res()
+            : bot.exitCode !== null
+              ? rej(new Error(out))
+              : setTimeout(check, 25);
         check();
       });
       const r = await gatehouse(['doctor'], env);

@@ -47,8 +47,14 @@ test('a slow adapter sees one render at a time per conversation, in order, segme
   // the text before the tool call, all of it, then the tool, then the answer's text, then the answer
   const firstTool = types.indexOf('tool_started');
   const texts = events.flatMap((e) => (e.type === 'text' ? [e] : []));
-  const seg1 = texts.filter((t) => t.segment === 1).map((t) => t.delta).join('');
-  const seg2 = texts.filter((t) => t.segment === 2).map((t) => t.delta).join('');
+  const seg1 = texts
+    .filter((t) => t.segment === 1)
+    .map((t) => t.delta)
+    .join('');
+  const seg2 = texts
+    .filter((t) => t.segment === 2)
+    .map((t) => t.delta)
+    .join('');
   expect(seg1).toBe(before);
   expect(seg2).toBe(after);
   expect(texts.map((t) => t.segment)).toEqual([...texts].map((t) => t.segment).sort());

@@ -269,7 +269,11 @@ test('without --classify no API key is needed; --classify without one is a confi
 });
 
 test('an option missing its value exits 2 instead of swallowing the next flag', async () => {
-  for (const args of [['--agent', '--json', '--', 'ls'], ['--json', '--platform'], ['--platform', '--', 'ls']]) {
+  for (const args of [
+    ['--agent', '--json', '--', 'ls'],
+    ['--json', '--platform'],
+    ['--platform', '--', 'ls'],
+  ]) {
     const r = await cli(args);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');

@@ -20,7 +20,16 @@ function setup(agentLines: string): string {
   dirs.push(cwd);
   writeFileSync(
     join(cwd, 'gatehouse.yaml'),
-    ['agents:', '  ops:', '    model: claude-sonnet-5-5', '    tools: [read_file, write_file, execute_command]', ...agentLines.trim().split('\n').map((l) => `    ${l}`)].join('\n') + '\n',
+    [
+      'agents:',
+      '  ops:',
+      '    model: claude-sonnet-5-5',
+      '    tools: [read_file, write_file, execute_command]',
+      ...agentLines
+        .trim()
+        .split('\n')
+        .map((l) => `    ${l}`),
+    ].join('\n') + '\n',
   );
   return cwd;
 }
@@ -83,7 +92,9 @@ toolPolicy: { wrte_file: deny, "web_*": ask, mcp_jira_create: allow, "mcp_*": as
 mcpServers: { github: { command: x } }
 `),
   );
-  expect(at(ps, 'agents.ops.toolPolicy.wrte_file')).toMatch(/unknown tool "wrte_file"; known tools: ask_user_question, execute_command, ls, read_file, write_file, and mcp_<server>_<tool> for mcp_github_\*/);
+  expect(at(ps, 'agents.ops.toolPolicy.wrte_file')).toMatch(
+    /unknown tool "wrte_file"; known tools: ask_user_question, execute_command, ls, read_file, write_file, and mcp_<server>_<tool> for mcp_github_\*/,
+  );
   expect(at(ps, 'agents.ops.toolPolicy["web_*"]')).toMatch(/the glob "web_\*" matches no known tool; known tools: ask_user_question/);
   expect(at(ps, 'agents.ops.toolPolicy.mcp_jira_create')).toMatch(/names no MCP server of this agent.*one of github/);
   expect(ps.some((p) => p.path.includes('mcp_*'))).toBe(false);
@@ -171,7 +182,9 @@ mcpServers: { github: { command: x } }
   test('a command denied by a commandRule: the rule and its reason, exit 1', async () => {
     const { code, text } = await check(cwd(), ['--', 'git push origin main']);
     expect(code).toBe(1);
-    expect(text).toMatch(/^commandRules: deny by agents\.ops\.commandRules\[0\] \(match "git push" on `git push origin main`; reason: pushes go through CI\)$/m);
+    expect(text).toMatch(
+      /^commandRules: deny by agents\.ops\.commandRules\[0\] \(match "git push" on `git push origin main`; reason: pushes go through CI\)$/m,
+    );
     expect(text).toMatch(/^decision:\s+DENY$/m);
     expect(text).toMatch(/^rule:\s+agents\.ops\.commandRules\[0\]$/m);
   });
@@ -179,7 +192,11 @@ mcpServers: { github: { command: x } }
   test('an ask rule and an allow rule, in JSON', async () => {
     const ask = await check(cwd(), ['--json', '--', 'npm publish']);
     expect(ask.code).toBe(0);
-    expect(JSON.parse(ask.text)).toMatchObject({ decision: 'ask', rule: 'agents.ops.commandRules[1]', why: expect.stringContaining('releases need two people') });
+    expect(JSON.parse(ask.text)).toMatchObject({
+      decision: 'ask',
+      rule: 'agents.ops.commandRules[1]',
+      why: expect.stringContaining('releases need two people'),
+    });
     const allow = await check(cwd(), ['--json', '--', 'kubectl get pods']);
     expect(JSON.parse(allow.text)).toMatchObject({ decision: 'allow', rule: 'autoApprovedCommands', allowlisted: true });
   });

@@ -21,7 +21,12 @@ const extra: Store[] = [];
 
 const open = () => openSqliteStore({ path: join(dir, 'store.sqlite') });
 const settings = { ...DEFAULT_REMINDER_SETTINGS, minRepeatIntervalMs: 1_000 };
-const remindersOn = (s: Store) => new Reminders(s.reminders, () => settings, () => clock);
+const remindersOn = (s: Store) =>
+  new Reminders(
+    s.reminders,
+    () => settings,
+    () => clock,
+  );
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-scheduler-'));
@@ -87,7 +92,9 @@ test('a clock set forward fires what became due, saying how late; repeats fire a
   expect(posts).toEqual([]);
   clock += 2 * 3_600_000 + 5 * 60_000; // the wall clock jumps: the monotonic timer alone would never see it
   await waitFor('the reminder', () => posts.length === 1);
-  expect(posts[0]!.text).toMatch(/^⏰ Reminder: stretch\n\(due 2026-12-01T09:00:00\.000Z, delivered 1 h 5 min late; repeats every 1 h, next 2026-12-01T11:00:00\.000Z; id [0-9a-f]+\)$/);
+  expect(posts[0]!.text).toMatch(
+    /^⏰ Reminder: stretch\n\(due 2026-12-01T09:00:00\.000Z, delivered 1 h 5 min late; repeats every 1 h, next 2026-12-01T11:00:00\.000Z; id [0-9a-f]+\)$/,
+  );
   clock += 3_600_000;
   await waitFor('the next occurrence', () => posts.length === 2);
   expect(posts[1]!.text).toContain('due 2026-12-01T11:00:00.000Z, delivered 5 min late');

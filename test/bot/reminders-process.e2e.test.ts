@@ -90,7 +90,7 @@ const until = (what: string, check: () => boolean, bot: Bot, timeoutMs = 60_000)
 
 const count = (s: string, sub: string) => s.split(sub).length - 1;
 
-test('a reminder set before a crash is posted once after the restart, saying how late; a memory note reaches the next run\'s system prompt', async () => {
+test("a reminder set before a crash is posted once after the restart, saying how late; a memory note reaches the next run's system prompt", async () => {
   // Run 1: set the reminder and the note, then die without any cleanup.
   const first = startBot();
   await until('the terminal chat', () => first.output().includes('Gatehouse terminal chat'), first);

@@ -150,7 +150,8 @@ test('`gatehouse run` attached to a replica is answered there, every time, while
     const slot = i % REPLICAS;
     const before = chats.models[slot]!.requests.length;
     const r = await cluster!.cli(slot, ['run', `plain question ${i}`]);
-    if (r.code !== 0 || r.stdout.trim() !== 'no token in this call') throw new Error(`run ${i} on replica ${slot}: exit ${r.code}, stdout ${JSON.stringify(r.stdout)}, stderr ${r.stderr.slice(-800)}`);
+    if (r.code !== 0 || r.stdout.trim() !== 'no token in this call')
+      throw new Error(`run ${i} on replica ${slot}: exit ${r.code}, stdout ${JSON.stringify(r.stdout)}, stderr ${r.stderr.slice(-800)}`);
     // It ran on the replica it attached to (that replica's model got the call).
     expect(chats.models[slot]!.requests.length).toBeGreaterThan(before);
   }
@@ -186,7 +187,8 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
       const call = await chats.untilCall((x) => x.chat === chat && x.n === n, 120_000, `a model call for c${chat}-m${n}`);
       if (call.held) held = { chat, n };
     }
-    if (!held) throw new Error(`round ${round}: replica ${victim} never ran one of 30 new conversations (are turns spread over replicas?)\n${cluster!.outputs()}`);
+    if (!held)
+      throw new Error(`round ${round}: replica ${victim} never ran one of 30 new conversations (are turns spread over replicas?)\n${cluster!.outputs()}`);
     chats.holdAt = () => false;
 
     // An approval waiting on the victim: -approve messages until the victim posts a card. Cards
@@ -215,7 +217,9 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
     await answered(held.chat, held.n, 180_000);
     const resumedOn = chats.calls.find((x) => x.chat === waiting!.chat && x.afterTool)?.slot;
     const heldOn = chats.calls.filter((x) => x.chat === held!.chat && x.n === held!.n && !x.held).map((x) => x.slot);
-    report.push(`round ${round}: killed replica ${victim} (pid ${killedPid}); click on ${clickedOn}, approved run resumed on ${resumedOn}, held run answered by ${heldOn.join('/')}`);
+    report.push(
+      `round ${round}: killed replica ${victim} (pid ${killedPid}); click on ${clickedOn}, approved run resumed on ${resumedOn}, held run answered by ${heldOn.join('/')}`,
+    );
     console.log(report.at(-1));
     expect(clickedOn).not.toBe(victim);
     expect(resumedOn).not.toBe(victim);
@@ -233,5 +237,5 @@ test(`a replica SIGKILLed mid-run and mid-approval-wait, ${ROUNDS} rounds: its c
   await chats.settle();
   expectNoProblems();
   // Printed, not asserted: answers a killed replica had posted just before it died, posted again.
-  console.log(`answers posted again after a kill: ${[...new Set(chats.repeats)].join(", ") || "none"}`);
+  console.log(`answers posted again after a kill: ${[...new Set(chats.repeats)].join(', ') || 'none'}`);
 }, 900_000);

@@ -170,29 +170,35 @@ async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome
 }
 
 describe.each(MOMENTS)('stopped by SIGTERM / SIGINT at a random moment: %s', (moment) => {
-  test(`${ROUNDS} stops: every exit 0, the store intact, nothing acknowledged lost`, () =>
-    withSeed(rng, async () => {
-      const plan = Array.from({ length: ROUNDS }, (): NodeJS.Signals => (rng.next() < 0.5 ? 'SIGTERM' : 'SIGINT'));
-      const outcomes: Outcome[] = [];
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: PARALLEL }, async () => {
-          while (next < plan.length) outcomes.push(await stopOnce(moment, plan[next++]!));
-        }),
-      );
+  test(
+    `${ROUNDS} stops: every exit 0, the store intact, nothing acknowledged lost`,
+    () =>
+      withSeed(rng, async () => {
+        const plan = Array.from({ length: ROUNDS }, (): NodeJS.Signals => (rng.next() < 0.5 ? 'SIGTERM' : 'SIGINT'));
+        const outcomes: Outcome[] = [];
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: PARALLEL }, async () => {
+            while (next < plan.length) outcomes.push(await stopOnce(moment, plan[next++]!));
+          }),
+        );
 
-      expect(outcomes).toHaveLength(ROUNDS);
-      expect(outcomes.filter((o) => o.failed).map((o) => `${o.signal}: ${o.failed}`)).toEqual([]);
-      const bad = outcomes.filter((o) => o.code !== 0 || o.exitSignal !== null || /FATAL|napi|Error:/.test(o.output));
-      expect(bad.map((o) => `${o.signal}: exit ${o.code ?? o.exitSignal}\n${o.output.slice(-800)}`)).toEqual([]);
-      expect(outcomes.filter((o) => o.integrity !== 'ok' && o.integrity !== 'no store').map((o) => o.integrity)).toEqual([]);
-      if (moment === 'start-up') return; // only some start-up stops came before the store or the message
-      // Every run after start-up opened the store, and its message was acknowledged (the model saw
-      // it) and so was kept.
-      expect(outcomes.filter((o) => o.integrity !== 'ok').map((o) => o.integrity)).toEqual([]);
-      expect(outcomes.filter((o) => !o.acknowledged || o.lost).map((o) => `acknowledged ${o.acknowledged}, lost ${o.lost}`)).toEqual([]);
-      if (moment === 'approval wait') expect(outcomes.filter((o) => !o.approvalShown || !o.approvalPending).map((o) => `shown ${o.approvalShown}, pending ${o.approvalPending}`)).toEqual([]);
-    }),
-  // Bounded by the work: each stop waits at most 60 s for its moment and 30 s for the exit.
-  Math.ceil(ROUNDS / PARALLEL) * 100_000);
+        expect(outcomes).toHaveLength(ROUNDS);
+        expect(outcomes.filter((o) => o.failed).map((o) => `${o.signal}: ${o.failed}`)).toEqual([]);
+        const bad = outcomes.filter((o) => o.code !== 0 || o.exitSignal !== null || /FATAL|napi|Error:/.test(o.output));
+        expect(bad.map((o) => `${o.signal}: exit ${o.code ?? o.exitSignal}\n${o.output.slice(-800)}`)).toEqual([]);
+        expect(outcomes.filter((o) => o.integrity !== 'ok' && o.integrity !== 'no store').map((o) => o.integrity)).toEqual([]);
+        if (moment === 'start-up') return; // only some start-up stops came before the store or the message
+        // Every run after start-up opened the store, and its message was acknowledged (the model saw
+        // it) and so was kept.
+        expect(outcomes.filter((o) => o.integrity !== 'ok').map((o) => o.integrity)).toEqual([]);
+        expect(outcomes.filter((o) => !o.acknowledged || o.lost).map((o) => `acknowledged ${o.acknowledged}, lost ${o.lost}`)).toEqual([]);
+        if (moment === 'approval wait')
+          expect(outcomes.filter((o) => !o.approvalShown || !o.approvalPending).map((o) => `shown ${o.approvalShown}, pending ${o.approvalPending}`)).toEqual(
+            [],
+          );
+      }),
+    // Bounded by the work: each stop waits at most 60 s for its moment and 30 s for the exit.
+    Math.ceil(ROUNDS / PARALLEL) * 100_000,
+  );
 });

@@ -112,7 +112,9 @@ test('a path where a folder is expected is a file: start-up fails naming it', ()
   expect(r.stderr).toContain(`the store folder ${join(dir, 'data')} is a file, not a folder`);
   const deeper = gatehouse([], { GATEHOUSE_STORE: 'sqlite://./data/sub/g.sqlite' });
   expect(deeper.code).toBe(1);
-  expect(deeper.stderr).toContain(`the store folder ${join(dir, 'data', 'sub')} cannot be created: part of that path (${join(dir, 'data')}) is a file, not a folder`);
+  expect(deeper.stderr).toContain(
+    `the store folder ${join(dir, 'data', 'sub')} cannot be created: part of that path (${join(dir, 'data')}) is a file, not a folder`,
+  );
 }, 60_000);
 
 test('a redis:// store is a config error naming GATEHOUSE_STORE and sqlite://; a postgres:// one that cannot be opened exits 1 without its password', () => {

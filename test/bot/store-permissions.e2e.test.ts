@@ -84,7 +84,13 @@ test('a fresh start: data folder 0700, store, WAL and SHM 0600; nobody else can 
 
 test('gatehouse backup writes a 0600 copy in a 0700 folder it creates', async () => {
   await withBot(() => {
-    const r = spawnSync(process.execPath, ['--import', register, main, 'backup', 'backups/b1.sqlite'], { cwd: dir, env: env(), encoding: 'utf8', input: '', timeout: 60_000 });
+    const r = spawnSync(process.execPath, ['--import', register, main, 'backup', 'backups/b1.sqlite'], {
+      cwd: dir,
+      env: env(),
+      encoding: 'utf8',
+      input: '',
+      timeout: 60_000,
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(mode(join(dir, 'backups'))).toBe('700');

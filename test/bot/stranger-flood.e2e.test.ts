@@ -40,7 +40,17 @@ async function start(refusals = ''): Promise<void> {
   handled = 0;
   const claimed = new Set<string>();
   // Strangers never reach the runner or the broker: any use of them fails the test loudly.
-  const never = new Proxy({}, { get: (_t, p) => (p === 'then' ? undefined : () => { throw new Error(`a stranger reached ${String(p)}`); }) });
+  const never = new Proxy(
+    {},
+    {
+      get: (_t, p) =>
+        p === 'then'
+          ? undefined
+          : () => {
+              throw new Error(`a stranger reached ${String(p)}`);
+            },
+    },
+  );
   const router = new Router({
     config,
     runner: never as Runner,
@@ -101,7 +111,9 @@ test('3,000 distinct strangers over 5 minutes: at most 10 replies a minute, one 
   // One flood line per minute of clock (the first at once), each with its counts.
   const lines = floodLines();
   expect(lines).toHaveLength(5);
-  expect(lines[0]).toMatch(/: \d+ refused messages from \d+ senders in the last \d+ s, 10 told, \d+ not answered \(access\.refusals\.repliesPerMinute: 10, one per stranger every 86400 s\)$/);
+  expect(lines[0]).toMatch(
+    /: \d+ refused messages from \d+ senders in the last \d+ s, 10 told, \d+ not answered \(access\.refusals\.repliesPerMinute: 10, one per stranger every 86400 s\)$/,
+  );
   const total = lines.reduce((n, l) => n + Number(/: (\d+) refused/.exec(l)![1]), 0);
   expect(total).toBeGreaterThan(2_400); // the lines account for the flood (the last minute is still open)
   // The audit trail names only strangers who were told, plus one stranger_flood per line.

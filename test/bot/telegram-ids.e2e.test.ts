@@ -45,7 +45,16 @@ beforeEach(async () => {
   model.setHandler(() => ({ text: 'Hello, group.' }));
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
-    ['agents:', '  ops:', '    model: claude-sonnet-5-5', '    tools: [read_file]', '    workspace: ./ws', 'access:', '  telegram: { users: ["501"] }', ''].join('\n'),
+    [
+      'agents:',
+      '  ops:',
+      '    model: claude-sonnet-5-5',
+      '    tools: [read_file]',
+      '    workspace: ./ws',
+      'access:',
+      '  telegram: { users: ["501"] }',
+      '',
+    ].join('\n'),
   );
   out = '';
   child = spawn(process.execPath, ['--import', register, main, 'serve'], {

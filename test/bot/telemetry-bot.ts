@@ -109,7 +109,11 @@ export async function scriptedConversation(t: TelemetryBot): Promise<void> {
   await t.tg.sendText({ chat: strangerDm, from: stranger, text: 'let me in' });
   await t.tg.waitFor(() => texts(strangerDm.id).length === 1, 10_000, 'refusal');
   await t.tg.sendText({ chat: ownerDm, from: owner, text: `write the plan about ${MESSAGE_WORD}` });
-  await t.tg.waitFor(() => t.tg.visible(ownerDm.id).some((m) => m.replyMarkup !== undefined && m.replyMarkup.inline_keyboard.length > 0), 10_000, 'approval card');
+  await t.tg.waitFor(
+    () => t.tg.visible(ownerDm.id).some((m) => m.replyMarkup !== undefined && m.replyMarkup.inline_keyboard.length > 0),
+    10_000,
+    'approval card',
+  );
   const card = t.tg.visible(ownerDm.id).find((m) => m.replyMarkup !== undefined && m.replyMarkup.inline_keyboard.length > 0)!;
   await t.tg.press(ownerDm.id, card.messageId, 0, owner);
   await t.tg.waitFor(() => texts(ownerDm.id).includes('Wrote plan.md.'), 10_000, 'answer after approval');

@@ -165,7 +165,11 @@ describe('settings', () => {
   test('traces: off without an endpoint; the base endpoint gets /v1/traces, the traces one is used as is', () => {
     const p = problems();
     expect(readTraceEnv({}, p)).toBeUndefined();
-    expect(readTraceEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' }, p)).toMatchObject({ url: 'http://c:4318/v1/traces', serviceName: 'gatehouse', captureContent: false });
+    expect(readTraceEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' }, p)).toMatchObject({
+      url: 'http://c:4318/v1/traces',
+      serviceName: 'gatehouse',
+      captureContent: false,
+    });
     expect(readTraceEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:1/x' }, p)?.url).toBe('http://t:1/x');
     expect(readTraceEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }, p)).toBeUndefined();
     expect(readTraceEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }, p)).toBeUndefined();
@@ -180,7 +184,12 @@ describe('settings', () => {
         },
         p,
       ),
-    ).toMatchObject({ headers: { authorization: 'Bearer s3cret', 'x-team': 'ops' }, resourceAttributes: { 'deployment.environment': 'prod' }, serviceName: 'gh', captureContent: true });
+    ).toMatchObject({
+      headers: { authorization: 'Bearer s3cret', 'x-team': 'ops' },
+      resourceAttributes: { 'deployment.environment': 'prod' },
+      serviceName: 'gh',
+      captureContent: true,
+    });
     expect(p).toEqual([]);
   });
 
@@ -202,7 +211,8 @@ test('a reload that changes the metrics token or the trace endpoint says a resta
   const { join } = await import('node:path');
   const dir = mkdtempSync(join(tmpdir(), 'gh-telemetry-reload-'));
   try {
-    const load = (env: Record<string, string>) => loadConfig({ env: { ANTHROPIC_API_KEY: 'k', GATEHOUSE_STORE: `sqlite://${join(dir, 's.sqlite')}`, ...env }, cwd: dir, knownTools: [] });
+    const load = (env: Record<string, string>) =>
+      loadConfig({ env: { ANTHROPIC_API_KEY: 'k', GATEHOUSE_STORE: `sqlite://${join(dir, 's.sqlite')}`, ...env }, cwd: dir, knownTools: [] });
     const live = load({});
     expect(reloadConfig(live, () => load({})).needsRestart).toEqual([]);
     const r = reloadConfig(live, () => load({ GATEHOUSE_METRICS_TOKEN: 'b'.repeat(20), OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }));

@@ -19,7 +19,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
 const dockerfile = readFileSync(join(root, 'deploy', 'Dockerfile'), 'utf8');
 const compose = parse(readFileSync(join(root, 'deploy', 'compose.yaml'), 'utf8')) as {
-  services: { gatehouse: { build: unknown; command: string[]; environment: Record<string, string>; volumes: string[]; security_opt: string[]; env_file: string } };
+  services: {
+    gatehouse: { build: unknown; command: string[]; environment: Record<string, string>; volumes: string[]; security_opt: string[]; env_file: string };
+  };
   volumes: Record<string, unknown>;
 };
 const service = compose.services.gatehouse;
@@ -73,7 +75,9 @@ describe('Dockerfile and compose', () => {
   });
 
   test('.dockerignore keeps the host node_modules, secrets, state and .git out of the image', () => {
-    const ignore = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignore = readFileSync(join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     for (const entry of ['node_modules', '.env', 'data', '.git', 'workspace', 'dist', 'coverage', '*.sqlite', 'gatehouse.yaml']) {
       expect(ignore).toContain(entry);
     }
@@ -97,7 +101,7 @@ describe('Dockerfile and compose', () => {
     expect(service.environment['GATEHOUSE_STORE']).toBe('sqlite:///app/data/gatehouse.sqlite');
   });
 
-  test('compose lets bubblewrap create user namespaces (Docker\'s default seccomp/AppArmor profiles block it)', () => {
+  test("compose lets bubblewrap create user namespaces (Docker's default seccomp/AppArmor profiles block it)", () => {
     expect(service.security_opt).toEqual(expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']));
     expect(JSON.stringify(service)).not.toMatch(/privileged|cap_add|SYS_ADMIN/);
   });
@@ -189,8 +193,9 @@ describe('systemd unit', () => {
     expect(directives('ExecReload')[0]).toMatch(/kill -HUP \$MAINPID/);
   });
 
-  test('no hardening that stops bubblewrap (user namespaces, netlink for the sandbox\'s loopback)', () => {
-    for (const key of ['RestrictNamespaces', 'PrivateUsers', 'SystemCallFilter', 'ProtectHostname', 'MemoryDenyWriteExecute']) expect(directives(key)).toEqual([]);
+  test("no hardening that stops bubblewrap (user namespaces, netlink for the sandbox's loopback)", () => {
+    for (const key of ['RestrictNamespaces', 'PrivateUsers', 'SystemCallFilter', 'ProtectHostname', 'MemoryDenyWriteExecute'])
+      expect(directives(key)).toEqual([]);
     const families = directives('RestrictAddressFamilies').join(' ');
     if (families !== '') expect(families).toContain('AF_NETLINK');
   });
@@ -301,7 +306,7 @@ describe("the image's start command as a real process", () => {
     expect(p.output()).not.toMatch(/FATAL|napi/);
   }, 60_000);
 
-  test("a replica of compose.replicas.yaml on a real PostgreSQL: its healthcheck command passes once it is ready", async () => {
+  test('a replica of compose.replicas.yaml on a real PostgreSQL: its healthcheck command passes once it is ready', async () => {
     prepareImageTree('agents:\n  ops:\n    model: claude-sonnet-5-5\n    workspace: /app/workspace\n'.replace('/app/', `${dir}/app/`));
     const replica = replicasCompose.services[replicaNames[0]!]!;
     // The database compose would give it (postgres://...@postgres:5432/gatehouse), on the test server.
@@ -321,7 +326,10 @@ describe("the image's start command as a real process", () => {
       for (let i = 0; i < 5 && status !== 0; i++) {
         status = await new Promise<number | null>((resolve) => spawn(process.execPath, args, { stdio: 'ignore' }).once('exit', resolve));
       }
-      const readyz = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+      const readyz = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
       expect({ status, readyz }).toEqual({ status: 0, readyz: 200 });
       p.child.kill('SIGTERM');
       expect(await p.exited).toEqual({ code: 0, signal: null });

@@ -35,7 +35,11 @@ interface Compose {
 const composeFiles = ['deploy/compose.yaml', 'deploy/compose.replicas.yaml'];
 const composes = composeFiles.map((f) => ({ file: f, text: read(f), doc: parse(read(f), { merge: true }) as Compose }));
 /** The services that run the Gatehouse image (not postgres). */
-const gatehouses = composes.flatMap((c) => Object.entries(c.doc.services).filter(([, s]) => s.environment?.['GATEHOUSE_STORE'] !== undefined).map(([name, s]) => ({ ...c, name, s })));
+const gatehouses = composes.flatMap((c) =>
+  Object.entries(c.doc.services)
+    .filter(([, s]) => s.environment?.['GATEHOUSE_STORE'] !== undefined)
+    .map(([name, s]) => ({ ...c, name, s })),
+);
 
 describe('compose hardening', () => {
   test.each(gatehouses.map((g) => [`${g.file}: ${g.name}`, g] as const))('%s: read-only root, tmpfs /tmp, no capabilities, no-new-privileges', (_n, g) => {
@@ -64,19 +68,22 @@ describe('compose hardening', () => {
 });
 
 describe('secrets from files in the deploy files', () => {
-  test.each(gatehouses.map((g) => [`${g.file}: ${g.name}`, g] as const))('%s: each NAME_FILE is a secret variable, read from a declared Docker secret', (_n, g) => {
-    const files = Object.entries(g.s.environment ?? {}).filter(([k]) => k.endsWith('_FILE'));
-    expect(files.length).toBeGreaterThan(0);
-    for (const [k, v] of files) {
-      expect(SECRET_VARS).toContain(k.slice(0, -'_FILE'.length));
-      const secret = /^\/run\/secrets\/([a-z0-9_]+)$/.exec(v)?.[1];
-      expect(secret).toBeDefined();
-      expect(g.s.secrets).toContain(secret);
-      expect(g.doc.secrets?.[secret!]?.file).toBe(`../secrets/${secret}`);
-      // The same secret in the environment too would stop the start (both set).
-      expect(g.s.environment![k.slice(0, -'_FILE'.length)]).toBeUndefined();
-    }
-  });
+  test.each(gatehouses.map((g) => [`${g.file}: ${g.name}`, g] as const))(
+    '%s: each NAME_FILE is a secret variable, read from a declared Docker secret',
+    (_n, g) => {
+      const files = Object.entries(g.s.environment ?? {}).filter(([k]) => k.endsWith('_FILE'));
+      expect(files.length).toBeGreaterThan(0);
+      for (const [k, v] of files) {
+        expect(SECRET_VARS).toContain(k.slice(0, -'_FILE'.length));
+        const secret = /^\/run\/secrets\/([a-z0-9_]+)$/.exec(v)?.[1];
+        expect(secret).toBeDefined();
+        expect(g.s.secrets).toContain(secret);
+        expect(g.doc.secrets?.[secret!]?.file).toBe(`../secrets/${secret}`);
+        // The same secret in the environment too would stop the start (both set).
+        expect(g.s.environment![k.slice(0, -'_FILE'.length)]).toBeUndefined();
+      }
+    },
+  );
 
   test('the secrets folder is kept out of git and out of the image', () => {
     expect(read('.gitignore').split('\n')).toContain('secrets/');
@@ -96,7 +103,10 @@ describe('secrets from files in the deploy files', () => {
 });
 
 describe('the image holds no tests or benches', () => {
-  const ignore = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const ignore = read('.dockerignore')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
 
   test('.dockerignore keeps test/ and bench/ out of the build context', () => {
     for (const d of ['test', 'bench']) expect(ignore).toContain(d);
@@ -140,11 +150,21 @@ describe('started without what compose takes away', () => {
     writeFileSync(join(dir, 'app/config/gatehouse.yaml'), `agents:\n  ops:\n    model: m\n    tools: [execute_command]\n    workspace: ${dir}/app/workspace\n`);
     if (asRoot) for (const d of ['app', 'app/data', 'app/workspace']) chownSync(join(dir, d), 1000, 1000);
     // cap_drop ALL + no-new-privileges + user node (uid 1000); a non-root runner has no capabilities already.
-    const drop = asRoot ? ['setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'] : ['setpriv', '--no-new-privs'];
+    const drop = asRoot
+      ? ['setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs']
+      : ['setpriv', '--no-new-privs'];
     const cmd = [...drop, process.execPath, '--import', join(root, 'test/helpers/register-ts.mjs'), join(root, 'bot/main.ts'), 'serve'];
     const child = spawn(cmd[0]!, cmd.slice(1), {
       cwd: join(dir, 'app'),
-      env: { PATH: process.env.PATH ?? '', HOME: join(dir, 'app'), ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', GATEHOUSE_CONFIG: `${dir}/app/config/gatehouse.yaml`, GATEHOUSE_STORE: `sqlite://${dir}/app/data/gatehouse.sqlite`, GATEHOUSE_HTTP_PORT: '0' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: join(dir, 'app'),
+        ANTHROPIC_API_KEY: 'sk-test',
+        ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
+        GATEHOUSE_CONFIG: `${dir}/app/config/gatehouse.yaml`,
+        GATEHOUSE_STORE: `sqlite://${dir}/app/data/gatehouse.sqlite`,
+        GATEHOUSE_HTTP_PORT: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -84,7 +84,13 @@ export interface FakeDiscord {
   readonly commands: Map<string, Json[]>;
   /** Interaction callbacks received: type and when (ms after the interaction was sent). */
   readonly callbacks: Array<{ id: string; type: number; afterMs: number }>;
-  readonly gateway: { identifies: number; resumes: number; open: number; heartbeats: number; /** events sent again on a resume that the client already had */ resent: number };
+  readonly gateway: {
+    identifies: number;
+    resumes: number;
+    open: number;
+    heartbeats: number /** events sent again on a resume that the client already had */;
+    resent: number;
+  };
   retryAfterViolations: number;
   privilegedIntents: boolean;
   resendOnResume: boolean;
@@ -98,7 +104,16 @@ export interface FakeDiscord {
   /** Serves a file at a CDN URL (no auth, like Discord's signed links). */
   addFile(name: string, contentType: string, content: Buffer | string): Json;
   /** A user posts; returns the message id. `mention` puts <@bot> in front; `replyTo` replies to a message. */
-  userMessage(a: { user: UserSpec; channel: string; text: string; mention?: boolean; replyTo?: string; attachments?: Json[]; id?: string; type?: number }): string;
+  userMessage(a: {
+    user: UserSpec;
+    channel: string;
+    text: string;
+    mention?: boolean;
+    replyTo?: string;
+    attachments?: Json[];
+    id?: string;
+    type?: number;
+  }): string;
   /** A user clicks a component (custom_id; a select also sends `values`) on a bot message. Resolves with the callback type (or 0 when none came within 3 s). */
   click(a: { user: UserSpec; message: FakeDiscordMessage; customId: string; values?: string[]; id?: string }): Promise<number>;
   /** A user runs a slash command; resolves when its (deferred) reply was edited, with that text. */
@@ -144,16 +159,19 @@ function checkComponents(components: unknown): void {
     if (items.some((c) => c['type'] === 3) && items.length > 1) throw formError(`components.${r}.components`, 'A select menu must be alone in its row.');
     items.forEach((c, i) => {
       const id = c['custom_id'];
-      if (typeof id !== 'string' || id.length < 1 || id.length > 100) throw formError(`components.${r}.components.${i}.custom_id`, 'Must be between 1 and 100 in length.');
+      if (typeof id !== 'string' || id.length < 1 || id.length > 100)
+        throw formError(`components.${r}.components.${i}.custom_id`, 'Must be between 1 and 100 in length.');
       if (c['type'] === 2) {
         const label = c['label'];
         if (typeof label !== 'string' || label.length > 80) throw formError(`components.${r}.components.${i}.label`, 'Must be 80 or fewer in length.');
         if (![1, 2, 3, 4].includes(Number(c['style']))) throw formError(`components.${r}.components.${i}.style`, 'Invalid style.');
       } else if (c['type'] === 3) {
         const options = c['options'] as Json[] | undefined;
-        if (!Array.isArray(options) || options.length < 1 || options.length > 25) throw formError(`components.${r}.components.${i}.options`, 'Must be between 1 and 25 in length.');
+        if (!Array.isArray(options) || options.length < 1 || options.length > 25)
+          throw formError(`components.${r}.components.${i}.options`, 'Must be between 1 and 25 in length.');
         for (const o of options) {
-          if (String(o['label']).length > 100 || String(o['value']).length > 100) throw formError(`components.${r}.components.${i}.options`, 'label/value must be 100 or fewer in length.');
+          if (String(o['label']).length > 100 || String(o['value']).length > 100)
+            throw formError(`components.${r}.components.${i}.options`, 'label/value must be 100 or fewer in length.');
         }
       } else throw formError(`components.${r}.components.${i}.type`, 'Unknown component type.');
     });
@@ -177,7 +195,18 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
   let editLimit = { times: 0, retryAfterS: 1 };
   let limitedUntil = 0;
   /** Interactions sent and not yet answered: id -> sent time, and who (for ephemerals). */
-  const interactions = new Map<string, { at: number; user: string; token: string; answered: boolean; resolve?: (type: number) => void; deferredEphemeral?: boolean; onEdit?: (content: string) => void }>();
+  const interactions = new Map<
+    string,
+    {
+      at: number;
+      user: string;
+      token: string;
+      answered: boolean;
+      resolve?: (type: number) => void;
+      deferredEphemeral?: boolean;
+      onEdit?: (content: string) => void;
+    }
+  >();
   const byToken = new Map<string, string>();
 
   // ---- gateway --------------------------------------------------------------------------------
@@ -227,7 +256,18 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
   }
 
   function guildCreate(g: { id: string; channels: string[]; roles?: string[] }): Json {
-    const role = (id: string, name: string, position: number) => ({ id, name, color: 0, colors: { primary_color: 0 }, hoist: false, position, permissions: '0', managed: false, mentionable: false, flags: 0 });
+    const role = (id: string, name: string, position: number) => ({
+      id,
+      name,
+      color: 0,
+      colors: { primary_color: 0 },
+      hoist: false,
+      position,
+      permissions: '0',
+      managed: false,
+      mentionable: false,
+      flags: 0,
+    });
     return {
       id: g.id,
       name: `guild-${g.id.slice(-4)}`,
@@ -286,7 +326,22 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
         live?.close(4000, 'replaced');
         live = ws;
         sock.ready = true;
-        const ready = { s: ++seq, t: 'READY', d: { v: 10, user: { ...userObject({ id: botUserId, name: 'Gatehouse', bot: true }), verified: true, flags: 0 }, guilds: guilds.map((g) => ({ id: g.id, unavailable: true })), session_id: sessionId, resume_gateway_url: gatewayUrl, application: { id: applicationId, flags: 0 }, private_channels: [], relationships: [], user_settings: {}, shard: [0, 1] } as Json };
+        const ready = {
+          s: ++seq,
+          t: 'READY',
+          d: {
+            v: 10,
+            user: { ...userObject({ id: botUserId, name: 'Gatehouse', bot: true }), verified: true, flags: 0 },
+            guilds: guilds.map((g) => ({ id: g.id, unavailable: true })),
+            session_id: sessionId,
+            resume_gateway_url: gatewayUrl,
+            application: { id: applicationId, flags: 0 },
+            private_channels: [],
+            relationships: [],
+            user_settings: {},
+            shard: [0, 1],
+          } as Json,
+        };
         history.push(ready);
         sendDispatch(ws, ready);
         for (const g of guilds) dispatch('GUILD_CREATE', guildCreate(g));
@@ -389,7 +444,8 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       const type = Number(body['type']);
       const data = (body['data'] as Json | undefined) ?? {};
       callbacks.push({ id: m[1]!, type, afterMs: after });
-      if (type === 4 && (Number(data['flags'] ?? 0) & 64) !== 0) ephemerals.push({ interactionId: m[1]!, userId: it.user, content: String(data['content'] ?? '') });
+      if (type === 4 && (Number(data['flags'] ?? 0) & 64) !== 0)
+        ephemerals.push({ interactionId: m[1]!, userId: it.user, content: String(data['content'] ?? '') });
       if (type === 5) it.deferredEphemeral = (Number(data['flags'] ?? 0) & 64) !== 0;
       it.resolve?.(type);
       res.writeHead(204).end();
@@ -403,11 +459,41 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       const content = String(body['content'] ?? '');
       if (method === 'POST') {
         if ((Number(body['flags'] ?? 0) & 64) !== 0) ephemerals.push({ interactionId: id!, userId: it.user, content });
-        return { status: 200, body: { id: snowflake(), channel_id: '0', content, author: userObject({ id: botUserId, bot: true }), timestamp: new Date().toISOString(), type: 0, flags: 64, attachments: [], embeds: [], mentions: [], components: [] } };
+        return {
+          status: 200,
+          body: {
+            id: snowflake(),
+            channel_id: '0',
+            content,
+            author: userObject({ id: botUserId, bot: true }),
+            timestamp: new Date().toISOString(),
+            type: 0,
+            flags: 64,
+            attachments: [],
+            embeds: [],
+            mentions: [],
+            components: [],
+          },
+        };
       }
       if (method === 'PATCH' && m[3]) {
         it.onEdit?.(content);
-        return { status: 200, body: { id: snowflake(), channel_id: '0', content, author: userObject({ id: botUserId, bot: true }), timestamp: new Date().toISOString(), type: 0, flags: 0, attachments: [], embeds: [], mentions: [], components: [] } };
+        return {
+          status: 200,
+          body: {
+            id: snowflake(),
+            channel_id: '0',
+            content,
+            author: userObject({ id: botUserId, bot: true }),
+            timestamp: new Date().toISOString(),
+            type: 0,
+            flags: 0,
+            attachments: [],
+            embeds: [],
+            mentions: [],
+            components: [],
+          },
+        };
       }
     }
     if (req.headers.authorization !== `Bot ${opts.token}`) return { status: 401, body: { message: '401: Unauthorized', code: 0 } };
@@ -503,7 +589,11 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
           return { status: 500, body: { message: String(err), code: 0 } };
         })
         .then((r) => {
-          calls.push({ method, route: url.pathname.replace(/^\/api\/v10/, '').replace(/\d{5,}/g, ':id'), status: r.status === -429 ? 429 : r.status === -1 ? res.statusCode : r.status });
+          calls.push({
+            method,
+            route: url.pathname.replace(/^\/api\/v10/, '').replace(/\d{5,}/g, ':id'),
+            status: r.status === -429 ? 429 : r.status === -1 ? res.statusCode : r.status,
+          });
           if (r.status < 0) return;
           if (r.status === 204) res.writeHead(204).end();
           else res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify(r.body));
@@ -660,7 +750,13 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       return id;
     },
     click(a) {
-      const { id, payload } = interaction(3, a.user, a.message.channelId, { custom_id: a.customId, component_type: a.values ? 3 : 2, ...(a.values ? { values: a.values } : {}) }, messageJson(a.message));
+      const { id, payload } = interaction(
+        3,
+        a.user,
+        a.message.channelId,
+        { custom_id: a.customId, component_type: a.values ? 3 : 2, ...(a.values ? { values: a.values } : {}) },
+        messageJson(a.message),
+      );
       return new Promise<number>((resolve) => {
         const it = interactions.get(id)!;
         const timer = setTimeout(() => resolve(0), 3000);

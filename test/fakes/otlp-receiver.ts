@@ -115,7 +115,11 @@ export async function startFakeOtlpReceiver(): Promise<FakeOtlpReceiver> {
               events: (s.events ?? []).map((e) => ({ name: e.name, attributes: attributes(e.attributes) })),
               status: { code: s.status?.code ?? 0, ...(s.status?.message ? { message: s.status.message } : {}) },
               resource,
-              scope: { ...(ss.scope?.name ? { name: ss.scope.name } : {}), ...(ss.scope?.version ? { version: ss.scope.version } : {}), ...(ss.schemaUrl ? { schemaUrl: ss.schemaUrl } : {}) },
+              scope: {
+                ...(ss.scope?.name ? { name: ss.scope.name } : {}),
+                ...(ss.scope?.version ? { version: ss.scope.version } : {}),
+                ...(ss.schemaUrl ? { schemaUrl: ss.schemaUrl } : {}),
+              },
             });
           }
         }

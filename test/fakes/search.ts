@@ -33,12 +33,18 @@ export async function startFakeSearch(opts: { braveKey?: string } = {}): Promise
     };
     if (fake.status !== undefined) return send(fake.status, { error: 'forced' });
     if (u.pathname === '/search' && u.searchParams.get('format') === 'json') {
-      return send(200, { query: u.searchParams.get('q'), results: fake.results.map((r) => ({ title: r.title, url: r.url, content: r.snippet, engine: 'fake' })) });
+      return send(200, {
+        query: u.searchParams.get('q'),
+        results: fake.results.map((r) => ({ title: r.title, url: r.url, content: r.snippet, engine: 'fake' })),
+      });
     }
     if (u.pathname === '/res/v1/web/search') {
       if (req.headers['x-subscription-token'] !== opts.braveKey) return send(401, { type: 'ErrorResponse', error: { code: 'SUBSCRIPTION_TOKEN_INVALID' } });
       const count = Number(u.searchParams.get('count') ?? 20);
-      return send(200, { type: 'search', web: { type: 'search', results: fake.results.slice(0, count).map((r) => ({ title: r.title, url: r.url, description: r.snippet })) } });
+      return send(200, {
+        type: 'search',
+        web: { type: 'search', results: fake.results.slice(0, count).map((r) => ({ title: r.title, url: r.url, description: r.snippet })) },
+      });
     }
     send(404, { error: 'not found' });
   });

@@ -94,7 +94,16 @@ export interface FakeSlack {
   deleteGroup(id: string): void;
   visible(channel: string, threadTs?: string): FakeSlackMessage[];
   /** A user posts in a channel (or DM); Slack sends `message` (and `app_mention` when the bot is mentioned). */
-  userMessage(a: { user: string; channel: string; text: string; threadTs?: string; im?: boolean; retry?: number; eventId?: string; files?: unknown[] }): Promise<{ ts: string; statuses: number[] }>;
+  userMessage(a: {
+    user: string;
+    channel: string;
+    text: string;
+    threadTs?: string;
+    im?: boolean;
+    retry?: number;
+    eventId?: string;
+    files?: unknown[];
+  }): Promise<{ ts: string; statuses: number[] }>;
   /** A signed POST of any body; override the signature or timestamp to test the checks. */
   post(body: string, opts?: { contentType?: string; timestamp?: number; signature?: string; retryNum?: number }): Promise<{ status: number; body: string }>;
   /** A user clicks the element with `value` (button, or an option of a select) on a bot message. */
@@ -145,7 +154,13 @@ function checkBlocks(blocks: unknown): string | undefined {
   return undefined;
 }
 
-export async function startFakeSlack(opts: { botToken: string; appToken?: string; signingSecret?: string; teamId?: string; botUserId?: string }): Promise<FakeSlack> {
+export async function startFakeSlack(opts: {
+  botToken: string;
+  appToken?: string;
+  signingSecret?: string;
+  teamId?: string;
+  botUserId?: string;
+}): Promise<FakeSlack> {
   const teamId = opts.teamId ?? 'T0TEAM';
   const botUserId = opts.botUserId ?? 'U0BOT';
   const messages: FakeSlackMessage[] = [];
@@ -289,7 +304,17 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
           if (typeof threadTs !== 'string' || threadTs === '') return fail('invalid_arguments');
           if (!channel.startsWith('D') && (!p['recipient_user_id'] || !p['recipient_team_id'])) return fail('invalid_arguments');
           const ts = nextTs();
-          const posted: FakeSlackMessage = { channel, ts, threadTs, user: botUserId, text: String(md ?? ''), blocks: undefined, edits: [], deleted: false, stream: { state: 'streaming', appends: 0 } };
+          const posted: FakeSlackMessage = {
+            channel,
+            ts,
+            threadTs,
+            user: botUserId,
+            text: String(md ?? ''),
+            blocks: undefined,
+            edits: [],
+            deleted: false,
+            stream: { state: 'streaming', appends: 0 },
+          };
           messages.push(posted);
           record(true, 200);
           return reply(200, { ok: true, channel, ts });
@@ -370,14 +395,31 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
           // not JSON: Slack ignores it too
         }
       });
-      ws.send(JSON.stringify({ type: 'hello', num_connections: 1, debug_info: { host: 'fake', approximate_connection_time: 3600 }, connection_info: { app_id: 'A0APP' } }));
+      ws.send(
+        JSON.stringify({
+          type: 'hello',
+          num_connections: 1,
+          debug_info: { host: 'fake', approximate_connection_time: 3600 },
+          connection_info: { app_id: 'A0APP' },
+        }),
+      );
     });
   });
 
   /** Sends an envelope over the socket; 200 once acked, 408 when not acked in 3 s, 503 without a socket. */
   async function envelope(type: string, payload: unknown, retryAttempt = 0): Promise<number> {
     const id = randomBytes(8).toString('hex');
-    return deliver(id, JSON.stringify({ envelope_id: id, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: retryAttempt, retry_reason: retryAttempt ? 'timeout' : '' }));
+    return deliver(
+      id,
+      JSON.stringify({
+        envelope_id: id,
+        type,
+        payload,
+        accepts_response_payload: type !== 'events_api',
+        retry_attempt: retryAttempt,
+        retry_reason: retryAttempt ? 'timeout' : '',
+      }),
+    );
   }
 
   async function deliver(id: string, raw: string): Promise<number> {
@@ -402,8 +444,7 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const port = (server.address() as AddressInfo).port;
 
-  const sign = (body: string, ts: number) =>
-    `v0=${createHmac('sha256', fakeState.signingSecret).update(`v0:${ts}:${body}`).digest('hex')}`;
+  const sign = (body: string, ts: number) => `v0=${createHmac('sha256', fakeState.signingSecret).update(`v0:${ts}:${body}`).digest('hex')}`;
 
   const fakeState: FakeSlack = {
     apiUrl: `http://127.0.0.1:${port}/api/`,
@@ -561,11 +602,24 @@ export async function startFakeSlack(opts: { botToken: string; appToken?: string
         user: { id: a.user, username: a.user.toLowerCase(), name: a.user.toLowerCase(), team_id: teamId },
         api_app_id: 'A0APP',
         token: 'legacy',
-        container: { type: 'message', message_ts: a.message.ts, channel_id: a.message.channel, is_ephemeral: false, ...(a.message.threadTs ? { thread_ts: a.message.threadTs } : {}) },
+        container: {
+          type: 'message',
+          message_ts: a.message.ts,
+          channel_id: a.message.channel,
+          is_ephemeral: false,
+          ...(a.message.threadTs ? { thread_ts: a.message.threadTs } : {}),
+        },
         trigger_id: `trig${++eventSeq}`,
         team: { id: teamId, domain: 'fake' },
         channel: { id: a.message.channel, name: 'chan' },
-        message: { type: 'message', ts: a.message.ts, text: a.message.text, user: botUserId, ...(a.message.threadTs ? { thread_ts: a.message.threadTs } : {}), blocks: a.message.blocks },
+        message: {
+          type: 'message',
+          ts: a.message.ts,
+          text: a.message.text,
+          user: botUserId,
+          ...(a.message.threadTs ? { thread_ts: a.message.threadTs } : {}),
+          blocks: a.message.blocks,
+        },
         response_url: `http://127.0.0.1:${port}/response`,
         actions: [action],
       };

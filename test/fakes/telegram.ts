@@ -149,9 +149,7 @@ export interface FakeTelegram {
   close(): Promise<void>;
 }
 
-const ALLOWED_TAGS = new Set([
-  'b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'span', 'tg-spoiler', 'a', 'code', 'pre', 'blockquote', 'tg-emoji',
-]);
+const ALLOWED_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'span', 'tg-spoiler', 'a', 'code', 'pre', 'blockquote', 'tg-emoji']);
 
 /** Telegram's HTML parse mode: the visible text, or the reason it cannot be parsed. */
 export function parseTelegramHtml(html: string): { ok: true; plain: string } | { ok: false; error: string } {
@@ -199,8 +197,15 @@ export function parseTelegramHtml(html: string): { ok: true; plain: string } | {
       if (!m) return { ok: false, error: `Unsupported HTML entity or unescaped "&" at byte offset ${byteAt(i)}` };
       const e = m[1] ?? '';
       plain +=
-        e === 'lt' ? '<' : e === 'gt' ? '>' : e === 'amp' ? '&' : e === 'quot' ? '"'
-          : String.fromCodePoint(m[2] !== undefined ? Number(m[2]) : parseInt(m[3] ?? '0', 16));
+        e === 'lt'
+          ? '<'
+          : e === 'gt'
+            ? '>'
+            : e === 'amp'
+              ? '&'
+              : e === 'quot'
+                ? '"'
+                : String.fromCodePoint(m[2] !== undefined ? Number(m[2]) : parseInt(m[3] ?? '0', 16));
       i += m[0].length;
       continue;
     }
@@ -411,8 +416,17 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
       if (replyMarkup) msg['reply_markup'] = replyMarkup;
       messages.set(`${chat.id}:${messageId}`, msg);
       sent.push({
-        chatId: chat.id, messageId, threadId, replyTo, text, plain, parseMode, replyMarkup,
-        silent: p['disable_notification'] === true, edits: [], deleted: false,
+        chatId: chat.id,
+        messageId,
+        threadId,
+        replyTo,
+        text,
+        plain,
+        parseMode,
+        replyMarkup,
+        silent: p['disable_notification'] === true,
+        edits: [],
+        deleted: false,
       });
       return msg;
     },
@@ -424,7 +438,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
       const { text, plain, parseMode } = textOf(p);
       const replyMarkup = markupOf(p['reply_markup']);
       if (text === m.text && parseMode === m.parseMode && JSON.stringify(replyMarkup) === JSON.stringify(m.replyMarkup)) {
-        throw bad('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        throw bad(
+          'message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        );
       }
       m.edits.push({ text: m.text, plain: m.plain, parseMode: m.parseMode, replyMarkup: m.replyMarkup });
       Object.assign(m, { text, plain, parseMode, replyMarkup });
@@ -441,7 +457,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
       if (!m || m.deleted) throw bad('message to edit not found');
       const replyMarkup = markupOf(p['reply_markup']);
       if (JSON.stringify(replyMarkup) === JSON.stringify(m.replyMarkup)) {
-        throw bad('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        throw bad(
+          'message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        );
       }
       m.edits.push({ text: m.text, plain: m.plain, parseMode: m.parseMode, replyMarkup: m.replyMarkup });
       m.replyMarkup = replyMarkup;
@@ -472,7 +490,21 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
     sendChatAction: (p) => {
       const chat = chatOf(p['chat_id']);
       const action = String(p['action'] ?? '');
-      if (!['typing', 'upload_photo', 'record_video', 'upload_video', 'record_voice', 'upload_voice', 'upload_document', 'choose_sticker', 'find_location', 'record_video_note', 'upload_video_note'].includes(action)) {
+      if (
+        ![
+          'typing',
+          'upload_photo',
+          'record_video',
+          'upload_video',
+          'record_voice',
+          'upload_voice',
+          'upload_document',
+          'choose_sticker',
+          'find_location',
+          'record_video_note',
+          'upload_video_note',
+        ].includes(action)
+      ) {
         throw bad('wrong parameter action in request');
       }
       const threadId = num(p['message_thread_id']);
@@ -501,7 +533,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
         if (seen.has(c.command)) throw bad('BOT_COMMAND_DUPLICATE');
         seen.add(c.command);
       }
-      myCommands.set(scopeKey(p), (list as Array<{ command: string; description: string }>).map((c) => ({ command: c.command, description: c.description })));
+      myCommands.set(
+        scopeKey(p),
+        (list as Array<{ command: string; description: string }>).map((c) => ({ command: c.command, description: c.description })),
+      );
       return true;
     },
     getMyCommands: (p) => myCommands.get(scopeKey(p)) ?? [],
@@ -703,7 +738,13 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
       Object.assign(msg, {
         message_thread_id: threadId,
         is_topic_message: true,
-        reply_to_message: { message_id: threadId, date: now(), chat, from: { is_bot: false, ...from }, forum_topic_created: { name: `topic ${threadId}`, icon_color: 7322096 } },
+        reply_to_message: {
+          message_id: threadId,
+          date: now(),
+          chat,
+          from: { is_bot: false, ...from },
+          forum_topic_created: { name: `topic ${threadId}`, icon_color: 7322096 },
+        },
       });
     }
     if (replyTo !== undefined) {

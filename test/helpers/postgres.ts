@@ -161,7 +161,22 @@ async function launchServer(dataDir: string, logPath: string): Promise<PrivatePo
     const logFd = openSync(logPath, 'a');
     const child = spawn(
       bins.postgres,
-      ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'full_page_writes=off'],
+      [
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        '-c',
+        'max_connections=300',
+        '-c',
+        'fsync=off',
+        '-c',
+        'full_page_writes=off',
+      ],
       { ...ids, detached: true, stdio: ['ignore', logFd, logFd] },
     );
     closeSync(logFd);

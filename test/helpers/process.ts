@@ -98,14 +98,20 @@ export function startGatehouse(args: string[], opts: ProcessOptions): TestProces
 /** Any TypeScript (or JavaScript) file run through the test's TypeScript loader. */
 export function startScript(file: string, args: string[], opts: ProcessOptions): TestProcess {
   if (process.env.TEST_FAST === '1') {
-    throw new Error('a process started in `npm run test:fast` (the unit tests): a test that starts a process is an end-to-end test; name its file *.e2e.test.ts.');
+    throw new Error(
+      'a process started in `npm run test:fast` (the unit tests): a test that starts a process is an end-to-end test; name its file *.e2e.test.ts.',
+    );
   }
   const env = opts.onlyEnv
     ? { ...opts.env }
     : opts.inheritEnv
       ? { ...(process.env as Record<string, string>), ...opts.env }
       : { ...baseEnv(opts.cwd), ...opts.env };
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', registerTs, file, ...args], { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', registerTs, file, ...args], {
+    cwd: opts.cwd,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let out = '';
   let stdout = '';
   let stderr = '';

@@ -153,7 +153,10 @@ export class ReplicaChats {
       this.updateOf.set(`c${chat}-m${n}`, r.updateId);
       if (r.status === undefined || r.status < 200 || r.status >= 300) this.failedDeliveries.push(`c${chat}-m${n}: last status ${r.status}`);
     });
-    this.chains.set(chat, delivered.catch(() => undefined));
+    this.chains.set(
+      chat,
+      delivered.catch(() => undefined),
+    );
     return { n, delivered };
   }
 
@@ -165,10 +168,12 @@ export class ReplicaChats {
   /** Each answer that reached Telegram, in order, with the replica whose model made it. */
   copies(chat: number): Array<{ n: number; slot: number }> {
     const re = new RegExp(`^answer c${chat}-m(\\d+) by r(\\d+)$`);
-    return this.tg.sent.filter((m) => m.chatId === chat && !m.deleted).flatMap((m) => {
-      const x = re.exec(m.plain);
-      return x ? [{ n: Number(x[1]), slot: Number(x[2]) }] : [];
-    });
+    return this.tg.sent
+      .filter((m) => m.chatId === chat && !m.deleted)
+      .flatMap((m) => {
+        const x = re.exec(m.plain);
+        return x ? [{ n: Number(x[1]), slot: Number(x[2]) }] : [];
+      });
   }
 
   /** Replicas SIGKILLed so far (the test adds them): their last answers may be posted twice. */
@@ -182,7 +187,10 @@ export class ReplicaChats {
 
   /** The approval card of an -approve message, once the replica running it posted it. */
   async card(chat: number, n: number, ms = 120_000): Promise<SentMessage> {
-    const find = () => this.tg.sent.find((m) => m.chatId === chat && !m.deleted && m.plain.includes(`c${chat}-m${n}`) && (m.replyMarkup?.inline_keyboard.flat().length ?? 0) > 0);
+    const find = () =>
+      this.tg.sent.find(
+        (m) => m.chatId === chat && !m.deleted && m.plain.includes(`c${chat}-m${n}`) && (m.replyMarkup?.inline_keyboard.flat().length ?? 0) > 0,
+      );
     await this.tg.waitFor(() => find() !== undefined, ms, `the approval card of c${chat}-m${n}`);
     return find()!;
   }
@@ -211,10 +219,18 @@ export class ReplicaChats {
   /** Waits until every message sent has been delivered and answered. */
   async settle(ms = 180_000): Promise<void> {
     await Promise.all([...this.chains.values()]);
-    const missing = () => [...this.sentKinds].flatMap(([chat, kinds]) => kinds.map((_, n) => n).filter((n) => !this.answers(chat).includes(n)).map((n) => `c${chat}-m${n}`));
-    await this.tg.waitFor(() => missing().length === 0, ms, 'every message answered').catch((err: Error) => {
-      throw new Error(`${err.message}; unanswered: ${missing().slice(0, 20).join(', ')}`);
-    });
+    const missing = () =>
+      [...this.sentKinds].flatMap(([chat, kinds]) =>
+        kinds
+          .map((_, n) => n)
+          .filter((n) => !this.answers(chat).includes(n))
+          .map((n) => `c${chat}-m${n}`),
+      );
+    await this.tg
+      .waitFor(() => missing().length === 0, ms, 'every message answered')
+      .catch((err: Error) => {
+        throw new Error(`${err.message}; unanswered: ${missing().slice(0, 20).join(', ')}`);
+      });
   }
 
   problems(): string[] {
@@ -241,7 +257,8 @@ export class ReplicaChats {
     }
     for (const c of this.calls) {
       const want = Array.from({ length: c.n + 1 }, (_, i) => i);
-      if (JSON.stringify(c.seen) !== JSON.stringify(want)) out.push(`model call for c${c.chat}-m${c.n} on replica ${c.slot} saw messages ${JSON.stringify(c.seen)}`);
+      if (JSON.stringify(c.seen) !== JSON.stringify(want))
+        out.push(`model call for c${c.chat}-m${c.n} on replica ${c.slot} saw messages ${JSON.stringify(c.seen)}`);
     }
     return out;
   }

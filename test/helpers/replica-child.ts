@@ -81,7 +81,14 @@ lines.on('line', (line) => {
       const timeoutMs = Number(timeout);
       const asked =
         kind === 'question'
-          ? broker.askQuestion({ ...where(conversationKey!), question: 'Which?', suggestions: [{ value: 'a', label: 'A' }], allowCustom: true, starterId: 'alice', timeoutMs })
+          ? broker.askQuestion({
+              ...where(conversationKey!),
+              question: 'Which?',
+              suggestions: [{ value: 'a', label: 'A' }],
+              allowCustom: true,
+              starterId: 'alice',
+              timeoutMs,
+            })
           : broker.askApproval({ ...where(conversationKey!), title: 'Run ls?', body: 'ls', alwaysLabel: null, timeoutMs });
       return void run(asked.then(async (id) => out(`asked ${id} ${(await broker.get(id))!.card.buttons.map((b) => b.token).join(' ')}`)));
     }
@@ -100,7 +107,9 @@ lines.on('line', (line) => {
       return void run(scheduler.start().then(() => out('scheduling')));
     case 'remind':
       return void run(
-        reminders.add({ agentName: 'default', conversationKey: args[0]!, dueAt: Date.now() + Number(args[1]), text: args.slice(2).join(' ') }).then((r) => out(`reminded ${r.id}`)),
+        reminders
+          .add({ agentName: 'default', conversationKey: args[0]!, dueAt: Date.now() + Number(args[1]), text: args.slice(2).join(' ') })
+          .then((r) => out(`reminded ${r.id}`)),
       );
     case 'expiry':
       return void run(broker.watchExpiry().then(() => out('watching')));

@@ -25,7 +25,11 @@ export interface Replica {
 }
 
 export function startReplica(storeUrl: string, env: Record<string, string> = {}): Replica {
-  const child = spawn(process.execPath, ['--import', register, script, storeUrl], { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', register, script, storeUrl], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const queued = new Map<string, string[]>();
   const seen = new Map<string, string[]>();
   const waiting = new Map<string, Array<(l: string) => void>>();

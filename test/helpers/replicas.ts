@@ -92,7 +92,6 @@ export interface Replicas {
   cli(slot: number, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
-
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const chunk of req) parts.push(chunk as Buffer);
@@ -109,7 +108,11 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
   const inPool = (p: ReplicaProcess | undefined): p is ReplicaProcess => p !== undefined && p.ready && !p.exitedYet && p.port !== undefined;
 
   /** One attempt at one replica: its status, or 'refused' (nothing reached it: try the next). */
-  const forward = (p: ReplicaProcess, req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string>; body: Buffer } | 'refused'> =>
+  const forward = (
+    p: ReplicaProcess,
+    req: IncomingMessage,
+    body: Buffer,
+  ): Promise<{ status: number; headers: Record<string, string>; body: Buffer } | 'refused'> =>
     new Promise((resolve) => {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'connection') headers[k] = v;
@@ -137,7 +140,10 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
     const rule = steer?.(update);
     const tried = new Set<number>();
     for (;;) {
-      const pool = slots.filter(inPool).map((p) => p.slot).filter((s) => !tried.has(s) && !(rule?.avoid ?? []).includes(s));
+      const pool = slots
+        .filter(inPool)
+        .map((p) => p.slot)
+        .filter((s) => !tried.has(s) && !(rule?.avoid ?? []).includes(s));
       if (pool.length === 0) {
         deliveries.push({ updateId, slot: undefined, status: 503 });
         res.writeHead(503).end('no replica available');
@@ -161,19 +167,19 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
   const frontUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const envFor = (slot: number, cwd: string): Record<string, string> => ({
-      PATH: process.env.PATH ?? '',
-      HOME: cwd,
-      ANTHROPIC_API_KEY: 'sk-test',
-      ANTHROPIC_BASE_URL: opts.modelUrl(slot),
-      GATEHOUSE_STORE: opts.storeUrl,
-      GATEHOUSE_CONFIG: opts.configFile,
-      GATEHOUSE_HTTP_PORT: '0',
-      TELEGRAM_BOT_TOKEN: opts.telegram.token,
-      TELEGRAM_API_ROOT: opts.telegram.apiRoot,
-      TELEGRAM_WEBHOOK_URL: `${frontUrl}/telegram`,
-      TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
-      ...opts.env,
-    });
+    PATH: process.env.PATH ?? '',
+    HOME: cwd,
+    ANTHROPIC_API_KEY: 'sk-test',
+    ANTHROPIC_BASE_URL: opts.modelUrl(slot),
+    GATEHOUSE_STORE: opts.storeUrl,
+    GATEHOUSE_CONFIG: opts.configFile,
+    GATEHOUSE_HTTP_PORT: '0',
+    TELEGRAM_BOT_TOKEN: opts.telegram.token,
+    TELEGRAM_API_ROOT: opts.telegram.apiRoot,
+    TELEGRAM_WEBHOOK_URL: `${frontUrl}/telegram`,
+    TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    ...opts.env,
+  });
 
   const start = async (slot: number): Promise<ReplicaProcess> => {
     const generation = (generations.get(slot) ?? 0) + 1;
@@ -216,20 +222,35 @@ export async function startReplicas(opts: ReplicaOptions): Promise<Replicas> {
     const readyMs = opts.readyTimeoutMs ?? 120_000;
     const deadline = Date.now() + readyMs;
     const fail = (why: string) => new Error(`replica ${slot} (pid ${p.pid}) ${why}:\n${out.slice(-3000)}`);
-    await waitFor('the replica to start', () => {
-      if (p.exitedYet) throw fail('exited before it was ready');
-      return /Gatehouse started/.test(out);
-    }, { timeoutMs: readyMs, intervalMs: 25, detail: () => `replica ${slot} (pid ${p.pid}):\n${out.slice(-3000)}` });
+    await waitFor(
+      'the replica to start',
+      () => {
+        if (p.exitedYet) throw fail('exited before it was ready');
+        return /Gatehouse started/.test(out);
+      },
+      { timeoutMs: readyMs, intervalMs: 25, detail: () => `replica ${slot} (pid ${p.pid}):\n${out.slice(-3000)}` },
+    );
     const port = /HTTP server on http:\/\/[^:\s]+:(\d+)/.exec(out)?.[1];
     if (!port) throw fail('did not log its HTTP port');
     p.port = Number(port);
     // /readyz where the build has it (store reachable, role known, not draining).
     let status = 0;
-    await waitFor('/readyz to say ready', async () => {
-      status = await fetch(`http://127.0.0.1:${p.port}/readyz`).then((r) => r.status, () => 0);
-      if (status !== 200 && status !== 404 && p.exitedYet) throw fail('exited before /readyz said ready');
-      return status === 200 || status === 404;
-    }, { timeoutMs: Math.max(1, deadline - Date.now()), intervalMs: 100, detail: () => `last status ${status}; replica ${slot} (pid ${p.pid}):\n${out.slice(-3000)}` });
+    await waitFor(
+      '/readyz to say ready',
+      async () => {
+        status = await fetch(`http://127.0.0.1:${p.port}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        );
+        if (status !== 200 && status !== 404 && p.exitedYet) throw fail('exited before /readyz said ready');
+        return status === 200 || status === 404;
+      },
+      {
+        timeoutMs: Math.max(1, deadline - Date.now()),
+        intervalMs: 100,
+        detail: () => `last status ${status}; replica ${slot} (pid ${p.pid}):\n${out.slice(-3000)}`,
+      },
+    );
     p.ready = true;
     return p;
   };

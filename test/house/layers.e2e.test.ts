@@ -16,11 +16,15 @@ interface Violation {
 }
 
 function cruise(cwd: string): Violation[] {
-  const out = execFileSync(process.execPath, [depcruise, 'bot', 'adapters', 'agent', 'policies', '--config', join(repo, '.dependency-cruiser.cjs'), '--output-type', 'json'], {
-    cwd,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const out = execFileSync(
+    process.execPath,
+    [depcruise, 'bot', 'adapters', 'agent', 'policies', '--config', join(repo, '.dependency-cruiser.cjs'), '--output-type', 'json'],
+    {
+      cwd,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   return (JSON.parse(out) as { summary: { violations: Violation[] } }).summary.violations;
 }
 

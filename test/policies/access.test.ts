@@ -12,10 +12,19 @@ import {
 } from '../../policies/access.js';
 
 const dm = (platform: AccessInput['platform'], senderId: string, channelId = senderId): AccessInput => ({
-  platform, senderId, channelId, isDirect: true, addressed: false,
+  platform,
+  senderId,
+  channelId,
+  isDirect: true,
+  addressed: false,
 });
 const group = (platform: AccessInput['platform'], senderId: string, channelId: string, addressed: boolean, spaceId?: string): AccessInput => ({
-  platform, senderId, channelId, isDirect: false, addressed, ...(spaceId !== undefined ? { spaceId } : {}),
+  platform,
+  senderId,
+  channelId,
+  isDirect: false,
+  addressed,
+  ...(spaceId !== undefined ? { spaceId } : {}),
 });
 
 describe('checkAccess', () => {
@@ -26,7 +35,7 @@ describe('checkAccess', () => {
       onceKey: 'telegram:user:123',
       reply:
         "Gatehouse doesn't know you yet. Your Telegram user id is 123. To let you in, add it to access.telegram.users in gatehouse.yaml. " +
-          "To let you approve the agent's actions too, also add it to approvers.telegram under the agent (agents.<name>.approvers.telegram).",
+        "To let you approve the agent's actions too, also add it to approvers.telegram under the agent (agents.<name>.approvers.telegram).",
     });
     // Empty lists are the same as nothing.
     expect(checkAccess(dm('slack', 'U9', 'D1'), { users: [], channels: [] })).toMatchObject({
@@ -211,7 +220,8 @@ describe('createRefusalThrottle (issue 18: a stranger flood)', () => {
   test('the budget is per platform, refills 10 a minute, and a told stranger is not told again within the day', () => {
     let t = 0;
     const th = createRefusalThrottle({ repliesPerMinute: 10, strangerIntervalSeconds: 86_400 }, () => t);
-    const told = (platform: string, from: number, n: number) => Array.from({ length: n }, (_, i) => th.refuse(platform, `s${from + i}`, `s${from + i}`).reply).filter(Boolean).length;
+    const told = (platform: string, from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => th.refuse(platform, `s${from + i}`, `s${from + i}`).reply).filter(Boolean).length;
     expect(told('telegram', 0, 100)).toBe(10);
     expect(told('slack', 0, 100)).toBe(10); // another platform has its own budget
     t += 30_000;

@@ -1,11 +1,6 @@
 import { classifierCompletionFrom, createAnthropicModel } from '../../agent/model.js';
 import type { Usage } from '../../agent/events.js';
-import {
-  CLASSIFIER_SYSTEM_PROMPT,
-  classifierUserMessage,
-  createCommandClassifier,
-  parseVerdict,
-} from '../../policies/classifier.js';
+import { CLASSIFIER_SYSTEM_PROMPT, classifierUserMessage, createCommandClassifier, parseVerdict } from '../../policies/classifier.js';
 import type { ClassifierCompletion } from '../../policies/classifier.js';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import type { FakeAnthropic } from '../fakes/anthropic.js';

@@ -177,7 +177,7 @@ describe('the scrubbing closes classes, not examples (issue 9, section 4)', () =
     'SLACK_SIGNING_SECRET',
     'DISCORD_TOKEN',
     'SSH_AUTH_SOCK',
-  ])('never un-hides Gatehouse\'s own %s, even when allowlisted', (name) => {
+  ])("never un-hides Gatehouse's own %s, even when allowlisted", (name) => {
     expect(isOwnName(name)).toBe(true);
     const out = sanitizeEnv({ [name]: 'postgres://u:p@h/db-or-secret' }, [name]);
     expect(out).toEqual({});
@@ -189,7 +189,7 @@ describe('the scrubbing closes classes, not examples (issue 9, section 4)', () =
   });
 });
 
-describe('issue 18: the bot\'s own secret values are scrubbed by VALUE, whatever the name', () => {
+describe("issue 18: the bot's own secret values are scrubbed by VALUE, whatever the name", () => {
   const KEY = 'sk-ant-api03-Zr8QmT2vXk9LpW4sY7nB3cJ6hF1dG5aE0uIo';
   const TG = '7012345678:AAHk2LmN9pQrS4tUvW6xYz8aBcDeFgHiJk';
   const ATTACH = 'a3f9c2e18b7d4056a3f9c2e18b7d4056a3f9c2e18b7d4056';
@@ -204,7 +204,7 @@ describe('issue 18: the bot\'s own secret values are scrubbed by VALUE, whatever
     ['ENCODED', encodeURIComponent(`x=${KEY}`).replace(/-/g, '%2D')],
     ['MIRROR', 'St0re-Passw0rd-9'],
     ['ATTACH_COPY', ATTACH],
-  ])('drops %s (a copy of one of the bot\'s secrets), even when allowlisted', (name, value) => {
+  ])("drops %s (a copy of one of the bot's secrets), even when allowlisted", (name, value) => {
     const env = { ...base, [name]: value };
     expect(sanitizeEnv(env, [], [ATTACH])).toEqual({ PATH: '/bin' });
     expect(sanitizeEnv(env, [name], [ATTACH])).toEqual({ PATH: '/bin' });
@@ -259,7 +259,7 @@ describe('issue 18: the bot\'s own secret values are scrubbed by VALUE, whatever
     expect(sanitizeEnv({ ...base, [name]: value }, [])).toEqual({ PATH: '/bin', [name]: value });
   });
 
-  it('another secret variable\'s value copied elsewhere is dropped, unless that variable is allowlisted', () => {
+  it("another secret variable's value copied elsewhere is dropped, unless that variable is allowlisted", () => {
     const env = { PATH: '/bin', GITHUB_TOKEN: 'gho-like-Abc123Def456Ghi789', COPY: 'gho-like-Abc123Def456Ghi789' };
     expect(sanitizeEnv(env, [])).toEqual({ PATH: '/bin' });
     expect(sanitizeEnv(env, ['COPY'])).toEqual({ PATH: '/bin', COPY: env.COPY });

@@ -336,9 +336,12 @@ describe('riskyOption names the option and what it does', () => {
     expect(riskyOption(argv)).toEqual({ word, kind });
   });
 
-  test.each([[['git', 'status', '-s']], [['npm', 'test', '--', '--watch=false']], [['make', 'test']], [['find', '.', '-name', '*.ts', '-type', 'f']]])('%j: none', (argv) => {
-    expect(riskyOption(argv)).toBeNull();
-  });
+  test.each([[['git', 'status', '-s']], [['npm', 'test', '--', '--watch=false']], [['make', 'test']], [['find', '.', '-name', '*.ts', '-type', 'f']]])(
+    '%j: none',
+    (argv) => {
+      expect(riskyOption(argv)).toBeNull();
+    },
+  );
 });
 
 describe('an "Always" key never grows into the risky options', () => {

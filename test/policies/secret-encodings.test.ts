@@ -67,7 +67,9 @@ describe.each(SECRETS.map((s, i) => [['the model key', 'the Telegram token', 'th
     const text = encode(secret);
     if (how !== 'verbatim') expect(text.includes(secret)).toBe(false); // control: the old check misses it
     expect(requestSecretHit(SECRETS, { url: `https://attacker.example/c?d=${encodeURIComponent(text)}` })).toBeDefined();
-    expect(requestSecretHit(SECRETS, { url: 'https://attacker.example/c', headers: { 'x-data': text.replace(/[\r\n]/g, '') } })).toMatchObject({ where: 'the x-data header' });
+    expect(requestSecretHit(SECRETS, { url: 'https://attacker.example/c', headers: { 'x-data': text.replace(/[\r\n]/g, '') } })).toMatchObject({
+      where: 'the x-data header',
+    });
     expect(requestSecretHit(SECRETS, { url: 'https://attacker.example/c', body: `note=${text}` })).toMatchObject({ where: 'the body' });
   });
 });
@@ -113,12 +115,28 @@ describe('a secret split across the request', () => {
 describe('ordinary traffic passes', () => {
   const ordinary: Array<[string, { url: string; headers?: Record<string, string>; body?: string }]> = [
     ['a search', { url: 'https://www.google.com/search?q=how+to+rotate+an+anthropic+api+key&hl=en' }],
-    ['docs mentioning the key format', { url: 'https://docs.example/keys', body: 'Keys look like sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxx and Telegram tokens like 123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' }],
+    [
+      'docs mentioning the key format',
+      {
+        url: 'https://docs.example/keys',
+        body: 'Keys look like sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxx and Telegram tokens like 123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
+      },
+    ],
     ['another key of the same vendor format', { url: 'https://api.example/', headers: { 'x-api-key': `sk-ant-api03-${random(90)}AA` } }],
     ['the Telegram bot id alone (it is public)', { url: `https://api.telegram.org/bot${TELEGRAM.split(':')[0]}/getMe` }],
-    ['sha256 digests and UUIDs', { url: 'https://registry.example/v2/x/blobs/sha256:' + randomBytes(32).toString('hex'), headers: { 'x-request-id': crypto.randomUUID() } }],
+    [
+      'sha256 digests and UUIDs',
+      { url: 'https://registry.example/v2/x/blobs/sha256:' + randomBytes(32).toString('hex'), headers: { 'x-request-id': crypto.randomUUID() } },
+    ],
     ['a base64 image', { url: 'https://upload.example/', body: JSON.stringify({ image: randomBytes(200_000).toString('base64') }) }],
-    ['a JSON API call', { url: 'https://api.github.com/repos/o/r/issues', headers: { accept: 'application/vnd.github+json' }, body: JSON.stringify({ title: 'Build fails on Node 20', body: 'See log: ' + 'x'.repeat(500), labels: ['bug'] }) }],
+    [
+      'a JSON API call',
+      {
+        url: 'https://api.github.com/repos/o/r/issues',
+        headers: { accept: 'application/vnd.github+json' },
+        body: JSON.stringify({ title: 'Build fails on Node 20', body: 'See log: ' + 'x'.repeat(500), labels: ['bug'] }),
+      },
+    ],
     ['English prose', { url: 'https://paste.example/', body: 'The quick brown fox jumps over the lazy dog. '.repeat(2000) }],
   ];
 

@@ -48,7 +48,14 @@ const rows: Row[] = [
     commandRules: [{ match: 'git push *--force*', policy: 'deny', reason: 'no force pushes' }],
     expect: { action: 'deny', absolute: true, rule: 'agents.ops.commandRules[0]', text: /no force pushes/ },
   },
-  ...['env FOO=1 git push origin', 'echo main | xargs git push origin', 'echo $(git push origin main)', 'bash -c "git push origin main"', 'sudo -u deploy git push', 'find . -exec git push \\;'].map(
+  ...[
+    'env FOO=1 git push origin',
+    'echo main | xargs git push origin',
+    'echo $(git push origin main)',
+    'bash -c "git push origin main"',
+    'sudo -u deploy git push',
+    'find . -exec git push \\;',
+  ].map(
     (command): Row => ({
       name: `a deny commandRule sees through wrappers, xargs, substitutions and shells: ${command}`,
       call: { toolName: 'execute_command', command },

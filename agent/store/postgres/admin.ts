@@ -46,7 +46,10 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
 /** Ends every other connection to `database` (pg_terminate_backend); returns how many. */
 export async function terminateConnections(adminUrl: string, database: string): Promise<number> {
   return withAdmin(adminUrl, async (c) => {
-    const r = await c.query('SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+    const r = await c.query(
+      'SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [database],
+    );
     return Number((r.rows[0] as { n: string }).n);
   });
 }

@@ -30,7 +30,11 @@ export function parseTarget(url: string): Target {
   }
   const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
   const user = decodeURIComponent(u.username);
-  if (!database) throw new StoreError(`GATEHOUSE_STORE names no database: add it after the host (postgres://${user || 'user'}@${u.hostname || 'host'}:${u.port || 5432}/gatehouse)`, 'bad-url');
+  if (!database)
+    throw new StoreError(
+      `GATEHOUSE_STORE names no database: add it after the host (postgres://${user || 'user'}@${u.hostname || 'host'}:${u.port || 5432}/gatehouse)`,
+      'bad-url',
+    );
   return {
     host: u.hostname || 'localhost',
     port: u.port ? Number(u.port) : 5432,
@@ -82,7 +86,9 @@ export function isConnectionLoss(err: unknown): boolean {
   const code = codeOf(err);
   if (code && (NETWORK_CODES.has(code) || SERVER_GONE.has(code) || code.startsWith('08'))) return true;
   const msg = messageOf(err);
-  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection ended|server closed the connection/i.test(msg);
+  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection ended|server closed the connection/i.test(
+    msg,
+  );
 }
 
 /** pg refused before writing anything to the socket: any statement can be sent again. */
@@ -116,14 +122,23 @@ export function startupError(err: unknown, t: Target): StoreError {
     case '28000':
       return new StoreError(`${where} refused the login (${raw}). Fix the user or password in GATEHOUSE_STORE, or the server's pg_hba.conf.`, 'auth');
     case '3D000':
-      return new StoreError(`${where}: the database does not exist. Create it (createdb -h ${t.host} -p ${t.port} -U ${t.user} ${t.database}) or fix the database name in GATEHOUSE_STORE.`, 'no-database');
+      return new StoreError(
+        `${where}: the database does not exist. Create it (createdb -h ${t.host} -p ${t.port} -U ${t.user} ${t.database}) or fix the database name in GATEHOUSE_STORE.`,
+        'no-database',
+      );
     case '42501':
-      return new StoreError(`${where}: permission denied (${raw}). Grant the user CREATE on the database (GRANT CREATE ON DATABASE ${t.database} TO ${t.user}) or use its owner.`, 'permission');
+      return new StoreError(
+        `${where}: permission denied (${raw}). Grant the user CREATE on the database (GRANT CREATE ON DATABASE ${t.database} TO ${t.user}) or use its owner.`,
+        'permission',
+      );
     case '57P03':
       return new StoreError(`${where} is starting up or shutting down; try again in a moment.`, 'unreachable');
   }
   if (/timeout|Connection terminated/i.test(raw)) {
-    return new StoreError(`cannot reach ${where}: no answer in time, or the connection was closed (${raw}). Check that the server is up, the host and port in GATEHOUSE_STORE, and any firewall between.`, 'unreachable');
+    return new StoreError(
+      `cannot reach ${where}: no answer in time, or the connection was closed (${raw}). Check that the server is up, the host and port in GATEHOUSE_STORE, and any firewall between.`,
+      'unreachable',
+    );
   }
   return new StoreError(`cannot open ${where}: ${raw}`, code);
 }

@@ -28,7 +28,16 @@ import { openPgBossTurnQueue } from './turn-queue.js';
 import type { SharedTurnQueueEngine } from '../../run/turn-queue.js';
 import { fallbackLog, type Log } from '../../log.js';
 
-export { allowConnections, createDatabase, currentWalLsn, databaseUrl, databaseWalBytesSince, dropDatabase, terminateConnections, waitForServer } from './admin.js';
+export {
+  allowConnections,
+  createDatabase,
+  currentWalLsn,
+  databaseUrl,
+  databaseWalBytesSince,
+  dropDatabase,
+  terminateConnections,
+  waitForServer,
+} from './admin.js';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -172,7 +181,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
         return { revision: r.revision };
       }
       // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
-      await db.tx(what, (c) => writeRunParts(db, c, parts), async () => undefined);
+      await db.tx(
+        what,
+        (c) => writeRunParts(db, c, parts),
+        async () => undefined,
+      );
     },
     // The replicas' turn queue (pg-boss, loaded only when asked for).
     turnQueue: (o) => openPgBossTurnQueue({ ...o, url: opts.url, db, runs: store.runs, leases: store.leases }),

@@ -42,7 +42,11 @@ export function leaseRepo(db: Db): LeaseRepo {
       return { conversation, owner, epoch: num((r.rows[0] as { epoch: string }).epoch) };
     },
     async holds(f) {
-      const r = await db.query(`check the claim on ${f.conversation}`, 'read', 'SELECT 1 FROM leases WHERE conversation = $1 AND owner = $2 AND epoch = $3', [f.conversation, f.owner, f.epoch]);
+      const r = await db.query(`check the claim on ${f.conversation}`, 'read', 'SELECT 1 FROM leases WHERE conversation = $1 AND owner = $2 AND epoch = $3', [
+        f.conversation,
+        f.owner,
+        f.epoch,
+      ]);
       return r.rows.length > 0;
     },
     async current(conversation) {

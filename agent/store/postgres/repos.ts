@@ -73,7 +73,8 @@ export function runRepo(db: Db): RunRepo {
     },
     async saveRecord(conversation, record, fence) {
       const sql = `INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record`;
-      if (fence) return void (await db.tx('save a run record', async (c) => (await checkFence(db, c, fence), db.q(c, sql, [conversation, enc(record)])), rerun));
+      if (fence)
+        return void (await db.tx('save a run record', async (c) => (await checkFence(db, c, fence), db.q(c, sql, [conversation, enc(record)])), rerun));
       await db.query('save a run record', 'idempotent', sql, [conversation, enc(record)]);
     },
     async dropRecord(conversation, fence) {
@@ -83,7 +84,7 @@ export function runRepo(db: Db): RunRepo {
     },
     async pending(conversation, turnId) {
       const r = await db.query(
-        'read a conversation\'s pending work',
+        "read a conversation's pending work",
         'read',
         `SELECT (SELECT record FROM run_records WHERE conversation = $1) AS record,
                 (SELECT turn FROM queued_turns WHERE conversation = $1 AND id = $2) AS turn`,
@@ -159,7 +160,11 @@ export function approvalRepo(db: Db): ApprovalRepo {
       return (r.rows as Array<{ id: string; conversation: string }>).map((x) => ({ id: x.id, conversation: x.conversation }));
     },
     async update(id, request, keepUntil) {
-      const r = await db.query('update an approval', 'idempotent', 'UPDATE approvals SET request = $2, keep_until = $3 WHERE id = $1', [id, enc(request), keepUntil]);
+      const r = await db.query('update an approval', 'idempotent', 'UPDATE approvals SET request = $2, keep_until = $3 WHERE id = $1', [
+        id,
+        enc(request),
+        keepUntil,
+      ]);
       return (r.rowCount ?? 0) > 0;
     },
     async decideOnce(id, decision, now, keepUntil) {
@@ -195,7 +200,11 @@ export function allowlistRepo(db: Db): AllowlistRepo {
       return r.rows.length > 0;
     },
     async remove(agent, kind, value) {
-      const r = await db.query('remove from an allowlist', 'idempotent', 'DELETE FROM allowlists WHERE agent = $1 AND kind = $2 AND value = $3 RETURNING 1', [agent, kind, value]);
+      const r = await db.query('remove from an allowlist', 'idempotent', 'DELETE FROM allowlists WHERE agent = $1 AND kind = $2 AND value = $3 RETURNING 1', [
+        agent,
+        kind,
+        value,
+      ]);
       return r.rows.length > 0;
     },
   };
@@ -245,7 +254,13 @@ export function memoryRepo(db: Db): MemoryRepo {
 
 type ReminderRow = { id: string; conversation: string; due_at: string; rev: string; reminder: string };
 const reminderCols = 'id, conversation, due_at, rev, reminder';
-const toReminder = (x: ReminderRow): StoredReminder => ({ id: x.id, conversation: x.conversation, dueAt: num(x.due_at), rev: num(x.rev), reminder: dec(x.reminder) });
+const toReminder = (x: ReminderRow): StoredReminder => ({
+  id: x.id,
+  conversation: x.conversation,
+  dueAt: num(x.due_at),
+  rev: num(x.rev),
+  reminder: dec(x.reminder),
+});
 
 export function reminderRepo(db: Db): ReminderRepo {
   const many = async (what: string, sql: string, params: unknown[]) => ((await db.query(what, 'read', sql, params)).rows as ReminderRow[]).map(toReminder);
@@ -267,7 +282,8 @@ export function reminderRepo(db: Db): ReminderRepo {
       const r = await db.query('delete a reminder', 'idempotent', 'DELETE FROM reminders WHERE id = $1 RETURNING 1', [id]);
       return r.rows.length > 0;
     },
-    byConversation: (conversation) => many('list reminders', `SELECT ${reminderCols} FROM reminders WHERE conversation = $1 ORDER BY due_at, ord`, [conversation]),
+    byConversation: (conversation) =>
+      many('list reminders', `SELECT ${reminderCols} FROM reminders WHERE conversation = $1 ORDER BY due_at, ord`, [conversation]),
     all: () => many('list reminders', `SELECT ${reminderCols} FROM reminders ORDER BY due_at, ord`, []),
     due: (now, limit) => many('list due reminders', `SELECT ${reminderCols} FROM reminders WHERE due_at <= $1 ORDER BY due_at, ord LIMIT $2`, [now, limit]),
     async swap(id, expectedRev, next) {
@@ -293,12 +309,20 @@ export function reminderRepo(db: Db): ReminderRepo {
         'claim due reminders',
         async (c) => {
           claimed.length = 0;
-          const r = await db.q(c, `SELECT ${reminderCols} FROM reminders WHERE due_at <= $1 ORDER BY due_at, ord LIMIT $2 FOR UPDATE SKIP LOCKED`, [now, limit]);
+          const r = await db.q(c, `SELECT ${reminderCols} FROM reminders WHERE due_at <= $1 ORDER BY due_at, ord LIMIT $2 FOR UPDATE SKIP LOCKED`, [
+            now,
+            limit,
+          ]);
           for (const before of (r.rows as ReminderRow[]).map(toReminder)) {
             const after = next(before);
             if (!after) continue;
             await db.q(c, 'UPDATE reminders SET conversation = $2, due_at = $3, rev = $4, reminder = $5, writer = $6 WHERE id = $1', [
-              before.id, after.conversation, after.dueAt, after.rev, enc(after.reminder), nonce,
+              before.id,
+              after.conversation,
+              after.dueAt,
+              after.rev,
+              enc(after.reminder),
+              nonce,
             ]);
             claimed.push({ before, after });
           }
@@ -323,7 +347,10 @@ export function cacheRepo(db: Db): CacheRepo {
       return row ? dec(row.value) : undefined;
     },
     async set(key, value) {
-      await db.query('write the cache', 'idempotent', 'INSERT INTO cache (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [enc(key), enc(value)]);
+      await db.query('write the cache', 'idempotent', 'INSERT INTO cache (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [
+        enc(key),
+        enc(value),
+      ]);
     },
     async delete(key) {
       await db.query('delete from the cache', 'idempotent', 'DELETE FROM cache WHERE key = $1', [enc(key)]);

@@ -128,7 +128,8 @@ export function postgresSignals(o: PostgresSignalsOptions): PostgresSignals {
         return;
       }
       client = c;
-      if (downSince !== undefined) o.log('info', `postgres: signals: listening on ${where} again after ${Date.now() - downSince} ms; re-reading what may have been missed`);
+      if (downSince !== undefined)
+        o.log('info', `postgres: signals: listening on ${where} again after ${Date.now() - downSince} ms; re-reading what may have been missed`);
       downSince = undefined;
       startPing(c);
       up.resolve();

@@ -25,7 +25,8 @@ export function spendRepo(db: Db): SpendRepo {
     const out = new Map<string, SpendTotal>();
     if (keys.length === 0) return out;
     const r = await db.query('read spend totals', 'read', 'SELECT key, used, reserved FROM spend WHERE key = ANY($1::text[])', [keys]);
-    for (const row of r.rows as Array<{ key: string; used: string; reserved: string }>) out.set(row.key, { used: Number(row.used), reserved: Number(row.reserved) });
+    for (const row of r.rows as Array<{ key: string; used: string; reserved: string }>)
+      out.set(row.key, { used: Number(row.used), reserved: Number(row.reserved) });
     return out;
   };
   return {
@@ -54,7 +55,12 @@ export function spendRepo(db: Db): SpendRepo {
       if (lines.length === 0) return;
       await db.tx('settle spend', async (c) => {
         for (const l of byKey(lines)) {
-          await db.q(c, 'UPDATE spend SET reserved = greatest(0, reserved - $1::bigint), used = used + $2::bigint, updated_at = $3 WHERE key = $4', [l.amount, l.used, now, l.key]);
+          await db.q(c, 'UPDATE spend SET reserved = greatest(0, reserved - $1::bigint), used = used + $2::bigint, updated_at = $3 WHERE key = $4', [
+            l.amount,
+            l.used,
+            now,
+            l.key,
+          ]);
         }
       });
     },

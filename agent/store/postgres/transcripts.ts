@@ -10,7 +10,14 @@
  * committing, the retry first reads whether the stamp is there (then it is done), else runs again,
  * where an append whose seqs are stored fails rather than doubling a message.
  */
-import { StoreConflictError, type ConversationListing, type LoadedTranscript, type RetentionRule, type TranscriptRepo, type TranscriptWrite } from '../types.js';
+import {
+  StoreConflictError,
+  type ConversationListing,
+  type LoadedTranscript,
+  type RetentionRule,
+  type TranscriptRepo,
+  type TranscriptWrite,
+} from '../types.js';
 import { randomUUID } from 'node:crypto';
 import { dec, enc, num, type Client, type Db } from './db.js';
 import { checkFence } from './leases.js';
@@ -35,7 +42,7 @@ export function appendOnly(w: TranscriptWrite): boolean {
 export function appendStatement(w: TranscriptWrite, nonce: string, parts: RunParts = {}): { sql: string; params: unknown[] } {
   const seqs: number[] = [];
   const msgs: string[] = [];
-  for (const ch of w.changes) if (ch.op === 'append') for (const r of ch.rows) (seqs.push(r.seq), msgs.push(enc(r.message)));
+  for (const ch of w.changes) if (ch.op === 'append') for (const r of ch.rows) seqs.push(r.seq), msgs.push(enc(r.message));
   const maxSeq = seqs.reduce((a, b) => Math.max(a, b), 0);
   const params: unknown[] = [w.conversation, w.agent, enc(w.state), w.now, maxSeq, nonce, seqs, msgs];
   const set = `agent = $2, state = $3, updated_at = $4, activity = nextval('conversation_activity'), last_seq = GREATEST(conv.last_seq, $5), revision = conv.revision + 1, writer = $6`;
@@ -193,7 +200,16 @@ export function transcriptRepo(db: Db): TranscriptRepo {
         [conversation],
       );
       const row = r.rows[0] as
-        | { agent: string; state: string; updated_at: string; base_seq: string; revision: string; base: string | null; seqs: string[] | null; messages: string[] | null }
+        | {
+            agent: string;
+            state: string;
+            updated_at: string;
+            base_seq: string;
+            revision: string;
+            base: string | null;
+            seqs: string[] | null;
+            messages: string[] | null;
+          }
         | undefined;
       if (!row) return undefined;
       const seqs = row.seqs ?? [];
@@ -222,7 +238,8 @@ export function transcriptRepo(db: Db): TranscriptRepo {
       const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
       // A fenced write checks its claim first, in the same transaction.
       const fence = w.fence;
-      if (fence) return db.tx(what, async (c) => (await checkFence(db, c, fence), appendOnly(w) ? runAppend(db, c, w, nonce) : applyWrite(db, c, w, nonce)), verify);
+      if (fence)
+        return db.tx(what, async (c) => (await checkFence(db, c, fence), appendOnly(w) ? runAppend(db, c, w, nonce) : applyWrite(db, c, w, nonce)), verify);
       if (appendOnly(w)) return db.run(what, 'once', (c) => runAppend(db, c, w, nonce), verify);
       return db.tx(what, (c) => applyWrite(db, c, w, nonce), verify);
     },

@@ -84,7 +84,14 @@ export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise
   const heartbeatSeconds = Math.max(10, opts.tuning?.heartbeatSeconds ?? 10);
   if (!(await boss.getQueue(TURN_QUEUE))) {
     await boss
-      .createQueue(TURN_QUEUE, { policy: 'key_strict_fifo', heartbeatSeconds, expireInSeconds: EXPIRE_SECONDS, retryLimit: RETRY_LIMIT, retryDelay: 0, deleteAfterSeconds: 3600 })
+      .createQueue(TURN_QUEUE, {
+        policy: 'key_strict_fifo',
+        heartbeatSeconds,
+        expireInSeconds: EXPIRE_SECONDS,
+        retryLimit: RETRY_LIMIT,
+        retryDelay: 0,
+        deleteAfterSeconds: 3600,
+      })
       .catch(async (err: unknown) => {
         if (!(await boss.getQueue(TURN_QUEUE))) throw err; // another replica created it meanwhile: fine
       });
@@ -198,7 +205,10 @@ export class PgBossTurnQueue implements TurnQueue {
       if (this.opts.local?.(row.conversation)) continue; // run by the process its client is attached to
       const rec = row.record as { runId?: unknown } | null;
       const runKey = typeof rec?.runId === 'string' ? rec.runId : createHash('sha1').update(JSON.stringify(row.record)).digest('hex');
-      const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation } satisfies JobData, { id: jobIdOf(`resume:${row.conversation}:${runKey}`), singletonKey: row.conversation });
+      const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation } satisfies JobData, {
+        id: jobIdOf(`resume:${row.conversation}:${runKey}`),
+        singletonKey: row.conversation,
+      });
       if (sent) n++;
     }
     for (const row of await this.opts.runs.queuedTurns()) {
@@ -208,7 +218,10 @@ export class PgBossTurnQueue implements TurnQueue {
         await this.opts.runs.dropTurn(row.conversation, row.id);
         continue;
       }
-      const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation, turnId: row.id } satisfies JobData, { id: jobIdOf(row.id), singletonKey: row.conversation });
+      const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation, turnId: row.id } satisfies JobData, {
+        id: jobIdOf(row.id),
+        singletonKey: row.conversation,
+      });
       if (sent) n++;
     }
     if (n > 0) {
@@ -244,10 +257,12 @@ export class PgBossTurnQueue implements TurnQueue {
    */
   private async settleMine(): Promise<void> {
     const ids = [...this.mine];
-    const r = await this.opts.db.query('read the turn jobs', 'read', `SELECT id::text AS id FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND id = ANY($2::uuid[]) AND state < 'completed'`, [
-      TURN_QUEUE,
-      ids.map(jobIdOf),
-    ]);
+    const r = await this.opts.db.query(
+      'read the turn jobs',
+      'read',
+      `SELECT id::text AS id FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND id = ANY($2::uuid[]) AND state < 'completed'`,
+      [TURN_QUEUE, ids.map(jobIdOf)],
+    );
     const open = new Set((r.rows as Array<{ id: string }>).map((x) => x.id));
     for (const id of ids) {
       if (open.has(jobIdOf(id)) || !this.mine.has(id)) continue;
@@ -268,8 +283,11 @@ export class PgBossTurnQueue implements TurnQueue {
     this.closed = true;
     const end = Date.now() + graceMs;
     const running = () => [...this.held.values()].some((h) => !h.handedBack && !this.opts.settled?.(h.conversation));
-    while (Date.now() < end && running()) await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(Math.min(50, Math.max(1, end - Date.now())))]);
-    await this.handBack().catch((err: unknown) => this.log('warn', `turn queue: handing back failed (${(err as Error).message}); those jobs go to another replica when their heartbeat lapses`));
+    while (Date.now() < end && running())
+      await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(Math.min(50, Math.max(1, end - Date.now())))]);
+    await this.handBack().catch((err: unknown) =>
+      this.log('warn', `turn queue: handing back failed (${(err as Error).message}); those jobs go to another replica when their heartbeat lapses`),
+    );
     if (this.held.size > 0 && [...this.held.values()].some((h) => !h.handedBack)) return; // called again to wait again
     for (const t of this.timers.splice(0)) clearInterval(t);
     const l = this.listener;
@@ -287,7 +305,11 @@ export class PgBossTurnQueue implements TurnQueue {
       await this.opts.leases.take(h.conversation, `${this.opts.owner}:handed-back`, (this.opts.now ?? Date.now)()).catch(() => undefined);
     }
     for (const h of back) this.held.delete(h.job.id);
-    await this.boss.fail(TURN_QUEUE, back.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount })), { reason: `handed back by ${this.opts.owner} (shutting down)` });
+    await this.boss.fail(
+      TURN_QUEUE,
+      back.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount })),
+      { reason: `handed back by ${this.opts.owner} (shutting down)` },
+    );
     await this.notifyAll();
     this.log('info', `turn queue: handed back ${back.length} conversation(s) to the other replicas: ${back.map((h) => h.conversation).join(', ')}`);
   }
@@ -334,7 +356,11 @@ export class PgBossTurnQueue implements TurnQueue {
   private async claim(n: number): Promise<Claimed[]> {
     const db = this.opts.db;
     const claimed = await db.tx('fetch turns', async (c) => {
-      const jobs = await this.boss.fetch<JobData>(TURN_QUEUE, { batchSize: n, includeMetadata: true, db: { executeSql: (text, values) => c.query(text, values) } });
+      const jobs = await this.boss.fetch<JobData>(TURN_QUEUE, {
+        batchSize: n,
+        includeMetadata: true,
+        db: { executeSql: (text, values) => c.query(text, values) },
+      });
       if (jobs.length === 0) return [];
       // key_strict_fifo: at most one active job per conversation, so these are distinct.
       const convs = jobs.map((j) => j.data.conversation);
@@ -388,7 +414,10 @@ export class PgBossTurnQueue implements TurnQueue {
           this.log('warn', `dropping an unreadable queued turn of ${conversation} (${turnId})`);
           await this.opts.runs.dropTurn(conversation, turnId);
         } else if (h.job.retryCount >= MAX_DELIVERIES) {
-          this.log('error', `[${conversation}] dropping turn ${turnId}: delivered ${h.job.retryCount + 1} times without reaching its checkpoint (each replica running it died?)`);
+          this.log(
+            'error',
+            `[${conversation}] dropping turn ${turnId}: delivered ${h.job.retryCount + 1} times without reaching its checkpoint (each replica running it died?)`,
+          );
           await this.opts.runs.dropTurn(conversation, turnId);
         } else {
           await this.handle!(conversation, { id: turnId, turn }, { fence });

@@ -21,13 +21,28 @@ export function sqliteApprovals(exec: Exec): ApprovalRepo {
           params: [a.id, a.conversation, JSON.stringify(a.request), a.createdAt, a.keepUntil],
           mode: 'run',
         },
-        ...a.tokens.map((t): Statement => ({ sql: 'INSERT INTO approval_tokens(token, request_id, choice) VALUES (?, ?, ?)', params: [t.token, a.id, t.choice], mode: 'run' })),
+        ...a.tokens.map(
+          (t): Statement => ({
+            sql: 'INSERT INTO approval_tokens(token, request_id, choice) VALUES (?, ?, ?)',
+            params: [t.token, a.id, t.choice],
+            mode: 'run',
+          }),
+        ),
       ]);
     },
     async get(id, now) {
-      const r = await one({ sql: 'SELECT id, conversation, request, decision, created_at FROM approvals WHERE id = ? AND keep_until >= ?', params: [id, now], mode: 'get' });
+      const r = await one({
+        sql: 'SELECT id, conversation, request, decision, created_at FROM approvals WHERE id = ? AND keep_until >= ?',
+        params: [id, now],
+        mode: 'get',
+      });
       if (!r) return undefined;
-      const out: StoredApproval = { id: String(r.id), conversation: String(r.conversation), request: JSON.parse(String(r.request)), createdAt: Number(r.created_at) };
+      const out: StoredApproval = {
+        id: String(r.id),
+        conversation: String(r.conversation),
+        request: JSON.parse(String(r.request)),
+        createdAt: Number(r.created_at),
+      };
       if (r.decision !== null && r.decision !== undefined) out.decision = JSON.parse(String(r.decision));
       return out;
     },
@@ -48,11 +63,19 @@ export function sqliteApprovals(exec: Exec): ApprovalRepo {
       return rows.map((r) => String(r.id));
     },
     async allPending(now) {
-      const rows = await all({ sql: 'SELECT id, conversation FROM approvals WHERE decision IS NULL AND keep_until >= ? ORDER BY created_at, rowid', params: [now], mode: 'all' });
+      const rows = await all({
+        sql: 'SELECT id, conversation FROM approvals WHERE decision IS NULL AND keep_until >= ? ORDER BY created_at, rowid',
+        params: [now],
+        mode: 'all',
+      });
       return rows.map((r) => ({ id: String(r.id), conversation: String(r.conversation) }));
     },
     async update(id, request, keepUntil) {
-      const r = await one({ sql: 'UPDATE approvals SET request = ?, keep_until = ? WHERE id = ? RETURNING id', params: [JSON.stringify(request), keepUntil, id], mode: 'get' });
+      const r = await one({
+        sql: 'UPDATE approvals SET request = ?, keep_until = ? WHERE id = ? RETURNING id',
+        params: [JSON.stringify(request), keepUntil, id],
+        mode: 'get',
+      });
       return r !== undefined;
     },
     async decideOnce(id, decision, now, keepUntil) {

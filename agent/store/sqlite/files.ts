@@ -50,7 +50,8 @@ export function storeProblem(path: string): string | undefined {
     // Before anything touches it: SQLite would call a folder here a permission problem, and the
     // narrowing below would make it 0600.
     const st = statSync(path);
-    if (st.isDirectory()) return `the store path ${path} is a folder, not a file: point GATEHOUSE_STORE at a file (e.g. sqlite://${path}/gatehouse.sqlite) or move the folder away`;
+    if (st.isDirectory())
+      return `the store path ${path} is a folder, not a file: point GATEHOUSE_STORE at a file (e.g. sqlite://${path}/gatehouse.sqlite) or move the folder away`;
     if (!st.isFile()) return `the store path ${path} is not a regular file: point GATEHOUSE_STORE at a file`;
     try {
       accessSync(path, constants.R_OK | constants.W_OK);

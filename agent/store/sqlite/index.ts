@@ -160,7 +160,8 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
         stmts.push(...t.stmts);
       }
       if (c.dropTurn) stmts.push(dropTurnStatement(c.dropTurn.conversation, c.dropTurn.id));
-      if (c.record) stmts.push(c.record.record === null ? dropRecordStatement(c.record.conversation) : saveRecordStatement(c.record.conversation, c.record.record));
+      if (c.record)
+        stmts.push(c.record.record === null ? dropRecordStatement(c.record.conversation) : saveRecordStatement(c.record.conversation, c.record.record));
       if (stmts.length === 0) return;
       const results = await guarded(stmts, head, c.transcript, c.fence ?? c.transcript?.fence);
       return c.transcript ? { revision: written(results, head).revision } : undefined;

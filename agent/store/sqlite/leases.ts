@@ -16,7 +16,11 @@ export const fenceStatement = (f: Fence): Statement => ({
   require: true,
 });
 
-const currentStatement = (conversation: string): Statement => ({ sql: 'SELECT owner, epoch FROM leases WHERE conversation = ?', params: [conversation], mode: 'get' });
+const currentStatement = (conversation: string): Statement => ({
+  sql: 'SELECT owner, epoch FROM leases WHERE conversation = ?',
+  params: [conversation],
+  mode: 'get',
+});
 
 /** Runs `stmts` behind the fence (when given): a fence that no longer holds is a FencedError. */
 export async function fenced(exec: Exec, fence: Fence | undefined, stmts: Statement[]): Promise<unknown[]> {

@@ -19,7 +19,9 @@ import { z } from 'zod';
 import type { Statement } from './worker.js';
 
 const Envelope = z.object({ value: z.unknown(), expires: z.number().nullish() }).loose();
-const Conversation = z.object({ agent: z.string(), messages: z.array(z.unknown()), state: z.record(z.string(), z.unknown()).default({}), updatedAt: z.number() }).loose();
+const Conversation = z
+  .object({ agent: z.string(), messages: z.array(z.unknown()), state: z.record(z.string(), z.unknown()).default({}), updatedAt: z.number() })
+  .loose();
 const Request = z.object({ id: z.string(), conversationKey: z.string(), createdAt: z.number().optional() }).loose();
 const Token = z.object({ requestId: z.string(), choice: z.string() });
 const Allowlist = z.object({ commands: z.array(z.string()).default([]), tools: z.array(z.string()).default([]) });
@@ -67,7 +69,14 @@ export function importKeyv(rows: ReadonlyArray<{ key: string; value: string }>, 
             if (!c.success) return false;
             const conv = key.slice(2);
             const n = c.data.messages.length;
-            run('INSERT INTO conversations(key, agent, state, updated_at, last_seq, base_seq, revision) VALUES (?, ?, ?, ?, ?, 0, 1)', conv, c.data.agent, json(c.data.state), c.data.updatedAt, n);
+            run(
+              'INSERT INTO conversations(key, agent, state, updated_at, last_seq, base_seq, revision) VALUES (?, ?, ?, ?, ?, 0, 1)',
+              conv,
+              c.data.agent,
+              json(c.data.state),
+              c.data.updatedAt,
+              n,
+            );
             c.data.messages.forEach((m, i) => run('INSERT INTO messages(conversation, seq, message) VALUES (?, ?, ?)', conv, i + 1, json(m)));
             count('conversations');
             return true;
@@ -85,7 +94,8 @@ export function importKeyv(rows: ReadonlyArray<{ key: string; value: string }>, 
           if (key.startsWith('q:')) {
             const q = Queued.safeParse(v);
             if (!q.success) return false;
-            for (const t of q.data) run('INSERT OR REPLACE INTO queued_turns(conversation, id, turn, created_at) VALUES (?, ?, ?, 0)', key.slice(2), t.id, json(t.turn));
+            for (const t of q.data)
+              run('INSERT OR REPLACE INTO queued_turns(conversation, id, turn, created_at) VALUES (?, ?, ?, 0)', key.slice(2), t.id, json(t.turn));
             count('queued turns');
             return true;
           }
@@ -103,7 +113,12 @@ export function importKeyv(rows: ReadonlyArray<{ key: string; value: string }>, 
             const { decision, ...request } = r.data as Record<string, unknown>;
             run(
               'INSERT OR REPLACE INTO approvals(id, conversation, request, decision, created_at, keep_until) VALUES (?, ?, ?, ?, ?, ?)',
-              r.data.id, r.data.conversationKey, json(request), decision === undefined ? null : json(decision), r.data.createdAt ?? 0, expires,
+              r.data.id,
+              r.data.conversationKey,
+              json(request),
+              decision === undefined ? null : json(decision),
+              r.data.createdAt ?? 0,
+              expires,
             );
             count('approvals');
             return true;
@@ -139,7 +154,14 @@ export function importKeyv(rows: ReadonlyArray<{ key: string; value: string }>, 
         case 'reminders': {
           const r = Reminder.safeParse(v);
           if (!key.startsWith('r:') || !r.success) return false;
-          run('INSERT OR REPLACE INTO reminders(id, conversation, due_at, rev, reminder) VALUES (?, ?, ?, ?, ?)', r.data.id, r.data.conversationKey, r.data.dueAt, r.data.rev, json(v));
+          run(
+            'INSERT OR REPLACE INTO reminders(id, conversation, due_at, rev, reminder) VALUES (?, ?, ?, ?, ?)',
+            r.data.id,
+            r.data.conversationKey,
+            r.data.dueAt,
+            r.data.rev,
+            json(v),
+          );
           count('reminders');
           return true;
         }

@@ -55,11 +55,19 @@ export async function migrate(worker: SqliteWorker, o: MigrateOptions, attempt =
   for (let v = from; v < SCHEMA_VERSION; v++) for (const sql of MIGRATIONS[v]!) stmts.push({ sql, params: [], mode: 'run' });
   let summary = '';
   if (from === 0 && keyv) {
-    const [rows] = (await worker.batch([{ sql: 'SELECT key, value FROM keyv ORDER BY rowid', params: [], mode: 'all' }])) as [Array<{ key: string; value: string }>];
+    const [rows] = (await worker.batch([{ sql: 'SELECT key, value FROM keyv ORDER BY rowid', params: [], mode: 'all' }])) as [
+      Array<{ key: string; value: string }>,
+    ];
     const imported = importKeyv(rows, o.now);
     stmts.push(...imported.stmts, { sql: 'DROP TABLE keyv', params: [], mode: 'run' });
-    summary = Object.entries(imported.counts).map(([what, n]) => `${n} ${what}`).join(', ');
-    if (imported.skipped.length > 0) o.log('warn', `upgrade: ${imported.skipped.length} entries of the old store were not understood and are left out (kept in the backup): ${imported.skipped.slice(0, 10).join(', ')}`);
+    summary = Object.entries(imported.counts)
+      .map(([what, n]) => `${n} ${what}`)
+      .join(', ');
+    if (imported.skipped.length > 0)
+      o.log(
+        'warn',
+        `upgrade: ${imported.skipped.length} entries of the old store were not understood and are left out (kept in the backup): ${imported.skipped.slice(0, 10).join(', ')}`,
+      );
   }
   stmts.push({ sql: `PRAGMA user_version = ${SCHEMA_VERSION}`, params: [], mode: 'run' });
   try {

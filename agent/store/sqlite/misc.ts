@@ -21,8 +21,13 @@ export function sqliteAllowlists(exec: Exec): AllowlistRepo {
       return rs.map((r) => ({ kind: String(r.kind) as AllowlistKind, value: String(r.value) }));
     },
     add: (agent, kind, value, now) =>
-      changed(exec, { sql: 'INSERT INTO allowlist(agent, kind, value, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING', params: [agent, kind, value, now], mode: 'run' }),
-    remove: (agent, kind, value) => changed(exec, { sql: 'DELETE FROM allowlist WHERE agent = ? AND kind = ? AND value = ?', params: [agent, kind, value], mode: 'run' }),
+      changed(exec, {
+        sql: 'INSERT INTO allowlist(agent, kind, value, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+        params: [agent, kind, value, now],
+        mode: 'run',
+      }),
+    remove: (agent, kind, value) =>
+      changed(exec, { sql: 'DELETE FROM allowlist WHERE agent = ? AND kind = ? AND value = ?', params: [agent, kind, value], mode: 'run' }),
   };
 }
 
@@ -48,7 +53,13 @@ export function sqliteMemory(exec: Exec): MemoryRepo {
       return rs.map((r) => ({ id: String(r.id), entry: JSON.parse(String(r.entry)) }));
     },
     async put(list, id, entry) {
-      await exec([{ sql: 'INSERT INTO memory(list, id, entry) VALUES (?, ?, ?) ON CONFLICT(list, id) DO UPDATE SET entry = excluded.entry', params: [list, id, JSON.stringify(entry)], mode: 'run' }]);
+      await exec([
+        {
+          sql: 'INSERT INTO memory(list, id, entry) VALUES (?, ?, ?) ON CONFLICT(list, id) DO UPDATE SET entry = excluded.entry',
+          params: [list, id, JSON.stringify(entry)],
+          mode: 'run',
+        },
+      ]);
     },
     remove: (list, id) => changed(exec, { sql: 'DELETE FROM memory WHERE list = ? AND id = ?', params: [list, id], mode: 'run' }),
   };
@@ -80,13 +91,25 @@ export function sqliteReminders(exec: Exec): ReminderRepo {
     },
     delete: (id) => changed(exec, { sql: 'DELETE FROM reminders WHERE id = ?', params: [id], mode: 'run' }),
     async byConversation(conversation) {
-      return (await rows(exec, { sql: `SELECT ${REMINDER_COLUMNS} FROM reminders WHERE conversation = ? ORDER BY due_at, rowid`, params: [conversation], mode: 'all' })).map(reminderOf);
+      return (
+        await rows(exec, {
+          sql: `SELECT ${REMINDER_COLUMNS} FROM reminders WHERE conversation = ? ORDER BY due_at, rowid`,
+          params: [conversation],
+          mode: 'all',
+        })
+      ).map(reminderOf);
     },
     async all() {
       return (await rows(exec, { sql: `SELECT ${REMINDER_COLUMNS} FROM reminders ORDER BY due_at, rowid`, params: [], mode: 'all' })).map(reminderOf);
     },
     async due(now, limit) {
-      return (await rows(exec, { sql: `SELECT ${REMINDER_COLUMNS} FROM reminders WHERE due_at <= ? ORDER BY due_at, rowid LIMIT ?`, params: [now, limit], mode: 'all' })).map(reminderOf);
+      return (
+        await rows(exec, {
+          sql: `SELECT ${REMINDER_COLUMNS} FROM reminders WHERE due_at <= ? ORDER BY due_at, rowid LIMIT ?`,
+          params: [now, limit],
+          mode: 'all',
+        })
+      ).map(reminderOf);
     },
     async swap(id, expectedRev, next) {
       const r = await first(exec, {
@@ -116,7 +139,13 @@ export function sqliteCache(exec: Exec): CacheRepo {
       return r ? JSON.parse(String(r.value)) : undefined;
     },
     async set(key, value) {
-      await exec([{ sql: 'INSERT INTO cache(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value', params: [key, JSON.stringify(value)], mode: 'run' }]);
+      await exec([
+        {
+          sql: 'INSERT INTO cache(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+          params: [key, JSON.stringify(value)],
+          mode: 'run',
+        },
+      ]);
     },
     async delete(key) {
       await exec([{ sql: 'DELETE FROM cache WHERE key = ?', params: [key], mode: 'run' }]);

@@ -21,7 +21,11 @@ export const saveRecordStatement = (conversation: string, record: unknown): Stat
   mode: 'run',
 });
 
-export const dropRecordStatement = (conversation: string): Statement => ({ sql: 'DELETE FROM run_records WHERE conversation = ?', params: [conversation], mode: 'run' });
+export const dropRecordStatement = (conversation: string): Statement => ({
+  sql: 'DELETE FROM run_records WHERE conversation = ?',
+  params: [conversation],
+  mode: 'run',
+});
 
 export function sqliteRuns(exec: Exec): RunRepo {
   return {
@@ -31,8 +35,8 @@ export function sqliteRuns(exec: Exec): RunRepo {
         await exec([
           ...stmts,
           {
-          // The same id again (a retried accept) keeps its place.
-          sql: 'INSERT INTO queued_turns(conversation, id, turn, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(conversation, id) DO UPDATE SET turn = excluded.turn',
+            // The same id again (a retried accept) keeps its place.
+            sql: 'INSERT INTO queued_turns(conversation, id, turn, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(conversation, id) DO UPDATE SET turn = excluded.turn',
             params: [conversation, id, JSON.stringify(turn), now],
             mode: 'run',
           },

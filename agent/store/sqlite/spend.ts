@@ -16,7 +16,9 @@ export function sqliteSpend(exec: Exec): SpendRepo {
   const totals = async (keys: string[]): Promise<Map<string, SpendTotal>> => {
     const out = new Map<string, SpendTotal>();
     if (keys.length === 0) return out;
-    const [rs] = (await exec([{ sql: `SELECT key, used, reserved FROM spend WHERE key IN (${keys.map(() => '?').join(', ')})`, params: keys, mode: 'all' }])) as [Row[]];
+    const [rs] = (await exec([
+      { sql: `SELECT key, used, reserved FROM spend WHERE key IN (${keys.map(() => '?').join(', ')})`, params: keys, mode: 'all' },
+    ])) as [Row[]];
     for (const r of rs) out.set(String(r.key), { used: Number(r.used), reserved: Number(r.reserved) });
     return out;
   };

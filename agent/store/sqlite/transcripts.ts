@@ -50,17 +50,23 @@ export function writeStatements(w: TranscriptWrite): { stmts: Statement[]; head:
   for (const ch of w.changes) {
     switch (ch.op) {
       case 'append':
-        for (const r of ch.rows) stmts.push({ sql: 'INSERT INTO messages(conversation, seq, message) VALUES (?, ?, ?)', params: [c, r.seq, json(r.message)], mode: 'run' });
+        for (const r of ch.rows)
+          stmts.push({ sql: 'INSERT INTO messages(conversation, seq, message) VALUES (?, ?, ?)', params: [c, r.seq, json(r.message)], mode: 'run' });
         break;
       case 'replace':
-        for (const r of ch.rows) stmts.push({ sql: 'UPDATE messages SET message = ? WHERE conversation = ? AND seq = ?', params: [json(r.message), c, r.seq], mode: 'run' });
+        for (const r of ch.rows)
+          stmts.push({ sql: 'UPDATE messages SET message = ? WHERE conversation = ? AND seq = ?', params: [json(r.message), c, r.seq], mode: 'run' });
         break;
       case 'truncate':
         stmts.push({ sql: 'DELETE FROM messages WHERE conversation = ? AND seq > ?', params: [c, ch.afterSeq], mode: 'run' });
         stmts.push({ sql: 'DELETE FROM summaries WHERE conversation = ? AND through_seq > ?', params: [c, ch.afterSeq], mode: 'run' });
         break;
       case 'rebase':
-        stmts.push({ sql: 'INSERT OR REPLACE INTO summaries(conversation, through_seq, base) VALUES (?, ?, ?)', params: [c, ch.throughSeq, json(ch.base)], mode: 'run' });
+        stmts.push({
+          sql: 'INSERT OR REPLACE INTO summaries(conversation, through_seq, base) VALUES (?, ?, ?)',
+          params: [c, ch.throughSeq, json(ch.base)],
+          mode: 'run',
+        });
         break;
     }
   }
@@ -130,7 +136,9 @@ export function sqliteTranscripts(exec: Exec, write: (w: TranscriptWrite) => Pro
           mode: 'all',
         },
       ])) as [Row[]];
-      return rows.map((r): ConversationListing => ({ conversation: String(r.key), agent: String(r.agent), updatedAt: Number(r.updated_at), lastSeq: Number(r.last_seq) }));
+      return rows.map(
+        (r): ConversationListing => ({ conversation: String(r.key), agent: String(r.agent), updatedAt: Number(r.updated_at), lastSeq: Number(r.last_seq) }),
+      );
     },
     async applyRetention(rule: RetentionRule) {
       const params = [rule.agent, Math.max(0, rule.keep), rule.agent, rule.idleBefore];
@@ -138,10 +146,14 @@ export function sqliteTranscripts(exec: Exec, write: (w: TranscriptWrite) => Pro
       return (results[0] as Row[]).map((r) => String(r.key));
     },
     async putToolResult(conversation, id, content) {
-      await exec([{ sql: 'INSERT OR REPLACE INTO tool_results(conversation, id, content) VALUES (?, ?, ?)', params: [conversation, id, content], mode: 'run' }]);
+      await exec([
+        { sql: 'INSERT OR REPLACE INTO tool_results(conversation, id, content) VALUES (?, ?, ?)', params: [conversation, id, content], mode: 'run' },
+      ]);
     },
     async getToolResult(conversation, id) {
-      const [row] = (await exec([{ sql: 'SELECT content FROM tool_results WHERE conversation = ? AND id = ?', params: [conversation, id], mode: 'get' }])) as [Row | undefined];
+      const [row] = (await exec([{ sql: 'SELECT content FROM tool_results WHERE conversation = ? AND id = ?', params: [conversation, id], mode: 'get' }])) as [
+        Row | undefined,
+      ];
       return row ? String(row.content) : undefined;
     },
   };

@@ -40,12 +40,7 @@ export interface AnalyzeMediaDeps {
 const AnalyzeMediaInput = z
   .strictObject({
     path: z.string().min(1).optional().describe('A file in the workspace (image, PDF or text).'),
-    attachment: z
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .describe('An attachment users sent in this conversation: 1 = the most recent, 2 = the one before, ...'),
+    attachment: z.number().int().min(1).optional().describe('An attachment users sent in this conversation: 1 = the most recent, 2 = the one before, ...'),
     prompt: z.string().min(1).max(4000).describe('What to look for, or the question to answer about it.'),
   })
   .refine((i) => (i.path === undefined) !== (i.attachment === undefined), { message: 'give exactly one of path or attachment' });
@@ -82,7 +77,7 @@ export function analyzeMediaTool(deps?: AnalyzeMediaDeps): Tool<AnalyzeMediaInpu
     description:
       'Have another model look at an image, a PDF or a text file (from the workspace, or an attachment a user sent here) and ' +
       'answer a prompt about it. Which model does it is configured per agent and, when there are several, picked by an ' +
-      'approver: you cannot choose it. Returns that model\'s answer.',
+      "approver: you cannot choose it. Returns that model's answer.",
     input: AnalyzeMediaInput,
     tier: 'read-only',
     timeoutMs: 5 * 60_000,
@@ -101,7 +96,8 @@ export function analyzeMediaTool(deps?: AnalyzeMediaDeps): Tool<AnalyzeMediaInpu
       let companion: Companion | undefined;
       if (prepared.proposal?.options && prepared.proposal.options.length > 0) {
         const picked = prepared.selectedOptionId;
-        if (picked === undefined) throw new ToolError('it was approved without a model being picked (e.g. by "Approve all"); call it again so an approver can pick one.');
+        if (picked === undefined)
+          throw new ToolError('it was approved without a model being picked (e.g. by "Approve all"); call it again so an approver can pick one.');
         companion = companions.find((c) => c.id === picked);
         if (!companion) throw new ToolError(`the picked model ${picked} is no longer listed under ${companionsKey(ctx.agentName, media.kind)}; call it again.`);
       } else if (companions.length === 1) {
@@ -121,7 +117,10 @@ export function analyzeMediaTool(deps?: AnalyzeMediaDeps): Tool<AnalyzeMediaInpu
           signal: ctx.signal,
         });
         ctx.addUsage?.(res.usage);
-        text = res.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('').trim();
+        text = res.content
+          .flatMap((b) => (b.type === 'text' ? [b.text] : []))
+          .join('')
+          .trim();
       } catch (err) {
         if (err instanceof ModelError) throw new ToolError(`the companion model ${companion!.id} failed: ${err.userMessage} (${err.message})`);
         throw err;
@@ -159,7 +158,8 @@ async function loadMedia(input: AnalyzeMediaInput, ctx: ToolContext): Promise<Me
 export function mediaFromBytes(bytes: Buffer, shown: string): Media {
   const image = imageType(bytes);
   if (image) {
-    if (bytes.length > MEDIA_LIMITS.imageBytes) throw new ToolError(`${shown} is a ${human(bytes.length)} image; the limit is ${human(MEDIA_LIMITS.imageBytes)}.`);
+    if (bytes.length > MEDIA_LIMITS.imageBytes)
+      throw new ToolError(`${shown} is a ${human(bytes.length)} image; the limit is ${human(MEDIA_LIMITS.imageBytes)}.`);
     const block: ImageBlock = { type: 'image', source: { type: 'base64', media_type: image, data: bytes.toString('base64') } };
     return { kind: 'analyze:image', shown, size: bytes.length, block };
   }
@@ -171,7 +171,8 @@ export function mediaFromBytes(bytes: Buffer, shown: string): Media {
   if (text.includes('\u0000') || text.includes('\uFFFD')) {
     throw new ToolError(`${shown} is neither an image (png, jpeg, gif, webp), a PDF nor UTF-8 text; analyze_media cannot send it.`);
   }
-  if (bytes.length > MEDIA_LIMITS.textBytes) throw new ToolError(`${shown} is ${human(bytes.length)} of text; the limit is ${human(MEDIA_LIMITS.textBytes)}. Use read_file for parts of it.`);
+  if (bytes.length > MEDIA_LIMITS.textBytes)
+    throw new ToolError(`${shown} is ${human(bytes.length)} of text; the limit is ${human(MEDIA_LIMITS.textBytes)}. Use read_file for parts of it.`);
   return textMedia(text, shown, bytes.length);
 }
 

@@ -41,7 +41,16 @@ import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
 import { errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import type { SandboxKill, SandboxReport } from '../../telemetry/types.js';
-import { boxCommand, boxLimitNote, boxLimitsHit, DEFAULT_SANDBOX_POLICY, execaOptions, SandboxUnavailableError, type BoxedCommand, type SandboxPolicy } from '../sandbox/index.js';
+import {
+  boxCommand,
+  boxLimitNote,
+  boxLimitsHit,
+  DEFAULT_SANDBOX_POLICY,
+  execaOptions,
+  SandboxUnavailableError,
+  type BoxedCommand,
+  type SandboxPolicy,
+} from '../sandbox/index.js';
 
 export interface ExecuteCommandOptions {
   /** Used when the model gives no timeoutMs. Default 5 minutes. */
@@ -73,16 +82,8 @@ const SUMMARY_MAX_CHARS = 100;
 
 const inputSchema = z.object({
   command: z.string().min(1, 'command must not be empty').describe('The shell command line to run (POSIX sh).'),
-  cwd: z
-    .string()
-    .optional()
-    .describe('Working directory, relative to the workspace root (default: the workspace root).'),
-  timeoutMs: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe('Kill the command after this many milliseconds (capped by the configured maximum).'),
+  cwd: z.string().optional().describe('Working directory, relative to the workspace root (default: the workspace root).'),
+  timeoutMs: z.number().int().positive().optional().describe('Kill the command after this many milliseconds (capped by the configured maximum).'),
 });
 
 export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<ExecuteCommandInput> {
@@ -378,7 +379,13 @@ async function resolveCwd(workspace: string, cwd: string | undefined): Promise<s
     if (err instanceof ToolError) throw err;
     throw new ToolError(`cwd "${cwd}" cannot be opened (${errCode(err)}).`);
   });
-  const isDir = await fh.stat().then((st) => st.isDirectory(), () => false).finally(() => fh.close().catch(() => undefined));
+  const isDir = await fh
+    .stat()
+    .then(
+      (st) => st.isDirectory(),
+      () => false,
+    )
+    .finally(() => fh.close().catch(() => undefined));
   if (!isDir) {
     throw new ToolError(`cwd "${cwd}" is a file, not a directory; give its parent directory instead.`);
   }

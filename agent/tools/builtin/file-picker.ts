@@ -71,12 +71,18 @@ export function askFilePickerTool(): Tool<FilePickerInput> {
         allowCustom: true,
       });
       if (a.answer === null) return { content: 'Nobody picked a file in time. Say which file you will assume, or ask again later.' };
-      const picked = input.multiple ? a.answer.split(/[,\n]/).map((s) => s.trim()).filter(Boolean) : [a.answer.trim()];
+      const picked = input.multiple
+        ? a.answer
+            .split(/[,\n]/)
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [a.answer.trim()];
       const ok: string[] = [];
       const bad: string[] = [];
       for (const p of picked) ((await isWorkspaceFile(ctx.workspace, root, p)) ? ok : bad).push(p);
       const by = a.by ? ` by ${a.by}` : '';
-      if (ok.length === 0) return { content: `The answer${by} (${JSON.stringify(a.answer)}) names no file in the workspace. Ask again, or ask what they meant.`, isError: true };
+      if (ok.length === 0)
+        return { content: `The answer${by} (${JSON.stringify(a.answer)}) names no file in the workspace. Ask again, or ask what they meant.`, isError: true };
       return { content: [`Picked${by}: ${ok.join(', ')}`, ...(bad.length ? [`Not files in the workspace (left out): ${bad.join(', ')}`] : [])].join('\n') };
     },
   };

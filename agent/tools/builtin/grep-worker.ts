@@ -191,7 +191,7 @@ export class GrepMatcher {
     void this.fail(new ToolError(`grep's matching ${what}; narrow the path or glob, or simplify the pattern.`));
   };
   private readonly onExit = (): void => {
-    if (!this.ended) void this.fail(new ToolError('grep\'s matching worker stopped unexpectedly; try the search again.'));
+    if (!this.ended) void this.fail(new ToolError("grep's matching worker stopped unexpectedly; try the search again."));
   };
 
   private constructor(

@@ -35,7 +35,11 @@ export type ViewMemoryInput = z.infer<typeof ViewMemoryInput>;
 
 export const ManageMemoryInput = z.strictObject({
   action: z.enum(['add', 'replace', 'remove']).describe('add a new entry, replace the text of an entry, or remove an entry.'),
-  text: z.string().max(MAX_ENTRY_CHARS).optional().describe(`For add and replace: the note, one short self-contained fact (at most ${MAX_ENTRY_CHARS} characters).`),
+  text: z
+    .string()
+    .max(MAX_ENTRY_CHARS)
+    .optional()
+    .describe(`For add and replace: the note, one short self-contained fact (at most ${MAX_ENTRY_CHARS} characters).`),
   id: z.string().max(20).optional().describe('For replace and remove: the entry id shown by view_memory (a1, c2, ...).'),
   scope: z
     .enum(MEMORY_SCOPES)
@@ -90,7 +94,7 @@ function oneLine(s: string, max = 100): string {
 export function viewMemoryTool(memory?: MemoryStore): Tool<ViewMemoryInput> {
   return {
     name: 'view_memory',
-    description: 'Show your saved memory: agent-wide notes and this conversation\'s notes, with their ids.',
+    description: "Show your saved memory: agent-wide notes and this conversation's notes, with their ids.",
     input: ViewMemoryInput,
     tier: 'read-only',
     async execute(_input, ctx) {
@@ -98,7 +102,9 @@ export function viewMemoryTool(memory?: MemoryStore): Tool<ViewMemoryInput> {
       const parts: string[] = [];
       for (const scope of store.enabledScopes(ctx.agentName)) {
         const entries = await store.read(ctx.agentName, scope, ctx.conversationKey);
-        parts.push(`${describeScope(scope)} (${store.usage(ctx.agentName, entries)}):${entries.length === 0 ? ' empty' : `\n${renderEntries(entries, ctx.conversationKey)}`}`);
+        parts.push(
+          `${describeScope(scope)} (${store.usage(ctx.agentName, entries)}):${entries.length === 0 ? ' empty' : `\n${renderEntries(entries, ctx.conversationKey)}`}`,
+        );
       }
       if (parts.length === 0) return { content: 'Memory is turned off for this agent.' };
       // Notes are other people's words: quoted data, like the prompt's memory section.
@@ -117,10 +123,10 @@ export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> 
   return {
     name: 'manage_memory',
     description:
-      'Keep notes that last beyond this conversation and across restarts: add an entry, replace an entry\'s text, or ' +
+      "Keep notes that last beyond this conversation and across restarts: add an entry, replace an entry's text, or " +
       'remove an entry. Your notes are shown to you at the start of every turn. Keep them short and current. ' +
       'Notes for this conversation are saved at once; agent-wide notes (scope "agent", shown in every conversation) ' +
-      'need an approver\'s click each time, so save there only what the whole team should see.',
+      "need an approver's click each time, so save there only what the whole team should see.",
     input: ManageMemoryInput,
     tier: 'low-risk',
     async propose(input, ctx: ToolContext) {
@@ -159,12 +165,13 @@ export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> 
       const store = need(memory);
       const change = toChange(input, defaultScope(store, ctx.agentName));
       if (scopeOfChange(change) === 'agent' && prepared.selectedOptionId !== SAVE_AGENT_NOTE_OPTION) {
-        throw new ToolError('Changing agent memory (shown in every conversation) needs an approver\'s "Approve once" on its card; it was not approved, so nothing changed.');
+        throw new ToolError(
+          'Changing agent memory (shown in every conversation) needs an approver\'s "Approve once" on its card; it was not approved, so nothing changed.',
+        );
       }
       try {
         const r = await store.change(ctx.agentName, ctx.conversationKey, change, authorOf(ctx));
-        const what =
-          input.action === 'add' ? `Added ${r.entry?.id}` : input.action === 'replace' ? `Replaced ${r.entry?.id}` : `Removed ${r.removed?.id}`;
+        const what = input.action === 'add' ? `Added ${r.entry?.id}` : input.action === 'replace' ? `Replaced ${r.entry?.id}` : `Removed ${r.removed?.id}`;
         return { content: `${what} (${describeScope(r.scope)}, now ${r.entries.length} entr${r.entries.length === 1 ? 'y' : 'ies'}).` };
       } catch (err) {
         if (err instanceof MemoryError) throw new ToolError(err.message);

@@ -90,7 +90,11 @@ async function extract(shown: string, bytes: Buffer, pages: number[], signal: Ab
   // A copy of the file's bytes is moved to the worker: `bytes` stays usable for a second pass.
   const copy = new Uint8Array(bytes).buffer;
   try {
-    return await runDocJob<Extracted>('pdf', { bytes: copy, pages, maxChars: READ_PDF_MAX_CHARS }, { what: `reading ${shown}`, signal, budget, transfer: [copy] });
+    return await runDocJob<Extracted>(
+      'pdf',
+      { bytes: copy, pages, maxChars: READ_PDF_MAX_CHARS },
+      { what: `reading ${shown}`, signal, budget, transfer: [copy] },
+    );
   } catch (err) {
     if (!(err instanceof DocJobError)) {
       if (err instanceof ToolError && /time budget/.test(err.message)) throw new ToolError(`${err.message.replace(/\.$/, '')}; try fewer pages.`);
@@ -174,7 +178,9 @@ export function readPdfTool(opts: PdfToolOptions = {}): Tool<ReadPdfInput> {
       }
       const rest = wanted.filter((n) => !shownPages.includes(n));
       if (rest.length > 0) {
-        lines.push(truncatedLine(`showing ${shownPages.length} of ${wanted.length} requested pages`, `call read_pdf with pages="${formatPages(rest)}" to read on`));
+        lines.push(
+          truncatedLine(`showing ${shownPages.length} of ${wanted.length} requested pages`, `call read_pdf with pages="${formatPages(rest)}" to read on`),
+        );
       }
       return { content: lines.join('\n') };
     },

@@ -68,7 +68,9 @@ export function addReminderTool(reminders?: Reminders, now: () => number = Date.
       const due = dueTime(input, t);
       const repeat = input.repeatEverySeconds !== undefined ? `, every ${formatDuration(input.repeatEverySeconds * 1_000)}` : '';
       const text = input.text.trim().replace(/\s*\n\s*/g, ' ');
-      return { summary: `add_reminder at ${new Date(due).toISOString()} (in ${formatDuration(Math.max(0, due - t))}${repeat}): ${text.length > 80 ? `${text.slice(0, 79)}…` : text}` };
+      return {
+        summary: `add_reminder at ${new Date(due).toISOString()} (in ${formatDuration(Math.max(0, due - t))}${repeat}): ${text.length > 80 ? `${text.slice(0, 79)}…` : text}`,
+      };
     },
     async execute(input, ctx) {
       const store = need(reminders);
@@ -109,7 +111,7 @@ export function listRemindersTool(reminders?: Reminders, now: () => number = Dat
 export function cancelReminderTool(reminders?: Reminders): Tool<CancelReminderInput> {
   return {
     name: 'cancel_reminder',
-    description: 'Cancel one of this conversation\'s reminders by its id (a repeating one stops for good).',
+    description: "Cancel one of this conversation's reminders by its id (a repeating one stops for good).",
     input: CancelReminderInput,
     tier: 'low-risk',
     async execute(input, ctx) {

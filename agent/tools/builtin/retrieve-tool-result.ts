@@ -20,7 +20,10 @@ export interface ToolResultReader {
 }
 
 const RetrieveInput = z.strictObject({
-  id: z.string().regex(/^tr_[A-Za-z0-9_-]{6,40}$/, 'expected a stored result id like tr_AbC123...').describe('The id from a "[Stored result ...]" reference.'),
+  id: z
+    .string()
+    .regex(/^tr_[A-Za-z0-9_-]{6,40}$/, 'expected a stored result id like tr_AbC123...')
+    .describe('The id from a "[Stored result ...]" reference.'),
   offset: z.number().int().min(0).optional().describe('First character to return (default 0).'),
   length: z.number().int().min(1).max(RETRIEVE_MAX_LENGTH).optional().describe(`How many characters (default ${RETRIEVE_DEFAULT_LENGTH}).`),
 });

@@ -7,11 +7,7 @@ import type { Tool } from '../types.js';
 import { ToolError } from '../types.js';
 
 export const GetTimeInput = z.strictObject({
-  timeZone: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("IANA time zone to show the time in, e.g. 'Europe/Berlin' (default: the server's zone)."),
+  timeZone: z.string().min(1).optional().describe("IANA time zone to show the time in, e.g. 'Europe/Berlin' (default: the server's zone)."),
 });
 export type GetTimeInput = z.infer<typeof GetTimeInput>;
 

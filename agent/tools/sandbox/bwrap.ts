@@ -83,12 +83,21 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
     else args.push(e.optional ? '--ro-bind-try' : '--ro-bind', e.path, e.path);
   }
   args.push(
-    '--dev', '/dev',
-    '--size', String(shmBytes(spec.limits)), '--tmpfs', '/dev/shm',
+    '--dev',
+    '/dev',
+    '--size',
+    String(shmBytes(spec.limits)),
+    '--tmpfs',
+    '/dev/shm',
     // bwrap's /dev is a tmpfs the box user owns: read-only, or it would be an unbounded /tmp.
-    '--remount-ro', '/dev',
-    '--proc', '/proc',
-    '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
+    '--remount-ro',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--size',
+    String(spec.limits.tmpBytes),
+    '--tmpfs',
+    '/tmp',
   );
   const readPaths = [...new Set(spec.readPaths ?? [])].filter((p) => p !== spec.workspace).sort((a, b) => depth(a) - depth(b));
   const bound = ['/usr', ...spec.system.filter((e) => e.kind === 'ro-bind').map((e) => e.path), ...readPaths, spec.workspace];
@@ -114,9 +123,14 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
   args.push('--chdir', spec.cwd);
   const l = spec.limits;
   const command = [
-    '--', spec.prlimit,
-    `--nproc=${l.processes}`, `--nofile=${l.openFiles}`, `--data=${l.memoryBytes}`, `--cpu=${l.cpuSeconds}:${l.cpuSeconds + 1}`,
-    '--', ...spec.argv,
+    '--',
+    spec.prlimit,
+    `--nproc=${l.processes}`,
+    `--nofile=${l.openFiles}`,
+    `--data=${l.memoryBytes}`,
+    `--cpu=${l.cpuSeconds}:${l.cpuSeconds + 1}`,
+    '--',
+    ...spec.argv,
   ];
   return { options: args, command };
 }

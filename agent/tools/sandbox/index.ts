@@ -260,8 +260,7 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   }
   // A mask the box's user could not reach anyway (behind a directory it cannot enter) is not needed, and
   // bwrap, running as that user, could not make its mount point.
-  const reachable = (p: string): boolean =>
-    user ? untraversableAncestor(path.dirname(p), user.uid, user.gid) === undefined : canEnterAll(path.dirname(p));
+  const reachable = (p: string): boolean => (user ? untraversableAncestor(path.dirname(p), user.uid, user.gid) === undefined : canEnterAll(path.dirname(p)));
   const real = hiddenPaths({ botFiles: policy.botFiles, workspace: req.workspace, ...(policy.homes ? { homes: policy.homes } : {}) }).filter((m) =>
     reachable(m.path),
   );
@@ -309,7 +308,8 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
 function stripNote(workspace: string): string | undefined {
   const r = stripSpecialFiles(workspace);
   const parts: string[] = [];
-  if (r.stripped.length > 0) parts.push(`setuid/setgid bits removed from ${r.stripped.slice(0, 10).join(', ')}${r.stripped.length > 10 ? ` and ${r.stripped.length - 10} more` : ''}`);
+  if (r.stripped.length > 0)
+    parts.push(`setuid/setgid bits removed from ${r.stripped.slice(0, 10).join(', ')}${r.stripped.length > 10 ? ` and ${r.stripped.length - 10} more` : ''}`);
   if (r.removed.length > 0) parts.push(`device nodes deleted: ${r.removed.slice(0, 10).join(', ')}`);
   return parts.length > 0 ? `sandbox: ${parts.join('; ')} (files made in the box may not carry them)` : undefined;
 }
@@ -329,7 +329,7 @@ export class SandboxUnavailableError extends Error {
   override name = 'SandboxUnavailableError';
 }
 
-const FIX_NONE = 'or, accepting that commands then run unconfined with the bot\'s own rights, set `sandbox: none` for the agent';
+const FIX_NONE = "or, accepting that commands then run unconfined with the bot's own rights, set `sandbox: none` for the agent";
 
 function missingBwrapMessage(): string {
   return `bubblewrap (bwrap) is not installed. Install it: apt-get install bubblewrap (Debian/Ubuntu), dnf install bubblewrap, apk add bubblewrap; ${FIX_NONE}`;
@@ -376,7 +376,9 @@ export async function prepareWorkspace(workspace: string): Promise<void> {
     const { execa } = await import('execa');
     const r = await execa(chown, ['-R', '-P', '--from=0', `${user.uid}:${user.gid}`, '--', workspace], { reject: false, env: {}, extendEnv: false });
     if (r.exitCode !== 0) {
-      throw new SandboxUnavailableError(`could not hand the workspace ${workspace} to the sandbox user (uid ${user.uid}): ${String(r.stderr).trim() || r.shortMessage}`);
+      throw new SandboxUnavailableError(
+        `could not hand the workspace ${workspace} to the sandbox user (uid ${user.uid}): ${String(r.stderr).trim() || r.shortMessage}`,
+      );
     }
   }
   const st = statSync(workspace);
@@ -428,7 +430,13 @@ export async function probeSandbox(policy: SandboxPolicy, workspace: string): Pr
   const { execa } = await import('execa');
   const result = await execa(boxed.file, boxed.args, execaOptions(boxed, { stdout: 'ignore' }, { timeout: 15_000 }));
   if (result.exitCode === 0) return;
-  const said = String(result.stderr ?? '').trim().split('\n').slice(-3).join(' ') || (result.shortMessage ?? 'no output');
+  const said =
+    String(result.stderr ?? '')
+      .trim()
+      .split('\n')
+      .slice(-3)
+      .join(' ') ||
+    (result.shortMessage ?? 'no output');
   if (/namespace|uid map|unshare|Operation not permitted|No space left on device|setting up|mount/i.test(said)) {
     throw new SandboxUnavailableError(namespaceMessage(said));
   }
@@ -461,4 +469,3 @@ export async function handOver(fh: FileHandle): Promise<void> {
   const user = sandboxUser();
   if (user) await fh.chown(user.uid, user.gid);
 }
-

@@ -87,7 +87,9 @@ export function memoryMechanism(): MemoryMechanism {
     "and the kernel's OOM killer takes a box first (oom_score_adj 1000)";
   const rlimit = (why: string): MemoryMechanism => ({ kind: 'rlimit', detail: `${perProcess}; cgroup v2 is not used: ${why}` });
   try {
-    const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
+    const own = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'));
     const mount = readFileSync('/proc/self/mounts', 'utf8')
       .split('\n')
       .map((l) => l.split(' '))
@@ -96,7 +98,8 @@ export function memoryMechanism(): MemoryMechanism {
     else {
       const dir = path.join(mount[1], own.slice(3).trim());
       const controllers = readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').split(/\s+/);
-      if (!controllers.includes('memory')) mechanism = rlimit(`the cgroup v2 hierarchy at ${mount[1]} has no memory controller for the bot's cgroup (a cgroup v1 or hybrid host)`);
+      if (!controllers.includes('memory'))
+        mechanism = rlimit(`the cgroup v2 hierarchy at ${mount[1]} has no memory controller for the bot's cgroup (a cgroup v1 or hybrid host)`);
       else {
         try {
           accessSync(dir, constants.W_OK);

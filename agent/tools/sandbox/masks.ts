@@ -21,34 +21,93 @@ import path from 'node:path';
 /** Relative to a home directory: where credentials live. */
 export const HOME_CREDENTIALS: readonly string[] = [
   // ssh and gpg keys, agents' sockets
-  '.ssh', '.gnupg',
+  '.ssh',
+  '.gnupg',
   // VCS and code hosts
-  '.git-credentials', '.config/git/credentials', '.config/gh', '.config/hub', '.config/glab-cli',
+  '.git-credentials',
+  '.config/git/credentials',
+  '.config/gh',
+  '.config/hub',
+  '.config/glab-cli',
   // generic network credentials
-  '.netrc', '.authinfo', '.authinfo.gpg',
+  '.netrc',
+  '.authinfo',
+  '.authinfo.gpg',
   // containers and clusters
-  '.docker', '.kube', '.config/containers/auth.json', '.minikube', '.talos', '.config/helm',
+  '.docker',
+  '.kube',
+  '.config/containers/auth.json',
+  '.minikube',
+  '.talos',
+  '.config/helm',
   // cloud CLIs
-  '.aws', '.azure', '.config/gcloud', '.oci', '.config/doctl', '.s3cfg', '.boto', '.bluemix', '.aliyun',
-  '.config/hcloud', '.config/scw', '.terraform.d', '.vault-token', '.config/rclone', '.config/op', '.fly',
+  '.aws',
+  '.azure',
+  '.config/gcloud',
+  '.oci',
+  '.config/doctl',
+  '.s3cfg',
+  '.boto',
+  '.bluemix',
+  '.aliyun',
+  '.config/hcloud',
+  '.config/scw',
+  '.terraform.d',
+  '.vault-token',
+  '.config/rclone',
+  '.config/op',
+  '.fly',
   // databases
-  '.pgpass', '.my.cnf', '.mylogin.cnf', '.config/pgcli', '.mongorc.js', '.dbshell',
+  '.pgpass',
+  '.my.cnf',
+  '.mylogin.cnf',
+  '.config/pgcli',
+  '.mongorc.js',
+  '.dbshell',
   // package registries
-  '.npmrc', '.yarnrc', '.yarnrc.yml', '.pypirc', '.config/pip', '.gem/credentials', '.cargo/credentials',
-  '.cargo/credentials.toml', '.m2/settings.xml', '.m2/settings-security.xml', '.gradle/gradle.properties',
-  '.nuget/NuGet/NuGet.Config', '.composer/auth.json', '.config/composer/auth.json',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.config/pip',
+  '.gem/credentials',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.m2/settings.xml',
+  '.m2/settings-security.xml',
+  '.gradle/gradle.properties',
+  '.nuget/NuGet/NuGet.Config',
+  '.composer/auth.json',
+  '.config/composer/auth.json',
   // password stores and keyrings
-  '.password-store', '.local/share/keyrings', '.config/Bitwarden CLI',
+  '.password-store',
+  '.local/share/keyrings',
+  '.config/Bitwarden CLI',
   // shell and REPL histories: secrets typed on command lines
-  '.bash_history', '.zsh_history', '.histfile', '.local/share/fish/fish_history', '.python_history',
-  '.node_repl_history', '.psql_history', '.mysql_history', '.sqlite_history', '.rediscli_history', '.lesshst',
+  '.bash_history',
+  '.zsh_history',
+  '.histfile',
+  '.local/share/fish/fish_history',
+  '.python_history',
+  '.node_repl_history',
+  '.psql_history',
+  '.mysql_history',
+  '.sqlite_history',
+  '.rediscli_history',
+  '.lesshst',
   '.viminfo',
 ];
 
 /** Absolute: sockets and secret mounts a sandbox user must not reach. */
 export const SYSTEM_SECRETS: readonly string[] = [
-  '/var/run/docker.sock', '/run/docker.sock', '/run/containerd', '/run/podman', '/var/run/podman',
-  '/run/secrets', '/var/run/secrets', '/run/credentials',
+  '/var/run/docker.sock',
+  '/run/docker.sock',
+  '/run/containerd',
+  '/run/podman',
+  '/var/run/podman',
+  '/run/secrets',
+  '/var/run/secrets',
+  '/run/credentials',
 ];
 
 export interface HiddenPath {
@@ -107,8 +166,10 @@ export function hiddenPaths(opts: HiddenPathsOptions): HiddenPath[] {
     found.set(real, { path: real, kind });
   }
   const dirs = [...found.values()].filter((h) => h.kind === 'dir');
-  return [...found.values()]
-    // Inside the workspace a mask is mounted after the workspace bind, so an outer mask does not cover it.
-    .filter((h) => inside(opts.workspace, h.path) || !dirs.some((d) => d.path !== h.path && inside(d.path, h.path)))
-    .sort((a, b) => a.path.localeCompare(b.path));
+  return (
+    [...found.values()]
+      // Inside the workspace a mask is mounted after the workspace bind, so an outer mask does not cover it.
+      .filter((h) => inside(opts.workspace, h.path) || !dirs.some((d) => d.path !== h.path && inside(d.path, h.path)))
+      .sort((a, b) => a.path.localeCompare(b.path))
+  );
 }

@@ -124,7 +124,9 @@ function spawn(heapMb: number): Slot {
   return { worker, jobs: 0 };
 }
 
-type Answer = { id: number; ok: true; value: unknown; mem: { heapUsed: number; arrayBuffers: number } } | { id: number; ok: false; name: string; message: string };
+type Answer =
+  | { id: number; ok: true; value: unknown; mem: { heapUsed: number; arrayBuffers: number } }
+  | { id: number; ok: false; name: string; message: string };
 type Reply = Answer | { id: number; over: 'allocation' | 'buffers'; bytes: number };
 
 export interface DocJobOptions {
@@ -173,7 +175,9 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
       const sampler = setInterval(() => {
         const grown = process.memoryUsage.rss() - rssAtStart;
         if (grown > budget.maxRssGrowthBytes) {
-          settle(() => reject(new ToolError(`${opts.what} used more memory than its budget (the bot grew by over ${mb(budget.maxRssGrowthBytes)}) and was stopped.`)));
+          settle(() =>
+            reject(new ToolError(`${opts.what} used more memory than its budget (the bot grew by over ${mb(budget.maxRssGrowthBytes)}) and was stopped.`)),
+          );
         }
       }, RSS_SAMPLE_MS);
       cleanups.push(() => clearInterval(sampler));
@@ -191,7 +195,11 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
       const onError = (err: Error) => {
         const oom = (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
         settle(() =>
-          reject(new ToolError(oom ? `${opts.what} used more memory than its budget (a ${budget.heapMb} MB heap) and was stopped.` : `${opts.what} failed (${err.message}).`)),
+          reject(
+            new ToolError(
+              oom ? `${opts.what} used more memory than its budget (a ${budget.heapMb} MB heap) and was stopped.` : `${opts.what} failed (${err.message}).`,
+            ),
+          ),
         );
       };
       worker.on('error', onError);
@@ -208,11 +216,20 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
       worker.on('exit', onExit);
       cleanups.push(() => worker.off('exit', onExit));
       try {
-        worker.postMessage({ id, kind, payload, limits: { maxAllocationBytes: budget.maxAllocationBytes, maxBufferBytes: budget.maxBufferBytes } }, opts.transfer ?? []);
+        worker.postMessage(
+          { id, kind, payload, limits: { maxAllocationBytes: budget.maxAllocationBytes, maxBufferBytes: budget.maxBufferBytes } },
+          opts.transfer ?? [],
+        );
       } catch (err) {
         // The structured clone refused the payload (nested too deeply for its recursion, or not cloneable).
         const deep = (err as Error | undefined)?.name === 'RangeError'; // by name: the error may come from another realm
-        settle(() => reject(new ToolError(`${opts.what} failed: ${deep ? 'the data is nested too deeply to be handed to the document worker' : `the data could not be handed to the document worker (${(err as Error).message})`}.`)));
+        settle(() =>
+          reject(
+            new ToolError(
+              `${opts.what} failed: ${deep ? 'the data is nested too deeply to be handed to the document worker' : `the data could not be handed to the document worker (${(err as Error).message})`}.`,
+            ),
+          ),
+        );
       }
     });
     if (!reply.ok) {
@@ -235,7 +252,9 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
 
 function overError(what: string, kind: 'allocation' | 'buffers', bytes: number, budget: DocBudget): ToolError {
   if (kind === 'buffers') {
-    return new ToolError(`${what} used more memory than its budget (${mb(bytes)} of decoded data; the budget is ${mb(budget.maxBufferBytes)}) and was stopped.`);
+    return new ToolError(
+      `${what} used more memory than its budget (${mb(bytes)} of decoded data; the budget is ${mb(budget.maxBufferBytes)}) and was stopped.`,
+    );
   }
   return new ToolError(
     `${what} was stopped: one decoded stream or buffer went over its memory budget of ${mb(budget.maxAllocationBytes)} ` +

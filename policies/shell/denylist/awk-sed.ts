@@ -180,7 +180,6 @@ export function sedCommands(args: readonly string[]): Embedded[] {
   return sedScripts(args).some((s) => readSed(s).exec) ? [refuse('sed e', 'sed runs a command (the e command or the e flag of s///)')] : [];
 }
 
-
 /** Files an awk program names as literals: written by `print > "f"` / `>> "f"`, read by `getline < "f"`. */
 export function awkFiles(args: readonly string[]): { writes: string[]; reads: string[] } {
   const out = { writes: [] as string[], reads: [] as string[] };

@@ -186,7 +186,7 @@ function psRule(args: string[]): DenyVerdict | null {
     if (/^-[a-zA-Z]+$/.test(a) && a.includes('x') && a.includes('e')) return deny('process-environment', `ps ${a}`);
     if (/^-[a-zA-Z]*E/.test(a)) return deny('process-environment', `ps ${a}`);
     const fmt = /^(-[a-zA-Z]*[oO]|--format|--forest-format|[a-zA-Z]*[oO])(=?)(.*)$/.exec(a);
-    const v = fmt ? (fmt[3] !== '' ? fmt[3] : args[i + 1] ?? '') : '';
+    const v = fmt ? (fmt[3] !== '' ? fmt[3] : (args[i + 1] ?? '')) : '';
     if (fmt && /(^|,)\s*(environ|env)\b/.test(v!)) return deny('process-environment', `ps ${a} ${v}`.trim());
   }
   return null;
@@ -207,14 +207,68 @@ function gitRule(args: string[]): DenyVerdict | null {
 }
 
 function rsyncRule(args: string[]): DenyVerdict | null {
-  const o = readOptions(args, { shortValue: 'eBfMT', longValue: ['rsh', 'rsync-path', 'filter', 'exclude', 'include', 'exclude-from', 'include-from', 'files-from', 'temp-dir', 'compare-dest', 'copy-dest', 'link-dest', 'backup-dir', 'suffix', 'chmod', 'chown', 'usermap', 'groupmap', 'log-file', 'password-file', 'port', 'bwlimit', 'timeout', 'contimeout', 'max-size', 'min-size', 'partial-dir', 'out-format', 'info', 'debug', 'iconv', 'checksum-choice', 'compress-choice', 'compress-level', 'skip-compress', 'modify-window', 'max-delete', 'block-size', 'outbuf', 'remote-option', 'sockopts', 'write-batch', 'only-write-batch', 'read-batch', 'protocol', 'address', 'mkpath'] });
-  const deletes = o.long.some((l) => l.name.length >= 3 && (/^del/.test(l.name) || 'remove-source-files'.startsWith(l.name))) || o.long.some((l) => /^delete/.test(l.name));
+  const o = readOptions(args, {
+    shortValue: 'eBfMT',
+    longValue: [
+      'rsh',
+      'rsync-path',
+      'filter',
+      'exclude',
+      'include',
+      'exclude-from',
+      'include-from',
+      'files-from',
+      'temp-dir',
+      'compare-dest',
+      'copy-dest',
+      'link-dest',
+      'backup-dir',
+      'suffix',
+      'chmod',
+      'chown',
+      'usermap',
+      'groupmap',
+      'log-file',
+      'password-file',
+      'port',
+      'bwlimit',
+      'timeout',
+      'contimeout',
+      'max-size',
+      'min-size',
+      'partial-dir',
+      'out-format',
+      'info',
+      'debug',
+      'iconv',
+      'checksum-choice',
+      'compress-choice',
+      'compress-level',
+      'skip-compress',
+      'modify-window',
+      'max-delete',
+      'block-size',
+      'outbuf',
+      'remote-option',
+      'sockopts',
+      'write-batch',
+      'only-write-batch',
+      'read-batch',
+      'protocol',
+      'address',
+      'mkpath',
+    ],
+  });
+  const deletes =
+    o.long.some((l) => l.name.length >= 3 && (/^del/.test(l.name) || 'remove-source-files'.startsWith(l.name))) || o.long.some((l) => /^delete/.test(l.name));
   if (!deletes) return null;
   const dest = o.operands[o.operands.length - 1];
   if (dest === undefined) return null;
   const path = dest.replace(/^[^/:]*:/, '');
   const p = normalizePath(path === '' ? '~' : path);
-  return p === '/' || p === '~' || p === '.' || p === '..' || /^\/[^/]+\/?$/.test(p) || /^~\/[^/]*$/.test(p) && p.startsWith('~/.') ? deny('recursive-delete', `rsync --delete onto ${displayField(dest)}`) : null;
+  return p === '/' || p === '~' || p === '.' || p === '..' || /^\/[^/]+\/?$/.test(p) || (/^~\/[^/]*$/.test(p) && p.startsWith('~/.'))
+    ? deny('recursive-delete', `rsync --delete onto ${displayField(dest)}`)
+    : null;
 }
 
 function findRule(args: string[]): DenyVerdict | null {
@@ -250,7 +304,12 @@ function persistenceRule(name: string, args: string[]): DenyVerdict | null {
       return args.some((a) => /^(load|bootstrap|submit|enable|kickstart|setenv)$/.test(a)) ? deny('persistence', 'launchctl') : null;
     case 'sysctl': {
       const o = readOptions(args, { shortValue: 'p' });
-      return o.short.has('w') || hasLong(o, 'write', 3) || o.short.has('p') || hasLong(o, 'load', 2) || hasLong(o, 'system', 2) || o.operands.some((a) => a.includes('='))
+      return o.short.has('w') ||
+        hasLong(o, 'write', 3) ||
+        o.short.has('p') ||
+        hasLong(o, 'load', 2) ||
+        hasLong(o, 'system', 2) ||
+        o.operands.some((a) => a.includes('='))
         ? deny('proc-write', 'sysctl -w')
         : null;
     }
@@ -268,7 +327,11 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
   const args = argv.slice(1);
   const flags = readOptions(args).short;
 
-  if (['rm', 'chmod', 'chown', 'chgrp'].includes(name) ? args.some((a) => /^--no-p/.test(a) && '--no-preserve-root'.startsWith(a.split('=')[0]!)) : args.includes('--no-preserve-root')) {
+  if (
+    ['rm', 'chmod', 'chown', 'chgrp'].includes(name)
+      ? args.some((a) => /^--no-p/.test(a) && '--no-preserve-root'.startsWith(a.split('=')[0]!))
+      : args.includes('--no-preserve-root')
+  ) {
     return deny('no-preserve-root');
   }
   if (PRIV.has(name)) return deny('privilege-escalation', name);
@@ -335,8 +398,17 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
     case 'ptrace':
     case 'pwndbg':
     case 'lldb': {
-      const o = readOptions(args, { shortValue: name === 'gdb' || name === 'lldb' ? 'pxecs' : 'oesupEaIOSPX', longValue: ['pid', 'attach-pid', 'output', 'eval-command', 'ex'] });
-      const attach = name === 'gcore' || o.short.has('p') || hasLong(o, 'pid', 1) || hasLong(o, 'attach', 2) || hasLong(o, 'attach-pid', 2) || (name === 'gdb' && args.includes('attach'));
+      const o = readOptions(args, {
+        shortValue: name === 'gdb' || name === 'lldb' ? 'pxecs' : 'oesupEaIOSPX',
+        longValue: ['pid', 'attach-pid', 'output', 'eval-command', 'ex'],
+      });
+      const attach =
+        name === 'gcore' ||
+        o.short.has('p') ||
+        hasLong(o, 'pid', 1) ||
+        hasLong(o, 'attach', 2) ||
+        hasLong(o, 'attach-pid', 2) ||
+        (name === 'gdb' && args.includes('attach'));
       return attach ? deny('process-attach', `${name} ${args.join(' ').slice(0, 30)}`) : null;
     }
     case 'chmod':
@@ -395,7 +467,9 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
       return listing ? null : deny('crontab');
     }
     case 'history':
-      return flags.has('c') || flags.has('w') || flags.has('d') || flags.has('r') || flags.has('s') ? deny('history-tamper', `history ${args.join(' ')}`.slice(0, 40)) : null;
+      return flags.has('c') || flags.has('w') || flags.has('d') || flags.has('r') || flags.has('s')
+        ? deny('history-tamper', `history ${args.join(' ')}`.slice(0, 40))
+        : null;
     case 'useradd':
     case 'userdel':
     case 'usermod':
@@ -432,8 +506,36 @@ export function judgeArgv(argv: string[], j: Judge): DenyVerdict | null {
   }
   const sys = system();
   if (sys) return sys;
-  if (name.startsWith('mkfs') || ['mke2fs', 'mkswap', 'mkdosfs', 'mkntfs', 'fdisk', 'sfdisk', 'cfdisk', 'parted', 'gdisk', 'sgdisk', 'cryptsetup', 'pvcreate', 'lvremove', 'vgremove', 'zpool', 'mdadm'].includes(name)) {
-    if (['cryptsetup', 'zpool', 'mdadm'].includes(name) && args.every((a) => /^(status|list|-l|--detail|--examine|-D|-E|iostat|--help|-h)$/.test(a) || !a.startsWith('-') && !['luksFormat', 'luksErase', 'luksKillSlot', 'create', 'destroy', 'labelclear', 'erase', '--create', '--zero-superblock'].includes(a))) {
+  if (
+    name.startsWith('mkfs') ||
+    [
+      'mke2fs',
+      'mkswap',
+      'mkdosfs',
+      'mkntfs',
+      'fdisk',
+      'sfdisk',
+      'cfdisk',
+      'parted',
+      'gdisk',
+      'sgdisk',
+      'cryptsetup',
+      'pvcreate',
+      'lvremove',
+      'vgremove',
+      'zpool',
+      'mdadm',
+    ].includes(name)
+  ) {
+    if (
+      ['cryptsetup', 'zpool', 'mdadm'].includes(name) &&
+      args.every(
+        (a) =>
+          /^(status|list|-l|--detail|--examine|-D|-E|iostat|--help|-h)$/.test(a) ||
+          (!a.startsWith('-') &&
+            !['luksFormat', 'luksErase', 'luksKillSlot', 'create', 'destroy', 'labelclear', 'erase', '--create', '--zero-superblock'].includes(a)),
+      )
+    ) {
       return null;
     }
     return deny('disk-format', name);
@@ -460,9 +562,61 @@ export function isKnownCommand(word: string): boolean {
   return KNOWN.has(n) || SYSTEM_COMMANDS.has(n) || n.startsWith('mkfs') || interpreterName(n) !== null;
 }
 const KNOWN = new Set([
-  'rm', 'unlink', 'find', 'rsync', 'dd', 'shutdown', 'reboot', 'halt', 'poweroff', 'init', 'telinit', 'systemctl', 'at', 'batch',
-  'systemd-run', 'launchctl', 'sysctl', 'eval', 'kill', 'pkill', 'killall', 'killall5', 'ps', 'chmod', 'install', 'mkdir', 'chown',
-  'chgrp', 'mount', 'umount', 'iptables', 'ip6tables', 'nft', 'ufw', 'shred', 'wipefs', 'blkdiscard', 'hdparm', 'truncate', 'nc',
-  'ncat', 'netcat', 'socat', 'crontab', 'history', 'useradd', 'userdel', 'usermod', 'passwd', 'visudo', 'gpg', 'source', 'fdisk',
-  'sfdisk', 'parted', 'git', ...PRIV,
+  'rm',
+  'unlink',
+  'find',
+  'rsync',
+  'dd',
+  'shutdown',
+  'reboot',
+  'halt',
+  'poweroff',
+  'init',
+  'telinit',
+  'systemctl',
+  'at',
+  'batch',
+  'systemd-run',
+  'launchctl',
+  'sysctl',
+  'eval',
+  'kill',
+  'pkill',
+  'killall',
+  'killall5',
+  'ps',
+  'chmod',
+  'install',
+  'mkdir',
+  'chown',
+  'chgrp',
+  'mount',
+  'umount',
+  'iptables',
+  'ip6tables',
+  'nft',
+  'ufw',
+  'shred',
+  'wipefs',
+  'blkdiscard',
+  'hdparm',
+  'truncate',
+  'nc',
+  'ncat',
+  'netcat',
+  'socat',
+  'crontab',
+  'history',
+  'useradd',
+  'userdel',
+  'usermod',
+  'passwd',
+  'visudo',
+  'gpg',
+  'source',
+  'fdisk',
+  'sfdisk',
+  'parted',
+  'git',
+  ...PRIV,
 ]);

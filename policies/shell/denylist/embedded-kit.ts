@@ -27,7 +27,7 @@ export function optionValues(args: readonly string[], long: readonly string[], s
       for (let k = 1; k < a.length; k++) {
         if (short.includes(a[k]!)) {
           const glued = a.slice(k + 1);
-          out.push(glued !== '' ? glued : args[++i] ?? '');
+          out.push(glued !== '' ? glued : (args[++i] ?? ''));
           break;
         }
       }
@@ -35,4 +35,3 @@ export function optionValues(args: readonly string[], long: readonly string[], s
   }
   return out;
 }
-

@@ -79,7 +79,7 @@ function zipCommands(args: readonly string[]): Embedded[] {
   const out: Embedded[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    if (a === '-TT' || matchLong(a, ['unzip-command'], 3)) out.push(cmd('zip -TT', a.includes('=') ? a.slice(a.indexOf('=') + 1) : args[++i] ?? ''));
+    if (a === '-TT' || matchLong(a, ['unzip-command'], 3)) out.push(cmd('zip -TT', a.includes('=') ? a.slice(a.indexOf('=') + 1) : (args[++i] ?? '')));
     else if (a.startsWith('-TT')) out.push(cmd('zip -TT', a.slice(3)));
   }
   return out;
@@ -117,7 +117,7 @@ function gitCommands(args: readonly string[]): Embedded[] {
   for (; i < args.length; i++) {
     const a = args[i]!;
     if (a === '-c' || a.startsWith('-c')) {
-      const kv = a === '-c' ? args[++i] ?? '' : a.slice(2);
+      const kv = a === '-c' ? (args[++i] ?? '') : a.slice(2);
       const eq = kv.indexOf('=');
       out.push(...gitConfigEntry('git -c', eq > 0 ? kv.slice(0, eq) : kv, eq > 0 ? kv.slice(eq + 1) : null));
       continue;
@@ -126,7 +126,8 @@ function gitCommands(args: readonly string[]): Embedded[] {
     if (ce) {
       const kv = ce.value ?? args[++i] ?? '';
       const key = kv.slice(0, Math.max(0, kv.indexOf('=')));
-      if (GIT_EXEC_KEYS.test(key) || GIT_REFUSED_KEYS.test(key) || /^alias\./i.test(key)) out.push(refuse('git --config-env', `${key} is taken from the environment`));
+      if (GIT_EXEC_KEYS.test(key) || GIT_REFUSED_KEYS.test(key) || /^alias\./i.test(key))
+        out.push(refuse('git --config-env', `${key} is taken from the environment`));
       continue;
     }
     if (matchLong(a, ['exec-path'], 3)?.value != null) {
@@ -152,14 +153,28 @@ function gitCommands(args: readonly string[]): Embedded[] {
   switch (sub) {
     case 'submodule': {
       const f = rest.indexOf('foreach');
-      if (f >= 0) out.push(cmd('git submodule foreach', rest.slice(f + 1).filter((w) => w !== '--recursive' && w !== '-q' && w !== '--quiet').join(' ')));
+      if (f >= 0)
+        out.push(
+          cmd(
+            'git submodule foreach',
+            rest
+              .slice(f + 1)
+              .filter((w) => w !== '--recursive' && w !== '-q' && w !== '--quiet')
+              .join(' '),
+          ),
+        );
       break;
     }
     case 'rebase':
       for (const t of optionValues(rest, ['exec'], 'x', 3)) out.push(cmd('git rebase --exec', t));
       break;
     case 'filter-branch':
-      for (const t of optionValues(rest, ['env-filter', 'tree-filter', 'index-filter', 'parent-filter', 'msg-filter', 'commit-filter', 'tag-name-filter'], '', 3)) {
+      for (const t of optionValues(
+        rest,
+        ['env-filter', 'tree-filter', 'index-filter', 'parent-filter', 'msg-filter', 'commit-filter', 'tag-name-filter'],
+        '',
+        3,
+      )) {
         out.push(cmd('git filter-branch', t));
       }
       break;
@@ -181,7 +196,8 @@ function gitCommands(args: readonly string[]): Embedded[] {
 
 // ---- pagers, editors, make, package managers, debuggers, database shells
 
-const VIM_ESCAPE = /!|\b(sh|shell|te|ter|term|terminal|py|pyt|python|python3|py3|pyx|pythonx|pydo|py3do|lua|luado|luafile|perl|perldo|ruby|rubydo|tcl|tcldo|mz|mzscheme|system|systemlist|libcall|call|exe|exec|execute|so|source|redir|cq)\b/i;
+const VIM_ESCAPE =
+  /!|\b(sh|shell|te|ter|term|terminal|py|pyt|python|python3|py3|pyx|pythonx|pydo|py3do|lua|luado|luafile|perl|perldo|ruby|rubydo|tcl|tcldo|mz|mzscheme|system|systemlist|libcall|call|exe|exec|execute|so|source|redir|cq)\b/i;
 function vimCommands(args: readonly string[]): Embedded[] {
   const out: Embedded[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -202,7 +218,9 @@ function lessCommands(args: readonly string[]): Embedded[] {
 function manCommands(args: readonly string[]): Embedded[] {
   return [
     ...optionValues(args, ['pager'], 'P', 3).map((t) => cmd('man --pager', t)),
-    ...optionValues(args, ['html', 'preprocessor'], 'Hp', 3).filter((t) => /[\s/]/.test(t)).map((t) => cmd('man --html', t)),
+    ...optionValues(args, ['html', 'preprocessor'], 'Hp', 3)
+      .filter((t) => /[\s/]/.test(t))
+      .map((t) => cmd('man --html', t)),
   ];
 }
 
@@ -266,7 +284,7 @@ function npmCommands(args: readonly string[]): Embedded[] {
     const rest = args.slice(i + 1).filter((w) => !w.startsWith('-') || w === '-');
     if (rest.length > 0) out.push(cmd(`${sub}`, rest.join(' ')));
   }
-  if (sub === 'config' && (o.operands[1] === 'set') && /script-shell/.test(o.operands[2] ?? '')) {
+  if (sub === 'config' && o.operands[1] === 'set' && /script-shell/.test(o.operands[2] ?? '')) {
     const v = (o.operands[2]!.includes('=') ? o.operands[2]!.split('=')[1] : o.operands[3]) ?? '';
     if (!KNOWN_SHELLS.test(v)) out.push(refuse('npm config set script-shell', `package scripts would run through ${v}`));
   }
@@ -283,10 +301,14 @@ function nixShellCommands(args: readonly string[]): Embedded[] {
 
 function gdbCommands(args: readonly string[]): Embedded[] {
   const out: Embedded[] = [];
-  for (const c of [...optionValues(args, ['eval-command', 'init-eval-command'], '', 3), ...args.flatMap((a, i) => (/^-(ex|iex)$/.test(a) ? [args[i + 1] ?? ''] : []))]) {
+  for (const c of [
+    ...optionValues(args, ['eval-command', 'init-eval-command'], '', 3),
+    ...args.flatMap((a, i) => (/^-(ex|iex)$/.test(a) ? [args[i + 1] ?? ''] : [])),
+  ]) {
     const m = /^\s*(!|shell\s|pipe\s|\|)(.*)$/s.exec(c);
     if (m) out.push(cmd('gdb shell command', m[2]!));
-    else if (/^\s*(python|py|pi|python-interactive|guile|gu|source)\b/.test(c) || /\b(system|popen|exec[lv]p?e?|dlopen)\s*\(/.test(c)) out.push(refuse('gdb -ex', `a debugger command that runs code (${c})`));
+    else if (/^\s*(python|py|pi|python-interactive|guile|gu|source)\b/.test(c) || /\b(system|popen|exec[lv]p?e?|dlopen)\s*\(/.test(c))
+      out.push(refuse('gdb -ex', `a debugger command that runs code (${c})`));
   }
   return out;
 }
@@ -314,7 +336,25 @@ function parallelCommands(args: readonly string[]): Embedded[] {
 }
 
 function hyperfineCommands(args: readonly string[]): Embedded[] {
-  const o = readOptions(args, { shortValue: 'wrmMpcsSnNLu', longValue: ['warmup', 'runs', 'prepare', 'cleanup', 'setup', 'shell', 'export-json', 'export-markdown', 'parameter-scan', 'parameter-list', 'command-name', 'output', 'min-runs', 'max-runs'] });
+  const o = readOptions(args, {
+    shortValue: 'wrmMpcsSnNLu',
+    longValue: [
+      'warmup',
+      'runs',
+      'prepare',
+      'cleanup',
+      'setup',
+      'shell',
+      'export-json',
+      'export-markdown',
+      'parameter-scan',
+      'parameter-list',
+      'command-name',
+      'output',
+      'min-runs',
+      'max-runs',
+    ],
+  });
   return [
     ...o.operands.map((t) => cmd('hyperfine', t)),
     ...optionValues(args, ['prepare', 'cleanup', 'setup'], 'pcs', 3).map((t) => cmd('hyperfine --prepare', t)),
@@ -325,7 +365,12 @@ function hyperfineCommands(args: readonly string[]): Embedded[] {
 function tmuxCommands(args: readonly string[]): Embedded[] {
   const o = readOptions(args, { shortValue: 'cCeFLlnNsStTxywWp', longValue: [] });
   const sub = o.operands[0] ?? '';
-  if (!/^(new|new-session|new-window|neww|split-window|splitw|respawn-pane|respawnp|respawn-window|respawnw|run-shell|run|if-shell|if|pipe-pane|pipep|display-popup|popup)$/.test(sub)) return [];
+  if (
+    !/^(new|new-session|new-window|neww|split-window|splitw|respawn-pane|respawnp|respawn-window|respawnw|run-shell|run|if-shell|if|pipe-pane|pipep|display-popup|popup)$/.test(
+      sub,
+    )
+  )
+    return [];
   const rest = o.operands.slice(1);
   return rest.length > 0 ? [cmd(`tmux ${sub}`, rest.join(' '))] : [];
 }
@@ -357,7 +402,15 @@ function dockerCommands(args: readonly string[]): Embedded[] {
       const src = /(?:^|,)(?:source|src)=([^,]*)/.exec(mount)?.[1] ?? '';
       if (HOST_SOURCE.test(src)) out.push(refuse('docker --mount', `mounts the host's ${src}`));
     }
-    for (const [opt, bad] of [['pid', /^host$/], ['ipc', /^host$/], ['userns', /^host$/], ['uts', /^host$/], ['cap-add', /^(all|sys_admin|sys_ptrace|sys_module|dac_read_search|cap_sys_admin)$/i], ['security-opt', /unconfined|label[:=]disable/i], ['device', /^\/dev\/(sd|nvme|mem|kmem|vd|xvd|hd|mmcblk|dm-|mapper)/]] as const) {
+    for (const [opt, bad] of [
+      ['pid', /^host$/],
+      ['ipc', /^host$/],
+      ['userns', /^host$/],
+      ['uts', /^host$/],
+      ['cap-add', /^(all|sys_admin|sys_ptrace|sys_module|dac_read_search|cap_sys_admin)$/i],
+      ['security-opt', /unconfined|label[:=]disable/i],
+      ['device', /^\/dev\/(sd|nvme|mem|kmem|vd|xvd|hd|mmcblk|dm-|mapper)/],
+    ] as const) {
       const v = val(opt);
       if (v !== null && bad.test(v)) out.push(refuse(`docker --${opt}`, `--${opt}=${v} breaks the container's isolation`));
     }
@@ -368,19 +421,51 @@ const HOST_SOURCE = /^(\/+|~\/?|\/(etc|root|home|boot|proc|sys|dev|usr|bin|sbin|
 
 /** Per tool: the command strings its arguments carry. */
 export const TOOLS: Readonly<Record<string, Extractor>> = {
-  awk: awkCommands, gawk: awkCommands, mawk: awkCommands, nawk: awkCommands, 'busybox-awk': awkCommands,
-  sed: sedCommands, gsed: sedCommands,
-  ssh: sshCommands, scp: scpCommands, sftp: scpCommands, rsync: rsyncCommands,
-  tar: tarCommands, gtar: tarCommands, bsdtar: tarCommands, zip: zipCommands,
+  awk: awkCommands,
+  gawk: awkCommands,
+  mawk: awkCommands,
+  nawk: awkCommands,
+  'busybox-awk': awkCommands,
+  sed: sedCommands,
+  gsed: sedCommands,
+  ssh: sshCommands,
+  scp: scpCommands,
+  sftp: scpCommands,
+  rsync: rsyncCommands,
+  tar: tarCommands,
+  gtar: tarCommands,
+  bsdtar: tarCommands,
+  zip: zipCommands,
   git: gitCommands,
-  vim: vimCommands, vi: vimCommands, nvim: vimCommands, view: vimCommands, vimdiff: vimCommands, gvim: vimCommands, ex: vimCommands, evim: vimCommands,
-  less: lessCommands, more: lessCommands, man: manCommands,
-  make: makeCommands, gmake: makeCommands,
-  npm: npmCommands, pnpm: npmCommands, yarn: npmCommands, bun: npmCommands, npx: npxCommands,
+  vim: vimCommands,
+  vi: vimCommands,
+  nvim: vimCommands,
+  view: vimCommands,
+  vimdiff: vimCommands,
+  gvim: vimCommands,
+  ex: vimCommands,
+  evim: vimCommands,
+  less: lessCommands,
+  more: lessCommands,
+  man: manCommands,
+  make: makeCommands,
+  gmake: makeCommands,
+  npm: npmCommands,
+  pnpm: npmCommands,
+  yarn: npmCommands,
+  bun: npmCommands,
+  npx: npxCommands,
   'nix-shell': nixShellCommands,
   gdb: gdbCommands,
-  sqlite3: dbShellCommands, sqlite: dbShellCommands, psql: dbShellCommands, mysql: dbShellCommands, mariadb: dbShellCommands, duckdb: dbShellCommands,
-  docker: dockerCommands, podman: dockerCommands, nerdctl: dockerCommands,
+  sqlite3: dbShellCommands,
+  sqlite: dbShellCommands,
+  psql: dbShellCommands,
+  mysql: dbShellCommands,
+  mariadb: dbShellCommands,
+  duckdb: dbShellCommands,
+  docker: dockerCommands,
+  podman: dockerCommands,
+  nerdctl: dockerCommands,
   // programs that run a shell command string given as an option or their arguments
   flock: optionThenString('c', ['command']),
   script: optionThenString('c', ['command']),
@@ -403,14 +488,40 @@ export function embeddedCommands(name: string, args: readonly string[]): Embedde
 
 /** Variables whose value a program runs as a shell command (pagers, editors, ssh commands, ...). */
 export const COMMAND_VARS = new Set([
-  'PAGER', 'MANPAGER', 'GIT_PAGER', 'SYSTEMD_PAGER', 'BAT_PAGER', 'EDITOR', 'VISUAL', 'GIT_EDITOR', 'SUDO_EDITOR', 'FCEDIT',
-  'GIT_SEQUENCE_EDITOR', 'GIT_SSH_COMMAND', 'GIT_SSH', 'GIT_PROXY_COMMAND', 'GIT_EXTERNAL_DIFF', 'GIT_ASKPASS', 'SSH_ASKPASS',
-  'SUDO_ASKPASS', 'BROWSER', 'LESSOPEN', 'LESSCLOSE', 'RSYNC_RSH', 'CVS_RSH', 'RSYNC_CONNECT_PROG', 'PROMPT_COMMAND',
-  'FZF_DEFAULT_COMMAND', 'TERMINAL', 'DIFFPROG', 'MERGE',
+  'PAGER',
+  'MANPAGER',
+  'GIT_PAGER',
+  'SYSTEMD_PAGER',
+  'BAT_PAGER',
+  'EDITOR',
+  'VISUAL',
+  'GIT_EDITOR',
+  'SUDO_EDITOR',
+  'FCEDIT',
+  'GIT_SEQUENCE_EDITOR',
+  'GIT_SSH_COMMAND',
+  'GIT_SSH',
+  'GIT_PROXY_COMMAND',
+  'GIT_EXTERNAL_DIFF',
+  'GIT_ASKPASS',
+  'SSH_ASKPASS',
+  'SUDO_ASKPASS',
+  'BROWSER',
+  'LESSOPEN',
+  'LESSCLOSE',
+  'RSYNC_RSH',
+  'CVS_RSH',
+  'RSYNC_CONNECT_PROG',
+  'PROMPT_COMMAND',
+  'FZF_DEFAULT_COMMAND',
+  'TERMINAL',
+  'DIFFPROG',
+  'MERGE',
 ]);
 
 /** Variables that make a program load or run other code whatever the value: refused when set. */
-export const CODE_VARS = /^(LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|BASH_ENV|ENV|PERL5OPT|PERL5DB|RUBYOPT|GCONV_PATH|GIT_EXEC_PATH|GIT_CONFIG_PARAMETERS|GIT_TEMPLATE_DIR|BASH_FUNC_.*|PYTHONSTARTUP|NPM_CONFIG_SCRIPT_SHELL|npm_config_script_shell|SHELLOPTS|BASHOPTS)$/;
+export const CODE_VARS =
+  /^(LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|BASH_ENV|ENV|PERL5OPT|PERL5DB|RUBYOPT|GCONV_PATH|GIT_EXEC_PATH|GIT_CONFIG_PARAMETERS|GIT_TEMPLATE_DIR|BASH_FUNC_.*|PYTHONSTARTUP|NPM_CONFIG_SCRIPT_SHELL|npm_config_script_shell|SHELLOPTS|BASHOPTS)$/;
 
 /** What an assignment NAME=value carries: a command to judge, a refusal, or nothing. */
 export function assignmentEmbedded(name: string, value: string): Embedded[] {

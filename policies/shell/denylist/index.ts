@@ -31,7 +31,18 @@ import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
 import { MARK, analyzeScript, displayField, type CommandSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
 import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
-import { assignmentEmbedded, awkFiles, DB_SHELLS, dbEscapes, embeddedCommands, makefileCommands, readSed, sedScripts, TOOLS, type Embedded } from './embedded.js';
+import {
+  assignmentEmbedded,
+  awkFiles,
+  DB_SHELLS,
+  dbEscapes,
+  embeddedCommands,
+  makefileCommands,
+  readSed,
+  sedScripts,
+  TOOLS,
+  type Embedded,
+} from './embedded.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
 import { globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, resolveLinks, secretPath, type LinkMap } from './paths.js';
 import { containerEntry, ENTRY_WRAPPERS, historyAssignment } from './system.js';
@@ -50,29 +61,187 @@ const DIR_READERS = new Set(['grep', 'egrep', 'fgrep', 'rg', 'ag', 'ack', 'strin
 
 /** Programs that never run their arguments: an argument slice of theirs is just text. */
 const NON_EXEC = new Set([
-  'echo', 'printf', 'man', 'which', 'whereis', 'type', 'help', 'whatis', 'apropos', 'info', 'tldr', 'hash', 'grep', 'egrep', 'fgrep',
-  'rg', 'ag', 'ack', 'apt', 'apt-get', 'apt-cache', 'dpkg', 'rpm', 'dnf', 'yum', 'brew', 'pacman', 'apk', 'snap', 'complete', 'compgen',
-  'alias', 'unalias', 'declare', 'typeset', 'export', 'local', 'readonly', 'ls', 'stat', 'file', 'cat', 'wc', 'head', 'tail', 'touch',
-  'mkdir', 'cp', 'mv', 'ln', 'git', 'diff', 'cmp', 'sort', 'uniq', 'cut', 'tr', 'basename', 'dirname', 'realpath', 'readlink', 'test', '[',
+  'echo',
+  'printf',
+  'man',
+  'which',
+  'whereis',
+  'type',
+  'help',
+  'whatis',
+  'apropos',
+  'info',
+  'tldr',
+  'hash',
+  'grep',
+  'egrep',
+  'fgrep',
+  'rg',
+  'ag',
+  'ack',
+  'apt',
+  'apt-get',
+  'apt-cache',
+  'dpkg',
+  'rpm',
+  'dnf',
+  'yum',
+  'brew',
+  'pacman',
+  'apk',
+  'snap',
+  'complete',
+  'compgen',
+  'alias',
+  'unalias',
+  'declare',
+  'typeset',
+  'export',
+  'local',
+  'readonly',
+  'ls',
+  'stat',
+  'file',
+  'cat',
+  'wc',
+  'head',
+  'tail',
+  'touch',
+  'mkdir',
+  'cp',
+  'mv',
+  'ln',
+  'git',
+  'diff',
+  'cmp',
+  'sort',
+  'uniq',
+  'cut',
+  'tr',
+  'basename',
+  'dirname',
+  'realpath',
+  'readlink',
+  'test',
+  '[',
 ]);
 
 /** Programs whose first operand is a subcommand that may share a name with a dangerous command (git rm, docker kill). */
 const SUBCOMMAND_TOOLS = new Set([
-  'git', 'docker', 'podman', 'nerdctl', 'npm', 'pnpm', 'yarn', 'bun', 'cargo', 'kubectl', 'helm', 'systemctl', 'apt', 'apt-get', 'dnf',
-  'yum', 'brew', 'pip', 'pip3', 'conda', 'gh', 'snap', 'flatpak', 'lxc', 'incus', 'virsh', 'ctr', 'crictl', 'vagrant', 'heroku', 'az',
-  'aws', 'gcloud', 'doctl', 'svn', 'hg', 'tmux', 'pm2', 'supervisorctl', 'service', 'rclone', 'restic', 'borg', 'go', 'deno',
-  'uv', 'poetry', 'pipx', 'gem', 'composer', 'mix', 'stack', 'cabal', 'dotnet', 'kill',
+  'git',
+  'docker',
+  'podman',
+  'nerdctl',
+  'npm',
+  'pnpm',
+  'yarn',
+  'bun',
+  'cargo',
+  'kubectl',
+  'helm',
+  'systemctl',
+  'apt',
+  'apt-get',
+  'dnf',
+  'yum',
+  'brew',
+  'pip',
+  'pip3',
+  'conda',
+  'gh',
+  'snap',
+  'flatpak',
+  'lxc',
+  'incus',
+  'virsh',
+  'ctr',
+  'crictl',
+  'vagrant',
+  'heroku',
+  'az',
+  'aws',
+  'gcloud',
+  'doctl',
+  'svn',
+  'hg',
+  'tmux',
+  'pm2',
+  'supervisorctl',
+  'service',
+  'rclone',
+  'restic',
+  'borg',
+  'go',
+  'deno',
+  'uv',
+  'poetry',
+  'pipx',
+  'gem',
+  'composer',
+  'mix',
+  'stack',
+  'cabal',
+  'dotnet',
+  'kill',
 ]);
 
 /** Programs refused by name: in an argument slice they count once they have arguments. */
 const DANGEROUS_BY_NAME = new Set([
-  'sudo', 'su', 'doas', 'pkexec', 'runuser', 'run0', 'shutdown', 'reboot', 'poweroff', 'pkill', 'killall', 'killall5', 'fdisk',
-  'sfdisk', 'parted', 'wipefs', 'shred', 'blkdiscard', 'iptables', 'ip6tables', 'nft', 'ufw', 'useradd', 'userdel', 'usermod',
-  'visudo', 'crontab', 'systemd-run', 'umount', 'mount', 'chpasswd',
+  'sudo',
+  'su',
+  'doas',
+  'pkexec',
+  'runuser',
+  'run0',
+  'shutdown',
+  'reboot',
+  'poweroff',
+  'pkill',
+  'killall',
+  'killall5',
+  'fdisk',
+  'sfdisk',
+  'parted',
+  'wipefs',
+  'shred',
+  'blkdiscard',
+  'iptables',
+  'ip6tables',
+  'nft',
+  'ufw',
+  'useradd',
+  'userdel',
+  'usermod',
+  'visudo',
+  'crontab',
+  'systemd-run',
+  'umount',
+  'mount',
+  'chpasswd',
 ]);
 
 /** Metadata tools that may name a raw device without reading its content. */
-const DEVICE_METADATA = new Set(['ls', 'lsblk', 'blkid', 'stat', 'file', 'df', 'findmnt', 'udevadm', 'smartctl', 'readlink', 'realpath', 'test', '[', 'lsof', 'fuser', 'du', 'echo', 'printf', 'grep']);
+const DEVICE_METADATA = new Set([
+  'ls',
+  'lsblk',
+  'blkid',
+  'stat',
+  'file',
+  'df',
+  'findmnt',
+  'udevadm',
+  'smartctl',
+  'readlink',
+  'realpath',
+  'test',
+  '[',
+  'lsof',
+  'fuser',
+  'du',
+  'echo',
+  'printf',
+  'grep',
+]);
 
 interface Ctx {
   facts: ScriptFacts;
@@ -120,7 +289,8 @@ function judgeText(text: string, where: string, ctx: Ctx): DenyVerdict | null {
 
 function judgeEmbedded(list: Embedded[], ctx: Ctx): DenyVerdict | null {
   for (const e of list) {
-    if ('refuse' in e) return deny(e.where.endsWith('=') ? 'env-injection' : e.where.includes('docker') ? 'container-escape' : 'embedded-command', `${e.where}: ${e.refuse}`);
+    if ('refuse' in e)
+      return deny(e.where.endsWith('=') ? 'env-injection' : e.where.includes('docker') ? 'container-escape' : 'embedded-command', `${e.where}: ${e.refuse}`);
     const v = judgeText(e.text, e.where, ctx);
     if (v) return v;
   }
@@ -180,7 +350,12 @@ function stdinItems(site: CommandSite): string[] {
     const up = s.upstream[0]!;
     const argv = up.argvs.length === 1 ? unwrapCommand(up.argvs[0]!, { deep: true }).words : [];
     const n = basename(argv[0] ?? '');
-    if (n === 'echo' || n === 'printf') return argv.slice(1).filter((a) => !/^-[neE]+$/.test(a)).flatMap((a) => a.split(/\\n|\s+/)).filter(Boolean);
+    if (n === 'echo' || n === 'printf')
+      return argv
+        .slice(1)
+        .filter((a) => !/^-[neE]+$/.test(a))
+        .flatMap((a) => a.split(/\\n|\s+/))
+        .filter(Boolean);
   }
   return [MARK.UNKNOWN];
 }
@@ -223,9 +398,14 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
       }
     }
     const runName = basename(u.words[0] ?? '');
-    const makefileFromStdin = (runName === 'make' || runName === 'gmake') && u.words.some((w, i) => /^(-f|--file|--makefile)$/.test(w) && STDIN_PATHS.test(u.words[i + 1] ?? '') || /^--(file|makefile)=(-|\/dev\/stdin)$/.test(w));
+    const makefileFromStdin =
+      (runName === 'make' || runName === 'gmake') &&
+      u.words.some((w, i) => (/^(-f|--file|--makefile)$/.test(w) && STDIN_PATHS.test(u.words[i + 1] ?? '')) || /^--(file|makefile)=(-|\/dev\/stdin)$/.test(w));
     if (makefileFromStdin && site.stdin.kind === 'here') {
-      const v = judgeEmbedded(site.stdin.texts.flatMap((t) => makefileCommands(t, 'a makefile on stdin')), ctx);
+      const v = judgeEmbedded(
+        site.stdin.texts.flatMap((t) => makefileCommands(t, 'a makefile on stdin')),
+        ctx,
+      );
       if (v) return v;
     }
     if (site.stdin.kind === 'here' && DB_SHELLS.has(basename(u.words[0] ?? '')) && site.stdin.texts.some(dbEscapes)) {
@@ -349,7 +529,8 @@ function judgeWrittenRun(level: string[], site: CommandSite, ctx: Ctx): DenyVerd
   if (!shell) return deny('inline-code', `${name} runs ${displayField(path)}, written by this same command`);
   for (const c of contents) {
     if (c === null) return deny('written-script', `${displayField(path)}`);
-    if (c.startsWith('#!') && !/^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(c)) return deny('inline-code', `${displayField(path)} is a script written by this same command`);
+    if (c.startsWith('#!') && !/^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(c))
+      return deny('inline-code', `${displayField(path)} is a script written by this same command`);
     const v = judgeText(c, `${displayField(path)}, written by this command`, ctx);
     if (v) return v;
   }

@@ -46,7 +46,7 @@ export function readOptions(args: readonly string[], spec: OptionSpec = {}): Rea
         const c = a[k]!;
         if (shortValue.includes(c)) {
           const glued = a.slice(k + 1);
-          out.short.set(c, glued !== '' ? glued : args[++i] ?? '');
+          out.short.set(c, glued !== '' ? glued : (args[++i] ?? ''));
           break;
         }
         out.short.set(c, true);

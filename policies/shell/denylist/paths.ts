@@ -9,7 +9,10 @@ import { MARK, displayField } from '../parse.js';
 export function normalizePath(p: string, cwd = ''): string {
   let path = p;
   if (!path.startsWith('/') && !path.startsWith('~') && cwd !== '') path = `${cwd}/${path}`;
-  path = path.replace(/^\/root(?=\/|$)/, '~').replace(/^\/home\/[^/]+(?=\/|$)/, '~').replace(/^~[A-Za-z_][\w-]*(?=\/|$)/, '~');
+  path = path
+    .replace(/^\/root(?=\/|$)/, '~')
+    .replace(/^\/home\/[^/]+(?=\/|$)/, '~')
+    .replace(/^~[A-Za-z_][\w-]*(?=\/|$)/, '~');
   const abs = path.startsWith('/');
   const out: string[] = [];
   for (const seg of path.split('/')) {
@@ -102,20 +105,51 @@ export const SECRET_PATTERNS: readonly RegExp[] = [
 
 /** Concrete secret paths that a glob is tested against (`cat ~/.ssh/id_*`, `cat /etc/sha*`, a /proc environ glob). */
 const SECRET_EXAMPLES = [
-  '/etc/passwd', '/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/etc/master.passwd', '~/.ssh/id_rsa', '~/.ssh/id_ed25519',
-  '~/.ssh/id_ecdsa', '~/.ssh/id_dsa', '~/.ssh/authorized_keys', '~/.aws/credentials', '~/.aws/config', '~/.gnupg/secring.gpg',
-  '~/.gnupg/private-keys-v1.d/a.key', '~/.git-credentials', '~/.netrc', '~/.pgpass', '~/.my.cnf', '~/.kube/config',
-  '~/.docker/config.json', '~/.npmrc', '~/.pypirc', '~/.config/gcloud/credentials.db',
-  '~/.config/gcloud/application_default_credentials.json', '~/.azure/accessTokens.json', '/etc/ssh/ssh_host_rsa_key',
-  '/etc/ssh/ssh_host_ed25519_key', '/etc/ssh/ssh_host_ecdsa_key', '/proc/1/environ', '/proc/1/mem', '/proc/1/maps',
-  '~/.config/gh/hosts.yml', '~/.vault-token', '~/.s3cfg', '~/.cargo/credentials.toml', '~/.config/rclone/rclone.conf',
+  '/etc/passwd',
+  '/etc/shadow',
+  '/etc/gshadow',
+  '/etc/sudoers',
+  '/etc/master.passwd',
+  '~/.ssh/id_rsa',
+  '~/.ssh/id_ed25519',
+  '~/.ssh/id_ecdsa',
+  '~/.ssh/id_dsa',
+  '~/.ssh/authorized_keys',
+  '~/.aws/credentials',
+  '~/.aws/config',
+  '~/.gnupg/secring.gpg',
+  '~/.gnupg/private-keys-v1.d/a.key',
+  '~/.git-credentials',
+  '~/.netrc',
+  '~/.pgpass',
+  '~/.my.cnf',
+  '~/.kube/config',
+  '~/.docker/config.json',
+  '~/.npmrc',
+  '~/.pypirc',
+  '~/.config/gcloud/credentials.db',
+  '~/.config/gcloud/application_default_credentials.json',
+  '~/.azure/accessTokens.json',
+  '/etc/ssh/ssh_host_rsa_key',
+  '/etc/ssh/ssh_host_ed25519_key',
+  '/etc/ssh/ssh_host_ecdsa_key',
+  '/proc/1/environ',
+  '/proc/1/mem',
+  '/proc/1/maps',
+  '~/.config/gh/hosts.yml',
+  '~/.vault-token',
+  '~/.s3cfg',
+  '~/.cargo/credentials.toml',
+  '~/.config/rclone/rclone.conf',
 ];
 
 /** Directories that hold secrets: copying or archiving them copies the secrets. */
-export const SECRET_DIRS = /^(~\/\.ssh|~\/\.gnupg|~\/\.aws|~\/\.azure|~\/\.kube|~\/\.docker|~\/\.config\/gcloud|~\/\.config\/gh|\/etc\/ssh|\/etc\/sudoers\.d|~\/\.gnupg\/private-keys-v1\.d)$/;
+export const SECRET_DIRS =
+  /^(~\/\.ssh|~\/\.gnupg|~\/\.aws|~\/\.azure|~\/\.kube|~\/\.docker|~\/\.config\/gcloud|~\/\.config\/gh|\/etc\/ssh|\/etc\/sudoers\.d|~\/\.gnupg\/private-keys-v1\.d)$/;
 
 /** Raw disks and memory: reading them reads every file, writing them destroys the filesystem. */
-export const RAW_DEVICE = /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|loop\d|dm-\d|md\d|sr\d|nbd\d|zram\d|ram\d|rbd\d|mapper\/|disk\/|root$|mem$|kmem$|port$)/;
+export const RAW_DEVICE =
+  /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|loop\d|dm-\d|md\d|sr\d|nbd\d|zram\d|ram\d|rbd\d|mapper\/|disk\/|root$|mem$|kmem$|port$)/;
 export const HARMLESS_DEV = /^\/dev\/(null|zero|full|random|urandom|stdin|stdout|stderr|tty\d*|pts\/\d+|fd\/\d+|shm(\/|$))$/;
 
 /** Writing here makes something run later (at boot, login, a schedule, every shell): 'persistence'. */

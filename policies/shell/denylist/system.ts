@@ -46,7 +46,12 @@ function sweepTarget(t: string, cwds: string[]): string | null {
 }
 
 function permissionSweep(name: string, args: string[], cwds: string[]): DenyVerdict | null {
-  const o = readOptions(args, name === 'setfacl' ? { shortValue: 'mMxX', longValue: ['modify', 'modify-file', 'remove', 'remove-file', 'set', 'set-file'] } : { longValue: ['reference', 'from'] });
+  const o = readOptions(
+    args,
+    name === 'setfacl'
+      ? { shortValue: 'mMxX', longValue: ['modify', 'modify-file', 'remove', 'remove-file', 'set', 'set-file'] }
+      : { longValue: ['reference', 'from'] },
+  );
   if (!(o.short.has('R') || hasLong(o, 'recursive', 3))) return null;
   for (const t of o.operands) {
     const hit = sweepTarget(t, cwds);
@@ -95,12 +100,51 @@ function subcommands(args: readonly string[], valueOpts: readonly string[]): str
   return out;
 }
 
-const DOCKER_OPTS = ['-H', '--host', '-c', '--context', '--config', '-l', '--log-level', '-f', '--file', '-p', '--project-name', '--project-directory', '--profile', '--env-file', '--ansi'];
-const KUBE_OPTS = ['-n', '--namespace', '--context', '--cluster', '--user', '-s', '--server', '--kubeconfig', '--token', '--as', '--as-group', '--request-timeout'];
+const DOCKER_OPTS = [
+  '-H',
+  '--host',
+  '-c',
+  '--context',
+  '--config',
+  '-l',
+  '--log-level',
+  '-f',
+  '--file',
+  '-p',
+  '--project-name',
+  '--project-directory',
+  '--profile',
+  '--env-file',
+  '--ansi',
+];
+const KUBE_OPTS = [
+  '-n',
+  '--namespace',
+  '--context',
+  '--cluster',
+  '--user',
+  '-s',
+  '--server',
+  '--kubeconfig',
+  '--token',
+  '--as',
+  '--as-group',
+  '--request-timeout',
+];
 const ENTRY_TOOLS = new Set([
-  'nsenter', 'unshare', 'chroot', 'systemd-nspawn', 'lxc-attach', 'lxc-execute', 'lxc-console', 'bwrap', 'distrobox-enter',
+  'nsenter',
+  'unshare',
+  'chroot',
+  'systemd-nspawn',
+  'lxc-attach',
+  'lxc-execute',
+  'lxc-console',
+  'bwrap',
+  'distrobox-enter',
   // from inside a sandbox out to the host
-  'flatpak-spawn', 'host-spawn', 'distrobox-host-exec',
+  'flatpak-spawn',
+  'host-spawn',
+  'distrobox-host-exec',
 ]);
 export const ENTRY_WRAPPERS: ReadonlySet<string> = new Set(['nsenter', 'unshare', 'chroot', 'bwrap']);
 
@@ -206,4 +250,23 @@ export function systemRule(name: string, args: string[], cwds: string[], links: 
 }
 
 /** Names the system rules know (for argument slices: `foo --bar rimraf /`). */
-export const SYSTEM_COMMANDS: ReadonlySet<string> = new Set([...DELETE_TOOLS, 'chattr', 'setfacl', 'setcap', 'capsh', 'filecap', 'srm', 'wipe', 'sdel', 'zfs', 'btrfs', 'pvremove', 'lvreduce', 'vgreduce', 'dmsetup', 'getent', 'unshadow', ...ENTRY_TOOLS]);
+export const SYSTEM_COMMANDS: ReadonlySet<string> = new Set([
+  ...DELETE_TOOLS,
+  'chattr',
+  'setfacl',
+  'setcap',
+  'capsh',
+  'filecap',
+  'srm',
+  'wipe',
+  'sdel',
+  'zfs',
+  'btrfs',
+  'pvremove',
+  'lvreduce',
+  'vgreduce',
+  'dmsetup',
+  'getent',
+  'unshadow',
+  ...ENTRY_TOOLS,
+]);

@@ -10,7 +10,18 @@ import { analyzeScript, displayField, isStatic, type CommandSite, type RedirectS
 import { deny, type DenyVerdict } from './rules.js';
 import { operands } from './commands.js';
 import { assignmentEmbedded } from './embedded.js';
-import { HARMLESS_DEV, HISTORY_FILE, PERSISTENCE_PATHS, RAW_DEVICE, normalizePath, normalizePaths, pathMatches, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import {
+  HARMLESS_DEV,
+  HISTORY_FILE,
+  PERSISTENCE_PATHS,
+  RAW_DEVICE,
+  normalizePath,
+  normalizePaths,
+  pathMatches,
+  resolveLinks,
+  secretPath,
+  type LinkMap,
+} from './paths.js';
 import { historyAssignment } from './system.js';
 
 /** files written so far in this command: path -> possible contents (null: unknown) */
@@ -76,8 +87,11 @@ export function recordWrites(site: CommandSite, ctx: { links: LinkMap; written: 
   const cwd = site.cwd[0] ?? '';
   const put = (path: string, content: string | null, append: boolean): void => {
     const p = resolveLinks(normalizePath(path, cwd), ctx.links);
-    const before = append ? ctx.written.get(p) ?? [''] : [''];
-    ctx.written.set(p, before.map((b) => (b === null || content === null ? null : b + content)));
+    const before = append ? (ctx.written.get(p) ?? ['']) : [''];
+    ctx.written.set(
+      p,
+      before.map((b) => (b === null || content === null ? null : b + content)),
+    );
   };
   for (const argv of site.argvs) {
     const words = unwrapCommand(argv, { deep: true }).words;
@@ -89,7 +103,12 @@ export function recordWrites(site: CommandSite, ctx: { links: LinkMap; written: 
     }
     if (name === 'tee') {
       const up = site.stdin.kind === 'pipe' && site.stdin.upstream.length === 1 ? site.stdin.upstream[0]! : null;
-      const text = up && up.argvs.length === 1 ? producedText(up, unwrapCommand(up.argvs[0]!, { deep: true }).words) : site.stdin.kind === 'here' ? site.stdin.texts.join('\n') : null;
+      const text =
+        up && up.argvs.length === 1
+          ? producedText(up, unwrapCommand(up.argvs[0]!, { deep: true }).words)
+          : site.stdin.kind === 'here'
+            ? site.stdin.texts.join('\n')
+            : null;
       const append = words.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append');
       for (const t of operands(words.slice(1))) put(t, text, append);
     } else if (name !== 'curl' && name !== 'wget') {
@@ -141,7 +160,11 @@ export function teeInput(site: CommandSite): string | null {
 
 function producedText(site: CommandSite, words: string[]): string | null {
   const name = basename(words[0] ?? '');
-  if (name === 'echo') return `${words.slice(1).filter((w) => !/^-[neE]+$/.test(w)).join(' ')}\n`;
+  if (name === 'echo')
+    return `${words
+      .slice(1)
+      .filter((w) => !/^-[neE]+$/.test(w))
+      .join(' ')}\n`;
   if (name === 'printf') return words.slice(1).join(' ').replace(/\\n/g, '\n').replace(/\\t/g, '\t');
   if (name === 'cat' && words.length === 1 && site.stdin.kind === 'here') return site.stdin.texts.length === 1 ? site.stdin.texts[0]! : null;
   return null;
@@ -167,4 +190,3 @@ export function judgeRedirect(r: RedirectSite, links: LinkMap, appended: string 
   }
   return null;
 }
-

@@ -226,7 +226,7 @@ class Converter {
         const inner = [...(index ? this.innerWords(index) : []), ...(slice ? this.innerWords(slice) : [])];
         let indexWord: Word | null = null;
         if (index && typeOf(index) === 'Word') indexWord = this.word(index);
-        const opaque = bool(p, 'Length') || bool(p, 'Excl') || bool(p, 'Width') || p['Names'] !== 0 && p['Names'] != null || slice != null;
+        const opaque = bool(p, 'Length') || bool(p, 'Excl') || bool(p, 'Width') || (p['Names'] !== 0 && p['Names'] != null) || slice != null;
         return {
           t: 'param',
           name: str(field(p, 'Param'), 'Value'),

@@ -38,55 +38,56 @@ function seen(m: FakeSlackMessage): SeenMessage {
   };
 }
 
-for (const mode of ['http', 'socket'] as const) adapterContract(`slack (${mode === 'http' ? 'HTTP mode' : 'Socket Mode'})`, async (): Promise<ContractDriver> => {
-  const fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SECRET });
-  fake.mode = mode;
-  const adapter = createSlackAdapter({
-    botToken: BOT_TOKEN,
-    ...(mode === 'socket' ? { appToken: APP_TOKEN } : { signingSecret: SECRET }),
-    apiUrl: fake.apiUrl,
-    statusEditIntervalMs: 30,
-    log: () => {},
+for (const mode of ['http', 'socket'] as const)
+  adapterContract(`slack (${mode === 'http' ? 'HTTP mode' : 'Socket Mode'})`, async (): Promise<ContractDriver> => {
+    const fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SECRET });
+    fake.mode = mode;
+    const adapter = createSlackAdapter({
+      botToken: BOT_TOKEN,
+      ...(mode === 'socket' ? { appToken: APP_TOKEN } : { signingSecret: SECRET }),
+      apiUrl: fake.apiUrl,
+      statusEditIntervalMs: 30,
+      log: () => {},
+    });
+    const http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: adapter.httpRoutes(), health: () => ({}) });
+    fake.eventsUrl = `http://127.0.0.1:${http.port}/slack/events`;
+    const sink = new ContractSink();
+    await adapter.start(sink);
+    if (mode === 'socket') expect(fake.sockets.open).toBe(1);
+    const dm = refFor(fake.teamId, 'D0ADA');
+    const byTs = (ref: { channelId: string }, ts: string) => {
+      const m = fake.messages.find((x) => x.channel === ref.channelId && x.ts === ts);
+      if (!m) throw new Error(`no message ${ts}`);
+      return m;
+    };
+    return {
+      adapter,
+      sink,
+      textLimit: 3900,
+      sampleRefs: () => [dm, refFor('T0TEAM', 'C0CHAN'), refFor('T0TEAM', 'C0CHAN', '1700000000.000100')],
+      conversation: () => dm,
+      sendCommand: async (ref, command) => {
+        await fake.userMessage({ user: 'U0ADA', channel: ref.channelId, text: `<@${fake.botUserId}> /${command}@gatehouse`, im: true });
+      },
+      click: async (ref, handle, token) => {
+        const r = await fake.click({ user: 'U0ADA', message: byTs(ref, handle), value: token });
+        if (r.status !== 200) throw new Error(`click answered ${r.status}`);
+      },
+      privateNotices: () => fake.ephemerals.map((e) => unescapeHtml(e.text)),
+      visible: (ref) => fake.visible(ref.channelId, ref.threadId).map(seen),
+      message: (ref, handle) => seen(byTs(ref, handle)),
+      rateLimitEdits: (times) => fake.failNext('chat.update', { error: 'ratelimited', retryAfter: 1 }, times),
+      editStats: () => ({
+        accepted: fake.calls.filter((c) => c.method === 'chat.update' && c.ok).length,
+        limited: fake.calls.filter((c) => c.method === 'chat.update' && c.status === 429).length,
+        retryAfterViolations: fake.retryAfterViolations,
+      }),
+      close: async () => {
+        await adapter.stop();
+        // the client closes its socket with a close handshake: let it finish before the fake goes away
+        await waitFor('the socket close handshake', () => fake.sockets.open === 0, { timeoutMs: 5000, intervalMs: 10 }).catch(() => undefined);
+        await http.close();
+        await fake.close();
+      },
+    };
   });
-  const http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: adapter.httpRoutes(), health: () => ({}) });
-  fake.eventsUrl = `http://127.0.0.1:${http.port}/slack/events`;
-  const sink = new ContractSink();
-  await adapter.start(sink);
-  if (mode === 'socket') expect(fake.sockets.open).toBe(1);
-  const dm = refFor(fake.teamId, 'D0ADA');
-  const byTs = (ref: { channelId: string }, ts: string) => {
-    const m = fake.messages.find((x) => x.channel === ref.channelId && x.ts === ts);
-    if (!m) throw new Error(`no message ${ts}`);
-    return m;
-  };
-  return {
-    adapter,
-    sink,
-    textLimit: 3900,
-    sampleRefs: () => [dm, refFor('T0TEAM', 'C0CHAN'), refFor('T0TEAM', 'C0CHAN', '1700000000.000100')],
-    conversation: () => dm,
-    sendCommand: async (ref, command) => {
-      await fake.userMessage({ user: 'U0ADA', channel: ref.channelId, text: `<@${fake.botUserId}> /${command}@gatehouse`, im: true });
-    },
-    click: async (ref, handle, token) => {
-      const r = await fake.click({ user: 'U0ADA', message: byTs(ref, handle), value: token });
-      if (r.status !== 200) throw new Error(`click answered ${r.status}`);
-    },
-    privateNotices: () => fake.ephemerals.map((e) => unescapeHtml(e.text)),
-    visible: (ref) => fake.visible(ref.channelId, ref.threadId).map(seen),
-    message: (ref, handle) => seen(byTs(ref, handle)),
-    rateLimitEdits: (times) => fake.failNext('chat.update', { error: 'ratelimited', retryAfter: 1 }, times),
-    editStats: () => ({
-      accepted: fake.calls.filter((c) => c.method === 'chat.update' && c.ok).length,
-      limited: fake.calls.filter((c) => c.method === 'chat.update' && c.status === 429).length,
-      retryAfterViolations: fake.retryAfterViolations,
-    }),
-    close: async () => {
-      await adapter.stop();
-      // the client closes its socket with a close handshake: let it finish before the fake goes away
-      await waitFor('the socket close handshake', () => fake.sockets.open === 0, { timeoutMs: 5000, intervalMs: 10 }).catch(() => undefined);
-      await http.close();
-      await fake.close();
-    },
-  };
-});

@@ -62,7 +62,6 @@ export interface ContractDriver {
 
 const squash = (s: string) => s.replace(/\s+/g, '');
 
-
 const approvalCard = (): Card => ({
   kind: 'approval',
   title: 'Run a command?',

@@ -98,12 +98,20 @@ describe.each(ENGINES)('on %s', (engine) => {
 
   const texts = (channel: string) => discord.visible(channel).map((m) => discordToPlain(m.content));
   const withComponents = (channel: string) => discord.visible(channel).filter((m) => m.components.length > 0);
-  const buttons = (m: FakeDiscordMessage) => m.components.flatMap((r) => r['components'] as Array<{ type: number; label?: string; custom_id: string; options?: Array<{ label: string; value: string }> }>);
+  const buttons = (m: FakeDiscordMessage) =>
+    m.components.flatMap(
+      (r) => r['components'] as Array<{ type: number; label?: string; custom_id: string; options?: Array<{ label: string; value: string }> }>,
+    );
   const modelTurns = () => model.requests.filter((r) => !JSON.stringify(r.body).includes('classif'));
 
   test('start: slash commands registered for the listed guild, the invite URL logged, no token anywhere', async () => {
     await boot();
-    expect(discord.commands.get(GUILD)?.map((c) => c['name']).sort()).toEqual(['help', 'reset', 'stop']);
+    expect(
+      discord.commands
+        .get(GUILD)
+        ?.map((c) => c['name'])
+        .sort(),
+    ).toEqual(['help', 'reset', 'stop']);
     expect(discord.commands.has('global')).toBe(false);
     expect(logged).toMatch(/https:\/\/discord\.com\/oauth2\/authorize\?client_id=900000000000000002&scope=bot%20applications\.commands&permissions=\d+/);
     expect(discord.gateway.identifies).toBe(1);
@@ -132,7 +140,13 @@ describe.each(ENGINES)('on %s', (engine) => {
     const thread = discord.channels.get(asked)!;
     expect(thread).toMatchObject({ type: 11, parentId: TEAM, ownerId: discord.botUserId });
     expect(thread.name).toBe('help me');
-    discord.dispatch('MESSAGE_UPDATE', { id: asked, channel_id: TEAM, guild_id: GUILD, content: `<@${discord.botUserId}> edited`, author: { id: BOB.id, username: 'bob', discriminator: '0' } });
+    discord.dispatch('MESSAGE_UPDATE', {
+      id: asked,
+      channel_id: TEAM,
+      guild_id: GUILD,
+      content: `<@${discord.botUserId}> edited`,
+      author: { id: BOB.id, username: 'bob', discriminator: '0' },
+    });
     discord.userMessage({ user: BOB, channel: asked, text: 'and more' });
     await waitFor('follow-up answer', () => texts(asked).includes('Second answer.'));
     expect(texts(TEAM)).toEqual([]);
@@ -197,7 +211,21 @@ describe.each(ENGINES)('on %s', (engine) => {
     await boot();
     const many = Array.from({ length: 8 }, (_, i) => ({ value: `region-${i}`, label: `Region ${i}` }));
     queue.push(
-      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which environment?', suggestions: [{ value: 'staging', label: 'Staging' }, { value: 'prod', label: 'Production' }], allowCustom: true } }] },
+      {
+        toolUses: [
+          {
+            name: 'ask_user_question',
+            input: {
+              question: 'Which environment?',
+              suggestions: [
+                { value: 'staging', label: 'Staging' },
+                { value: 'prod', label: 'Production' },
+              ],
+              allowCustom: true,
+            },
+          },
+        ],
+      },
       { text: 'Going with staging.' },
       { toolUses: [{ name: 'ask_user_question', input: { question: 'Which branch?', suggestions: [{ value: 'main', label: 'main' }], allowCustom: true } }] },
       { text: 'Branch noted.' },
@@ -316,7 +344,9 @@ describe.each(ENGINES)('on %s', (engine) => {
 
   test('a token refused by the gateway (close 4004) stops the start the same way', async () => {
     discord.closeOnIdentify = 4004;
-    await expect(startBot({ env: env(), cwd: dir, stdout: new PassThrough(), stderr: new PassThrough() }, () => {})).rejects.toThrow(/DISCORD_TOKEN was rejected by Discord/);
+    await expect(startBot({ env: env(), cwd: dir, stdout: new PassThrough(), stderr: new PassThrough() }, () => {})).rejects.toThrow(
+      /DISCORD_TOKEN was rejected by Discord/,
+    );
   });
 
   test('an invalid token stops the start with what to do, without the token', async () => {

@@ -8,11 +8,16 @@ import { discordAnswer, discordToPlain, markdownToDiscord } from '../../../adapt
 import type { EnvProblem } from '../../../adapters/types.js';
 import type { Card } from '../../../agent/events.js';
 
-type Row = { type: number; components: Array<{ type: number; style?: number; label?: string; custom_id: string; options?: Array<{ label: string; value: string }> }> };
+type Row = {
+  type: number;
+  components: Array<{ type: number; style?: number; label?: string; custom_id: string; options?: Array<{ label: string; value: string }> }>;
+};
 const tok = (i: number) => `tok${String(i).padStart(3, '0')}-${'x'.repeat(30)}`;
 
 test('markdown renders to Discord: marks, code with language, links, headings, lists, quotes, tables', () => {
-  const out = markdownToDiscord('# Title\n\n**bold** *it* ~~gone~~ `x`\n\n```ts\nconst a = 1;\n```\n\n- one\n- two\n\n1. first\n\n> quoted\n\n[site](https://example.com/a?b=1)\n\n| a | b |\n|---|---|\n| 1 | 2 |');
+  const out = markdownToDiscord(
+    '# Title\n\n**bold** *it* ~~gone~~ `x`\n\n```ts\nconst a = 1;\n```\n\n- one\n- two\n\n1. first\n\n> quoted\n\n[site](https://example.com/a?b=1)\n\n| a | b |\n|---|---|\n| 1 | 2 |',
+  );
   expect(out).toContain('# Title');
   expect(out).toContain('**bold** _it_ ~~gone~~ `x`');
   expect(out).toContain('```ts\nconst a = 1;\n```');
@@ -52,7 +57,11 @@ const card = (n: number, extra: Partial<Card> = {}): Card => ({
   kind: 'question',
   title: 'Pick one',
   body: 'Which?',
-  buttons: Array.from({ length: n }, (_, i) => ({ token: tok(i), label: `Option ${i} ${'long '.repeat(i === 0 ? 30 : 0)}`, style: i === 0 ? 'primary' : i === n - 1 ? 'danger' : 'default' })),
+  buttons: Array.from({ length: n }, (_, i) => ({
+    token: tok(i),
+    label: `Option ${i} ${'long '.repeat(i === 0 ? 30 : 0)}`,
+    style: i === 0 ? 'primary' : i === n - 1 ? 'danger' : 'default',
+  })),
   ...extra,
 });
 

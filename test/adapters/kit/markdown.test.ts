@@ -9,9 +9,7 @@ const squash = (s: string) => s.replace(/\s+/g, '');
 const plainTarget: MarkdownTarget = {
   render: (root, source) => {
     const doc = { root, source };
-    return doc.root.children
-      .map((b) => ('value' in b && typeof b.value === 'string' ? `[code]${b.value}[/code]` : plainOf(b)))
-      .join('\n');
+    return doc.root.children.map((b) => ('value' in b && typeof b.value === 'string' ? `[code]${b.value}[/code]` : plainOf(b))).join('\n');
   },
   measure: (s) => s.length,
 };

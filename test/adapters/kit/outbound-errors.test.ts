@@ -7,7 +7,10 @@ const ref: ConversationRef = { platform: 'slack', key: 'slack:T1:C1', channelId:
 describe('outbound errors keep their cause', () => {
   test('a failed call is logged once and rethrown as a coded AdapterError whose cause is the platform error', async () => {
     const logged: string[] = [];
-    const outbound = outboundCaller((_level, msg) => logged.push(msg), (err) => `described ${messageOf(err)}`);
+    const outbound = outboundCaller(
+      (_level, msg) => logged.push(msg),
+      (err) => `described ${messageOf(err)}`,
+    );
     const original = new Error('not_in_channel');
     const thrown = await outbound('chat.postMessage', ref, () => Promise.reject(original)).catch((e: unknown) => e);
     expect(thrown).toBeInstanceOf(AdapterError);
@@ -18,7 +21,11 @@ describe('outbound errors keep their cause', () => {
   });
 
   test('a platform whose errors hold a token passes a scrubbed cause instead of the original', async () => {
-    const outbound = outboundCaller(() => {}, () => 'scrubbed', () => new Error('scrubbed'));
+    const outbound = outboundCaller(
+      () => {},
+      () => 'scrubbed',
+      () => new Error('scrubbed'),
+    );
     const thrown = await outbound('sendMessage', ref, () => Promise.reject(new Error('https://api/bot123:SECRET/sendMessage'))).catch((e: unknown) => e);
     expect(String((thrown as AdapterError).cause)).not.toContain('SECRET');
   });

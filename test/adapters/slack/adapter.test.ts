@@ -83,7 +83,12 @@ describe('conversations and threads', () => {
     await fake.userMessage({ user: 'U0BOB', channel: 'C0CHAN', text: 'in another thread', threadTs: '1600000000.000001' });
     await fake.userMessage({ user: 'U0ADA', channel: 'C0CHAN', text: 'and a follow-up', threadTs: ts });
     await until(() => sink.messages.length === 2, 'the follow-up');
-    expect(sink.messages[1]).toMatchObject({ text: 'and a follow-up', mentionsBot: false, repliesToBot: true, conversation: refFor(fake.teamId, 'C0CHAN', ts) });
+    expect(sink.messages[1]).toMatchObject({
+      text: 'and a follow-up',
+      mentionsBot: false,
+      repliesToBot: true,
+      conversation: refFor(fake.teamId, 'C0CHAN', ts),
+    });
     expect(sink.messages).toHaveLength(2);
   });
 
@@ -109,7 +114,16 @@ describe('conversations and threads', () => {
 
   test('bots, edits and joins are ignored', async () => {
     const post = (event: Record<string, unknown>) =>
-      fake.post(JSON.stringify({ type: 'event_callback', team_id: fake.teamId, api_app_id: 'A0APP', event_id: `E${Math.random()}`, event_time: 1, event: { channel: 'D0ADA', channel_type: 'im', ts: `${Date.now() / 1000}`, ...event } }));
+      fake.post(
+        JSON.stringify({
+          type: 'event_callback',
+          team_id: fake.teamId,
+          api_app_id: 'A0APP',
+          event_id: `E${Math.random()}`,
+          event_time: 1,
+          event: { channel: 'D0ADA', channel_type: 'im', ts: `${Date.now() / 1000}`, ...event },
+        }),
+      );
     await post({ type: 'message', bot_id: 'B0OTHER', text: 'I am a bot' });
     await post({ type: 'message', subtype: 'message_changed', message: { text: 'edited' } });
     await post({ type: 'message', subtype: 'channel_join', user: 'U0ADA', text: 'joined' });
@@ -123,7 +137,12 @@ describe('HTTP mode request checks', () => {
   beforeEach(() => setup());
 
   test('a bad signature and a stale timestamp get 401 and reach nobody', async () => {
-    const body = JSON.stringify({ type: 'event_callback', team_id: fake.teamId, event_id: 'EvX', event: { type: 'message', channel_type: 'im', user: 'U0ADA', text: 'forged', ts: '1.1', channel: 'D0ADA' } });
+    const body = JSON.stringify({
+      type: 'event_callback',
+      team_id: fake.teamId,
+      event_id: 'EvX',
+      event: { type: 'message', channel_type: 'im', user: 'U0ADA', text: 'forged', ts: '1.1', channel: 'D0ADA' },
+    });
     expect((await fake.post(body, { signature: 'v0=' + '0'.repeat(64) })).status).toBe(401);
     expect((await fake.post(body, { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 })).status).toBe(401);
     await new Promise((r) => setTimeout(r, 50));
@@ -200,9 +219,9 @@ describe('start-up errors say what to do and never print a token', () => {
     const ref = refFor(fake.teamId, 'C0GONE');
     await expect(adapter.postText(ref, 'hello')).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
     await expect(adapter.render(ref, { type: 'answer', runId: 'r', text: 'hi' })).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
-    await expect(adapter.postCard(ref, { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 't1', label: 'Approve once', style: 'primary' }] })).rejects.toThrow(
-      /slack:T0TEAM:C0GONE.*not_in_channel/,
-    );
+    await expect(
+      adapter.postCard(ref, { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 't1', label: 'Approve once', style: 'primary' }] }),
+    ).rejects.toThrow(/slack:T0TEAM:C0GONE.*not_in_channel/);
   });
 });
 
@@ -245,7 +264,12 @@ describe('user groups as approvers', () => {
   };
   const listCalls = () => fake.calls.filter((c) => c.method === 'usergroups.users.list').length;
   const card = async () => {
-    const ts = await adapter.postCard(refFor(fake.teamId, 'C0CHAN'), { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }] });
+    const ts = await adapter.postCard(refFor(fake.teamId, 'C0CHAN'), {
+      kind: 'approval',
+      title: 'Run?',
+      body: 'ls',
+      buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }],
+    });
     return fake.messages.find((m) => m.ts === ts)!;
   };
 
@@ -294,7 +318,9 @@ describe('user groups fail closed (issue 18)', () => {
   /** The core's side as the broker does it: only a bound approver (here group:S0OPS) decides. */
   const asBroker = () => {
     sink.onAction = (a) =>
-      isApprover(a.user, ['group:S0OPS']) ? { accepted: true, notice: 'Approved.' } : { accepted: false, notice: 'Only a bound approver can decide this. Nothing was changed.' };
+      isApprover(a.user, ['group:S0OPS'])
+        ? { accepted: true, notice: 'Approved.' }
+        : { accepted: false, notice: 'Only a bound approver can decide this. Nothing was changed.' };
   };
   const click = async (user: string, card: FakeSlackMessage) => {
     const before = sink.actions.length;
@@ -304,7 +330,12 @@ describe('user groups fail closed (issue 18)', () => {
     return { roles: sink.actions.at(-1)!.user.roles ?? [], notice: fake.ephemerals.at(-1)!.text };
   };
   const card = async () => {
-    const ts = await adapter.postCard(refFor(fake.teamId, 'C0CHAN'), { kind: 'approval', title: 'Run?', body: 'ls', buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }] });
+    const ts = await adapter.postCard(refFor(fake.teamId, 'C0CHAN'), {
+      kind: 'approval',
+      title: 'Run?',
+      body: 'ls',
+      buttons: [{ token: 'tokApprove', label: 'Approve once', style: 'primary' }],
+    });
     return fake.messages.find((m) => m.ts === ts)!;
   };
   const listCalls = () => fake.calls.filter((c) => c.method === 'usergroups.users.list').length;

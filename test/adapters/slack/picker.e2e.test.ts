@@ -57,7 +57,11 @@ afterEach(async () => {
 });
 
 const selectOf = (m: FakeSlackMessage) =>
-  ((m.blocks ?? []).find((b) => b['type'] === 'actions') as { elements: Array<{ type: string; options?: Array<{ value: string; text: { text: string } }> }> } | undefined)?.elements[0];
+  (
+    (m.blocks ?? []).find((b) => b['type'] === 'actions') as
+      | { elements: Array<{ type: string; options?: Array<{ value: string; text: { text: string } }> }> }
+      | undefined
+  )?.elements[0];
 
 for (const mode of ['http', 'socket'] as const) {
   test(`${mode === 'http' ? 'HTTP mode' : 'Socket Mode'}: a picker with 7 options is a select menu; a non-approver's choice changes nothing, the approver's reaches the tool`, async () => {

@@ -78,7 +78,11 @@ describe('Block Kit cards', () => {
   });
 
   test('a picker with more options than fit a row is one select menu; decided cards have no actions', () => {
-    const picker: Card = { ...card, kind: 'picker', buttons: Array.from({ length: 9 }, (_, i) => ({ token: `t${i}`, label: `Option ${i}`, style: 'default' as const })) };
+    const picker: Card = {
+      ...card,
+      kind: 'picker',
+      buttons: Array.from({ length: 9 }, (_, i) => ({ token: `t${i}`, label: `Option ${i}`, style: 'default' as const })),
+    };
     const m = renderSlackCard(picker);
     const actions = m.blocks.find((b) => b['type'] === 'actions') as { elements: Array<Record<string, unknown>> };
     expect(actions.elements).toHaveLength(1);

@@ -165,7 +165,21 @@ describe.each(ENGINES)('on %s', (engine) => {
   test('a question: buttons, and a typed answer from the asker', async () => {
     await boot();
     queue.push(
-      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which environment?', suggestions: [{ value: 'staging', label: 'Staging' }, { value: 'prod', label: 'Production' }], allowCustom: true } }] },
+      {
+        toolUses: [
+          {
+            name: 'ask_user_question',
+            input: {
+              question: 'Which environment?',
+              suggestions: [
+                { value: 'staging', label: 'Staging' },
+                { value: 'prod', label: 'Production' },
+              ],
+              allowCustom: true,
+            },
+          },
+        ],
+      },
       { text: 'Going with staging.' },
       { toolUses: [{ name: 'ask_user_question', input: { question: 'Which branch?', suggestions: [{ value: 'main', label: 'main' }], allowCustom: true } }] },
       { text: 'Branch noted.' },

@@ -61,9 +61,7 @@ describe('markdownToTelegramHtml', () => {
 
   test('the visible text keeps every word of the input', () => {
     const md = '# Title\nSome **bold**, `code` and [a link](https://e.x/y).\n\n```py\nprint("<hi>")\n```';
-    expect(htmlToPlain(markdownToTelegramHtml(md))).toBe(
-      'Title\nSome bold, code and a link (https://e.x/y).\n\nprint("<hi>")',
-    );
+    expect(htmlToPlain(markdownToTelegramHtml(md))).toBe('Title\nSome bold, code and a link (https://e.x/y).\n\nprint("<hi>")');
   });
 });
 

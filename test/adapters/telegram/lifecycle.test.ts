@@ -40,7 +40,20 @@ test('start calls getMe; with botInfo given it does not', async () => {
   expect(fake.calls.filter((c) => c.method === 'getMe')).toHaveLength(1);
   await a.stop();
   fake.calls.length = 0;
-  const b = make({ botInfo: { ...fake.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false, can_connect_to_business: false, has_main_web_app: false, has_topics_enabled: false, allows_users_to_create_topics: false, can_manage_bots: false, supports_join_request_queries: false } });
+  const b = make({
+    botInfo: {
+      ...fake.bot,
+      can_join_groups: true,
+      can_read_all_group_messages: false,
+      supports_inline_queries: false,
+      can_connect_to_business: false,
+      has_main_web_app: false,
+      has_topics_enabled: false,
+      allows_users_to_create_topics: false,
+      can_manage_bots: false,
+      supports_join_request_queries: false,
+    },
+  });
   const sink = new TestSink();
   await b.start(sink);
   expect(fake.calls.filter((c) => c.method === 'getMe')).toHaveLength(0);

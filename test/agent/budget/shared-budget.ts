@@ -36,11 +36,15 @@ export function budgetSuite(engine: string, openPair: () => Promise<[Store, Stor
       for (const s of stores) await s.close();
     });
     const modelOn = (store: Store, limits: BudgetLimits, refusals: unknown[] = []) =>
-      budgetedModel(createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }), new BudgetGate({ spend: store.spend, limits, now: () => clock, onRefusal: (r) => refusals.push(r) }), () => ({
-        agent: 'ops',
-        conversation: 'telegram:1',
-        user: 'telegram:42',
-      }));
+      budgetedModel(
+        createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }),
+        new BudgetGate({ spend: store.spend, limits, now: () => clock, onRefusal: (r) => refusals.push(r) }),
+        () => ({
+          agent: 'ops',
+          conversation: 'telegram:1',
+          user: 'telegram:42',
+        }),
+      );
 
     test('parallel calls on two replicas never reserve past the limit, and settle to the fake usage', async () => {
       let release!: () => void;
@@ -87,7 +91,13 @@ export function budgetSuite(engine: string, openPair: () => Promise<[Store, Stor
       await m.complete(req('claude-unpriced-9', 500)); // 1000 used
       const err = await m.complete(req('claude-unpriced-9', 500)).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(BudgetExceededError);
-      expect((err as BudgetExceededError).refusal).toMatchObject({ scope: 'agentPerDay', unit: 'tokens', spent: 1000, limit: 1500, resetsAt: Date.UTC(2026, 11, 3) });
+      expect((err as BudgetExceededError).refusal).toMatchObject({
+        scope: 'agentPerDay',
+        unit: 'tokens',
+        spent: 1000,
+        limit: 1500,
+        resetsAt: Date.UTC(2026, 11, 3),
+      });
       expect((err as Error).message).toContain('resets at 2026-12-03T00:00:00Z');
       expect(refusals).toHaveLength(1);
       expect(fake.requests).toHaveLength(2);

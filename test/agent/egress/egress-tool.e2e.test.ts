@@ -74,9 +74,7 @@ test('curl through the tool reaches the allowed server; the connection is an aud
   expect(out).toContain('hello-through-proxy');
   expect(hits).toBe(1);
   const e = events.filter((x) => x.event === 'egress_connection');
-  expect(e).toEqual([
-    expect.objectContaining({ event: 'egress_connection', agent: 'net', host: '127.0.0.1', port, method: 'HTTP', decision: 'allowed' }),
-  ]);
+  expect(e).toEqual([expect.objectContaining({ event: 'egress_connection', agent: 'net', host: '127.0.0.1', port, method: 'HTTP', decision: 'allowed' })]);
   expect((e[0] as { bytesDown: number }).bytesDown).toBe('hello-through-proxy'.length);
 });
 

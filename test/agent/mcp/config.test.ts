@@ -18,7 +18,18 @@ const env = { ANTHROPIC_API_KEY: 'sk-test' };
 function load(lines: string) {
   const cwd = mkdtempSync(join(tmpdir(), 'gatehouse-mcp-config-'));
   dirs.push(cwd);
-  writeFileSync(join(cwd, 'gatehouse.yaml'), ['agents:', '  ops:', '    model: claude-sonnet-5-5', ...lines.trim().split('\n').map((l) => `    ${l}`)].join('\n') + '\n');
+  writeFileSync(
+    join(cwd, 'gatehouse.yaml'),
+    [
+      'agents:',
+      '  ops:',
+      '    model: claude-sonnet-5-5',
+      ...lines
+        .trim()
+        .split('\n')
+        .map((l) => `    ${l}`),
+    ].join('\n') + '\n',
+  );
   return () => loadConfig({ env: { ...env }, cwd, knownTools: ['read_file'] });
 }
 function problems(lines: string): ConfigProblem[] {
@@ -64,7 +75,7 @@ mcpServers:
   expect(at(ps, 'agents.ops.mcpServers.web.network')).toMatch(/only applies to a command server/);
 });
 
-test('declared tool names are held to the listing\'s rules, each error at its path', () => {
+test("declared tool names are held to the listing's rules, each error at its path", () => {
   const ps = problems(`
 mcpServers:
   decl: { command: x, tools: [ok_tool, "bad name", { name: "${'n'.repeat(60)}" }, { name: fine, inputSchema: { type: array } }] }

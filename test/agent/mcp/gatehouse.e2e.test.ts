@@ -39,7 +39,8 @@ async function start(extra: string[] = [], logs: string[] = []): Promise<Harness
 }
 
 const toolNames = (req: RecordedRequest) => (req.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
-const toolSpec = (req: RecordedRequest, name: string) => (req.body as { tools: Array<{ name: string; input_schema: unknown }> }).tools.find((t) => t.name === name);
+const toolSpec = (req: RecordedRequest, name: string) =>
+  (req.body as { tools: Array<{ name: string; input_schema: unknown }> }).tools.find((t) => t.name === name);
 function toolResults(req: RecordedRequest): Array<{ content: unknown; is_error?: boolean }> {
   const msgs = (req.body as { messages: Array<{ content: Array<{ type: string }> }> }).messages;
   return msgs.at(-1)!.content.filter((b) => b.type === 'tool_result') as unknown as Array<{ content: unknown; is_error?: boolean }>;
@@ -77,7 +78,15 @@ test('start-up connects nothing (even with a broken server); the first run lists
 test('toolPolicy: a glob allows a server without a card, an exact deny forbids one tool; the model is told', async () => {
   const logs: string[] = [];
   h = await start(['toolPolicy: { "mcp_fx_*": allow, mcp_fx_crash: deny, mcp_fx_no_such_tool: ask }'], logs);
-  h.script({ toolUses: [{ name: 'mcp_fx_echo', input: { text: 'a' } }, { name: 'mcp_fx_crash', input: {} }] }, { text: 'ok' });
+  h.script(
+    {
+      toolUses: [
+        { name: 'mcp_fx_echo', input: { text: 'a' } },
+        { name: 'mcp_fx_crash', input: {} },
+      ],
+    },
+    { text: 'ok' },
+  );
   await h.adapter.send('go');
   await waitFor('second model call', () => h!.modelRequests()[1]);
   const [echo, crash] = toolResults(h.modelRequests()[1]!);
@@ -109,7 +118,11 @@ test('one server process serves every conversation of the agent', async () => {
 test('a toolPolicy ask and a commandRules ask each put a card up within the tier, with the rule and its reason; long arguments are cut on the card only', async () => {
   h = await start(['tier: high-risk', 'toolPolicy: { mcp_fx_echo: ask }', 'commandRules: [{ match: "echo", policy: ask, reason: "echo is audited here" }]']);
   const long = 'y'.repeat(5000);
-  h.script({ toolUses: [{ name: 'mcp_fx_echo', input: { text: long } }] }, { toolUses: [{ name: 'execute_command', input: { command: 'echo hi' } }] }, { text: 'ok' });
+  h.script(
+    { toolUses: [{ name: 'mcp_fx_echo', input: { text: long } }] },
+    { toolUses: [{ name: 'execute_command', input: { command: 'echo hi' } }] },
+    { text: 'ok' },
+  );
   await h.adapter.send('go');
   const card = await waitFor('card', () => h!.adapter.cards[0]);
   expect(card.card.body).toContain('Approval required by agents.default.toolPolicy["mcp_fx_echo"] (ask), even within the tier.');

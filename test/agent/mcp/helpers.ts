@@ -41,7 +41,13 @@ afterAll(() => {
 /** The fixture over stdio; on the host unless `sandbox` says bubblewrap (box tests pass it, with FIXTURE_READ_PATHS). */
 export function stdioServer(env: Record<string, string> = {}, timeoutMs = 20_000, sandbox: 'none' | 'bubblewrap' = 'none', network = false): McpServerConfig {
   return {
-    kind: 'stdio', command: process.execPath, args: [FIXTURE], env, timeoutMs, sandbox, network,
+    kind: 'stdio',
+    command: process.execPath,
+    args: [FIXTURE],
+    env,
+    timeoutMs,
+    sandbox,
+    network,
     ...(sandbox === 'bubblewrap' ? { readPaths: [...FIXTURE_READ_PATHS] } : {}),
   };
 }

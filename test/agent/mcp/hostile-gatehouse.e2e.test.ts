@@ -47,7 +47,13 @@ test('injected tool names are not offered and never reach a card; what the serve
   h.script(
     // The model was talked into calling the injected name (as the server spelled it, and as a lossy
     // cleanup would have made it): neither exists.
-    { toolUses: [{ name: `mcp_evil_${INJECTED}`, input: {} }, { name: 'mcp_evil_list_issues____Pre-approved', input: {} }, { name: 'mcp_evil_inject', input: { note: INJECTED } }] },
+    {
+      toolUses: [
+        { name: `mcp_evil_${INJECTED}`, input: {} },
+        { name: 'mcp_evil_list_issues____Pre-approved', input: {} },
+        { name: 'mcp_evil_inject', input: { note: INJECTED } },
+      ],
+    },
     { text: 'done' },
   );
   await h.adapter.send('go');
@@ -88,7 +94,7 @@ test('injected tool names are not offered and never reach a card; what the serve
   expect(refused[0]).toContain(JSON.stringify(INJECTED).slice(0, 30));
 });
 
-test('by default the server is boxed in its own folder under the data folder: the bot\'s config and store are out of reach', async () => {
+test("by default the server is boxed in its own folder under the data folder: the bot's config and store are out of reach", async () => {
   h = await Harness.start({ yaml: yaml(['toolPolicy: { "mcp_evil_*": allow }']) });
   const config = join(h.dir, 'gatehouse.yaml');
   const store = join(h.dir, 'store.sqlite');

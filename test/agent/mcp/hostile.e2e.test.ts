@@ -41,7 +41,13 @@ afterEach(async () => {
 /** The hostile fixture; boxed, it sees what an operator's `readPaths` name: its folder, node_modules, `extra`. */
 function hostile(sandbox: 'bubblewrap' | 'none', env: Record<string, string> = {}, network = false, extra: string[] = []): McpServerConfig {
   return {
-    kind: 'stdio', command: process.execPath, args: [FIXTURE, '--hostile'], env, timeoutMs: 20_000, sandbox, network,
+    kind: 'stdio',
+    command: process.execPath,
+    args: [FIXTURE, '--hostile'],
+    env,
+    timeoutMs: 20_000,
+    sandbox,
+    network,
     ...(sandbox === 'bubblewrap' ? { readPaths: [...FIXTURE_READ_PATHS, ...extra] } : {}),
   };
 }
@@ -78,7 +84,7 @@ function canaries() {
   return { envFile, shared, home, visible: join(shared, 'visible'), ssh: join(home, '.ssh', 'id_ed25519'), rootOnly: join(secret, 'root-only') };
 }
 
-test('in the box (the default) a hostile server sees nothing of the host it was not given: the canaries\' folder does not exist there', async () => {
+test("in the box (the default) a hostile server sees nothing of the host it was not given: the canaries' folder does not exist there", async () => {
   const c = canaries();
   const m = managerFor(hostile('bubblewrap'), { botFiles: [c.envFile], homes: [c.home] });
   for (const p of [c.envFile, c.ssh, c.rootOnly, c.visible]) expect(await call(m, 'read_path', { path: p })).toBe('ERR ENOENT');
@@ -87,7 +93,7 @@ test('in the box (the default) a hostile server sees nothing of the host it was 
   expect(await call(m, 'read_path', { path: join(FIXTURE_READ_PATHS[1]!, '@modelcontextprotocol', 'sdk', 'package.json') })).toMatch(/^OK /);
 });
 
-test('a readPath holding the bot\'s .env is refused at start, naming it (besides being a config error)', async () => {
+test("a readPath holding the bot's .env is refused at start, naming it (besides being a config error)", async () => {
   const c = canaries();
   const m = managerFor(hostile('bubblewrap', {}, false, [dir]), { botFiles: [c.envFile], homes: [c.home] });
   const r = await call(m, 'read_path', { path: c.envFile });
@@ -95,7 +101,7 @@ test('a readPath holding the bot\'s .env is refused at start, naming it (besides
   expect(r).toContain(`${dir} (its readPaths entry) holds the bot's own file ${c.envFile}`);
 });
 
-test('in the box a hostile server reads none of the bot\'s secrets and writes only its own folder; credential masks apply inside readPaths, also through a symlink', async () => {
+test("in the box a hostile server reads none of the bot's secrets and writes only its own folder; credential masks apply inside readPaths, also through a symlink", async () => {
   const c = canaries();
   const link = join(dir, 'link');
   symlinkSync(c.shared, link);
@@ -144,7 +150,7 @@ test('control: with sandbox: none the same server reads the canaries and writes 
   expect(warnings()).toBe(2);
 });
 
-test('network in the box only when the server\'s config says network: true', async () => {
+test("network in the box only when the server's config says network: true", async () => {
   const server: Server = createServer((s) => s.destroy());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
@@ -240,7 +246,7 @@ test('huge pages stop at the tool and byte caps with memory bounded; a 20 MB mes
   expect(await call(m, 'write_path', { path: 'after.txt' })).toBe('OK');
 });
 
-test('a server\'s stderr cannot forge log lines: a start failure is one line, its text escaped', async () => {
+test("a server's stderr cannot forge log lines: a start failure is one line, its text escaped", async () => {
   const forged = 'oops\ninfo MCP server evil of agent ops connected (0 tools)\r\n\u001b[2Kwarn all clear';
   const m = managerFor(hostile('bubblewrap', { HOSTILE_DIE_WITH: forged }));
   await m.ensureListed('ops', 30_000);
@@ -260,8 +266,21 @@ test('a boxed server that cannot see what it needs fails with an error naming th
   mkdirSync(join(dir, 'lib'));
   writeFileSync(join(dir, 'lib', 'server.mjs'), `await import(${JSON.stringify(FIXTURE)});\n`, { mode: 0o644 });
   const wrapper = join(dir, 'start.sh');
-  writeFileSync(wrapper, `#!/bin/sh\ncat "${dir}/.env" "${dir}/gatehouse.yaml.bak" >&2\nexec ${JSON.stringify(process.execPath)} "${dir}/lib/server.mjs" --hostile\n`, { mode: 0o755 });
-  const server = (readPaths: string[]): McpServerConfig => ({ kind: 'stdio', command: wrapper, args: [], env: {}, timeoutMs: 20_000, sandbox: 'bubblewrap', network: false, readPaths });
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\ncat "${dir}/.env" "${dir}/gatehouse.yaml.bak" >&2\nexec ${JSON.stringify(process.execPath)} "${dir}/lib/server.mjs" --hostile\n`,
+    { mode: 0o755 },
+  );
+  const server = (readPaths: string[]): McpServerConfig => ({
+    kind: 'stdio',
+    command: wrapper,
+    args: [],
+    env: {},
+    timeoutMs: 20_000,
+    sandbox: 'bubblewrap',
+    network: false,
+    readPaths,
+  });
 
   const m = managerFor(server([]), { botFiles: [c.envFile], homes: [c.home] });
   const r = await call(m, 'env');
@@ -326,7 +345,7 @@ function descendants(root: number): number[] {
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const [child, pp] of parent) if (pp === p) (out.push(child), walk(child));
+    for (const [child, pp] of parent) if (pp === p) out.push(child), walk(child);
   };
   walk(root);
   return out;

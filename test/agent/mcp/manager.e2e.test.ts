@@ -87,7 +87,15 @@ test('a slow server times out with a message that says so, and the connection st
 test('a server that cannot start: the command and its stderr tail, as a tool error; the next call tries again', async () => {
   const m = managerFor({
     missing: { kind: 'stdio', command: join(dir, 'no-such-server'), args: ['--flag'], env: {}, timeoutMs: 5000, sandbox: 'none', network: false },
-    dies: { kind: 'stdio', command: process.execPath, args: ['-e', 'console.error("GITHUB_TOKEN rejected: bad credentials"); process.exit(2)'], env: {}, timeoutMs: 5000, sandbox: 'none', network: false },
+    dies: {
+      kind: 'stdio',
+      command: process.execPath,
+      args: ['-e', 'console.error("GITHUB_TOKEN rejected: bad credentials"); process.exit(2)'],
+      env: {},
+      timeoutMs: 5000,
+      sandbox: 'none',
+      network: false,
+    },
   });
   const r1 = await m.call('ops', 'missing', 'anything', {}, never);
   expect(r1.isError).toBe(true);
@@ -176,7 +184,10 @@ test('Streamable HTTP on 127.0.0.1: headers sent, tools listed and called; an un
 test('tools declared in the config are offered without starting anything; a never-listed broken server does not hold a run up', async () => {
   const startsFile = join(dir, 'starts');
   const declared = { ...stdioServer({ FIXTURE_STARTS_FILE: startsFile }), tools: [{ name: 'echo', inputSchema: { type: 'object' } }] };
-  const m = managerFor({ fx: declared, broken: { kind: 'stdio', command: join(dir, 'missing'), args: [], env: {}, timeoutMs: 5000, sandbox: 'none', network: false } });
+  const m = managerFor({
+    fx: declared,
+    broken: { kind: 'stdio', command: join(dir, 'missing'), args: [], env: {}, timeoutMs: 5000, sandbox: 'none', network: false },
+  });
   await m.ensureListed('ops', 2000);
   expect(m.knownTools('ops', 'fx')!.map((t) => t.name)).toEqual(['echo']);
   expect(m.knownTools('ops', 'broken')).toBeUndefined();
@@ -186,7 +197,7 @@ test('tools declared in the config are offered without starting anything; a neve
   expect(m.knownTools('ops', 'fx')!.map((t) => t.name)).toContain('slow');
 });
 
-test('a server removed from the config (reload) is stopped on the agent\'s next run; a changed one is restarted on its next call', async () => {
+test("a server removed from the config (reload) is stopped on the agent's next run; a changed one is restarted on its next call", async () => {
   let servers: Record<string, McpServerConfig> = { fx: stdioServer(), other: stdioServer() };
   manager = new McpManager({ servers: () => servers });
   const m = manager;

@@ -31,23 +31,28 @@ test('the command and argv files are shown one file each; folders, flags, missin
   expect(got).toEqual([join(bot, 'server.mjs')]); // not lib/ (a folder), not the bot's files, not /usr
 });
 
-test('a bare command is looked up on the server\'s PATH; what the box shows already is not bound again', () => {
+test("a bare command is looked up on the server's PATH; what the box shows already is not bound again", () => {
   mkdirSync(join(dir, 'bin'));
   writeFileSync(join(dir, 'bin', 'tool'), '#!/bin/sh\n', { mode: 0o755 });
   writeFileSync(join(dir, 'arg.json'), '{}');
-  expect(autoReadPaths({ ...base, command: 'tool', searchPath: join(dir, 'bin'), cwd: dir, args: ['arg.json'] })).toEqual([join(dir, 'bin', 'tool'), join(dir, 'arg.json')]);
+  expect(autoReadPaths({ ...base, command: 'tool', searchPath: join(dir, 'bin'), cwd: dir, args: ['arg.json'] })).toEqual([
+    join(dir, 'bin', 'tool'),
+    join(dir, 'arg.json'),
+  ]);
   expect(autoReadPaths({ ...base, command: 'tool', searchPath: join(dir, 'bin'), cwd: dir, args: ['arg.json'], visible: [dir] })).toEqual([]);
   expect(autoReadPaths({ ...base, command: 'sh', cwd: dir })).toEqual([]); // in /usr or /bin
 });
 
-test('a symlink to the bot\'s file is not shown; a visible symlink to an invisible file shows the target', () => {
+test("a symlink to the bot's file is not shown; a visible symlink to an invisible file shows the target", () => {
   writeFileSync(join(dir, '.env'), 'SECRET=1');
   symlinkSync(join(dir, '.env'), join(dir, 'innocent.txt'));
   expect(autoReadPaths({ ...base, command: '/usr/bin/node', args: [join(dir, 'innocent.txt')], cwd: dir, botFiles: [join(dir, '.env')] })).toEqual([]);
   mkdirSync(join(dir, 'shown'));
   writeFileSync(join(dir, 'real.mjs'), '');
   symlinkSync(join(dir, 'real.mjs'), join(dir, 'shown', 'link.mjs'));
-  expect(autoReadPaths({ ...base, command: '/usr/bin/node', args: [join(dir, 'shown', 'link.mjs')], cwd: dir, visible: [join(dir, 'shown')] })).toEqual([join(dir, 'real.mjs')]);
+  expect(autoReadPaths({ ...base, command: '/usr/bin/node', args: [join(dir, 'shown', 'link.mjs')], cwd: dir, visible: [join(dir, 'shown')] })).toEqual([
+    join(dir, 'real.mjs'),
+  ]);
 });
 
 test.each([
@@ -56,10 +61,10 @@ test.each([
   ["Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/srv/x/b.mjs' imported from /srv/x/c.mjs", '/srv/x/b.mjs (imported from /srv/x/c.mjs) is not visible'],
   ["python3: can't open file '/srv/x/main.py': [Errno 2] No such file or directory", '/srv/x/main.py is not visible'],
   ['prlimit: failed to execute /opt/bin/srv: No such file or directory', '/opt/bin/srv is not visible'],
-  ['bwrap: Can\'t chdir to /srv/app: No such file or directory', '/srv/app is not visible'],
+  ["bwrap: Can't chdir to /srv/app: No such file or directory", '/srv/app is not visible'],
   ['sh: 1: /opt/run.sh: not found', '/opt/run.sh is not visible'],
   ["Error: ENOENT: no such file or directory, open '/srv/conf.json'", '/srv/conf.json is not visible'],
-  ['bwrap: Can\'t find source path /root/tools: Permission denied', 'cannot reach /root/tools'],
+  ["bwrap: Can't find source path /root/tools: Permission denied", 'cannot reach /root/tools'],
 ])('hint for %s', (stderr, says) => {
   const hint = invisibleHint('agents.ops.mcpServers.fx', stderr)!;
   expect(hint).toContain(says);

@@ -47,7 +47,8 @@ class Replica {
     for (;;) {
       const e = this.events.find(check);
       if (e) return e;
-      if (Date.now() > deadline) throw new Error(`${this.name}: no ${what} (events: ${JSON.stringify(this.events.slice(-20))}; stderr: ${this.stderr.slice(-2000)})`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.name}: no ${what} (events: ${JSON.stringify(this.events.slice(-20))}; stderr: ${this.stderr.slice(-2000)})`);
       await new Promise<void>((r) => {
         this.waiters.push(r);
         setTimeout(r, 200);

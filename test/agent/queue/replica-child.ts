@@ -39,7 +39,14 @@ queue.start(async (conversation, q, delivery) => {
     const seq = (t?.rows.at(-1)?.seq ?? 0) + 1;
     await store.checkpoint({
       fence,
-      transcript: { conversation, agent: 'a', state: {}, changes: [{ op: 'append', rows: [{ seq, message: q.id }] }], now: Date.now(), expectRevision: t?.revision ?? 0 },
+      transcript: {
+        conversation,
+        agent: 'a',
+        state: {},
+        changes: [{ op: 'append', rows: [{ seq, message: q.id }] }],
+        now: Date.now(),
+        expectRevision: t?.revision ?? 0,
+      },
       dropTurn: { conversation, id: q.id },
     });
     if (!(await store.leases.holds(fence))) throw new FencedError(fence, (await store.leases.current(conversation))?.epoch);

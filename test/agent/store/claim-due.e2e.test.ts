@@ -40,7 +40,11 @@ describe.each(engines)('reminders.claimDue on %s', (name, open) => {
         return x.id === 'declined' ? undefined : { ...x, dueAt: x.dueAt + 10_000, rev: x.rev + 1, reminder: { id: x.id, claimed: true } };
       });
       expect(seen).toEqual(['early', 'declined', 'late', 'beyond-limit']);
-      expect(claimed.map((c) => [c.before.id, c.before.rev, c.after.rev])).toEqual([['early', 1, 2], ['late', 1, 2], ['beyond-limit', 1, 2]]);
+      expect(claimed.map((c) => [c.before.id, c.before.rev, c.after.rev])).toEqual([
+        ['early', 1, 2],
+        ['late', 1, 2],
+        ['beyond-limit', 1, 2],
+      ]);
       expect(await store.reminders.get('early')).toEqual({ id: 'early', conversation: 'c', dueAt: 10_050, rev: 2, reminder: { id: 'early', claimed: true } });
       expect(await store.reminders.get('declined')).toEqual(r('declined', 60));
       expect(await store.reminders.get('future')).toEqual(r('future', 1_000));

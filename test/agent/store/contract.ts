@@ -20,7 +20,8 @@ export interface ContractExtra {
   bytesWritten?: (store: Store) => Promise<number>;
 }
 
-const rows = (from: number, to: number, text = 'm'): TranscriptRow[] => Array.from({ length: to - from + 1 }, (_, i) => ({ seq: from + i, message: { role: (from + i) % 2 ? 'user' : 'assistant', content: `${text}${from + i}` } }));
+const rows = (from: number, to: number, text = 'm'): TranscriptRow[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({ seq: from + i, message: { role: (from + i) % 2 ? 'user' : 'assistant', content: `${text}${from + i}` } }));
 
 export function describeStoreContract(engineName: string, open: () => Promise<Store>, extra: ContractExtra = {}): void {
   describe(`${engineName} store contract`, () => {
@@ -40,9 +41,21 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         const c = k('conv');
         expect(await store.transcripts.load(c)).toBeUndefined();
         expect(await store.transcripts.revision(c)).toBeUndefined();
-        const w1 = await store.transcripts.write({ conversation: c, agent: 'a', state: { todos: [1] }, changes: [{ op: 'append', rows: rows(1, 3) }], now: 10 });
+        const w1 = await store.transcripts.write({
+          conversation: c,
+          agent: 'a',
+          state: { todos: [1] },
+          changes: [{ op: 'append', rows: rows(1, 3) }],
+          now: 10,
+        });
         expect(w1).toEqual({ revision: 1, created: true });
-        const w2 = await store.transcripts.write({ conversation: c, agent: 'a', state: { todos: [2] }, changes: [{ op: 'append', rows: rows(4, 4) }], now: 20 });
+        const w2 = await store.transcripts.write({
+          conversation: c,
+          agent: 'a',
+          state: { todos: [2] },
+          changes: [{ op: 'append', rows: rows(4, 4) }],
+          now: 20,
+        });
         expect(w2).toEqual({ revision: 2, created: false });
         expect(await store.transcripts.revision(c)).toBe(2);
         const t = await store.transcripts.load(c);
@@ -52,7 +65,16 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
       test('replace and truncate', async () => {
         const c = k('conv');
         await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 4) }], now: 1 });
-        await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'replace', rows: [{ seq: 2, message: 'moved out' }] }, { op: 'truncate', afterSeq: 3 }], now: 2 });
+        await store.transcripts.write({
+          conversation: c,
+          agent: 'a',
+          state: {},
+          changes: [
+            { op: 'replace', rows: [{ seq: 2, message: 'moved out' }] },
+            { op: 'truncate', afterSeq: 3 },
+          ],
+          now: 2,
+        });
         expect((await store.transcripts.load(c))?.rows).toEqual([...rows(1, 1), { seq: 2, message: 'moved out' }, ...rows(3, 3)]);
         expect((await store.transcripts.listRecent({ agent: 'a', limit: 1000 })).find((l) => l.conversation === c)?.lastSeq).toBe(3);
         // The seqs after a truncate are free again.
@@ -66,7 +88,16 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'rebase', throughSeq: 3, base: ['summary 1'] }], now: 2 });
         let t = await store.transcripts.load(c);
         expect(t).toMatchObject({ base: ['summary 1'], baseSeq: 3, rows: rows(4, 5) });
-        await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(6, 7) }, { op: 'rebase', throughSeq: 6, base: ['summary 2'] }], now: 3 });
+        await store.transcripts.write({
+          conversation: c,
+          agent: 'a',
+          state: {},
+          changes: [
+            { op: 'append', rows: rows(6, 7) },
+            { op: 'rebase', throughSeq: 6, base: ['summary 2'] },
+          ],
+          now: 3,
+        });
         t = await store.transcripts.load(c);
         expect(t).toMatchObject({ base: ['summary 2'], baseSeq: 6, rows: rows(7, 7) });
         // A truncate below the summary drops it: the earlier one stands again.
@@ -76,19 +107,45 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
 
       test('expectRevision: a stale write is a StoreConflictError and changes nothing', async () => {
         const c = k('conv');
-        expect(await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 1, expectRevision: 0 })).toEqual({ revision: 1, created: true });
-        const again = store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(2, 2) }], now: 2, expectRevision: 0 });
+        expect(
+          await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 1, expectRevision: 0 }),
+        ).toEqual({ revision: 1, created: true });
+        const again = store.transcripts.write({
+          conversation: c,
+          agent: 'a',
+          state: {},
+          changes: [{ op: 'append', rows: rows(2, 2) }],
+          now: 2,
+          expectRevision: 0,
+        });
         await expect(again).rejects.toBeInstanceOf(StoreConflictError);
         await expect(again).rejects.toMatchObject({ conversation: c, expected: 0, actual: 1 });
-        expect(await store.transcripts.write({ conversation: c, agent: 'a', state: { s: 1 }, changes: [{ op: 'append', rows: rows(2, 2) }], now: 3, expectRevision: 1 })).toEqual({ revision: 2, created: false });
-        await expect(store.transcripts.write({ conversation: c, agent: 'b', state: { s: 2 }, changes: [{ op: 'append', rows: rows(3, 3) }], now: 4, expectRevision: 1 })).rejects.toMatchObject({ expected: 1, actual: 2 });
+        expect(
+          await store.transcripts.write({
+            conversation: c,
+            agent: 'a',
+            state: { s: 1 },
+            changes: [{ op: 'append', rows: rows(2, 2) }],
+            now: 3,
+            expectRevision: 1,
+          }),
+        ).toEqual({ revision: 2, created: false });
+        await expect(
+          store.transcripts.write({ conversation: c, agent: 'b', state: { s: 2 }, changes: [{ op: 'append', rows: rows(3, 3) }], now: 4, expectRevision: 1 }),
+        ).rejects.toMatchObject({ expected: 1, actual: 2 });
         expect(await store.transcripts.load(c)).toMatchObject({ agent: 'a', state: { s: 1 }, updatedAt: 3, rows: rows(1, 2), revision: 2 });
-        await expect(store.transcripts.write({ conversation: k('none'), agent: 'a', state: {}, changes: [], now: 1, expectRevision: 3 })).rejects.toMatchObject({ actual: undefined });
+        await expect(store.transcripts.write({ conversation: k('none'), agent: 'a', state: {}, changes: [], now: 1, expectRevision: 3 })).rejects.toMatchObject(
+          { actual: undefined },
+        );
       });
 
       test('listRecent: most recently active first, per agent, limit and offset', async () => {
         const agent = k('agent');
-        for (const [name, now] of [['x', 10], ['y', 30], ['z', 20]] as const) {
+        for (const [name, now] of [
+          ['x', 10],
+          ['y', 30],
+          ['z', 20],
+        ] as const) {
           await store.transcripts.write({ conversation: k(name), agent, state: {}, changes: [{ op: 'append', rows: rows(1, 2) }], now });
         }
         await store.transcripts.write({ conversation: k('other'), agent: k('agent2'), state: {}, changes: [], now: 40 });
@@ -157,7 +214,13 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
           const cost = async (c: string, after: number) => {
             const before = await bytesWritten(store);
             for (let i = 1; i <= 20; i++) {
-              await store.transcripts.write({ conversation: c, agent: 'a', state: { n: i }, changes: [{ op: 'append', rows: rows(after + i, after + i) }], now: 10 + i });
+              await store.transcripts.write({
+                conversation: c,
+                agent: 'a',
+                state: { n: i },
+                changes: [{ op: 'append', rows: rows(after + i, after + i) }],
+                now: 10 + i,
+              });
             }
             return (await bytesWritten(store)) - before;
           };
@@ -185,8 +248,12 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         await store.runs.saveRecord(k('c1'), { step: 1 });
         await store.runs.saveRecord(k('c1'), { step: 2 });
         await store.runs.saveRecord(k('c2'), { step: 9 });
-        const records = async () => (await store.runs.records()).filter((r) => r.conversation.endsWith(tag)).sort((a, b) => a.conversation.localeCompare(b.conversation));
-        expect(await records()).toEqual([{ conversation: k('c1'), record: { step: 2 } }, { conversation: k('c2'), record: { step: 9 } }]);
+        const records = async () =>
+          (await store.runs.records()).filter((r) => r.conversation.endsWith(tag)).sort((a, b) => a.conversation.localeCompare(b.conversation));
+        expect(await records()).toEqual([
+          { conversation: k('c1'), record: { step: 2 } },
+          { conversation: k('c2'), record: { step: 9 } },
+        ]);
         await store.runs.dropRecord(k('c1'));
         expect(await records()).toEqual([{ conversation: k('c2'), record: { step: 9 } }]);
       });
@@ -229,7 +296,17 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         });
         expect(first).toEqual({ revision: await store.transcripts.revision(c) });
         const second = await store.checkpoint({
-          transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'truncate', afterSeq: 1 }, { op: 'append', rows: rows(2, 3) }], now: 3, expectRevision: first!.revision },
+          transcript: {
+            conversation: c,
+            agent: 'a',
+            state: {},
+            changes: [
+              { op: 'truncate', afterSeq: 1 },
+              { op: 'append', rows: rows(2, 3) },
+            ],
+            now: 3,
+            expectRevision: first!.revision,
+          },
           record: { conversation: c, record: { calls: {} } },
         });
         expect(second).toEqual({ revision: await store.transcripts.revision(c) });
@@ -253,7 +330,10 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         expect((await store.runs.records()).filter((r) => r.conversation === c)).toEqual([{ conversation: c, record: { v: 1 } }]);
         // A failing later part (a seq already stored) undoes the earlier ones too.
         await expect(
-          store.checkpoint({ dropTurn: { conversation: c, id: 'turn' }, transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 3 } }),
+          store.checkpoint({
+            dropTurn: { conversation: c, id: 'turn' },
+            transcript: { conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 3 },
+          }),
         ).rejects.toThrow();
         expect((await store.runs.queuedTurns()).filter((q) => q.conversation === c).map((q) => q.id)).toEqual(['turn']);
         expect(await store.transcripts.revision(c)).toBe(1);
@@ -281,7 +361,15 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         const c = k('conv');
         const old = await store.leases.take(c, 'replica-a', 1);
         await store.runs.enqueueTurn(c, 'turn', { text: 'hi' }, 1);
-        const w1 = await store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 1, expectRevision: 0, fence: old });
+        const w1 = await store.transcripts.write({
+          conversation: c,
+          agent: 'a',
+          state: {},
+          changes: [{ op: 'append', rows: rows(1, 1) }],
+          now: 1,
+          expectRevision: 0,
+          fence: old,
+        });
         expect(w1.revision).toBe(1);
         await store.runs.saveRecord(c, { v: 1 }, old);
         const now = await store.leases.take(c, 'replica-b', 2);
@@ -295,9 +383,28 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
           expect(err).toMatchObject({ fence: old, current: now.epoch });
           expect((err as Error).message).toContain(`lost conversation ${c} to another replica (epoch 1, now 2)`);
         };
-        await refused(store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(2, 2) }], now: 2, expectRevision: 1, fence: old }));
+        await refused(
+          store.transcripts.write({
+            conversation: c,
+            agent: 'a',
+            state: {},
+            changes: [{ op: 'append', rows: rows(2, 2) }],
+            now: 2,
+            expectRevision: 1,
+            fence: old,
+          }),
+        );
         // A write with other changes (the transaction path) too.
-        await refused(store.transcripts.write({ conversation: c, agent: 'a', state: {}, changes: [{ op: 'replace', rows: [{ seq: 1, message: 'x' }] }], now: 2, fence: old }));
+        await refused(
+          store.transcripts.write({
+            conversation: c,
+            agent: 'a',
+            state: {},
+            changes: [{ op: 'replace', rows: [{ seq: 1, message: 'x' }] }],
+            now: 2,
+            fence: old,
+          }),
+        );
         await refused(
           store.checkpoint({
             fence: old,
@@ -344,7 +451,12 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         await create(k('r2'), k('c1'), T + 2);
         await create(k('r1'), k('c1'), T + 1);
         await create(k('r3'), k('c2'), T + 3);
-        expect(await store.approvals.get(k('r1'), T)).toEqual({ id: k('r1'), conversation: k('c1'), request: { id: k('r1'), card: { title: k('r1') } }, createdAt: T + 1 });
+        expect(await store.approvals.get(k('r1'), T)).toEqual({
+          id: k('r1'),
+          conversation: k('c1'),
+          request: { id: k('r1'), card: { title: k('r1') } },
+          createdAt: T + 1,
+        });
         expect(await store.approvals.get(k('nope'), T)).toBeUndefined();
         expect(await store.approvals.byToken(`${k('r1')}-no`, T)).toEqual({ requestId: k('r1'), choice: 'deny' });
         expect(await store.approvals.byToken('unknown', T)).toBeUndefined();
@@ -363,7 +475,13 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         expect(await store.approvals.decideOnce(k('r1'), { choice: 'once', by: 'u1' }, T + 5, T + 5000)).toBe(true);
         expect(await store.approvals.decideOnce(k('r1'), { choice: 'deny', by: 'u2' }, T + 6, T + 5000)).toBe(false);
         expect(await store.approvals.update(k('r1'), { id: k('r1'), cardHandle: 'h2' }, T + 5000)).toBe(true);
-        expect(await store.approvals.get(k('r1'), T + 10)).toEqual({ id: k('r1'), conversation: k('c1'), request: { id: k('r1'), cardHandle: 'h2' }, decision: { choice: 'once', by: 'u1' }, createdAt: T });
+        expect(await store.approvals.get(k('r1'), T + 10)).toEqual({
+          id: k('r1'),
+          conversation: k('c1'),
+          request: { id: k('r1'), cardHandle: 'h2' },
+          decision: { choice: 'once', by: 'u1' },
+          createdAt: T,
+        });
         expect(await store.approvals.pending(k('c1'), T + 10)).toEqual([]);
         expect(await store.approvals.get(k('r1'), T + 5000)).toBeDefined();
         expect(await store.approvals.get(k('r1'), T + 5001)).toBeUndefined();
@@ -419,7 +537,13 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
     });
 
     test('reminders: soonest first, due, swap on rev', async () => {
-      const r = (id: string, conversation: string, dueAt: number, rev = 1) => ({ id: k(id), conversation: k(conversation), dueAt, rev, reminder: { text: id } });
+      const r = (id: string, conversation: string, dueAt: number, rev = 1) => ({
+        id: k(id),
+        conversation: k(conversation),
+        dueAt,
+        rev,
+        reminder: { text: id },
+      });
       await store.reminders.put(r('late', 'c1', 3000));
       await store.reminders.put(r('soon', 'c1', 1000));
       await store.reminders.put(r('mid', 'c2', 2000));

@@ -133,7 +133,10 @@ test('the description carries user, host, port and database but no password', as
 test('two processes starting at once on a new database migrate it once', async () => {
   const url = await testPostgresUrl();
   const child = () =>
-    run(process.execPath, ['--import', './test/helpers/register-ts.mjs', 'test/helpers/postgres-child.ts', url, 'open'], { cwd: repo, env: { ...process.env, NODE_OPTIONS: '' } });
+    run(process.execPath, ['--import', './test/helpers/register-ts.mjs', 'test/helpers/postgres-child.ts', url, 'open'], {
+      cwd: repo,
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
   const outs = await Promise.all([child(), child()]);
   const lines = outs.flatMap((o) => JSON.parse(o.stdout.trim()) as string[]);
   const applied = lines.filter((l) => l.includes('applied schema migration'));
@@ -177,7 +180,14 @@ test('a checkpoint whose transcript write conflicts changes nothing', async () =
   const first = await s.transcripts.write({ conversation: 'c', agent: 'a', state: {}, changes: [], now: 1 });
   await expect(
     s.checkpoint({
-      transcript: { conversation: 'c', agent: 'a', state: {}, changes: [{ op: 'append', rows: [{ seq: 1, message: 'm' }] }], now: 2, expectRevision: first.revision + 5 },
+      transcript: {
+        conversation: 'c',
+        agent: 'a',
+        state: {},
+        changes: [{ op: 'append', rows: [{ seq: 1, message: 'm' }] }],
+        now: 2,
+        expectRevision: first.revision + 5,
+      },
       dropTurn: { conversation: 'c', id: 't1' },
       record: { conversation: 'c', record: { r: 1 } },
     }),
@@ -195,14 +205,35 @@ test('round trips: a read, an append and a whole checkpoint are one statement ea
   await s.transcripts.load('c');
   expect(s.roundTrips() - n).toBe(1);
   n = s.roundTrips();
-  await s.transcripts.write({ ...w, changes: [{ op: 'append', rows: [{ seq: 2, message: 'b' }, { seq: 3, message: 'c' }] }] });
+  await s.transcripts.write({
+    ...w,
+    changes: [
+      {
+        op: 'append',
+        rows: [
+          { seq: 2, message: 'b' },
+          { seq: 3, message: 'c' },
+        ],
+      },
+    ],
+  });
   expect(s.roundTrips() - n).toBe(1);
   n = s.roundTrips();
-  await s.checkpoint({ transcript: { ...w, changes: [{ op: 'append', rows: [{ seq: 4, message: 'd' }] }] }, dropTurn: { conversation: 'c', id: 'x' }, record: { conversation: 'c', record: { r: 1 } } });
+  await s.checkpoint({
+    transcript: { ...w, changes: [{ op: 'append', rows: [{ seq: 4, message: 'd' }] }] },
+    dropTurn: { conversation: 'c', id: 'x' },
+    record: { conversation: 'c', record: { r: 1 } },
+  });
   expect(s.roundTrips() - n).toBe(1);
   n = s.roundTrips();
   // BEGIN, lock, replace, truncate, update, COMMIT
-  await s.transcripts.write({ ...w, changes: [{ op: 'replace', rows: [{ seq: 1, message: 'A' }] }, { op: 'truncate', afterSeq: 3 }] });
+  await s.transcripts.write({
+    ...w,
+    changes: [
+      { op: 'replace', rows: [{ seq: 1, message: 'A' }] },
+      { op: 'truncate', afterSeq: 3 },
+    ],
+  });
   expect(s.roundTrips() - n).toBe(6);
   expect((await s.transcripts.load('c'))?.rows.map((r) => r.message)).toEqual(['A', 'b', 'c']);
   expect(await s.runs.records()).toEqual([{ conversation: 'c', record: { r: 1 } }]);

@@ -34,7 +34,10 @@ interface Child {
 }
 
 function startChild(factory: StoreFactory, plan: RacePlan): Child {
-  const p = spawn(process.execPath, ['--import', register, child, JSON.stringify(factory), JSON.stringify(plan)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, ['--import', register, child, JSON.stringify(factory), JSON.stringify(plan)], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   let onReady: () => void = () => undefined;
@@ -68,13 +71,18 @@ export function describeStoreRaces(engineName: string, openShared: OpenShared, o
       const ids = (kind: string) => Array.from({ length: n }, (_, i) => `${kind}-${tag}-${i}`);
       const plan: RacePlan = { now, conversation, approvals: ids('req'), events: ids('ev'), reminders: ids('rem') };
       try {
-        for (const id of plan.approvals) await store.approvals.create({ id, conversation, request: { id }, tokens: [], createdAt: now, keepUntil: now + 60_000 });
+        for (const id of plan.approvals)
+          await store.approvals.create({ id, conversation, request: { id }, tokens: [], createdAt: now, keepUntil: now + 60_000 });
         for (const id of plan.reminders) await store.reminders.put({ id, conversation, dueAt: now, rev: 1, reminder: {} });
         const children = Array.from({ length: processes }, () => startChild(factory, plan));
         await Promise.all(children.map((c) => c.ready));
         for (const c of children) c.go();
         const results = await Promise.all(children.map((c) => c.done));
-        for (const [op, all] of [['decideOnce', plan.approvals], ['claim', plan.events], ['swap', plan.reminders]] as const) {
+        for (const [op, all] of [
+          ['decideOnce', plan.approvals],
+          ['claim', plan.events],
+          ['swap', plan.reminders],
+        ] as const) {
           const wins = results.flatMap((r) => r[op] ?? []);
           expect(wins.sort()).toEqual([...all].sort());
         }

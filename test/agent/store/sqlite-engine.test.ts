@@ -130,7 +130,14 @@ test('WAL checkpoints run on their own while writes go on, so the WAL stays smal
 });
 
 describe('the sweep deletes expired rows from the file', () => {
-  const approval = (id: string, keepUntil: number, request: unknown = { id }) => ({ id, conversation: 'telegram:1', request, tokens: [{ token: `tok-${id}`, choice: 'approve' }], createdAt: T, keepUntil });
+  const approval = (id: string, keepUntil: number, request: unknown = { id }) => ({
+    id,
+    conversation: 'telegram:1',
+    request,
+    tokens: [{ token: `tok-${id}`, choice: 'approve' }],
+    createdAt: T,
+    keepUntil,
+  });
 
   test('at open: event ids past their ttl and approvals past keepUntil (with their tokens) are gone; live ones stay; the space is reused', async () => {
     const path = join(dir, 'sweep.sqlite');

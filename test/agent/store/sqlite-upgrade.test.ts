@@ -53,8 +53,15 @@ test('the keyv store is migrated once, after a 0600 backup, and nothing is lost'
     expect(request).toMatchObject({ kind: 'approval', cardHandle: 'card-handle-1', conversationKey: 'telegram:100' });
     const choices = await Promise.all(request.card.buttons.map(async (b) => (await store.approvals.byToken(b.token, now))?.choice));
     expect(choices).toEqual(['once', 'always', 'deny']);
-    const question = (await store.approvals.get('req-question-1', now))?.request as { suggestions: unknown; allowCustom: boolean; card: { buttons: Array<{ token: string }> } };
-    expect(question.suggestions).toEqual([{ label: 'main', value: 'main' }, { label: 'dev', value: 'develop' }]);
+    const question = (await store.approvals.get('req-question-1', now))?.request as {
+      suggestions: unknown;
+      allowCustom: boolean;
+      card: { buttons: Array<{ token: string }> };
+    };
+    expect(question.suggestions).toEqual([
+      { label: 'main', value: 'main' },
+      { label: 'dev', value: 'develop' },
+    ]);
     expect(question.allowCustom).toBe(true);
     expect(await store.approvals.byToken(question.card.buttons[1]!.token, now)).toEqual({ requestId: 'req-question-1', choice: 'answer:1' });
     expect(await store.approvals.decideOnce('req-question-1', { answer: 'develop' }, now, now + 1000)).toBe(true);
@@ -70,15 +77,22 @@ test('the keyv store is migrated once, after a 0600 backup, and nothing is lost'
     expect((await store.memory.list('c:main:telegram:100')).map((e) => e.id)).toEqual(['c1']);
 
     const reminders = await store.reminders.all();
-    expect(reminders.map((r) => [r.conversation, r.rev, (r.reminder as { text: string; repeatMs?: number }).text, (r.reminder as { repeatMs?: number }).repeatMs])).toEqual([
+    expect(
+      reminders.map((r) => [r.conversation, r.rev, (r.reminder as { text: string; repeatMs?: number }).text, (r.reminder as { repeatMs?: number }).repeatMs]),
+    ).toEqual([
       ['slack:T1:C1', 1, 'standup', 86_400_000],
       ['telegram:100', 1, 'check the build', undefined],
     ]);
 
-    expect(await store.runs.queuedTurns()).toEqual([{ conversation: 'discord:G1:C2', id: 'turn-1', turn: expect.objectContaining({ text: 'queued while busy' }) }]);
+    expect(await store.runs.queuedTurns()).toEqual([
+      { conversation: 'discord:G1:C2', id: 'turn-1', turn: expect.objectContaining({ text: 'queued while busy' }) },
+    ]);
     expect((await store.runs.records()).map((r) => [r.conversation, (r.record as { runId: string }).runId])).toEqual([['telegram:100', 'run-1']]);
     expect(await store.events.claim('m:telegram:777', 60_000, now)).toBe(false);
-    expect(await store.cache.get('tools:main\u0000files')).toEqual({ tools: [{ name: 'read', description: 'reads a file', inputSchema: { type: 'object' } }], at: 1_700_000_000_000 });
+    expect(await store.cache.get('tools:main\u0000files')).toEqual({
+      tools: [{ name: 'read', description: 'reads a file', inputSchema: { type: 'object' } }],
+      at: 1_700_000_000_000,
+    });
   } finally {
     await store.close();
   }

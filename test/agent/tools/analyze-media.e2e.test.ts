@@ -182,11 +182,16 @@ describe('through the adapter seam', () => {
     });
     h.fake.setHandler((req) => {
       if (isCompanion(req)) return { text: `${body(req).model} answered`, usage: { input_tokens: 100_000, output_tokens: 10 } };
-      return h.mainQueue.shift() as FakeReply ?? { text: '(none)' };
+      return (h.mainQueue.shift() as FakeReply) ?? { text: '(none)' };
     });
     writeFileSync(join(h.workspace, 'report.pdf'), PDF);
     h.script(
-      { toolUses: [{ name: 'analyze_media', input: { attachment: 1, prompt: 'what is it?' } }, { name: 'analyze_media', input: { path: 'report.pdf', prompt: 'summarize' } }] },
+      {
+        toolUses: [
+          { name: 'analyze_media', input: { attachment: 1, prompt: 'what is it?' } },
+          { name: 'analyze_media', input: { path: 'report.pdf', prompt: 'summarize' } },
+        ],
+      },
       { text: 'both done' },
     );
     await h.adapter.send('look at this', { attachments: [{ kind: 'image', name: 'photo.png', mimeType: 'image/png', data: PNG.toString('base64') }] });
@@ -196,7 +201,10 @@ describe('through the adapter seam', () => {
     expect(image.body).toBeDefined();
     expect(body(image).messages[0]!.content[0]).toMatchObject({ type: 'image', source: { data: PNG.toString('base64') } });
     const pdf = calls.find((r) => body(r).model === 'claude-opus-5-5')!;
-    expect(body(pdf).messages[0]!.content[0]).toEqual({ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF.toString('base64') } });
+    expect(body(pdf).messages[0]!.content[0]).toEqual({
+      type: 'document',
+      source: { type: 'base64', media_type: 'application/pdf', data: PDF.toString('base64') },
+    });
     // The companions' tokens count for the run (cost and audit), not only the main model's.
     const finished = await waitFor('run_finished', () => audit.find((f) => f.event === 'run_finished'));
     expect(finished.inputTokens as number).toBeGreaterThanOrEqual(200_000);
@@ -212,7 +220,12 @@ describe('through the adapter seam', () => {
     });
     writeFileSync(join(h.workspace, 'a.png'), PNG);
     h.script(
-      { toolUses: [{ name: 'analyze_media', input: { path: 'a.png', prompt: 'one' } }, { name: 'analyze_media', input: { path: 'a.png', prompt: 'two' } }] },
+      {
+        toolUses: [
+          { name: 'analyze_media', input: { path: 'a.png', prompt: 'one' } },
+          { name: 'analyze_media', input: { path: 'a.png', prompt: 'two' } },
+        ],
+      },
       { text: 'both' },
     );
     await h.adapter.send('analyze twice');
@@ -227,11 +240,18 @@ describe('through the adapter seam', () => {
   });
 
   test('a path outside the workspace (by .. or through a symlink) is refused; nothing of it reaches a model', async () => {
-    h = await Harness.start({ yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    companions: { "analyze:file": [claude-haiku-5-5] }\n` });
+    h = await Harness.start({
+      yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    companions: { "analyze:file": [claude-haiku-5-5] }\n`,
+    });
     writeFileSync(join(h.dir, 'secret.txt'), 'TOPSECRET-VALUE\n');
     symlinkSync(join(h.dir, 'secret.txt'), join(h.workspace, 'link.txt'));
     h.script(
-      { toolUses: [{ name: 'analyze_media', input: { path: '../secret.txt', prompt: 'read it' } }, { name: 'analyze_media', input: { path: 'link.txt', prompt: 'read it' } }] },
+      {
+        toolUses: [
+          { name: 'analyze_media', input: { path: '../secret.txt', prompt: 'read it' } },
+          { name: 'analyze_media', input: { path: 'link.txt', prompt: 'read it' } },
+        ],
+      },
       { text: 'refused' },
     );
     await h.adapter.send('read the secret');
@@ -243,7 +263,9 @@ describe('through the adapter seam', () => {
   });
 
   test('a file that is neither image, PDF nor text is refused before any model sees it', async () => {
-    h = await Harness.start({ yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    companions: { "analyze:file": [claude-haiku-5-5] }\n` });
+    h = await Harness.start({
+      yaml: `agents:\n  default:\n    model: claude-sonnet-5-5\n    workspace: "{{workspace}}"\n    tools: [analyze_media]\n    companions: { "analyze:file": [claude-haiku-5-5] }\n`,
+    });
     writeFileSync(join(h.workspace, 'blob.bin'), Buffer.from([0, 1, 2, 255, 254, 0, 7]));
     h.script({ toolUses: [{ name: 'analyze_media', input: { path: 'blob.bin', prompt: 'what?' } }] }, { text: 'no' });
     await h.adapter.send('analyze blob.bin');

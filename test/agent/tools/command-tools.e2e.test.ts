@@ -104,7 +104,12 @@ test('above the tier without an approver: declined, nothing runs', async () => {
 });
 
 test('toolPolicy deny blocks it even at a tier that covers it', async () => {
-  h = await Harness.start({ yaml: yaml('    approvers: { console: [local] }\n    toolPolicy: { make_file: deny }\n').replace('tier: read-only\n    workspace', 'tier: high-risk\n    workspace') });
+  h = await Harness.start({
+    yaml: yaml('    approvers: { console: [local] }\n    toolPolicy: { make_file: deny }\n').replace(
+      'tier: read-only\n    workspace',
+      'tier: high-risk\n    workspace',
+    ),
+  });
   h.script({ toolUses: [{ name: 'make_file', input: { name: 'made' } }] }, { text: 'ok' });
   await h.adapter.send('make it');
   await waitFor('answer', () => h!.adapter.answers()[0]);
@@ -115,11 +120,7 @@ test('toolPolicy deny blocks it even at a tier that covers it', async () => {
 
 test('output is capped at 16 KB per stream with a truncation marker; bad input is refused before anything runs', async () => {
   h = await Harness.start({ yaml: yaml('    approvers: { console: [local] }\n') });
-  h.script(
-    { toolUses: [{ name: 'count_to', input: { n: 50000 } }] },
-    { toolUses: [{ name: 'count_to', input: { n: '5; touch pwned' } }] },
-    { text: 'done' },
-  );
+  h.script({ toolUses: [{ name: 'count_to', input: { n: 50000 } }] }, { toolUses: [{ name: 'count_to', input: { n: '5; touch pwned' } }] }, { text: 'done' });
   await h.adapter.send('count');
   await waitFor('answer', () => h!.adapter.answers()[0]);
   const first = (h.modelRequests()[1]!.body as { messages: Array<{ content: Array<{ type: string; content?: unknown }> }> }).messages.at(-1)!.content[0];
@@ -148,12 +149,36 @@ describe('bad declarations are config errors naming the key path', () => {
     return [];
   }
   test.each([
-    ['unknown slot', '      t: { description: d, argv: [/bin/echo, "{who}"], tier: read-only }\n', /agents\.a\.commandTools\.t\.argv\[1\]: unknown slot \{who\}/],
-    ['slot inside a word', '      t: { description: d, input: { type: object, properties: { n: { type: integer } } }, argv: [/bin/echo, "--n={n}"], tier: read-only }\n', /agents\.a\.commandTools\.t\.argv\[1\]: .*must be a whole argv element/],
-    ['program as a slot', '      t: { description: d, input: { type: object, properties: { p: { type: string } } }, argv: ["{p}"], tier: read-only }\n', /agents\.a\.commandTools\.t\.argv\[0\]: .*literal/],
-    ['built-in name', '      execute_command: { description: d, argv: [/bin/echo], tier: read-only }\n', /agents\.a\.commandTools\.execute_command: .*built-in/],
-    ['bad schema type', '      t: { description: d, input: { type: object, properties: { p: { type: array } } }, argv: [/bin/echo], tier: read-only }\n', /agents\.a\.commandTools\.t\.input\.properties\.p\.type/],
-    ['required names no property', '      t: { description: d, input: { type: object, properties: {}, required: [q] }, argv: [/bin/echo], tier: read-only }\n', /agents\.a\.commandTools\.t\.input\.required\[0\]/],
+    [
+      'unknown slot',
+      '      t: { description: d, argv: [/bin/echo, "{who}"], tier: read-only }\n',
+      /agents\.a\.commandTools\.t\.argv\[1\]: unknown slot \{who\}/,
+    ],
+    [
+      'slot inside a word',
+      '      t: { description: d, input: { type: object, properties: { n: { type: integer } } }, argv: [/bin/echo, "--n={n}"], tier: read-only }\n',
+      /agents\.a\.commandTools\.t\.argv\[1\]: .*must be a whole argv element/,
+    ],
+    [
+      'program as a slot',
+      '      t: { description: d, input: { type: object, properties: { p: { type: string } } }, argv: ["{p}"], tier: read-only }\n',
+      /agents\.a\.commandTools\.t\.argv\[0\]: .*literal/,
+    ],
+    [
+      'built-in name',
+      '      execute_command: { description: d, argv: [/bin/echo], tier: read-only }\n',
+      /agents\.a\.commandTools\.execute_command: .*built-in/,
+    ],
+    [
+      'bad schema type',
+      '      t: { description: d, input: { type: object, properties: { p: { type: array } } }, argv: [/bin/echo], tier: read-only }\n',
+      /agents\.a\.commandTools\.t\.input\.properties\.p\.type/,
+    ],
+    [
+      'required names no property',
+      '      t: { description: d, input: { type: object, properties: {}, required: [q] }, argv: [/bin/echo], tier: read-only }\n',
+      /agents\.a\.commandTools\.t\.input\.required\[0\]/,
+    ],
     ['tier unknown', '      t: { description: d, argv: [/bin/echo], tier: unknown }\n', /agents\.a\.commandTools\.t\.tier/],
   ])('%s', (_name, decl, expected) => {
     expect(problems(decl).join('\n')).toMatch(expected);
@@ -162,7 +187,10 @@ describe('bad declarations are config errors naming the key path', () => {
   test('a good declaration is offered to the agent without listing it in tools', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gh-cmdtools-'));
     dirs.push(dir);
-    writeFileSync(join(dir, 'gatehouse.yaml'), `agents:\n  a:\n    model: m\n    workspace: ${join(dir, 'ws')}\n    commandTools:\n      t: { description: d, argv: [/bin/echo, hi], tier: read-only }\n`);
+    writeFileSync(
+      join(dir, 'gatehouse.yaml'),
+      `agents:\n  a:\n    model: m\n    workspace: ${join(dir, 'ws')}\n    commandTools:\n      t: { description: d, argv: [/bin/echo, hi], tier: read-only }\n`,
+    );
     const c = loadConfig({ env: { ANTHROPIC_API_KEY: 'k', GATEHOUSE_STORE: 'sqlite://:memory:' }, cwd: dir, knownTools: builtinToolNames() });
     expect(c.agents['a']?.tools).toContain('t');
   });

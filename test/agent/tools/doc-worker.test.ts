@@ -46,78 +46,98 @@ afterAll(async () => {
 const TITLE_BOMB = '<title>'.repeat(300_000); // 2.1 MB: the old regexes took minutes on this
 
 describe('web_fetch on a hostile page', () => {
-  test('2 MB of repeated <title> is converted off the event loop: /healthz answers during the conversion', async () => {
-    const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(TITLE_BOMB));
-    const probe = await healthzProbe(closers);
-    const onStart = ({ kind }: { kind: string }) => kind === 'html' && probe.begin();
-    const onEnd = ({ kind }: { kind: string }) => kind === 'html' && probe.end();
-    docWorkerEvents.on('start', onStart);
-    docWorkerEvents.on('end', onEnd);
-    try {
-      const out = await run(webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }) }), { url: site }, makeCtx('/nonexistent'));
-      expect(out).toContain('Status: 200 OK');
-      // The title is everything after the first <title> (RCDATA), cut to a header-sized line.
-      const title = out.split('\n').find((l) => l.startsWith('Title: '))!;
-      expect(title.length).toBeLessThan(600);
-      expect(title).toMatch(/^Title: <title><title>.*…$/);
-    } finally {
-      docWorkerEvents.off('start', onStart);
-      docWorkerEvents.off('end', onEnd);
+  test(
+    '2 MB of repeated <title> is converted off the event loop: /healthz answers during the conversion',
+    async () => {
+      const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(TITLE_BOMB));
+      const probe = await healthzProbe(closers);
+      const onStart = ({ kind }: { kind: string }) => kind === 'html' && probe.begin();
+      const onEnd = ({ kind }: { kind: string }) => kind === 'html' && probe.end();
+      docWorkerEvents.on('start', onStart);
+      docWorkerEvents.on('end', onEnd);
+      try {
+        const out = await run(webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }) }), { url: site }, makeCtx('/nonexistent'));
+        expect(out).toContain('Status: 200 OK');
+        // The title is everything after the first <title> (RCDATA), cut to a header-sized line.
+        const title = out.split('\n').find((l) => l.startsWith('Title: '))!;
+        expect(title.length).toBeLessThan(600);
+        expect(title).toMatch(/^Title: <title><title>.*…$/);
+      } finally {
+        docWorkerEvents.off('start', onStart);
+        docWorkerEvents.off('end', onEnd);
+        await probe.settled();
+      }
+      expect(probe.answeredWhileBusy()).toBeGreaterThan(0);
+    },
+    SLOW,
+  );
+
+  test(
+    'control: the same page parsed on the main thread starves /healthz (the probe can fail)',
+    async () => {
+      const domino = createRequire(import.meta.url)('@mixmark-io/domino') as { createDocument(html: string): { title: string } };
+      const probe = await healthzProbe(closers);
+      probe.begin();
+      domino.createDocument(TITLE_BOMB); // synchronous, as the old in-process conversion was
+      probe.end();
       await probe.settled();
-    }
-    expect(probe.answeredWhileBusy()).toBeGreaterThan(0);
-  }, SLOW);
+      expect(probe.answeredWhileBusy()).toBe(0);
+    },
+    SLOW,
+  );
 
-  test('control: the same page parsed on the main thread starves /healthz (the probe can fail)', async () => {
-    const domino = createRequire(import.meta.url)('@mixmark-io/domino') as { createDocument(html: string): { title: string } };
-    const probe = await healthzProbe(closers);
-    probe.begin();
-    domino.createDocument(TITLE_BOMB); // synchronous, as the old in-process conversion was
-    probe.end();
-    await probe.settled();
-    expect(probe.answeredWhileBusy()).toBe(0);
-  }, SLOW);
+  test(
+    'the end of the time budget is a clear tool error, and the next page converts normally',
+    async () => {
+      const site = await listen((req, res) =>
+        res.writeHead(200, { 'content-type': 'text/html' }).end(req.url === '/ok' ? '<title>Fine</title><main><h1>Hello</h1></main>' : TITLE_BOMB),
+      );
+      const ctx = makeCtx('/nonexistent');
+      const network = () => ({ allow: ['127.0.0.1'] });
+      const err = await run(webFetchTool({ network, htmlBudget: { timeMs: 1 } }), { url: `${site}/bomb` }, ctx).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ToolError);
+      expect((err as Error).message).toMatch(/^converting the page took longer than its time budget of 0\.001 s and was stopped/);
+      const out = await run(webFetchTool({ network }), { url: `${site}/ok` }, ctx);
+      expect(out).toContain('Title: Fine');
+      expect(out).toContain('# Hello');
+    },
+    SLOW,
+  );
 
-  test('the end of the time budget is a clear tool error, and the next page converts normally', async () => {
-    const site = await listen((req, res) =>
-      res.writeHead(200, { 'content-type': 'text/html' }).end(req.url === '/ok' ? '<title>Fine</title><main><h1>Hello</h1></main>' : TITLE_BOMB),
-    );
-    const ctx = makeCtx('/nonexistent');
-    const network = () => ({ allow: ['127.0.0.1'] });
-    const err = await run(webFetchTool({ network, htmlBudget: { timeMs: 1 } }), { url: `${site}/bomb` }, ctx).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ToolError);
-    expect((err as Error).message).toMatch(/^converting the page took longer than its time budget of 0\.001 s and was stopped/);
-    const out = await run(webFetchTool({ network }), { url: `${site}/ok` }, ctx);
-    expect(out).toContain('Title: Fine');
-    expect(out).toContain('# Hello');
-  }, SLOW);
+  test(
+    'an abort (/stop, the executor timeout) during the conversion ends the worker and answers a tool error',
+    async () => {
+      const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(TITLE_BOMB));
+      const ac = new AbortController();
+      const onStart = () => ac.abort();
+      docWorkerEvents.once('start', onStart);
+      const before = docWorkerStats().live;
+      const err = await run(webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }) }), { url: site }, makeCtx('/nonexistent', { signal: ac.signal })).catch(
+        (e: unknown) => e,
+      );
+      docWorkerEvents.off('start', onStart);
+      expect(err).toBeInstanceOf(ToolError);
+      expect((err as Error).message).toBe('converting the page was stopped.');
+      expect(docWorkerStats().live).toBeLessThanOrEqual(before); // the aborted worker was terminated, not pooled
+    },
+    SLOW,
+  );
 
-  test('an abort (/stop, the executor timeout) during the conversion ends the worker and answers a tool error', async () => {
-    const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(TITLE_BOMB));
-    const ac = new AbortController();
-    const onStart = () => ac.abort();
-    docWorkerEvents.once('start', onStart);
-    const before = docWorkerStats().live;
-    const err = await run(webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }) }), { url: site }, makeCtx('/nonexistent', { signal: ac.signal })).catch(
-      (e: unknown) => e,
-    );
-    docWorkerEvents.off('start', onStart);
-    expect(err).toBeInstanceOf(ToolError);
-    expect((err as Error).message).toBe('converting the page was stopped.');
-    expect(docWorkerStats().live).toBeLessThanOrEqual(before); // the aborted worker was terminated, not pooled
-  }, SLOW);
-
-  test('a page whose DOM outgrows the heap budget is a clear tool error, not a dead bot', async () => {
-    // 4 MB of empty elements: tens of bytes of markup each become a DOM node of hundreds of bytes.
-    const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<b></b>'.repeat(600_000)));
-    const err = await run(
-      webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }), htmlBudget: { heapMb: 32 } }),
-      { url: site },
-      makeCtx('/nonexistent'),
-    ).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ToolError);
-    expect((err as Error).message).toMatch(/converting the page used more memory than its budget \(a 32 MB heap\) and was stopped/);
-  }, SLOW);
+  test(
+    'a page whose DOM outgrows the heap budget is a clear tool error, not a dead bot',
+    async () => {
+      // 4 MB of empty elements: tens of bytes of markup each become a DOM node of hundreds of bytes.
+      const site = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<b></b>'.repeat(600_000)));
+      const err = await run(
+        webFetchTool({ network: () => ({ allow: ['127.0.0.1'] }), htmlBudget: { heapMb: 32 } }),
+        { url: site },
+        makeCtx('/nonexistent'),
+      ).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ToolError);
+      expect((err as Error).message).toMatch(/converting the page used more memory than its budget \(a 32 MB heap\) and was stopped/);
+    },
+    SLOW,
+  );
 });
 
 // ---- read_pdf ---------------------------------------------------------------------------------
@@ -208,35 +228,55 @@ describe('read_pdf on a compression bomb', () => {
     await removeDir(base);
   });
 
-  test('a 1 KB PDF whose nested FlateDecode streams decode to 4 GB: a clear tool error, memory bounded, the bot alive', async () => {
-    const { result, growth } = await peakRssGrowth(() => run(readPdfTool(), { path: 'bomb.pdf' }, makeCtx(ws)));
-    expect(result).toBeInstanceOf(ToolError);
-    expect((result as Error).message).toMatch(/^reading bomb\.pdf was stopped: one decoded stream or buffer went over its memory budget of 64 MB \(a compression bomb/);
-    expect(growth).toBeLessThan(600 * 1024 * 1024);
-    expect(docWorkerStats().live).toBeLessThanOrEqual(1); // the bomb's worker is gone; at most the idle one is left
-    // The pool still reads PDFs.
-    expect(await run(readPdfTool(), { path: 'fine.pdf' }, makeCtx(ws))).toContain('fine.pdf: 1 page');
-  }, SLOW);
+  test(
+    'a 1 KB PDF whose nested FlateDecode streams decode to 4 GB: a clear tool error, memory bounded, the bot alive',
+    async () => {
+      const { result, growth } = await peakRssGrowth(() => run(readPdfTool(), { path: 'bomb.pdf' }, makeCtx(ws)));
+      expect(result).toBeInstanceOf(ToolError);
+      expect((result as Error).message).toMatch(
+        /^reading bomb\.pdf was stopped: one decoded stream or buffer went over its memory budget of 64 MB \(a compression bomb/,
+      );
+      expect(growth).toBeLessThan(600 * 1024 * 1024);
+      expect(docWorkerStats().live).toBeLessThanOrEqual(1); // the bomb's worker is gone; at most the idle one is left
+      // The pool still reads PDFs.
+      expect(await run(readPdfTool(), { path: 'fine.pdf' }, makeCtx(ws))).toContain('fine.pdf: 1 page');
+    },
+    SLOW,
+  );
 
-  test('a RunLength bomb (decoded by pdf.js in JavaScript, not by zlib) is stopped at the same per-stream cap', async () => {
-    const { result, growth } = await peakRssGrowth(() => run(readPdfTool(), { path: 'rl-bomb.pdf' }, makeCtx(ws)));
-    expect(result).toBeInstanceOf(ToolError);
-    expect((result as Error).message).toMatch(/^reading rl-bomb\.pdf was stopped: one decoded stream or buffer went over its memory budget of 64 MB/);
-    expect(growth).toBeLessThan(600 * 1024 * 1024);
-  }, SLOW);
+  test(
+    'a RunLength bomb (decoded by pdf.js in JavaScript, not by zlib) is stopped at the same per-stream cap',
+    async () => {
+      const { result, growth } = await peakRssGrowth(() => run(readPdfTool(), { path: 'rl-bomb.pdf' }, makeCtx(ws)));
+      expect(result).toBeInstanceOf(ToolError);
+      expect((result as Error).message).toMatch(/^reading rl-bomb\.pdf was stopped: one decoded stream or buffer went over its memory budget of 64 MB/);
+      expect(growth).toBeLessThan(600 * 1024 * 1024);
+    },
+    SLOW,
+  );
 
-  test('control: without the per-stream cap the same bomb is stopped by the memory watch', async () => {
-    const budget = { maxAllocationBytes: Infinity, maxBufferBytes: Infinity, maxRssGrowthBytes: 200 * 1024 * 1024 };
-    const { result, growth } = await peakRssGrowth(() => run(readPdfTool({ budget }), { path: 'bomb.pdf' }, makeCtx(ws)));
-    expect(result).toBeInstanceOf(ToolError);
-    expect((result as Error).message).toMatch(/^reading bomb\.pdf used more memory than its budget \(the bot grew by over 200 MB\) and was stopped/);
-    expect(growth).toBeLessThan(1500 * 1024 * 1024);
-  }, SLOW);
+  test(
+    'control: without the per-stream cap the same bomb is stopped by the memory watch',
+    async () => {
+      const budget = { maxAllocationBytes: Infinity, maxBufferBytes: Infinity, maxRssGrowthBytes: 200 * 1024 * 1024 };
+      const { result, growth } = await peakRssGrowth(() => run(readPdfTool({ budget }), { path: 'bomb.pdf' }, makeCtx(ws)));
+      expect(result).toBeInstanceOf(ToolError);
+      expect((result as Error).message).toMatch(/^reading bomb\.pdf used more memory than its budget \(the bot grew by over 200 MB\) and was stopped/);
+      expect(growth).toBeLessThan(1500 * 1024 * 1024);
+    },
+    SLOW,
+  );
 
-  test('control: without the per-stream cap, the worker\'s total of decoded buffers stops it', async () => {
-    const budget = { maxAllocationBytes: Infinity, maxBufferBytes: 100 * 1024 * 1024 };
-    const result = await run(readPdfTool({ budget }), { path: 'bomb.pdf' }, makeCtx(ws)).catch((e: unknown) => e);
-    expect(result).toBeInstanceOf(ToolError);
-    expect((result as Error).message).toMatch(/^reading bomb\.pdf used more memory than its budget \(\d+ MB of decoded data; the budget is 100 MB\) and was stopped/);
-  }, SLOW);
+  test(
+    "control: without the per-stream cap, the worker's total of decoded buffers stops it",
+    async () => {
+      const budget = { maxAllocationBytes: Infinity, maxBufferBytes: 100 * 1024 * 1024 };
+      const result = await run(readPdfTool({ budget }), { path: 'bomb.pdf' }, makeCtx(ws)).catch((e: unknown) => e);
+      expect(result).toBeInstanceOf(ToolError);
+      expect((result as Error).message).toMatch(
+        /^reading bomb\.pdf used more memory than its budget \(\d+ MB of decoded data; the budget is 100 MB\) and was stopped/,
+      );
+    },
+    SLOW,
+  );
 });

@@ -77,8 +77,14 @@ describe('execute_command: `env` never shows a password, a PAT, a credential URL
     for (const [name, value] of Object.entries(harmless)) expect(out).toContain(`${name}=${value}\n`);
   });
 
-  it('an allowlist naming Gatehouse\'s own variables still shows none of them', async () => {
-    const out = await printedEnv({ ...leaking, ...harmless }, ['GATEHOUSE_STORE', 'GATEHOUSE_CONFIG', 'ANTHROPIC_BASE_URL', 'TELEGRAM_WEBHOOK_SECRET', 'GITHUB_PAT']);
+  it("an allowlist naming Gatehouse's own variables still shows none of them", async () => {
+    const out = await printedEnv({ ...leaking, ...harmless }, [
+      'GATEHOUSE_STORE',
+      'GATEHOUSE_CONFIG',
+      'ANTHROPIC_BASE_URL',
+      'TELEGRAM_WEBHOOK_SECRET',
+      'GITHUB_PAT',
+    ]);
     expect(out).toContain('GITHUB_PAT=LEAK-pat'); // a non-own name the operator chose to pass on
     expect(out.replace('GITHUB_PAT=LEAK-pat', '')).not.toMatch(/LEAK/);
   });

@@ -178,9 +178,7 @@ describe('execute_command: results', () => {
   });
 
   it('says the command could not be started when the shell is missing', async () => {
-    await expect(run(executeCommandTool({ shell: '/nonexistent/sh' }), { command: 'true' })).rejects.toThrow(
-      /could not be started/,
-    );
+    await expect(run(executeCommandTool({ shell: '/nonexistent/sh' }), { command: 'true' })).rejects.toThrow(/could not be started/);
   });
 
   it('uses the configured shell', async () => {
@@ -350,9 +348,7 @@ describe('execute_command: propose and cwd', () => {
   it('runs in the workspace by default and in a subdirectory when asked', async () => {
     const tool = executeCommandTool();
     expect(section((await run(tool, { command: 'pwd' })).content, 'stdout')).toBe(`${workspace}\n`);
-    expect(section((await run(tool, { command: 'pwd', cwd: 'sub' })).content, 'stdout')).toBe(
-      `${path.join(workspace, 'sub')}\n`,
-    );
+    expect(section((await run(tool, { command: 'pwd', cwd: 'sub' })).content, 'stdout')).toBe(`${path.join(workspace, 'sub')}\n`);
   });
 
   it.each([
@@ -375,9 +371,7 @@ describe('execute_command: propose and cwd', () => {
 
   it('refuses a file as cwd', async () => {
     await writeFile(path.join(workspace, 'afile'), 'x');
-    await expect(executeCommandTool().propose!({ command: 'pwd', cwd: 'afile' }, context())).rejects.toThrow(
-      /is a file, not a directory/,
-    );
+    await expect(executeCommandTool().propose!({ command: 'pwd', cwd: 'afile' }, context())).rejects.toThrow(/is a file, not a directory/);
   });
 
   it('re-checks cwd at execute: a directory swapped for a symlink while waiting for approval is refused', async () => {

@@ -1,14 +1,6 @@
 import { mkdir, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  editFileTool,
-  findTool,
-  grepTool,
-  lsTool,
-  READ_MAX_BYTES,
-  readFileTool,
-  writeFileTool,
-} from '../../../agent/tools/builtin/files.js';
+import { editFileTool, findTool, grepTool, lsTool, READ_MAX_BYTES, readFileTool, writeFileTool } from '../../../agent/tools/builtin/files.js';
 import { ToolError } from '../../../agent/tools/types.js';
 import { makeCtx, propose, proposeAndRun, removeDir, run, tempDir, textOf } from './builtin-helpers.js';
 
@@ -33,8 +25,7 @@ afterEach(async () => {
 });
 
 const lastLine = (s: string): string => s.split('\n').at(-1) ?? '';
-const lines = (n: number, width = 0): string =>
-  Array.from({ length: n }, (_, i) => `line ${i + 1}`.padEnd(width, '.')).join('\n') + '\n';
+const lines = (n: number, width = 0): string => Array.from({ length: n }, (_, i) => `line ${i + 1}`.padEnd(width, '.')).join('\n') + '\n';
 
 async function rejection(p: Promise<unknown>): Promise<ToolError> {
   const err = await p.then(
@@ -203,10 +194,7 @@ describe('find', () => {
 
 describe('grep', () => {
   beforeEach(async () => {
-    await writeFile(
-      path.join(ws, 'src', 'ctx.ts'),
-      ['one', 'two', 'alpha match', 'three', 'four', 'five', 'six', 'beta match', 'seven'].join('\n') + '\n',
-    );
+    await writeFile(path.join(ws, 'src', 'ctx.ts'), ['one', 'two', 'alpha match', 'three', 'four', 'five', 'six', 'beta match', 'seven'].join('\n') + '\n');
   });
 
   test('prints path:line:text for regex matches', async () => {
@@ -225,15 +213,9 @@ describe('grep', () => {
   test('context lines, with -- between separate groups', async () => {
     const out = await run(grepTool(), { pattern: 'match', path: 'src/ctx.ts', context: 1 }, makeCtx(ws));
     expect(out).toBe(
-      [
-        'src/ctx.ts-2-two',
-        'src/ctx.ts:3:alpha match',
-        'src/ctx.ts-4-three',
-        '--',
-        'src/ctx.ts-7-six',
-        'src/ctx.ts:8:beta match',
-        'src/ctx.ts-9-seven',
-      ].join('\n'),
+      ['src/ctx.ts-2-two', 'src/ctx.ts:3:alpha match', 'src/ctx.ts-4-three', '--', 'src/ctx.ts-7-six', 'src/ctx.ts:8:beta match', 'src/ctx.ts-9-seven'].join(
+        '\n',
+      ),
     );
     // Overlapping context is printed once.
     const close = await run(grepTool(), { pattern: 'match', path: 'src/ctx.ts', context: 3 }, makeCtx(ws));
@@ -443,7 +425,13 @@ describe('edit_file (two-phase)', () => {
     const err = await rejection(
       proposeAndRun(
         editFileTool(),
-        { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 5' }, { oldText: 'zzz', newText: 'q' }] },
+        {
+          path: 'src/a.ts',
+          edits: [
+            { oldText: 'a = 1', newText: 'a = 5' },
+            { oldText: 'zzz', newText: 'q' },
+          ],
+        },
         makeCtx(ws),
       ),
     );
@@ -454,7 +442,13 @@ describe('edit_file (two-phase)', () => {
   test('several edits apply in order', async () => {
     await proposeAndRun(
       editFileTool(),
-      { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 10' }, { oldText: 'b = 2', newText: 'b = 20' }] },
+      {
+        path: 'src/a.ts',
+        edits: [
+          { oldText: 'a = 1', newText: 'a = 10' },
+          { oldText: 'b = 2', newText: 'b = 20' },
+        ],
+      },
       makeCtx(ws),
     );
     expect(await readFile(path.join(ws, 'src', 'a.ts'), 'utf8')).toBe('export const a = 10;\nexport const b = 20;\n');

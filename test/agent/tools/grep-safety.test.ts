@@ -88,7 +88,7 @@ test('a pattern over the matching budget fails with a clear ToolError, and the n
   expect(plain.split('\n').slice(0, 2)).toEqual([`src/evil.txt:1:${'a'.repeat(24)}!`, `src/evil.txt:2:${'a'.repeat(24)}!`]);
 });
 
-test('one conversation\'s runaway grep does not hold up another\'s', async () => {
+test("one conversation's runaway grep does not hold up another's", async () => {
   const ac = new AbortController();
   const runaway = run(grepTool(), { pattern: EVIL, path: 'src/evil.txt' }, makeCtx(ws, { signal: ac.signal }));
   runaway.catch(() => undefined);
@@ -137,5 +137,7 @@ test('results stay in walk order across batches; skipped binaries are counted on
 
   // Context and "--" separators work across file boundaries as before.
   const ctxOut = await run(grepTool(), { pattern: 'hit (0|1)$', path: 'many', context: 1 }, makeCtx(ws));
-  expect(ctxOut).toBe(['many/f000.txt-1-skip', 'many/f000.txt:2:hit 0', '--', 'many/f001.txt-1-skip', 'many/f001.txt:2:hit 1', '[skipped: 40 binary files]'].join('\n'));
+  expect(ctxOut).toBe(
+    ['many/f000.txt-1-skip', 'many/f000.txt:2:hit 0', '--', 'many/f001.txt-1-skip', 'many/f001.txt:2:hit 1', '[skipped: 40 binary files]'].join('\n'),
+  );
 });

@@ -95,9 +95,7 @@ describe('rm', () => {
     const tool = rmTool();
     const proposal = await propose(tool, { path: 'data', recursive: true }, ctx);
     await writeFile(path.join(ws, 'data', 'sub', 'new.txt'), 'important');
-    await expect(tool.execute({ path: 'data', recursive: true }, ctx, { proposal })).rejects.toThrow(
-      'data was changed since the approval card was shown',
-    );
+    await expect(tool.execute({ path: 'data', recursive: true }, ctx, { proposal })).rejects.toThrow('data was changed since the approval card was shown');
     expect(await readFile(path.join(ws, 'data', 'sub', 'new.txt'), 'utf8')).toBe('important');
   });
 
@@ -253,7 +251,9 @@ test('rm, mv and cp through a directory swapped with a symlink to outside never 
   swapper = child;
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const rounds = new Promise<number>((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(Number(out)) : reject(new Error(`swapper exited ${code}`)))));
+  const rounds = new Promise<number>((resolve, reject) =>
+    child.on('exit', (code) => (code === 0 ? resolve(Number(out)) : reject(new Error(`swapper exited ${code}`)))),
+  );
   const ctx = makeCtx(ws);
   const done = { rm: 0, mv: 0, cp: 0 };
   const attempt = async (name: keyof typeof done, fn: () => Promise<unknown>): Promise<void> => {

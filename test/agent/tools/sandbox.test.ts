@@ -21,7 +21,10 @@ const spec = {
   network: false,
   env: { PATH: '/usr/bin', GITHUB_TOKEN: 'ghp_secretvalue' },
   limits: { processes: 50, openFiles: 100, memoryBytes: 1 << 30, cpuSeconds: 60, tmpBytes: 1 << 28 },
-  system: [{ kind: 'ro-bind' as const, path: '/usr' }, { kind: 'symlink' as const, path: '/bin', target: 'usr/bin' }],
+  system: [
+    { kind: 'ro-bind' as const, path: '/usr' },
+    { kind: 'symlink' as const, path: '/bin', target: 'usr/bin' },
+  ],
   readPaths: ['/home/bot'],
   prlimit: '/usr/bin/prlimit',
   argv: ['/bin/sh', '-c', 'echo hi'],
@@ -30,12 +33,24 @@ const spec = {
 describe('bwrapArgs', () => {
   test('namespaces, read-only root, private /tmp, the workspace bind, env and limits', () => {
     const { options, command } = bwrapArgs({ ...spec, masks: [] });
-    for (const flag of ['--unshare-user', '--disable-userns', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session', '--clearenv']) {
+    for (const flag of [
+      '--unshare-user',
+      '--disable-userns',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-net',
+      '--die-with-parent',
+      '--new-session',
+      '--clearenv',
+    ]) {
       expect(options).toContain(flag);
     }
     const joined = options.join(' ');
     expect(joined).not.toContain('--ro-bind / /');
-    expect(joined).toContain('--ro-bind /usr /usr --symlink usr/bin /bin --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev --proc /proc --size 268435456 --tmpfs /tmp');
+    expect(joined).toContain(
+      '--ro-bind /usr /usr --symlink usr/bin /bin --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev --proc /proc --size 268435456 --tmpfs /tmp',
+    );
     expect(joined).toMatch(/--remount-ro \/ (--seccomp \d+ )?--clearenv/);
     expect(joined).toContain('--bind /srv/ws /srv/ws');
     expect(joined).toContain('--chdir /srv/ws/sub');

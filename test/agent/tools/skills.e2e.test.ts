@@ -56,10 +56,13 @@ function writeSkills(dir: string): void {
 
 /** The tool_result blocks the model got back, request by request after the first. */
 function results(h: Harness): Array<{ content: unknown; is_error?: boolean }> {
-  return h.modelRequests().slice(1).flatMap((req: RecordedRequest) => {
-    const last = (req.body as { messages: Array<{ content: Array<{ type: string }> | string }> }).messages.at(-1)!.content;
-    return typeof last === 'string' ? [] : (last.filter((b) => b.type === 'tool_result') as unknown as Array<{ content: unknown; is_error?: boolean }>);
-  });
+  return h
+    .modelRequests()
+    .slice(1)
+    .flatMap((req: RecordedRequest) => {
+      const last = (req.body as { messages: Array<{ content: Array<{ type: string }> | string }> }).messages.at(-1)!.content;
+      return typeof last === 'string' ? [] : (last.filter((b) => b.type === 'tool_result') as unknown as Array<{ content: unknown; is_error?: boolean }>);
+    });
 }
 const text = (c: unknown): string => (typeof c === 'string' ? c : JSON.stringify(c));
 

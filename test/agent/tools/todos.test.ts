@@ -28,9 +28,7 @@ describe('manage_todos / list_todos', () => {
       'Todo list updated (3 items: 1 done, 1 in progress, 1 pending):\n' +
         '[x] 1. Read the config loader\n[~] 2. Write the failing test (in progress)\n[ ] 3. Fix the bug',
     );
-    expect(await run(listTodosTool(), {}, ctx)).toBe(
-      '[x] 1. Read the config loader\n[~] 2. Write the failing test (in progress)\n[ ] 3. Fix the bug',
-    );
+    expect(await run(listTodosTool(), {}, ctx)).toBe('[x] 1. Read the config loader\n[~] 2. Write the failing test (in progress)\n[ ] 3. Fix the bug');
     expect(state.data.get(TODOS_STATE_KEY)).toEqual([
       { id: '1', text: 'Read the config loader', status: 'done' },
       { id: '2', text: 'Write the failing test', status: 'in_progress' },
@@ -49,9 +47,7 @@ describe('manage_todos / list_todos', () => {
       },
       ctx,
     );
-    expect(await run(listTodosTool(), {}, ctx)).toBe(
-      '[x] 2. Write the failing test\n[~] 3. Fix the bug (in progress)\n[ ] 1. Open a PR',
-    );
+    expect(await run(listTodosTool(), {}, ctx)).toBe('[x] 2. Write the failing test\n[~] 3. Fix the bug (in progress)\n[ ] 1. Open a PR');
   });
 
   test('propose shows the change and does not touch the state', async () => {
@@ -81,7 +77,12 @@ describe('manage_todos / list_todos', () => {
   test('duplicate ids are refused with what to do', async () => {
     const err = await propose(
       manageTodosTool(),
-      { todos: [{ id: 'x', text: 'a', status: 'pending' }, { id: 'x', text: 'b', status: 'pending' }] },
+      {
+        todos: [
+          { id: 'x', text: 'a', status: 'pending' },
+          { id: 'x', text: 'b', status: 'pending' },
+        ],
+      },
       makeCtx(ws),
     ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ToolError);

@@ -17,7 +17,11 @@ let h: Harness | undefined;
 let search: FakeSearch;
 beforeEach(async () => {
   search = await startFakeSearch({ braveKey: 'brave-secret-key' });
-  search.results = Array.from({ length: 30 }, (_, i) => ({ title: `Result ${i + 1}`, url: `https://example.org/${i + 1}`, snippet: `<b>snippet</b> ${'x'.repeat(50)} ${i + 1}` }));
+  search.results = Array.from({ length: 30 }, (_, i) => ({
+    title: `Result ${i + 1}`,
+    url: `https://example.org/${i + 1}`,
+    snippet: `<b>snippet</b> ${'x'.repeat(50)} ${i + 1}`,
+  }));
 });
 afterEach(async () => {
   await h?.close();
@@ -36,17 +40,24 @@ agents:
 ${webSearch}${extra}`;
 
 function results(h: Harness): Array<{ content: unknown; is_error?: boolean }> {
-  return h.modelRequests().slice(1).flatMap((req: RecordedRequest) => {
-    const last = (req.body as { messages: Array<{ content: Array<{ type: string }> | string }> }).messages.at(-1)!.content;
-    return typeof last === 'string' ? [] : (last.filter((b) => b.type === 'tool_result') as unknown as Array<{ content: unknown; is_error?: boolean }>);
-  });
+  return h
+    .modelRequests()
+    .slice(1)
+    .flatMap((req: RecordedRequest) => {
+      const last = (req.body as { messages: Array<{ content: Array<{ type: string }> | string }> }).messages.at(-1)!.content;
+      return typeof last === 'string' ? [] : (last.filter((b) => b.type === 'tool_result') as unknown as Array<{ content: unknown; is_error?: boolean }>);
+    });
 }
 const text = (c: unknown): string => (typeof c === 'string' ? c : JSON.stringify(c));
 const offered = (h: Harness) => (h.modelRequests()[0]!.body as { tools?: Array<{ name: string }> }).tools?.map((t) => t.name) ?? [];
 
 test('SearXNG: results are cited (title, url), capped in count and bytes, HTML stripped', async () => {
   h = await Harness.start({ yaml: yaml(`    webSearch: { provider: searxng, url: "${search.url}", maxResults: 4 }\n`) });
-  h.script({ toolUses: [{ name: 'web_search', input: { query: 'gatehouse gateway', count: 10 } }] }, { toolUses: [{ name: 'web_search', input: { query: 'q2' } }] }, { text: 'found' });
+  h.script(
+    { toolUses: [{ name: 'web_search', input: { query: 'gatehouse gateway', count: 10 } }] },
+    { toolUses: [{ name: 'web_search', input: { query: 'q2' } }] },
+    { text: 'found' },
+  );
   await h.adapter.send('search');
   await waitFor('answer', () => h!.adapter.answers()[0]);
   expect(offered(h)).toContain('web_search');
@@ -74,7 +85,10 @@ test('Brave: the key comes from the env var named in config (via NAME_FILE) and 
   const dir = mkdtempSync(join(tmpdir(), 'gh-search-'));
   writeFileSync(join(dir, 'key'), 'brave-secret-key\n');
   try {
-    h = await Harness.start({ yaml: yaml(`    webSearch: { provider: brave, url: "${search.url}", apiKeyEnv: MY_BRAVE_KEY, maxResults: 3 }\n`), env: { MY_BRAVE_KEY_FILE: join(dir, 'key') } });
+    h = await Harness.start({
+      yaml: yaml(`    webSearch: { provider: brave, url: "${search.url}", apiKeyEnv: MY_BRAVE_KEY, maxResults: 3 }\n`),
+      env: { MY_BRAVE_KEY_FILE: join(dir, 'key') },
+    });
     h.script({ toolUses: [{ name: 'web_search', input: { query: 'brave q' } }] }, { text: 'found' });
     await h.adapter.send('search');
     await waitFor('answer', () => h!.adapter.answers()[0]);

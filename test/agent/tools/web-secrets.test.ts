@@ -73,9 +73,24 @@ function attempts(secret: string): Array<[string, Record<string, unknown>]> {
     ['upper-cased in a header', { method: 'GET', url: `${base}/c`, headers: { 'x-d': secret.toUpperCase() } }],
     ['hex in a JSON body', { method: 'POST', url: `${base}/c`, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ d: hex(secret) }) }],
     ['reversed in a form body', { method: 'POST', url: `${base}/c`, body: `d=${[...secret].reverse().join('')}` }],
-    ['\\u-escaped in a body', { method: 'POST', url: `${base}/c`, body: [...secret].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('') }],
-    ['split between the query and a header', { method: 'GET', url: `${base}/c?a=${encodeURIComponent(secret.slice(0, half))}`, headers: { 'x-b': secret.slice(half) } }],
-    ['split into 6-character query parameters', { method: 'GET', url: `${base}/c?${secret.match(/.{1,6}/g)!.map((p, i) => `p${i}=${encodeURIComponent(p)}`).join('&')}` }],
+    [
+      '\\u-escaped in a body',
+      { method: 'POST', url: `${base}/c`, body: [...secret].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('') },
+    ],
+    [
+      'split between the query and a header',
+      { method: 'GET', url: `${base}/c?a=${encodeURIComponent(secret.slice(0, half))}`, headers: { 'x-b': secret.slice(half) } },
+    ],
+    [
+      'split into 6-character query parameters',
+      {
+        method: 'GET',
+        url: `${base}/c?${secret
+          .match(/.{1,6}/g)!
+          .map((p, i) => `p${i}=${encodeURIComponent(p)}`)
+          .join('&')}`,
+      },
+    ],
   ];
 }
 
@@ -96,7 +111,7 @@ describe.each([
   });
 });
 
-test('control: the same encoded requests go out when the value is not one of the bot\'s secrets', async () => {
+test("control: the same encoded requests go out when the value is not one of the bot's secrets", async () => {
   const stranger = `sk-ant-api03-${randomBytes(60).toString('base64url')}AA`;
   const list = attempts(stranger);
   for (const [, input] of list.map(([h, t]) => [h, at(t)] as const)) expect(await run(httpRequestTool(opts), input, ctx)).toContain('HTTP 200');
@@ -104,11 +119,13 @@ test('control: the same encoded requests go out when the value is not one of the
   expect(received[0]).toContain(encodeURIComponent(b64(stranger)));
 });
 
-test('an allowlisted variable that is not the bot\'s own may be sent (the operator chose to show it)', async () => {
+test("an allowlisted variable that is not the bot's own may be sent (the operator chose to show it)", async () => {
   const input = { method: 'GET', url: `${base}/c`, headers: { authorization: `token ${GITHUB}` } };
   expect(await run(httpRequestTool(opts), input, withAllowlist(['GITHUB_TOKEN']))).toContain('HTTP 200');
   // The model key stays refused whatever the allowlist says.
-  await expect(run(httpRequestTool(opts), { ...input, headers: { 'x-k': b64(MODEL_KEY) } }, withAllowlist(['GITHUB_TOKEN', 'ANTHROPIC_API_KEY']))).rejects.toThrow('own credentials');
+  await expect(
+    run(httpRequestTool(opts), { ...input, headers: { 'x-k': b64(MODEL_KEY) } }, withAllowlist(['GITHUB_TOKEN', 'ANTHROPIC_API_KEY'])),
+  ).rejects.toThrow('own credentials');
   expect(received).toHaveLength(1);
 });
 

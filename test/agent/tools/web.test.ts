@@ -95,7 +95,14 @@ describe('web_fetch', () => {
   });
 
   test('redirects to the metadata address, IPv4-mapped and numeric loopback forms are refused', async () => {
-    for (const target of ['http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.2]:1/', 'http://[fd00:ec2::254]/', 'http://2130706434:1/', 'http://0x7f.0.0.3:1/', 'http://[::1]:1/']) {
+    for (const target of [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:127.0.0.2]:1/',
+      'http://[fd00:ec2::254]/',
+      'http://2130706434:1/',
+      'http://0x7f.0.0.3:1/',
+      'http://[::1]:1/',
+    ]) {
       const s = await server('127.0.0.1', (_q, r) => r.writeHead(307, { location: target }).end());
       await expect(run(webFetchTool(allowing('127.0.0.1')), { url: s.url }, ctx)).rejects.toThrow(/is refused: .*address/);
     }
@@ -137,7 +144,9 @@ describe('web_fetch', () => {
     const last = await run(tool, { url: s.url, maxChars: 250, offset: 100 }, ctx);
     expect(last.endsWith('abcdefghij'.repeat(20))).toBe(true);
     const huge = await run(tool, { url: `${s.url}/big`, maxChars: 100, offset: WEB_FETCH_MAX_BYTES - 50 }, ctx);
-    expect(huge.split('\n').at(-1)).toBe('[truncated: true; the page is larger than 5 MB and only its start was read; the rest cannot be fetched with web_fetch]');
+    expect(huge.split('\n').at(-1)).toBe(
+      '[truncated: true; the page is larger than 5 MB and only its start was read; the rest cannot be fetched with web_fetch]',
+    );
   });
 
   test('a gzip bomb is cut at the cap after decoding', async () => {
@@ -170,7 +179,12 @@ describe('http_request', () => {
     expect((await propose(tool, { method: 'HEAD', url: 'http://127.0.0.1:9/x' }, ctx)).tier).toBe('read-only');
     const card = await propose(
       tool,
-      { method: 'POST', url: 'http://127.0.0.1:9/issues', headers: { 'content-type': 'application/json', authorization: 'Bearer abc123' }, body: '{"title":"bug"}' },
+      {
+        method: 'POST',
+        url: 'http://127.0.0.1:9/issues',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer abc123' },
+        body: '{"title":"bug"}',
+      },
       ctx,
     );
     expect(card.tier).toBe('high-risk');

@@ -67,7 +67,9 @@ async function traced(work: () => Promise<void>): Promise<string[]> {
     child.kill('SIGTERM');
     await exited;
   }
-  return readFileSync(out, 'utf8').split('\n').filter((l) => !/\bexecve\(/.test(l));
+  return readFileSync(out, 'utf8')
+    .split('\n')
+    .filter((l) => !/\bexecve\(/.test(l));
 }
 
 const echoModel: ModelClient = {
@@ -90,33 +92,37 @@ async function call(tool: AnyTool, raw: unknown): Promise<void> {
 const below = (lines: string[]) => lines.filter((l) => l.includes(`"${ws}/`));
 
 // .ci/run installs strace, so in CI a missing strace fails here instead of passing without checking.
-(hasStrace || process.env.CI ? test : test.skip)('no tool names a path below the workspace root to the kernel; a plain readFile does (control)', async () => {
-  const media = analyzeMediaTool({ model: echoModel, companions: () => ({ 'analyze:file': [{ id: 'm', label: 'M' }] }) });
-  const lines = await traced(async () => {
-    await call(grepTool() as AnyTool, { pattern: 'NEEDLE' });
-    await call(grepTool() as AnyTool, { pattern: 'NEEDLE', path: 'alias/deeper' });
-    await call(findTool() as AnyTool, { pattern: '*.txt' });
-    await call(lsTool() as AnyTool, { path: 'sub' });
-    await call(lsTool() as AnyTool, {});
-    await call(readFileTool() as AnyTool, { path: 'alias/a.txt' });
-    await call(readPdfTool() as AnyTool, { path: 'sub/r.pdf' });
-    await call(media as AnyTool, { path: 'sub/a.txt', prompt: 'what is it?' });
-    await call(writeFileTool() as AnyTool, { path: 'sub/new/c.txt', content: 'gamma\n' });
-    await call(editFileTool() as AnyTool, { path: 'sub/new/c.txt', edits: [{ oldText: 'gamma', newText: 'delta' }] });
-    await call(mkdirTool() as AnyTool, { path: 'made/here' });
-    await call(cpTool() as AnyTool, { from: 'sub/deeper', to: 'made/copy' });
-    await call(mvTool() as AnyTool, { from: 'made/copy', to: 'made/moved' });
-    await call(rmTool() as AnyTool, { path: 'made', recursive: true });
-  });
-  // The trace really covered the tools: the root was opened, and work happened through fds.
-  expect(lines.some((l) => l.includes(`"${ws}"`))).toBe(true);
-  expect(lines.some((l) => /"\/proc\/self\/fd\/\d+\/a\.txt"/.test(l))).toBe(true);
-  expect(below(lines)).toEqual([]);
-  // Control: the same trace catches a read by workspace path.
-  const control = await traced(async () => {
-    await readFile(path.join(ws, 'sub', 'a.txt'));
-  });
-  expect(below(control).length).toBeGreaterThan(0);
-}, 180_000);
+(hasStrace || process.env.CI ? test : test.skip)(
+  'no tool names a path below the workspace root to the kernel; a plain readFile does (control)',
+  async () => {
+    const media = analyzeMediaTool({ model: echoModel, companions: () => ({ 'analyze:file': [{ id: 'm', label: 'M' }] }) });
+    const lines = await traced(async () => {
+      await call(grepTool() as AnyTool, { pattern: 'NEEDLE' });
+      await call(grepTool() as AnyTool, { pattern: 'NEEDLE', path: 'alias/deeper' });
+      await call(findTool() as AnyTool, { pattern: '*.txt' });
+      await call(lsTool() as AnyTool, { path: 'sub' });
+      await call(lsTool() as AnyTool, {});
+      await call(readFileTool() as AnyTool, { path: 'alias/a.txt' });
+      await call(readPdfTool() as AnyTool, { path: 'sub/r.pdf' });
+      await call(media as AnyTool, { path: 'sub/a.txt', prompt: 'what is it?' });
+      await call(writeFileTool() as AnyTool, { path: 'sub/new/c.txt', content: 'gamma\n' });
+      await call(editFileTool() as AnyTool, { path: 'sub/new/c.txt', edits: [{ oldText: 'gamma', newText: 'delta' }] });
+      await call(mkdirTool() as AnyTool, { path: 'made/here' });
+      await call(cpTool() as AnyTool, { from: 'sub/deeper', to: 'made/copy' });
+      await call(mvTool() as AnyTool, { from: 'made/copy', to: 'made/moved' });
+      await call(rmTool() as AnyTool, { path: 'made', recursive: true });
+    });
+    // The trace really covered the tools: the root was opened, and work happened through fds.
+    expect(lines.some((l) => l.includes(`"${ws}"`))).toBe(true);
+    expect(lines.some((l) => /"\/proc\/self\/fd\/\d+\/a\.txt"/.test(l))).toBe(true);
+    expect(below(lines)).toEqual([]);
+    // Control: the same trace catches a read by workspace path.
+    const control = await traced(async () => {
+      await readFile(path.join(ws, 'sub', 'a.txt'));
+    });
+    expect(below(control).length).toBeGreaterThan(0);
+  },
+  180_000,
+);
 
 if (!hasStrace) console.log('workspace-paths: strace is not installed (apt-get install strace); the syscall trace check was skipped');

@@ -184,7 +184,11 @@ interface Call {
 function calls(): Call[] {
   const media = analyzeMediaTool({ model: echoModel, companions: () => ({ 'analyze:file': [{ id: 'reader', label: 'Reader' }] }) });
   return [
-    { name: 'grep', tool: grepTool() as AnyTool, inputs: [{ pattern: '^ANTHROPIC' }, { pattern: 'ANTHROPIC', path: 'd' }, { pattern: '.', path: 'd/.env' }, { pattern: 'deep', path: 'd/src' }] },
+    {
+      name: 'grep',
+      tool: grepTool() as AnyTool,
+      inputs: [{ pattern: '^ANTHROPIC' }, { pattern: 'ANTHROPIC', path: 'd' }, { pattern: '.', path: 'd/.env' }, { pattern: 'deep', path: 'd/src' }],
+    },
     { name: 'find', tool: findTool() as AnyTool, inputs: [{ pattern: '*' }, { pattern: '*', path: 'd' }, { pattern: '*', path: 'd/src' }] },
     { name: 'ls', tool: lsTool() as AnyTool, inputs: [{ path: 'd' }, {}, { path: 'd/src' }, { path: 'd/.env' }] },
     // Reads through `d` succeed only when every step of two fd-by-fd walks saw the directory, so each
@@ -193,7 +197,11 @@ function calls(): Call[] {
     {
       name: 'analyze_media',
       tool: media as AnyTool,
-      inputs: [{ path: 'd/.env', prompt: 'what is in it?' }, { path: 'd/src/deep.txt', prompt: 'summarize' }, { path: 'top.txt', prompt: 'summarize' }],
+      inputs: [
+        { path: 'd/.env', prompt: 'what is in it?' },
+        { path: 'd/src/deep.txt', prompt: 'summarize' },
+        { path: 'top.txt', prompt: 'summarize' },
+      ],
     },
     { name: 'read_pdf', tool: readPdfTool() as AnyTool, inputs: [{ path: 'd/report.pdf' }, { path: 'd/report.pdf' }, { path: 'top.pdf' }] },
   ];
@@ -278,7 +286,9 @@ async function naiveReader(dir: string): Promise<string> {
 }
 
 function report(label: string, t: Tally, rounds: number): void {
-  console.log(`workspace-race ${label}: ${rounds} swap rounds; ok ${JSON.stringify(t.ok)}; refused ${JSON.stringify(t.refused)}; ok through d ${t.okThroughD}; lane ms ${JSON.stringify(t.ms)}; leaks ${t.leaks.length}`);
+  console.log(
+    `workspace-race ${label}: ${rounds} swap rounds; ok ${JSON.stringify(t.ok)}; refused ${JSON.stringify(t.refused)}; ok through d ${t.okThroughD}; lane ms ${JSON.stringify(t.ms)}; leaks ${t.leaks.length}`,
+  );
 }
 
 function expectHeld(t: Tally, rounds: number): void {
@@ -322,45 +332,49 @@ const hasBwrap = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'].some((
 
 // The real attack: the swapper runs INSIDE the box, started through execute_command as an
 // allowlisted `npm test` would, while the host-side tools run. Needs gcc (a binary the box can run).
-(hasBwrap && process.getuid?.() === 0 ? test : test.skip)('a swapper inside the real box (execute_command) cannot make host tools read outside', async () => {
-  if (!swapperBin) {
-    console.log('workspace-race box: gcc is missing, so there is no swapper binary for the box; the host runs above cover rename loops');
-    return;
-  }
-  // The box sees only the system and the workspace (default-deny view), so the swapper binary must
-  // be in the workspace, as a script the agent wrote would be.
-  copyFileSync(swapperBin, path.join(ws, '.swapper'));
-  chmodSync(path.join(ws, '.swapper'), 0o755);
-  await prepareWorkspace(ws); // the box user (65534) owns the workspace, as at bot start
-  rmSync(path.join(ws, 'stop'), { force: true });
-  const shell = executeCommandTool({
-    sandbox: { mode: 'bubblewrap', network: false, botFiles: [botDir], homes: [] },
-    baseEnv: { PATH: '/usr/bin:/bin' },
-  });
-  const input = shell.input.parse({ command: `nice -n 19 ./.swapper exchange d l stop ${SWAPPER_MAX_ROUNDS}`, timeoutMs: 280_000 });
-  const ctx = makeCtx(ws);
-  const proposal = await shell.propose!(input, ctx);
-  const boxed = shell.execute(input, ctx, { proposal });
-  let t: Tally;
-  let controlLeakedAt = -1;
-  try {
-    // Wait until the box's swapper really runs: `d` is seen as a symlink at least once.
-    for (let i = 0; i < 100_000; i++) {
-      const st = await readdir(ws, { withFileTypes: true });
-      if (st.find((e) => e.name === 'd')?.isSymbolicLink()) break;
+(hasBwrap && process.getuid?.() === 0 ? test : test.skip)(
+  'a swapper inside the real box (execute_command) cannot make host tools read outside',
+  async () => {
+    if (!swapperBin) {
+      console.log('workspace-race box: gcc is missing, so there is no swapper binary for the box; the host runs above cover rename loops');
+      return;
     }
-    // Control: under the box's swapper, the old path walk on the host does leak.
-    for (let i = 0; i < CONTROL_TRIES && controlLeakedAt < 0; i++) {
-      if ((await naiveReader(ws)).includes(CANARY)) controlLeakedAt = i;
+    // The box sees only the system and the workspace (default-deny view), so the swapper binary must
+    // be in the workspace, as a script the agent wrote would be.
+    copyFileSync(swapperBin, path.join(ws, '.swapper'));
+    chmodSync(path.join(ws, '.swapper'), 0o755);
+    await prepareWorkspace(ws); // the box user (65534) owns the workspace, as at bot start
+    rmSync(path.join(ws, 'stop'), { force: true });
+    const shell = executeCommandTool({
+      sandbox: { mode: 'bubblewrap', network: false, botFiles: [botDir], homes: [] },
+      baseEnv: { PATH: '/usr/bin:/bin' },
+    });
+    const input = shell.input.parse({ command: `nice -n 19 ./.swapper exchange d l stop ${SWAPPER_MAX_ROUNDS}`, timeoutMs: 280_000 });
+    const ctx = makeCtx(ws);
+    const proposal = await shell.propose!(input, ctx);
+    const boxed = shell.execute(input, ctx, { proposal });
+    let t: Tally;
+    let controlLeakedAt = -1;
+    try {
+      // Wait until the box's swapper really runs: `d` is seen as a symlink at least once.
+      for (let i = 0; i < 100_000; i++) {
+        const st = await readdir(ws, { withFileTypes: true });
+        if (st.find((e) => e.name === 'd')?.isSymbolicLink()) break;
+      }
+      // Control: under the box's swapper, the old path walk on the host does leak.
+      for (let i = 0; i < CONTROL_TRIES && controlLeakedAt < 0; i++) {
+        if ((await naiveReader(ws)).includes(CANARY)) controlLeakedAt = i;
+      }
+      t = await hammer(SCALE / 3);
+    } finally {
+      stopSwapper();
     }
-    t = await hammer(SCALE / 3);
-  } finally {
-    stopSwapper();
-  }
-  const out = String((await boxed).content);
-  const rounds = Number(/--- stdout ---\n(\d+)/.exec(out)?.[1] ?? 0);
-  report('box', t, rounds);
-  console.log(`workspace-race box control: naive reader leaked at try ${controlLeakedAt}`);
-  expect(controlLeakedAt).toBeGreaterThanOrEqual(0);
-  expectHeld(t, rounds);
-}, 300_000);
+    const out = String((await boxed).content);
+    const rounds = Number(/--- stdout ---\n(\d+)/.exec(out)?.[1] ?? 0);
+    report('box', t, rounds);
+    console.log(`workspace-race box control: naive reader leaked at try ${controlLeakedAt}`);
+    expect(controlLeakedAt).toBeGreaterThanOrEqual(0);
+    expectHeld(t, rounds);
+  },
+  300_000,
+);

@@ -19,8 +19,8 @@ const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['wrappers (argument slice)', 'nice -n 1 stdbuf -oL some-runner --flag rm -rf victim'],
   ['option spellings', "env -iS 'rm -rf victim'"],
   ['option spellings', 'rm --recur victim'],
-  ['inline code', "python3 -c'import shutil; shutil.rmtree(\"victim\")'"],
-  ['command strings in tools', "awk 'BEGIN{system(\"rm -rf victim\")}'"],
+  ['inline code', 'python3 -c\'import shutil; shutil.rmtree("victim")\''],
+  ['command strings in tools', 'awk \'BEGIN{system("rm -rf victim")}\''],
   ['command strings in tools', "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm -rf victim' victim"],
   ['functions', 'f(){ rm -rf victim; }; f'],
   ['written scripts', "echo 'rm -rf victim' > x.sh; sh x.sh"],
@@ -47,7 +47,12 @@ test('every bypass spelling is refused before it runs: the victim directory surv
   mkdirSync(join(victim, 'sub'), { recursive: true });
   writeFileSync(join(victim, 'sub', 'precious.txt'), 'keep me');
   const control = 'touch control-ran';
-  h.script({ toolUses: [...ATTACKS.map(([, command]) => ({ name: 'execute_command', input: { command } })), { name: 'execute_command', input: { command: control } }] }, { text: 'done' });
+  h.script(
+    {
+      toolUses: [...ATTACKS.map(([, command]) => ({ name: 'execute_command', input: { command } })), { name: 'execute_command', input: { command: control } }],
+    },
+    { text: 'done' },
+  );
 
   await h.adapter.send('try them all');
   await waitFor('answer', () => h.adapter.answers()[0]);

@@ -25,7 +25,7 @@ denylistClass(
     ['rsync -a --delete-before empty/ /etc', 'recursive-delete'],
     ['unlink /', 'rm-dangerous-target'],
     ['nohup strace rm -r build', 'rm-recursive'],
-    ["perl -e 'unlink glob \"*\"'", 'inline-code'],
+    ['perl -e \'unlink glob "*"\'', 'inline-code'],
   ],
   [
     "find . -name '*.ts'",

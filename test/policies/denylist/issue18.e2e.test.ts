@@ -62,7 +62,12 @@ test('through execute_command every spelling is refused before it runs: victim k
   h = await Harness.start({ yaml: agentYaml('tools: [execute_command]', 'tier: high-risk', 'approvers: { console: [local] }') });
   plant(h.workspace);
   const control = 'touch control-ran';
-  h.script({ toolUses: [...ATTACKS.map(([, command]) => ({ name: 'execute_command', input: { command } })), { name: 'execute_command', input: { command: control } }] }, { text: 'done' });
+  h.script(
+    {
+      toolUses: [...ATTACKS.map(([, command]) => ({ name: 'execute_command', input: { command } })), { name: 'execute_command', input: { command: control } }],
+    },
+    { text: 'done' },
+  );
 
   await h.adapter.send('try them all');
   await waitFor('answer', () => h!.adapter.answers()[0]);
@@ -73,7 +78,10 @@ test('through execute_command every spelling is refused before it runs: victim k
   const results = toolResults(h.modelRequests()[1]!);
   expect(results).toHaveLength(ATTACKS.length + 1);
   results.slice(0, ATTACKS.length).forEach((r, i) => {
-    expect({ attack: ATTACKS[i]![0], blocked: r.startsWith('Blocked by the shell denylist') && /approval cannot override it/.test(r) }).toEqual({ attack: ATTACKS[i]![0], blocked: true });
+    expect({ attack: ATTACKS[i]![0], blocked: r.startsWith('Blocked by the shell denylist') && /approval cannot override it/.test(r) }).toEqual({
+      attack: ATTACKS[i]![0],
+      blocked: true,
+    });
   });
   expect(results.at(-1)!).toMatch(/^exit code: 0/);
 });

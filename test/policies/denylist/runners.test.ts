@@ -5,9 +5,27 @@
 import { denylistClass } from './table.js';
 
 const runners = [
-  'npx', 'npx -y', 'npx --yes', 'npx --yes --package rimraf', 'npx -p rimraf@5', 'npm exec', 'npm exec --yes --', 'npm x', 'npm x -y',
-  'npm exec --package=rimraf --', 'pnpm dlx', 'pnpm --silent dlx', 'pnpm exec', 'pnpx', 'yarn dlx', 'yarn dlx -q', 'yarn exec', 'bunx',
-  'bunx --bun', 'bun x', 'corepack pnpm dlx',
+  'npx',
+  'npx -y',
+  'npx --yes',
+  'npx --yes --package rimraf',
+  'npx -p rimraf@5',
+  'npm exec',
+  'npm exec --yes --',
+  'npm x',
+  'npm x -y',
+  'npm exec --package=rimraf --',
+  'pnpm dlx',
+  'pnpm --silent dlx',
+  'pnpm exec',
+  'pnpx',
+  'yarn dlx',
+  'yarn dlx -q',
+  'yarn exec',
+  'bunx',
+  'bunx --bun',
+  'bun x',
+  'corepack pnpm dlx',
 ];
 
 denylistClass(

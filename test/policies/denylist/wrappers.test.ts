@@ -105,7 +105,6 @@ denylistClass(
   ],
 );
 
-
 test('the denylist looks through every wrapper, but an allowlist entry for the inner command does not cover them', async () => {
   for (const command of ['strace -o /tmp/trace ls', 'fakeroot ls', 'taskset -c 0 ls', 'setsid ls', 'firejail ls']) {
     const a = await analyzeCommand(command);

@@ -62,7 +62,8 @@ export function declarationIssues(name: string, decl: Omit<CommandToolDecl, 'nam
   }
   const params = Object.keys(decl.input.properties);
   (decl.input.required ?? []).forEach((r, i) => {
-    if (!params.includes(r)) issues.push({ path: ['input', 'required', i], message: `${JSON.stringify(r)} is not one of input.properties (${params.join(', ') || 'none'})` });
+    if (!params.includes(r))
+      issues.push({ path: ['input', 'required', i], message: `${JSON.stringify(r)} is not one of input.properties (${params.join(', ') || 'none'})` });
   });
   decl.argv.forEach((el, i) => {
     const slot = slotOf(el);

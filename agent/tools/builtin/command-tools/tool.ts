@@ -34,7 +34,9 @@ type Input = Record<string, string | number | boolean>;
 function paramSchema(p: ParamSchema): z.ZodType<string | number | boolean> {
   if (p.enum) {
     const allowed = p.enum;
-    return z.union([z.string(), z.number()]).refine((v) => allowed.includes(v), { message: `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}` });
+    return z
+      .union([z.string(), z.number()])
+      .refine((v) => allowed.includes(v), { message: `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}` });
   }
   switch (p.type) {
     case 'string':

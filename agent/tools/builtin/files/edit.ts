@@ -9,10 +9,7 @@ export const EditFileInput = z.strictObject({
   edits: z
     .array(
       z.strictObject({
-        oldText: z
-          .string()
-          .min(1)
-          .describe('Exact text to replace, including whitespace and indentation; must occur exactly once in the file.'),
+        oldText: z.string().min(1).describe('Exact text to replace, including whitespace and indentation; must occur exactly once in the file.'),
         newText: z.string().describe('The replacement text.'),
       }),
     )

@@ -29,20 +29,11 @@ import { type DirRef, walkNotes, walkTree, type WalkStats } from './walk.js';
 // grep
 
 export const GrepInput = z.strictObject({
-  pattern: z
-    .string()
-    .min(1)
-    .describe('JavaScript regular expression matched against each line (or a plain string with fixedString).'),
-  path: z
-    .string()
-    .optional()
-    .describe('File or directory to search, relative to the workspace root (default: the root).'),
+  pattern: z.string().min(1).describe('JavaScript regular expression matched against each line (or a plain string with fixedString).'),
+  path: z.string().optional().describe('File or directory to search, relative to the workspace root (default: the root).'),
   fixedString: z.boolean().optional().describe('Treat pattern as a literal string, not a regex.'),
   ignoreCase: z.boolean().optional().describe('Match case-insensitively.'),
-  glob: z
-    .string()
-    .optional()
-    .describe('Only search files whose name matches this glob ("*.ts"); with "/" it matches the relative path.'),
+  glob: z.string().optional().describe('Only search files whose name matches this glob ("*.ts"); with "/" it matches the relative path.'),
   context: z.number().int().min(0).max(10).optional().describe('Lines of context before and after each match (0-10, default 0).'),
   limit: z
     .number()
@@ -282,9 +273,7 @@ export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
         return text([`No matches for ${JSON.stringify(input.pattern)} in ${shownStart} (${filesSearched} files searched).`, ...notes].join('\n'));
       }
       if (cut) {
-        notes.push(
-          truncatedLine(cut, 'narrow the pattern, path or glob' + (limit < GREP_MAX_MATCHES ? `, or pass limit (max ${GREP_MAX_MATCHES})` : '')),
-        );
+        notes.push(truncatedLine(cut, 'narrow the pattern, path or glob' + (limit < GREP_MAX_MATCHES ? `, or pass limit (max ${GREP_MAX_MATCHES})` : '')));
       }
       return text([...out, ...notes].join('\n'));
     },

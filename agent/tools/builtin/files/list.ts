@@ -10,15 +10,7 @@ import { z } from 'zod';
 import type { Tool } from '../../types.js';
 import { ToolError } from '../../types.js';
 import { atDir, displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
-import {
-  FIND_DEFAULT_RESULTS,
-  FIND_MAX_RESULTS,
-  globMatcher,
-  LS_DEFAULT_ENTRIES,
-  LS_MAX_ENTRIES,
-  text,
-  truncatedLine,
-} from './shared.js';
+import { FIND_DEFAULT_RESULTS, FIND_MAX_RESULTS, globMatcher, LS_DEFAULT_ENTRIES, LS_MAX_ENTRIES, text, truncatedLine } from './shared.js';
 import { listDir, walkNotes, walkTree, type WalkStats } from './walk.js';
 
 /** The start of ls/find, opened fd by fd (the caller closes it). */
@@ -37,13 +29,7 @@ async function openStart(root: string, abs: string, opts?: { socketOk: true }): 
 
 export const LsInput = z.strictObject({
   path: z.string().optional().describe('Directory to list, relative to the workspace root (default: the root).'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(LS_MAX_ENTRIES)
-    .optional()
-    .describe(`Maximum entries to show (default ${LS_DEFAULT_ENTRIES}, max ${LS_MAX_ENTRIES}).`),
+  limit: z.number().int().min(1).max(LS_MAX_ENTRIES).optional().describe(`Maximum entries to show (default ${LS_DEFAULT_ENTRIES}, max ${LS_MAX_ENTRIES}).`),
 });
 export type LsInput = z.infer<typeof LsInput>;
 
@@ -85,7 +71,10 @@ export function lsTool(): Tool<LsInput> {
             const target = await readlink(p).catch(() => '?');
             lines.push(formatEntry('link', undefined, `${e.name} -> ${target}`));
           } else if (e.isFile()) {
-            const size = await lstat(p).then((s) => s.size, () => undefined);
+            const size = await lstat(p).then(
+              (s) => s.size,
+              () => undefined,
+            );
             lines.push(formatEntry('file', size, e.name));
           } else lines.push(formatEntry('other', undefined, e.name));
         }
@@ -121,17 +110,8 @@ export const FindInput = z.strictObject({
         'at any depth; with "/" it matches the path relative to `path`, e.g. "src/**/*.test.ts".',
     ),
   path: z.string().optional().describe('Directory to search under, relative to the workspace root (default: the root).'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(FIND_MAX_RESULTS)
-    .optional()
-    .describe(`Maximum results (default ${FIND_DEFAULT_RESULTS}, max ${FIND_MAX_RESULTS}).`),
-  includeIgnored: z
-    .boolean()
-    .optional()
-    .describe('Also search inside node_modules and .git (skipped by default).'),
+  limit: z.number().int().min(1).max(FIND_MAX_RESULTS).optional().describe(`Maximum results (default ${FIND_DEFAULT_RESULTS}, max ${FIND_MAX_RESULTS}).`),
+  includeIgnored: z.boolean().optional().describe('Also search inside node_modules and .git (skipped by default).'),
 });
 export type FindInput = z.infer<typeof FindInput>;
 

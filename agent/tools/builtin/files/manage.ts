@@ -18,17 +18,7 @@ import { ToolError } from '../../types.js';
 import { handOver } from '../../sandbox/index.js';
 import { atDir, DIR_OPEN_FLAGS, displayPath, errCode, isInside, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../../workspace.js';
 import { text } from './shared.js';
-import {
-  copyEntry,
-  describeManifest,
-  locateEntry,
-  manifestPreview,
-  openParent,
-  removeEntry,
-  scanEntry,
-  type Entry,
-  type Manifest,
-} from './tree.js';
+import { copyEntry, describeManifest, locateEntry, manifestPreview, openParent, removeEntry, scanEntry, type Entry, type Manifest } from './tree.js';
 
 /** What propose hands to execute; persisted while the card waits, so validated on the way back. */
 const ManageData = z.object({
@@ -151,7 +141,9 @@ export function rmTool(): Tool<RmInput> {
       const m = await scanAt(entry, ctx.signal);
       if (m.kind === undefined) throw new ToolError(`${entry.shown} does not exist; nothing to remove. Use ls to see what is there.`);
       if (m.kind === 'dir' && m.lines.length > 1 && !input.recursive) {
-        throw new ToolError(`${entry.shown} is a directory that is not empty (${describeManifest(m)}); pass recursive: true to remove it and everything in it.`);
+        throw new ToolError(
+          `${entry.shown} is a directory that is not empty (${describeManifest(m)}); pass recursive: true to remove it and everything in it.`,
+        );
       }
       return {
         summary: `rm ${entry.shown} (${describeManifest(m)})`,
@@ -202,7 +194,8 @@ async function preparePair(ctx: ToolContext, input: MoveInput, tool: 'mv' | 'cp'
   const from = await locateEntry(ctx, input.from, tool);
   const to = await locateEntry(ctx, input.to, tool);
   if (from.abs === to.abs) throw new ToolError(`from and to are the same path (${from.shown}); nothing to do.`);
-  if (isInside(from.abs, to.abs)) throw new ToolError(`${to.shown} lies inside ${from.shown}; a directory cannot be ${tool === 'mv' ? 'moved' : 'copied'} into itself.`);
+  if (isInside(from.abs, to.abs))
+    throw new ToolError(`${to.shown} lies inside ${from.shown}; a directory cannot be ${tool === 'mv' ? 'moved' : 'copied'} into itself.`);
   if (isInside(to.abs, from.abs)) throw new ToolError(`${from.shown} lies inside ${to.shown}; replacing a directory with something inside it is refused.`);
   const src = await scanAt(from, ctx.signal);
   if (src.kind === undefined) throw new ToolError(`${from.shown} does not exist. Use ls or find to see what is there.`);
@@ -245,10 +238,16 @@ async function applyPair(
   try {
     const dstParent = await openParent(to);
     try {
-      mustMatch(await scanEntry(srcParent, from.name, from.shown, ctx.signal), data.fromPrint, from.shown, `what would be ${tool === 'mv' ? 'moved' : 'copied'}`);
+      mustMatch(
+        await scanEntry(srcParent, from.name, from.shown, ctx.signal),
+        data.fromPrint,
+        from.shown,
+        `what would be ${tool === 'mv' ? 'moved' : 'copied'}`,
+      );
       const dst = await scanEntry(dstParent, to.name, to.shown, ctx.signal);
       mustMatch(dst, data.toPrint, to.shown, 'what would be overwritten');
-      if (dst.kind !== undefined) await removeEntry(dstParent, to.name, ctx.signal).catch((err: unknown) => failed(tool, to.shown, err, 'the old destination may be partly removed'));
+      if (dst.kind !== undefined)
+        await removeEntry(dstParent, to.name, ctx.signal).catch((err: unknown) => failed(tool, to.shown, err, 'the old destination may be partly removed'));
       return text(await act(srcParent, from, dstParent, to));
     } finally {
       await dstParent.close();

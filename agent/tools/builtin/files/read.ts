@@ -11,19 +11,8 @@ import { COUNT_SCAN_BYTES, humanSize, looksBinary, READ_DEFAULT_LINES, READ_MAX_
 
 export const ReadFileInput = z.strictObject({
   path: z.string().min(1).describe('File to read, relative to the workspace root (or absolute inside it).'),
-  offset: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe('1-based line number to start at (default 1). Use it to read on after a truncated read.'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(READ_DEFAULT_LINES)
-    .optional()
-    .describe(`Maximum number of lines to return (default and maximum ${READ_DEFAULT_LINES}).`),
+  offset: z.number().int().min(1).optional().describe('1-based line number to start at (default 1). Use it to read on after a truncated read.'),
+  limit: z.number().int().min(1).max(READ_DEFAULT_LINES).optional().describe(`Maximum number of lines to return (default and maximum ${READ_DEFAULT_LINES}).`),
 });
 export type ReadFileInput = z.infer<typeof ReadFileInput>;
 

@@ -83,8 +83,7 @@ function diffOf(shown: string, before: string | undefined, after: string): { pre
     else if (line.startsWith('+')) added++;
     else if (line.startsWith('-')) removed++;
   }
-  const preview =
-    patch.length > PREVIEW_MAX_CHARS ? `${patch.slice(0, PREVIEW_MAX_CHARS)}\n[preview cut at ${PREVIEW_MAX_CHARS} chars]` : patch;
+  const preview = patch.length > PREVIEW_MAX_CHARS ? `${patch.slice(0, PREVIEW_MAX_CHARS)}\n[preview cut at ${PREVIEW_MAX_CHARS} chars]` : patch;
   return { preview, counts: before === undefined ? `new file, +${added}` : `+${added} -${removed}` };
 }
 

@@ -117,8 +117,18 @@ export async function listSkillFiles(skill: Skill, limit = 100): Promise<string[
 /** The section under the Markdown heading `heading` (any level), up to the next heading of the same or higher level. */
 export function sectionOf(body: string, heading: string): string | undefined {
   const lines = body.split('\n');
-  const want = heading.replace(/^#+\s*/, '').trim().toLowerCase();
-  const start = lines.findIndex((l) => /^#{1,6}\s/.test(l) && l.replace(/^#+\s*/, '').trim().toLowerCase() === want);
+  const want = heading
+    .replace(/^#+\s*/, '')
+    .trim()
+    .toLowerCase();
+  const start = lines.findIndex(
+    (l) =>
+      /^#{1,6}\s/.test(l) &&
+      l
+        .replace(/^#+\s*/, '')
+        .trim()
+        .toLowerCase() === want,
+  );
   if (start < 0) return undefined;
   const level = /^#+/.exec(lines[start] ?? '')?.[0].length ?? 1;
   let end = lines.length;
@@ -133,5 +143,8 @@ export function sectionOf(body: string, heading: string): string | undefined {
 }
 
 export function headingsOf(body: string): string[] {
-  return body.split('\n').filter((l) => /^#{1,6}\s/.test(l)).map((l) => l.trim());
+  return body
+    .split('\n')
+    .filter((l) => /^#{1,6}\s/.test(l))
+    .map((l) => l.trim());
 }

@@ -36,7 +36,7 @@ async function skillNamed(opts: SkillToolOptions, name: string): Promise<Skill> 
 const FindInput = z.strictObject({ query: z.string().optional().describe('Only skills whose name or description contains these words.') });
 const LoadInput = z.strictObject({
   name: z.string().min(1).describe('The skill name, as find_skills lists it.'),
-  file: z.string().min(1).optional().describe('One of the skill\'s other files (a path relative to its folder) instead of SKILL.md.'),
+  file: z.string().min(1).optional().describe("One of the skill's other files (a path relative to its folder) instead of SKILL.md."),
 });
 const SectionInput = z.strictObject({
   name: z.string().min(1).describe('The skill name.'),
@@ -67,7 +67,13 @@ export function skillTools(opts: SkillToolOptions = {}): AnyTool[] {
       if (input.file !== undefined) return { content: await readSkillFile(s, input.file) };
       const files = await listSkillFiles(s);
       return {
-        content: [`# Skill: ${s.name}`, s.body.trim(), '', `Sections: ${headingsOf(s.body).join(' | ') || '(none)'}`, `Files: ${files.join(', ') || '(none)'}`].join('\n'),
+        content: [
+          `# Skill: ${s.name}`,
+          s.body.trim(),
+          '',
+          `Sections: ${headingsOf(s.body).join(' | ') || '(none)'}`,
+          `Files: ${files.join(', ') || '(none)'}`,
+        ].join('\n'),
       };
     },
   };
@@ -79,7 +85,8 @@ export function skillTools(opts: SkillToolOptions = {}): AnyTool[] {
     async execute(input) {
       const s = await skillNamed(opts, input.name);
       const text = sectionOf(s.body, input.heading);
-      if (text === undefined) throw new ToolError(`Skill ${s.name} has no heading ${JSON.stringify(input.heading)}; its headings: ${headingsOf(s.body).join(' | ') || '(none)'}`);
+      if (text === undefined)
+        throw new ToolError(`Skill ${s.name} has no heading ${JSON.stringify(input.heading)}; its headings: ${headingsOf(s.body).join(' | ') || '(none)'}`);
       return { content: text };
     },
   };

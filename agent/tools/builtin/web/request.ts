@@ -145,7 +145,14 @@ async function checkedAddress(url: URL, allow: readonly string[], resolve: Resol
   return addresses[0]!;
 }
 
-function exchange(url: URL, ip: string, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+function exchange(
+  url: URL,
+  ip: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   signal.throwIfAborted();
   const payload = body === undefined ? undefined : Buffer.from(body);
   const out: Record<string, string> = {};
@@ -191,7 +198,14 @@ function describeError(err: unknown): string {
 
 async function readCapped(res: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<{ buf: Buffer; truncated: boolean }> {
   const enc = String(res.headers['content-encoding'] ?? '').toLowerCase();
-  const decoder = enc === 'gzip' || enc === 'x-gzip' ? zlib.createGunzip() : enc === 'deflate' ? zlib.createInflate() : enc === 'br' ? zlib.createBrotliDecompress() : undefined;
+  const decoder =
+    enc === 'gzip' || enc === 'x-gzip'
+      ? zlib.createGunzip()
+      : enc === 'deflate'
+        ? zlib.createInflate()
+        : enc === 'br'
+          ? zlib.createBrotliDecompress()
+          : undefined;
   const stream = decoder ? res.pipe(decoder) : res;
   const chunks: Buffer[] = [];
   let size = 0;

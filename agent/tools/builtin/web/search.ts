@@ -91,7 +91,11 @@ export function formatResults(query: string, results: readonly SearchResult[], m
   let used = Buffer.byteLength(head);
   let shown = 0;
   for (const [i, r] of results.entries()) {
-    const snippet = r.snippet.replace(/<[^>]*>/g, '').replace(/\s+/g, ' ').trim().slice(0, SNIPPET_CHARS);
+    const snippet = r.snippet
+      .replace(/<[^>]*>/g, '')
+      .replace(/\s+/g, ' ')
+      .trim()
+      .slice(0, SNIPPET_CHARS);
     const entry = `\n[${i + 1}] ${r.title.trim() || '(untitled)'}\n    ${r.url}${snippet ? `\n    ${snippet}` : ''}`;
     if (used + Buffer.byteLength(entry) > maxBytes - 80) break;
     parts.push(entry);

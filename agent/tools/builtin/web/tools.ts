@@ -118,11 +118,15 @@ export async function htmlToMarkdown(
   html: string,
   opts: { signal?: AbortSignal; budget?: Partial<DocBudget> } = {},
 ): Promise<{ title: string | undefined; markdown: string }> {
-  const r = await runDocJob<{ title: string; markdown: string }>('html', { html }, {
-    what: 'converting the page',
-    signal: opts.signal ?? new AbortController().signal,
-    ...(opts.budget ? { budget: opts.budget } : {}),
-  }).catch((err: unknown) => {
+  const r = await runDocJob<{ title: string; markdown: string }>(
+    'html',
+    { html },
+    {
+      what: 'converting the page',
+      signal: opts.signal ?? new AbortController().signal,
+      ...(opts.budget ? { budget: opts.budget } : {}),
+    },
+  ).catch((err: unknown) => {
     if (err instanceof DocJobError) throw new ToolError(`the page could not be converted (${err.message}).`);
     throw err;
   });
@@ -193,9 +197,19 @@ export function webFetchTool(opts: WebToolOptions = {}): Tool<WebFetchInput> {
       const shown = body.slice(offset, offset + max);
       const lines = [...head, '', shown === '' ? '(empty)' : shown];
       if (offset + max < body.length) {
-        lines.push(truncatedLine(`showing characters ${offset}-${offset + shown.length} of ${body.length}`, `call web_fetch with offset=${offset + shown.length} to read on`));
+        lines.push(
+          truncatedLine(
+            `showing characters ${offset}-${offset + shown.length} of ${body.length}`,
+            `call web_fetch with offset=${offset + shown.length} to read on`,
+          ),
+        );
       } else if (res.truncated) {
-        lines.push(truncatedLine(`the page is larger than ${WEB_FETCH_MAX_BYTES / 1024 / 1024} MB and only its start was read`, 'the rest cannot be fetched with web_fetch'));
+        lines.push(
+          truncatedLine(
+            `the page is larger than ${WEB_FETCH_MAX_BYTES / 1024 / 1024} MB and only its start was read`,
+            'the rest cannot be fetched with web_fetch',
+          ),
+        );
       }
       return { content: lines.join('\n') };
     },
@@ -243,8 +257,13 @@ export function httpRequestTool(opts: WebToolOptions = {}): Tool<HttpRequestInpu
     timeoutMs: (WEB_MAX_TIMEOUT_S + 10) * 1000,
     async propose(input, ctx) {
       const url = parseUrl(input.url).href;
-      if (input.body !== undefined && READ_METHODS.has(input.method)) throw new ToolError(`${input.method} requests carry no body; use POST, PUT or PATCH to send one.`);
-      refuseSecrets(opts, ctx.envAllowlist, { url, ...(input.headers ? { headers: input.headers } : {}), ...(input.body !== undefined ? { body: input.body } : {}) });
+      if (input.body !== undefined && READ_METHODS.has(input.method))
+        throw new ToolError(`${input.method} requests carry no body; use POST, PUT or PATCH to send one.`);
+      refuseSecrets(opts, ctx.envAllowlist, {
+        url,
+        ...(input.headers ? { headers: input.headers } : {}),
+        ...(input.body !== undefined ? { body: input.body } : {}),
+      });
       return cardOf(input, url);
     },
     async execute(input, ctx): Promise<ToolResult> {
@@ -274,7 +293,12 @@ export function httpRequestTool(opts: WebToolOptions = {}): Tool<HttpRequestInpu
         const text = res.body.toString('utf8');
         lines.push(text.slice(0, HTTP_REQUEST_SHOWN_CHARS));
         if (text.length > HTTP_REQUEST_SHOWN_CHARS || res.truncated) {
-          lines.push(truncatedLine(`showing ${Math.min(text.length, HTTP_REQUEST_SHOWN_CHARS)} characters of a ${res.truncated ? `body over ${HTTP_REQUEST_MAX_BYTES / 1024 / 1024} MB` : `${text.length}-character body`}`, 'use web_fetch with offset to page through a long text'));
+          lines.push(
+            truncatedLine(
+              `showing ${Math.min(text.length, HTTP_REQUEST_SHOWN_CHARS)} characters of a ${res.truncated ? `body over ${HTTP_REQUEST_MAX_BYTES / 1024 / 1024} MB` : `${text.length}-character body`}`,
+              'use web_fetch with offset to page through a long text',
+            ),
+          );
         }
       } else lines.push(`(${type || 'binary'} body of ${res.body.length}${res.truncated ? '+' : ''} bytes; not shown)`);
       return { content: lines.join('\n') };
