@@ -116,7 +116,12 @@ export async function sandboxChecks(config: Config): Promise<CheckResult[]> {
         ),
       );
     } else {
-      results.push(ok(name, `a box starts, network ${policy.network ? 'on' : 'off'}; limits in force: ${describeFound(sandboxLimits(policy))}${where}`));
+      results.push(
+        ok(
+          name,
+          `a box starts, network ${policy.network ? 'on' : agent.sandboxEgress ? `only through the egress proxy to ${agent.sandboxEgress.join(', ')}` : 'off'}; limits in force: ${describeFound(sandboxLimits(policy))}${where}`,
+        ),
+      );
     }
   }
   return results;

@@ -208,7 +208,7 @@ export async function policyCommand(args: string[], io: CliIO): Promise<number> 
     }`,
     `decision:     ${action === 'depends' ? `DEPENDS ON THE RATING: ${dependsText}` : action.toUpperCase()}`,
     `rule:         ${action === 'depends' ? 'tier (by the rating)' : ruleOf(decision)}`,
-    `sandbox:      ${agent.sandbox === 'none' ? 'none (runs on the host, unconfined)' : `bubblewrap (network ${agent.sandboxNetwork ? 'on' : 'off'})`}`,
+    `sandbox:      ${agent.sandbox === 'none' ? 'none (runs on the host, unconfined)' : `bubblewrap (network ${agent.sandboxNetwork ? 'on' : agent.sandboxEgress ? `only through the egress proxy to ${agent.sandboxEgress.join(', ')}` : 'off'})`}`,
   ];
   // A denylisted command's reason is already on the denylist line: printed once.
   if (!analysis.denied) lines.push(`why:          ${result.why}`);

@@ -336,3 +336,10 @@ describe('sandbox mode', () => {
     expect(text.stdout).toMatch(/^sandbox: +none \(runs on the host, unconfined\)$/m);
   });
 });
+
+test('the sandbox line says how the box reaches the network: off, on, or only through the egress proxy to the listed hosts', async () => {
+  const off = await cli(['--', 'ls'], yaml('tools: [execute_command]'));
+  expect(off.stdout).toMatch(/^sandbox:\s+bubblewrap \(network off\)$/m);
+  const allow = await cli(['--', 'ls'], yaml('tools: [execute_command]', 'sandboxNetwork: { allow: ["github.com:443", "*.npmjs.org"] }'));
+  expect(allow.stdout).toMatch(/^sandbox:\s+bubblewrap \(network only through the egress proxy to github\.com:443, \*\.npmjs\.org\)$/m);
+});
