@@ -58,12 +58,13 @@ test('--with-image binds the companion for the run: the image goes to that model
   expect(lastToolResult()).toContain('companion claude-haiku-5-5 saw one pixel');
 }, 180_000);
 
-test('without the flag (and no companion configured) analyze_media is refused, naming the config key', async () => {
+test('without the flag (and no companion configured) analyze_media is refused, naming the config key and the flag', async () => {
   main.push({ toolUses: [{ name: 'analyze_media', input: { path: 'cat.png', prompt: 'what is it?' } }] }, { text: 'could not' });
   const r = await run(['run', '--json', '--', 'look at cat.png']);
   expect(r.code).toBe(0);
   expect(fake.requests.filter(isCompanion)).toHaveLength(0);
   expect(lastToolResult()).toContain('agents.default.companions[\\"analyze:image\\"]');
+  expect(lastToolResult()).toContain('--with-image MODEL');
 }, 180_000);
 
 test('--with-audio and --with-video are usage errors (no such companion kind), nothing is sent', async () => {

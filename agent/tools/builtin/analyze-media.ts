@@ -67,7 +67,7 @@ export function analyzeMediaTool(deps?: AnalyzeMediaDeps): Tool<AnalyzeMediaInpu
     if (list.length === 0) {
       throw new ToolError(
         `no model is configured to ${kind === 'analyze:image' ? 'look at images' : 'read files'} for this agent, so nothing was sent. ` +
-          `An operator can list model ids under ${companionsKey(ctx.agentName, kind)} in gatehouse.yaml. Tell the user.`,
+          `An operator can list model ids under ${companionsKey(ctx.agentName, kind)} in gatehouse.yaml${kind === 'analyze:image' ? ' (or pass --with-image MODEL to a headless `gatehouse run`)' : ''}. Tell the user.`,
       );
     }
     return list;
