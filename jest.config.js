@@ -18,7 +18,8 @@ export default {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  testTimeout: 20000,
+  // A bound, not a speed target: a test that starts processes on a busy 2-core machine can take 20 s.
+  testTimeout: 60000,
   // PostgreSQL tests: setup only reserves a folder; the server starts on first use (test/helpers/postgres.ts).
   ...(fast
     ? {}

@@ -77,7 +77,9 @@ async function drainingReadyz(port: number, p: Proc): Promise<Awaited<ReturnType
 }
 
 async function readyz(port: number): Promise<{ status: number; body: { role: string; notReady: string[]; draining: boolean } }> {
-  const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+  // One retry when the pooled keep-alive socket was closed by the server just as it was reused
+  // (undici: "other side closed"), a race of the idle timeouts on a busy machine, not an answer.
+  const res = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => fetch(`http://127.0.0.1:${port}/readyz`));
   return { status: res.status, body: (await res.json()) as never };
 }
 

@@ -144,7 +144,9 @@ const until = (what: string, check: () => boolean, timeoutMs: number, output: ()
   waitFor(what, check, { timeoutMs, intervalMs: 20, detail: output });
 
 async function readyz(port: number): Promise<{ status: number; body: { ready: boolean; role: string; notReady: string[]; draining: boolean } }> {
-  const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+  // One retry when the pooled keep-alive socket was closed by the server just as it was reused
+  // (undici: "other side closed"), a race of the idle timeouts on a busy machine, not an answer.
+  const res = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => fetch(`http://127.0.0.1:${port}/readyz`));
   return { status: res.status, body: (await res.json()) as never };
 }
 
