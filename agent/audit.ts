@@ -50,7 +50,9 @@ export type RefusalReason =
   | 'other_conversation'
   | 'expired'
   | 'not_a_choice'
-  | 'no_such_request';
+  | 'no_such_request'
+  /** The run's starter tried to decide its approval where `requesterMayApprove` is false. */
+  | 'requester_may_not_approve';
 
 /** What a reload changed. Entries are `agent`, `match -> agent`, `agent.platform:id`, `platform.list:id`. */
 export interface ConfigChanges {

@@ -247,6 +247,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     ...(repos.engine === 'postgres' ? { sharedExpiry: repos.signals } : {}),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
+    requesterMayApprove: (agent) => config.agents[agent]?.requesterMayApprove,
     log,
     audit,
     ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),

@@ -76,6 +76,8 @@ export interface AgentConfig extends AgentSettings {
   tools: string[];
   /** Per platform, plus `cli`: the host operator (`local`) at `gatehouse approvals decide`. */
   approvers: Record<Platform, string[]> & { cli?: string[] };
+  /** Unset: the default rule (agent/approvals/requester.ts). */
+  requesterMayApprove?: boolean;
   autoApprovedTools: string[];
   autoApprovedCommands: string[];
   envAllowlist: string[];
@@ -448,6 +450,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       sandboxReadPaths,
       ...(layer.companions ? { companions: layer.companions } : {}),
       ...(layer.budget ? { budget: budgetLimitsOf(layer.budget) } : {}),
+      ...(layer.requesterMayApprove !== undefined ? { requesterMayApprove: layer.requesterMayApprove } : {}),
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
       network: { allow: [...(layer.network?.allow ?? [])] },
       ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),

@@ -35,6 +35,7 @@ import { openAuditTrail } from './audit/trail.js';
 import { configEntries, hostDecideRoute, reloadEvent } from './audit/service.js';
 import { gatehouseVersion } from './cli/io.js';
 import { SEMCONV_VERSION } from './telemetry/semconv.js';
+import { requesterApprovalLine } from './requester-approval-config.js';
 
 export interface RunningBot {
   gatehouse: Gatehouse;
@@ -277,6 +278,11 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     }
   }
   out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);
+  const requesterLine = requesterApprovalLine(
+    config.agents,
+    adapters.map((a) => a.platform),
+  );
+  if (requesterLine) out('info', requesterLine);
   audit({
     event: 'service_started',
     mode,

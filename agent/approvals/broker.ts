@@ -34,6 +34,11 @@
  * - `decideAsHost`: the host operator (`gatehouse approvals decide`, through the service's attach
  *   socket) decides a request of an agent whose `approvers.cli` holds `local`; anyone else's request
  *   is refused (audited) with the reason. Recorded like a click: first decision wins, card updated.
+ * - The requester rule (./requester.ts): where `requesterMayApprove` is false for the request's agent
+ *   and platform, the run's starter (`starterId`, stored with every request) cannot decide its
+ *   approvals, pickers or "Approve all" by click or from the host (for runs started at the terminal or
+ *   headless, where the host operator is the starter): a private notice, nothing changes, and an
+ *   approval_refused with reason `requester_may_not_approve`. Questions are not affected.
  */
 import { randomBytes } from 'node:crypto';
 import type { Audit, RefusalReason } from '../audit.js';
@@ -47,6 +52,7 @@ import { ExpiryWatch } from './expiry-watch.js';
 import { OpenRequests } from './open-requests.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { Waits } from './waits.js';
+import { effectiveRequesterMayApprove, HOST_STARTED_PLATFORMS } from './requester.js';
 import type { Telemetry } from '../telemetry/types.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
 import type { Log } from '../log.js';
@@ -70,6 +76,8 @@ export interface ApprovalBrokerOptions {
   outputs: OutputResolver;
   /** Approver ids for an agent and platform, read at click time (config may change). */
   approversOf(agentName: string, platform: string): readonly string[];
+  /** The agent's explicit `requesterMayApprove`, read at click time; undefined: the default rule (./requester.ts). */
+  requesterMayApprove?(agentName: string): boolean | undefined;
   now?: () => number;
   log?: Log;
   audit?: Audit;
@@ -99,6 +107,8 @@ export interface ApprovalCardInput {
   alwaysLabel: string | null;
   options?: ProposalOption[];
   timeoutMs: number;
+  /** Who started the run (platform user id): with `requesterMayApprove` false they cannot decide it. */
+  starterId?: string;
 }
 
 export interface QuestionCardInput {
@@ -157,12 +167,15 @@ export class ApprovalBroker {
 
   /** Posts an approval (or picker) card and stores it; returns the request id. */
   async askApproval(input: ApprovalCardInput): Promise<string> {
-    return this.present(input, approvalLayout(input), input.timeoutMs, {});
+    return this.present(input, approvalLayout(input), input.timeoutMs, input.starterId !== undefined ? { starterId: input.starterId } : {});
   }
 
   /** Posts the extra "Approve all / Deny all" card for several approvals of one turn. */
   async askApproveAll(input: Omit<ApprovalCardInput, 'alwaysLabel' | 'options' | 'preview'>, members: string[]): Promise<string> {
-    return this.present(input, approveAllLayout(input, members.length), input.timeoutMs, { members });
+    return this.present(input, approveAllLayout(input, members.length), input.timeoutMs, {
+      members,
+      ...(input.starterId !== undefined ? { starterId: input.starterId } : {}),
+    });
   }
 
   async askQuestion(input: QuestionCardInput): Promise<string> {
@@ -315,6 +328,9 @@ export class ApprovalBroker {
     if (!this.mayDecide(req, action.user)) {
       return refused('not_approver', req.kind === 'question' ? NOTICES.questionNotYours : NOTICES.approvalNotYours, req);
     }
+    if (req.starterId === action.user.id && !this.requesterMayApprove(req)) {
+      return refused('requester_may_not_approve', NOTICES.requesterMayNotApprove, req);
+    }
     if (this.now() >= req.expiresAt) {
       await this.record(req, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
       return refused('expired', NOTICES.expired, req);
@@ -350,6 +366,12 @@ export class ApprovalBroker {
       );
     }
     if (req.decision) return refused('already_decided', this.foundDecided(req.id, req.decision).notice ?? 'Already decided.');
+    if (HOST_STARTED_PLATFORMS.includes(req.platform) && !this.requesterMayApprove(req)) {
+      return refused(
+        'requester_may_not_approve',
+        `${NOTICES.requesterMayNotApprove} (This run was started from the host, so the host operator is its requester.)`,
+      );
+    }
     if (this.now() >= req.expiresAt) {
       await this.record(req, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
       return refused('expired', NOTICES.expired);
@@ -461,6 +483,12 @@ export class ApprovalBroker {
   /** Pending (undecided) request ids of a conversation, oldest first. */
   pendingIds(conversationKey: string): Promise<string[]> {
     return this.store.pending(conversationKey);
+  }
+
+  /** False only for approvals (not questions) of an agent and platform where the requester may not approve. */
+  private requesterMayApprove(req: StoredRequest): boolean {
+    if (req.kind === 'question') return true;
+    return effectiveRequesterMayApprove(this.opts.requesterMayApprove?.(req.agentName), this.opts.approversOf(req.agentName, req.platform));
   }
 
   private mayDecide(req: StoredRequest, user: { id: string; roles?: string[] }): boolean {

@@ -30,6 +30,7 @@ export const NOTICES = {
   otherConversation: 'This button belongs to another conversation.',
   questionNotYours: 'Only the person who asked, or an approver, can answer this.',
   approvalNotYours: 'Only a bound approver can decide this. Nothing was changed.',
+  requesterMayNotApprove: 'You started this request, so another approver must decide it. Nothing was changed.',
   expired: 'This request has expired.',
   noSuchRequest: 'No such open request in this conversation.',
   notAChoice: 'That is not one of the choices offered.',

@@ -300,6 +300,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
           conversationKey: key,
           platform: record.platform,
           agentName,
+          starterId: record.starter.id,
           tools,
           toolContext,
           policy,

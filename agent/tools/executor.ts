@@ -71,6 +71,8 @@ export interface BatchContext {
   conversationKey: string;
   platform: string;
   agentName: string;
+  /** Who started the run (their platform user id), stored with its approvals (requesterMayApprove). */
+  starterId?: string;
   tools: ReadonlyMap<string, AnyTool>;
   /** The tool context for one call (its own abort signal). */
   toolContext(callId: string, signal: AbortSignal): ToolContext;
@@ -140,6 +142,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         alwaysLabel: alwaysLabel(p.decision.always),
         ...(p.proposal.options ? { options: p.proposal.options } : {}),
         timeoutMs: ctx.approvalTimeoutMs,
+        ...(ctx.starterId !== undefined ? { starterId: ctx.starterId } : {}),
       });
       askedAt.set(requestId, Date.now());
       await ctx.emit({ type: 'approval_asked', runId: ctx.runId, callId: call.id, tool: p.tool.name, summary: p.proposal.summary });
@@ -161,6 +164,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         title: `${newlyAsked.length} calls wait for approval`,
         body: 'Decide them one by one above, or all at once here.',
         timeoutMs: ctx.approvalTimeoutMs,
+        ...(ctx.starterId !== undefined ? { starterId: ctx.starterId } : {}),
       },
       newlyAsked,
     );

@@ -108,6 +108,7 @@ async function decideInStore(io: CliIO, env: Record<string, string | undefined>,
       },
     }),
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
+    requesterMayApprove: (agent) => config.agents[agent]?.requesterMayApprove,
     // To the audit file only: this command's output is its answer.
     audit: trail.wrap(auditTo(() => undefined)),
   });

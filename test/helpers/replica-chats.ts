@@ -60,6 +60,8 @@ export function replicaConfig(workspace: string): string {
     '    tier: read-only',
     `    workspace: "${workspace}"`,
     `    approvers: { telegram: [${ids}] }`,
+    // Each chat's user approves their own command (the requester rule is tested in test/agent/requester-approval*).
+    '    requesterMayApprove: true',
     'access:',
     `  telegram: { users: [${ids}] }`,
     '  rateLimit: { messages: 10000, perSeconds: 1 }',

@@ -25,6 +25,8 @@ agents:
     tier: read-only
     workspace: "${workspace}"
     approvers: { slack: ["U0ADA", "group:S0OPS"] }
+    # These tests are about tokens and retries (Ada approves what she asked for); the requester rule: test/agent/requester-approval.e2e.test.ts.
+    requesterMayApprove: true
 access:
   slack: { users: ["U0ADA", "U0BOB", "U0CAROL"], channels: ["C0TEAM"] }
 `;
