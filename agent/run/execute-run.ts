@@ -43,7 +43,7 @@ import { askUser, humanWaits } from './human-wait.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
-import { budgetedModel, BudgetExceededError, BudgetGate } from '../budget/gate.js';
+import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -373,7 +373,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       reason = 'failed';
       log('info', `[${key}] run ${runId}: ${err.message}`);
       d.audit?.({ event: 'limit_refused', limit: 'budget', conversation: key, platform: record.platform, agent: agentName, runId });
-      await emit({ type: 'error', runId, message: err.message });
+      await emit({ type: 'error', runId, message: err.message, limit: limitOf(err.refusal) });
     } else {
       reason = 'failed';
       const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';
