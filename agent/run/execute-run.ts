@@ -48,7 +48,7 @@ import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budg
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
   model: ModelClient;
-  /** Spend totals for agents with a `budget` (agent/budget/gate.ts); absent: no limits enforced. */
+  /** Spend totals (agent/budget/gate.ts): every agent's are counted, a `budget`'s limits enforced; absent: neither. */
   spend?: SpendRepo;
   conversations: ConversationStore;
   runs: RunRepo;
@@ -261,7 +261,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
   try {
     // Every model call of the run (reminders and scheduled turns included) reserves against the budget.
-    const budget = agent.budget && d.spend ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
+    // Without a budget the totals are still counted (no limit), so spend is visible.
+    const budget = d.spend ? new BudgetGate({ spend: d.spend, limits: agent.budget ?? {} }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const outcome = await runLoop({
       runId,
