@@ -47,11 +47,26 @@ export type AgentEvent =
   | { type: 'question_asked'; runId: string; callId: string; question: string }
   | { type: 'question_answered'; runId: string; callId: string; answer: string | null; by?: string }
   | { type: 'answer'; runId: string; text: string }
-  | { type: 'error'; runId: string; message: string }
+  | { type: 'error'; runId: string; message: string; limit?: RunLimit }
   | { type: 'usage'; runId: string; usage: Usage; classifierUsage?: Usage }
   | { type: 'run_finished'; runId: string; reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' };
 
 export type AgentEventType = AgentEvent['type'];
+
+/** Which spending limit ended a run (agent/budget/gate.ts limitOf), for callers that read it as data. */
+export interface RunLimit {
+  kind: 'budget';
+  scope: 'conversation' | 'user_day' | 'agent_day' | 'agent_month';
+  unit: 'usd' | 'tokens';
+  /** USD spent (used + held by calls in flight), with a USD limit. */
+  spentUsd?: number;
+  /** Tokens spent, with a token limit. */
+  spentTokens?: number;
+  /** In the unit's terms: US dollars or tokens. */
+  limit: number;
+  /** ISO 8601; null: never resets (a conversation). */
+  resetsAt: string | null;
+}
 
 export type ButtonStyle = 'primary' | 'danger' | 'default';
 

@@ -2,7 +2,8 @@
  * Operator commands that look at (or poke) a running or stopped Gatehouse from a shell:
  *   gatehouse reload          the running service re-reads gatehouse.yaml (SIGHUP via its pid file)
  *   gatehouse approvals       pending approvals and questions, with who can decide each
- *   gatehouse conversations   recent conversations: key, agent, last activity, messages
+ *   gatehouse conversations   recent conversations: key, agent, last activity, messages, spend;
+ *                             then each listed agent's spend today and this month (UTC)
  *
  * `approvals` reads the approvals repository (`allPending`, then each request), never creates a store,
  * and says which store it read (on stderr with --json); the service may be running meanwhile.
@@ -19,7 +20,8 @@ import type { CliIO } from './cli/io.js';
 import { ConfigError, formatConfigError, loadConfig, type Config } from './config.js';
 import { dataDirOf, PID_FILE, RELOAD_STATUS_FILE, type ReloadStatus } from './reload.js';
 import { z } from 'zod';
-import type { Store } from '../agent/store/types.js';
+import type { SpendRepo, Store } from '../agent/store/types.js';
+import { formatAmount, MICRO, spendKeys } from '../agent/budget/limits.js';
 import { openStore } from './storage.js';
 
 /** `env` (default: a copy of the environment) receives the .env file's values too. */
@@ -143,12 +145,43 @@ export async function approvalsCommand(args: string[], io: CliIO): Promise<numbe
   return result;
 }
 
+interface Spent {
+  /** null: nothing priced was counted (an unpriced model's calls count tokens only). */
+  usd: number | null;
+  tokens: number;
+}
+
 interface ConversationRow {
   key: string;
   agent: string;
   lastActivity: string;
   messages: number;
+  spent: Spent;
 }
+
+interface AgentSpendRow {
+  agent: string;
+  today: Spent;
+  thisMonth: Spent;
+}
+
+/** Conversation and agent totals as counted by the budget gate (agent/budget/limits.ts spendKeys). */
+async function spendOf(spend: SpendRepo, rows: Array<{ key: string; agent: string }>, now: number) {
+  const keys = rows.map((r) => spendKeys(r.agent, r.key, now));
+  const all = keys.flatMap((k) => [k.conversation, k.agentDay, k.agentMonth]).flatMap((k) => [k.usd, k.tokens]);
+  const t = await spend.totals([...new Set(all)]);
+  // Used plus held by calls in flight: what the gate compares with the limit.
+  const read = (k: { usd: string; tokens: string }): Spent => {
+    const u = t.get(k.usd);
+    const n = t.get(k.tokens);
+    return { usd: u ? (u.used + u.reserved) / MICRO : null, tokens: n ? n.used + n.reserved : 0 };
+  };
+  const agents = new Map<string, AgentSpendRow>();
+  rows.forEach((r, i) => agents.set(r.agent, { agent: r.agent, today: read(keys[i]!.agentDay), thisMonth: read(keys[i]!.agentMonth) }));
+  return { conversations: keys.map((k) => read(k.conversation)), agents: [...agents.values()] };
+}
+
+const showSpent = (s: Spent) => `${s.usd === null ? '-' : formatAmount('usd', Math.round(s.usd * MICRO))}  ${formatAmount('tokens', s.tokens)}`;
 
 export async function conversationsCommand(args: string[], io: CliIO): Promise<number> {
   if (badArgs(args, ['--json', '--limit'], 'gatehouse conversations [--limit N] [--json]', io)) return 2;
@@ -164,9 +197,9 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
   return withRepos(io, config, async (s) => {
     // One more than shown: whether there are older ones, without counting them all.
     const listed = await s.transcripts.listRecent({ limit: limit + 1 });
-    const shown: ConversationRow[] = listed
-      .slice(0, limit)
-      .map((c) => ({ key: c.conversation, agent: c.agent, lastActivity: time(c.updatedAt), messages: c.lastSeq }));
+    const base = listed.slice(0, limit).map((c) => ({ key: c.conversation, agent: c.agent, lastActivity: time(c.updatedAt), messages: c.lastSeq }));
+    const spent = await spendOf(s.spend, base, Date.now());
+    const shown: ConversationRow[] = base.map((r, i) => ({ ...r, spent: spent.conversations[i]! }));
     if (json) {
       io.stderr.write(`store: ${s.description}\n`);
       io.stdout.write(JSON.stringify(shown) + '\n');
@@ -179,9 +212,12 @@ export async function conversationsCommand(args: string[], io: CliIO): Promise<n
     }
     const w = Math.max(...shown.map((r) => r.key.length), 'conversation'.length);
     const a = Math.max(...shown.map((r) => r.agent.length), 'agent'.length);
-    io.stdout.write(`${'conversation'.padEnd(w)}  ${'agent'.padEnd(a)}  last activity         messages\n`);
-    for (const r of shown) io.stdout.write(`${r.key.padEnd(w)}  ${r.agent.padEnd(a)}  ${r.lastActivity}  ${r.messages}\n`);
+    io.stdout.write(`${'conversation'.padEnd(w)}  ${'agent'.padEnd(a)}  last activity         messages  spent\n`);
+    for (const r of shown) {
+      io.stdout.write(`${r.key.padEnd(w)}  ${r.agent.padEnd(a)}  ${r.lastActivity}  ${String(r.messages).padEnd(8)}  ${showSpent(r.spent)}\n`);
+    }
     if (listed.length > shown.length) io.stdout.write('(older ones not shown; --limit N shows more)\n');
+    for (const g of spent.agents) io.stdout.write(`agent ${g.agent}: today ${showSpent(g.today)}; this month ${showSpent(g.thisMonth)}\n`);
     return 0;
   });
 }

@@ -14,9 +14,9 @@
  */
 import type { Message } from '../messages.js';
 import type { ModelClient, ModelRequest } from '../model-types.js';
-import type { Usage } from '../events.js';
+import type { RunLimit, Usage } from '../events.js';
 import type { SpendRepo } from '../store/types.js';
-import { linesFor, refusalText, usageAmounts, worstCase, type BudgetLimits, type BudgetScope, type BudgetUnit, type CallScope } from './limits.js';
+import { linesFor, MICRO, refusalText, usageAmounts, worstCase, type BudgetLimits, type BudgetScope, type BudgetUnit, type CallScope } from './limits.js';
 
 export interface BudgetRefusal {
   kind: 'budget';
@@ -36,6 +36,26 @@ export class BudgetExceededError extends Error {
   constructor(readonly refusal: BudgetRefusal) {
     super(refusal.message);
   }
+}
+
+const SCOPE_NAMES: Record<BudgetScope, RunLimit['scope']> = {
+  conversation: 'conversation',
+  userPerDay: 'user_day',
+  agentPerDay: 'agent_day',
+  agentPerMonth: 'agent_month',
+};
+
+/** A refusal as data (the headless --json `limit` field): amounts in dollars or tokens, not store units. */
+export function limitOf(r: BudgetRefusal): RunLimit {
+  const usd = r.unit === 'usd';
+  return {
+    kind: 'budget',
+    scope: SCOPE_NAMES[r.scope],
+    unit: r.unit,
+    ...(usd ? { spentUsd: r.spent / MICRO } : { spentTokens: r.spent }),
+    limit: usd ? r.limit / MICRO : r.limit,
+    resetsAt: r.resetsAt === undefined ? null : new Date(r.resetsAt).toISOString(),
+  };
 }
 
 export interface Reservation {

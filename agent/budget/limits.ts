@@ -5,6 +5,8 @@
  * - Scopes: a conversation (never resets), a user per UTC day, the agent per UTC day and per UTC
  *   month. Each scope may have a USD limit and a token limit; a call to a model with no price
  *   (agent/pricing.ts) counts only against token limits, a priced one against both.
+ * - The conversation and the agent's day and month are counted for every agent (limit UNLIMITED
+ *   where none is set), so `gatehouse conversations` shows spend; a user's day only with its limit.
  * - Amounts are integers in the store: micro-USD (1e-6 $) or tokens.
  * - The worst case of a call is its input estimate at the input rate plus max_tokens at the output
  *   rate (the long-prompt rates once the estimate passes their threshold): what it may cost at most.
@@ -78,19 +80,40 @@ export function usageAmounts(u: Usage): { micro: number | undefined; tokens: num
   return { micro: u.costKnown ? Math.ceil(u.costUSD * MICRO) : undefined, tokens };
 }
 
+/** The limit of a total that is only counted (shown by `gatehouse conversations`), never enforced. */
+export const UNLIMITED = Number.MAX_SAFE_INTEGER;
+/** Scopes counted for every agent, limit or not, so spend is visible everywhere. */
+const COUNTED: ReadonlySet<BudgetScope> = new Set(['conversation', 'agentPerDay', 'agentPerMonth']);
+
 /** The lines a call counts against, with the worst case as each line's amount. */
 export function linesFor(limits: BudgetLimits, s: CallScope, worst: { micro: number | undefined; tokens: number }, now: number): BudgetLine[] {
   const out: BudgetLine[] = [];
   for (const scope of ['conversation', 'userPerDay', 'agentPerDay', 'agentPerMonth'] as const) {
-    const l = limits[scope];
+    const l = limits[scope] ?? (COUNTED.has(scope) ? {} : undefined);
     const k = l && scopeKey(scope, s, now);
     if (!l || !k) continue;
-    if (l.usd !== undefined && worst.micro !== undefined) {
-      out.push({ key: `${k.key}:usd`, amount: worst.micro, limit: Math.floor(l.usd * MICRO), scope, unit: 'usd', resetsAt: k.resetsAt });
+    if (worst.micro !== undefined) {
+      const limit = l.usd === undefined ? UNLIMITED : Math.floor(l.usd * MICRO);
+      out.push({ key: `${k.key}:usd`, amount: worst.micro, limit, scope, unit: 'usd', resetsAt: k.resetsAt });
     }
-    if (l.tokens !== undefined) out.push({ key: `${k.key}:tokens`, amount: worst.tokens, limit: l.tokens, scope, unit: 'tokens', resetsAt: k.resetsAt });
+    out.push({ key: `${k.key}:tokens`, amount: worst.tokens, limit: l.tokens ?? UNLIMITED, scope, unit: 'tokens', resetsAt: k.resetsAt });
   }
   return out;
+}
+
+/** The store keys of a conversation's total and its agent's day and month totals, per unit (for reading them). */
+export function spendKeys(
+  agent: string,
+  conversation: string,
+  now: number,
+): Record<'conversation' | 'agentDay' | 'agentMonth', { usd: string; tokens: string }> {
+  const both = (k: string) => ({ usd: `${k}:usd`, tokens: `${k}:tokens` });
+  const s = { agent, conversation };
+  return {
+    conversation: both(scopeKey('conversation', s, now)!.key),
+    agentDay: both(scopeKey('agentPerDay', s, now)!.key),
+    agentMonth: both(scopeKey('agentPerMonth', s, now)!.key),
+  };
 }
 
 const SCOPE_WORDS: Record<BudgetScope, string> = {

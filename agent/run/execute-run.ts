@@ -26,7 +26,7 @@ import type { PersistedAllowlists } from '../allowlists.js';
 import type { Audit } from '../audit.js';
 import { contextKeeperFor } from '../context-keeper.js';
 import { appendUserTurn, type ConversationStore, type StoredConversation } from '../conversation-store.js';
-import type { AgentEvent, Usage } from '../events.js';
+import type { AgentEvent, RunLimit, Usage } from '../events.js';
 import { runLoop, unansweredToolUses } from '../loop.js';
 import { ModelError, type ModelClient } from '../model-types.js';
 import type { OutputResolver } from '../output.js';
@@ -43,12 +43,12 @@ import { askUser, humanWaits } from './human-wait.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
-import { budgetedModel, BudgetExceededError, BudgetGate } from '../budget/gate.js';
+import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
   model: ModelClient;
-  /** Spend totals for agents with a `budget` (agent/budget/gate.ts); absent: no limits enforced. */
+  /** Spend totals (agent/budget/gate.ts): every agent's are counted, a `budget`'s limits enforced; absent: neither. */
   spend?: SpendRepo;
   conversations: ConversationStore;
   runs: RunRepo;
@@ -259,9 +259,11 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
   const observed = (d.telemetry ?? noTelemetry).run({ runId, agent: agentName, conversation: key, model: agent.model, resumed: resumed !== undefined });
   let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
+  let budgetLimit: RunLimit['scope'] | undefined;
   try {
     // Every model call of the run (reminders and scheduled turns included) reserves against the budget.
-    const budget = agent.budget && d.spend ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
+    // Without a budget the totals are still counted (no limit), so spend is visible.
+    const budget = d.spend ? new BudgetGate({ spend: d.spend, limits: agent.budget ?? {} }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const outcome = await runLoop({
       runId,
@@ -374,7 +376,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       reason = 'failed';
       log('info', `[${key}] run ${runId}: ${err.message}`);
       d.audit?.({ event: 'limit_refused', limit: 'budget', conversation: key, platform: record.platform, agent: agentName, runId });
-      await emit({ type: 'error', runId, message: err.message });
+      const limit = limitOf(err.refusal);
+      budgetLimit = limit.scope;
+      await emit({ type: 'error', runId, message: err.message, limit });
     } else {
       reason = 'failed';
       const message = err instanceof ModelError ? err.userMessage : 'Something went wrong on my side; the error was logged. Please try again.';
@@ -392,7 +396,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // The transcript could not be saved: the record and the queued turn still go (as before a checkpoint).
     if (!lost && !finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId, fence);
   }
-  observed.end({ outcome: lost ? 'failed' : reason, usage });
+  observed.end({ outcome: lost ? 'failed' : reason, usage, ...(budgetLimit ? { budgetLimit } : {}) });
   if (lost) {
     d.audit?.({
       event: 'run_finished',

@@ -14,7 +14,7 @@
  *   `chat()` and `tool()` belong to that run and are ended once each (`end()`).
  */
 import type { Tier } from '../../policies/tiers.js';
-import type { Usage } from '../events.js';
+import type { RunLimit, Usage } from '../events.js';
 import type { ContentBlock, Message } from '../messages.js';
 
 export type RunOutcome = 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations';
@@ -63,7 +63,8 @@ export interface ChatTelemetry {
 export interface RunTelemetry {
   chat(c: { model: string; maxTokens: number; system: string; messages: readonly Message[] }): ChatTelemetry;
   tool(t: { callId: string; name: string; input: unknown }): ToolTelemetry;
-  end(e: { outcome: RunOutcome; usage: Usage }): void;
+  /** `budgetLimit`: the spending limit's scope that ended the run (agent/events.ts RunLimit). */
+  end(e: { outcome: RunOutcome; usage: Usage; budgetLimit?: RunLimit['scope'] }): void;
 }
 
 export interface Telemetry {

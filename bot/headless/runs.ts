@@ -21,7 +21,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ApprovalBroker } from '../../agent/approvals.js';
-import type { Card, Usage } from '../../agent/events.js';
+import type { Card, RunLimit, Usage } from '../../agent/events.js';
 import type { ConversationOutput } from '../../agent/output.js';
 import type { Runner } from '../../agent/runner.js';
 import type { Tier } from '../../policies/tiers.js';
@@ -47,6 +47,7 @@ interface LiveRun {
   send(m: HeadlessMessage): void;
   answer?: string;
   error?: string;
+  limit?: RunLimit;
   usage?: Usage;
   reason?: string;
   declined: Declined[];
@@ -79,8 +80,10 @@ export class HeadlessRuns {
         const run = this.live.get(e.runId);
         if (run) {
           if (e.type === 'answer') run.answer = e.text;
-          else if (e.type === 'error') run.error = e.message;
-          else if (e.type === 'usage') run.usage = e.usage;
+          else if (e.type === 'error') {
+            run.error = e.message;
+            if (e.limit) run.limit = e.limit;
+          } else if (e.type === 'usage') run.usage = e.usage;
           else if (e.type === 'run_finished') run.reason = e.reason;
           else if (e.type === 'tool_declined') run.declined.push({ tool: e.tool, reason: e.reason });
           else if (e.type === 'approval_resolved' && (e.outcome === 'denied' || e.outcome === 'expired')) {
@@ -253,6 +256,7 @@ export class HeadlessRuns {
           : run.reason === undefined
             ? 'the run did not start (the service is stopping?)'
             : `the run ended: ${run.reason}`);
+      if (run.limit) result.limit = run.limit;
     }
     return result;
   }

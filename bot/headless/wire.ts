@@ -2,7 +2,7 @@
  * The zod-free half of the `gatehouse run` protocol (./protocol.ts re-exports it): what an attached
  * run's client needs, so it loads neither zod nor the agent.
  */
-import type { AgentEvent } from '../../agent/events.js';
+import type { AgentEvent, RunLimit } from '../../agent/events.js';
 
 export const CLI_PREFIX = 'cli:';
 export const CONVERSATION_KEY = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
@@ -27,6 +27,8 @@ export interface HeadlessResult {
    * (which names what would allow it), or who denied it, or that the approval expired.
    */
   declined: Declined[];
+  /** With ok false: the spending limit that ended the run (absent for any other failure). */
+  limit?: RunLimit;
 }
 
 export interface Declined {

@@ -68,6 +68,8 @@ export class GatehouseMetrics implements Telemetry {
   private readonly sandboxRuns: Counter<'sandbox'>;
   private readonly sandboxKills: Counter<'reason'>;
   private readonly sandboxLimits: Counter<'limit'>;
+  private readonly agentSpend: Counter<'agent' | 'kind'>;
+  private readonly budgetRefusals: Counter<'scope'>;
   private readonly now: () => number;
 
   constructor(opts: { now?: () => number; processMetrics?: boolean } = {}) {
@@ -202,6 +204,18 @@ export class GatehouseMetrics implements Telemetry {
       labelNames: ['reason'],
       registers,
     });
+    this.agentSpend = new Counter({
+      name: 'gatehouse_agent_spend_total',
+      help: 'What runs spent, by agent and kind (usd: priced models only; tokens: all, cache included), counted as each run ends.',
+      labelNames: ['agent', 'kind'],
+      registers,
+    });
+    this.budgetRefusals = new Counter({
+      name: 'gatehouse_budget_refusals_total',
+      help: 'Runs ended by a spending limit, by scope (conversation, user_day, agent_day, agent_month).',
+      labelNames: ['scope'],
+      registers,
+    });
     this.sandboxLimits = new Counter({
       name: 'gatehouse_sandbox_limits_hit_total',
       help: 'Box limits commands ran into (cpu, memory, tmp_full, sigkill).',
@@ -249,6 +263,10 @@ export class GatehouseMetrics implements Telemetry {
         this.runsActive.dec({ agent });
         this.runsFinished.inc({ agent, outcome: e.outcome });
         this.runSeconds.observe({ agent, outcome: e.outcome }, (this.now() - started) / 1000);
+        const u = e.usage;
+        if (u.costKnown) this.agentSpend.inc({ agent, kind: 'usd' }, u.costUSD);
+        this.agentSpend.inc({ agent, kind: 'tokens' }, u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens);
+        if (e.budgetLimit) this.budgetRefusals.inc({ scope: e.budgetLimit });
       },
     };
   }

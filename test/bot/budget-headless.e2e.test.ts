@@ -55,8 +55,10 @@ test('runs of one conversation stop at its budget: the third call is never sent,
   expect(fake.requests).toHaveLength(2);
   const r = await run(['run', '--json', '--conversation', 'c1', 'three']);
   expect(r.code).toBe(1);
-  const out = JSON.parse(r.stdout) as { ok: boolean; error: string };
+  const out = JSON.parse(r.stdout) as { ok: boolean; error: string; limit?: unknown };
   expect(out.ok).toBe(false);
+  // The limit as data too, so a script need not parse the sentence.
+  expect(out.limit).toEqual({ kind: 'budget', scope: 'conversation', unit: 'usd', spentUsd: 0.036, limit: 0.05, resetsAt: null });
   expect(out.error).toMatch(/spending limit is reached: this conversation has spent \$0\.04 of \$0\.05 \(conversation, usd\); it does not reset/);
   expect(fake.requests).toHaveLength(2);
   // Another conversation has its own total.

@@ -32,7 +32,8 @@ export interface TelemetryBot {
   close(): Promise<void>;
 }
 
-export async function startTelemetryBot(env: Record<string, string> = {}): Promise<TelemetryBot> {
+/** `agentLines`: more of the default agent's config, e.g. `'    budget: { conversation: { usd: 1 } }'`. */
+export async function startTelemetryBot(env: Record<string, string> = {}, agentLines: string[] = []): Promise<TelemetryBot> {
   const dir = mkdtempSync(join(tmpdir(), 'gh-telemetry-'));
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
@@ -44,6 +45,7 @@ export async function startTelemetryBot(env: Record<string, string> = {}): Promi
       '    tier: read-only',
       `    workspace: "${join(dir, 'ws')}"`,
       `    approvers: { telegram: ["${owner.id}"] }`,
+      ...agentLines,
       'access:',
       `  telegram: { users: ["${owner.id}"] }`,
       '',

@@ -221,3 +221,16 @@ test('a reload that changes the metrics token or the trace endpoint says a resta
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('spend by agent and kind as each run ends, and budget refusals by scope', async () => {
+  const m = metrics();
+  const usage = { ...emptyUsage(), inputTokens: 100, outputTokens: 20, cacheReadTokens: 5, costUSD: 0.25, costKnown: true };
+  m.run({ runId: 'r1', agent: 'ops', conversation: 'k', model: 'm', resumed: false }).end({ outcome: 'completed', usage });
+  m.run({ runId: 'r2', agent: 'ops', conversation: 'k', model: 'm', resumed: false }).end({ outcome: 'failed', usage: emptyUsage(), budgetLimit: 'user_day' });
+  // An unpriced run adds tokens, not dollars.
+  m.run({ runId: 'r3', agent: 'ops', conversation: 'k', model: 'm', resumed: false }).end({ outcome: 'completed', usage: { ...usage, costKnown: false } });
+  const out = await text(m);
+  expect(out).toContain('gatehouse_agent_spend_total{agent="ops",kind="usd"} 0.25');
+  expect(out).toContain('gatehouse_agent_spend_total{agent="ops",kind="tokens"} 250');
+  expect(out).toContain('gatehouse_budget_refusals_total{scope="user_day"} 1');
+});
