@@ -1,8 +1,9 @@
 /**
  * context_info and summarize_context end to end through the runner against the fake model server:
  * context_info's numbers are the model's usage and the transcript's, summarize_context shrinks what
- * the next request carries (the fake's summary in it, the old turns gone) and survives a restart, and
- * at tier read-only with no approver bound it is declined with the reason, before any model call.
+ * the next request carries (the fake's summary in it, the old turns gone) and survives a restart; the
+ * gate: at tier read-only with no approver bound it is declined with the reason, with one the card shows
+ * the proposal and the summary call waits for the click, and a toolPolicy deny blocks it outright.
  */
 import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../../agent/context-keeper.js';
 import { estimateTokens } from '../../../agent/context.js';
@@ -136,4 +137,30 @@ test('at tier read-only with no approver bound, summarize_context is declined wi
   const stored = JSON.stringify([...t.base, ...t.rows.map((x) => x.message)]);
   expect(stored).toContain('turn-1 lorem');
   expect(stored).not.toContain(SUMMARY_MARKER);
+});
+
+test('at tier read-only with an approver, the card shows what will be summarized, and the summary call waits for the approval', async () => {
+  await start('tools: [summarize_context]', 'tier: read-only', 'approvers: { console: [local] }', 'approvalTimeoutMs: 60000');
+  h.script({ text: 'ok 1' }, { toolUses: [{ name: 'summarize_context', input: { focus: 'the ZEBRA-42 code' } }] }, { text: 'compacted' });
+  await turn(filler('turn-1'), 'ok 1');
+  await h.adapter.send('compact please', { conversation: 'main' });
+  const card = await waitFor('card', () => h.adapter.cards[0]);
+  expect(JSON.stringify(card.card)).toContain('summarize_context: replace the older part of 4 messages');
+  expect(JSON.stringify(card.card)).toContain('Keep: the ZEBRA-42 code');
+  expect(summaryRequests()).toHaveLength(0); // proposing changed nothing and asked no model
+  expect((await h.adapter.click(card, 'Approve once', { user: 'local' })).accepted).toBe(true);
+  await waitFor('answer', () => h.adapter.answers('console:main').at(-1) === 'compacted');
+  expect(summaryRequests()).toHaveLength(1);
+  expect(body(mainRequests().at(-1)!).messages[0]!.content[0]!.text).toContain('SUMMARY-TEXT');
+});
+
+test('toolPolicy deny blocks summarize_context even within the tier (and with an approver): no summary call, transcript whole', async () => {
+  await start('tools: [summarize_context]', 'tier: low-risk', 'approvers: { console: [local] }', 'toolPolicy: { summarize_context: deny }');
+  h.script({ text: 'ok 1' }, { toolUses: [{ name: 'summarize_context', input: {} }] }, { text: 'denied' });
+  await turn(filler('turn-1'), 'ok 1');
+  await turn('compact please', 'denied');
+  expect(lastResult(mainRequests().at(-1)!).isError).toBe(true);
+  expect(h.adapter.cards).toHaveLength(0);
+  expect(summaryRequests()).toHaveLength(0);
+  expect(JSON.stringify(body(mainRequests().at(-1)!).messages)).toContain('turn-1 lorem');
 });
