@@ -24,6 +24,9 @@
  *   agent/context.ts's fitToContext still keeps the request itself under the window.
  * - When the transcript is still over the threshold after that, big results in the newest message are
  *   moved out as well.
+ * - On purpose (`compact`, the summarize_context tool): the same summarizer and the same in-place
+ *   replacement, at any size, keeping only the current turn verbatim, with optional `focus` text the
+ *   summary must keep. Every summary (either way) is recorded in `history` (what `info` reports).
  */
 import { contextWindow, estimateTokens } from './context.js';
 import type { StoredConversation } from './conversation-store.js';
@@ -61,6 +64,9 @@ export interface ContextKeeperOptions {
    * every change, so the next turn starts from what the API counted, not from an estimate alone.
    */
   memory?: { get(): unknown; set(value: Reported | undefined): void };
+  /** The summaries made so far (the conversation's state), newest last; `info` reports them. */
+  history?: { get(): unknown; set(value: SummaryRecord[]): void };
+  now?: () => number;
   summarizeAt?: number;
   keepTurns?: number;
   bigResultChars?: number;
@@ -79,6 +85,25 @@ export interface BeforeCall {
 /** The API's token count for a request that held the first `messages` messages of the transcript. */
 export type Reported = { tokens: number; messages: number };
 
+/** One summary: how many messages it replaced, when, why, and the estimated size before and after. */
+export type SummaryRecord = { at: number; replaced: number; by: 'keeper' | 'request'; tokensBefore: number; tokensAfter: number };
+
+/** What `compact` did: a summary made (its record), or why none was. */
+export type CompactResult = { ok: true; record: SummaryRecord } | { ok: false; reason: string };
+
+/** The window and the transcript's size as the keeper sees them (`info`). */
+export interface ContextInfo {
+  windowTokens: number;
+  usedTokens: number;
+  /** 'model': the API's count for the last request plus an estimate of what came after; 'estimate': the estimate alone. */
+  source: 'model' | 'estimate';
+  /** The API's count as reported for the first `messages` messages, when known. */
+  reported?: Reported;
+  estimatedTokens: number;
+  messages: number;
+  summaries: SummaryRecord[];
+}
+
 function isReported(v: unknown): v is Reported {
   const r = v as Reported | undefined;
   return typeof r === 'object' && r !== null && Number.isInteger(r.tokens) && r.tokens >= 0 && Number.isInteger(r.messages) && r.messages >= 0;
@@ -92,6 +117,8 @@ export class ContextKeeper {
   private readonly headChars: number;
   private reportedCount: Reported | undefined;
   private failures = 0;
+  /** The last call's system prompt and tool specs (set by beforeCall): what `compact` and `info` count beside the messages. */
+  private fixedTokens = 0;
 
   constructor(private readonly opts: ContextKeeperOptions) {
     this.windowTokens = opts.windowTokens ?? contextWindow(opts.modelName);
@@ -130,12 +157,42 @@ export class ContextKeeper {
    * Messages themselves are never changed: a changed one is a new object (stored ones are frozen).
    */
   async beforeCall(messages: Message[], call: BeforeCall): Promise<void> {
+    this.fixedTokens = call.fixedTokens;
     await this.offload(messages, messages.length - 1);
     // Before the request itself would have to be trimmed (the reply needs room too).
     const threshold = Math.min(this.summarizeAt * this.windowTokens, this.windowTokens - call.reserveTokens);
     if (this.measure(messages, call.fixedTokens) < threshold) return;
     if (this.failures < MAX_FAILURES_PER_RUN && !call.signal.aborted) await this.summarize(messages, call, threshold);
     if (this.measure(messages, call.fixedTokens) >= threshold) await this.offload(messages, messages.length);
+  }
+
+  /** The window, the transcript's size and the summaries so far (context_info). */
+  info(messages: readonly Message[]): ContextInfo {
+    const estimatedTokens = estimateTokens(messages) + this.fixedTokens;
+    const r = this.reported;
+    const usable = r !== undefined && r.messages <= messages.length;
+    return {
+      windowTokens: this.windowTokens,
+      usedTokens: this.measure(messages, this.fixedTokens),
+      source: usable && r.tokens + estimateTokens(messages.slice(r.messages)) >= estimatedTokens ? 'model' : 'estimate',
+      ...(usable ? { reported: { ...r } } : {}),
+      estimatedTokens,
+      messages: messages.length,
+      summaries: this.summaries(),
+    };
+  }
+
+  /** Summarizes the older part now, whatever the size, keeping the current turn verbatim (summarize_context). */
+  async compact(messages: Message[], call: { signal: AbortSignal; addUsage(u: Usage): void; focus?: string }): Promise<CompactResult> {
+    const cut = chooseCut(messages, 1, Math.max(0, this.windowTokens / 2 - this.fixedTokens));
+    // A cut inside the first turn would summarize only the request being answered.
+    if (cut < 2) return { ok: false, reason: 'nothing older than the current turn to summarize' };
+    return this.replaceWithSummary(messages, cut, { ...call, fixedTokens: this.fixedTokens, reserveTokens: 0 }, 'request', call.focus);
+  }
+
+  private summaries(): SummaryRecord[] {
+    const h = this.opts.history?.get();
+    return Array.isArray(h) ? (h as SummaryRecord[]) : [];
   }
 
   /** Moves big tool results of messages[0 .. end) to the store. */
@@ -169,13 +226,25 @@ export class ContextKeeper {
     const keepBudget = Math.max(0, this.windowTokens / 2 - call.fixedTokens);
     const cut = chooseCut(messages, this.keepTurns, keepBudget);
     if (cut <= 0) return;
+    const done = await this.replaceWithSummary(messages, cut, call, 'keeper');
+    if (!done.ok) {
+      this.opts.log?.(
+        'warn',
+        `could not summarize the conversation (${done.reason}); the transcript is kept as it is (about ${this.measure(messages, call.fixedTokens)} tokens, ` +
+          `threshold ${Math.round(threshold)}) and summarizing is tried again at the next model call`,
+      );
+    }
+  }
+
+  /** Replaces messages[0 .. cut) by a summary the model writes; a failure changes nothing. */
+  private async replaceWithSummary(messages: Message[], cut: number, call: BeforeCall, by: SummaryRecord['by'], focus?: string): Promise<CompactResult> {
     const before = this.measure(messages, call.fixedTokens);
     const maxChars = Math.max(20_000, (this.windowTokens - SUMMARY_MAX_TOKENS - 4_000) * 3);
     let summary: string;
     try {
       const res = await this.opts.model.complete({
         model: this.opts.modelName,
-        system: SUMMARY_SYSTEM,
+        system: focus ? `${SUMMARY_SYSTEM} Above all keep, in full detail: ${focus}` : SUMMARY_SYSTEM,
         messages: [
           {
             role: 'user',
@@ -193,18 +262,11 @@ export class ContextKeeper {
         .trim();
       if (summary === '') throw new Error('the model returned an empty summary');
     } catch (err) {
-      this.failures++;
-      this.opts.log?.(
-        'warn',
-        `could not summarize the conversation (${(err as Error).message}); the transcript is kept as it is (about ${before} tokens, ` +
-          `threshold ${Math.round(threshold)}) and summarizing is tried again at the next model call`,
-      );
-      return;
+      if (by === 'keeper') this.failures++;
+      return { ok: false, reason: (err as Error).message };
     }
-    const block: TextBlock = {
-      type: 'text',
-      text: `${SUMMARY_MARKER}, written when it grew too long for the model's context window; it replaces ${cut} earlier messages.]\n${summary}`,
-    };
+    const why = by === 'keeper' ? "when it grew too long for the model's context window" : "at the assistant's request (summarize_context)";
+    const block: TextBlock = { type: 'text', text: `${SUMMARY_MARKER}, written ${why}; it replaces ${cut} earlier messages.]\n${summary}` };
     const first = messages[cut]!;
     if (first.role === 'user') {
       messages.splice(0, cut);
@@ -213,10 +275,19 @@ export class ContextKeeper {
       messages.splice(0, cut, { role: 'user', content: [block] });
     }
     this.reported = undefined;
+    const record: SummaryRecord = {
+      at: (this.opts.now ?? Date.now)(),
+      replaced: cut,
+      by,
+      tokensBefore: before,
+      tokensAfter: this.measure(messages, call.fixedTokens),
+    };
+    this.opts.history?.set([...this.summaries(), record].slice(-20));
     this.opts.log?.(
       'info',
-      `summarized ${cut} older messages: about ${before} tokens before, ${this.measure(messages, call.fixedTokens)} after (window ${this.windowTokens})`,
+      `summarized ${cut} older messages (${by}): about ${before} tokens before, ${record.tokensAfter} after (window ${this.windowTokens})`,
     );
+    return { ok: true, record };
   }
 }
 
@@ -305,6 +376,12 @@ export function contextKeeperFor(c: {
       get: () => c.conv.state['contextReported'],
       set: (v) => {
         c.conv.state['contextReported'] = v;
+      },
+    },
+    history: {
+      get: () => c.conv.state['contextSummaries'],
+      set: (v) => {
+        c.conv.state['contextSummaries'] = v;
       },
     },
   });

@@ -226,6 +226,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       ...(a.commandRules ? { commandRules: a.commandRules } : {}),
     };
   };
+  const keeper = contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: prefixedLog(log, `[${key}] `) });
   const toolContext = (callId: string, signal: AbortSignal): ToolContext => {
     const ctx: ToolContext = {
       workspace: agent.workspace,
@@ -237,6 +238,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       state: convState,
       transcript: () => conv.messages,
       addUsage: (u) => (usage = addUsage(usage, u)),
+      context: {
+        info: () => keeper.info(conv.messages),
+        compact: (focus) => keeper.compact(conv.messages, { signal, addUsage: (u) => (usage = addUsage(usage, u)), ...(focus ? { focus } : {}) }),
+      },
     };
     if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
     return ctx;
@@ -281,7 +286,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       addUsage: (u) => {
         usage = addUsage(usage, u);
       },
-      keeper: contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: prefixedLog(log, `[${key}] `) }),
+      keeper,
       // Phase 4: checkpoint. From here the turn lives in the transcript (and the run record): it must not run twice.
       checkpoint: async () => {
         const open = unansweredToolUses(conv.messages).length > 0;

@@ -16,6 +16,7 @@ import { commandTool } from './builtin/command-tools/tool.js';
 import type { CommandToolDecl } from './builtin/command-tools/declaration.js';
 import { skillTools } from './builtin/skills/tools.js';
 import { webSearchTool, type WebSearchConfig } from './builtin/web/search.js';
+import { contextTools } from './builtin/context-tools.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -56,6 +57,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     }),
     erase(analyzeMediaTool(opts.media)),
     erase(retrieveToolResultTool(opts.toolResults)),
+    ...contextTools(),
     ...(opts.webSearch ? [webSearchTool(opts.webSearch)] : []),
     ...skillTools(opts.skills ? { folders: opts.skills } : {}),
     ...Object.entries(opts.commandTools ?? {}).map(([name, d]) => commandTool({ ...d, name }, opts.sandbox ? { sandbox: opts.sandbox } : {})),

@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import type { ToolTier, Tier } from '../../policies/tiers.js';
 import type { ImageBlock, Message, TextBlock } from '../messages.js';
 import type { Usage } from '../events.js';
+import type { CompactResult, ContextInfo } from '../context-keeper.js';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 3 * 60_000;
 
@@ -55,6 +56,11 @@ export interface ToolContext {
   transcript?: () => readonly Message[];
   /** Counts a model call the tool made itself (analyze_media's companion) in the run's usage and cost. */
   addUsage?: (u: Usage) => void;
+  /**
+   * The run's context keeper over this transcript (context_info, summarize_context). `compact` changes
+   * the transcript in place, as the keeper does when the window fills; the run's checkpoint saves it.
+   */
+  context?: { info(): ContextInfo; compact(focus?: string): Promise<CompactResult> };
   /** This call's metrics and trace: execute_command reports its sandbox here (agent/telemetry). */
   telemetry?: Pick<ToolTelemetry, 'sandbox'>;
 }
