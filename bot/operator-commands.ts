@@ -149,6 +149,8 @@ interface Spent {
   /** null: nothing priced was counted (an unpriced model's calls count tokens only). */
   usd: number | null;
   tokens: number;
+  /** False: nothing is counted for it (an agent without a budget is not counted). */
+  counted: boolean;
 }
 
 interface ConversationRow {
@@ -174,14 +176,15 @@ async function spendOf(spend: SpendRepo, rows: Array<{ key: string; agent: strin
   const read = (k: { usd: string; tokens: string }): Spent => {
     const u = t.get(k.usd);
     const n = t.get(k.tokens);
-    return { usd: u ? (u.used + u.reserved) / MICRO : null, tokens: n ? n.used + n.reserved : 0 };
+    return { usd: u ? (u.used + u.reserved) / MICRO : null, tokens: n ? n.used + n.reserved : 0, counted: u !== undefined || n !== undefined };
   };
   const agents = new Map<string, AgentSpendRow>();
   rows.forEach((r, i) => agents.set(r.agent, { agent: r.agent, today: read(keys[i]!.agentDay), thisMonth: read(keys[i]!.agentMonth) }));
-  return { conversations: keys.map((k) => read(k.conversation)), agents: [...agents.values()] };
+  return { conversations: keys.map((k) => read(k.conversation)), agents: [...agents.values()].filter((g) => g.thisMonth.counted) };
 }
 
-const showSpent = (s: Spent) => `${s.usd === null ? '-' : formatAmount('usd', Math.round(s.usd * MICRO))}  ${formatAmount('tokens', s.tokens)}`;
+const showSpent = (s: Spent) =>
+  s.counted ? `${s.usd === null ? '-' : formatAmount('usd', Math.round(s.usd * MICRO))}  ${formatAmount('tokens', s.tokens)}` : 'not counted (no budget)';
 
 export async function conversationsCommand(args: string[], io: CliIO): Promise<number> {
   if (badArgs(args, ['--json', '--limit'], 'gatehouse conversations [--limit N] [--json]', io)) return 2;

@@ -5,8 +5,9 @@
  * - Scopes: a conversation (never resets), a user per UTC day, the agent per UTC day and per UTC
  *   month. Each scope may have a USD limit and a token limit; a call to a model with no price
  *   (agent/pricing.ts) counts only against token limits, a priced one against both.
- * - The conversation and the agent's day and month are counted for every agent (limit UNLIMITED
- *   where none is set), so `gatehouse conversations` shows spend; a user's day only with its limit.
+ * - For an agent with a budget, the conversation and the agent's day and month are counted even
+ *   where that scope has no limit (limit UNLIMITED), so `gatehouse conversations` shows its spend;
+ *   a user's day only with its limit. An agent without a budget is not counted at all.
  * - Amounts are integers in the store: micro-USD (1e-6 $) or tokens.
  * - The worst case of a call is its input estimate at the input rate plus max_tokens at the output
  *   rate (the long-prompt rates once the estimate passes their threshold): what it may cost at most.
@@ -82,7 +83,7 @@ export function usageAmounts(u: Usage): { micro: number | undefined; tokens: num
 
 /** The limit of a total that is only counted (shown by `gatehouse conversations`), never enforced. */
 export const UNLIMITED = Number.MAX_SAFE_INTEGER;
-/** Scopes counted for every agent, limit or not, so spend is visible everywhere. */
+/** Scopes counted for every agent with a budget, limit or not, so its spend is visible. */
 const COUNTED: ReadonlySet<BudgetScope> = new Set(['conversation', 'agentPerDay', 'agentPerMonth']);
 
 /** The lines a call counts against, with the worst case as each line's amount. */

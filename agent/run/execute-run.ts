@@ -267,8 +267,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   let budgetLimit: RunLimit['scope'] | undefined;
   try {
     // Every model call of the run (reminders and scheduled turns included) reserves against the budget.
-    // Without a budget the totals are still counted (no limit), so spend is visible.
-    const budget = d.spend ? new BudgetGate({ spend: d.spend, limits: agent.budget ?? {} }) : undefined;
+    // Only an agent with a budget pays for the count (two store writes per model call, a shared row
+    // per agent and day across replicas): without one, spend is not counted.
+    const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const outcome = await runLoop({
       runId,

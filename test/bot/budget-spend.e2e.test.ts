@@ -1,7 +1,7 @@
 /**
  * Spend is visible: `gatehouse conversations` (a real process) shows each conversation's spend and
  * the agent's day and month totals, as settled from the fake model's usage numbers, for an agent with
- * a budget and for one without (its totals are counted with no limit).
+ * a budget; an agent without one is not counted (no store writes per model call) and says so.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -65,10 +65,10 @@ test('gatehouse conversations shows the spend of each conversation and of its ag
   expect(text.stdout).toMatch(/^conversation\s+agent\s+last activity\s+messages\s+spent$/m);
   expect(text.stdout).toMatch(/^cli:c1\s+default\s+\S+\s+\d+\s+\$0\.04\s+4,000 tokens$/m);
   expect(text.stdout).toMatch(/^cli:c2\s+default\s+\S+\s+\d+\s+\$0\.02\s+2,000 tokens$/m);
-  // No budget: counted all the same.
-  expect(text.stdout).toMatch(/^cli:f1\s+free\s+\S+\s+\d+\s+\$0\.02\s+2,000 tokens$/m);
+  // No budget: not counted (no store writes per model call for it).
+  expect(text.stdout).toMatch(/^cli:f1\s+free\s+\S+\s+\d+\s+not counted \(no budget\)$/m);
   expect(text.stdout).toContain('agent default: today $0.05  6,000 tokens; this month $0.05  6,000 tokens\n');
-  expect(text.stdout).toContain('agent free: today $0.02  2,000 tokens; this month $0.02  2,000 tokens\n');
+  expect(text.stdout).not.toContain('agent free:');
 
   const json = JSON.parse((await cli(['conversations', '--json'])).stdout) as Array<{ key: string; spent: { usd: number | null; tokens: number } }>;
   const c1 = json.find((r) => r.key === 'cli:c1');
