@@ -46,7 +46,8 @@ import {
   type Log,
   type Sender,
 } from '../types.js';
-import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
+import { cutText, humanSize, overLimit } from '../kit/attachments.js';
+import { deliverMessage, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
 import { composeOutput } from '../kit/compose.js';
 import { messageOf } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
@@ -302,33 +303,18 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const { attachments, refused } = await readAttachments(m);
     if (text.trim() === '' && attachments.length === 0 && refused.length === 0) return; // service message, sticker, …
 
-    const notes = refused.map((r) => `[attachment not read: ${r}]`);
     const msg: InboundMessage = {
       platform: 'telegram',
       conversation: ref,
       sender: senderOf(m.from),
-      text: [text, ...notes].filter((s) => s !== '').join('\n'),
+      text: withUnreadNotes(text, refused),
       attachments,
       isDirect,
       mentionsBot,
       repliesToBot,
       eventId: `tg:${ctx.update.update_id}`,
     };
-    let result;
-    try {
-      result = await sink.message(msg);
-    } catch (err) {
-      log('error', `the core failed on message ${msg.eventId}: ${describe(err)}`);
-      return;
-    }
-    try {
-      if (result.accepted && refused.length > 0) {
-        await sendPlain(ref, refused.map((r) => `Not read: ${r}.`).join('\n'), m.message_id);
-      }
-      if (result.reply) await sendPlain(ref, result.reply, m.message_id);
-    } catch (err) {
-      log('error', `could not reply in ${ref.key}: ${describe(err)}`);
-    }
+    await deliverMessage({ sink, msg, refused, reply: (t) => sendPlain(ref, t, m.message_id), log, describe });
   });
 
   bot.catch((err) => log('error', `update ${err.ctx.update.update_id} failed: ${describe(err.error)}`));
@@ -350,21 +336,14 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     }
     const doc = m.document;
     if (doc) {
-      const name = doc.file_name ?? 'document';
-      const c = classifyAttachment({ name, mimeType: doc.mime_type, size: doc.file_size }, maxBytes);
-      if (c.kind === 'refused') {
-        refused.push(c.reason);
-      } else {
-        const got = await download(doc.file_id, name);
-        if (typeof got === 'string') refused.push(got);
-        else if (c.kind === 'image') {
-          attachments.push({ kind: 'image', name, mimeType: c.mimeType, data: got.toString('base64') });
-        } else {
-          const textData = decodeText(got);
-          if (textData === undefined) refused.push(`${name} is not a text file`);
-          else attachments.push({ kind: 'text', name, mimeType: c.mimeType, data: textData });
-        }
-      }
+      const got = await readFiles(
+        [doc],
+        maxBytes,
+        (d) => ({ name: d.file_name ?? 'document', mimeType: d.mime_type, size: d.file_size }),
+        (d, name) => download(d.file_id, name),
+      );
+      attachments.push(...got.attachments);
+      refused.push(...got.refused);
     }
     return { attachments, refused };
   }
@@ -383,14 +362,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
         log('warn', `file download for ${name} failed: HTTP ${res.status}`);
         return `${name} could not be downloaded from Telegram`;
       }
-      const parts: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        total += chunk.byteLength;
-        if (total > maxBytes) return `${name} is over the limit of ${humanSize(maxBytes)}`;
-        parts.push(Buffer.from(chunk));
-      }
-      return Buffer.concat(parts);
+      const got = await readBody(res.body as AsyncIterable<Uint8Array>, maxBytes);
+      return Buffer.isBuffer(got) ? got : `${name} is over the limit of ${humanSize(maxBytes)}`;
     } catch (err) {
       log('warn', `file download for ${name} failed: ${describe(err)}`);
       return `${name} could not be downloaded from Telegram`;
