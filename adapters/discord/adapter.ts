@@ -54,6 +54,7 @@ import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
 import { heldConnection } from '../kit/held.js';
+import { deliverClick, SOMETHING_WENT_WRONG } from '../kit/clicks.js';
 import { deliverMessage, Recent, withUnreadNotes } from '../kit/inbound.js';
 import {
   fallbackLog,
@@ -286,7 +287,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
         reply = r.reply ?? (r.accepted ? 'Done.' : 'Nothing to do.');
       } catch (err) {
         log('error', `/${word} failed: ${describe(err)}`);
-        reply = 'Something went wrong; please try again.';
+        reply = SOMETHING_WENT_WRONG;
       }
     }
     try {
@@ -314,17 +315,18 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       return;
     }
     const ref = refOfInteraction(i);
-    if (!sink || !ref || tok === undefined || tok === '') {
-      await notify('This button is no longer valid.');
-      return;
-    }
-    try {
-      const r = await sink.action({ platform: 'discord', conversation: ref, token: tok, user: senderOf(i), eventId: `discord:action:${i.id}` });
-      if (r.notice) await notify(r.notice);
-    } catch (err) {
-      log('error', `handling a click failed: ${describe(err)}`);
-      await notify('Something went wrong; please try again.');
-    }
+    await deliverClick({
+      sink,
+      event:
+        ref && tok !== undefined && tok !== ''
+          ? () => ({ platform: 'discord', conversation: ref, token: tok, user: senderOf(i), eventId: `discord:action:${i.id}` })
+          : undefined,
+      notify: async (text) => {
+        if (text) await notify(text);
+      },
+      log,
+      describe,
+    });
   }
 
   // ---- outbound -----------------------------------------------------------------------------

@@ -20,6 +20,7 @@
  */
 import type { App } from '@slack/bolt';
 import { overLimit } from '../kit/attachments.js';
+import { SOMETHING_WENT_WRONG } from '../kit/clicks.js';
 import { deliverMessage, Recent, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
 import type { ConversationRef, InboundMessage } from '../types.js';
 import { RecentMap, type SlackContext } from './context.js';
@@ -185,7 +186,7 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
       reply = r.reply;
     } catch (err) {
       ctx.log('error', `${opts.slashCommand} failed: ${ctx.describe(err)}`);
-      reply = 'Something went wrong; please try again.';
+      reply = SOMETHING_WENT_WRONG;
     }
     if (reply === undefined) return;
     try {

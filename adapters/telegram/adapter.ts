@@ -48,6 +48,7 @@ import {
 } from '../types.js';
 import { cutText, humanSize, overLimit } from '../kit/attachments.js';
 import { deliverMessage, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
+import { deliverClick } from '../kit/clicks.js';
 import { composeOutput } from '../kit/compose.js';
 import { messageOf } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
@@ -107,7 +108,6 @@ const DEFAULT_API_ROOT = 'https://api.telegram.org';
 const TELEGRAM_SERVICE_USER_ID = 777000;
 const MAX_429_RETRIES = 3;
 const MAX_RETRY_AFTER_S = 60;
-const NO_LONGER_VALID = 'This button is no longer valid.';
 
 export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAdapter {
   const token = opts.token.trim();
@@ -240,24 +240,23 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     }
     const data = q.data;
     const msg = q.message;
-    if (data === undefined || !data.startsWith(prefix) || data.length === prefix.length || !msg || !sink) {
-      await answer(NO_LONGER_VALID);
-      return;
-    }
-    const topic = 'is_topic_message' in msg ? topicOf(msg) : undefined;
-    try {
-      const r = await sink.action({
-        platform: 'telegram',
-        conversation: refFor(msg.chat.id, topic),
-        token: data.slice(prefix.length),
-        user: senderOf(q.from),
-        eventId: `tg:${ctx.update.update_id}`,
-      });
-      await answer(r.notice);
-    } catch (err) {
-      log('error', `handling a button press failed: ${describe(err)}`);
-      await answer('Something went wrong; please try again.');
-    }
+    await deliverClick({
+      sink,
+      event:
+        data !== undefined && data.startsWith(prefix) && data.length > prefix.length && msg !== undefined
+          ? () => ({
+              platform: 'telegram',
+              conversation: refFor(msg.chat.id, 'is_topic_message' in msg ? topicOf(msg) : undefined),
+              token: data.slice(prefix.length),
+              user: senderOf(q.from),
+              eventId: `tg:${ctx.update.update_id}`,
+            })
+          : undefined,
+      notify: answer,
+      log,
+      describe,
+      what: 'a button press',
+    });
   });
 
   bot.on('message', async (ctx) => {
