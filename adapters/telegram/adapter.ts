@@ -50,7 +50,7 @@ import { cutText, humanSize, overLimit } from '../kit/attachments.js';
 import { deliverMessage, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
 import { deliverClick } from '../kit/clicks.js';
 import { composeOutput } from '../kit/compose.js';
-import { messageOf } from '../kit/errors.js';
+import { AdapterError, messageOf, scrubbedCause } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
@@ -243,7 +243,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     await deliverClick({
       sink,
       event:
-        data !== undefined && data.startsWith(prefix) && data.length > prefix.length && msg !== undefined
+        data?.startsWith(prefix) && data.length > prefix.length && msg !== undefined
           ? () => ({
               platform: 'telegram',
               conversation: refFor(msg.chat.id, 'is_topic_message' in msg ? topicOf(msg) : undefined),
@@ -471,20 +471,27 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
-  function startError(err: unknown): Error {
+  /** A scrubbed cause: grammy's errors carry the request URL, and the token is in it. */
+  function startError(err: unknown): AdapterError {
     if (err instanceof GrammyError) {
       if (err.error_code === 401 || err.error_code === 404) {
         const what = err.error_code === 401 ? '401 Unauthorized' : '404 Not Found';
-        return new Error(`TELEGRAM_BOT_TOKEN was rejected by Telegram (${what}): check the token from @BotFather`);
+        return new AdapterError('start_failed', `TELEGRAM_BOT_TOKEN was rejected by Telegram (${what}): check the token from @BotFather`, {
+          cause: scrubbedCause(err, describe),
+        });
       }
-      if (err.error_code === 409) return new Error(conflictMessage());
-      return new Error(`Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`);
+      if (err.error_code === 409) return new AdapterError('start_failed', conflictMessage(), { cause: scrubbedCause(err, describe) });
+      return new AdapterError('start_failed', `Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`, {
+        cause: scrubbedCause(err, describe),
+      });
     }
     if (err instanceof HttpError) {
       const inner = messageOf(err.error);
-      return new Error(scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`));
+      return new AdapterError('start_failed', scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`), {
+        cause: scrubbedCause(err, describe),
+      });
     }
-    return new Error(`Telegram start failed: ${describe(err)}`);
+    return new AdapterError('start_failed', `Telegram start failed: ${describe(err)}`, { cause: scrubbedCause(err, describe) });
   }
   const conflictMessage = () => 'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
 
