@@ -44,7 +44,6 @@ import {
   type HttpRoute,
   type InboundMessage,
   type Log,
-  type Sender,
 } from '../types.js';
 import { cutText, humanSize, overLimit } from '../kit/attachments.js';
 import { deliverMessage, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
@@ -57,12 +56,12 @@ import type { StatusFailure } from '../kit/status.js';
 import { CALLBACK_PREFIX, renderCard } from './cards.js';
 import { chunkPlain } from './chunk.js';
 import { htmlToPlain, telegramAnswer } from './format.js';
+import { addressing, fromAPerson, senderOf, topicOf } from './inbound.js';
 import { decodeKey, refFor } from './keys.js';
 
 type UserFromGetMe = Context['me'];
 type Message = NonNullable<Context['message']>;
 type Chat = Message['chat'];
-type User = NonNullable<Message['from']>;
 
 export interface TelegramAdapterOptions {
   token: string;
@@ -104,8 +103,6 @@ export type TelegramAdapter = Adapter & {
 };
 
 const DEFAULT_API_ROOT = 'https://api.telegram.org';
-/** "Telegram": the service account linked-channel forwards and notifications arrive from. */
-const TELEGRAM_SERVICE_USER_ID = 777000;
 const MAX_429_RETRIES = 3;
 const MAX_RETRY_AFTER_S = 60;
 
@@ -195,20 +192,6 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   // ---- inbound ------------------------------------------------------------------------------
 
-  const topicOf = (msg: Pick<Message, 'is_topic_message' | 'message_thread_id'>): number | undefined =>
-    msg.is_topic_message === true && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
-
-  /** Channel forwards, posts on behalf of a chat and Telegram's service account are not people. */
-  const fromAPerson = (m: Pick<Message, 'from' | 'sender_chat' | 'is_automatic_forward'>): boolean =>
-    m.from !== undefined && m.from.id !== TELEGRAM_SERVICE_USER_ID && m.sender_chat === undefined && m.is_automatic_forward !== true;
-
-  const senderOf = (u: User): Sender => {
-    const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || (u.username ? `@${u.username}` : undefined);
-    const s: Sender = { id: String(u.id), isBot: u.is_bot };
-    if (name) s.name = name;
-    return s;
-  };
-
   bot.use((ctx, next) => {
     lastUpdateId = Math.max(lastUpdateId ?? 0, ctx.update.update_id);
     return next();
@@ -234,7 +217,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       }
     };
     // Only a person can approve: the service account never counts (answered, so no spinner stays).
-    if (q.from.id === TELEGRAM_SERVICE_USER_ID) {
+    if (!fromAPerson({ from: q.from })) {
       await answer(undefined);
       return;
     }
@@ -264,34 +247,9 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const me = ctx.me;
     if (!m.from || !sink) return;
     if (!fromAPerson(m)) return;
-    const rawText = m.text ?? m.caption ?? '';
-    const entities = m.entities ?? m.caption_entities ?? [];
-    const isDirect = m.chat.type === 'private';
-    const myName = `@${me.username}`.toLowerCase();
-
-    let mentionsBot = false;
-    let text = rawText;
-    for (const e of entities) {
-      const part = rawText.slice(e.offset, e.offset + e.length);
-      if (e.type === 'mention' && part.toLowerCase() === myName) mentionsBot = true;
-      if (e.type === 'text_mention' && e.user?.id === me.id) mentionsBot = true;
-      if (e.type === 'bot_command') {
-        const at = part.indexOf('@');
-        if (at >= 0 && part.slice(at).toLowerCase() === myName) mentionsBot = true;
-        if (at < 0 && isDirect) mentionsBot = true;
-      }
-    }
-    // "/stop@MyBot x" -> "/stop x" (only our own name; a command for another bot stays as is).
-    const first = entities.find((e) => e.type === 'bot_command' && e.offset === 0);
-    if (first) {
-      const cmd = rawText.slice(0, first.length);
-      const at = cmd.indexOf('@');
-      if (at >= 0) {
-        // Addressed to another bot: not a message for us at all.
-        if (cmd.slice(at).toLowerCase() !== myName) return;
-        text = cmd.slice(0, at) + rawText.slice(first.length);
-      }
-    }
+    const addressed = addressing(m, ctx.me);
+    if (!addressed) return;
+    const { text, mentionsBot, isDirect } = addressed;
 
     const topic = topicOf(m);
     const reply = m.reply_to_message;
