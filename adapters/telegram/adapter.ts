@@ -49,7 +49,7 @@ import { cutText, humanSize, overLimit } from '../kit/attachments.js';
 import { deliverMessage, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
 import { deliverClick } from '../kit/clicks.js';
 import { composeOutput } from '../kit/compose.js';
-import { AdapterError, messageOf, scrubbedCause } from '../kit/errors.js';
+import { messageOf } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
 import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
@@ -58,6 +58,7 @@ import { chunkPlain } from './chunk.js';
 import { htmlToPlain, telegramAnswer } from './format.js';
 import { addressing, fromAPerson, senderOf, topicOf } from './inbound.js';
 import { decodeKey, refFor } from './keys.js';
+import { CONFLICT_MESSAGE, telegramStartError } from './startup.js';
 
 type UserFromGetMe = Context['me'];
 type Message = NonNullable<Context['message']>;
@@ -429,29 +430,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
-  /** A scrubbed cause: grammy's errors carry the request URL, and the token is in it. */
-  function startError(err: unknown): AdapterError {
-    if (err instanceof GrammyError) {
-      if (err.error_code === 401 || err.error_code === 404) {
-        const what = err.error_code === 401 ? '401 Unauthorized' : '404 Not Found';
-        return new AdapterError('start_failed', `TELEGRAM_BOT_TOKEN was rejected by Telegram (${what}): check the token from @BotFather`, {
-          cause: scrubbedCause(err, describe),
-        });
-      }
-      if (err.error_code === 409) return new AdapterError('start_failed', conflictMessage(), { cause: scrubbedCause(err, describe) });
-      return new AdapterError('start_failed', `Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`, {
-        cause: scrubbedCause(err, describe),
-      });
-    }
-    if (err instanceof HttpError) {
-      const inner = messageOf(err.error);
-      return new AdapterError('start_failed', scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`), {
-        cause: scrubbedCause(err, describe),
-      });
-    }
-    return new AdapterError('start_failed', `Telegram start failed: ${describe(err)}`, { cause: scrubbedCause(err, describe) });
-  }
-  const conflictMessage = () => 'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
+  const startError = (err: unknown) => telegramStartError(err, { apiRoot, scrub, describe });
 
   /** Long polling: the connection only one process may hold per token (a second poller gets 409). */
   async function openPolling(): Promise<void> {
@@ -473,7 +452,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     runner = r;
     r.task()?.catch((err: unknown) => {
       const conflict = err instanceof GrammyError && err.error_code === 409;
-      log('error', conflict ? `polling stopped: ${conflictMessage()}` : `polling stopped: ${startError(err).message}`);
+      log('error', conflict ? `polling stopped: ${CONFLICT_MESSAGE}` : `polling stopped: ${startError(err).message}`);
     });
   }
 
