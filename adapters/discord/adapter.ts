@@ -54,6 +54,8 @@ import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
 import { heldConnection } from '../kit/held.js';
+import { deliverClick, SOMETHING_WENT_WRONG } from '../kit/clicks.js';
+import { deliverMessage, Recent, withUnreadNotes } from '../kit/inbound.js';
 import {
   fallbackLog,
   prefixedLog,
@@ -94,19 +96,6 @@ export interface DiscordAdapterOptions {
 const SEEN_MAX = 5000;
 const THREADS_MAX = 20000;
 const NO_MENTIONS: { parse: [] } = { parse: [] };
-
-/** A bounded set: the oldest entries go first. */
-class Recent {
-  private readonly set = new Set<string>();
-  constructor(private readonly max: number) {}
-  has(k: string): boolean {
-    return this.set.has(k);
-  }
-  add(k: string): void {
-    this.set.add(k);
-    if (this.set.size > this.max) this.set.delete(this.set.values().next().value as string);
-  }
-}
 
 export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
   const token = opts.token.trim().replace(/^Bot\s+/i, '');
@@ -197,7 +186,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       platform: 'discord',
       conversation: ref,
       sender,
-      text: [text, ...refused.map((r) => `[attachment not read: ${r}]`)].filter((s) => s !== '').join('\n'),
+      text: withUnreadNotes(text, refused),
       attachments,
       isDirect: !guildId,
       mentionsBot: mentioned,
@@ -210,30 +199,30 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       pendingThreads.set(t, new Promise<void>((r) => (release = r)));
     }
     try {
-      let result;
-      try {
-        result = await sink.message(msg);
-      } catch (err) {
-        log('error', `the core failed on message ${message.id}: ${describe(err)}`);
-        return;
-      }
-      if (newThread && (result.accepted || result.reply)) {
-        try {
-          await rest().post(Routes.threads(newThread.parent, newThread.id), { body: { name: newThread.name, auto_archive_duration: 1440 } });
-          threads.add(newThread.id);
-        } catch (err) {
-          // Without a thread (no Create Public Threads permission) the answer goes in the channel.
-          log('warn', `could not start a thread in ${newThread.parent} (Create Public Threads permission?): ${describe(err)}`);
-        }
-      }
-      if (release) {
-        release();
-        release = undefined;
-      }
-      if (result.accepted && refused.length > 0) await postPlain(ref, refused.map((r) => `Not read: ${r}.`).join('\n'));
-      if (result.reply) await postPlain(ref, result.reply);
-    } catch (err) {
-      log('error', `could not reply in ${ref.key}: ${describe(err)}`);
+      await deliverMessage({
+        sink,
+        msg,
+        refused,
+        reply: (t) => postPlain(ref, t),
+        log,
+        describe,
+        label: message.id,
+        afterCore: async (result) => {
+          if (newThread && (result.accepted || result.reply)) {
+            try {
+              await rest().post(Routes.threads(newThread.parent, newThread.id), { body: { name: newThread.name, auto_archive_duration: 1440 } });
+              threads.add(newThread.id);
+            } catch (err) {
+              // Without a thread (no Create Public Threads permission) the answer goes in the channel.
+              log('warn', `could not start a thread in ${newThread.parent} (Create Public Threads permission?): ${describe(err)}`);
+            }
+          }
+          if (release) {
+            release();
+            release = undefined;
+          }
+        },
+      });
     } finally {
       release?.();
       if (newThread) pendingThreads.delete(newThread.id);
@@ -298,7 +287,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
         reply = r.reply ?? (r.accepted ? 'Done.' : 'Nothing to do.');
       } catch (err) {
         log('error', `/${word} failed: ${describe(err)}`);
-        reply = 'Something went wrong; please try again.';
+        reply = SOMETHING_WENT_WRONG;
       }
     }
     try {
@@ -326,17 +315,18 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
       return;
     }
     const ref = refOfInteraction(i);
-    if (!sink || !ref || tok === undefined || tok === '') {
-      await notify('This button is no longer valid.');
-      return;
-    }
-    try {
-      const r = await sink.action({ platform: 'discord', conversation: ref, token: tok, user: senderOf(i), eventId: `discord:action:${i.id}` });
-      if (r.notice) await notify(r.notice);
-    } catch (err) {
-      log('error', `handling a click failed: ${describe(err)}`);
-      await notify('Something went wrong; please try again.');
-    }
+    await deliverClick({
+      sink,
+      event:
+        ref && tok !== undefined && tok !== ''
+          ? () => ({ platform: 'discord', conversation: ref, token: tok, user: senderOf(i), eventId: `discord:action:${i.id}` })
+          : undefined,
+      notify: async (text) => {
+        if (text) await notify(text);
+      },
+      log,
+      describe,
+    });
   }
 
   // ---- outbound -----------------------------------------------------------------------------

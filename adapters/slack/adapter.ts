@@ -38,7 +38,9 @@ import { App, HTTPReceiver, LogLevel, SocketModeReceiver } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import { heldConnection } from '../kit/held.js';
 import { fallbackLog, prefixedLog, type Adapter, type AdapterStartOptions, type ConversationRef, type HttpRoute, type Log } from '../types.js';
-import { Recent, secretScrubber, type SlackContext } from './context.js';
+import { AdapterError } from '../kit/errors.js';
+import { Recent } from '../kit/inbound.js';
+import { secretScrubber, type SlackContext } from './context.js';
 import { registerInbound } from './inbound.js';
 import { registerInteractivity } from './interactivity.js';
 import { decodeKey } from './keys.js';
@@ -201,7 +203,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
       if (held && startOpts.holdConnection !== false) await held.open();
     } catch (err) {
       ctx.sink = undefined;
-      throw err instanceof Error && !('data' in err) && !('code' in err) ? err : startError(err, ctx);
+      throw err instanceof AdapterError || (err instanceof Error && !('data' in err) && !('code' in err)) ? err : startError(err, ctx);
     }
     started = true;
     const mode = appToken === undefined ? `HTTP mode at ${eventsPath}` : held?.up ? 'Socket Mode' : 'Socket Mode held by another replica; sending only';

@@ -4,6 +4,7 @@
  * No Bolt here; the clients are @slack/web-api's.
  */
 import type { WebClient } from '@slack/web-api';
+import type { Recent } from '../kit/inbound.js';
 import type { AdapterSink, Log } from '../types.js';
 
 export interface SlackContext {
@@ -26,20 +27,6 @@ export interface SlackContext {
    * `threads` the assistant threads seen ("<channel>:<thread_ts>").
    */
   readonly assistant: { app: boolean; threads: Recent };
-}
-
-/** A bounded set: the oldest entries go first. */
-export class Recent {
-  private readonly set = new Set<string>();
-  constructor(private readonly max: number) {}
-  has(k: string): boolean {
-    return this.set.has(k);
-  }
-  add(k: string): void {
-    this.set.delete(k);
-    this.set.add(k);
-    if (this.set.size > this.max) this.set.delete(this.set.values().next().value as string);
-  }
 }
 
 /** A bounded map: the least recently set entries go first. */

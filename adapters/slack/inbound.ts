@@ -19,9 +19,11 @@
  *   cannot be typed in threads) or else the channel itself; the reply is ephemeral (response_url).
  */
 import type { App } from '@slack/bolt';
-import { classifyAttachment, decodeText, overLimit } from '../kit/attachments.js';
-import type { Attachment, ConversationRef, InboundMessage } from '../types.js';
-import { Recent, RecentMap, type SlackContext } from './context.js';
+import { overLimit } from '../kit/attachments.js';
+import { SOMETHING_WENT_WRONG } from '../kit/clicks.js';
+import { deliverMessage, Recent, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
+import type { ConversationRef, InboundMessage } from '../types.js';
+import { RecentMap, type SlackContext } from './context.js';
 import { refFor } from './keys.js';
 import { escapeMrkdwn } from './mrkdwn.js';
 
@@ -101,59 +103,28 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
       else return; // a channel message not for the bot: not even passed on
     }
     lastConversation.set(`${ev.channel}:${ev.user}`, ref);
-    const { attachments, refused } = await readFiles(ev.files ?? []);
+    const { attachments, refused } = await readFiles(
+      ev.files ?? [],
+      opts.maxAttachmentBytes,
+      (f) => ({ name: f.name ?? 'file', mimeType: f.mimetype, size: f.size }),
+      (f, name) => {
+        const url = f.url_private_download ?? f.url_private;
+        return url ? download(url, name) : Promise.resolve(`${name} could not be downloaded from Slack`);
+      },
+    );
     if (text === '' && attachments.length === 0 && refused.length === 0) return;
     const msg: InboundMessage = {
       platform: 'slack',
       conversation: ref,
       sender: { id: ev.user },
-      text: [text, ...refused.map((r) => `[attachment not read: ${r}]`)].filter((s) => s !== '').join('\n'),
+      text: withUnreadNotes(text, refused),
       attachments,
       isDirect,
       mentionsBot,
       repliesToBot,
       eventId,
     };
-    let result;
-    try {
-      result = await sink.message(msg);
-    } catch (err) {
-      ctx.log('error', `the core failed on message ${eventId}: ${ctx.describe(err)}`);
-      return;
-    }
-    try {
-      if (result.accepted && refused.length > 0) await opts.postPlain(ref, refused.map((r) => `Not read: ${r}.`).join('\n'));
-      if (result.reply) await opts.postPlain(ref, result.reply);
-    } catch (err) {
-      ctx.log('error', `could not reply in ${ref.key}: ${ctx.describe(err)}`);
-    }
-  }
-
-  async function readFiles(files: SlackFile[]): Promise<{ attachments: Attachment[]; refused: string[] }> {
-    const attachments: Attachment[] = [];
-    const refused: string[] = [];
-    for (const f of files) {
-      const name = f.name ?? 'file';
-      const c = classifyAttachment({ name, mimeType: f.mimetype, size: f.size }, opts.maxAttachmentBytes);
-      if (c.kind === 'refused') {
-        refused.push(c.reason);
-        continue;
-      }
-      const url = f.url_private_download ?? f.url_private;
-      if (!url) {
-        refused.push(`${name} could not be downloaded from Slack`);
-        continue;
-      }
-      const got = await download(url, name);
-      if (typeof got === 'string') refused.push(got);
-      else if (c.kind === 'image') attachments.push({ kind: 'image', name, mimeType: c.mimeType, data: got.toString('base64') });
-      else {
-        const text = decodeText(got);
-        if (text === undefined) refused.push(`${name} is not a text file`);
-        else attachments.push({ kind: 'text', name, mimeType: c.mimeType, data: text });
-      }
-    }
-    return { attachments, refused };
+    await deliverMessage({ sink, msg, refused, reply: (t) => opts.postPlain(ref, t), log: ctx.log, describe: ctx.describe });
   }
 
   async function download(url: string, name: string): Promise<Buffer | string> {
@@ -166,17 +137,8 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
         ctx.log('warn', `file download for ${name} failed: HTTP ${res.status} ${res.headers.get('content-type') ?? ''}`);
         return `${name} could not be downloaded from Slack`;
       }
-      const parts: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        total += chunk.byteLength;
-        if (total > max) {
-          await res.body.cancel().catch(() => undefined);
-          return overLimit(name, total, max);
-        }
-        parts.push(Buffer.from(chunk));
-      }
-      return Buffer.concat(parts);
+      const got = await readBody(res.body as AsyncIterable<Uint8Array>, max);
+      return Buffer.isBuffer(got) ? got : overLimit(name, got.over, max);
     } catch (err) {
       ctx.log('warn', `file download for ${name} failed: ${ctx.describe(err)}`);
       return `${name} could not be downloaded from Slack`;
@@ -224,7 +186,7 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
       reply = r.reply;
     } catch (err) {
       ctx.log('error', `${opts.slashCommand} failed: ${ctx.describe(err)}`);
-      reply = 'Something went wrong; please try again.';
+      reply = SOMETHING_WENT_WRONG;
     }
     if (reply === undefined) return;
     try {

@@ -18,6 +18,7 @@
  */
 import type { App } from '@slack/bolt';
 import { cutText } from '../kit/attachments.js';
+import { deliverClick } from '../kit/clicks.js';
 import type { SlackContext } from './context.js';
 import { ACTION_PREFIX } from './blocks.js';
 import { refFor } from './keys.js';
@@ -125,30 +126,35 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
         ctx.log('warn', `could not tell ${b.user.id} privately: ${ctx.describe(err)}`);
       }
     };
-    const sink = ctx.sink;
-    if (!sink || !channel || token === '') {
-      await notify('This button is no longer valid.');
-      return;
-    }
-    try {
-      const name = b.user.name ?? b.user.username;
-      const { groups: roles, unchecked } = await groups.groupsOf(b.user.id, opts.approverGroups());
-      const r = await sink.action({
-        platform: 'slack',
-        conversation: refFor(b.team?.id ?? ctx.identity.teamId, channel, thread),
-        token,
-        user: { id: b.user.id, ...(name ? { name } : {}), ...(roles.length > 0 ? { roles } : {}) },
-        eventId: `slack:action:${b.trigger_id ?? `${channel}:${a.action_ts ?? ''}`}`,
-      });
-      let notice = r.notice;
-      if (!r.accepted && unchecked.length > 0) {
+    let unchecked: string[] = [];
+    await deliverClick({
+      sink: ctx.sink,
+      event:
+        channel && token !== ''
+          ? async () => {
+              const name = b.user.name ?? b.user.username;
+              const membership = await groups.groupsOf(b.user.id, opts.approverGroups());
+              unchecked = membership.unchecked;
+              const roles = membership.groups;
+              return {
+                platform: 'slack',
+                conversation: refFor(b.team?.id ?? ctx.identity.teamId, channel, thread),
+                token,
+                user: { id: b.user.id, ...(name ? { name } : {}), ...(roles.length > 0 ? { roles } : {}) },
+                eventId: `slack:action:${b.trigger_id ?? `${channel}:${a.action_ts ?? ''}`}`,
+              };
+            }
+          : undefined,
+      notice: (r) => {
+        if (r.accepted || unchecked.length === 0) return r.notice;
         const which = unchecked.map((g) => `group:${g}`).join(', ');
-        notice = `${notice ? `${notice} ` : ''}The approver list could not be checked: Slack did not answer for ${which}, so that membership did not count. Try again in a moment, or ask the operator.`;
-      }
-      if (notice) await notify(notice);
-    } catch (err) {
-      ctx.log('error', `handling a click failed: ${ctx.describe(err)}`);
-      await notify('Something went wrong; please try again.');
-    }
+        return `${r.notice ? `${r.notice} ` : ''}The approver list could not be checked: Slack did not answer for ${which}, so that membership did not count. Try again in a moment, or ask the operator.`;
+      },
+      notify: async (text) => {
+        if (text) await notify(text);
+      },
+      log: ctx.log,
+      describe: ctx.describe,
+    });
   });
 }

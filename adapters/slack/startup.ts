@@ -11,6 +11,7 @@
  *   inactive), a missing scope (named, pointing at deploy/slack-manifest.yaml), ratelimited.
  */
 import { ErrorCode, WebClient } from '@slack/web-api';
+import { AdapterError, scrubbedCause } from '../kit/errors.js';
 import type { SlackContext } from './context.js';
 
 const MANIFEST = 'deploy/slack-manifest.yaml';
@@ -25,17 +26,28 @@ function slackCode(err: unknown): { code: string | undefined; needed: string | u
 export function startError(err: unknown, ctx: Pick<SlackContext, 'describe'>): Error {
   const { code, needed, rateLimited } = slackCode(err);
   if (code === 'invalid_auth' || code === 'not_authed' || code === 'account_inactive' || code === 'token_revoked' || code === 'token_expired') {
-    return new Error(
+    return new AdapterError(
+      'start_failed',
       `SLACK_BOT_TOKEN was rejected by Slack (${code}): copy the Bot User OAuth Token (xoxb-…) from OAuth & Permissions again (reinstall the app if it was revoked)`,
+      { cause: scrubbedCause(err, ctx.describe) },
     );
   }
   if (code === 'missing_scope') {
-    return new Error(
+    return new AdapterError(
+      'start_failed',
       `the Slack app lacks the scope ${needed ?? '(not named by Slack)'}: add it (${MANIFEST} lists every scope the bot uses) and reinstall the app to the workspace`,
+      { cause: scrubbedCause(err, ctx.describe) },
     );
   }
-  if (rateLimited) return new Error('Slack rate-limited the start-up calls (ratelimited) even after waiting its Retry-After: wait a minute and start again');
-  return new Error(`Slack start failed: ${ctx.describe(err)} (check SLACK_API_URL and the network)`);
+  if (rateLimited)
+    return new AdapterError(
+      'start_failed',
+      'Slack rate-limited the start-up calls (ratelimited) even after waiting its Retry-After: wait a minute and start again',
+      { cause: scrubbedCause(err, ctx.describe) },
+    );
+  return new AdapterError('start_failed', `Slack start failed: ${ctx.describe(err)} (check SLACK_API_URL and the network)`, {
+    cause: scrubbedCause(err, ctx.describe),
+  });
 }
 
 /** Throws a start error when the app-level token cannot open a Socket Mode connection. */
@@ -50,27 +62,41 @@ export async function checkAppToken(appToken: string, apiUrl: string, ctx: Pick<
   } catch (err) {
     const { code, needed, rateLimited } = slackCode(err);
     if (code === 'not_allowed_token_type') {
-      throw new Error(
+      throw new AdapterError(
+        'start_failed',
         'SLACK_APP_TOKEN is not an app-level token: create one under Basic Information > App-Level Tokens with the scope connections:write (xapp-…)',
+        { cause: scrubbedCause(err, ctx.describe) },
       );
     }
     if (code === 'missing_scope' || code === 'no_permission') {
-      throw new Error(
+      throw new AdapterError(
+        'start_failed',
         `SLACK_APP_TOKEN lacks the scope ${needed ?? 'connections:write'}: generate an app-level token with connections:write under Basic Information > App-Level Tokens`,
+        { cause: scrubbedCause(err, ctx.describe) },
       );
     }
     if (code === 'socket_mode_not_enabled') {
-      throw new Error(
+      throw new AdapterError(
+        'start_failed',
         `Socket Mode is off for this Slack app (socket_mode_not_enabled): turn it on under Settings > Socket Mode (${MANIFEST} enables it), or leave SLACK_APP_TOKEN unset and use HTTP mode with SLACK_SIGNING_SECRET`,
+        { cause: scrubbedCause(err, ctx.describe) },
       );
     }
     if (code === 'invalid_auth' || code === 'not_authed' || code === 'token_revoked' || code === 'token_expired') {
-      throw new Error(
+      throw new AdapterError(
+        'start_failed',
         `SLACK_APP_TOKEN was rejected by Slack (${code}): create a new app-level token (connections:write) under Basic Information > App-Level Tokens`,
+        { cause: scrubbedCause(err, ctx.describe) },
       );
     }
     if (rateLimited)
-      throw new Error('Slack rate-limited apps.connections.open (ratelimited) even after waiting its Retry-After: wait a minute and start again');
-    throw new Error(`opening a Socket Mode connection failed: ${ctx.describe(err)} (check SLACK_API_URL and the network)`);
+      throw new AdapterError(
+        'start_failed',
+        'Slack rate-limited apps.connections.open (ratelimited) even after waiting its Retry-After: wait a minute and start again',
+        { cause: scrubbedCause(err, ctx.describe) },
+      );
+    throw new AdapterError('start_failed', `opening a Socket Mode connection failed: ${ctx.describe(err)} (check SLACK_API_URL and the network)`, {
+      cause: scrubbedCause(err, ctx.describe),
+    });
   }
 }

@@ -44,9 +44,10 @@ import {
   type HttpRoute,
   type InboundMessage,
   type Log,
-  type Sender,
 } from '../types.js';
-import { classifyAttachment, cutText, decodeText, humanSize, overLimit } from '../kit/attachments.js';
+import { cutText, humanSize, overLimit } from '../kit/attachments.js';
+import { deliverMessage, readBody, readFiles, withUnreadNotes } from '../kit/inbound.js';
+import { deliverClick } from '../kit/clicks.js';
 import { composeOutput } from '../kit/compose.js';
 import { messageOf } from '../kit/errors.js';
 import { ProgressView } from '../kit/progress.js';
@@ -55,12 +56,13 @@ import type { StatusFailure } from '../kit/status.js';
 import { CALLBACK_PREFIX, renderCard } from './cards.js';
 import { chunkPlain } from './chunk.js';
 import { htmlToPlain, telegramAnswer } from './format.js';
+import { addressing, fromAPerson, senderOf, topicOf } from './inbound.js';
 import { decodeKey, refFor } from './keys.js';
+import { CONFLICT_MESSAGE, telegramStartError } from './startup.js';
 
 type UserFromGetMe = Context['me'];
 type Message = NonNullable<Context['message']>;
 type Chat = Message['chat'];
-type User = NonNullable<Message['from']>;
 
 export interface TelegramAdapterOptions {
   token: string;
@@ -102,11 +104,8 @@ export type TelegramAdapter = Adapter & {
 };
 
 const DEFAULT_API_ROOT = 'https://api.telegram.org';
-/** "Telegram": the service account linked-channel forwards and notifications arrive from. */
-const TELEGRAM_SERVICE_USER_ID = 777000;
 const MAX_429_RETRIES = 3;
 const MAX_RETRY_AFTER_S = 60;
-const NO_LONGER_VALID = 'This button is no longer valid.';
 
 export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAdapter {
   const token = opts.token.trim();
@@ -194,20 +193,6 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   // ---- inbound ------------------------------------------------------------------------------
 
-  const topicOf = (msg: Pick<Message, 'is_topic_message' | 'message_thread_id'>): number | undefined =>
-    msg.is_topic_message === true && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
-
-  /** Channel forwards, posts on behalf of a chat and Telegram's service account are not people. */
-  const fromAPerson = (m: Pick<Message, 'from' | 'sender_chat' | 'is_automatic_forward'>): boolean =>
-    m.from !== undefined && m.from.id !== TELEGRAM_SERVICE_USER_ID && m.sender_chat === undefined && m.is_automatic_forward !== true;
-
-  const senderOf = (u: User): Sender => {
-    const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || (u.username ? `@${u.username}` : undefined);
-    const s: Sender = { id: String(u.id), isBot: u.is_bot };
-    if (name) s.name = name;
-    return s;
-  };
-
   bot.use((ctx, next) => {
     lastUpdateId = Math.max(lastUpdateId ?? 0, ctx.update.update_id);
     return next();
@@ -233,30 +218,29 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
       }
     };
     // Only a person can approve: the service account never counts (answered, so no spinner stays).
-    if (q.from.id === TELEGRAM_SERVICE_USER_ID) {
+    if (!fromAPerson({ from: q.from })) {
       await answer(undefined);
       return;
     }
     const data = q.data;
     const msg = q.message;
-    if (data === undefined || !data.startsWith(prefix) || data.length === prefix.length || !msg || !sink) {
-      await answer(NO_LONGER_VALID);
-      return;
-    }
-    const topic = 'is_topic_message' in msg ? topicOf(msg) : undefined;
-    try {
-      const r = await sink.action({
-        platform: 'telegram',
-        conversation: refFor(msg.chat.id, topic),
-        token: data.slice(prefix.length),
-        user: senderOf(q.from),
-        eventId: `tg:${ctx.update.update_id}`,
-      });
-      await answer(r.notice);
-    } catch (err) {
-      log('error', `handling a button press failed: ${describe(err)}`);
-      await answer('Something went wrong; please try again.');
-    }
+    await deliverClick({
+      sink,
+      event:
+        data?.startsWith(prefix) && data.length > prefix.length && msg !== undefined
+          ? () => ({
+              platform: 'telegram',
+              conversation: refFor(msg.chat.id, 'is_topic_message' in msg ? topicOf(msg) : undefined),
+              token: data.slice(prefix.length),
+              user: senderOf(q.from),
+              eventId: `tg:${ctx.update.update_id}`,
+            })
+          : undefined,
+      notify: answer,
+      log,
+      describe,
+      what: 'a button press',
+    });
   });
 
   bot.on('message', async (ctx) => {
@@ -264,34 +248,9 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const me = ctx.me;
     if (!m.from || !sink) return;
     if (!fromAPerson(m)) return;
-    const rawText = m.text ?? m.caption ?? '';
-    const entities = m.entities ?? m.caption_entities ?? [];
-    const isDirect = m.chat.type === 'private';
-    const myName = `@${me.username}`.toLowerCase();
-
-    let mentionsBot = false;
-    let text = rawText;
-    for (const e of entities) {
-      const part = rawText.slice(e.offset, e.offset + e.length);
-      if (e.type === 'mention' && part.toLowerCase() === myName) mentionsBot = true;
-      if (e.type === 'text_mention' && e.user?.id === me.id) mentionsBot = true;
-      if (e.type === 'bot_command') {
-        const at = part.indexOf('@');
-        if (at >= 0 && part.slice(at).toLowerCase() === myName) mentionsBot = true;
-        if (at < 0 && isDirect) mentionsBot = true;
-      }
-    }
-    // "/stop@MyBot x" -> "/stop x" (only our own name; a command for another bot stays as is).
-    const first = entities.find((e) => e.type === 'bot_command' && e.offset === 0);
-    if (first) {
-      const cmd = rawText.slice(0, first.length);
-      const at = cmd.indexOf('@');
-      if (at >= 0) {
-        // Addressed to another bot: not a message for us at all.
-        if (cmd.slice(at).toLowerCase() !== myName) return;
-        text = cmd.slice(0, at) + rawText.slice(first.length);
-      }
-    }
+    const addressed = addressing(m, ctx.me);
+    if (!addressed) return;
+    const { text, mentionsBot, isDirect } = addressed;
 
     const topic = topicOf(m);
     const reply = m.reply_to_message;
@@ -302,33 +261,18 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     const { attachments, refused } = await readAttachments(m);
     if (text.trim() === '' && attachments.length === 0 && refused.length === 0) return; // service message, sticker, …
 
-    const notes = refused.map((r) => `[attachment not read: ${r}]`);
     const msg: InboundMessage = {
       platform: 'telegram',
       conversation: ref,
       sender: senderOf(m.from),
-      text: [text, ...notes].filter((s) => s !== '').join('\n'),
+      text: withUnreadNotes(text, refused),
       attachments,
       isDirect,
       mentionsBot,
       repliesToBot,
       eventId: `tg:${ctx.update.update_id}`,
     };
-    let result;
-    try {
-      result = await sink.message(msg);
-    } catch (err) {
-      log('error', `the core failed on message ${msg.eventId}: ${describe(err)}`);
-      return;
-    }
-    try {
-      if (result.accepted && refused.length > 0) {
-        await sendPlain(ref, refused.map((r) => `Not read: ${r}.`).join('\n'), m.message_id);
-      }
-      if (result.reply) await sendPlain(ref, result.reply, m.message_id);
-    } catch (err) {
-      log('error', `could not reply in ${ref.key}: ${describe(err)}`);
-    }
+    await deliverMessage({ sink, msg, refused, reply: (t) => sendPlain(ref, t, m.message_id), log, describe });
   });
 
   bot.catch((err) => log('error', `update ${err.ctx.update.update_id} failed: ${describe(err.error)}`));
@@ -350,21 +294,14 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     }
     const doc = m.document;
     if (doc) {
-      const name = doc.file_name ?? 'document';
-      const c = classifyAttachment({ name, mimeType: doc.mime_type, size: doc.file_size }, maxBytes);
-      if (c.kind === 'refused') {
-        refused.push(c.reason);
-      } else {
-        const got = await download(doc.file_id, name);
-        if (typeof got === 'string') refused.push(got);
-        else if (c.kind === 'image') {
-          attachments.push({ kind: 'image', name, mimeType: c.mimeType, data: got.toString('base64') });
-        } else {
-          const textData = decodeText(got);
-          if (textData === undefined) refused.push(`${name} is not a text file`);
-          else attachments.push({ kind: 'text', name, mimeType: c.mimeType, data: textData });
-        }
-      }
+      const got = await readFiles(
+        [doc],
+        maxBytes,
+        (d) => ({ name: d.file_name ?? 'document', mimeType: d.mime_type, size: d.file_size }),
+        (d, name) => download(d.file_id, name),
+      );
+      attachments.push(...got.attachments);
+      refused.push(...got.refused);
     }
     return { attachments, refused };
   }
@@ -383,14 +320,8 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
         log('warn', `file download for ${name} failed: HTTP ${res.status}`);
         return `${name} could not be downloaded from Telegram`;
       }
-      const parts: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        total += chunk.byteLength;
-        if (total > maxBytes) return `${name} is over the limit of ${humanSize(maxBytes)}`;
-        parts.push(Buffer.from(chunk));
-      }
-      return Buffer.concat(parts);
+      const got = await readBody(res.body as AsyncIterable<Uint8Array>, maxBytes);
+      return Buffer.isBuffer(got) ? got : `${name} is over the limit of ${humanSize(maxBytes)}`;
     } catch (err) {
       log('warn', `file download for ${name} failed: ${describe(err)}`);
       return `${name} could not be downloaded from Telegram`;
@@ -499,22 +430,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
-  function startError(err: unknown): Error {
-    if (err instanceof GrammyError) {
-      if (err.error_code === 401 || err.error_code === 404) {
-        const what = err.error_code === 401 ? '401 Unauthorized' : '404 Not Found';
-        return new Error(`TELEGRAM_BOT_TOKEN was rejected by Telegram (${what}): check the token from @BotFather`);
-      }
-      if (err.error_code === 409) return new Error(conflictMessage());
-      return new Error(`Telegram refused ${err.method} at start (${err.error_code}: ${scrub(err.description)})`);
-    }
-    if (err instanceof HttpError) {
-      const inner = messageOf(err.error);
-      return new Error(scrub(`cannot reach the Telegram Bot API at ${apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`));
-    }
-    return new Error(`Telegram start failed: ${describe(err)}`);
-  }
-  const conflictMessage = () => 'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
+  const startError = (err: unknown) => telegramStartError(err, { apiRoot, scrub, describe });
 
   /** Long polling: the connection only one process may hold per token (a second poller gets 409). */
   async function openPolling(): Promise<void> {
@@ -536,7 +452,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     runner = r;
     r.task()?.catch((err: unknown) => {
       const conflict = err instanceof GrammyError && err.error_code === 409;
-      log('error', conflict ? `polling stopped: ${conflictMessage()}` : `polling stopped: ${startError(err).message}`);
+      log('error', conflict ? `polling stopped: ${CONFLICT_MESSAGE}` : `polling stopped: ${startError(err).message}`);
     });
   }
 
