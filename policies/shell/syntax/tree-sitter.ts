@@ -74,7 +74,12 @@ class Converter {
         // bash applies a redirect written after a list or pipeline to its last command only.
         let target = s;
         while (target.cmd?.k === 'binary') target = target.cmd.y;
-        for (const r of named(n).filter((c) => !same(c, body))) this.redirect(r, target);
+        let at = body ? body.endIndex : n.startIndex;
+        for (const r of named(n).filter((c) => !same(c, body))) {
+          this.strayWords(n, at, r.startIndex, target);
+          this.redirect(r, target);
+          at = r.endIndex;
+        }
         return s;
       }
       case 'negated_command': {
@@ -294,13 +299,28 @@ class Converter {
     const assigns: Assign[] = [];
     const args: Word[] = [];
     const s: Stmt = { cmd: { k: 'call', assigns, args }, redirs: [], background: false, negated: false };
+    let at = n.startIndex;
     for (const c of named(n)) {
+      this.strayWords(n, at, c.startIndex, s);
+      at = c.endIndex;
       if (c.type === 'variable_assignment') assigns.push(this.assign(c));
       else if (c.type === 'command_name') args.push(this.word(named(c)[0] ?? refuse(c, 'empty command name')));
       else if (c.type.endsWith('_redirect')) this.redirect(c, s);
       else args.push(this.word(c));
     }
     return s;
+  }
+
+  /**
+   * Text between two children that tree-sitter left out of every node (`python3 - <<EOF` loses the `-`):
+   * plain words are the command's arguments, anything else is refused.
+   */
+  strayWords(n: Node, from: number, to: number, s: Stmt): void {
+    const gap = this.text.slice(from, to).replace(/\\\n/g, ' ').trim();
+    if (gap === '') return;
+    const cmd = s.cmd;
+    if (cmd?.k !== 'call' || !/^[A-Za-z0-9_.\/+=:,@%-]+(\s+[A-Za-z0-9_.\/+=:,@%-]+)*$/.test(gap)) refuse(n, `text outside the syntax tree: "${gap}"`);
+    else cmd.args.push(...gap.split(/\s+/).map((v) => word([lit(v, false)], v)));
   }
 
   assign(a: Node): Assign {
@@ -399,7 +419,9 @@ class Converter {
     const out: Part[] = [];
     let at = from;
     for (const c of named(n)) {
-      if (c.startIndex > at) out.push(lit(this.text.slice(at, c.startIndex), dq));
+      // inside "...", tree-sitter starts a `${` or `$(` token at the blank before it: the blank is text
+      const start = c.startIndex + (c.text.length - c.text.trimStart().length);
+      if (start > at) out.push(lit(this.text.slice(at, start), dq));
       out.push(...this.parts(c, dq));
       at = c.endIndex;
     }
