@@ -7,6 +7,30 @@
 import { performance } from 'node:perf_hooks';
 import { parse as shSyntaxParse } from 'sh-syntax';
 import { analyzeCommand } from '../policies/shell/index.js';
+import { Evaluator, SHELL_PARSER } from '../policies/shell/parse.js';
+import { parseShell as mvdanParse } from '../policies/shell/syntax/mvdan.js';
+import { initTreeSitter, parseShell as treeSitterParse } from '../policies/shell/syntax/tree-sitter.js';
+import type { ParseResult } from '../policies/shell/syntax/tree.js';
+
+/** Parse + static evaluation with one parser (the part of the analysis that depends on the parser). */
+function timeParser(commands: string[], parse: (text: string) => ParseResult): { median: number; p99: number; refused: number } {
+  let refused = 0;
+  const run = (c: string): void => {
+    const r = parse(c);
+    if (r.ok) new Evaluator(parse).run(r.script);
+    else refused++;
+  };
+  for (const c of commands.slice(0, 400)) run(c);
+  refused = 0;
+  const times: number[] = [];
+  for (const c of commands) {
+    const t0 = performance.now();
+    run(c);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return { median: percentile(times, 50), p99: percentile(times, 99), refused };
+}
 
 const TEMPLATES = [
   'ls -la',
@@ -50,9 +74,18 @@ async function main(): Promise<void> {
   }
   times.sort((a, b) => a - b);
   const fmt = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
-  console.log(`shell analysis over ${n} mixed commands (${denied} denied):`);
+  console.log(`shell analysis (gate parser: ${SHELL_PARSER}) over ${n} mixed commands (${denied} denied):`);
   console.log(`  median ${fmt(percentile(times, 50))}   p99 ${fmt(percentile(times, 99))}   max ${fmt(times[times.length - 1]!)}`);
   console.log(`  target: median < 1 ms -> ${percentile(times, 50) < 1 ? 'met' : 'NOT met'}`);
+
+  await initTreeSitter();
+  for (const [name, parse] of [
+    ['mvdan-sh', mvdanParse],
+    ['tree-sitter-bash', treeSitterParse],
+  ] as const) {
+    const r = timeParser(commands, parse);
+    console.log(`  parse + evaluate with ${name}: median ${fmt(r.median)}   p99 ${fmt(r.p99)}   (${r.refused} refused as unparseable)`);
+  }
 
   // Why not sh-syntax: it starts a new Go WASM runtime for every call.
   const shTimes: number[] = [];

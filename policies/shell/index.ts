@@ -24,7 +24,7 @@ import { findDenial, type DenyVerdict } from './denylist.js';
 import { isCommandAllowlisted } from './allowlist.js';
 import { riskyOption, type OptionRisk } from './option-risk.js';
 import type { ShellAnalysis } from './analysis.js';
-import { analyzeScript, displayField, type ScriptFacts } from './parse.js';
+import { analyzeScript, displayField, type ScriptFacts, shellParserReady } from './parse.js';
 
 export type { DenyVerdict } from './denylist.js';
 export type { ShellAnalysis } from './analysis.js';
@@ -41,6 +41,7 @@ function hasFileRedirect(facts: ScriptFacts): boolean {
 }
 
 export async function analyzeCommand(command: string): Promise<ShellAnalysis> {
+  await shellParserReady();
   const res = analyzeScript(command);
   if (!res.ok) {
     return {

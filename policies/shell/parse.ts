@@ -30,11 +30,11 @@
  * mvdan-sh exposes the full syntax tree of the same parser in ~0.1-0.3 ms a parse.
  */
 import { basename, unwrapCommand } from './wrappers.js';
-import { parseShell } from './syntax/mvdan.js';
+import { parseShell } from './syntax/parser.js';
 import type { Part, Word, Redirect, Assign, Stmt, Command, Script, ParseResult } from './syntax/tree.js';
 
 export type { Part, Word, Redirect, Assign, Stmt, Command, Script, ParseResult } from './syntax/tree.js';
-export { parseShell } from './syntax/mvdan.js';
+export { parseShell, SHELL_PARSER, shellParserReady } from './syntax/parser.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Static evaluation: run the script "on paper".
