@@ -309,7 +309,10 @@ describe.each([
     await allowConnections(admin, db, false);
     try {
       await terminateConnections(admin, db);
-      const down = await readyz(await c.port());
+      // If C is gone, say what it printed: a replica must stay up (and say not ready) while its store is down.
+      const down = await readyz(await c.port()).catch((err: unknown) => {
+        throw new Error(`C's /readyz failed (${(err as Error).message}) while the store was down; its output:\n${c.output()}`);
+      });
       expect(down.status).toBe(503);
       expect(down.body.notReady.join(' ')).toMatch(/store postgres:\/\/.* unreachable/);
     } finally {
