@@ -47,7 +47,7 @@ function grammyDetail(err: unknown): string {
   return messageOf(err);
 }
 
-export function telegramScrubber(token: string): SecretScrubber {
+function telegramScrubber(token: string): SecretScrubber {
   return secretScrubber([token], { mark: '<token>', detail: grammyDetail });
 }
 

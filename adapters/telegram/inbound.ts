@@ -49,7 +49,7 @@ export const senderOf = (u: User): Sender => {
   return s;
 };
 
-export function addressing(m: Message, me: Context['me']): { text: string; mentionsBot: boolean; isDirect: boolean } | undefined {
+function addressing(m: Message, me: Context['me']): { text: string; mentionsBot: boolean; isDirect: boolean } | undefined {
   const rawText = m.text ?? m.caption ?? '';
   const entities = m.entities ?? m.caption_entities ?? [];
   const isDirect = m.chat.type === 'private';

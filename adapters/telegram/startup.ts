@@ -22,15 +22,15 @@ import { GrammyError, HttpError, webhookCallback } from 'grammy';
 import { AdapterError, messageOf, scrubbedCause } from '../kit/errors.js';
 import type { TelegramContext } from './context.js';
 
-export const CONFLICT_MESSAGE = 'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
+const CONFLICT_MESSAGE = 'another process is polling with this token (409 Conflict): stop it or use webhook mode (TELEGRAM_WEBHOOK_URL)';
 
-export interface StartErrorTools {
+interface StartErrorTools {
   apiRoot: string;
   scrub: (s: string) => string;
   describe: (err: unknown) => string;
 }
 
-export function telegramStartError(err: unknown, t: StartErrorTools): AdapterError {
+function telegramStartError(err: unknown, t: StartErrorTools): AdapterError {
   if (err instanceof GrammyError) {
     if (err.error_code === 401 || err.error_code === 404) {
       const what = err.error_code === 401 ? '401 Unauthorized' : '404 Not Found';
