@@ -9,7 +9,7 @@
  *   getUpdates is never retried here (the runner polls again itself): its first failure is logged as
  *   a warning and its recovery as info. `ctx.statusApi` has no retries at all (the status message
  *   coalesces on a 429 instead of replaying).
- * - `telegramScrubber(token)`: `describe` says what grammy's error says (the method, Telegram's code and
+ * - `ctx.describe` (kit secretScrubber with grammy's reading) says what grammy's error says (the method, Telegram's code and
  *   description; a network error's message and its cause), with the token as `<token>`.
  */
 import { Api, Bot, GrammyError, HttpError } from 'grammy';
