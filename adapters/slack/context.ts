@@ -42,14 +42,3 @@ export class RecentMap<V> {
     if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
   }
 }
-
-export function secretScrubber(secrets: Array<string | undefined>): { scrub: (s: string) => string; describe: (err: unknown) => string } {
-  const list = secrets.filter((s): s is string => !!s);
-  const scrub = (s: string): string => list.reduce((acc, t) => acc.split(t).join('<secret>'), s);
-  const describe = (err: unknown): string => {
-    const e = err as { code?: string; data?: { error?: string; needed?: string }; message?: string };
-    const detail = e.data?.error ? `${e.data.error}${e.data.needed ? ` (needs ${e.data.needed})` : ''}` : (e.message ?? String(err));
-    return scrub(detail);
-  };
-  return { scrub, describe };
-}

@@ -6,6 +6,7 @@
  * integers and may be negative (groups, supergroups: -100…); topic ids are positive integers.
  * `spaceId` is never set for Telegram. A malformed key throws (it never silently maps elsewhere).
  */
+import { conversationRef, matchKey } from '../kit/keys.js';
 import type { ConversationRef } from '../types.js';
 
 const KEY_RE = /^telegram:(-?[1-9]\d*)(?::([1-9]\d*))?$/;
@@ -18,9 +19,7 @@ export function refFor(chatId: number | string, topicId?: number | string): Conv
   if (!KEY_RE.test(key)) {
     throw new Error(`invalid Telegram chat/topic id: chat ${channelId}, topic ${threadId ?? '-'} (expected integers)`);
   }
-  const ref: ConversationRef = { platform: 'telegram', key, channelId };
-  if (threadId !== undefined) ref.threadId = threadId;
-  return ref;
+  return conversationRef('telegram', key, channelId, { threadId });
 }
 
 export function encodeKey(chatId: number | string, topicId?: number | string): string {
@@ -28,9 +27,6 @@ export function encodeKey(chatId: number | string, topicId?: number | string): s
 }
 
 export function decodeKey(key: string): ConversationRef {
-  const m = KEY_RE.exec(key);
-  if (!m || m[1] === undefined) {
-    throw new Error(`not a Telegram conversation key: "${key}" (expected telegram:<chatId>[:<topicId>])`);
-  }
+  const m = matchKey(KEY_RE, key, 'Telegram', 'telegram:<chatId>[:<topicId>]');
   return refFor(m[1], m[2]);
 }

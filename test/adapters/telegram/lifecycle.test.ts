@@ -4,6 +4,8 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { inspect } from 'node:util';
+import { AdapterError } from '../../../adapters/kit/errors.js';
 import { createTelegramAdapter } from '../../../adapters/telegram/adapter.js';
 import type { TelegramAdapter } from '../../../adapters/telegram/adapter.js';
 import { startFakeTelegram } from '../../fakes/telegram.js';
@@ -90,6 +92,40 @@ test('an invalid token: start rejects with what to do, and no token in the messa
     (e: unknown) => e as Error,
   );
   expect(err?.message).toBe('TELEGRAM_BOT_TOKEN was rejected by Telegram (401 Unauthorized): check the token from @BotFather');
+});
+
+test('a bad token: the start error is coded and its cause, however deep it is read, never holds the token', async () => {
+  const bad = '999:not-the-right-token';
+  const a = make({ token: bad });
+  const err = await a.start(new TestSink()).then(
+    () => undefined,
+    (e: unknown) => e as AdapterError,
+  );
+  expect(err).toBeInstanceOf(AdapterError);
+  expect(err?.code).toBe('start_failed');
+  // The cause says what Telegram answered (the kind of failure survives) ...
+  const cause = err?.cause as Error;
+  expect(cause).toBeInstanceOf(Error);
+  expect(cause.name).toBe('GrammyError');
+  expect(cause.message).toBe('getMe: 401 Unauthorized');
+  // ... and neither it nor anything hanging off the error (stack, own properties, nested causes) has the token.
+  expect(inspect(err, { depth: null, showHidden: true })).not.toContain(bad);
+});
+
+test('an unreachable API root: the network error behind the start error (its URL has the token) is not its cause', async () => {
+  const dead = createServer();
+  await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
+  const root = `http://127.0.0.1:${(dead.address() as AddressInfo).port}`;
+  await new Promise<void>((r) => dead.close(() => r()));
+  const a = createTelegramAdapter({ token: TOKEN, apiRoot: root, log, networkRetryDelaysMs: [5, 5] });
+  const err = await a.start(new TestSink()).then(
+    () => undefined,
+    (e: unknown) => e as AdapterError,
+  );
+  expect(err).toBeInstanceOf(AdapterError);
+  expect(err?.code).toBe('start_failed');
+  expect((err?.cause as Error | undefined)?.name).toBe('HttpError');
+  expect(inspect(err, { depth: null, showHidden: true })).not.toContain(TOKEN);
 });
 
 test('another poller with the same token: start rejects with 409 and what to do', async () => {
