@@ -6,6 +6,8 @@
 //   PostgreSQL or drives a whole platform against a fake is an end-to-end test and is named
 //   `*.e2e.test.ts` (or `e2e.test.ts`); in this selection PostgreSQL and the process helper refuse,
 //   naming the rule, so a misnamed file shows up at once.
+import { availableParallelism } from 'node:os';
+
 const fast = process.env.TEST_FAST === '1';
 
 export default {
@@ -27,5 +29,7 @@ export default {
         globalSetup: '<rootDir>/test/helpers/postgres-global-setup.mjs',
         globalTeardown: '<rootDir>/test/helpers/postgres-global-teardown.mjs',
       }),
-  maxWorkers: 2,
+  // One worker more than cores: most end-to-end files spend their time waiting on child processes
+  // (a bot, a fake platform, PostgreSQL), so two workers on two cores leave a core idle much of the run.
+  maxWorkers: Number(process.env.TEST_WORKERS ?? availableParallelism() + 1),
 };

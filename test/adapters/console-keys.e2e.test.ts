@@ -2,7 +2,7 @@
  * The terminal chat's keys, on real processes (no config: the default agent, whose writes ask):
  * Ctrl-C on a real terminal (a pty: the line discipline turns ^C into SIGINT) cancels the running
  * turn and a second one quits; Ctrl-D after a Ctrl-C quits too (a SIGINT to a chat on pipes stops it
- * at once, as it stops a service: test/bot/shutdown.e2e.test.ts); an unknown /command lists the known ones and reaches no model; and after a
+ * at once, as it stops a service: test/bot/shutdown-*.e2e.test.ts); an unknown /command lists the known ones and reaches no model; and after a
  * restart a pending card shows the `you>` prompt on a real terminal (a pty), not the working indicator.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';

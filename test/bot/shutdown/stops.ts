@@ -1,4 +1,7 @@
 /**
+ * Contract: the shutdown stops shared by test/bot/shutdown-*.e2e.test.ts (split in two files so
+ * jest runs them on two workers; each file's moments are bounded on their own).
+ *
  * Stopping the real `gatehouse` process (bot/main.ts from source, the terminal chat, the fake model
  * server) with SIGTERM or SIGINT at random moments: during start-up, idle after an answer, while the
  * model is thinking, mid-stream and while an approval waits. TEST_SHUTDOWN_ROUNDS stops per moment
@@ -11,12 +14,12 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { backupSqliteStore } from '../../agent/store/sqlite/backup.js';
-import { openStore } from '../../bot/storage.js';
-import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
-import { seededRandom, withSeed } from '../helpers/random.js';
-import { sleep, waitFor, within } from '../helpers/wait.js';
+import { backupSqliteStore } from '../../../agent/store/sqlite/backup.js';
+import { openStore } from '../../../bot/storage.js';
+import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
+import { startGatehouse } from '../../helpers/process.js';
+import { seededRandom, withSeed } from '../../helpers/random.js';
+import { sleep, waitFor, within } from '../../helpers/wait.js';
 
 const CONFIG = `
 agents:
@@ -27,8 +30,7 @@ agents:
     approvers: { console: [local] }
 `;
 
-type Moment = 'start-up' | 'idle' | 'mid-run' | 'mid-stream' | 'approval wait';
-const MOMENTS: Moment[] = ['start-up', 'idle', 'mid-run', 'mid-stream', 'approval wait'];
+export type Moment = 'start-up' | 'idle' | 'mid-run' | 'mid-stream' | 'approval wait';
 const ROUNDS = Number(process.env.TEST_SHUTDOWN_ROUNDS ?? 6);
 const PARALLEL = 3;
 const rng = seededRandom();
@@ -59,21 +61,6 @@ const seen = new Set<string>();
 /** Resolvers for "the model saw this nonce" (event-driven, no polling). */
 const onSeen = new Map<string, () => void>();
 const modelSaw = (nonce: string) => (seen.has(nonce) ? Promise.resolve() : new Promise<void>((r) => onSeen.set(nonce, r)));
-
-beforeAll(async () => {
-  model = await startFakeAnthropic({ apiKey: 'sk-test' });
-  model.setHandler((req) => {
-    const text = JSON.stringify(req.body);
-    const nonce = /nonce-[a-z0-9]+/.exec(text)?.[0];
-    if (!nonce) return { text: 'ok' };
-    seen.add(nonce);
-    onSeen.get(nonce)?.();
-    return replies.get(nonce)?.shift() ?? { text: 'done.' };
-  });
-});
-afterAll(async () => {
-  await model.close();
-});
 
 /** bot/main.ts sets its title once it handles signals (before that only node itself is booting). */
 function titled(pid: number): boolean {
@@ -169,36 +156,54 @@ async function stopOnce(moment: Moment, signal: NodeJS.Signals): Promise<Outcome
   return { moment, signal, code, exitSignal, output, failed, integrity, lost, acknowledged, approvalShown, approvalPending };
 }
 
-describe.each(MOMENTS)('stopped by SIGTERM / SIGINT at a random moment: %s', (moment) => {
-  test(
-    `${ROUNDS} stops: every exit 0, the store intact, nothing acknowledged lost`,
-    () =>
-      withSeed(rng, async () => {
-        const plan = Array.from({ length: ROUNDS }, (): NodeJS.Signals => (rng.next() < 0.5 ? 'SIGTERM' : 'SIGINT'));
-        const outcomes: Outcome[] = [];
-        let next = 0;
-        await Promise.all(
-          Array.from({ length: PARALLEL }, async () => {
-            while (next < plan.length) outcomes.push(await stopOnce(moment, plan[next++]!));
-          }),
-        );
+/** One test per moment: ROUNDS stops each, PARALLEL children at a time. */
+export function describeStops(moments: readonly Moment[]): void {
+  beforeAll(async () => {
+    model = await startFakeAnthropic({ apiKey: 'sk-test' });
+    model.setHandler((req) => {
+      const text = JSON.stringify(req.body);
+      const nonce = /nonce-[a-z0-9]+/.exec(text)?.[0];
+      if (!nonce) return { text: 'ok' };
+      seen.add(nonce);
+      onSeen.get(nonce)?.();
+      return replies.get(nonce)?.shift() ?? { text: 'done.' };
+    });
+  });
+  afterAll(async () => {
+    await model.close();
+  });
 
-        expect(outcomes).toHaveLength(ROUNDS);
-        expect(outcomes.filter((o) => o.failed).map((o) => `${o.signal}: ${o.failed}`)).toEqual([]);
-        const bad = outcomes.filter((o) => o.code !== 0 || o.exitSignal !== null || /FATAL|napi|Error:/.test(o.output));
-        expect(bad.map((o) => `${o.signal}: exit ${o.code ?? o.exitSignal}\n${o.output.slice(-800)}`)).toEqual([]);
-        expect(outcomes.filter((o) => o.integrity !== 'ok' && o.integrity !== 'no store').map((o) => o.integrity)).toEqual([]);
-        if (moment === 'start-up') return; // only some start-up stops came before the store or the message
-        // Every run after start-up opened the store, and its message was acknowledged (the model saw
-        // it) and so was kept.
-        expect(outcomes.filter((o) => o.integrity !== 'ok').map((o) => o.integrity)).toEqual([]);
-        expect(outcomes.filter((o) => !o.acknowledged || o.lost).map((o) => `acknowledged ${o.acknowledged}, lost ${o.lost}`)).toEqual([]);
-        if (moment === 'approval wait')
-          expect(outcomes.filter((o) => !o.approvalShown || !o.approvalPending).map((o) => `shown ${o.approvalShown}, pending ${o.approvalPending}`)).toEqual(
-            [],
+  describe.each(moments)('stopped by SIGTERM / SIGINT at a random moment: %s', (moment) => {
+    test(
+      `${ROUNDS} stops: every exit 0, the store intact, nothing acknowledged lost`,
+      () =>
+        withSeed(rng, async () => {
+          const plan = Array.from({ length: ROUNDS }, (): NodeJS.Signals => (rng.next() < 0.5 ? 'SIGTERM' : 'SIGINT'));
+          const outcomes: Outcome[] = [];
+          let next = 0;
+          await Promise.all(
+            Array.from({ length: PARALLEL }, async () => {
+              while (next < plan.length) outcomes.push(await stopOnce(moment, plan[next++]!));
+            }),
           );
-      }),
-    // Bounded by the work: each stop waits at most 60 s for its moment and 30 s for the exit.
-    Math.ceil(ROUNDS / PARALLEL) * 100_000,
-  );
-});
+
+          expect(outcomes).toHaveLength(ROUNDS);
+          expect(outcomes.filter((o) => o.failed).map((o) => `${o.signal}: ${o.failed}`)).toEqual([]);
+          const bad = outcomes.filter((o) => o.code !== 0 || o.exitSignal !== null || /FATAL|napi|Error:/.test(o.output));
+          expect(bad.map((o) => `${o.signal}: exit ${o.code ?? o.exitSignal}\n${o.output.slice(-800)}`)).toEqual([]);
+          expect(outcomes.filter((o) => o.integrity !== 'ok' && o.integrity !== 'no store').map((o) => o.integrity)).toEqual([]);
+          if (moment === 'start-up') return; // only some start-up stops came before the store or the message
+          // Every run after start-up opened the store, and its message was acknowledged (the model saw
+          // it) and so was kept.
+          expect(outcomes.filter((o) => o.integrity !== 'ok').map((o) => o.integrity)).toEqual([]);
+          expect(outcomes.filter((o) => !o.acknowledged || o.lost).map((o) => `acknowledged ${o.acknowledged}, lost ${o.lost}`)).toEqual([]);
+          if (moment === 'approval wait')
+            expect(outcomes.filter((o) => !o.approvalShown || !o.approvalPending).map((o) => `shown ${o.approvalShown}, pending ${o.approvalPending}`)).toEqual(
+              [],
+            );
+        }),
+      // Bounded by the work: each stop waits at most 60 s for its moment and 30 s for the exit.
+      Math.ceil(ROUNDS / PARALLEL) * 100_000,
+    );
+  });
+}
