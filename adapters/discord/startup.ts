@@ -29,7 +29,7 @@ const INVITE_PERMISSIONS = PermissionsBitField.resolve([
   'AttachFiles',
 ]).toString();
 
-export function inviteUrl(applicationId: string): string {
+function inviteUrl(applicationId: string): string {
   return `https://discord.com/oauth2/authorize?client_id=${applicationId}&scope=bot%20applications.commands&permissions=${INVITE_PERMISSIONS}`;
 }
 
@@ -39,7 +39,7 @@ export const SLASH_COMMANDS = [
   { name: 'help', description: 'What this bot can do, and its commands' },
 ] as const;
 
-export function startError(err: unknown, closeCode: number | undefined, described: string): Error {
+function startError(err: unknown, closeCode: number | undefined, described: string): Error {
   const e = err as { code?: unknown; status?: number; message?: string };
   if (closeCode === 4014 || e.code === 'DisallowedIntents' || /disallowed intents/i.test(e.message ?? '')) {
     return new AdapterError(
