@@ -147,6 +147,9 @@ class HttpError extends Error {
   }
 }
 
+/** Whether a message body asks to be seen only by the interaction's user (flag 64, EPHEMERAL). */
+const ephemeral = (body: Json): boolean => (Number(body['flags'] ?? 0) & 64) !== 0;
+
 /** A Discord error answer: `{ code, message }` with the HTTP status. */
 const fail = (status: number, code: number, message: string) => ({ status, body: { code, message } });
 
@@ -482,9 +485,8 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       const type = Number(body['type']);
       const data = (body['data'] as Json | undefined) ?? {};
       callbacks.push({ id: m[1]!, type, afterMs: after });
-      if (type === 4 && (Number(data['flags'] ?? 0) & 64) !== 0)
-        ephemerals.push({ interactionId: m[1]!, userId: it.user, content: String(data['content'] ?? '') });
-      if (type === 5) it.deferredEphemeral = (Number(data['flags'] ?? 0) & 64) !== 0;
+      if (type === 4 && ephemeral(data)) ephemerals.push({ interactionId: m[1]!, userId: it.user, content: String(data['content'] ?? '') });
+      if (type === 5) it.deferredEphemeral = ephemeral(data);
       it.resolve?.(type);
       res.writeHead(204).end();
       return { status: -1 };
@@ -496,7 +498,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       checkContent(body, method === 'POST');
       const content = String(body['content'] ?? '');
       if (method === 'POST') {
-        if ((Number(body['flags'] ?? 0) & 64) !== 0) ephemerals.push({ interactionId: id!, userId: it.user, content });
+        if (ephemeral(body)) ephemerals.push({ interactionId: id!, userId: it.user, content });
         return { status: 200, body: webhookMessage(content, 64) };
       }
       if (method === 'PATCH' && m[3]) {
