@@ -1,6 +1,7 @@
 /**
  * What the platform benches (bench/slack.ts, bench/discord.ts) share: fake servers forked into their
- * own processes, the load generator driven over IPC, the bot's main-thread CPU, percentiles.
+ * own processes, the load generator driven over IPC, the bot's main-thread CPU, the machine's load from
+ * other jobs, percentiles.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -18,11 +19,36 @@ export function forkReady(script: string, args: string[] = []): Promise<{ child:
   });
 }
 
+/** user + system CPU time (ms) in a /proc stat file (clock ticks are 10 ms); NaN when unreadable. */
+function statCpuMs(path: string): number {
+  try {
+    const f = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 /** CPU time (user + system) of this process's main thread so far, from /proc; NaN elsewhere. */
 export function mainThreadCpuMs(): number {
+  return statCpuMs(`/proc/${process.pid}/task/${process.pid}/stat`);
+}
+
+/** CPU time (user + system, all threads) of a process so far, from /proc; NaN elsewhere. */
+export function processCpuMs(pid: number | undefined): number {
+  return pid === undefined ? NaN : statCpuMs(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU time (ms) the whole machine spent busy so far (all cores; not idle, not iowait), from
+ * /proc/stat; NaN elsewhere. Less what the bench's own processes used, it is the load from other
+ * jobs: high values make a row's numbers unreliable.
+ */
+export function machineBusyMs(): number {
   try {
-    const f = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    return (total - f[3]! - f[4]!) * 10;
   } catch {
     return NaN;
   }

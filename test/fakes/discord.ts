@@ -22,6 +22,8 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 type Json = Record<string, unknown>;
+/** A gateway connection; `ready` once it identified or resumed (dispatches go only to a ready one). */
+type GatewaySocket = WebSocket & { ready?: boolean };
 
 export const MESSAGE_CONTENT_INTENT = 1 << 15;
 
@@ -145,6 +147,12 @@ class HttpError extends Error {
   }
 }
 
+/** Whether a message body asks to be seen only by the interaction's user (flag 64, EPHEMERAL). */
+const ephemeral = (body: Json): boolean => (Number(body['flags'] ?? 0) & 64) !== 0;
+
+/** A Discord error answer: `{ code, message }` with the HTTP status. */
+const fail = (status: number, code: number, message: string) => ({ status, body: { code, message } });
+
 const formError = (path: string, message: string) =>
   new HttpError(400, { code: 50035, message: 'Invalid Form Body', errors: { [path]: { _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message }] } } });
 
@@ -176,6 +184,14 @@ function checkComponents(components: unknown): void {
       } else throw formError(`components.${r}.components.${i}.type`, 'Unknown component type.');
     });
   });
+}
+
+/** `api` with each key of `state` as a property that reads and writes `state` (settings a test flips). */
+function withState<S extends object, A extends object>(state: S, api: A): A & S {
+  for (const key of Object.keys(state) as Array<keyof S & string>) {
+    Object.defineProperty(api, key, { get: () => state[key], set: (v: S[typeof key]) => (state[key] = v), enumerable: true });
+  }
+  return api as A & S;
 }
 
 export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDiscord> {
@@ -231,11 +247,18 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     deliveredUpTo = Math.max(deliveredUpTo, e.s);
   }
 
+  /** A dispatch for one connection only (READY, RESUMED): in the history, so a later RESUME counts past it. */
+  function dispatchTo(ws: WebSocket, t: string, d: Json): void {
+    const e = { s: ++seq, t, d };
+    history.push(e);
+    sendDispatch(ws, e);
+  }
+
   function dispatch(t: string, d: Json): void {
     const e = { s: ++seq, t, d };
     history.push(e);
     if (history.length > 20000) history.splice(0, 10000);
-    if (live && live.readyState === 1 && (live as WebSocket & { ready?: boolean }).ready) sendDispatch(live, e);
+    if (live && live.readyState === 1 && (live as GatewaySocket).ready) sendDispatch(live, e);
   }
 
   function channelJson(c: FakeChannel): Json {
@@ -300,7 +323,6 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
   }
 
   function onSocket(ws: WebSocket): void {
-    const sock = ws as WebSocket & { ready?: boolean };
     gatewayStats.open++;
     ws.on('close', () => {
       gatewayStats.open--;
@@ -318,53 +340,55 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       if (p.op === 1) {
         gatewayStats.heartbeats++;
         ws.send(JSON.stringify({ op: 11 }));
-      } else if (p.op === 2) {
-        gatewayStats.identifies++;
+      } else if (p.op === 2 || p.op === 6) {
+        if (p.op === 2) gatewayStats.identifies++;
+        else gatewayStats.resumes++;
         if (p.d['token'] !== opts.token) return void ws.close(4004, 'Authentication failed.');
-        if (state.closeOnIdentify !== undefined) return void ws.close(state.closeOnIdentify, 'closed by the test');
-        if ((Number(p.d['intents']) & MESSAGE_CONTENT_INTENT) !== 0 && !state.privilegedIntents) return void ws.close(4014, 'Disallowed intent(s).');
-        live?.close(4000, 'replaced');
-        live = ws;
-        sock.ready = true;
-        const ready = {
-          s: ++seq,
-          t: 'READY',
-          d: {
-            v: 10,
-            user: { ...userObject({ id: botUserId, name: 'Gatehouse', bot: true }), verified: true, flags: 0 },
-            guilds: guilds.map((g) => ({ id: g.id, unavailable: true })),
-            session_id: sessionId,
-            resume_gateway_url: gatewayUrl,
-            application: { id: applicationId, flags: 0 },
-            private_channels: [],
-            relationships: [],
-            user_settings: {},
-            shard: [0, 1],
-          } as Json,
-        };
-        history.push(ready);
-        sendDispatch(ws, ready);
-        for (const g of guilds) dispatch('GUILD_CREATE', guildCreate(g));
-      } else if (p.op === 6) {
-        gatewayStats.resumes++;
-        if (p.d['token'] !== opts.token) return void ws.close(4004, 'Authentication failed.');
-        if (p.d['session_id'] !== sessionId) return void ws.send(JSON.stringify({ op: 9, d: false }));
-        const from = Number(p.d['seq']);
-        live?.close(4000, 'replaced');
-        live = ws;
-        for (const e of history) {
-          if (e.s > from) sendDispatch(ws, e);
-          else if (state.resendOnResume && e.s === from) {
-            gatewayStats.resent++;
-            sendDispatch(ws, e);
-          }
-        }
-        sock.ready = true;
-        const resumed = { s: ++seq, t: 'RESUMED', d: {} };
-        history.push(resumed);
-        sendDispatch(ws, resumed);
+        if (p.op === 2) identify(ws, p.d);
+        else resume(ws, p.d);
       }
     });
+  }
+
+  /** This connection replaces the live one (Discord closes the old session's socket). */
+  function takeOver(ws: WebSocket): void {
+    live?.close(4000, 'replaced');
+    live = ws;
+  }
+
+  function identify(ws: WebSocket, d: Json): void {
+    if (state.closeOnIdentify !== undefined) return void ws.close(state.closeOnIdentify, 'closed by the test');
+    if ((Number(d['intents']) & MESSAGE_CONTENT_INTENT) !== 0 && !state.privilegedIntents) return void ws.close(4014, 'Disallowed intent(s).');
+    takeOver(ws);
+    (ws as GatewaySocket).ready = true;
+    dispatchTo(ws, 'READY', {
+      v: 10,
+      user: { ...userObject({ id: botUserId, name: 'Gatehouse', bot: true }), verified: true, flags: 0 },
+      guilds: guilds.map((g) => ({ id: g.id, unavailable: true })),
+      session_id: sessionId,
+      resume_gateway_url: gatewayUrl,
+      application: { id: applicationId, flags: 0 },
+      private_channels: [],
+      relationships: [],
+      user_settings: {},
+      shard: [0, 1],
+    });
+    for (const g of guilds) dispatch('GUILD_CREATE', guildCreate(g));
+  }
+
+  function resume(ws: WebSocket, d: Json): void {
+    if (d['session_id'] !== sessionId) return void ws.send(JSON.stringify({ op: 9, d: false }));
+    const from = Number(d['seq']);
+    takeOver(ws);
+    for (const e of history) {
+      if (e.s > from) sendDispatch(ws, e);
+      else if (state.resendOnResume && e.s === from) {
+        gatewayStats.resent++;
+        sendDispatch(ws, e);
+      }
+    }
+    (ws as GatewaySocket).ready = true;
+    dispatchTo(ws, 'RESUMED', {});
   }
 
   // ---- REST -----------------------------------------------------------------------------------
@@ -423,6 +447,23 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     return m;
   }
 
+  /** A message sent through an interaction's webhook (a follow-up, or the edited deferred reply). */
+  function webhookMessage(content: string, flags: number): Json {
+    return {
+      id: snowflake(),
+      channel_id: '0',
+      content,
+      author: userObject({ id: botUserId, bot: true }),
+      timestamp: new Date().toISOString(),
+      type: 0,
+      flags,
+      attachments: [],
+      embeds: [],
+      mentions: [],
+      components: [],
+    };
+  }
+
   async function handle(method: string, path: string, body: Json, req: IncomingMessage, res: ServerResponse): Promise<{ status: number; body?: unknown }> {
     if (method === 'GET' && path.startsWith('/cdn/')) {
       const f = files.get(path);
@@ -430,23 +471,22 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       res.writeHead(200, { 'content-type': f.type, 'content-length': f.body.length }).end(f.body);
       return { status: -1 };
     }
-    if (!path.startsWith('/api/v10/')) return { status: 404, body: { message: '404: Not Found', code: 0 } };
+    if (!path.startsWith('/api/v10/')) return fail(404, 0, '404: Not Found');
     const route = path.slice('/api/v10'.length);
     let m: RegExpExecArray | null;
     // interaction callbacks and webhooks use the interaction token, not the bot token
     if ((m = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(route)) && method === 'POST') {
       const it = interactions.get(m[1]!);
-      if (!it || it.token !== m[2]) return { status: 404, body: { code: 10062, message: 'Unknown interaction' } };
-      if (it.answered) return { status: 400, body: { code: 40060, message: 'Interaction has already been acknowledged.' } };
+      if (!it || it.token !== m[2]) return fail(404, 10062, 'Unknown interaction');
+      if (it.answered) return fail(400, 40060, 'Interaction has already been acknowledged.');
       const after = Date.now() - it.at;
-      if (after > 3000) return { status: 404, body: { code: 10062, message: 'Unknown interaction' } };
+      if (after > 3000) return fail(404, 10062, 'Unknown interaction');
       it.answered = true;
       const type = Number(body['type']);
       const data = (body['data'] as Json | undefined) ?? {};
       callbacks.push({ id: m[1]!, type, afterMs: after });
-      if (type === 4 && (Number(data['flags'] ?? 0) & 64) !== 0)
-        ephemerals.push({ interactionId: m[1]!, userId: it.user, content: String(data['content'] ?? '') });
-      if (type === 5) it.deferredEphemeral = (Number(data['flags'] ?? 0) & 64) !== 0;
+      if (type === 4 && ephemeral(data)) ephemerals.push({ interactionId: m[1]!, userId: it.user, content: String(data['content'] ?? '') });
+      if (type === 5) it.deferredEphemeral = ephemeral(data);
       it.resolve?.(type);
       res.writeHead(204).end();
       return { status: -1 };
@@ -454,54 +494,24 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     if ((m = /^\/webhooks\/(\d+)\/([^/]+)(\/messages\/@original)?$/.exec(route))) {
       const id = byToken.get(m[2]!);
       const it = id ? interactions.get(id) : undefined;
-      if (!it || m[1] !== applicationId) return { status: 404, body: { code: 10015, message: 'Unknown Webhook' } };
+      if (!it || m[1] !== applicationId) return fail(404, 10015, 'Unknown Webhook');
       checkContent(body, method === 'POST');
       const content = String(body['content'] ?? '');
       if (method === 'POST') {
-        if ((Number(body['flags'] ?? 0) & 64) !== 0) ephemerals.push({ interactionId: id!, userId: it.user, content });
-        return {
-          status: 200,
-          body: {
-            id: snowflake(),
-            channel_id: '0',
-            content,
-            author: userObject({ id: botUserId, bot: true }),
-            timestamp: new Date().toISOString(),
-            type: 0,
-            flags: 64,
-            attachments: [],
-            embeds: [],
-            mentions: [],
-            components: [],
-          },
-        };
+        if (ephemeral(body)) ephemerals.push({ interactionId: id!, userId: it.user, content });
+        return { status: 200, body: webhookMessage(content, 64) };
       }
       if (method === 'PATCH' && m[3]) {
         it.onEdit?.(content);
-        return {
-          status: 200,
-          body: {
-            id: snowflake(),
-            channel_id: '0',
-            content,
-            author: userObject({ id: botUserId, bot: true }),
-            timestamp: new Date().toISOString(),
-            type: 0,
-            flags: 0,
-            attachments: [],
-            embeds: [],
-            mentions: [],
-            components: [],
-          },
-        };
+        return { status: 200, body: webhookMessage(content, 0) };
       }
     }
-    if (req.headers.authorization !== `Bot ${opts.token}`) return { status: 401, body: { message: '401: Unauthorized', code: 0 } };
+    if (req.headers.authorization !== `Bot ${opts.token}`) return fail(401, 0, '401: Unauthorized');
     if (method === 'GET' && route === '/gateway/bot') {
       return { status: 200, body: { url: gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } } };
     }
     if ((m = /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/.exec(route)) && method === 'PUT') {
-      if (m[1] !== applicationId) return { status: 403, body: { code: 50001, message: 'Missing Access' } };
+      if (m[1] !== applicationId) return fail(403, 50001, 'Missing Access');
       const list = (Array.isArray(body) ? body : []) as Json[];
       commands.set(m[2] ?? 'global', list);
       return { status: 200, body: list.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, version: '1' })) };
@@ -523,7 +533,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     }
     if ((m = /^\/channels\/(\d+)\/messages\/(\d+)\/threads$/.exec(route)) && method === 'POST') {
       const parent = knownChannel(m[1]!);
-      if (channels.has(m[2]!)) return { status: 400, body: { code: 160004, message: 'A thread has already been created for this message' } };
+      if (channels.has(m[2]!)) return fail(400, 160004, 'A thread has already been created for this message');
       const name = String(body['name'] ?? '');
       if (name.length < 1 || name.length > 100) throw formError('name', 'Must be between 1 and 100 in length.');
       const thread: FakeChannel = { id: m[2]!, guildId: parent.guildId, type: 11, parentId: parent.id, ownerId: botUserId, name };
@@ -535,7 +545,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     if ((m = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(route))) {
       knownChannel(m[1]!);
       const msg = byId.get(m[2]!);
-      if (!msg || msg.deleted || msg.channelId !== m[1]) return { status: 404, body: { code: 10008, message: 'Unknown Message' } };
+      if (!msg || msg.deleted || msg.channelId !== m[1]) return fail(404, 10008, 'Unknown Message');
       if (method === 'DELETE') {
         msg.deleted = true;
         return { status: 204 };
@@ -564,7 +574,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
         return { status: 200, body: messageJson(msg) };
       }
     }
-    return { status: 404, body: { message: '404: Not Found', code: 0 } };
+    return fail(404, 0, '404: Not Found');
   }
 
   const server: Server = createServer((req, res) => {
@@ -654,7 +664,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     return { id, payload };
   }
 
-  return {
+  return withState<typeof state, Omit<FakeDiscord, keyof typeof state>>(state, {
     apiUrl: `${base}/api`,
     botUserId,
     applicationId,
@@ -665,36 +675,6 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     commands,
     callbacks,
     gateway: gatewayStats,
-    get retryAfterViolations() {
-      return state.retryAfterViolations;
-    },
-    set retryAfterViolations(v: number) {
-      state.retryAfterViolations = v;
-    },
-    get privilegedIntents() {
-      return state.privilegedIntents;
-    },
-    set privilegedIntents(v: boolean) {
-      state.privilegedIntents = v;
-    },
-    get resendOnResume() {
-      return state.resendOnResume;
-    },
-    set resendOnResume(v: boolean) {
-      state.resendOnResume = v;
-    },
-    get closeOnIdentify() {
-      return state.closeOnIdentify;
-    },
-    set closeOnIdentify(v: number | undefined) {
-      state.closeOnIdentify = v;
-    },
-    get onPost() {
-      return state.onPost;
-    },
-    set onPost(f) {
-      state.onPost = f;
-    },
     visible: (channelId) => messages.filter((m) => m.channelId === channelId && !m.deleted && m.authorId === botUserId),
     byId: (id) => byId.get(id),
     rateLimitEdits(times, retryAfterS = 1) {
@@ -782,7 +762,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     dropConnection(code = 4000) {
       const ws = live;
       live = undefined;
-      if (ws) (ws as WebSocket & { ready?: boolean }).ready = false;
+      if (ws) (ws as GatewaySocket).ready = false;
       ws?.close(code, 'dropped by the test');
     },
     dispatch,
@@ -792,5 +772,5 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
-  };
+  });
 }

@@ -3,15 +3,15 @@
  * store (SQLite and PostgreSQL: the whole file runs on each), the router, the runner, the real Anthropic SDK against the fake model, and the real
  * discord.js client against the fake Discord (gateway WebSocket + REST on 127.0.0.1).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { discordToPlain } from '../../../adapters/discord/markdown.js';
 import { startBot, type RunningBot } from '../../../bot/cli.js';
-import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
+import type { FakeAnthropic, FakeReply } from '../../fakes/anthropic.js';
 import { startFakeDiscord, type FakeDiscord, type FakeDiscordMessage } from '../../fakes/discord.js';
-import { ENGINES, testStoreUrl, waitFor } from '../../helpers/harness.js';
+import { BotE2e } from '../../helpers/bot-e2e.js';
+import { ENGINES, waitFor } from '../../helpers/harness.js';
 
 const TOKEN = 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue0123456789';
 const GUILD = '700000000000000001';
@@ -45,55 +45,26 @@ access:
 `;
 
 describe.each(ENGINES)('on %s', (engine) => {
-  /** This test's store, chosen in beforeEach: every boot of the test (a restart too) opens the same one. */
-  let storeUrl: string;
-
+  let h: BotE2e;
   let discord: FakeDiscord;
   let model: FakeAnthropic;
-  let bot: RunningBot | undefined;
+  let queue: FakeReply[];
   let dir: string;
-  let logged = '';
-  const queue: FakeReply[] = [];
 
-  function env(extra: Record<string, string> = {}): Record<string, string> {
-    return {
-      ANTHROPIC_API_KEY: 'test-key',
-      ANTHROPIC_BASE_URL: model.url,
-      GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
-      GATEHOUSE_STORE: storeUrl,
-      GATEHOUSE_HTTP_PORT: '0',
-      DISCORD_TOKEN: TOKEN,
-      DISCORD_API_URL: discord.apiUrl,
-      ...extra,
-    };
-  }
-
-  async function boot(extra: Record<string, string> = {}): Promise<RunningBot> {
-    const stderr = new PassThrough();
-    const stdout = new PassThrough();
-    for (const s of [stderr, stdout]) s.on('data', (c: Buffer) => (logged += c.toString()));
-    bot = await startBot({ env: env(extra), cwd: dir, stdout, stderr }, (level, msg) => (logged += `${level} ${msg}\n`));
-    return bot;
-  }
+  const env = (extra: Record<string, string> = {}) => h.env({ DISCORD_TOKEN: TOKEN, DISCORD_API_URL: discord.apiUrl, ...extra });
+  const boot = (extra: Record<string, string> = {}): Promise<RunningBot> => h.boot({ DISCORD_TOKEN: TOKEN, DISCORD_API_URL: discord.apiUrl, ...extra });
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'gatehouse-discord-'));
-    storeUrl = await testStoreUrl(engine, dir);
-    writeFileSync(join(dir, 'gatehouse.yaml'), YAML(dir));
+    h = await BotE2e.start({ engine, prefix: 'gatehouse-discord-', yaml: YAML });
+    ({ model, queue, dir } = h);
     discord = await startFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, channels: [TEAM, INPLACE], roles: [MODS] }] });
-    model = await startFakeAnthropic({ apiKey: 'test-key' });
-    queue.length = 0;
-    logged = '';
-    model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
   });
 
   afterEach(async () => {
-    await bot?.stop();
-    bot = undefined;
+    await h.stopBot();
     await discord.close();
-    await model.close();
-    rmSync(dir, { recursive: true, force: true });
-    expect(logged).not.toContain(TOKEN);
+    await h.close();
+    expect(h.logged).not.toContain(TOKEN);
   });
 
   const texts = (channel: string) => discord.visible(channel).map((m) => discordToPlain(m.content));
@@ -113,7 +84,7 @@ describe.each(ENGINES)('on %s', (engine) => {
         .sort(),
     ).toEqual(['help', 'reset', 'stop']);
     expect(discord.commands.has('global')).toBe(false);
-    expect(logged).toMatch(/https:\/\/discord\.com\/oauth2\/authorize\?client_id=900000000000000002&scope=bot%20applications\.commands&permissions=\d+/);
+    expect(h.logged).toMatch(/https:\/\/discord\.com\/oauth2\/authorize\?client_id=900000000000000002&scope=bot%20applications\.commands&permissions=\d+/);
     expect(discord.gateway.identifies).toBe(1);
   });
 
@@ -335,8 +306,8 @@ describe.each(ENGINES)('on %s', (engine) => {
   test('4014 (Message Content Intent not enabled) stops the start naming the switch in the developer portal', async () => {
     discord.privilegedIntents = false;
     const stderr = new PassThrough();
-    stderr.on('data', (c: Buffer) => (logged += c.toString()));
-    await expect(startBot({ env: env(), cwd: dir, stdout: new PassThrough(), stderr }, (l, m) => (logged += `${l} ${m}\n`))).rejects.toThrow(
+    stderr.on('data', (c: Buffer) => (h.logged += c.toString()));
+    await expect(startBot({ env: env(), cwd: dir, stdout: new PassThrough(), stderr }, (l, m) => (h.logged += `${l} ${m}\n`))).rejects.toThrow(
       /Message Content Intent.*Developer Portal|Developer Portal.*Message Content Intent/,
     );
     expect(discord.gateway.identifies).toBe(1);

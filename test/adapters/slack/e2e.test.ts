@@ -4,14 +4,14 @@
  * the fake model, and real Bolt + @slack/web-api + socket-mode against the fake Slack (events signed
  * and posted to /slack/events on the bot's own HTTP server, or envelopes over the fake's WebSocket).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../../bot/cli.js';
-import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
+import { startBot } from '../../../bot/cli.js';
+import type { FakeAnthropic, FakeReply } from '../../fakes/anthropic.js';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
-import { ENGINES, testStoreUrl, waitFor } from '../../helpers/harness.js';
+import { BotE2e } from '../../helpers/bot-e2e.js';
+import { ENGINES, waitFor } from '../../helpers/harness.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
@@ -32,65 +32,39 @@ access:
 `;
 
 describe.each(ENGINES)('on %s', (engine) => {
-  /** This test's store, chosen in beforeEach: every boot of the test (a restart too) opens the same one. */
-  let storeUrl: string;
-
+  let h: BotE2e;
   let slack: FakeSlack;
   let model: FakeAnthropic;
-  let bot: RunningBot | undefined;
+  let queue: FakeReply[];
   let dir: string;
-  let stderr: PassThrough;
-  let logged = '';
-  const queue: FakeReply[] = [];
+
+  const slackEnv = (mode: 'http' | 'socket'): Record<string, string> => ({
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    ...(mode === 'socket' ? { SLACK_APP_TOKEN: APP_TOKEN } : { SLACK_SIGNING_SECRET: SECRET }),
+    SLACK_API_URL: slack.apiUrl,
+  });
 
   async function boot(mode: 'http' | 'socket' = 'http'): Promise<void> {
     slack.mode = mode;
-    stderr = new PassThrough();
-    const stdout = new PassThrough();
-    for (const s of [stderr, stdout]) s.on('data', (c: Buffer) => (logged += c.toString()));
-    bot = await startBot(
-      {
-        env: {
-          ANTHROPIC_API_KEY: 'test-key',
-          ANTHROPIC_BASE_URL: model.url,
-          GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
-          GATEHOUSE_STORE: storeUrl,
-          GATEHOUSE_HTTP_PORT: '0',
-          SLACK_BOT_TOKEN: BOT_TOKEN,
-          ...(mode === 'socket' ? { SLACK_APP_TOKEN: APP_TOKEN } : { SLACK_SIGNING_SECRET: SECRET }),
-          SLACK_API_URL: slack.apiUrl,
-        },
-        cwd: dir,
-        stdout,
-        stderr,
-      },
-      () => undefined,
-    );
+    const bot = await h.boot(slackEnv(mode), { log: false });
     slack.eventsUrl = `http://127.0.0.1:${bot.http!.port}/slack/events`;
   }
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'gatehouse-slack-'));
-    storeUrl = await testStoreUrl(engine, dir);
-    writeFileSync(join(dir, 'gatehouse.yaml'), YAML(join(dir, 'ws')));
+    h = await BotE2e.start({ engine, prefix: 'gatehouse-slack-', yaml: (d) => YAML(join(d, 'ws')) });
+    ({ model, queue, dir } = h);
     slack = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SECRET });
     slack.setGroup('S0OPS', ['U0CAROL']);
-    model = await startFakeAnthropic({ apiKey: 'test-key' });
-    queue.length = 0;
-    logged = '';
-    model.setHandler(() => queue.shift() ?? { text: '(no scripted reply)' });
   });
 
   afterEach(async () => {
-    await bot?.stop();
-    bot = undefined;
+    await h.stopBot();
     await waitFor('the socket close handshake', () => slack.sockets.open === 0, { timeoutMs: 5000, intervalMs: 10 }).catch(() => undefined);
     await slack.close();
-    await model.close();
-    rmSync(dir, { recursive: true, force: true });
-    expect(logged).not.toContain(BOT_TOKEN);
-    expect(logged).not.toContain(SECRET);
-    expect(logged).not.toContain(APP_TOKEN);
+    await h.close();
+    expect(h.logged).not.toContain(BOT_TOKEN);
+    expect(h.logged).not.toContain(SECRET);
+    expect(h.logged).not.toContain(APP_TOKEN);
   });
 
   const texts = (channel: string, thread?: string) => slack.visible(channel, thread).map((m) => m.text);
@@ -395,17 +369,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     expect(model.requests).toHaveLength(0);
   });
 
-  const startEnv = (mode: 'http' | 'socket', extra: Record<string, string> = {}) => ({
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: model.url,
-    GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
-    GATEHOUSE_STORE: storeUrl,
-    GATEHOUSE_HTTP_PORT: '0',
-    SLACK_BOT_TOKEN: BOT_TOKEN,
-    ...(mode === 'socket' ? { SLACK_APP_TOKEN: APP_TOKEN } : { SLACK_SIGNING_SECRET: SECRET }),
-    SLACK_API_URL: slack.apiUrl,
-    ...extra,
-  });
+  const startEnv = (mode: 'http' | 'socket') => h.env(slackEnv(mode));
 
   const START_ERRORS: Array<[string, 'http' | 'socket', string, { error: string; needed?: string }, RegExp]> = [
     ['a rejected bot token', 'http', 'auth.test', { error: 'invalid_auth' }, /SLACK_BOT_TOKEN was rejected by Slack \(invalid_auth\)/],
@@ -442,16 +406,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     await expect(
       startBot(
         {
-          env: {
-            ANTHROPIC_API_KEY: 'test-key',
-            ANTHROPIC_BASE_URL: model.url,
-            GATEHOUSE_CONFIG: join(dir, 'gatehouse.yaml'),
-            GATEHOUSE_STORE: storeUrl,
-            GATEHOUSE_HTTP_PORT: '0',
-            SLACK_BOT_TOKEN: BOT_TOKEN,
-            SLACK_APP_TOKEN: BOT_TOKEN,
-            SLACK_API_URL: slack.apiUrl,
-          },
+          env: h.env({ SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: BOT_TOKEN, SLACK_API_URL: slack.apiUrl }),
           cwd: dir,
           stdout: new PassThrough(),
           stderr: new PassThrough(),
