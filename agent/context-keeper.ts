@@ -350,6 +350,10 @@ function renderBlock(role: string, b: ContentBlock, max: number): string {
       const text = resultText(b) ?? '(an image)';
       return `[result of ${b.tool_use_id}${b.is_error ? ', an error' : ''}] ${cut(text)}`;
     }
+    // The model's private reasoning is not part of what a summary keeps.
+    case 'thinking':
+    case 'redacted_thinking':
+      return '';
   }
 }
 

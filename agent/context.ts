@@ -89,6 +89,10 @@ function countBlock(b: ContentBlock, chars: number, images: number): { chars: nu
       if (typeof b.content === 'string') return { chars: chars + b.content.length, images };
       for (const c of b.content) ({ chars, images } = countBlock(c, chars, images));
       return { chars, images };
+    case 'thinking':
+      return { chars: chars + b.thinking.length + b.signature.length, images };
+    case 'redacted_thinking':
+      return { chars: chars + b.data.length, images };
   }
 }
 

@@ -12,6 +12,8 @@
  * - `answer.text` is exactly the text of the final model reply (the last segment), whole; it does
  *   NOT repeat earlier segments. An adapter that streams shows the segments and may finish the last
  *   one from `answer`; one that does not stream shows only `answer`.
+ * - `thinking` events reach only outputs with `streamsThinking` (headless, ACP): a chat never shows
+ *   the model's reasoning. Their segments are numbered like `text`'s.
  * - Exactly one of `answer` or `error` ends a run, followed by `run_finished`.
  * - A Card carries only opaque tokens on its buttons; what a token means lives server-side.
  */
@@ -31,6 +33,8 @@ export interface Usage {
 export type AgentEvent =
   | { type: 'run_started'; runId: string }
   | { type: 'text'; runId: string; delta: string /** 1 for the run's first model reply, +1 per reply. */; segment: number }
+  /** The model's extended thinking as it streams (agents with `thinking`; only outputs with `streamsThinking`). */
+  | { type: 'thinking'; runId: string; delta: string; segment: number }
   | { type: 'tool_started'; runId: string; callId: string; tool: string; summary: string }
   | { type: 'tool_finished'; runId: string; callId: string; tool: string; ok: boolean; summary: string }
   /** The gate refused the call (denylist, policy, or above the tier with nobody to approve): it never ran. */

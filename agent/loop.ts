@@ -34,6 +34,10 @@ export interface LoopContext {
   emit(event: AgentEvent): Promise<void>;
   /** Emit `text` events as the reply streams; false asks the model for whole replies instead. */
   streamText: boolean;
+  /** Extended thinking for every model call (the agent's `thinking`). */
+  thinking?: { budgetTokens: number };
+  /** Emit `thinking` events: as they stream with streamText, else one per thinking block after the reply. */
+  emitThinking?: boolean;
   /** Runs the calls of one assistant turn; returns their results in order. */
   runBatch(calls: ToolUseBlock[]): Promise<ToolResultBlock[]>;
   /** Saves the transcript as it is (called before a batch and after it). */
@@ -77,12 +81,20 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
         maxTokens: ctx.maxTokens,
         signal: ctx.signal,
         ...(ctx.streamText ? { onText: (delta: string) => void ctx.emit({ type: 'text', runId: ctx.runId, delta, segment: iterations }) } : {}),
+        ...(ctx.thinking ? { thinking: ctx.thinking } : {}),
+        ...(ctx.thinking && ctx.emitThinking && ctx.streamText
+          ? { onThinking: (delta: string) => void ctx.emit({ type: 'thinking', runId: ctx.runId, delta, segment: iterations }) }
+          : {}),
       });
     } catch (err) {
       chat?.end({ error: err });
       throw err;
     }
     chat?.end({ content: response.content, stopReason: response.stopReason, usage: response.usage });
+    if (ctx.emitThinking && !ctx.streamText) {
+      for (const b of response.content)
+        if (b.type === 'thinking') await ctx.emit({ type: 'thinking', runId: ctx.runId, delta: b.thinking, segment: iterations });
+    }
     ctx.addUsage(response.usage);
     ctx.keeper?.noteUsage(response.usage, sent);
     const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];

@@ -22,7 +22,13 @@ export const ToolResultBlock = z.object({
   content: z.union([z.string(), z.array(z.union([TextBlock, ImageBlock]))]),
   is_error: z.boolean().optional(),
 });
-export const ContentBlock = z.union([TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock]);
+/**
+ * Extended thinking (agents with `thinking`): kept in the transcript as the API sent it, because a
+ * tool-use turn must hand its thinking back, signature and all. Never shown on a chat surface.
+ */
+export const ThinkingBlock = z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() });
+export const RedactedThinkingBlock = z.object({ type: z.literal('redacted_thinking'), data: z.string() });
+export const ContentBlock = z.union([TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ThinkingBlock, RedactedThinkingBlock]);
 export const Message = z.object({ role: z.enum(['user', 'assistant']), content: z.array(ContentBlock) });
 export const Transcript = z.array(Message);
 
@@ -30,5 +36,7 @@ export type TextBlock = z.infer<typeof TextBlock>;
 export type ImageBlock = z.infer<typeof ImageBlock>;
 export type ToolUseBlock = z.infer<typeof ToolUseBlock> & { input: unknown };
 export type ToolResultBlock = z.infer<typeof ToolResultBlock>;
-export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock;
+export type ThinkingBlock = z.infer<typeof ThinkingBlock>;
+export type RedactedThinkingBlock = z.infer<typeof RedactedThinkingBlock>;
+export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock;
 export type Message = { role: 'user' | 'assistant'; content: ContentBlock[] };

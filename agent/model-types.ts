@@ -5,7 +5,8 @@
  * Contract:
  * - `complete` resolves with the whole assistant message (content blocks in order, tool_use inputs
  *   parsed). With `onText`, text deltas reach it as they stream; without, the implementation may
- *   ask for the whole reply at once (cheaper when nobody watches the text grow).
+ *   ask for the whole reply at once (cheaper when nobody watches the text grow). `onThinking` is
+ *   the same for the text of thinking blocks (asked for with `thinking`).
  * - Retryable failures (429, 5xx, overloaded_error, connection resets) are retried inside, with
  *   backoff that honours retry-after. What finally fails is a ModelError with a short,
  *   secret-free `userMessage` fit to show in a chat.
@@ -30,6 +31,12 @@ export interface ModelRequest {
   /** Per-request timeout (ms); the classifier uses a short one. */
   timeoutMs?: number;
   onText?: (delta: string) => void;
+  /**
+   * Extended thinking with this many tokens of budget (the agent's `thinking`). The reply's
+   * thinking blocks come back in `content`; with `onThinking` their text streams there as well.
+   */
+  thinking?: { budgetTokens: number };
+  onThinking?: (delta: string) => void;
 }
 
 export interface ModelResponse {

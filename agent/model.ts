@@ -24,6 +24,7 @@
  * - The SDK is imported on the first call (or by `loadModelSdk()`, which the bot calls once it is
  *   up): creating the client loads nothing, so a start is not held up by the SDK's ~300 modules.
  */
+import { messagesFor, thinkingParam } from './model-thinking.js';
 import type Anthropic from '@anthropic-ai/sdk';
 import { z } from 'zod';
 import type { ClassifierCompletion } from '../policies/classifier.js';
@@ -139,7 +140,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
     let reading = false;
     let callerError: { err: unknown } | undefined;
     try {
-      if (!req.onText && req.maxTokens <= WHOLE_REPLY_MAX_TOKENS) {
+      if (!req.onText && !req.onThinking && req.maxTokens <= WHOLE_REPLY_MAX_TOKENS) {
         reading = true; // a body cut short fails inside create(), as a plain error
         const timeout = req.timeoutMs ?? defaultTimeoutMs;
         const message = await client.messages.create(...encoded({ ...toParams(req), stream: false }, { signal: ac.signal, maxRetries: 0, timeout }));
@@ -151,10 +152,12 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
       reading = true;
       for await (const event of stream) {
         const delta = acc.add(event);
-        if (delta) {
+        const listener = delta && (delta.kind === 'text' ? req.onText : req.onThinking);
+        if (delta && listener) {
+          // Text someone saw cannot be taken back: no retry after it (thinking included).
           seen.text = true;
           try {
-            req.onText?.(delta);
+            listener(delta.text);
           } catch (err) {
             callerError = { err };
             throw err;
@@ -246,8 +249,9 @@ function toParams(req: ModelRequest): Anthropic.MessageCreateParamsStreaming {
     model: req.model,
     max_tokens: req.maxTokens,
     // The transcript's blocks are the API's own JSON shapes (agent/messages.ts), validated on load.
-    messages: req.messages as unknown as Anthropic.MessageParam[],
+    messages: messagesFor(req) as unknown as Anthropic.MessageParam[],
     stream: true,
+    ...thinkingParam(req),
     ...(req.system ? { system: req.system } : {}),
     ...(req.tools.length > 0
       ? {
@@ -268,7 +272,9 @@ const WholeReply = z.object({
     z.union([
       z.object({ type: z.literal('text'), text: z.string() }),
       z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() }),
-      // Other block kinds (thinking, server tools) are not requested by Gatehouse; skipped.
+      z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
+      z.object({ type: z.literal('redacted_thinking'), data: z.string() }),
+      // Other block kinds (server tools) are not requested by Gatehouse; skipped.
       z.object({ type: z.string() }),
     ]),
   ),
@@ -288,6 +294,8 @@ function wholeReply(raw: unknown, model: string): ModelResponse {
   for (const b of parsed.data.content) {
     if (b.type === 'text' && 'text' in b) content.push({ type: 'text', text: b.text });
     else if (b.type === 'tool_use' && 'id' in b) content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+    else if (b.type === 'thinking' && 'signature' in b) content.push({ type: 'thinking', thinking: b.thinking, signature: b.signature });
+    else if (b.type === 'redacted_thinking' && 'data' in b) content.push({ type: 'redacted_thinking', data: b.data });
   }
   const u = parsed.data.usage;
   const tokens = {
@@ -299,16 +307,23 @@ function wholeReply(raw: unknown, model: string): ModelResponse {
   return { content, stopReason: parsed.data.stop_reason ?? 'end_turn', usage: priceUsage(model, tokens) };
 }
 
-type Building = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; json: string; input?: unknown };
+type Building =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; json: string; input?: unknown }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
 
-/** Builds the final message from raw stream events; returns a text delta to forward, if any. */
+/** A delta to forward as it streams: the reply's text, or the text of a thinking block. */
+type Delta = { kind: 'text' | 'thinking'; text: string };
+
+/** Builds the final message from raw stream events; returns a delta to forward, if any. */
 class Accumulator {
   private blocks: Array<Building | undefined> = [];
   private stopReason: string | null = null;
   private tokens = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   stopped = false;
 
-  add(event: Anthropic.RawMessageStreamEvent): string | undefined {
+  add(event: Anthropic.RawMessageStreamEvent): Delta | undefined {
     switch (event.type) {
       case 'message_start': {
         const u = event.message.usage;
@@ -322,17 +337,24 @@ class Accumulator {
       }
       case 'content_block_start': {
         const b = event.content_block;
-        // Other block kinds (thinking, server tools) are not requested by Gatehouse; skip them.
+        // Other block kinds (server tools) are not requested by Gatehouse; skip them.
         if (b.type === 'text') this.blocks[event.index] = { type: 'text', text: b.text };
         else if (b.type === 'tool_use') this.blocks[event.index] = { type: 'tool_use', id: b.id, name: b.name, json: '' };
+        else if (b.type === 'thinking') this.blocks[event.index] = { type: 'thinking', thinking: b.thinking, signature: b.signature };
+        else if (b.type === 'redacted_thinking') this.blocks[event.index] = { type: 'redacted_thinking', data: b.data };
         return undefined;
       }
       case 'content_block_delta': {
         const b = this.blocks[event.index];
         if (event.delta.type === 'text_delta' && b?.type === 'text') {
           b.text += event.delta.text;
-          return event.delta.text === '' ? undefined : event.delta.text;
+          return event.delta.text === '' ? undefined : { kind: 'text', text: event.delta.text };
         }
+        if (event.delta.type === 'thinking_delta' && b?.type === 'thinking') {
+          b.thinking += event.delta.thinking;
+          return event.delta.thinking === '' ? undefined : { kind: 'thinking', text: event.delta.thinking };
+        }
+        if (event.delta.type === 'signature_delta' && b?.type === 'thinking') b.signature += event.delta.signature;
         if (event.delta.type === 'input_json_delta' && b?.type === 'tool_use') b.json += event.delta.partial_json;
         return undefined;
       }
@@ -370,7 +392,8 @@ class Accumulator {
     for (const b of this.blocks) {
       if (!b) continue;
       if (b.type === 'text') content.push({ type: 'text', text: b.text });
-      else content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+      else if (b.type === 'tool_use') content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+      else content.push(b);
     }
     return { content, stopReason: this.stopReason ?? 'end_turn', usage: priceUsage(model, this.tokens) };
   }

@@ -9,6 +9,8 @@ export interface ConversationOutput {
   emit(event: AgentEvent): Promise<void>;
   /** Whether `text` events are shown; when not, the runner asks the model for whole replies. */
   readonly streamsText: boolean;
+  /** Whether `thinking` events are wanted (headless, ACP); chat surfaces never show reasoning. */
+  readonly streamsThinking?: boolean;
   /** Posts a card; returns a handle to replace it later. `meta.requestId`: the broker's request it shows. */
   postCard(card: Card, meta?: { requestId: string }): Promise<string>;
   /** Replaces a posted card (its decided form: no buttons, an outcome line). */

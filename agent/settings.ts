@@ -40,6 +40,8 @@ export interface AgentSettings {
   approvalTimeoutMs: number;
   questionTimeoutMs: number;
   maxTokens: number;
+  /** Extended thinking with this budget on every model call of a run; absent: off. */
+  thinking?: { budgetTokens: number };
   /** Spending limits (agent/budget/limits.ts); absent: none. */
   budget?: BudgetLimits;
   /** Where execute_command runs: `bubblewrap` (default) or `none` (on the host, an explicit opt-out). */

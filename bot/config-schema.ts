@@ -268,6 +268,11 @@ export function buildSchema(knownTools: readonly string[]) {
     questionTimeoutMs: ms().optional(),
     commandTimeoutMs: ms().optional(),
     maxTokens: int(1, 1_000_000).optional(),
+    // Extended thinking; the API's minimum budget is 1,024 tokens (below maxTokens: checked in config.ts).
+    thinking: z
+      .object({ budgetTokens: int(1_024, 1_000_000) })
+      .strict()
+      .optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
     sandboxNetwork: sandboxNetworkSchema.optional(),
     sandboxLimits: sandboxLimitsSchema.optional(),

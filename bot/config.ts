@@ -339,6 +339,14 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     if (layer.model === undefined) {
       problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
     }
+    // The API counts thinking inside max_tokens and refuses a budget that is not below it.
+    const maxTokens = layer.maxTokens ?? HARD_DEFAULTS.maxTokens;
+    if (layer.thinking && layer.thinking.budgetTokens >= maxTokens) {
+      problems.push({
+        path: `${where('thinking')}.thinking.budgetTokens`,
+        message: `must be below maxTokens (${maxTokens}): thinking is counted inside the reply's max_tokens; raise maxTokens or lower the budget`,
+      });
+    }
     // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
     const tools = uniq([
       ...(layer.tools ?? HARD_DEFAULTS.tools),
@@ -443,7 +451,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
       questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
       commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
-      maxTokens: layer.maxTokens ?? HARD_DEFAULTS.maxTokens,
+      maxTokens,
+      ...(layer.thinking ? { thinking: { budgetTokens: layer.thinking.budgetTokens } } : {}),
       sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
       ...sandboxNetworkFields(layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork),
       sandboxLimits,

@@ -283,6 +283,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       signal: controller.signal,
       emit,
       streamText: output.streamsText,
+      ...(agent.thinking ? { thinking: agent.thinking, emitThinking: output.streamsThinking === true } : {}),
       telemetry: observed,
       addUsage: (u) => {
         usage = addUsage(usage, u);

@@ -7,7 +7,7 @@
  *   chosen for the process (`--agent`, else defaultAgent). The session's cwd is never
  *   the workspace: the agent's own workspace is (see the note written to stderr at session/new).
  * - Run events become `session/update` notifications, in order, before the prompt's response:
- *   `text` -> agent_message_chunk; a call's first event -> tool_call, later ones -> tool_call_update
+ *   `text` -> agent_message_chunk; `thinking` -> agent_thought_chunk; a call's first event -> tool_call, later ones -> tool_call_update
  *   (pending while it waits on approval, in_progress, completed / failed; declined calls are failed
  *   with the reason as content).
  * - A call above the tier becomes `session/request_permission` with allow once / allow always (the
@@ -145,6 +145,7 @@ export class AcpSessions {
     if (!key.startsWith(ACP_PREFIX)) return undefined;
     return {
       streamsText: true,
+      streamsThinking: true,
       emit: async (e) => {
         if (s) await this.onEvent(s, e);
         // A run resumed after a restart, or of a session this process does not know: no client waits on it.
@@ -169,6 +170,8 @@ export class AcpSessions {
       case 'text':
         live.streamed = true;
         return this.update(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: e.delta } });
+      case 'thinking':
+        return this.update(s, { sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: e.delta } });
       case 'answer':
         if (!live.streamed) return this.update(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: e.text } });
         return;

@@ -18,8 +18,9 @@
  *   stderr, one event a line; the model's streamed text as `text_start` {runId, segment} once per
  *   model reply, then `text_chunk` {runId, segment, delta}; `error` events are always written. String fields longer than
  *   EVENT_STRING_MAX (2000) characters are cut (marked `…[cut N chars]`), except in question events
- *   (`question_asked`, `user_input_required`), which are never cut. `reasoning` is accepted; the model
- *   client emits no reasoning events yet.
+ *   (`question_asked`, `user_input_required`), which are never cut. `reasoning`: the extended
+ *   thinking of an agent with `thinking`, as `thinking_start` {runId, segment} once per model reply,
+ *   then `thinking_chunk` {runId, segment, delta} (whole blocks after each reply with --no-stream).
  * - --no-stream: the model's replies come whole (no streamed request, no text deltas).
  * - --with-image MODEL: every agent's `companions["analyze:image"]` is that one model for this run
  *   (in-process runs only: with a service running it is a usage error, exit 2). --with-audio and
@@ -58,6 +59,7 @@ const CATEGORY_OF: Record<string, string> = {
   tool_finished: 'tools',
   tool_declined: 'tools',
   text: 'text',
+  thinking: 'reasoning',
   usage: 'usage',
   approval_asked: 'approval',
   approval_resolved: 'approval',
@@ -216,13 +218,14 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
   const all = args.events.has('all');
   const writeEvent = (m: Record<string, unknown>) => io.stderr.write(JSON.stringify(cutEvent(m)) + '\n');
   // A text delta goes out as `text_chunk`, after one `text_start` per model reply (segment), so a
-  // reader knows where each reply's text begins without comparing segment numbers.
+  // reader knows where each reply's text begins without comparing segment numbers; thinking the
+  // same way as `thinking_start` / `thinking_chunk`.
   const started = new Set<string>();
-  const writeText = (m: { runId: string; delta: string; segment: number }) => {
-    const seg = `${m.runId}:${m.segment}`;
-    if (!started.has(seg)) writeEvent({ type: 'text_start', runId: m.runId, segment: m.segment });
+  const writeDelta = (m: { type: 'text' | 'thinking'; runId: string; delta: string; segment: number }) => {
+    const seg = `${m.type}:${m.runId}:${m.segment}`;
+    if (!started.has(seg)) writeEvent({ type: `${m.type}_start`, runId: m.runId, segment: m.segment });
     started.add(seg);
-    writeEvent({ type: 'text_chunk', runId: m.runId, segment: m.segment, delta: m.delta });
+    writeEvent({ type: `${m.type}_chunk`, runId: m.runId, segment: m.segment, delta: m.delta });
   };
   const streaming = args.events.size > 0 || args.interactiveFlag;
   const wants = (type: string): boolean => {
@@ -307,7 +310,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
     }
     if (m.type === 'request_closed') unanswered.delete(m.requestId);
     if (wants(m.type)) {
-      if (m.type === 'text') writeText(m);
+      if (m.type === 'text' || m.type === 'thinking') writeDelta(m);
       else writeEvent(m as unknown as Record<string, unknown>);
     }
     if (promptMode && (m.type === 'user_input_required' || m.type === 'approval_required')) {

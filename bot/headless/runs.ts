@@ -71,6 +71,8 @@ export class HeadlessRuns {
   output(key: string): ConversationOutput {
     return {
       streamsText: !this.batch.has(key),
+      // Sent to the client, which writes them only under --events reasoning (or all).
+      streamsThinking: true,
       emit: async (e) => {
         if (e.type === 'run_started') {
           this.current.set(key, e.runId);

@@ -36,6 +36,12 @@ agents:
     tier: read-only
     workspace: "${ws}"
     toolPolicy: { write_file: deny }
+  thinker:
+    model: claude-sonnet-5-5
+    tools: [get_time]
+    workspace: "${ws}"
+    maxTokens: 4096
+    thinking: { budgetTokens: 2048 }
 `;
 
 beforeEach(async () => {
@@ -142,6 +148,20 @@ test('a prompt streams its answer as agent_message_chunk updates, and the turn e
   expect(e.updates.filter((u) => u.update.sessionUpdate === 'agent_message_chunk').length).toBeGreaterThan(1);
   const sent = (fake.requests[0]!.body as { messages: Array<{ content: unknown }> }).messages[0]!.content;
   expect(JSON.stringify(sent)).toContain('hi');
+  await close(e);
+}, 180_000);
+
+test("an agent with thinking: its reasoning streams as agent_thought_chunk, apart from the answer's message chunks", async () => {
+  script.push({ thinking: 'Weighing a short greeting.', text: 'Hi there.' });
+  const e = await editor(['--agent', 'thinker']);
+  const sid = await newSession(e);
+  expect((await prompt(e, sid, 'hi')).stopReason).toBe('end_turn');
+  const thoughts = e.updates
+    .filter((u) => u.sessionId === sid && u.update.sessionUpdate === 'agent_thought_chunk')
+    .map((u) => (u.update as { content: { text?: string } }).content.text ?? '');
+  expect(thoughts.length).toBeGreaterThan(1);
+  expect(thoughts.join('')).toBe('Weighing a short greeting.');
+  expect(chunks(e, sid)).toBe('Hi there.');
   await close(e);
 }, 180_000);
 

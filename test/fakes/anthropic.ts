@@ -15,12 +15,16 @@
  *   content_block_start / content_block_delta (text_delta, or input_json_delta with the JSON
  *   split into partial chunks after an initial empty one) / content_block_stop, message_delta
  *   (stop_reason, usage.output_tokens), message_stop. Otherwise a JSON Message.
+ * - Extended thinking as the API (./anthropic-thinking.ts): a reply's `thinking` is sent, signed,
+ *   only when the request enables it; thinking blocks handed back must keep their signature, and a
+ *   tool-use continuation with thinking on must start with its thinking block.
  * - Replies come from the queue (`enqueue`), then from `setHandler`'s function, then a default
  *   text `NO_SCRIPT_TEXT` (counted in `unscripted`) so a test that ran out of script notices.
  * - Every request (valid or not) is recorded in `requests` with `at` = performance.now() on
  *   arrival, unless `recordRequests` is false (benchmarks).
  * - `close()` ends every connection, hanging ones included, and cancels pending delays.
  */
+import { thinkingBlock, thinkingEnabled, validateThinking, validateThinkingBlock, validateThinkingTurn } from './anthropic-thinking.js';
 import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,6 +78,8 @@ interface ReplyCommon {
   chunkDelayMs?: number;
   /** Overrides the estimated token counts. */
   usage?: FakeUsage;
+  /** A thinking block before the reply's text, sent only when the request enables thinking (as the API). */
+  thinking?: string;
   /** Default: `tool_use` when there are tool uses, else `end_turn`. */
   stopReason?: string;
   /**
@@ -142,6 +148,8 @@ function validateBody(body: unknown): void {
   if (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens)) bad('max_tokens: Input should be a valid integer');
   if ((b.max_tokens as number) < 1) bad('max_tokens: Input should be greater than or equal to 1');
   if (b.stream !== undefined && typeof b.stream !== 'boolean') bad('stream: Input should be a valid boolean');
+  validateThinking(b, bad);
+  validateThinkingTurn(b, bad);
   validateSystem(b.system, bad);
   validateTools(b.tools, bad);
   validateMessages(b.messages, bad);
@@ -211,6 +219,10 @@ function validateMessages(messages: unknown, bad: (m: string) => never): void {
           if (!isObj(blk.input)) bad(`${where}.input: Input should be a valid dictionary`);
           if (toolUses.includes(blk.id as string)) bad(`messages.${i}: \`tool_use\` ids must be unique`);
           toolUses.push(blk.id as string);
+          break;
+        case 'thinking':
+        case 'redacted_thinking':
+          validateThinkingBlock(blk, where, m.role, bad);
           break;
         case 'tool_result':
           if (m.role !== 'user') bad(`${where}: tool_result blocks are only allowed in user messages`);
@@ -339,8 +351,9 @@ export async function startFakeAnthropic(opts: { apiKey?: string } = {}): Promis
     return { text: NO_SCRIPT_TEXT };
   }
 
-  function buildBlocks(reply: ReplyCommon & { text?: string; toolUses?: FakeToolUse[] }): Block[] {
+  function buildBlocks(reply: ReplyCommon & { text?: string; toolUses?: FakeToolUse[] }, body: Json): Block[] {
     const blocks: Block[] = [];
+    if (reply.thinking !== undefined && thinkingEnabled(body)) blocks.push(thinkingBlock(reply.thinking, splitCodePoints));
     if (reply.text !== undefined && reply.text !== '') {
       blocks.push({
         start: { type: 'text', text: '' },
@@ -369,7 +382,7 @@ export async function startFakeAnthropic(opts: { apiKey?: string } = {}): Promis
       if (res.destroyed) return;
     }
 
-    const blocks = buildBlocks(reply);
+    const blocks = buildBlocks(reply, body);
     const outChars = blocks.reduce((n, b) => n + JSON.stringify(b.final).length, 0);
     const usage = {
       input_tokens: reply.usage?.input_tokens ?? estimate(rawLength),
