@@ -30,7 +30,7 @@ describe.each(engines)('on %s', (_engine, open) => {
     await store.close();
   });
 
-  function broker(bus = new InProcessDecisionBus()) {
+  function broker(bus = new InProcessDecisionBus(), now?: () => number) {
     const cards: Card[] = [];
     const updated: Card[] = [];
     const b = new ApprovalBroker({
@@ -43,6 +43,7 @@ describe.each(engines)('on %s', (_engine, open) => {
         updateCard: async (_h, c) => void updated.push(c),
       }),
       approversOf: () => ['alice'],
+      ...(now ? { now } : {}),
     });
     return { b, bus, cards, updated };
   }
@@ -130,15 +131,18 @@ describe.each(engines)('on %s', (_engine, open) => {
   });
 
   test("another broker's open question takes a typed answer here, and its own wait wakes with that answer, not as unanswered", async () => {
-    const asker = broker();
-    const other = broker();
+    // One clock for both, moved by the test: how long the store takes on a busy machine does not matter.
+    let t = Date.now();
+    const now = () => t;
+    const asker = broker(undefined, now);
+    const other = broker(undefined, now);
     // Nothing open: an ordinary message is not an answer.
     expect(await other.b.answerTyped(where.conversationKey, { id: 'bob' }, 'hello')).toBe(false);
-    const id = await asker.b.askQuestion({ ...where, question: 'Name?', suggestions: [], allowCustom: true, starterId: 'bob', timeoutMs: 200 });
-    const waiting = asker.b.wait(id);
+    const id = await asker.b.askQuestion({ ...where, question: 'Name?', suggestions: [], allowCustom: true, starterId: 'bob', timeoutMs: 60_000 });
     expect(await other.b.answerTyped(where.conversationKey, { id: 'bob' }, 'Ada')).toBe(true);
     // The asker's bus never heard of it: at expiry it finds the stored answer and wakes with it.
-    expect(await waiting).toMatchObject({ outcome: 'answered', answer: 'Ada', by: 'bob' });
+    t += 60_001;
+    expect(await asker.b.wait(id)).toMatchObject({ outcome: 'answered', answer: 'Ada', by: 'bob' });
     expect(await other.b.answerTyped(where.conversationKey, { id: 'bob' }, 'again')).toBe(false);
     asker.b.close();
     other.b.close();

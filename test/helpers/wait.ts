@@ -13,7 +13,7 @@
  */
 
 export interface WaitOptions {
-  /** Give up after this long (default 10 s). */
+  /** Give up after this long (default 30 s). */
   timeoutMs?: number;
   /** Poll interval (default 5 ms for sync checks, 20 ms for async ones). */
   intervalMs?: number;
@@ -23,7 +23,8 @@ export interface WaitOptions {
 
 type Falsy = undefined | null | false | 0 | '';
 
-export const DEFAULT_WAIT_MS = 10_000;
+// Generous: a loaded 2-core machine running three jest workers took over 10 s to start an MCP server and post a card.
+export const DEFAULT_WAIT_MS = 30_000;
 
 /** Polls `check` until it returns a truthy value (bounded; rejects naming `what`). */
 export async function waitFor<T>(what: string, check: () => T | Falsy | Promise<T | Falsy>, opts: WaitOptions | number = {}): Promise<T> {
