@@ -345,6 +345,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...Object.keys(layer.commandTools ?? {}),
       ...(layer.skills?.length ? SKILL_TOOL_NAMES : []),
       ...(layer.webSearch ? ['web_search'] : []),
+      ...(layer.subagents ? ['spawn_subagent'] : []),
     ]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
@@ -463,6 +464,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
       ...withWebSearch(resolveWebSearch(layer.webSearch, { env: opts.env, path: `${where('webSearch')}.webSearch`, problems })),
       ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
+      ...(layer.subagents ? { subagents: layer.subagents } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }

@@ -34,7 +34,7 @@ import { addUsage, emptyUsage } from '../pricing.js';
 import { Deadline, placeOf, type RunClock, type SlotClaim, type Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import { FencedError, type Fence, type LeaseRepo, type RunRepo, type SpendRepo } from '../store/types.js';
-import { runToolBatch, type CallStates } from '../tools/executor.js';
+import { runToolBatch, type BatchContext, type CallStates } from '../tools/executor.js';
 import { toolSpec, type ToolRegistry } from '../tools/registry.js';
 import type { ConversationState, ToolContext } from '../tools/types.js';
 import { workspaceQuota } from '../tools/workspace-quota.js';
@@ -44,6 +44,7 @@ import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
 import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
+import { SubagentSession } from '../tools/builtin/subagent/host.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -226,6 +227,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       ...(a.commandRules ? { commandRules: a.commandRules } : {}),
     };
   };
+  // Sub-agents (spawn_subagent) run under this run's batch context: its gate, approvers and signal.
+  let batch: BatchContext | undefined;
+  let subagents: SubagentSession | undefined;
   const keeper = contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: prefixedLog(log, `[${key}] `) });
   const toolContext = (callId: string, signal: AbortSignal): ToolContext => {
     const ctx: ToolContext = {
@@ -243,6 +247,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         compact: (focus) => keeper.compact(conv.messages, { signal, addUsage: (u) => (usage = addUsage(usage, u)), ...(focus ? { focus } : {}) }),
       },
     };
+    if (subagents && batch) {
+      const parentBatch = batch;
+      ctx.subagents = subagents.runner(0, tools, () => parentBatch);
+    }
     if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
     return ctx;
   };
@@ -271,9 +279,47 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // per agent and day across replicas): without one, spend is not counted.
     const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
+    const model = budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model;
+    batch = {
+      runId,
+      conversationKey: key,
+      platform: record.platform,
+      agentName,
+      starterId: record.starter.id,
+      tools,
+      toolContext,
+      policy,
+      classify: async (c) => {
+        const { usage: u, ...verdict } = await d.classify(d.agents.get(agentName) ?? agent, c);
+        if (u) {
+          classifierUsage.total = addUsage(classifierUsage.total, u);
+          classifierUsage.used = true;
+        }
+        return verdict;
+      },
+      broker: d.broker,
+      approvalTimeoutMs: agent.approvalTimeoutMs,
+      emit,
+      signal: controller.signal,
+      states,
+      addAlways: (a) => d.allowlists.add(agentName, a),
+      watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
+      humanWait,
+      ...(d.audit ? { audit: d.audit } : {}),
+      telemetry: observed,
+      ...(quota ? { workspaceQuota: quota } : {}),
+    };
+    const parentBatch = batch;
+    subagents = new SubagentSession({
+      runId,
+      agent: () => d.agents.get(agentName) ?? agent,
+      model,
+      addUsage: (u) => (usage = addUsage(usage, u)),
+      telemetry: observed,
+    });
     const outcome = await runLoop({
       runId,
-      model: budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model,
+      model,
       modelName: agent.model,
       system: await systemPrompt(d, agent, key, log),
       tools: [...tools.values()].map(toolSpec),
@@ -302,36 +348,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         turnDropped = true;
         if (open || clear) recordWritten = true;
       },
-      runBatch: (calls) =>
-        runToolBatch(calls, {
-          runId,
-          conversationKey: key,
-          platform: record.platform,
-          agentName,
-          starterId: record.starter.id,
-          tools,
-          toolContext,
-          policy,
-          classify: async (c) => {
-            const { usage: u, ...verdict } = await d.classify(d.agents.get(agentName) ?? agent, c);
-            if (u) {
-              classifierUsage.total = addUsage(classifierUsage.total, u);
-              classifierUsage.used = true;
-            }
-            return verdict;
-          },
-          broker: d.broker,
-          approvalTimeoutMs: agent.approvalTimeoutMs,
-          emit,
-          signal: controller.signal,
-          states,
-          addAlways: (a) => d.allowlists.add(agentName, a),
-          watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
-          humanWait,
-          ...(d.audit ? { audit: d.audit } : {}),
-          telemetry: observed,
-          ...(quota ? { workspaceQuota: quota } : {}),
-        }),
+      runBatch: (calls) => runToolBatch(calls, parentBatch),
     });
     let last: AgentEvent;
     if (outcome.kind === 'answer') {
@@ -429,6 +446,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   }
   const u: AgentEvent = { type: 'usage', runId, usage };
   if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
+  const spawned = subagents?.usage();
+  if (spawned) u.subagents = spawned;
   d.audit?.({
     event: 'run_finished',
     conversation: key,

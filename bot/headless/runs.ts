@@ -49,6 +49,7 @@ interface LiveRun {
   error?: string;
   limit?: RunLimit;
   usage?: Usage;
+  subagents?: { count: number; usage: Usage };
   reason?: string;
   declined: Declined[];
 }
@@ -83,8 +84,10 @@ export class HeadlessRuns {
           else if (e.type === 'error') {
             run.error = e.message;
             if (e.limit) run.limit = e.limit;
-          } else if (e.type === 'usage') run.usage = e.usage;
-          else if (e.type === 'run_finished') run.reason = e.reason;
+          } else if (e.type === 'usage') {
+            run.usage = e.usage;
+            if (e.subagents) run.subagents = e.subagents;
+          } else if (e.type === 'run_finished') run.reason = e.reason;
           else if (e.type === 'tool_declined') run.declined.push({ tool: e.tool, reason: e.reason });
           else if (e.type === 'approval_resolved' && (e.outcome === 'denied' || e.outcome === 'expired')) {
             run.declined.push({
@@ -247,6 +250,14 @@ export class HeadlessRuns {
       conversation: req.conversation ?? null,
       declined: run.declined,
     };
+    if (run.subagents) {
+      const s = run.subagents.usage;
+      result.subagents = {
+        count: run.subagents.count,
+        costUSD: s.costUSD,
+        usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens, cacheReadTokens: s.cacheReadTokens, cacheWriteTokens: s.cacheWriteTokens },
+      };
+    }
     if (run.answer !== undefined && ok) result.answer = run.answer;
     if (!ok) {
       result.error =
