@@ -11,6 +11,7 @@ import { SUBAGENT_NOTE } from '../../../agent/tools/builtin/subagent/host.js';
 import type { AgentEvent } from '../../../agent/events.js';
 import { Harness, agentYaml, waitFor } from '../../helpers/harness.js';
 import type { RecordedRequest } from '../../fakes/anthropic.js';
+import type { Log } from '../../../bot/app.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -30,8 +31,14 @@ function lastResult(req: RecordedRequest): string {
   return typeof r?.content === 'string' ? r.content : JSON.stringify(r?.content);
 }
 
+const audit: Array<Record<string, unknown>> = [];
+const log: Log = (_level, _msg, fields) => {
+  if (fields && typeof fields === 'object' && (fields as Record<string, unknown>)['event']) audit.push(fields as Record<string, unknown>);
+};
+
 async function start(...lines: string[]): Promise<Harness> {
-  const harness = await Harness.start({ yaml: agentYaml('approvers: { console: [local] }', 'approvalTimeoutMs: 60000', ...lines) });
+  audit.length = 0;
+  const harness = await Harness.start({ yaml: agentYaml('approvers: { console: [local] }', 'approvalTimeoutMs: 60000', ...lines), log });
   mkdirSync(harness.workspace, { recursive: true });
   return harness;
 }
@@ -102,6 +109,34 @@ test('a deny in toolPolicy blocks the call inside the sub-agent: no card, nothin
   expect(isSub(reqs[2]!)).toBe(true);
   expect(lastResult(reqs[2]!)).toMatch(/toolPolicy/);
   expect(lastResult(reqs[3]!)).toBe('could not');
+  // The same audit trail as the parent's calls: the decision is recorded under the run.
+  expect(audit.filter((e) => e['event'] === 'gate_decision' && e['tool'] === 'mkdir')).toEqual([
+    expect.objectContaining({ decision: 'deny', rule: 'agents.default.toolPolicy["mkdir"]', conversation: 'console:main' }),
+  ]);
+});
+
+test('"Always" on a sub-agent\'s card adds what the parent\'s own card would: that tool, nothing more', async () => {
+  h = await start('tools: [mkdir, rm, spawn_subagent]', 'tier: low-risk');
+  h.script(
+    spawn({ task: 'Create the folder a.' }),
+    { toolUses: [{ name: 'mkdir', input: { path: 'a' } }] },
+    { text: 'made a' },
+    { toolUses: [{ name: 'mkdir', input: { path: 'b' } }] },
+    { toolUses: [{ name: 'rm', input: { path: 'a' } }] },
+    { text: 'done' },
+  );
+  await h.adapter.send('go');
+  const card = await waitFor('card', () => h!.adapter.cards[0]);
+  expect(card.card.buttons.map((b) => b.label)).toContain('Always allow mkdir');
+  expect((await h.adapter.click(card, 'Always allow mkdir')).accepted).toBe(true);
+  // The parent's own mkdir now runs without a card, as after its own Always; its rm still asks.
+  const rmCard = await waitFor('rm card', () => h!.adapter.cards[1]);
+  expect(rmCard.card.title).toBe('Approve rm?');
+  expect(existsSync(join(h.workspace, 'b'))).toBe(true);
+  expect(h.adapter.cards).toHaveLength(2);
+  expect((await h.adapter.click(rmCard, 'Deny')).accepted).toBe(true);
+  expect(await waitFor('answer', () => h!.adapter.answers()[0])).toBe('done');
+  expect(existsSync(join(h.workspace, 'a'))).toBe(true);
 });
 
 test('tools the parent lacks, or that ask the user, are refused and no sub-agent starts', async () => {
