@@ -191,3 +191,25 @@ test("/stop during a sub-agent's model call ends it; the model sees no request a
   expect(h.modelRequests()).toHaveLength(2);
   expect(h.adapter.eventsOf('console:main', 'run_finished')[0]).toMatchObject({ reason: 'stopped' });
 });
+
+test('/stop while a sub-agent call waits for its approval: nothing runs, the model sees no request after the stop', async () => {
+  h = await start('tools: [mkdir, spawn_subagent]', 'tier: low-risk');
+  h.script(spawn({ task: 'Create the folder late.' }), { toolUses: [{ name: 'mkdir', input: { path: 'late' } }] }, { text: 'should not be asked for' });
+  await h.adapter.send('go');
+  await waitFor('card', () => h!.adapter.cards[0]);
+  await h.adapter.send('/stop');
+  await waitFor('run finished', () => h!.adapter.eventsOf('console:main', 'run_finished')[0]);
+  expect(h.adapter.answers()).toEqual(['Stopped.']);
+  expect(h.modelRequests()).toHaveLength(2);
+  expect(existsSync(join(h.workspace, 'late'))).toBe(false);
+});
+
+test('maxTurns ends a sub-agent without an answer; the parent is told which key', async () => {
+  h = await start('tools: [ls, spawn_subagent]', 'tier: low-risk', 'subagents: { maxTurns: 1 }');
+  h.script(spawn({ task: 'List forever.' }), { toolUses: [{ name: 'ls', input: {} }] }, { text: 'gave up' });
+  await h.adapter.send('go');
+  expect(await waitFor('answer', () => h!.adapter.answers()[0])).toBe('gave up');
+  const reqs = h.modelRequests();
+  expect(reqs.map(isSub)).toEqual([false, true, false]);
+  expect(lastResult(reqs[2]!)).toMatch(/made 1 model calls without a final answer \(agents\.default\.subagents\.maxTurns\)/);
+});

@@ -53,3 +53,19 @@ export function subagentLimits(cfg: SubagentsConfig | undefined, agent: { maxIte
     maxTurns: cfg?.maxTurns ?? agent.maxIterations,
   };
 }
+
+/**
+ * A `subagents.tools` name the agent lacks would silently never be offered: a config error at its
+ * path instead. MCP tools (`mcp_<server>_<tool>`) are known only once the server answers, so a name
+ * under a configured server passes.
+ */
+export function subagentToolProblems(
+  cfg: SubagentsConfig | undefined,
+  opts: { path: string; tools: readonly string[]; mcpServers: readonly string[] },
+): Array<{ path: string; message: string }> {
+  return (cfg?.tools ?? []).flatMap((name, i) =>
+    opts.tools.includes(name) || opts.mcpServers.some((s) => name.startsWith(`mcp_${s}_`))
+      ? []
+      : [{ path: `${opts.path}.tools[${i}]`, message: `${JSON.stringify(name)} is not in this agent's tools; a sub-agent only gets tools its parent has` }],
+  );
+}
