@@ -227,8 +227,9 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       ...(a.commandRules ? { commandRules: a.commandRules } : {}),
     };
   };
-  // Sub-agents (spawn_subagent) run under this run's batch context: its gate, approvers and signal.
+  // Sub-agents (spawn_subagent) run under the run's batch context (its gate, approvers, signal).
   let batch: BatchContext | undefined;
+  const runKept = (calls: Parameters<typeof runToolBatch>[0], b: BatchContext) => runToolBatch(calls, (batch = b));
   let subagents: SubagentSession | undefined;
   const keeper = contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: prefixedLog(log, `[${key}] `) });
   const toolContext = (callId: string, signal: AbortSignal): ToolContext => {
@@ -247,10 +248,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         compact: (focus) => keeper.compact(conv.messages, { signal, addUsage: (u) => (usage = addUsage(usage, u)), ...(focus ? { focus } : {}) }),
       },
     };
-    if (subagents && batch) {
-      const parentBatch = batch;
-      ctx.subagents = subagents.runner(0, tools, () => parentBatch);
-    }
+    const parentBatch = batch;
+    if (subagents && parentBatch) ctx.subagents = subagents.runner(0, tools, () => parentBatch);
     if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
     return ctx;
   };
@@ -280,36 +279,6 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const model = budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model;
-    batch = {
-      runId,
-      conversationKey: key,
-      platform: record.platform,
-      agentName,
-      starterId: record.starter.id,
-      tools,
-      toolContext,
-      policy,
-      classify: async (c) => {
-        const { usage: u, ...verdict } = await d.classify(d.agents.get(agentName) ?? agent, c);
-        if (u) {
-          classifierUsage.total = addUsage(classifierUsage.total, u);
-          classifierUsage.used = true;
-        }
-        return verdict;
-      },
-      broker: d.broker,
-      approvalTimeoutMs: agent.approvalTimeoutMs,
-      emit,
-      signal: controller.signal,
-      states,
-      addAlways: (a) => d.allowlists.add(agentName, a),
-      watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
-      humanWait,
-      ...(d.audit ? { audit: d.audit } : {}),
-      telemetry: observed,
-      ...(quota ? { workspaceQuota: quota } : {}),
-    };
-    const parentBatch = batch;
     subagents = new SubagentSession({
       runId,
       agent: () => d.agents.get(agentName) ?? agent,
@@ -348,7 +317,36 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         turnDropped = true;
         if (open || clear) recordWritten = true;
       },
-      runBatch: (calls) => runToolBatch(calls, parentBatch),
+      runBatch: (calls) =>
+        runKept(calls, {
+          runId,
+          conversationKey: key,
+          platform: record.platform,
+          agentName,
+          starterId: record.starter.id,
+          tools,
+          toolContext,
+          policy,
+          classify: async (c) => {
+            const { usage: u, ...verdict } = await d.classify(d.agents.get(agentName) ?? agent, c);
+            if (u) {
+              classifierUsage.total = addUsage(classifierUsage.total, u);
+              classifierUsage.used = true;
+            }
+            return verdict;
+          },
+          broker: d.broker,
+          approvalTimeoutMs: agent.approvalTimeoutMs,
+          emit,
+          signal: controller.signal,
+          states,
+          addAlways: (a) => d.allowlists.add(agentName, a),
+          watchAllowlist: (recheck) => d.allowlists.watch(agentName, recheck),
+          humanWait,
+          ...(d.audit ? { audit: d.audit } : {}),
+          telemetry: observed,
+          ...(quota ? { workspaceQuota: quota } : {}),
+        }),
     });
     let last: AgentEvent;
     if (outcome.kind === 'answer') {

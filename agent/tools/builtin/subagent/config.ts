@@ -21,8 +21,8 @@ const int = (min: number, max: number, hint = '') =>
       .max(max, `expected a whole number from ${min} to ${max}${hint}`),
   );
 
-export const DEFAULT_MAX_DEPTH = 1;
-export const DEFAULT_MAX_PER_RUN = 4;
+const DEFAULT_MAX_DEPTH = 1;
+const DEFAULT_MAX_PER_RUN = 4;
 
 export const subagentsSchema = z.strictObject({
   /** The most a sub-agent may get (besides being a subset of the parent's toolset); unset: the parent's. */
