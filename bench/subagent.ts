@@ -46,14 +46,14 @@ function parentBatch(): { batch: BatchContext; session: SubagentSession } {
     platform: 'cli',
     agentName: agent.name,
     tools,
-    toolContext: (_id, signal): ToolContext => ({
+    toolContext: (id, signal): ToolContext => ({
       workspace: '/tmp',
       signal,
       conversationKey: 'bench:1',
       agentName: agent.name,
       envAllowlist: [],
       state: { get: () => undefined, set: () => undefined },
-      subagents: session.runner(0, tools, () => batch),
+      subagents: session.runner(0, tools, () => batch, id),
     }),
     policy: () => ({ name: agent.name, tier: 'high-risk', autoApprovedTools: [], autoApprovedCommands: [], approvers: {} }),
     classify: async () => ({ tier: 'high-risk' }),

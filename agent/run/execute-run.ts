@@ -44,7 +44,7 @@ import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
 import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
-import { SubagentSession } from '../tools/builtin/subagent/host.js';
+import { closeOrphanedCards, SubagentSession } from '../tools/builtin/subagent/host.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -249,7 +249,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       },
     };
     const parentBatch = batch;
-    if (subagents && parentBatch) ctx.subagents = subagents.runner(0, tools, () => parentBatch);
+    if (subagents && parentBatch) ctx.subagents = subagents.runner(0, tools, () => parentBatch, callId);
     if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
     return ctx;
   };
@@ -266,6 +266,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   };
 
   // Phase 3: the loop.
+  if (resumed)
+    await closeOrphanedCards(record.calls, d.broker).catch((err: unknown) =>
+      log('warn', `[${key}] could not close the cards of interrupted sub-agents: ${(err as Error).message}`),
+    );
   const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
   await emit({ type: 'run_started', runId });
   d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });

@@ -202,6 +202,9 @@ test('/stop while a sub-agent call waits for its approval: nothing runs, the mod
   expect(h.adapter.answers()).toEqual(['Stopped.']);
   expect(h.modelRequests()).toHaveLength(2);
   expect(existsSync(join(h.workspace, 'late'))).toBe(false);
+  // Its card is closed with the run, as the parent's own would be.
+  await waitFor('card closed', () => h!.adapter.cards[0]!.updates.at(-1)?.outcome);
+  expect(h.adapter.cards[0]!.updates.at(-1)!.outcome).toMatch(/the run was stopped/);
 });
 
 test('maxTurns ends a sub-agent without an answer; the parent is told which key', async () => {
@@ -212,4 +215,50 @@ test('maxTurns ends a sub-agent without an answer; the parent is told which key'
   const reqs = h.modelRequests();
   expect(reqs.map(isSub)).toEqual([false, true, false]);
   expect(lastResult(reqs[2]!)).toMatch(/made 1 model calls without a final answer \(agents\.default\.subagents\.maxTurns\)/);
+});
+
+test("a sub-agent's model calling a tool it was not given (the parent has it) gets Unknown tool: no card, nothing done", async () => {
+  h = await start('tools: [ls, mkdir, spawn_subagent]', 'tier: low-risk');
+  h.script(
+    spawn({ task: 'Look around.', tools: ['ls'] }),
+    {
+      toolUses: [
+        { name: 'mkdir', input: { path: 'sneaky' } },
+        { name: 'spawn_subagent', input: { task: 'deeper' } },
+      ],
+    },
+    { text: 'only looked' },
+    { text: 'ok' },
+  );
+  await h.adapter.send('go');
+  expect(await waitFor('answer', () => h!.adapter.answers()[0])).toBe('ok');
+  expect(h.adapter.cards).toHaveLength(0);
+  expect(existsSync(join(h.workspace, 'sneaky'))).toBe(false);
+  const results = JSON.stringify(body(h.modelRequests()[2]!).messages.at(-1));
+  expect(results).toContain('Unknown tool \\"mkdir\\". Available tools: ls.');
+  expect(results).toContain('Unknown tool \\"spawn_subagent\\". Available tools: ls.');
+  expect(h.modelRequests().filter(isSub)).toHaveLength(2);
+});
+
+test('a restart while a sub-agent waits for an approval: the spawn is reported interrupted, never run twice', async () => {
+  h = await start('tools: [mkdir, spawn_subagent]', 'tier: low-risk');
+  h.script(spawn({ task: 'Create the folder r.' }), { toolUses: [{ name: 'mkdir', input: { path: 'r' } }] });
+  await h.adapter.send('go');
+  await waitFor('card', () => h!.adapter.cards[0]);
+  await h.restart();
+  h.script({ text: 'it was interrupted' });
+  expect(await waitFor('answer after restart', () => h!.adapter.answers()[0])).toBe('it was interrupted');
+  const reqs = h.modelRequests();
+  expect(reqs.map(isSub)).toEqual([false, true, false]);
+  expect(lastResult(reqs[2]!)).toMatch(/spawn_subagent was interrupted by a restart/);
+  expect(existsSync(join(h.workspace, 'r'))).toBe(false);
+  // Its card, shown again after the restart, is closed with the reason: nobody waits on it any more.
+  const stale = h.adapter.cards[0]!;
+  expect(stale.card.title).toBe('Sub-agent: approve mkdir?');
+  await waitFor('stale card closed', () => stale.updates.at(-1)?.outcome);
+  expect(stale.updates.at(-1)!.outcome).toMatch(/interrupted by a restart/);
+  expect((await h.adapter.click(stale, 'Approve once', { user: 'local' })).accepted).toBe(false);
+  await h.gh.runner.idle();
+  expect(existsSync(join(h.workspace, 'r'))).toBe(false);
+  expect(h.modelRequests()).toHaveLength(3);
 });

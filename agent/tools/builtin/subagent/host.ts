@@ -5,8 +5,9 @@
  * Contract:
  * - Same gate: a sub-agent's batch is the parent's BatchContext with only the toolset (a subset,
  *   ./toolset.ts), the call states (in memory: a restart reports the parent's spawn_subagent call as
- *   interrupted, it never runs twice), the abort signal (the spawn call's: /stop and the run
- *   timeout reach its model call and tools) and the events replaced. Policy, tier, toolPolicy,
+ *   interrupted, it never runs twice; the approvals it waits on are also in the run record, and
+ *   `closeOrphanedCards` denies them on resume), the abort signal (the spawn call's: /stop and the
+ *   run timeout reach its model call and tools) and the events replaced. Policy, tier, toolPolicy,
  *   commandRules, classifier, audit, approvers, broker and allowlists are the parent's: its cards
  *   post in the parent conversation, say they come from a sub-agent and show its task, and an
  *   "Always" there adds what the same card in the parent would have added.
@@ -18,6 +19,7 @@
  * - Events: the sub-agent's tool, approval and decline events reach the run's output with their
  *   summary prefixed "sub-agent: "; its streamed text does not (its answer is the tool's result).
  */
+import type { ApprovalBroker } from '../../../approvals.js';
 import type { AgentEvent, Usage } from '../../../events.js';
 import { runLoop } from '../../../loop.js';
 import type { Message } from '../../../messages.js';
@@ -59,7 +61,7 @@ export class SubagentSession {
   }
 
   /** The runner for a model at `depth` (0: the run's own) whose toolset and batch are these. */
-  runner(depth: number, tools: ReadonlyMap<string, AnyTool>, batch: () => BatchContext): SubagentRunner {
+  runner(depth: number, tools: ReadonlyMap<string, AnyTool>, batch: () => BatchContext, callId: string): SubagentRunner {
     const limits = () => {
       const a = this.deps.agent();
       return { agent: a, limits: subagentLimits(a.subagents, a) };
@@ -88,12 +90,19 @@ export class SubagentSession {
         const c = check(requested);
         if (!c.ok) throw new ToolError(c.reason);
         this.spawned++;
-        return this.runOne(task, depth + 1, c.set, batch(), signal);
+        return this.runOne(task, depth + 1, c.set, batch(), signal, callId);
       },
     };
   }
 
-  private async runOne(task: string, depth: number, tools: Map<string, AnyTool>, parent: BatchContext, signal: AbortSignal): Promise<ToolResult> {
+  private async runOne(
+    task: string,
+    depth: number,
+    tools: Map<string, AnyTool>,
+    parent: BatchContext,
+    signal: AbortSignal,
+    spawnCallId: string,
+  ): Promise<ToolResult> {
     const agent = this.deps.agent();
     const { maxTurns } = subagentLimits(agent.subagents, agent);
     const messages: Message[] = [{ role: 'user', content: [{ type: 'text', text: task }] }];
@@ -107,15 +116,14 @@ export class SubagentSession {
       ...parent,
       tools,
       signal,
-      states: memoryStates(),
+      states: trackedStates(parent.states, `${spawnCallId}${ORPHAN_MARK}`),
       emit: progress(parent.emit),
       origin: { title: 'Sub-agent', line: `From a sub-agent. Its task: ${clip(task, 400)}` },
       toolContext: (callId, s) => {
         const { askUser: _noHuman, context: _notThisTranscript, ...base } = parent.toolContext(callId, s);
-        return { ...base, state, transcript: () => messages, addUsage: add, subagents: child };
+        return { ...base, state, transcript: () => messages, addUsage: add, subagents: this.runner(depth, tools, () => batch, callId) };
       },
     };
-    const child = this.runner(depth, tools, () => batch);
     let outcome: Awaited<ReturnType<typeof runLoop>>;
     try {
       outcome = await runLoop({
@@ -154,9 +162,36 @@ function stopped(): ToolResult {
   return { content: 'The sub-agent was stopped: the run was stopped.', isError: true };
 }
 
-function memoryStates(): CallStates {
+/** Between a spawn call's id and its sub-agent's call id in the run record's `calls`. */
+const ORPHAN_MARK = '/sub/';
+
+/**
+ * A sub-agent's call states live in memory (its spawn call is `started`: a restart never resumes
+ * it). Only the approvals it waits for are also recorded in the parent's states, under
+ * `<spawn call id>/sub/<call id>`, so that after a restart their cards can be closed: nobody waits on them.
+ */
+function trackedStates(parent: CallStates, prefix: string): CallStates {
   const m = new Map<string, CallState>();
-  return { get: (id) => m.get(id), set: async (id, s) => void m.set(id, s) };
+  return {
+    get: (id) => m.get(id),
+    set: async (id, s) => {
+      const was = m.get(id);
+      m.set(id, s);
+      if (s.status === 'awaiting') await parent.set(prefix + id, s);
+      else if (was?.status === 'awaiting') await parent.set(prefix + id, { status: 'done', result: { content: 'decided' } });
+    },
+  };
+}
+
+/**
+ * On resume: the cards sub-agents were waiting on when the process stopped are denied with the
+ * reason (their spawn call is reported interrupted), so none says "Approved" while nothing runs.
+ */
+export async function closeOrphanedCards(calls: Readonly<Record<string, CallState>>, broker: Pick<ApprovalBroker, 'settle'>, now = Date.now()): Promise<void> {
+  for (const [id, s] of Object.entries(calls)) {
+    if (!id.includes(ORPHAN_MARK) || s.status !== 'awaiting') continue;
+    await broker.settle(s.requestId, { outcome: 'denied', at: now, by: 'policy', note: 'the sub-agent that asked was interrupted by a restart' });
+  }
 }
 
 /** A sub-agent's events as the parent's progress: summaries prefixed, streamed text left out. */
