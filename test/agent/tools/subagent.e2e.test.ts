@@ -262,3 +262,17 @@ test('a restart while a sub-agent waits for an approval: the spawn is reported i
   expect(existsSync(join(h.workspace, 'r'))).toBe(false);
   expect(h.modelRequests()).toHaveLength(3);
 });
+
+test("no approver bound for the platform: the sub-agent's above-tier call is declined with the reason, no card", async () => {
+  const harness = await Harness.start({ yaml: agentYaml('tools: [mkdir, spawn_subagent]', 'tier: low-risk', 'approvers: { telegram: ["42"] }') });
+  h = harness;
+  mkdirSync(harness.workspace, { recursive: true });
+  h.script(spawn({ task: 'Create the folder n.' }), { toolUses: [{ name: 'mkdir', input: { path: 'n' } }] }, { text: 'not allowed' }, { text: 'ok' });
+  await h.adapter.send('go');
+  expect(await waitFor('answer', () => h!.adapter.answers()[0])).toBe('ok');
+  expect(h.adapter.cards).toHaveLength(0);
+  expect(existsSync(join(h.workspace, 'n'))).toBe(false);
+  expect(lastResult(h.modelRequests()[2]!)).toMatch(/^Declined: mkdir needs approval.*no approver is bound/s);
+  const declined = h.adapter.eventsOf('console:main', 'tool_declined');
+  expect(declined).toEqual([expect.objectContaining({ tool: 'mkdir', reason: expect.stringMatching(/^sub-agent: Declined: mkdir/) })]);
+});
