@@ -180,6 +180,27 @@ test('count: past maxPerRun the spawn is refused naming the key', async () => {
   expect(lastResult(reqs[3]!)).toMatch(/already started 1 sub-agents, the most agents\.default\.subagents\.maxPerRun \(1\) allows/);
 });
 
+test('count: two spawns in one turn under maxPerRun 1 start one sub-agent; the other is refused', async () => {
+  h = await start('tools: [read_file, spawn_subagent]', 'tier: low-risk', 'subagents: { maxPerRun: 1 }');
+  h.script(
+    {
+      toolUses: [
+        { name: 'spawn_subagent', input: { task: 'one' } },
+        { name: 'spawn_subagent', input: { task: 'two' } },
+      ],
+    },
+    { text: 'a sub answer' },
+    { text: 'top' },
+  );
+  await h.adapter.send('go');
+  expect(await waitFor('answer', () => h!.adapter.answers()[0])).toBe('top');
+  const reqs = h.modelRequests();
+  expect(reqs.map(isSub)).toEqual([false, true, false]);
+  const results = JSON.stringify(body(reqs[2]!).messages.at(-1));
+  expect(results).toContain('a sub answer');
+  expect(results).toContain('maxPerRun (1) allows');
+});
+
 test("/stop during a sub-agent's model call ends it; the model sees no request after the stop", async () => {
   h = await start('tools: [read_file, spawn_subagent]', 'tier: low-risk');
   h.script(spawn({ task: 'think for a long time' }), { hang: true });
