@@ -52,6 +52,8 @@ interface LiveRun {
   subagents?: { count: number; usage: Usage };
   reason?: string;
   declined: Declined[];
+  /** Calls of sub-agents (spawn_subagent) that asked: their denials say so, as their declines do. */
+  subagentAsks?: Set<string>;
 }
 
 const emptyUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0, costKnown: true };
@@ -89,11 +91,10 @@ export class HeadlessRuns {
             if (e.subagents) run.subagents = e.subagents;
           } else if (e.type === 'run_finished') run.reason = e.reason;
           else if (e.type === 'tool_declined') run.declined.push({ tool: e.tool, reason: e.reason });
+          else if (e.type === 'approval_asked' && fromSubagent(e)) (run.subagentAsks ??= new Set()).add(e.callId);
           else if (e.type === 'approval_resolved' && (e.outcome === 'denied' || e.outcome === 'expired')) {
-            run.declined.push({
-              tool: e.tool,
-              reason: e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}`,
-            });
+            const why = e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}`;
+            run.declined.push({ tool: e.tool, reason: run.subagentAsks?.has(e.callId) ? `sub-agent: ${why}` : why });
           }
           run.send(e);
         }
@@ -271,4 +272,9 @@ export class HeadlessRuns {
     }
     return result;
   }
+}
+
+/** A sub-agent's call (agent/tools/builtin/subagent/host.ts prefixes them); the spawn's own summary starts so too. */
+function fromSubagent(e: { tool: string; summary: string }): boolean {
+  return e.summary.startsWith('sub-agent: ') && (e.tool !== 'spawn_subagent' || e.summary.startsWith('sub-agent: sub-agent: '));
 }
