@@ -99,7 +99,7 @@ export interface BatchContext {
   workspaceQuota?: WorkspaceQuota;
   /** The run's trace and metrics: one `tool` per call, with its gate decision and approval. */
   telemetry?: RunTelemetry;
-  /** Where the calls come from when not the run's own model (a sub-agent): its cards say so first. */
+  /** Where the calls come from when not the run's own model (a sub-agent): its cards say so first, its audit records `origin`. */
   origin?: { title: string; line: string };
 }
 
@@ -364,8 +364,10 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext, observed: ToolTele
   return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
 }
 
+const originOf = (ctx: BatchContext) => (ctx.origin ? { origin: 'sub-agent' as const } : {});
+
 function auditDecision(ctx: BatchContext, tool: string, d: GateDecision, observed: ToolTelemetry): void {
-  const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool };
+  const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool, ...originOf(ctx) };
   if (d.action === 'deny') {
     // A decline (nobody to approve) is a deny the operator can fix; its reason names the config key.
     const rule = d.rule ?? (d.absolute ? 'absolute' : /no approver is bound/.test(d.reason) ? 'no approver bound' : 'denied');

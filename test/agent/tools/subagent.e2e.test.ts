@@ -111,7 +111,7 @@ test('a deny in toolPolicy blocks the call inside the sub-agent: no card, nothin
   expect(lastResult(reqs[3]!)).toBe('could not');
   // The same audit trail as the parent's calls: the decision is recorded under the run.
   expect(audit.filter((e) => e['event'] === 'gate_decision' && e['tool'] === 'mkdir')).toEqual([
-    expect.objectContaining({ decision: 'deny', rule: 'agents.default.toolPolicy["mkdir"]', conversation: 'console:main' }),
+    expect.objectContaining({ decision: 'deny', rule: 'agents.default.toolPolicy["mkdir"]', conversation: 'console:main', origin: 'sub-agent' }),
   ]);
 });
 
