@@ -22,7 +22,7 @@
  *   config_reloaded                     ok, file, changes (agents/routes/approvers/access added and
  *                                       removed), needsRestart; error when rejected
  *   run_started / run_finished          outcome, tokens, cost
- *   gate_decision                       tool, decision, tier, rule, approvalKey
+ *   gate_decision                       tool, decision, tier, rule, approvalKey, origin (a sub-agent's call)
  *   approval_asked / approval_decided   kind, outcome, by, byName, byPlatform, at
  *   approval_refused                    a click or decision that changed nothing: reason, who tried
  *   limit_refused                       limit (rate_limit, workspace_limit, run_timeout,
@@ -103,6 +103,8 @@ export type AuditEvent =
       approvalKey?: string;
       /** Which rule decided: a denylist rule id, or the gate's reason in a few words. */
       rule: string;
+      /** Set when the call came from a sub-agent of the run (spawn_subagent), not the run's own model. */
+      origin?: 'sub-agent';
     }
   | {
       event: 'approval_asked';
@@ -196,7 +198,7 @@ export function auditMessage(e: AuditEvent): string {
     case 'run_finished':
       return `run finished in ${e.conversation}: ${e.outcome}, ${e.inputTokens} tokens in, ${e.outputTokens} out, ${e.costKnown ? `$${e.costUSD.toFixed(4)}` : 'cost unknown'}`;
     case 'gate_decision':
-      return `gate: ${e.decision} ${e.tool}${e.tier ? ` (${e.tier})` : ''} in ${e.conversation}: ${e.rule}`;
+      return `gate: ${e.decision} ${e.origin ? `${e.origin} ` : ''}${e.tool}${e.tier ? ` (${e.tier})` : ''} in ${e.conversation}: ${e.rule}`;
     case 'approval_asked':
       return `${e.kind} ${e.reshown ? 'shown again' : 'asked'} in ${e.conversation} (request ${e.requestId})`;
     case 'approval_decided':

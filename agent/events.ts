@@ -52,7 +52,8 @@ export type AgentEvent =
   | { type: 'question_answered'; runId: string; callId: string; answer: string | null; by?: string }
   | { type: 'answer'; runId: string; text: string }
   | { type: 'error'; runId: string; message: string; limit?: RunLimit }
-  | { type: 'usage'; runId: string; usage: Usage; classifierUsage?: Usage }
+  /** `usage` includes the sub-agents'; `subagents` shows their part apart (absent when none was started). */
+  | { type: 'usage'; runId: string; usage: Usage; classifierUsage?: Usage; subagents?: { count: number; usage: Usage } }
   | { type: 'run_finished'; runId: string; reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' };
 
 export type AgentEventType = AgentEvent['type'];

@@ -10,6 +10,7 @@ import type { MemorySettings } from './memory.js';
 import type { ReminderSettings } from './reminders.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
 import type { Companions } from './companions.js';
+import type { SubagentsConfig } from './tools/builtin/subagent/config.js';
 
 export interface AgentSettings {
   name: string;
@@ -60,6 +61,8 @@ export interface AgentSettings {
   memory?: MemorySettings;
   /** Reminder delivery and caps (agent/reminders.ts); defaults when absent. */
   reminders?: ReminderSettings;
+  /** spawn_subagent's limits (agent/tools/builtin/subagent/config.ts); defaults when absent. */
+  subagents?: SubagentsConfig;
 }
 
 export interface AgentDirectory {

@@ -41,6 +41,7 @@ import { budgetLimitsOf } from './budget-config.js';
 import { resolveWebSearch, type CommandToolsConfig } from './tools-config.js';
 import type { WebSearchConfig } from '../agent/tools/builtin/web/search.js';
 import { SKILL_TOOL_NAMES } from '../agent/tools/builtin/skills/tools.js';
+import { subagentToolProblems } from '../agent/tools/builtin/subagent/config.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
@@ -353,6 +354,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...Object.keys(layer.commandTools ?? {}),
       ...(layer.skills?.length ? SKILL_TOOL_NAMES : []),
       ...(layer.webSearch ? ['web_search'] : []),
+      ...(layer.subagents ? ['spawn_subagent'] : []),
     ]);
     const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
     autoTools.forEach((t, i) => {
@@ -421,6 +423,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
         mcpServers: Object.keys(mcpServers),
       }),
     );
+    policyProblems.push(...subagentToolProblems(layer.subagents, { path: `${where('subagents')}.subagents`, tools, mcpServers: Object.keys(mcpServers) }));
     // Set in defaults, the same problem would otherwise be listed once per agent.
     for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
     agents[name] = {
@@ -472,6 +475,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
       ...withWebSearch(resolveWebSearch(layer.webSearch, { env: opts.env, path: `${where('webSearch')}.webSearch`, problems })),
       ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
+      ...(layer.subagents ? { subagents: layer.subagents } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
   }

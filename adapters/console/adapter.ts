@@ -279,7 +279,10 @@ export class ConsoleAdapter implements Adapter {
         if (u.inputTokens + u.outputTokens === 0) return; // nothing was spent (the model was not reached)
         const cost = u.costKnown ? `$${u.costUSD.toFixed(4)}` : 'cost unknown (no price for this model)';
         const cls = e.classifierUsage ? `; classifier ${e.classifierUsage.inputTokens + e.classifierUsage.outputTokens} tokens` : '';
-        this.write(`  (${u.inputTokens} tokens in, ${u.outputTokens} out, ${cost}${cls})\n`);
+        const sub = e.subagents
+          ? `; of which ${e.subagents.count} sub-agent(s) ${e.subagents.usage.inputTokens} in, ${e.subagents.usage.outputTokens} out`
+          : '';
+        this.write(`  (${u.inputTokens} tokens in, ${u.outputTokens} out, ${cost}${cls}${sub})\n`);
         return;
       }
       case 'run_finished':

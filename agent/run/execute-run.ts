@@ -34,7 +34,7 @@ import { addUsage, emptyUsage } from '../pricing.js';
 import { Deadline, placeOf, type RunClock, type SlotClaim, type Slots } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import { FencedError, type Fence, type LeaseRepo, type RunRepo, type SpendRepo } from '../store/types.js';
-import { runToolBatch, type CallStates } from '../tools/executor.js';
+import { runToolBatch, type BatchContext, type CallStates } from '../tools/executor.js';
 import { toolSpec, type ToolRegistry } from '../tools/registry.js';
 import type { ConversationState, ToolContext } from '../tools/types.js';
 import { workspaceQuota } from '../tools/workspace-quota.js';
@@ -44,6 +44,7 @@ import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
 import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
+import { closeOrphanedCards, SubagentSession } from '../tools/builtin/subagent/host.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
 export interface RunDeps {
@@ -226,6 +227,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       ...(a.commandRules ? { commandRules: a.commandRules } : {}),
     };
   };
+  // Sub-agents (spawn_subagent) run under the run's batch context (its gate, approvers, signal).
+  let batch: BatchContext | undefined;
+  const runKept = (calls: Parameters<typeof runToolBatch>[0], b: BatchContext) => runToolBatch(calls, (batch = b));
+  let subagents: SubagentSession | undefined;
   const keeper = contextKeeperFor({ model: d.model, agent, key, conv, store: d.conversations, tools, log: prefixedLog(log, `[${key}] `) });
   const toolContext = (callId: string, signal: AbortSignal): ToolContext => {
     const ctx: ToolContext = {
@@ -243,6 +248,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         compact: (focus) => keeper.compact(conv.messages, { signal, addUsage: (u) => (usage = addUsage(usage, u)), ...(focus ? { focus } : {}) }),
       },
     };
+    const parentBatch = batch;
+    if (subagents && parentBatch) ctx.subagents = subagents.runner(0, tools, () => parentBatch, callId);
     if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
     return ctx;
   };
@@ -259,6 +266,10 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   };
 
   // Phase 3: the loop.
+  if (resumed)
+    await closeOrphanedCards(record.calls, d.broker).catch((err: unknown) =>
+      log('warn', `[${key}] could not close the cards of interrupted sub-agents: ${(err as Error).message}`),
+    );
   const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
   await emit({ type: 'run_started', runId });
   d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
@@ -271,9 +282,17 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // per agent and day across replicas): without one, spend is not counted.
     const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
+    const model = budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model;
+    subagents = new SubagentSession({
+      runId,
+      agent: () => d.agents.get(agentName) ?? agent,
+      model,
+      addUsage: (u) => (usage = addUsage(usage, u)),
+      telemetry: observed,
+    });
     const outcome = await runLoop({
       runId,
-      model: budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model,
+      model,
       modelName: agent.model,
       system: await systemPrompt(d, agent, key, log),
       tools: [...tools.values()].map(toolSpec),
@@ -304,7 +323,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         if (open || clear) recordWritten = true;
       },
       runBatch: (calls) =>
-        runToolBatch(calls, {
+        runKept(calls, {
           runId,
           conversationKey: key,
           platform: record.platform,
@@ -430,6 +449,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   }
   const u: AgentEvent = { type: 'usage', runId, usage };
   if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
+  const spawned = subagents?.usage();
+  if (spawned) u.subagents = spawned;
   d.audit?.({
     event: 'run_finished',
     conversation: key,

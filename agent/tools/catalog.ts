@@ -17,6 +17,7 @@ import type { CommandToolDecl } from './builtin/command-tools/declaration.js';
 import { skillTools } from './builtin/skills/tools.js';
 import { webSearchTool, type WebSearchConfig } from './builtin/web/search.js';
 import { contextTools } from './builtin/context-tools.js';
+import { spawnSubagentTool } from './builtin/subagent/tool.js';
 
 export interface CatalogOptions {
   /** execute_command's default and maximum timeout (agents' commandTimeoutMs). */
@@ -58,6 +59,7 @@ export function builtinRegistry(opts: CatalogOptions = {}): ToolRegistry {
     erase(analyzeMediaTool(opts.media)),
     erase(retrieveToolResultTool(opts.toolResults)),
     ...contextTools(),
+    erase(spawnSubagentTool()),
     ...(opts.webSearch ? [webSearchTool(opts.webSearch)] : []),
     ...skillTools(opts.skills ? { folders: opts.skills } : {}),
     ...Object.entries(opts.commandTools ?? {}).map(([name, d]) => commandTool({ ...d, name }, opts.sandbox ? { sandbox: opts.sandbox } : {})),

@@ -99,6 +99,8 @@ export interface BatchContext {
   workspaceQuota?: WorkspaceQuota;
   /** The run's trace and metrics: one `tool` per call, with its gate decision and approval. */
   telemetry?: RunTelemetry;
+  /** Where the calls come from when not the run's own model (a sub-agent): its cards say so first, its audit records `origin`. */
+  origin?: { title: string; line: string };
 }
 
 type Prepared =
@@ -136,8 +138,8 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         platform: ctx.platform,
         agentName: ctx.agentName,
         runId: ctx.runId,
-        title: `Approve ${p.tool.name}?`,
-        body: cardBody(p.proposal.summary, p.decision),
+        title: ctx.origin ? `${ctx.origin.title}: approve ${p.tool.name}?` : `Approve ${p.tool.name}?`,
+        body: ctx.origin ? `${ctx.origin.line}\n${cardBody(p.proposal.summary, p.decision)}` : cardBody(p.proposal.summary, p.decision),
         ...(p.proposal.preview !== undefined ? { preview: p.proposal.preview } : {}),
         alwaysLabel: alwaysLabel(p.decision.always),
         ...(p.proposal.options ? { options: p.proposal.options } : {}),
@@ -161,7 +163,7 @@ export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchCon
         platform: ctx.platform,
         agentName: ctx.agentName,
         runId: ctx.runId,
-        title: `${newlyAsked.length} calls wait for approval`,
+        title: `${ctx.origin ? `${ctx.origin.title}: ` : ''}${newlyAsked.length} calls wait for approval`,
         body: 'Decide them one by one above, or all at once here.',
         timeoutMs: ctx.approvalTimeoutMs,
         ...(ctx.starterId !== undefined ? { starterId: ctx.starterId } : {}),
@@ -362,8 +364,10 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext, observed: ToolTele
   return { kind: 'run', tool, input, ...(proposal ? { proposal } : {}) };
 }
 
+const originOf = (ctx: BatchContext) => (ctx.origin ? { origin: 'sub-agent' as const } : {});
+
 function auditDecision(ctx: BatchContext, tool: string, d: GateDecision, observed: ToolTelemetry): void {
-  const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool };
+  const base = { event: 'gate_decision' as const, conversation: ctx.conversationKey, agent: ctx.agentName, runId: ctx.runId, tool, ...originOf(ctx) };
   if (d.action === 'deny') {
     // A decline (nobody to approve) is a deny the operator can fix; its reason names the config key.
     const rule = d.rule ?? (d.absolute ? 'absolute' : /no approver is bound/.test(d.reason) ? 'no approver bound' : 'denied');

@@ -63,6 +63,18 @@ export interface ToolContext {
   context?: { info(): ContextInfo; compact(focus?: string): Promise<CompactResult> };
   /** This call's metrics and trace: execute_command reports its sandbox here (agent/telemetry). */
   telemetry?: Pick<ToolTelemetry, 'sandbox'>;
+  /** Starts sub-agents under this run's gate (spawn_subagent); absent outside runs. */
+  subagents?: SubagentRunner;
+}
+
+/** What spawn_subagent asks of its run (agent/tools/builtin/subagent/host.ts). */
+export interface SubagentRunner {
+  /** The depth of the model calling the tool: 0 for the run's own, 1 inside a sub-agent. */
+  readonly depth: number;
+  /** The toolset and limits checked without starting anything (the propose half). */
+  check(requested: readonly string[] | undefined): { ok: true; tools: string[] } | { ok: false; reason: string };
+  /** Runs the task to its final answer, which is the tool's result. */
+  run(task: string, requested: readonly string[] | undefined, signal: AbortSignal): Promise<ToolResult>;
 }
 
 /** Small per-conversation state (JSON), saved with the transcript. */

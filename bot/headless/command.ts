@@ -6,7 +6,7 @@
  *
  * Contract:
  * - stdout carries the result and nothing else: with --json exactly one JSON object
- *   `{ok, answer?, error?, costUSD, costKnown, usage, conversation, declined}` and a newline (`declined`:
+ *   `{ok, answer?, error?, costUSD, costKnown, usage, conversation, declined, subagents?}` and a newline (`declined`:
  *   `[{tool, reason}]`, the calls the gate or an approver did not let run); without it, the answer
  *   text. Logs, prompts and events go to stderr.
  * - Attached to a service whose loaded gatehouse.yaml is not the file on disk now (edited, created or

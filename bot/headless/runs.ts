@@ -49,8 +49,11 @@ interface LiveRun {
   error?: string;
   limit?: RunLimit;
   usage?: Usage;
+  subagents?: { count: number; usage: Usage };
   reason?: string;
   declined: Declined[];
+  /** Calls of sub-agents (spawn_subagent) that asked: their denials say so, as their declines do. */
+  subagentAsks?: Set<string>;
 }
 
 const emptyUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUSD: 0, costKnown: true };
@@ -85,14 +88,15 @@ export class HeadlessRuns {
           else if (e.type === 'error') {
             run.error = e.message;
             if (e.limit) run.limit = e.limit;
-          } else if (e.type === 'usage') run.usage = e.usage;
-          else if (e.type === 'run_finished') run.reason = e.reason;
+          } else if (e.type === 'usage') {
+            run.usage = e.usage;
+            if (e.subagents) run.subagents = e.subagents;
+          } else if (e.type === 'run_finished') run.reason = e.reason;
           else if (e.type === 'tool_declined') run.declined.push({ tool: e.tool, reason: e.reason });
+          else if (e.type === 'approval_asked' && fromSubagent(e)) (run.subagentAsks ??= new Set()).add(e.callId);
           else if (e.type === 'approval_resolved' && (e.outcome === 'denied' || e.outcome === 'expired')) {
-            run.declined.push({
-              tool: e.tool,
-              reason: e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}`,
-            });
+            const why = e.outcome === 'expired' ? 'nobody approved it before the approval expired' : `denied${e.by ? ` by ${e.by}` : ''}`;
+            run.declined.push({ tool: e.tool, reason: run.subagentAsks?.has(e.callId) ? `sub-agent: ${why}` : why });
           }
           run.send(e);
         }
@@ -249,6 +253,14 @@ export class HeadlessRuns {
       conversation: req.conversation ?? null,
       declined: run.declined,
     };
+    if (run.subagents) {
+      const s = run.subagents.usage;
+      result.subagents = {
+        count: run.subagents.count,
+        costUSD: s.costUSD,
+        usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens, cacheReadTokens: s.cacheReadTokens, cacheWriteTokens: s.cacheWriteTokens },
+      };
+    }
     if (run.answer !== undefined && ok) result.answer = run.answer;
     if (!ok) {
       result.error =
@@ -262,4 +274,9 @@ export class HeadlessRuns {
     }
     return result;
   }
+}
+
+/** A sub-agent's call (agent/tools/builtin/subagent/host.ts prefixes them); the spawn's own summary starts so too. */
+function fromSubagent(e: { tool: string; summary: string }): boolean {
+  return e.summary.startsWith('sub-agent: ') && (e.tool !== 'spawn_subagent' || e.summary.startsWith('sub-agent: sub-agent: '));
 }

@@ -29,6 +29,8 @@ export interface HeadlessResult {
   declined: Declined[];
   /** With ok false: the spending limit that ended the run (absent for any other failure). */
   limit?: RunLimit;
+  /** The sub-agents the run started (spawn_subagent) and their part of `usage` and `costUSD`; absent when none. */
+  subagents?: { count: number; costUSD: number; usage: HeadlessResult['usage'] };
 }
 
 export interface Declined {

@@ -42,6 +42,12 @@ agents:
     workspace: "${ws}"
     maxTokens: 4096
     thinking: { budgetTokens: 2048 }
+  delegating:
+    model: claude-sonnet-5-5
+    tools: [read_file, write_file, spawn_subagent]
+    tier: low-risk
+    workspace: "${ws}"
+    toolPolicy: { write_file: ask }
 `;
 
 beforeEach(async () => {
@@ -310,6 +316,25 @@ test('cancel while a permission request is open: the turn stops, the call never 
   expect(existsSync(join(workspace, 'late.txt'))).toBe(false);
   expect(toolStatuses(e, sid)).toContain('tool_call:pending');
   expect(toolStatuses(e, sid)).not.toContain('tool_call_update:completed');
+  await close(e);
+}, 240_000);
+
+test("a sub-agent's gated call asks the client with a title naming the sub-agent; rejected, nothing is written", async () => {
+  script.push(
+    { toolUses: [{ name: 'spawn_subagent', input: { task: 'Write sub.txt.', tools: ['write_file'] } }] },
+    write('sub.txt', 'from the sub-agent'),
+    echoToolResult,
+    echoToolResult,
+  );
+  const e = await editor(['--agent', 'delegating']);
+  const sid = await newSession(e);
+  e.decide.fn = pick('reject');
+  expect((await prompt(e, sid, 'delegate')).stopReason).toBe('end_turn');
+  expect(e.asked).toHaveLength(1);
+  expect(JSON.stringify(e.asked[0]!.toolCall)).toContain('Sub-agent: approve write_file?');
+  expect(existsSync(join(workspace, 'sub.txt'))).toBe(false);
+  // The sub-agent read the denial; its answer (echoing it) is what the parent read.
+  expect(chunks(e, sid)).toMatch(/RESULT: RESULT: write_file did not run: denied by ACP client/i);
   await close(e);
 }, 240_000);
 
