@@ -36,6 +36,7 @@
 import { parseShell } from './syntax/parser.js';
 import { Evaluator } from './evaluate/evaluator.js';
 import type { ScriptFacts } from './evaluate/facts.js';
+import type { ParseResult } from './syntax/tree.js';
 
 export type { Part, Word, Redirect, Assign, Stmt, Command, Script, ParseResult } from './syntax/tree.js';
 export { parseShell, SHELL_PARSER, shellParserReady } from './syntax/parser.js';
@@ -43,9 +44,15 @@ export { MARK, isStatic, displayField, type Stdin, type RedirectSite, type Comma
 export { decodeAnsiC } from './evaluate/values.js';
 export { Evaluator } from './evaluate/evaluator.js';
 
-/** Parse and evaluate. `ok: false` (with the parser's message) when it does not parse: callers deny. */
-export function analyzeScript(text: string): { ok: true; facts: ScriptFacts } | { ok: false; error: string } {
-  const res = parseShell(text);
+/**
+ * Parse and evaluate. `ok: false` (with the parser's message) when it does not parse: callers deny.
+ * `parse` defaults to the selected parser; the differential tests pass each glue.
+ */
+export function analyzeScript(
+  text: string,
+  parse: (text: string) => ParseResult = parseShell,
+): { ok: true; facts: ScriptFacts } | { ok: false; error: string } {
+  const res = parse(text);
   if (!res.ok) return res;
-  return { ok: true, facts: new Evaluator().run(res.script) };
+  return { ok: true, facts: new Evaluator(parse).run(res.script) };
 }
