@@ -1,6 +1,6 @@
 /**
- * Shell parsing for the policy gate: a real bash parser (mvdan/sh) turned into a small, typed syntax
- * tree (`parseShell`), and a static evaluator (`Evaluator`, ./evaluate/) that walks it the way bash would run
+ * Shell parsing for the policy gate: a real bash parser (./syntax/parser.ts selects it: tree-sitter-bash
+ * by default, mvdan/sh selectable) turned into a small, typed syntax tree (`parseShell`), and a static evaluator (`Evaluator`, ./evaluate/) that walks it the way bash would run
  * it and reports every simple command with its words expanded (see `ScriptFacts`).
  *
  * Contract:
@@ -12,7 +12,7 @@
  * - Constructs whose inner words matter only for the substitutions they may hold ([[ ]], (( )), let,
  *   $(( )), ${a[i]}, ${a:o:l}) are flattened to the words they contain.
  * - A node type this module does not know becomes `{ k: 'unsupported' }`: callers deny it.
- * - `evaluateScript` facts also carry assignment values (`CommandSite.assignValues` for FOO=v cmd,
+ * - `Evaluator` facts also carry assignment values (`CommandSite.assignValues` for FOO=v cmd,
  *   `ScriptFacts.envAssigns` for standalone X=v / export X=v) so the denylist can judge variables that
  *   programs run (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...). A string run later (alias value, trap, watch)
  *   is parsed with its unknown parts kept as markers: an unknown command name stays 'dynamic-command'.
@@ -24,10 +24,10 @@
  *   possible; after `set ARGS` they are unknown); `declare/local/typeset -n R=T` makes reads and writes
  *   of R go to T (an unknown T reads as unknown).
  *
- * Why mvdan-sh (GopherJS build of mvdan/sh) and not sh-syntax: sh-syntax 0.7 (the WASM build of the same
- * parser) serialises only Stmt positions (`Cmd` is `{Pos, End}`, word parts carry no type or value), so
- * there is no tree to walk; and it instantiates a fresh Go WASM runtime on every call (~20 ms a parse).
- * mvdan-sh exposes the full syntax tree of the same parser in ~0.1-0.3 ms a parse.
+ * Why not sh-syntax (the WASM build of mvdan/sh): 0.7 serialises only Stmt positions (`Cmd` is `{Pos, End}`,
+ * word parts carry no type or value), so there is no tree to walk, and it instantiates a fresh Go WASM
+ * runtime on every call (~20 ms a parse). mvdan-sh (its GopherJS build) exposes the full tree but is
+ * unmaintained; tree-sitter-bash is maintained and its glue repairs or refuses where it misreads bash.
  *
  * This file is the public entry; the evaluator lives in ./evaluate/ (facts.ts: what it reports,
  * values.ts: pure helpers, state.ts: variables, words.ts: expansion, statements.ts: redirects and
