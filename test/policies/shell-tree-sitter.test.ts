@@ -117,4 +117,14 @@ describe('after loading', () => {
     // only the operator is masked: the words keep what was written
     expect(lits(only("echo '<>' a"))).toEqual(['echo', '<sq>', 'a']);
   });
+
+  test('a heredoc line that starts with blanks keeps its expansions (tree-sitter leaves it as text) and its blanks', () => {
+    for (const text of ['cat <<E\n\t$(rm -rf /)\nE', 'cat <<-E\n\t$(rm -rf /)\n\tE', 'cat <<E\nx\n  $(rm -rf /)\nE']) {
+      const [r] = only(text).redirs;
+      const sub = r!.hdoc!.parts.find((p) => p.t === 'cmdsubst');
+      expect({ text, sub: sub?.t === 'cmdsubst' && sub.stmts.map(lits) }).toEqual({ text, sub: [['rm', '-rf', '/']] });
+    }
+    const [r] = only('cat <<E\n\t\tx $(a)\n  y\nE').redirs;
+    expect(r!.hdoc!.parts.map((p) => (p.t === 'lit' ? p.v : `<${p.t}>`))).toEqual(['\t\tx ', '<cmdsubst>', '\n  y\n']);
+  });
 });

@@ -11,6 +11,7 @@
  *   && and ||, all left to right; `time` at the head of a pipeline times the whole pipeline); null when
  *   the sequence is not operand (operator operand)*.
  * - `delimiterParts`, `backquotes`, `splitBraces`: word-level readings; null = not readable (refuse).
+ * - `hasLooseExpansion`: true when literal text of an expanding context still holds an expansion (refuse).
  */
 import type { Command, Part, Stmt, Word } from './tree.js';
 
@@ -151,6 +152,20 @@ export function backquotes(v: string): (string | { cmd: string })[] | null {
   }
   if (buf !== '') out.push(buf);
   return out;
+}
+
+/**
+ * Literal text that still holds an unescaped expansion (`$x`, `${`, `$(`) or a backquote: one tree-sitter
+ * did not parse (its heredoc scanner leaves a body whose first line starts with a blank as plain text).
+ */
+export function hasLooseExpansion(v: string): boolean {
+  for (let i = 0; i < v.length; i++) {
+    const c = v[i]!;
+    if (c === '\\') i++;
+    else if (c === '`') return true;
+    else if (c === '$' && /[A-Za-z_{(0-9@*#?$!-]/.test(v[i + 1] ?? '')) return true;
+  }
+  return false;
 }
 
 /** bash's brace expansion ({a,b}, {a..c}) read from the unquoted literals of a word, as mvdan's SplitBraces. */

@@ -7,7 +7,7 @@
  * kind or an expansion form not mapped here throws `Refused` (the glue turns it into `ok: false`).
  */
 import type { Node } from 'web-tree-sitter';
-import { lit, splitBraces, word } from './tree-sitter-repair.js';
+import { hasLooseExpansion, lit, splitBraces, word } from './tree-sitter-repair.js';
 import type { Assign, Part, Stmt, Word } from './tree.js';
 
 /** tree-sitter's reading is not bash's, or is one this glue does not map: the text is refused. */
@@ -106,7 +106,9 @@ export abstract class WordReader {
         return this.gaps(n, n.startIndex, n.endIndex, dq);
       case 'string': {
         if (this.src(n).startsWith('$"')) refuse(n, 'translated string');
-        return [{ t: 'dq', parts: this.gaps(n, n.startIndex + 1, n.endIndex - 1, true) }];
+        const parts = this.gaps(n, n.startIndex + 1, n.endIndex - 1, true);
+        if (parts.some((p) => p.t === 'lit' && hasLooseExpansion(p.v))) refuse(n, 'an expansion in a string that tree-sitter did not parse');
+        return [{ t: 'dq', parts }];
       }
       case 'raw_string':
         return [{ t: 'sq', v: this.src(n).slice(1, -1), ansi: false }];
@@ -142,7 +144,9 @@ export abstract class WordReader {
     let at = from;
     for (const c of named(n)) {
       // inside "...", tree-sitter starts a `${` or `$(` token at the blank before it: the blank is text
-      const start = c.startIndex + (this.src(c).length - this.src(c).trimStart().length);
+      // (a text node keeps its own blanks)
+      const text = c.type === 'string_content' || c.type === 'heredoc_content';
+      const start = c.startIndex + (text ? 0 : this.src(c).length - this.src(c).trimStart().length);
       if (start > at) out.push(lit(this.text.slice(at, start), dq));
       out.push(...this.parts(c, dq));
       at = c.endIndex;

@@ -17,10 +17,14 @@
 import { createRequire } from 'node:module';
 import { Language, type Node, Parser } from 'web-tree-sitter';
 import type { Assign, Command, ParseResult, Part, Redirect, Script, Stmt, Word } from './tree.js';
-import { type ListItem, RESERVED, backquotes, buildList, delimiterParts, listItems, lit, masked, word } from './tree-sitter-repair.js';
+import { type ListItem, RESERVED, backquotes, buildList, delimiterParts, hasLooseExpansion, listItems, lit, masked, word } from './tree-sitter-repair.js';
 import { Refused, WordReader, all, named, refuse, same } from './tree-sitter-words.js';
 
 let parser: Parser | null = null;
+/** a heredoc body being parsed again (`heredocAgain`): no second retry */
+let reparsing = false;
+/** put between the blanks and the `$` of a heredoc line for tree-sitter's scanner; taken out after */
+const MARK = '\uE0FE';
 let loading: Promise<void> | null = null;
 
 /** Load the WASM runtime and the bash grammar (once). The gate awaits this before its first analysis. */
@@ -159,7 +163,7 @@ class Converter extends WordReader {
         const body = named(r).find((c) => c.type === 'heredoc_body');
         const quoted = /['"\\]/.test(this.src(start));
         const bodyText = body ? this.src(body) : '';
-        redir.hdoc = body && !quoted ? word(this.heredocParts(body), bodyText) : word([lit(bodyText, true)], bodyText);
+        redir.hdoc = body && !quoted ? word(this.heredocParts(body, op), bodyText) : word([lit(bodyText, true)], bodyText);
         s.redirs.push(redir);
         // `cat <<E > f`: a redirect of the same command; `cat <<E | sh` / `&& x`: the rest of the line,
         // which tree-sitter nests here (the redirected statement rebuilds the list)
@@ -377,11 +381,16 @@ class Converter extends WordReader {
     return out;
   }
 
-  /** An unquoted heredoc body: its expansions, and `...` that tree-sitter leaves as text (bash runs it). */
-  heredocParts(body: Node): Part[] {
-    const parts = this.gaps(body, body.startIndex, body.endIndex, true);
-    if (!this.src(body).includes('`')) return parts;
-    return parts.flatMap((p): Part[] => {
+  /**
+   * An unquoted heredoc body: its expansions, and `...` that tree-sitter leaves as text (bash runs it).
+   * tree-sitter starts the body after the blanks that open it: the text is read from the line after the
+   * heredoc's, so nothing is lost.
+   */
+  heredocParts(body: Node, op: string): Part[] {
+    const lineEnd = this.text.indexOf('\n', body.parent?.startIndex ?? body.startIndex);
+    const from = lineEnd + 1;
+    if (lineEnd < 0 || from > body.startIndex || this.text.slice(from, body.startIndex).trim() !== '') refuse(body, 'a heredoc body tree-sitter did not place');
+    const parts = this.gaps(body, from, body.endIndex, true).flatMap((p): Part[] => {
       if (p.t !== 'lit') return [p];
       const pieces = backquotes(p.v) ?? refuse(body, 'an unclosed backquote in a heredoc');
       return pieces.map((x): Part => {
@@ -391,6 +400,33 @@ class Converter extends WordReader {
         return { t: 'cmdsubst', stmts: inner.script.stmts };
       });
     });
+    // what tree-sitter left as text in an expanding body is read again, or refused: never harmless text
+    if (parts.some((p) => p.t === 'lit' && hasLooseExpansion(p.v))) return this.heredocAgain(body, op, this.text.slice(from, body.endIndex));
+    return parts;
+  }
+
+  /**
+   * tree-sitter's heredoc scanner leaves a line that starts with blanks and then `$` or a backquote as
+   * plain text (and the rest of the body with it): the body is parsed again with a mark between the blanks
+   * and the expansion, which is then taken out of the text. Once only; anything unexpected is refused.
+   */
+  heredocAgain(body: Node, op: string, text: string): Part[] {
+    const fail = (): never => refuse(body, 'an expansion in a heredoc that tree-sitter did not parse');
+    if (reparsing || text.includes(MARK)) return fail();
+    let delim = 'GATEHOUSE_EOF';
+    while (text.includes(delim)) delim += '_';
+    reparsing = true;
+    let res: ParseResult;
+    try {
+      res = parseShell(`: ${op}${delim}\n${text.replace(/(^|\n)([ \t]+)(?=[$`])/g, `$1$2${MARK}`)}${delim}\n`);
+    } finally {
+      reparsing = false;
+    }
+    const hdoc = res.ok && res.script.stmts.length === 1 ? res.script.stmts[0]!.redirs[0]?.hdoc : null;
+    if (!hdoc) return fail();
+    const parts = hdoc.parts.map((p) => (p.t === 'lit' ? lit(p.v.split(MARK).join(''), true) : p)).filter((p) => p.t !== 'lit' || p.v !== '');
+    if (JSON.stringify(parts).includes(MARK)) return fail();
+    return parts;
   }
 
   /**

@@ -36,6 +36,11 @@ const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['read-write redirect', 'exec 3<>/dev/tcp/host/80'],
   ['backquotes in a heredoc', 'cat <<EOF\n`rm -rf /`\nEOF'],
   ['backquotes in a heredoc', 'julia <<EOF\nrun(`id`)\nEOF'],
+  ['indented heredoc line', 'cat <<EOF\n\t$(rm -rf /)\nEOF'],
+  ['indented heredoc line', 'cat <<-EOF\n\t$(rm -rf /)\n\tEOF'],
+  ['indented heredoc line', 'bash <<EOF\nset -e\n  $(rm -rf ~)\nEOF'],
+  ['indented heredoc line', 'cat <<EOF\n  `rm -rf /`\nEOF'],
+  ['indented heredoc line', 'cat <<EOF\nx\n  ${v:-$(rm -rf /)}\nEOF'],
   ['# inside a word', 'echo "x"#; rm -rf /'],
   ['function without braces', 'function f rm -rf /'],
 ];
