@@ -145,6 +145,16 @@ const KNOWN: Record<string, { who: 'treeSitter' | 'bashRefuses' | 'stricter'; wh
     who: 'stricter',
     why: 'a pipeline continued after the heredoc body: tree-sitter takes the body line for the next command; refused',
   },
+  'echo ${x#$(rm -rf /)}': { who: 'stricter', why: 'tree-sitter reads a ${x#...} pattern as a regex and leaves the substitution in it: refused' },
+  'echo ${x%%`rm -rf ~`}': { who: 'stricter', why: 'tree-sitter reads a ${x%%...} pattern as a regex and leaves the substitution in it: refused' },
+  'echo "${x:-\'$(rm -rf /)\'}"': {
+    who: 'stricter',
+    why: 'inside "${...}" the single quotes are text and bash runs the substitution; mvdan reads them as quotes (it misses it): refused',
+  },
+  'echo "${x:-\'$(echo PWNED)\'}"': {
+    who: 'stricter',
+    why: 'inside "${...}" the single quotes are text and bash runs the substitution; mvdan reads them as quotes (it misses it): refused',
+  },
   'cat /etc/@(shadow)': { who: 'bashRefuses', why: 'extglob: bash refuses it too unless `shopt -s extglob` ran first (its default is off)' },
 };
 

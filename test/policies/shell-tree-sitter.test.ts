@@ -1,7 +1,7 @@
 // The tree-sitter glue's own traps, on the real WASM parser: it fails closed until loaded and on any
 // error-tolerant reading, and it fixes the places where tree-sitter-bash and bash disagree.
 import { initTreeSitter, parseShell } from '../../policies/shell/syntax/tree-sitter.js';
-import type { Command, Stmt } from '../../policies/shell/syntax/tree.js';
+import type { Command, Part, Stmt } from '../../policies/shell/syntax/tree.js';
 
 const lits = (s: Stmt): string[] => (s.cmd?.k === 'call' ? s.cmd.args.map((w) => w.parts.map((p) => (p.t === 'lit' ? p.v : `<${p.t}>`)).join('')) : []);
 const only = (text: string): Stmt => {
@@ -126,5 +126,16 @@ describe('after loading', () => {
     }
     const [r] = only('cat <<E\n\t\tx $(a)\n  y\nE').redirs;
     expect(r!.hdoc!.parts.map((p) => (p.t === 'lit' ? p.v : `<${p.t}>`))).toEqual(['\t\tx ', '<cmdsubst>', '\n  y\n']);
+  });
+
+  test("nested backquotes are read again with bash's backquote escapes taken out", () => {
+    const arg = (only('echo `echo \\`rm -rf /\\``').cmd as { args: { parts: Part[] }[] }).args[1]!;
+    const outer = arg.parts[0]!;
+    const inner = outer.t === 'cmdsubst' && outer.stmts[0]?.cmd?.k === 'call' ? outer.stmts[0].cmd.args[1]!.parts[0] : null;
+    expect(inner?.t === 'cmdsubst' && inner.stmts.map(lits)).toEqual([['rm', '-rf', '/']]);
+  });
+
+  test.each(['echo ${x#$(rm -rf /)}', 'echo "${x:-\'$(rm -rf /)\'}"'])('an expansion tree-sitter leaves in text is refused: %j', (text) => {
+    expect(parseShell(text).ok).toBe(false);
   });
 });

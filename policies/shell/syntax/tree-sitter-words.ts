@@ -31,6 +31,9 @@ export abstract class WordReader {
   /** Statements of a body (a command or process substitution's); the statement half implements it. */
   abstract body(nodes: Node[]): Stmt[];
 
+  /** The statements of `text` parsed on its own (a nested substitution's inner text); refused if it does not parse. */
+  abstract reparse(at: Node, text: string): Stmt[];
+
   /** A node's text, from the original (never the mask). */
   src(n: Node): string {
     return this.text.slice(n.startIndex, n.endIndex);
@@ -94,12 +97,15 @@ export abstract class WordReader {
 
   parts(n: Node, dq: boolean): Part[] {
     switch (n.type) {
+      case 'extglob_pattern':
+      case 'regex':
+        // `${x#$(cmd)}`: tree-sitter reads the pattern as a regex and leaves the substitution in it
+        if (hasLooseExpansion(this.src(n))) refuse(n, 'an expansion that tree-sitter left in a pattern');
+        return [lit(this.src(n), dq)];
       case 'word':
       case 'number':
       case 'string_content':
       case 'heredoc_content':
-      case 'extglob_pattern':
-      case 'regex':
       case 'variable_name':
         return [lit(this.src(n), dq)];
       case 'concatenation':
@@ -119,9 +125,14 @@ export abstract class WordReader {
         return [{ t: 'param', name: this.src(v), op: null, arg: null, repl: null, opaque: false, index: null, inner: [] }];
       }
       case 'expansion':
-        return [this.expansion(n)];
-      case 'command_substitution':
+        return [this.expansion(n, dq)];
+      case 'command_substitution': {
+        // inside `...`, \` \$ \\ are bash's escapes (a nested substitution): tree-sitter keeps them in the
+        // words, so the inner text is read again with them taken out
+        const inner = this.src(n).slice(1, -1);
+        if (all(n)[0]?.type === '`' && /\\[`$\\]/.test(inner)) return [{ t: 'cmdsubst', stmts: this.reparse(n, inner.replace(/\\([$`\\])/g, '$1')) }];
         return [{ t: 'cmdsubst', stmts: this.body(all(n).filter((c) => c.type !== '$(' && c.type !== ')' && c.type !== '`')) }];
+      }
       case 'process_substitution': {
         const op = all(n)[0]!.type;
         if (op !== '<(' && op !== '>(') refuse(n, `process substitution "${op}"`);
@@ -162,7 +173,7 @@ export abstract class WordReader {
   }
 
   /** ${...}: only the forms whose reading is certain; the rest is refused. */
-  expansion(n: Node): Part {
+  expansion(n: Node, dq: boolean): Part {
     const kids = all(n).filter((c) => c.type !== '${' && c.type !== '}');
     const param: Part & { t: 'param' } = { t: 'param', name: '', op: null, arg: null, repl: null, opaque: false, index: null, inner: [] };
     let i = 0;
@@ -189,7 +200,11 @@ export abstract class WordReader {
       const from = nodes[0]!.startIndex;
       const to = nodes[nodes.length - 1]!.endIndex;
       const parts: Part[] = [];
-      for (const c of nodes) parts.push(...(c.isNamed ? this.parts(c, false) : [lit(this.src(c), false)]));
+      for (const c of nodes) {
+        // in "${x:-'$(cmd)'}" the quotes are text and bash runs the substitution: not read here
+        if (dq && c.type === 'raw_string' && hasLooseExpansion(this.src(c))) refuse(c, 'a \'...\' inside "${...}"');
+        parts.push(...(c.isNamed ? this.parts(c, false) : [lit(this.src(c), false)]));
+      }
       return word(parts, this.text.slice(from, to));
     };
     if (param.opaque) refuse(op, '${#x...} / ${!x...} with an operator');

@@ -344,6 +344,11 @@ class Converter extends WordReader {
     return named(n)[0]?.type === 'command_name' ? this.keyword(s, n) : s;
   }
 
+  reparse(at: Node, text: string): Stmt[] {
+    const inner = parseShell(text);
+    return inner.ok ? inner.script.stmts : refuse(at, `a nested command: ${inner.error}`);
+  }
+
   /** A file descriptor carried to a redirect that did not follow: the text is refused. */
   noCarry(n: Node): void {
     if (this.carryFd) refuse(n, 'a file descriptor read as a word');
@@ -395,9 +400,7 @@ class Converter extends WordReader {
       const pieces = backquotes(p.v) ?? refuse(body, 'an unclosed backquote in a heredoc');
       return pieces.map((x): Part => {
         if (typeof x === 'string') return lit(x, true);
-        const inner = parseShell(x.cmd);
-        if (!inner.ok) return refuse(body, `a backquoted command in a heredoc: ${inner.error}`);
-        return { t: 'cmdsubst', stmts: inner.script.stmts };
+        return { t: 'cmdsubst', stmts: this.reparse(body, x.cmd) };
       });
     });
     // what tree-sitter left as text in an expanding body is read again, or refused: never harmless text

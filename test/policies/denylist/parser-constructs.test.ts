@@ -4,6 +4,7 @@
 // with each parser glue, under the most permissive policy that still has the denylist: toolPolicy allow,
 // every visible command name auto-approved, the classifier saying read-only, an approver bound. The gate
 // must deny it (absolute) with both parsers: the denied command is found, or the text is refused.
+import { execFileSync } from 'node:child_process';
 import { type AgentPolicy, decide } from '../../../policies/gate.js';
 import { analyzeCommand } from '../../../policies/shell/index.js';
 import { parseShell as mvdan } from '../../../policies/shell/syntax/mvdan.js';
@@ -41,6 +42,9 @@ const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['indented heredoc line', 'bash <<EOF\nset -e\n  $(rm -rf ~)\nEOF'],
   ['indented heredoc line', 'cat <<EOF\n  `rm -rf /`\nEOF'],
   ['indented heredoc line', 'cat <<EOF\nx\n  ${v:-$(rm -rf /)}\nEOF'],
+  ['substitution in a ${x#pattern}', 'echo ${x#$(rm -rf /)}'],
+  ['substitution in a ${x#pattern}', 'echo ${x%%`rm -rf ~`}'],
+  ['nested backquotes', 'echo `echo \\`rm -rf /\\``'],
   ['# inside a word', 'echo "x"#; rm -rf /'],
   ['function without braces', 'function f rm -rf /'],
 ];
@@ -76,4 +80,18 @@ describe.each(Object.keys(PARSERS) as (keyof typeof PARSERS)[])('parser %s', (na
     });
     expect(d.action).toBe('allow');
   });
+});
+
+// "${x:-'$(cmd)'}": inside double quotes the single quotes are text and bash runs the substitution.
+// mvdan reads them as quotes (a hole in the mvdan glue, one more reason it is no longer the default);
+// the tree-sitter glue refuses the form.
+test('tree-sitter refuses a substitution in single quotes inside "${...}", which bash runs', async () => {
+  const out = execFileSync('bash', ['-c', `echo "\${x:-'$(echo PWNED)'}"`], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+  expect(out).toContain('PWNED');
+  const command = `echo "\${x:-'$(rm -rf /)'}"`;
+  const d = await decide({ toolName: 'execute_command', toolTier: 'unknown', platform: 'console', command, hasOptions: false }, () => policy, {
+    classify: async () => ({ tier: 'read-only' }),
+    analyze: (c) => analyzeCommand(c, treeSitter),
+  });
+  expect(d).toEqual(expect.objectContaining({ action: 'deny', absolute: true, rule: 'unparseable' }));
 });
