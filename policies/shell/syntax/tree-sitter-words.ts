@@ -7,7 +7,7 @@
  * kind or an expansion form not mapped here throws `Refused` (the glue turns it into `ok: false`).
  */
 import type { Node } from 'web-tree-sitter';
-import { hasLooseExpansion, lit, splitBraces, word } from './tree-sitter-repair.js';
+import { backquotes, hasLooseExpansion, lit, splitBraces, word } from './tree-sitter-repair.js';
 import type { Assign, Part, Stmt, Word } from './tree.js';
 
 /** tree-sitter's reading is not bash's, or is one this glue does not map: the text is refused. */
@@ -102,7 +102,15 @@ export abstract class WordReader {
         // `${x#$(cmd)}`: tree-sitter reads the pattern as a regex and leaves the substitution in it
         if (hasLooseExpansion(this.src(n))) refuse(n, 'an expansion that tree-sitter left in a pattern');
         return [lit(this.src(n), dq)];
-      case 'word':
+      case 'word': {
+        // `${x:-`cmd`}`: tree-sitter leaves the backquotes in a word; bash runs them
+        const text = this.src(n);
+        if (!hasLooseExpansion(text)) return [lit(text, dq)];
+        const pieces = backquotes(text) ?? refuse(n, 'an unclosed backquote');
+        const parts = pieces.map((x): Part => (typeof x === 'string' ? lit(x, dq) : { t: 'cmdsubst', stmts: this.reparse(n, x.cmd) }));
+        if (parts.some((p) => p.t === 'lit' && hasLooseExpansion(p.v))) refuse(n, 'an expansion that tree-sitter left in a word');
+        return parts;
+      }
       case 'number':
       case 'string_content':
       case 'heredoc_content':

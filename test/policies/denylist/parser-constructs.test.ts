@@ -45,6 +45,8 @@ const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['substitution in a ${x#pattern}', 'echo ${x#$(rm -rf /)}'],
   ['substitution in a ${x#pattern}', 'echo ${x%%`rm -rf ~`}'],
   ['nested backquotes', 'echo `echo \\`rm -rf /\\``'],
+  ['backquotes in a ${x:-word}', 'echo ${x:-`rm -rf /`}'],
+  ['backquotes in a ${x:-word}', 'echo "${x:-`rm -rf ~`}"'],
   ['# inside a word', 'echo "x"#; rm -rf /'],
   ['function without braces', 'function f rm -rf /'],
 ];
