@@ -16,7 +16,7 @@ interface St {
   cur: string | null;
 }
 
-export function isMktempStmt(s: Stmt): boolean {
+function isMktempStmt(s: Stmt): boolean {
   const c = s.cmd;
   if (c?.k !== 'call' || s.redirs.length > 0 || c.assigns.length > 0) return false;
   const first = c.args[0];

@@ -57,7 +57,7 @@ export function masked(text: string): { text: string; readWrite: Set<number> } {
   return { text: out, readWrite };
 }
 
-export type ListOp = '&&' | '||' | '|' | '|&';
+type ListOp = '&&' | '||' | '|' | '|&';
 export type ListItem = Stmt | ListOp;
 
 const stmtOf = (cmd: Command): Stmt => ({ cmd, redirs: [], background: false, negated: false });
