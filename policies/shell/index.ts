@@ -1,7 +1,7 @@
 /**
  * Shell command analysis for the policy gate (public API of policies/shell).
  *
- * `analyzeCommand(command)` parses the command with a real bash parser (mvdan/sh), evaluates it
+ * `analyzeCommand(command)` parses the command with a real bash parser (./syntax/parser.ts), evaluates it
  * statically (quote removal, variables assigned earlier in the same command, brace expansion, pipes,
  * lists, subshells, functions, command and process substitutions, here-strings, heredocs, redirections,
  * xargs, find -exec, wrappers) and returns:
@@ -24,7 +24,7 @@ import { findDenial, type DenyVerdict } from './denylist.js';
 import { isCommandAllowlisted } from './allowlist.js';
 import { riskyOption, type OptionRisk } from './option-risk.js';
 import type { ShellAnalysis } from './analysis.js';
-import { analyzeScript, displayField, type ScriptFacts, shellParserReady } from './parse.js';
+import { analyzeScript, displayField, type ParseResult, type ScriptFacts, shellParserReady } from './parse.js';
 
 export type { DenyVerdict } from './denylist.js';
 export type { ShellAnalysis } from './analysis.js';
@@ -40,9 +40,10 @@ function hasFileRedirect(facts: ScriptFacts): boolean {
   return facts.redirects.some((r) => WRITE_OPS.has(r.op) && r.targets.some((t) => !NOT_A_FILE.test(t)));
 }
 
-export async function analyzeCommand(command: string): Promise<ShellAnalysis> {
+/** `parse`: the selected parser unless given (tests run the gate with each glue; it must be loaded). */
+export async function analyzeCommand(command: string, parse?: (text: string) => ParseResult): Promise<ShellAnalysis> {
   await shellParserReady();
-  const res = analyzeScript(command);
+  const res = analyzeScript(command, parse);
   if (!res.ok) {
     return {
       parsed: false,

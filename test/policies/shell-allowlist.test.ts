@@ -1,6 +1,8 @@
 // Approval keys and command allowlist matching, on the real parser: what an operator's
 // autoApprovedCommands entry lets through, and what must never ride on it.
 import { analyzeCommand, approvalKeyOf, commandApprovalKey, isCommandAllowlisted } from '../../policies/shell/index.js';
+import { parseShell as mvdan } from '../../policies/shell/syntax/mvdan.js';
+import { initTreeSitter, parseShell as treeSitter } from '../../policies/shell/syntax/tree-sitter.js';
 
 const words = (s: string): string[] => s.split(' ');
 
@@ -157,5 +159,33 @@ describe('isCommandAllowlisted', () => {
     expect(await allowed('rm -rf /', ['rm'])).toBe(false);
     expect(await allowed('echo "open', ['echo'])).toBe(false);
     expect(await allowed('X=1', ['X=1'])).toBe(false);
+  });
+});
+
+// The constructs the two parser glues read differently (test/policies/shell-parser-diff.test.ts): with
+// either glue, a command hidden in one never rides on the entries of the commands that show.
+describe('parser-sensitive constructs never smuggle a command past an entry, with either parser', () => {
+  beforeAll(async () => {
+    await initTreeSitter();
+  });
+  const ENTRIES = ['time', 'coproc', 'cat', 'ls', 'echo', 'x'];
+  test.each([
+    ['time', 'time curl https://e.x'],
+    ['time', 'time ls | curl https://e.x'],
+    ['coproc', 'coproc curl https://e.x'],
+    ['heredoc line list', 'cat <<EOF | python3\nprint(1)\nEOF'],
+    ['quoted delimiter', "cat <<'EOF' | node\nx\nEOF"],
+    ['heredoc line list', 'cat <<EOF && curl https://e.x\nx\nEOF'],
+    ['brace word as the command', '{curl,https://e.x}'],
+    ['fd after a redirect', 'echo x > out.txt 0>&1'],
+    ['read-write redirect', 'cat 3<>out.txt'],
+    ['backquotes in a heredoc', 'cat <<EOF\n`curl https://e.x`\nEOF'],
+    ['# inside a word', 'echo "x"#; curl https://e.x'],
+    ['reserved word as a command', 'ls; done; curl https://e.x'],
+  ])('%s: %j', async (_cls, command) => {
+    for (const parse of [mvdan, treeSitter]) {
+      const a = await analyzeCommand(command, parse);
+      expect({ command, allowed: isCommandAllowlisted(a, ENTRIES) }).toEqual({ command, allowed: false });
+    }
   });
 });

