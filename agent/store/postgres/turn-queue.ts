@@ -177,6 +177,8 @@ export class PgBossTurnQueue implements TurnQueue {
     c.on('notification', () => this.wake());
     await c.connect();
     await c.query(`LISTEN ${CHANNEL}`);
+    // Beats of processes gone for a day are of no use (a holder without one is dead anyway).
+    await c.query("DELETE FROM replica_beats WHERE beat_at < now() - interval '1 day'");
     await this.beat(c);
     this.listener = c;
     this.wake(); // anything sent while not listening
@@ -313,6 +315,7 @@ export class PgBossTurnQueue implements TurnQueue {
     for (const t of this.timers.splice(0)) clearInterval(t);
     const l = this.listener;
     this.listener = undefined;
+    await l?.query('DELETE FROM replica_beats WHERE tag = $1', [this.tag]).catch(() => undefined);
     await l?.end().catch(() => undefined);
     await this.boss.stop({ graceful: false, close: true, timeout: 1000 }).catch(() => undefined);
   }
