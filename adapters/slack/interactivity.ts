@@ -16,6 +16,7 @@
  *   makes the group be read again before being refused (they may have just been added), at most once
  *   per `groupMissRereadMs` (default 0: every miss). Reads of one group in flight are shared.
  */
+import type { Respond } from './direct.js';
 import type { App } from '@slack/bolt';
 import { cutText } from '../kit/attachments.js';
 import { deliverClick } from '../kit/clicks.js';
@@ -33,6 +34,8 @@ export interface InteractivityOptions {
   groupMissRereadMs: number;
   /** The clock (tests inject one). */
   now?: () => number;
+  /** A click on an ephemeral message, before the core hears of it (./direct.ts replaces the card through `respond`). */
+  ephemeralClicked?: (messageTs: string, respond: Respond) => void;
 }
 
 /** A user's membership of the wanted groups; `unchecked`: groups whose lookup failed (counted as not a member). */
@@ -104,13 +107,13 @@ class UserGroups {
 export function registerInteractivity(app: App, ctx: SlackContext, opts: InteractivityOptions): void {
   const groups = new UserGroups(ctx, opts);
 
-  app.action(new RegExp(`^${ACTION_PREFIX}:`), async ({ ack, body, action }) => {
+  app.action(new RegExp(`^${ACTION_PREFIX}:`), async ({ ack, body, action, respond }) => {
     await ack();
     const b = body as {
       user: { id: string; name?: string; username?: string };
       team?: { id: string } | null;
       channel?: { id: string };
-      container?: { thread_ts?: string; channel_id?: string };
+      container?: { thread_ts?: string; channel_id?: string; message_ts?: string; is_ephemeral?: boolean };
       message?: { ts: string; thread_ts?: string };
       trigger_id?: string;
     };
@@ -126,6 +129,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
         ctx.log('warn', `could not tell ${b.user.id} privately: ${ctx.describe(err)}`);
       }
     };
+    if (b.container?.is_ephemeral && b.container.message_ts) opts.ephemeralClicked?.(b.container.message_ts, respond as Respond);
     let unchecked: string[] = [];
     await deliverClick({
       sink: ctx.sink,

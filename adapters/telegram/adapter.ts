@@ -58,6 +58,7 @@ import { chunkPlain } from './chunk.js';
 import { htmlToPlain, telegramAnswer } from './format.js';
 import { addressing, fromAPerson, senderOf, topicOf } from './inbound.js';
 import { decodeKey, refFor } from './keys.js';
+import { openTelegramDirect } from './direct.js';
 import { CONFLICT_MESSAGE, telegramStartError } from './startup.js';
 
 type UserFromGetMe = Context['me'];
@@ -535,6 +536,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     updateCard,
     postText: (ref, text) => sendPlain(ref, text),
     decodeKey,
+    openDirect: openTelegramDirect,
     httpRoutes(): TelegramHttpRoute[] {
       if (!opts.webhook) return [];
       return [

@@ -43,6 +43,11 @@ const Request = z.object({
   earlierHandles: z.array(z.string()).optional(),
   /** question: what each suggestion button answers (kept here, never on the button). */
   suggestions: z.array(Suggestion).optional(),
+  /** approvalDelivery (./delivery.ts): what the conversation shows when not the card itself (a status line, a note). */
+  hereCard: z.custom<Card>((v) => typeof v === 'object' && v !== null).optional(),
+  /** The card as sent to approvers' direct messages, and each copy (conversation key, user, handle). */
+  directCard: z.custom<Card>((v) => typeof v === 'object' && v !== null).optional(),
+  directs: z.array(z.object({ key: z.string(), platform: z.string(), userId: z.string(), handle: z.string() })).optional(),
 });
 /** The request as stored (without its decision). */
 export type StoredRequest = z.infer<typeof Request>;
