@@ -165,7 +165,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
   });
   const direct = new SlackDirect(ctx);
   registerInteractivity(app, ctx, {
-    ephemeralClicked: (ts, respond) => direct.clicked(ts, respond),
+    ephemeralClicked: (ts, url) => direct.clicked(ts, url),
     approverGroups: opts.approverGroups ?? (() => []),
     groupCacheMs: opts.groupCacheMs ?? 15_000,
     groupMissRereadMs: opts.groupMissRereadMs ?? 0,

@@ -7,9 +7,10 @@
  * - openDirect: the ref of the bot's DM channel with the user (conversations.open, `im:write`); a
  *   Slack error (user_not_found, missing scope) rejects with its code.
  * - An ephemeral card's handle is `eph:<message_ts>`. Slack lets no API call edit an ephemeral
- *   message; only a click's response_url (Bolt's `respond`) may replace it. So the interactivity
- *   handler hands each click on an ephemeral card to `clicked` before the core hears of it, and
- *   `update` replaces the card through that click's `respond` (replace_original). Without one (an
+ *   message; only a click's response_url may replace it. So the interactivity handler hands each
+ *   click on an ephemeral card (its response_url, from the signed or socket-delivered payload) to
+ *   `clicked` before the core hears of it, and `update` replaces the card by POSTing to that URL
+ *   (replace_original, on a connection closed after it: a kept-alive one outlived a stopped app). Without one (an
  *   expiry, a decision made elsewhere) `update` rejects (the broker logs it): the card keeps its
  *   buttons, and a later click on it gets the "already decided" or "expired" notice privately.
  */
@@ -21,11 +22,10 @@ import { refFor } from './keys.js';
 
 const EPHEMERAL = 'eph:';
 
-/** Bolt's `respond` for one click: posts to the click's response_url. */
-export type Respond = (message: { replace_original: boolean; text: string; blocks: unknown[] }) => Promise<unknown>;
+const RESPONSE_TIMEOUT_MS = 10_000;
 
 export class SlackDirect {
-  private readonly responders = new RecentMap<Respond>(1000);
+  private readonly responseUrls = new RecentMap<string>(1000);
 
   constructor(private readonly ctx: SlackContext) {}
 
@@ -49,16 +49,24 @@ export class SlackDirect {
     return handle.startsWith(EPHEMERAL);
   }
 
-  /** A click on an ephemeral message: its `respond` may replace it while the click is handled. */
-  clicked(messageTs: string, respond: Respond): void {
-    this.responders.set(messageTs, respond);
+  /** A click on an ephemeral message: its response_url may replace it while the click is handled. */
+  clicked(messageTs: string, responseUrl: string): void {
+    this.responseUrls.set(messageTs, responseUrl);
   }
 
   async update(handle: string, card: Card): Promise<void> {
     const ts = handle.slice(EPHEMERAL.length);
-    const respond = this.responders.get(ts);
-    if (!respond) throw new Error(`ephemeral card ${ts} can only be replaced through a click on it (Slack has no edit for ephemeral messages)`);
+    const url = this.responseUrls.get(ts);
+    if (!url) throw new Error(`ephemeral card ${ts} can only be replaced through a click on it (Slack has no edit for ephemeral messages)`);
     const m = renderSlackCard(card);
-    await respond({ replace_original: true, text: m.text, blocks: m.blocks });
+    const res = await fetch(url, {
+      method: 'POST',
+      // One short-lived connection: a kept-alive one to the response_url host outlived the adapter.
+      headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ replace_original: true, text: m.text, blocks: m.blocks }),
+      signal: AbortSignal.timeout(RESPONSE_TIMEOUT_MS),
+    });
+    if (!res.ok) throw new Error(`replacing ephemeral card ${ts} through its response_url failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+    await res.arrayBuffer().catch(() => undefined);
   }
 }

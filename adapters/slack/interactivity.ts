@@ -16,7 +16,6 @@
  *   makes the group be read again before being refused (they may have just been added), at most once
  *   per `groupMissRereadMs` (default 0: every miss). Reads of one group in flight are shared.
  */
-import type { Respond } from './direct.js';
 import type { App } from '@slack/bolt';
 import { cutText } from '../kit/attachments.js';
 import { deliverClick } from '../kit/clicks.js';
@@ -35,7 +34,7 @@ export interface InteractivityOptions {
   /** The clock (tests inject one). */
   now?: () => number;
   /** A click on an ephemeral message, before the core hears of it (./direct.ts replaces the card through `respond`). */
-  ephemeralClicked?: (messageTs: string, respond: Respond) => void;
+  ephemeralClicked?: (messageTs: string, responseUrl: string) => void;
 }
 
 /** A user's membership of the wanted groups; `unchecked`: groups whose lookup failed (counted as not a member). */
@@ -107,7 +106,7 @@ class UserGroups {
 export function registerInteractivity(app: App, ctx: SlackContext, opts: InteractivityOptions): void {
   const groups = new UserGroups(ctx, opts);
 
-  app.action(new RegExp(`^${ACTION_PREFIX}:`), async ({ ack, body, action, respond }) => {
+  app.action(new RegExp(`^${ACTION_PREFIX}:`), async ({ ack, body, action }) => {
     await ack();
     const b = body as {
       user: { id: string; name?: string; username?: string };
@@ -116,6 +115,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
       container?: { thread_ts?: string; channel_id?: string; message_ts?: string; is_ephemeral?: boolean };
       message?: { ts: string; thread_ts?: string };
       trigger_id?: string;
+      response_url?: string;
     };
     const a = action as { value?: string; selected_option?: { value?: string }; action_ts?: string };
     const token = a.selected_option?.value ?? a.value ?? '';
@@ -129,7 +129,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
         ctx.log('warn', `could not tell ${b.user.id} privately: ${ctx.describe(err)}`);
       }
     };
-    if (b.container?.is_ephemeral && b.container.message_ts) opts.ephemeralClicked?.(b.container.message_ts, respond as Respond);
+    if (b.container?.is_ephemeral && b.container.message_ts && b.response_url) opts.ephemeralClicked?.(b.container.message_ts, b.response_url);
     let unchecked: string[] = [];
     await deliverClick({
       sink: ctx.sink,
