@@ -54,6 +54,7 @@ import { StatusMessage } from '../kit/status.js';
 import type { StatusFailure } from '../kit/status.js';
 import { chunkText } from '../kit/text.js';
 import { heldConnection } from '../kit/held.js';
+import { openDiscordDirect } from './direct.js';
 import { deliverClick, SOMETHING_WENT_WRONG } from '../kit/clicks.js';
 import { deliverMessage, Recent, withUnreadNotes } from '../kit/inbound.js';
 import {
@@ -514,6 +515,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     render,
     postCard,
     updateCard,
+    openDirect: (userId) => openDiscordDirect(rest(), userId),
     postText: postPlain,
     decodeKey,
   };

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { startBot, type RunningBot } from '../../../bot/cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
+import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
 import { testStoreUrl } from '../../helpers/harness.js';
 
 export const SLACK_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
@@ -40,6 +41,28 @@ export class DeliveryBed {
 
   get ws(): string {
     return join(this.dir, 'ws');
+  }
+
+  /** gatehouse.yaml for one agent `default` with write_file above its tier: its approvers, approvalDelivery, access. */
+  yaml(a: { approvers: string; delivery: string; access: string; extra?: string }): string {
+    return `
+agents:
+  default:
+    model: claude-sonnet-5-5
+    tools: [write_file]
+    tier: read-only
+    workspace: "${this.ws}"
+    approvers: ${a.approvers}
+    approvalDelivery: ${a.delivery}${a.extra ?? ''}
+access:
+${a.access}
+`;
+  }
+
+  /** Boots with Slack (HTTP mode) against `slack` (and `env` besides), and points the fake's events at the bot. */
+  async bootSlack(slack: FakeSlack, yaml: string, env: Record<string, string> = {}): Promise<void> {
+    await this.boot(yaml, { SLACK_BOT_TOKEN: SLACK_TOKEN, SLACK_SIGNING_SECRET: SLACK_SECRET, SLACK_API_URL: slack.apiUrl, ...env });
+    slack.eventsUrl = `http://127.0.0.1:${this.bot!.http!.port}/slack/events`;
   }
 
   async boot(yaml: string, env: Record<string, string>): Promise<void> {
@@ -83,6 +106,13 @@ export class DeliveryBed {
     }
   }
 }
+
+export function startSlack(): Promise<FakeSlack> {
+  return startFakeSlack({ botToken: SLACK_TOKEN, appToken: 'xapp-1-A0APP-3333-fakeAppTokenValue', signingSecret: SLACK_SECRET });
+}
+
+/** A Slack message's text and blocks, as one string to match on. */
+export const slackPlain = (m: { text: string; blocks?: unknown }): string => `${m.text} ${JSON.stringify(m.blocks ?? [])}`;
 
 /** A Slack message's buttons: label -> value (token). */
 export function slackButtons(m: { blocks?: Array<Record<string, unknown>> | undefined }): Array<{ label: string; value: string }> {

@@ -6,10 +6,10 @@
  * audit; a click there by anyone else changes nothing.
  */
 import { TOKEN as TG_TOKEN } from '../../adapters/telegram/helpers.js';
-import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
+import type { FakeSlack } from '../../fakes/slack.js';
 import { startFakeTelegram, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';
 import { waitFor } from '../../helpers/wait.js';
-import { DeliveryBed, SLACK_SECRET, SLACK_TOKEN, slackButtons, writePlan } from './boot.js';
+import { DeliveryBed, slackButtons, slackPlain, startSlack, writePlan } from './boot.js';
 
 const bed = new DeliveryBed();
 const lead: FakeUser = { id: 501, first_name: 'Lena' };
@@ -19,7 +19,7 @@ let tg: FakeTelegram;
 
 beforeEach(async () => {
   await bed.setUp();
-  slack = await startFakeSlack({ botToken: SLACK_TOKEN, appToken: 'xapp-1-A0APP-3333-fakeAppTokenValue', signingSecret: SLACK_SECRET });
+  slack = await startSlack();
   tg = await startFakeTelegram({ token: TG_TOKEN });
   tg.addChat({ id: 501, type: 'private', first_name: 'Lena' }); // Lena has started the bot on her phone
 });
@@ -29,32 +29,17 @@ afterEach(async () => {
   await bed.tearDown();
 });
 
-async function start(delivery: string): Promise<void> {
-  await bed.boot(
-    `
-agents:
-  default:
-    model: claude-sonnet-5-5
-    tools: [write_file]
-    tier: read-only
-    workspace: "${bed.ws}"
-    approvers: { slack: ["U0ADA"], telegram: ["501"] }
-    approvalDelivery: ${delivery}
-access:
-  slack: { users: ["U0ADA", "U0BOB"], channels: ["C0TEAM"] }
-  telegram: { users: ["501"], chats: [] }
-`,
-    {
-      SLACK_BOT_TOKEN: SLACK_TOKEN,
-      SLACK_SIGNING_SECRET: SLACK_SECRET,
-      SLACK_API_URL: slack.apiUrl,
-      TELEGRAM_BOT_TOKEN: TG_TOKEN,
-      TELEGRAM_API_ROOT: tg.apiRoot,
-    },
+const start = (delivery: string) =>
+  bed.bootSlack(
+    slack,
+    bed.yaml({
+      approvers: '{ slack: ["U0ADA"], telegram: ["501"] }',
+      delivery,
+      access: '  slack: { users: ["U0ADA", "U0BOB"], channels: ["C0TEAM"] }\n  telegram: { users: ["501"], chats: [] }',
+    }),
+    { TELEGRAM_BOT_TOKEN: TG_TOKEN, TELEGRAM_API_ROOT: tg.apiRoot },
   );
-  slack.eventsUrl = `http://127.0.0.1:${bed.bot!.http!.port}/slack/events`;
-}
-const plain = (m: { text: string; blocks?: unknown }) => `${m.text} ${JSON.stringify(m.blocks ?? [])}`;
+const plain = slackPlain;
 
 test('{ dm: telegram }: a Slack request is approved from Telegram; both places show who decided and where; a stranger’s tap changes nothing', async () => {
   await start('{ dm: telegram }');

@@ -6,10 +6,10 @@
  * that must change nothing (someone else's, a made-up token, a replay).
  */
 import { TOKEN as TG_TOKEN } from '../../adapters/telegram/helpers.js';
-import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
+import type { FakeSlack } from '../../fakes/slack.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';
 import { waitFor } from '../../helpers/wait.js';
-import { DeliveryBed, SLACK_SECRET, SLACK_TOKEN, slackButtons, writePlan } from './boot.js';
+import { DeliveryBed, slackButtons, slackPlain, startSlack, writePlan } from './boot.js';
 
 const bed = new DeliveryBed();
 beforeEach(() => bed.setUp());
@@ -27,21 +27,10 @@ describe('Telegram', () => {
     await tg.close();
   });
   const start = (delivery: string, extra = '') =>
-    bed.boot(
-      `
-agents:
-  default:
-    model: claude-sonnet-5-5
-    tools: [write_file]
-    tier: read-only
-    workspace: "${bed.ws}"
-    approvers: { telegram: ["501", "502"] }
-    approvalDelivery: ${delivery}${extra}
-access:
-  telegram: { users: ["501", "502"], chats: ["-100200"] }
-`,
-      { TELEGRAM_BOT_TOKEN: TG_TOKEN, TELEGRAM_API_ROOT: tg.apiRoot },
-    );
+    bed.boot(bed.yaml({ approvers: '{ telegram: ["501", "502"] }', delivery, extra, access: '  telegram: { users: ["501", "502"], chats: ["-100200"] }' }), {
+      TELEGRAM_BOT_TOKEN: TG_TOKEN,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+    });
   const groupTexts = () => tg.visible(-100200).map((m) => m.plain);
 
   test('dm: the card goes to the other approver’s private chat, the group gets a status line; a foreign, a forged and a replayed click change nothing', async () => {
@@ -137,30 +126,17 @@ access:
 describe('Slack', () => {
   let slack: FakeSlack;
   beforeEach(async () => {
-    slack = await startFakeSlack({ botToken: SLACK_TOKEN, appToken: 'xapp-1-A0APP-3333-fakeAppTokenValue', signingSecret: SLACK_SECRET });
+    slack = await startSlack();
   });
   afterEach(async () => {
     await slack.close();
   });
-  const start = async (delivery: string) => {
-    await bed.boot(
-      `
-agents:
-  default:
-    model: claude-sonnet-5-5
-    tools: [write_file]
-    tier: read-only
-    workspace: "${bed.ws}"
-    approvers: { slack: ["U0ADA", "U0BOB"] }
-    approvalDelivery: ${delivery}
-access:
-  slack: { users: ["U0ADA", "U0BOB"], channels: ["C0TEAM"] }
-`,
-      { SLACK_BOT_TOKEN: SLACK_TOKEN, SLACK_SIGNING_SECRET: SLACK_SECRET, SLACK_API_URL: slack.apiUrl },
+  const start = (delivery: string) =>
+    bed.bootSlack(
+      slack,
+      bed.yaml({ approvers: '{ slack: ["U0ADA", "U0BOB"] }', delivery, access: '  slack: { users: ["U0ADA", "U0BOB"], channels: ["C0TEAM"] }' }),
     );
-    slack.eventsUrl = `http://127.0.0.1:${bed.bot!.http!.port}/slack/events`;
-  };
-  const plain = (m: { text: string; blocks?: unknown }) => `${m.text} ${JSON.stringify(m.blocks ?? [])}`;
+  const plain = slackPlain;
 
   test('dm: the card goes to the approver’s DM channel (conversations.open), the thread gets a status line with the outcome; Bob’s click on it is refused', async () => {
     await start('dm');

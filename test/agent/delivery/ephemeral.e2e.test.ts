@@ -5,10 +5,10 @@
  * Real Bolt against the fake Slack, real grammy against the fake Bot API.
  */
 import { TOKEN as TG_TOKEN } from '../../adapters/telegram/helpers.js';
-import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
+import type { FakeSlack } from '../../fakes/slack.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';
 import { waitFor } from '../../helpers/wait.js';
-import { DeliveryBed, SLACK_SECRET, SLACK_TOKEN, slackButtons, writePlan } from './boot.js';
+import { DeliveryBed, slackButtons, slackPlain, startSlack, writePlan } from './boot.js';
 
 const bed = new DeliveryBed();
 beforeEach(() => bed.setUp());
@@ -17,30 +17,17 @@ afterEach(() => bed.tearDown());
 describe('Slack', () => {
   let slack: FakeSlack;
   beforeEach(async () => {
-    slack = await startFakeSlack({ botToken: SLACK_TOKEN, appToken: 'xapp-1-A0APP-3333-fakeAppTokenValue', signingSecret: SLACK_SECRET });
+    slack = await startSlack();
   });
   afterEach(async () => {
     await slack.close();
   });
-  const start = async (approvers: string) => {
-    await bed.boot(
-      `
-agents:
-  default:
-    model: claude-sonnet-5-5
-    tools: [write_file]
-    tier: read-only
-    workspace: "${bed.ws}"
-    approvers: { slack: [${approvers}] }
-    approvalDelivery: ephemeral
-access:
-  slack: { users: ["U0ADA", "U0BOB"], channels: ["C0TEAM"] }
-`,
-      { SLACK_BOT_TOKEN: SLACK_TOKEN, SLACK_SIGNING_SECRET: SLACK_SECRET, SLACK_API_URL: slack.apiUrl },
+  const start = (approvers: string) =>
+    bed.bootSlack(
+      slack,
+      bed.yaml({ approvers: `{ slack: [${approvers}] }`, delivery: 'ephemeral', access: '  slack: { users: ["U0ADA", "U0BOB"], channels: ["C0TEAM"] }' }),
     );
-    slack.eventsUrl = `http://127.0.0.1:${bed.bot!.http!.port}/slack/events`;
-  };
-  const plain = (m: { text: string; blocks?: unknown }) => `${m.text} ${JSON.stringify(m.blocks ?? [])}`;
+  const plain = slackPlain;
 
   test('the requester is the approver: only they see the card; their click replaces it through response_url; a stranger’s click and a replay change nothing', async () => {
     await start('"U0BOB"');
@@ -91,6 +78,8 @@ access:
     const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write the plan` });
     const card = await waitFor('the thread card', () => slack.visible('C0TEAM', ts).find((m) => slackButtons(m).length > 0));
     expect(plain(card)).toMatch(/Posted in the conversation: the requester is not a bound approver/);
+    await slack.click({ user: 'U0ADA', message: card, value: slackButtons(card).find((b) => b.label === 'Deny')!.value });
+    await waitFor('the card decided', () => /Denied by u0ada/.test(plain(card)));
   });
 });
 
@@ -106,21 +95,10 @@ describe('Telegram', () => {
   });
 
   test('ephemeral is Slack only: the start log says so and the card is posted in the group, saying why', async () => {
-    await bed.boot(
-      `
-agents:
-  default:
-    model: claude-sonnet-5-5
-    tools: [write_file]
-    tier: read-only
-    workspace: "${bed.ws}"
-    approvers: { telegram: ["502"] }
-    approvalDelivery: ephemeral
-access:
-  telegram: { users: ["502"], chats: ["-100200"] }
-`,
-      { TELEGRAM_BOT_TOKEN: TG_TOKEN, TELEGRAM_API_ROOT: tg.apiRoot },
-    );
+    await bed.boot(bed.yaml({ approvers: '{ telegram: ["502"] }', delivery: 'ephemeral', access: '  telegram: { users: ["502"], chats: ["-100200"] }' }), {
+      TELEGRAM_BOT_TOKEN: TG_TOKEN,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+    });
     expect(bed.logged).toContain('agent default: approvalDelivery: telegram: here (ephemeral is Slack only)');
     bed.queue.push(writePlan, { text: 'Wrote plan.md.' });
     await tg.sendText({ chat: group, from: bob, text: `@${tg.bot.username} write the plan` });
