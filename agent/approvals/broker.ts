@@ -157,6 +157,7 @@ export class ApprovalBroker {
       approversOf: opts.approversOf,
       requesterMayApprove: (agent, platform) => effectiveRequesterMayApprove(opts.requesterMayApprove?.(agent), opts.approversOf(agent, platform)),
       ...(opts.direct ? { direct: opts.direct } : {}),
+      noteDirect: (id, copy) => this.store.setHandles(id, (h) => ({ directs: [...(h.directs ?? []).filter((d) => d.key !== copy.key), copy] })),
       ...(opts.deliveryOf ? { deliveryOf: (agent: string) => opts.deliveryOf!(agent) } : {}),
       ...(opts.log ? { log: opts.log } : {}),
     });

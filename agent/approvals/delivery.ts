@@ -37,12 +37,12 @@ export interface DirectCards {
   postEphemeral?(conversationKey: string, userId: string, card: Card): Promise<string> | undefined;
 }
 
-/** A copy of the card in a direct conversation: where, for whom, its handle. */
+/** A copy of the card in a direct conversation: where, for whom, its handle (unset while it is being posted). */
 export interface DirectCopy {
   key: string;
   platform: string;
   userId: string;
-  handle: string;
+  handle?: string | undefined;
 }
 
 export interface Delivered {
@@ -62,6 +62,11 @@ export interface DeliveryOptions {
   approversOf(agentName: string, platform: string): readonly string[];
   /** Whether the run's starter may decide this agent's approvals on this platform. */
   requesterMayApprove(agentName: string, platform: string): boolean;
+  /**
+   * Records a direct copy with the request as it is posted (first without its handle), so a click on
+   * it that comes before the whole delivery is stored is recognised.
+   */
+  noteDirect?(requestId: string, copy: DirectCopy): Promise<void>;
   log?: Log;
 }
 
@@ -107,8 +112,10 @@ export class CardDelivery {
       try {
         if (!this.opts.direct) throw new Error('direct messages are not available here');
         const key = await this.opts.direct.openDirect(target, userId);
+        await this.opts.noteDirect?.(req.id, { key, platform: target, userId });
         const handle = await this.opts.outputs(key).postCard(directCard, { requestId: req.id });
         directs.push({ key, platform: target, userId, handle });
+        await this.opts.noteDirect?.(req.id, { key, platform: target, userId, handle });
       } catch (err) {
         const why = (err as Error).message;
         this.opts.log?.('warn', `approval ${req.id}: could not send the card to ${target} user ${userId}'s direct messages: ${why}`);
@@ -178,7 +185,7 @@ export function decidedCopies(
   }));
   if (req.directs?.length) {
     const direct = decide(req.directCard ?? req.card);
-    for (const d of req.directs) out.push({ key: d.key, handle: d.handle, card: direct });
+    for (const d of req.directs) if (d.handle !== undefined) out.push({ key: d.key, handle: d.handle, card: direct });
   }
   return out;
 }

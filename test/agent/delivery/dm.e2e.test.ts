@@ -78,6 +78,30 @@ describe('Telegram', () => {
     expect(bed.audit()).toContainEqual(expect.objectContaining({ event: 'approval_refused', userId: '502', reason: 'not_approver' }));
   });
 
+  test('dm: a tap on the first DM card while the others are still being sent is decided (the copy is recorded as it is posted)', async () => {
+    tg.addChat({ id: 501, type: 'private', first_name: 'Ada' });
+    tg.addChat({ id: 503, type: 'private', first_name: 'Cy' });
+    await bed.boot(
+      bed.yaml({
+        approvers: '{ telegram: ["501", "502", "503"] }',
+        delivery: 'dm',
+        access: '  telegram: { users: ["501", "502", "503"], chats: ["-100200"] }',
+      }),
+      { TELEGRAM_BOT_TOKEN: TG_TOKEN, TELEGRAM_API_ROOT: tg.apiRoot },
+    );
+    bed.queue.push(writePlan, { text: 'Wrote plan.md.' });
+    // Cy's DM is slowed down by a rate limit, so Ada's tap comes before the delivery is complete.
+    tg.failNext('sendMessage', { error_code: 429, description: 'Too Many Requests: retry after 1', retry_after: 1 }, { chatId: 503 });
+    await tg.sendText({ chat: group, from: bob, text: `@${tg.bot.username} write the plan` });
+    const dmCard = await waitFor('the card in Ada’s DM', () => tg.visible(501).find((m) => m.replyMarkup !== undefined), { intervalMs: 1 });
+    await tg.press(501, dmCard.messageId, 0, ada);
+    await tg.waitFor(() => tg.callbackAnswers.length === 1, 10_000, 'answer to Ada');
+    expect(tg.callbackAnswers[0]!.text).toBe('Approved.');
+    await tg.waitFor(() => groupTexts().includes('Wrote plan.md.'), 10_000, 'the answer');
+    const cyCard = await waitFor('Cy’s copy', () => tg.visible(503)[0]);
+    await tg.waitFor(() => /Approved once by Ada/.test(cyCard.plain) && cyCard.replyMarkup === undefined, 10_000, 'Cy’s copy decided');
+  });
+
   test('dm to someone who never started the bot: the group’s card says so and carries the buttons; nothing is lost', async () => {
     await start('dm');
     bed.queue.push(writePlan, { text: 'Wrote plan.md.' });
