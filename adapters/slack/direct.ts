@@ -14,6 +14,7 @@
  *   expiry, a decision made elsewhere) `update` rejects (the broker logs it): the card keeps its
  *   buttons, and a later click on it gets the "already decided" or "expired" notice privately.
  */
+import type { WebClient } from '@slack/web-api';
 import type { Card } from '../../agent/events.js';
 import type { ConversationRef } from '../types.js';
 import { renderSlackCard } from './blocks.js';
@@ -30,7 +31,13 @@ export class SlackDirect {
   constructor(private readonly ctx: SlackContext) {}
 
   async openDirect(userId: string): Promise<ConversationRef> {
-    const r = await this.ctx.web.conversations.open({ users: userId });
+    let r: Awaited<ReturnType<WebClient['conversations']['open']>>;
+    try {
+      r = await this.ctx.web.conversations.open({ users: userId });
+    } catch (err) {
+      // Slack's code and the missing scope (im:write), never a token.
+      throw new Error(`conversations.open: ${this.ctx.describe(err)}`);
+    }
     const channel = r.channel?.id;
     if (!channel) throw new Error(`conversations.open for ${userId} returned no channel`);
     return refFor(this.ctx.identity.teamId, channel);

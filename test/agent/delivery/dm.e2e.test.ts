@@ -188,6 +188,17 @@ describe('Slack', () => {
     expect(bed.audit().find((e) => e['event'] === 'approval_decided')).toMatchObject({ byPlatform: 'slack', byConversation: `slack:T0TEAM:${dmChannel}` });
   });
 
+  test('dm without the im:write scope: the card is posted in the thread, naming the missing scope', async () => {
+    slack.failNext('conversations.open', { error: 'missing_scope', needed: 'im:write' });
+    await start('dm');
+    bed.queue.push(writePlan, { text: 'Written.' });
+    const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write the plan` });
+    const card = await waitFor('the thread card', () => slack.visible('C0TEAM', ts).find((m) => slackButtons(m).length > 0));
+    expect(plain(card)).toMatch(/Could not reach by direct message: U0ADA \(conversations\.open: missing_scope \(needs im:write\)\)/);
+    await slack.click({ user: 'U0ADA', message: card, value: slackButtons(card)[0]!.value });
+    await waitFor('the answer', () => slack.visible('C0TEAM', ts).some((m) => m.text === 'Written.'));
+  });
+
   test('both: either card decides; a replay on the other copy is refused and changes nothing', async () => {
     await start('both');
     bed.queue.push(writePlan, { text: 'Written.' });
