@@ -23,6 +23,8 @@
  * - HTTP: an adapter that receives platform requests (Telegram webhook, Slack Events API) returns
  *   its routes from `httpRoutes()`; bot/http.ts mounts them on the bot's one HTTP server. The
  *   handler owns the response (status, body) and checks the platform's signature or secret itself.
+ * - Optional capabilities (`openDirect`, `postEphemeralCard`): absent means the platform (or this
+ *   adapter) has no such thing; the core then posts in the conversation instead.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AgentEvent, Card } from '../agent/events.js';
@@ -179,4 +181,16 @@ export interface Adapter {
   decodeKey(key: string): ConversationRef;
   /** Routes for the bot's HTTP server (webhook modes); none when absent or empty. */
   httpRoutes?(): HttpRoute[];
+  /**
+   * The conversation of `userId`'s direct messages with the bot (`approvalDelivery: dm`); cards go
+   * there through postCard / updateCard like anywhere else, and clicks come back with its key. Rejects
+   * with the platform's reason when it cannot be opened (a failed post there rejects postCard).
+   */
+  openDirect?(userId: string): Promise<ConversationRef>;
+  /**
+   * Posts a card in the conversation that only `userId` sees (Slack ephemeral). Its handle works with
+   * updateCard while a click on that card is being handled (the platform lets only the click's reply
+   * replace it); later updates reject.
+   */
+  postEphemeralCard?(ref: ConversationRef, userId: string, card: Card): Promise<string>;
 }

@@ -130,6 +130,8 @@ export type AuditEvent =
       byName?: string;
       /** Where the decider acted: the card's platform, or `cli` for the host operator. */
       byPlatform?: string;
+      /** approvalDelivery: the direct conversation the decision came from (absent: the request's own). */
+      byConversation?: string;
       at: string;
     }
   | {

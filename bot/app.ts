@@ -16,6 +16,8 @@ import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../agent/approvals.js';
+import { DELIVER_HERE } from '../agent/approvals/delivery.js';
+import { directCards } from './approval-delivery-config.js';
 import { ConversationStore, DEFAULT_RETENTION } from '../agent/conversation-store.js';
 import type { Leadership, Store } from '../agent/store/types.js';
 import { classifierCompletionFrom } from '../agent/model.js';
@@ -248,6 +250,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     requesterMayApprove: (agent) => config.agents[agent]?.requesterMayApprove,
+    deliveryOf: (agent) => config.agents[agent]?.approvalDelivery ?? DELIVER_HERE,
+    direct: directCards((p) => adapters.get(p as Adapter['platform'])),
     log,
     audit,
     ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),

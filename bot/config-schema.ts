@@ -22,6 +22,7 @@ import { memoryConfigSchema, remindersConfigSchema } from './memory-reminders-co
 import { budgetConfigSchema } from './budget-config.js';
 import { requesterMayApproveSchema } from './requester-approval-config.js';
 import { subagentsSchema } from '../agent/tools/builtin/subagent/config.js';
+import { approvalDeliverySchema } from './approval-delivery-config.js';
 
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -289,6 +290,7 @@ export function buildSchema(knownTools: readonly string[]) {
     reminders: remindersConfigSchema.optional(),
     budget: budgetConfigSchema.optional(),
     requesterMayApprove: requesterMayApproveSchema.optional(),
+    approvalDelivery: approvalDeliverySchema.optional(),
     discordReplyInThread: z.boolean().optional(),
     commandTools: commandToolsSchema(knownTools).optional(),
     skills: z.array(text()).optional(),

@@ -64,6 +64,8 @@ import { didYouMean, issueProblems } from './config-problems.js';
 import type { MetricsSettings, TraceSettings } from './telemetry/env.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
 import { sandboxNetworkFields } from '../agent/egress/config.js';
+import type { ApprovalDelivery } from '../agent/approvals/delivery.js';
+import { approvalDeliveryProblems } from './approval-delivery-config.js';
 
 export type { ConfigProblem } from './env.js';
 export { formatPath } from './config-problems.js';
@@ -79,6 +81,8 @@ export interface AgentConfig extends AgentSettings {
   approvers: Record<Platform, string[]> & { cli?: string[] };
   /** Unset: the default rule (agent/approvals/requester.ts). */
   requesterMayApprove?: boolean;
+  /** Unset: `here` (bot/approval-delivery-config.ts). */
+  approvalDelivery?: ApprovalDelivery;
   autoApprovedTools: string[];
   autoApprovedCommands: string[];
   envAllowlist: string[];
@@ -463,6 +467,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...(layer.companions ? { companions: layer.companions } : {}),
       ...(layer.budget ? { budget: budgetLimitsOf(layer.budget) } : {}),
       ...(layer.requesterMayApprove !== undefined ? { requesterMayApprove: layer.requesterMayApprove } : {}),
+      ...(layer.approvalDelivery !== undefined ? { approvalDelivery: layer.approvalDelivery } : {}),
       ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
       network: { allow: [...(layer.network?.allow ?? [])] },
       ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),
@@ -478,6 +483,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       ...(layer.subagents ? { subagents: layer.subagents } : {}),
       discordReplyInThread: layer.discordReplyInThread ?? true,
     };
+    problems.push(...approvalDeliveryProblems(name, agents[name]!));
   }
 
   const names = Object.keys(agents);

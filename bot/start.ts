@@ -36,6 +36,7 @@ import { configEntries, hostDecideRoute, reloadEvent } from './audit/service.js'
 import { gatehouseVersion } from './cli/io.js';
 import { SEMCONV_VERSION } from './telemetry/semconv.js';
 import { requesterApprovalLine } from './requester-approval-config.js';
+import { approvalDeliveryLines } from './approval-delivery-config.js';
 
 export interface RunningBot {
   gatehouse: Gatehouse;
@@ -283,6 +284,11 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     adapters.map((a) => a.platform),
   );
   if (requesterLine) out('info', requesterLine);
+  for (const line of approvalDeliveryLines(
+    config.agents,
+    adapters.map((a) => a.platform),
+  ))
+    out('info', line);
   audit({
     event: 'service_started',
     mode,

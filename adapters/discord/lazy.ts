@@ -44,6 +44,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     postCard: (ref: ConversationRef, card: Card) => started().postCard(ref, card),
     updateCard: (ref: ConversationRef, handle: string, card: Card) => started().updateCard(ref, handle, card),
     postText: (ref: ConversationRef, text: string) => started().postText(ref, text),
+    openDirect: (userId: string) => started().openDirect?.(userId) ?? Promise.reject(new Error('the Discord adapter opens no direct messages')),
     decodeKey,
   };
 }

@@ -46,6 +46,7 @@ import { registerInbound } from './inbound.js';
 import { registerInteractivity } from './interactivity.js';
 import { decodeKey } from './keys.js';
 import { createOutput } from './output.js';
+import { SlackDirect } from './direct.js';
 import { checkAppToken, startError } from './startup.js';
 
 export interface SlackAdapterOptions {
@@ -163,7 +164,9 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     threadFollowUps: opts.threadFollowUps ?? (() => true),
     postPlain: output.postPlain,
   });
+  const direct = new SlackDirect(ctx);
   registerInteractivity(app, ctx, {
+    ephemeralClicked: (ts, url) => direct.clicked(ts, url),
     approverGroups: opts.approverGroups ?? (() => []),
     groupCacheMs: opts.groupCacheMs ?? 15_000,
     groupMissRereadMs: opts.groupMissRereadMs ?? 0,
@@ -230,9 +233,11 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     ...(held ? { held } : {}),
     render: output.render,
     postCard: output.postCard,
-    updateCard: output.updateCard,
+    updateCard: (ref, handle, card) => (direct.isEphemeral(handle) ? direct.update(handle, card) : output.updateCard(ref, handle, card)),
     postText: output.postPlain,
     decodeKey,
+    openDirect: (userId) => direct.openDirect(userId),
+    postEphemeralCard: (ref, userId, card) => direct.postEphemeralCard(ref, userId, card),
     httpRoutes(): HttpRoute[] {
       if (!receiver) return [];
       return [

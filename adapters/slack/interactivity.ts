@@ -33,6 +33,8 @@ export interface InteractivityOptions {
   groupMissRereadMs: number;
   /** The clock (tests inject one). */
   now?: () => number;
+  /** A click on an ephemeral message, before the core hears of it (./direct.ts replaces the card through `respond`). */
+  ephemeralClicked?: (messageTs: string, responseUrl: string) => void;
 }
 
 /** A user's membership of the wanted groups; `unchecked`: groups whose lookup failed (counted as not a member). */
@@ -110,9 +112,10 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
       user: { id: string; name?: string; username?: string };
       team?: { id: string } | null;
       channel?: { id: string };
-      container?: { thread_ts?: string; channel_id?: string };
+      container?: { thread_ts?: string; channel_id?: string; message_ts?: string; is_ephemeral?: boolean };
       message?: { ts: string; thread_ts?: string };
       trigger_id?: string;
+      response_url?: string;
     };
     const a = action as { value?: string; selected_option?: { value?: string }; action_ts?: string };
     const token = a.selected_option?.value ?? a.value ?? '';
@@ -126,6 +129,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
         ctx.log('warn', `could not tell ${b.user.id} privately: ${ctx.describe(err)}`);
       }
     };
+    if (b.container?.is_ephemeral && b.container.message_ts && b.response_url) opts.ephemeralClicked?.(b.container.message_ts, b.response_url);
     let unchecked: string[] = [];
     await deliverClick({
       sink: ctx.sink,

@@ -38,6 +38,7 @@ import { registerInteractivity } from './interactivity.js';
 import { decodeKey } from './keys.js';
 import { createOutput } from './output.js';
 import { CHAT_COMMANDS, longPolling, startUp, type WebhookHandler } from './startup.js';
+import { openTelegramDirect } from './direct.js';
 
 type UserFromGetMe = Context['me'];
 
@@ -141,6 +142,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     updateCard: output.updateCard,
     postText: (ref, text) => output.postPlain(ref, text),
     decodeKey,
+    openDirect: openTelegramDirect,
     httpRoutes(): TelegramHttpRoute[] {
       if (!opts.webhook) return [];
       return [

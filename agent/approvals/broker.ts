@@ -39,6 +39,12 @@
  *   approvals, pickers or "Approve all" by click or from the host (for runs started at the terminal or
  *   headless, where the host operator is the starter): a private notice, nothing changes, and an
  *   approval_refused with reason `requester_may_not_approve`. Questions are not affected.
+ * - Delivery (`approvalDelivery`, ./delivery.ts): a card may also (or instead) go to approvers'
+ *   direct messages, on this platform or another. A click there is checked exactly as one here
+ *   (token, once, expiry), plus: it must come from a direct conversation the card was sent to, by the
+ *   person it was sent to, who is an approver on that platform; the requester rule applies to users
+ *   of the request's own platform. Every copy (conversation, status line, direct messages) is
+ *   updated with the outcome; approval_decided names `byPlatform` and, from a DM, `byConversation`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Audit, RefusalReason } from '../audit.js';
@@ -52,6 +58,7 @@ import { ExpiryWatch } from './expiry-watch.js';
 import { OpenRequests } from './open-requests.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { Waits } from './waits.js';
+import { CardDelivery, decidedCopies, platformName, type ApprovalDelivery, type DirectCards } from './delivery.js';
 import { effectiveRequesterMayApprove, HOST_STARTED_PLATFORMS } from './requester.js';
 import type { Telemetry } from '../telemetry/types.js';
 import { alreadyDecided, describeWaitingFor, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
@@ -91,6 +98,9 @@ export interface ApprovalBrokerOptions {
   sharedExpiry?: Signals;
   /** Only this process creates requests on the store (Store.exclusive): typed replies skip the read (./open-requests.ts). */
   exclusiveStore?: boolean;
+  /** approvalDelivery (./delivery.ts): the agent's setting, read when a card is posted, and the direct-message port. */
+  deliveryOf?(agentName: string): ApprovalDelivery;
+  direct?: DirectCards;
 }
 
 export interface ApprovalCardInput {
@@ -135,12 +145,22 @@ export class ApprovalBroker {
   /** Expiries in progress here (a wait's timer and the watch fire together): settled once. */
   private readonly expiring = new Map<string, Promise<void>>();
   private readonly open: OpenRequests | undefined;
+  private readonly delivery: CardDelivery;
 
   constructor(private readonly opts: ApprovalBrokerOptions) {
     this.now = opts.now ?? Date.now;
     this.store = new ApprovalStore(opts.approvals, this.now);
     this.bus = opts.bus ?? new InProcessDecisionBus();
     this.open = opts.exclusiveStore ? new OpenRequests(() => this.store.allPending()) : undefined;
+    this.delivery = new CardDelivery({
+      outputs: opts.outputs,
+      approversOf: opts.approversOf,
+      requesterMayApprove: (agent, platform) => effectiveRequesterMayApprove(opts.requesterMayApprove?.(agent), opts.approversOf(agent, platform)),
+      ...(opts.direct ? { direct: opts.direct } : {}),
+      noteDirect: (id, copy) => this.store.setHandles(id, (h) => ({ directs: [...(h.directs ?? []).filter((d) => d.key !== copy.key), copy] })),
+      ...(opts.deliveryOf ? { deliveryOf: (agent: string) => opts.deliveryOf!(agent) } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
     this.waits = new Waits({
       bus: this.bus,
       read: (id) => this.store.get(id),
@@ -215,9 +235,12 @@ export class ApprovalBroker {
       tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })),
     );
     this.expiryWatch?.noted(id, request.expiresAt);
-    const handle = await this.opts.outputs(input.conversationKey).postCard(card, { requestId: id });
-    await this.store.replace({ ...request, cardHandle: handle });
-    await this.showIfDecided(id, input.conversationKey, handle, card);
+    const { handle, ...copies } = await this.delivery.deliver(request, card);
+    await this.store.replace({ ...request, cardHandle: handle, ...copies });
+    // Decided between posting and storing the handles (a quick click, another process): every copy shows it.
+    const stored = await this.store.get(id);
+    if (stored?.decision)
+      for (const c of decidedCopies(stored, (k) => decidedCard(k, stored.decision!))) await this.updateCard(stored, c.handle, c.card, c.key);
     this.auditAsked(request, false);
     return id;
   }
@@ -233,12 +256,12 @@ export class ApprovalBroker {
     for (const id of await this.store.pending(conversationKey)) {
       const req = await this.store.get(id);
       if (!req || req.decision || this.now() >= req.expiresAt) continue;
-      const handle = await this.opts.outputs(conversationKey).postCard(req.card, { requestId: id });
+      const handle = await this.opts.outputs(conversationKey).postCard(req.hereCard ?? req.card, { requestId: id });
       await this.store.setHandles(id, (h) => ({
         cardHandle: handle,
         earlierHandles: h.cardHandle !== undefined ? [...(h.earlierHandles ?? []), h.cardHandle] : h.earlierHandles,
       }));
-      await this.showIfDecided(id, conversationKey, handle, req.card);
+      await this.showIfDecided(id, conversationKey, handle, req.hereCard ?? req.card);
       this.auditAsked(req, true);
       n++;
     }
@@ -323,22 +346,28 @@ export class ApprovalBroker {
     if (!entry) return refused('stale_token', NOTICES.staleToken);
     const req = await this.store.get(entry.requestId);
     if (!req) return refused('stale_token', NOTICES.staleToken);
-    if (req.conversationKey !== action.conversationKey) return refused('other_conversation', NOTICES.otherConversation, req);
+    // A card's copy in an approver's direct messages is clicked there: that conversation, that person, that platform.
+    const direct = req.conversationKey === action.conversationKey ? undefined : req.directs?.find((d) => d.key === action.conversationKey);
+    if (req.conversationKey !== action.conversationKey && !direct) return refused('other_conversation', NOTICES.otherConversation, req);
     if (req.decision) return refused('already_decided', this.foundDecided(req.id, req.decision).notice ?? '', req);
-    if (!this.mayDecide(req, action.user)) {
+    const clickPlatform = direct?.platform ?? req.platform;
+    if ((direct && direct.userId !== action.user.id) || !this.mayDecide(req, action.user, clickPlatform)) {
       return refused('not_approver', req.kind === 'question' ? NOTICES.questionNotYours : NOTICES.approvalNotYours, req);
     }
-    if (req.starterId === action.user.id && !this.requesterMayApprove(req)) {
+    // The starter is a user of the conversation's platform: ids of another platform are other people.
+    if (clickPlatform === req.platform && req.starterId === action.user.id && !this.requesterMayApprove(req)) {
       return refused('requester_may_not_approve', NOTICES.requesterMayNotApprove, req);
     }
     if (this.now() >= req.expiresAt) {
       await this.record(req, { outcome: req.kind === 'question' ? 'unanswered' : 'expired', at: this.now() });
       return refused('expired', NOTICES.expired, req);
     }
-    const decision = decisionForChoice(req, entry.choice, action.user, this.now());
-    if (!decision) return refused('bad_token', NOTICES.badToken, req);
+    const chosen = decisionForChoice(req, entry.choice, action.user, this.now());
+    if (!chosen) return refused('bad_token', NOTICES.badToken, req);
+    const decision = direct ? { ...chosen, note: `from ${platformName(direct.platform)} direct messages` } : chosen;
     const byPlatform = action.platform ?? platformOf(action.conversationKey);
-    if (!(await this.record(req, decision, byPlatform))) return refused('already_decided', alreadyDecided((await this.store.get(req.id))?.decision), req);
+    if (!(await this.record(req, decision, byPlatform, direct?.key)))
+      return refused('already_decided', alreadyDecided((await this.store.get(req.id))?.decision), req);
     if (req.kind === 'approve_all') {
       for (const member of req.members ?? []) await this.settle(member, { ...decision, note: 'via Approve all / Deny all' });
       return { accepted: true, notice: decision.outcome === 'approved' ? 'Approved all.' : 'Denied all.' };
@@ -491,8 +520,9 @@ export class ApprovalBroker {
     return effectiveRequesterMayApprove(this.opts.requesterMayApprove?.(req.agentName), this.opts.approversOf(req.agentName, req.platform));
   }
 
-  private mayDecide(req: StoredRequest, user: { id: string; roles?: string[] }): boolean {
-    if (isApprover(user, this.opts.approversOf(req.agentName, req.platform))) return true;
+  private mayDecide(req: StoredRequest, user: { id: string; roles?: string[] }, platform = req.platform): boolean {
+    if (isApprover(user, this.opts.approversOf(req.agentName, platform))) return true;
+    if (platform !== req.platform) return false;
     return req.kind === 'question' && req.starterId === user.id;
   }
 
@@ -501,7 +531,7 @@ export class ApprovalBroker {
    * decided first (another click, or another process sharing the store): that decision stands, and
    * wakes this process's waits.
    */
-  private async record(req: LoadedRequest, decision: Decision, byPlatform?: string): Promise<boolean> {
+  private async record(req: LoadedRequest, decision: Decision, byPlatform?: string, byConversation?: string): Promise<boolean> {
     if (!(await this.store.decideOnce(req, decision))) {
       const won = (await this.store.get(req.id))?.decision;
       if (won) this.wakeHere(req.id, won);
@@ -518,15 +548,15 @@ export class ApprovalBroker {
       ...(decision.by !== undefined ? { by: decision.by } : {}),
       ...(decision.byName !== undefined ? { byName: decision.byName } : {}),
       ...(byPlatform !== undefined ? { byPlatform } : {}),
+      ...(byConversation !== undefined ? { byConversation } : {}),
       at: new Date(decision.at).toISOString(),
     });
     this.opts.telemetry?.approvalDecided({ kind: req.kind, outcome: decision.outcome, waitMs: Math.max(0, decision.at - req.createdAt) });
-    const card = decidedCard(req.card, decision);
     // The handles as stored now, after the decision: `req` may have been read before the card's
     // handle was stored (a click right after the post); showIfDecided covers the other order.
     const h = (await this.store.get(req.id)) ?? req;
-    // Earlier copies first (shown before a restart), then the current one.
-    for (const handle of [...(h.earlierHandles ?? []), ...(h.cardHandle !== undefined ? [h.cardHandle] : [])]) await this.updateCard(req, handle, card);
+    // Earlier copies first (shown before a restart), then the current one, then direct messages'.
+    for (const c of decidedCopies(h, (card) => decidedCard(card, decision))) await this.updateCard(req, c.handle, c.card, c.key);
     await this.bus.publish(req.id, decision);
     // A bus that reaches only other processes still settles this one's waits.
     this.wakeHere(req.id, decision);
@@ -539,9 +569,14 @@ export class ApprovalBroker {
     if (req?.decision) await this.updateCard(req, handle, decidedCard(card, req.decision));
   }
 
-  private async updateCard(req: Pick<StoredRequest, 'id' | 'conversationKey'>, handle: string, card: StoredRequest['card']): Promise<void> {
+  private async updateCard(
+    req: Pick<StoredRequest, 'id' | 'conversationKey'>,
+    handle: string,
+    card: StoredRequest['card'],
+    key = req.conversationKey,
+  ): Promise<void> {
     try {
-      await this.opts.outputs(req.conversationKey).updateCard(handle, card);
+      await this.opts.outputs(key).updateCard(handle, card);
     } catch (err) {
       // The decision stands; a card we could not edit is a display problem, reported, not fatal.
       this.opts.log?.('warn', `could not update card ${req.id}: ${(err as Error).message}`);

@@ -43,6 +43,11 @@ const Request = z.object({
   earlierHandles: z.array(z.string()).optional(),
   /** question: what each suggestion button answers (kept here, never on the button). */
   suggestions: z.array(Suggestion).optional(),
+  /** approvalDelivery (./delivery.ts): what the conversation shows when not the card itself (a status line, a note). */
+  hereCard: z.custom<Card>((v) => typeof v === 'object' && v !== null).optional(),
+  /** The card as sent to approvers' direct messages, and each copy (conversation key, user, handle). */
+  directCard: z.custom<Card>((v) => typeof v === 'object' && v !== null).optional(),
+  directs: z.array(z.object({ key: z.string(), platform: z.string(), userId: z.string(), handle: z.string().optional() })).optional(),
 });
 /** The request as stored (without its decision). */
 export type StoredRequest = z.infer<typeof Request>;
@@ -109,13 +114,15 @@ export class ApprovalStore {
    */
   async setHandles(
     id: string,
-    fn: (handles: Pick<StoredRequest, 'cardHandle' | 'earlierHandles'>) => Pick<StoredRequest, 'cardHandle' | 'earlierHandles'>,
+    fn: (
+      handles: Pick<StoredRequest, 'cardHandle' | 'earlierHandles' | 'directs'>,
+    ) => Partial<Pick<StoredRequest, 'cardHandle' | 'earlierHandles' | 'directs'>>,
   ): Promise<void> {
     const row = await this.repo.get(id, this.now());
     if (!row) return;
     const parsed = Request.loose().safeParse(row.request);
     if (!parsed.success) return;
-    const next = { ...parsed.data, ...fn({ cardHandle: parsed.data.cardHandle, earlierHandles: parsed.data.earlierHandles }) };
+    const next = { ...parsed.data, ...fn({ cardHandle: parsed.data.cardHandle, earlierHandles: parsed.data.earlierHandles, directs: parsed.data.directs }) };
     await this.repo.update(id, withoutUndefined(next), keepUntilOf(next, this.now()));
   }
 

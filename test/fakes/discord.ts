@@ -14,7 +14,8 @@
  * a thread from a message that already has one (160004). `rateLimitEdits(n, retryAfterS)` answers
  * the next n message edits 429 with Retry-After and `retry_after`; an edit inside the announced
  * window counts in `retryAfterViolations`. Interactions must be answered once (40060 otherwise) and
- * within 3 s (10062 after that); the callback answers a bare 204.
+ * within 3 s (10062 after that); the callback answers a bare 204. POST /users/@me/channels opens
+ * the bot's DM channel with a user (`dms`); after `closeDms(user)` posts there get 403 50007.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -82,6 +83,10 @@ export interface FakeDiscord {
   readonly ephemerals: FakeEphemeral[];
   readonly calls: FakeCall[];
   readonly channels: Map<string, FakeChannel>;
+  /** The bot's DM channel with each user it opened one with: user id -> channel id. */
+  readonly dms: ReadonlyMap<string, string>;
+  /** The user blocks DMs from the bot (or shares no server with it): posts there get 50007. */
+  closeDms(userId: string): void;
   /** Slash commands registered, by route ("global" or the guild id). */
   readonly commands: Map<string, Json[]>;
   /** Interaction callbacks received: type and when (ms after the interaction was sent). */
@@ -202,6 +207,9 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
   const ephemerals: FakeEphemeral[] = [];
   const calls: FakeCall[] = [];
   const channels = new Map<string, FakeChannel>();
+  /** The bot's DM channel with each user (POST /users/@me/channels); users whose DMs refuse the bot. */
+  const dms = new Map<string, string>();
+  const dmsClosed = new Set<string>();
   const commands = new Map<string, Json[]>();
   const callbacks: Array<{ id: string; type: number; afterMs: number }> = [];
   const files = new Map<string, { type: string; body: Buffer }>();
@@ -517,12 +525,26 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       return { status: 200, body: list.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, version: '1' })) };
     }
     if ((m = /^\/channels\/(\d+)$/.exec(route)) && method === 'GET') return { status: 200, body: channelJson(knownChannel(m[1]!)) };
+    if (route === '/users/@me/channels' && method === 'POST') {
+      // Opens (or returns) the bot's DM channel with a user, as Discord does.
+      const user = String(body['recipient_id'] ?? '');
+      if (!/^\d+$/.test(user)) throw formError('recipient_id', 'Value "' + user + '" is not snowflake.');
+      if (!dms.has(user)) {
+        const id = snowflake();
+        channels.set(id, { id, guildId: undefined, type: 1 });
+        dms.set(user, id);
+      }
+      const id = dms.get(user)!;
+      return { status: 200, body: { id, type: 1, last_message_id: null, recipients: [userObject({ id: user })] } };
+    }
     if ((m = /^\/channels\/(\d+)\/typing$/.exec(route)) && method === 'POST') {
       knownChannel(m[1]!);
       return { status: 204 };
     }
     if ((m = /^\/channels\/(\d+)\/messages$/.exec(route)) && method === 'POST') {
       knownChannel(m[1]!);
+      const to = [...dms].find(([, c]) => c === m![1])?.[0];
+      if (to !== undefined && dmsClosed.has(to)) throw new HttpError(403, { code: 50007, message: 'Cannot send messages to this user' });
       checkContent(body, true);
       const msg = post(m[1]!, body);
       state.onPost?.(msg);
@@ -672,6 +694,10 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     ephemerals,
     calls,
     channels,
+    dms,
+    closeDms(userId) {
+      dmsClosed.add(userId);
+    },
     commands,
     callbacks,
     gateway: gatewayStats,

@@ -23,6 +23,10 @@
  * without the assistant feature). Chat streaming: chat.startStream (needs thread_ts; outside a DM
  * also recipient_user_id and recipient_team_id), appendStream, stopStream; markdown_text at most
  * 12,000 characters a call; appending to a stopped stream is message_not_in_streaming_state.
+ * Direct messages: conversations.open {users} gives the bot's DM channel with that user (D…).
+ * Ephemeral messages (chat.postEphemeral, blocks checked as for chat.postMessage) can be clicked
+ * (`clickEphemeral`: container.is_ephemeral, no `message`, a response_url of its own); no API call
+ * edits them, only a post to that response_url with replace_original, as on Slack.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -50,6 +54,12 @@ export interface FakeEphemeral {
   user: string;
   text: string;
   threadTs: string | undefined;
+  /** Its message_ts (what a click on it names in container.message_ts). */
+  ts: string;
+  blocks: Json[] | undefined;
+  /** Earlier versions, replaced through a click's response_url (replace_original). */
+  edits: Array<{ text: string; blocks: Json[] | undefined }>;
+  deleted: boolean;
 }
 
 export interface FakeResponse {
@@ -108,6 +118,10 @@ export interface FakeSlack {
   post(body: string, opts?: { contentType?: string; timestamp?: number; signature?: string; retryNum?: number }): Promise<{ status: number; body: string }>;
   /** A user clicks the element with `value` (button, or an option of a select) on a bot message. */
   click(a: { user: string; message: FakeSlackMessage; value: string }): Promise<{ status: number }>;
+  /** A user clicks the element with `value` on an ephemeral message (as Slack: no `message`, container.is_ephemeral). */
+  clickEphemeral(a: { user: string; ephemeral: FakeEphemeral; value: string }): Promise<{ status: number }>;
+  /** The bot's DM channel with each user it opened one with (conversations.open): user -> channel. */
+  readonly dms: ReadonlyMap<string, string>;
   /** Posts to a slash command's response_url, in order. */
   readonly responses: FakeResponse[];
   /** A user types `/gatehouse <text>` (default command) in a channel or DM. */
@@ -172,7 +186,8 @@ export async function startFakeSlack(opts: {
   const groups = new Map<string, string[]>();
   const files = new Map<string, Buffer>();
   const responses: FakeResponse[] = [];
-  const responseUrls = new Map<string, { channel: string; user: string }>();
+  const responseUrls = new Map<string, { channel: string; user: string; ephemeral?: FakeEphemeral }>();
+  const dms = new Map<string, string>();
   const assistantStatuses: Array<{ channel: string; threadTs: string; status: string }> = [];
   let clock = 1_700_000_000_000;
   const tsOfEvent = new Map<string, string>();
@@ -217,9 +232,19 @@ export async function startFakeSlack(opts: {
     if (url.pathname.startsWith('/response/')) {
       const target = responseUrls.get(url.pathname.slice('/response/'.length));
       if (!target) return reply(404, { ok: false, error: 'expired_url' });
-      const body = JSON.parse(raw || '{}') as { text?: string; response_type?: string };
+      const body = JSON.parse(raw || '{}') as { text?: string; response_type?: string; replace_original?: boolean; blocks?: unknown };
       if (typeof body.text !== 'string' || body.text === '' || body.text.length > TEXT_MAX) return reply(400, { ok: false, error: 'no_text' });
-      responses.push({ responseType: body.response_type ?? 'ephemeral', text: body.text, ...target });
+      // A click's response_url with replace_original replaces the message clicked (the only edit an ephemeral gets).
+      if (body.replace_original === true && target.ephemeral) {
+        const blocks = body.blocks === undefined ? undefined : (checkBlocks(body.blocks) ?? (body.blocks as Json[]));
+        if (typeof blocks === 'string') return reply(400, { ok: false, error: blocks });
+        const e = target.ephemeral;
+        e.edits.push({ text: e.text, blocks: e.blocks });
+        e.text = body.text;
+        e.blocks = blocks;
+        return reply(200, { ok: true });
+      }
+      responses.push({ responseType: body.response_type ?? 'ephemeral', text: body.text, channel: target.channel, user: target.user });
       return reply(200, { ok: true });
     }
     if (!url.pathname.startsWith('/api/')) return reply(404, { ok: false, error: 'unknown_path' });
@@ -343,9 +368,30 @@ export async function startFakeSlack(opts: {
       case 'chat.postEphemeral': {
         const text = String(p['text'] ?? '');
         if (text === '' || text.length > TEXT_MAX) return fail(text === '' ? 'no_text' : 'msg_too_long');
-        ephemerals.push({ channel: String(p['channel']), user: String(p['user']), text, threadTs: p['thread_ts'] as string | undefined });
+        const blocks = blocksOf();
+        if (typeof blocks === 'string') return fail(blocks);
+        const ts = nextTs();
+        ephemerals.push({
+          channel: String(p['channel']),
+          user: String(p['user']),
+          text,
+          threadTs: p['thread_ts'] as string | undefined,
+          ts,
+          blocks,
+          edits: [],
+          deleted: false,
+        });
         record(true, 200);
-        return reply(200, { ok: true, message_ts: nextTs() });
+        return reply(200, { ok: true, message_ts: ts });
+      }
+      case 'conversations.open': {
+        // The bot's DM with one user (a multi-person DM is not faked).
+        const users = String(p['users'] ?? '');
+        if (!/^[UW][A-Z0-9]+$/.test(users)) return fail(users === '' ? 'users_list_not_supplied' : 'user_not_found');
+        const channel = dms.get(users) ?? `D${users.slice(1)}`;
+        dms.set(users, channel);
+        record(true, 200);
+        return reply(200, { ok: true, channel: { id: channel } });
       }
       case 'assistant.threads.setStatus': {
         if (!fakeState.assistantApp) return fail('not_allowed');
@@ -456,6 +502,7 @@ export async function startFakeSlack(opts: {
     retryAfterViolations: 0,
     onPost: undefined,
     responses,
+    dms,
     assistantApp: false,
     assistantStatuses,
     eventsUrl: '',
@@ -622,6 +669,29 @@ export async function startFakeSlack(opts: {
         },
         response_url: `http://127.0.0.1:${port}/response`,
         actions: [action],
+      };
+      if (fakeState.mode === 'socket') return { status: await envelope('interactive', payload) };
+      const r = await fakeState.post(`payload=${encodeURIComponent(JSON.stringify(payload))}`, { contentType: 'application/x-www-form-urlencoded' });
+      return { status: r.status };
+    },
+    async clickEphemeral(a) {
+      const e = a.ephemeral;
+      const actionsBlock = (e.blocks ?? []).find((b) => b['type'] === 'actions') as { block_id: string; elements: Json[] } | undefined;
+      const el = actionsBlock?.elements.find((x) => x['type'] === 'button' && x['value'] === a.value);
+      if (!actionsBlock || !el) throw new Error(`no button with value ${a.value} on the ephemeral message`);
+      const id = randomBytes(6).toString('hex');
+      responseUrls.set(id, { channel: e.channel, user: a.user, ephemeral: e });
+      const payload = {
+        type: 'block_actions',
+        user: { id: a.user, username: a.user.toLowerCase(), name: a.user.toLowerCase(), team_id: teamId },
+        api_app_id: 'A0APP',
+        token: 'legacy',
+        container: { type: 'message', message_ts: e.ts, channel_id: e.channel, is_ephemeral: true, ...(e.threadTs ? { thread_ts: e.threadTs } : {}) },
+        trigger_id: `trig${++eventSeq}`,
+        team: { id: teamId, domain: 'fake' },
+        channel: { id: e.channel, name: 'chan' },
+        response_url: `http://127.0.0.1:${port}/response/${id}`,
+        actions: [{ type: 'button', action_id: el['action_id'], block_id: actionsBlock.block_id, value: a.value, text: el['text'], action_ts: nextTs() }],
       };
       if (fakeState.mode === 'socket') return { status: await envelope('interactive', payload) };
       const r = await fakeState.post(`payload=${encodeURIComponent(JSON.stringify(payload))}`, { contentType: 'application/x-www-form-urlencoded' });

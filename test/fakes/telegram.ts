@@ -10,7 +10,8 @@
  * - Limits as Telegram enforces them: text 1-4096 characters after entity parsing, HTML with only
  *   Telegram's tags, properly nested and escaped ("can't parse entities"), callback_data 1-64 bytes
  *   (BUTTON_DATA_INVALID), answerCallbackQuery text <= 200 and each query answered once, "message
- *   is not modified", unknown chat / thread / message errors.
+ *   is not modified", unknown chat / thread / message errors; a user's private chat (chat id = user
+ *   id) the user never opened (never wrote to the bot) gets 403 "bot can't initiate conversation".
  * - setMyCommands / getMyCommands with Telegram's checks (1-32 chars of a-z 0-9 _, description
  *   1-256, at most 100, BOT_COMMAND_INVALID ...); `commands` is the default scope's menu.
  * - `failNext` injects an error; an injected 429 opens a retry_after window for that method and
@@ -325,6 +326,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
   const chatOf = (v: unknown): FakeChat => {
     const id = num(v);
     const chat = id === undefined ? undefined : chats.get(id);
+    // A private chat (the user's id) exists once the user has written to the bot (/start), as on Telegram.
+    if (!chat && id !== undefined && id > 0) throw new ApiFailure(403, "Forbidden: bot can't initiate conversation with a user");
     if (!chat) throw bad('chat not found');
     return chat;
   };

@@ -18,7 +18,7 @@ const manifest = parse(text) as {
 
 test('scopes for every Web API method and file the adapter uses', () => {
   // chat.* (answers, status, cards, ephemeral notices, streaming), files via url_private, usergroups.users.list,
-  // the slash command, and reading mentions, DMs and thread follow-ups
+  // the slash command, reading mentions, DMs and thread follow-ups, and opening DMs (approvalDelivery: dm)
   expect(manifest.oauth_config.scopes.bot).toEqual(
     expect.arrayContaining([
       'chat:write',
@@ -27,6 +27,7 @@ test('scopes for every Web API method and file the adapter uses', () => {
       'commands',
       'app_mentions:read',
       'im:history',
+      'im:write',
       'channels:history',
       'groups:history',
       'mpim:history',
