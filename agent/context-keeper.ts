@@ -354,6 +354,10 @@ function renderBlock(role: string, b: ContentBlock, max: number): string {
     case 'thinking':
     case 'redacted_thinking':
       return '';
+    case 'server_tool_use':
+      return `[the API ran ${b.name} for the assistant with ${cut(JSON.stringify(b.input ?? {}))}]`;
+    case 'web_search_tool_result':
+      return `[web search result] ${cut(JSON.stringify(b.content ?? ''))}`;
   }
 }
 

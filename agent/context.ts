@@ -93,6 +93,10 @@ function countBlock(b: ContentBlock, chars: number, images: number): { chars: nu
       return { chars: chars + b.thinking.length + b.signature.length, images };
     case 'redacted_thinking':
       return { chars: chars + b.data.length, images };
+    case 'server_tool_use':
+      return { chars: chars + b.name.length + JSON.stringify(b.input ?? {}).length, images };
+    case 'web_search_tool_result':
+      return { chars: chars + JSON.stringify(b.content ?? '').length, images };
   }
 }
 

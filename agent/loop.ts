@@ -13,11 +13,14 @@
  *   out of `messages` (in place, always leaving it valid); fitToContext then trims the request only.
  * - Text deltas are emitted as they stream (when `streamText`), tagged with their segment: the number
  *   of the model call they come from (1-based). The final reply's text is returned, not emitted.
+ * - Tools the API runs itself (server_tool_use, e.g. web search) are not run here: each is reported
+ *   as tool_started/tool_finished and to `onServerTool`. A paused reply (pause_turn) is sent back as
+ *   the unfinished assistant message and joined with its continuation into one transcript message.
  */
 import { fitToContext, contextWindow } from './context.js';
 import type { ContextKeeper } from './context-keeper.js';
 import type { AgentEvent, Usage } from './events.js';
-import type { Message, ToolResultBlock, ToolUseBlock } from './messages.js';
+import type { ContentBlock, Message, ServerToolUseBlock, ToolResultBlock, ToolUseBlock } from './messages.js';
 import type { ModelClient, ModelToolSpec } from './model-types.js';
 import type { RunTelemetry } from './telemetry/types.js';
 
@@ -47,12 +50,17 @@ export interface LoopContext {
   keeper?: ContextKeeper;
   /** The run's trace: one `chat` per model call. */
   telemetry?: RunTelemetry;
+  /** A tool the API ran inside the reply (server-side web search), for the audit. */
+  onServerTool?(use: ServerToolUseBlock, ok: boolean): void;
 }
 
 export type LoopOutcome = { kind: 'answer'; text: string } | { kind: 'max_iterations' } | { kind: 'stopped' };
 
 export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
   let iterations = 0;
+  // A reply the API paused (pause_turn, a long server-side tool): sent back as the unfinished
+  // assistant message, and joined with what follows into ONE message of the transcript.
+  let carried: ContentBlock[] = [];
   for (;;) {
     if (ctx.signal.aborted) return { kind: 'stopped' };
     const pending = unansweredToolUses(ctx.messages);
@@ -69,7 +77,8 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
     await ctx.keeper?.beforeCall(ctx.messages, { fixedTokens, reserveTokens: ctx.maxTokens + 2_000, signal: ctx.signal, addUsage: ctx.addUsage });
     const budget = (ctx.keeper?.windowTokens ?? contextWindow(ctx.modelName)) - ctx.maxTokens - fixedTokens - 2_000;
     const sent = ctx.messages.length;
-    const messages = fitToContext(ctx.messages, budget);
+    const fitted = fitToContext(ctx.messages, budget);
+    const messages: Message[] = carried.length > 0 ? [...fitted, { role: 'assistant', content: carried }] : fitted;
     const chat = ctx.telemetry?.chat({ model: ctx.modelName, maxTokens: ctx.maxTokens, system: ctx.system, messages });
     let response: Awaited<ReturnType<ModelClient['complete']>>;
     try {
@@ -97,11 +106,20 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
     }
     ctx.addUsage(response.usage);
     ctx.keeper?.noteUsage(response.usage, sent);
-    const content = response.content.length > 0 ? response.content : [{ type: 'text' as const, text: '' }];
+    await reportServerTools(ctx, response.content);
+    if (response.stopReason === 'pause_turn') {
+      carried = [...carried, ...response.content];
+      continue;
+    }
+    const replied = [...carried, ...response.content];
+    carried = [];
+    const content = replied.length > 0 ? replied : [{ type: 'text' as const, text: '' }];
     const uses = content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
     if (uses.length === 0) {
-      const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
-      if (text.trim() !== '') ctx.messages.push({ role: 'assistant', content });
+      // The answer is the last reply's text (a paused reply's text went out as its own segment).
+      const text = response.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
+      const all = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
+      if (all.trim() !== '') ctx.messages.push({ role: 'assistant', content });
       return { kind: 'answer', text };
     }
     ctx.messages.push({ role: 'assistant', content });
@@ -119,6 +137,20 @@ export async function runLoop(ctx: LoopContext): Promise<LoopOutcome> {
       continue;
     }
     await ctx.checkpoint();
+  }
+}
+
+/** Progress (and the audit) for the calls the API ran itself in this reply, with their results. */
+async function reportServerTools(ctx: LoopContext, content: readonly ContentBlock[]): Promise<void> {
+  for (const use of content) {
+    if (use.type !== 'server_tool_use') continue;
+    const result = content.find((b) => b.type === 'web_search_tool_result' && b.tool_use_id === use.id);
+    const failed = (result as { content?: { type?: string } } | undefined)?.content?.type === 'web_search_tool_result_error';
+    const query = (use.input as { query?: unknown } | undefined)?.query;
+    const summary = typeof query === 'string' ? query : JSON.stringify(use.input ?? {});
+    await ctx.emit({ type: 'tool_started', runId: ctx.runId, callId: use.id, tool: use.name, summary });
+    await ctx.emit({ type: 'tool_finished', runId: ctx.runId, callId: use.id, tool: use.name, ok: result !== undefined && !failed, summary });
+    ctx.onServerTool?.(use, result !== undefined && !failed);
   }
 }
 

@@ -19,6 +19,11 @@ export interface ModelToolSpec {
   name: string;
   description: string;
   input_schema: Record<string, unknown>;
+  /**
+   * A tool the Messages API runs itself (e.g. `{type: 'web_search_20250305', name: 'web_search'}`):
+   * sent instead of the custom definition; its calls come back as server_tool_use blocks.
+   */
+  server?: { type: string; name: string } & Record<string, unknown>;
 }
 
 export interface ModelRequest {

@@ -255,11 +255,14 @@ function toParams(req: ModelRequest): Anthropic.MessageCreateParamsStreaming {
     ...(req.system ? { system: req.system } : {}),
     ...(req.tools.length > 0
       ? {
-          tools: req.tools.map((t) => ({
-            name: t.name,
-            description: t.description,
-            input_schema: t.input_schema as Anthropic.Tool.InputSchema,
-          })),
+          tools: req.tools.map(
+            (t): Anthropic.ToolUnion =>
+              (t.server as unknown as Anthropic.ToolUnion | undefined) ?? {
+                name: t.name,
+                description: t.description,
+                input_schema: t.input_schema as Anthropic.Tool.InputSchema,
+              },
+          ),
         }
       : {}),
   };
@@ -270,8 +273,10 @@ const count = z.number().int().nonnegative().nullish();
 const WholeReply = z.object({
   content: z.array(
     z.union([
-      z.object({ type: z.literal('text'), text: z.string() }),
+      z.object({ type: z.literal('text'), text: z.string(), citations: z.array(z.unknown()).nullish() }),
       z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() }),
+      z.object({ type: z.literal('server_tool_use'), id: z.string(), name: z.string(), input: z.unknown() }),
+      z.object({ type: z.literal('web_search_tool_result'), tool_use_id: z.string(), content: z.unknown() }),
       z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
       z.object({ type: z.literal('redacted_thinking'), data: z.string() }),
       // Other block kinds (server tools) are not requested by Gatehouse; skipped.
@@ -292,7 +297,10 @@ function wholeReply(raw: unknown, model: string): ModelResponse {
   }
   const content: ContentBlock[] = [];
   for (const b of parsed.data.content) {
-    if (b.type === 'text' && 'text' in b) content.push({ type: 'text', text: b.text });
+    if (b.type === 'text' && 'text' in b) content.push({ type: 'text', text: b.text, ...(b.citations ? { citations: b.citations } : {}) });
+    else if (b.type === 'server_tool_use' && 'id' in b) content.push({ type: 'server_tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+    else if (b.type === 'web_search_tool_result' && 'tool_use_id' in b)
+      content.push({ type: 'web_search_tool_result', tool_use_id: b.tool_use_id, content: b.content });
     else if (b.type === 'tool_use' && 'id' in b) content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
     else if (b.type === 'thinking' && 'signature' in b) content.push({ type: 'thinking', thinking: b.thinking, signature: b.signature });
     else if (b.type === 'redacted_thinking' && 'data' in b) content.push({ type: 'redacted_thinking', data: b.data });
@@ -308,8 +316,10 @@ function wholeReply(raw: unknown, model: string): ModelResponse {
 }
 
 type Building =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; citations?: unknown[] }
   | { type: 'tool_use'; id: string; name: string; json: string; input?: unknown }
+  | { type: 'server_tool_use'; id: string; name: string; json: string; input?: unknown }
+  | { type: 'web_search_tool_result'; tool_use_id: string; content: unknown }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string };
 
@@ -340,6 +350,9 @@ class Accumulator {
         // Other block kinds (server tools) are not requested by Gatehouse; skip them.
         if (b.type === 'text') this.blocks[event.index] = { type: 'text', text: b.text };
         else if (b.type === 'tool_use') this.blocks[event.index] = { type: 'tool_use', id: b.id, name: b.name, json: '' };
+        else if (b.type === 'server_tool_use') this.blocks[event.index] = { type: 'server_tool_use', id: b.id, name: b.name, json: '' };
+        // A server tool's result arrives whole in its start event.
+        else if (b.type === 'web_search_tool_result') this.blocks[event.index] = { type: b.type, tool_use_id: b.tool_use_id, content: b.content };
         else if (b.type === 'thinking') this.blocks[event.index] = { type: 'thinking', thinking: b.thinking, signature: b.signature };
         else if (b.type === 'redacted_thinking') this.blocks[event.index] = { type: 'redacted_thinking', data: b.data };
         return undefined;
@@ -355,12 +368,13 @@ class Accumulator {
           return event.delta.thinking === '' ? undefined : { kind: 'thinking', text: event.delta.thinking };
         }
         if (event.delta.type === 'signature_delta' && b?.type === 'thinking') b.signature += event.delta.signature;
-        if (event.delta.type === 'input_json_delta' && b?.type === 'tool_use') b.json += event.delta.partial_json;
+        if (event.delta.type === 'input_json_delta' && (b?.type === 'tool_use' || b?.type === 'server_tool_use')) b.json += event.delta.partial_json;
+        if (event.delta.type === 'citations_delta' && b?.type === 'text') (b.citations ??= []).push(event.delta.citation);
         return undefined;
       }
       case 'content_block_stop': {
         const b = this.blocks[event.index];
-        if (b?.type === 'tool_use') {
+        if (b?.type === 'tool_use' || b?.type === 'server_tool_use') {
           try {
             b.input = b.json.trim() === '' ? {} : (JSON.parse(b.json) as unknown);
           } catch {
@@ -391,8 +405,9 @@ class Accumulator {
     const content: ContentBlock[] = [];
     for (const b of this.blocks) {
       if (!b) continue;
-      if (b.type === 'text') content.push({ type: 'text', text: b.text });
+      if (b.type === 'text') content.push({ type: 'text', text: b.text, ...(b.citations ? { citations: b.citations } : {}) });
       else if (b.type === 'tool_use') content.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
+      else if (b.type === 'server_tool_use') content.push({ type: 'server_tool_use', id: b.id, name: b.name, input: b.input ?? {} });
       else content.push(b);
     }
     return { content, stopReason: this.stopReason ?? 'end_turn', usage: priceUsage(model, this.tokens) };

@@ -60,7 +60,7 @@ export type CommandToolsConfig = z.output<ReturnType<typeof commandToolsSchema>>
 
 /** `webSearch`: the agent's search provider; the key is read from the environment variable named in `apiKeyEnv`. */
 export const webSearchSchema = z.strictObject({
-  provider: z.enum(['searxng', 'brave']),
+  provider: z.enum(['searxng', 'brave', 'anthropic']),
   url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL of the search API' }).optional(),
   apiKeyEnv: z
     .string()
@@ -69,6 +69,8 @@ export const webSearchSchema = z.strictObject({
   maxResults: int(1, 20).optional(),
   maxBytes: int(1024, 64 * 1024).optional(),
   timeoutMs: int(1, 120_000).optional(),
+  /** anthropic: searches the API may run per request (its `max_uses`). */
+  maxUses: int(1, 20).optional(),
 });
 export type WebSearchFileConfig = z.output<typeof webSearchSchema>;
 
@@ -77,6 +79,14 @@ export const BRAVE_SEARCH_URL = 'https://api.search.brave.com';
 /** The runtime settings, the key filled from env[apiKeyEnv] (or its _FILE); problems name the key path. */
 export function resolveWebSearch(raw: WebSearchFileConfig | undefined, o: { env: Env; path: string; problems: ConfigProblem[] }): WebSearchConfig | undefined {
   if (!raw) return undefined;
+  // The Messages API's own search: no URL, no key of ours; only its per-request cap.
+  if (raw.provider === 'anthropic') {
+    for (const key of ['url', 'apiKeyEnv'] as const) {
+      if (raw[key] !== undefined)
+        o.problems.push({ path: `${o.path}.${key}`, message: 'not used with provider anthropic (the API searches itself, on the model key)' });
+    }
+    return { provider: 'anthropic', url: '', maxResults: 5, maxBytes: 8 * 1024, timeoutMs: 15_000, maxUses: raw.maxUses ?? 5 };
+  }
   let apiKey: string | undefined;
   if (raw.apiKeyEnv) {
     readSecretFiles(o.env, [raw.apiKeyEnv], o.problems);

@@ -21,6 +21,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentPolicy } from '../../policies/gate.js';
+import { matchToolPolicy } from '../../policies/tool-policy.js';
 import type { ApprovalBroker } from '../approvals.js';
 import type { PersistedAllowlists } from '../allowlists.js';
 import type { Audit } from '../audit.js';
@@ -295,7 +296,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       model,
       modelName: agent.model,
       system: await systemPrompt(d, agent, key, log),
-      tools: [...tools.values()].map(toolSpec),
+      tools: [...tools.values()].filter((t) => !t.serverTool || serverToolOffered(policy(), t.name)).map(toolSpec),
       maxTokens: agent.maxTokens,
       maxIterations: agent.maxIterations,
       messages: conv.messages,
@@ -303,6 +304,18 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       emit,
       streamText: output.streamsText,
       ...(agent.thinking ? { thinking: agent.thinking, emitThinking: output.streamsThinking === true } : {}),
+      // A tool the API ran (server-side web search) was allowed by being offered: read-only, in the toolset.
+      onServerTool: (use) =>
+        d.audit?.({
+          event: 'gate_decision',
+          conversation: key,
+          agent: agentName,
+          runId,
+          tool: use.name,
+          decision: 'allow',
+          tier: 'read-only',
+          rule: 'run by the API',
+        }),
       telemetry: observed,
       addUsage: (u) => {
         usage = addUsage(usage, u);
@@ -490,4 +503,13 @@ function stoppedEvent(runId: string, timedOut: boolean, timeoutMs: number): Agen
 /** Drops a trailing assistant turn whose tool calls have no results (a failure mid-batch). */
 function trimToConsistent(messages: StoredConversation['messages']): void {
   while (unansweredToolUses(messages).length > 0) messages.pop();
+}
+
+/**
+ * A tool the API runs itself cannot be asked about or declined call by call: it is offered only
+ * where each call would be allowed (no toolPolicy `deny` or `ask` for it).
+ */
+function serverToolOffered(p: AgentPolicy, name: string): boolean {
+  const rule = matchToolPolicy(p.toolPolicy, name)?.value;
+  return rule !== 'deny' && rule !== 'ask';
 }

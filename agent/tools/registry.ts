@@ -45,6 +45,10 @@ const specCache = new WeakMap<AnyTool, ModelToolSpec>();
 
 export function toolSpec(tool: AnyTool): ModelToolSpec {
   let spec = specCache.get(tool);
+  if (!spec && tool.serverTool) {
+    spec = { name: tool.name, description: tool.description, input_schema: { type: 'object' }, server: tool.serverTool };
+    specCache.set(tool, spec);
+  }
   if (!spec && tool.jsonSchema) {
     spec = { name: tool.name, description: tool.description, input_schema: tool.jsonSchema };
     specCache.set(tool, spec);

@@ -137,6 +137,12 @@ export interface Tool<I = unknown> {
    * limit), 'frees' only removes. The built-in file tools and execute_command are known by name.
    */
   changesWorkspace?: boolean | 'frees';
+  /**
+   * Run by the Messages API, not here (server-side web search): this definition is sent instead of
+   * the schema, the model's calls and their results come back inside its reply, and `execute` is
+   * only reached by a malformed reply. Offered, tiered and policed like any tool.
+   */
+  serverTool?: { type: string; name: string } & Record<string, unknown>;
   /** Prepares without mutating; required for gated tools so the card can show what will happen. */
   propose?(input: I, ctx: ToolContext): Promise<Proposal>;
   execute(input: I, ctx: ToolContext, prepared: Prepared): Promise<ToolResult>;

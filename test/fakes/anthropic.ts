@@ -24,6 +24,7 @@
  *   arrival, unless `recordRequests` is false (benchmarks).
  * - `close()` ends every connection, hanging ones included, and cancels pending delays.
  */
+import { offersServerSearch, serverSearchBlocks, validateServerBlock, validateServerTool, type FakeServerSearch } from './anthropic-server-tools.js';
 import { thinkingBlock, thinkingEnabled, validateThinking, validateThinkingBlock, validateThinkingTurn } from './anthropic-thinking.js';
 import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -80,6 +81,8 @@ interface ReplyCommon {
   usage?: FakeUsage;
   /** A thinking block before the reply's text, sent only when the request enables thinking (as the API). */
   thinking?: string;
+  /** A server-side web search inside the reply (with `text` cited), sent only when the request offers it. */
+  serverSearch?: FakeServerSearch;
   /** Default: `tool_use` when there are tool uses, else `end_turn`. */
   stopReason?: string;
   /**
@@ -169,6 +172,7 @@ function validateTools(tools: unknown, bad: (m: string) => never): void {
   const seen = new Set<string>();
   (tools as unknown[]).forEach((t, i) => {
     if (!isObj(t)) return bad(`tools.${i}: Input should be an object`);
+    if (validateServerTool(t, i, bad)) return;
     if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) {
       bad(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
     }
@@ -223,6 +227,10 @@ function validateMessages(messages: unknown, bad: (m: string) => never): void {
         case 'thinking':
         case 'redacted_thinking':
           validateThinkingBlock(blk, where, m.role, bad);
+          break;
+        case 'server_tool_use':
+        case 'web_search_tool_result':
+          validateServerBlock(blk, where, m.role, bad);
           break;
         case 'tool_result':
           if (m.role !== 'user') bad(`${where}: tool_result blocks are only allowed in user messages`);
@@ -354,7 +362,9 @@ export async function startFakeAnthropic(opts: { apiKey?: string } = {}): Promis
   function buildBlocks(reply: ReplyCommon & { text?: string; toolUses?: FakeToolUse[] }, body: Json): Block[] {
     const blocks: Block[] = [];
     if (reply.thinking !== undefined && thinkingEnabled(body)) blocks.push(thinkingBlock(reply.thinking, splitCodePoints));
-    if (reply.text !== undefined && reply.text !== '') {
+    if (reply.serverSearch && offersServerSearch(body)) {
+      blocks.push(...serverSearchBlocks(reply.serverSearch, reply.text ?? '', splitCodePoints));
+    } else if (reply.text !== undefined && reply.text !== '') {
       blocks.push({
         start: { type: 'text', text: '' },
         deltas: splitCodePoints(reply.text, 4).map((text) => ({ type: 'text_delta', text })),

@@ -10,6 +10,9 @@
  *   the whole answer at most `maxBytes`; every result is cited with its title and URL.
  * - A provider error (status, timeout, a body that is not the expected JSON) is a ToolError naming the
  *   provider and the status, never the key.
+ * - `anthropic`: the Messages API's server-side search (`web_search_20250305`, `max_uses` from config):
+ *   the same tool name, tier and policy, but sent as a server tool; the API searches inside its reply
+ *   and cites its sources there (agent/loop.ts reports each search as progress and to the audit).
  */
 import { z } from 'zod';
 import { ToolError, type AnyTool, type Tool } from '../../types.js';
@@ -26,12 +29,15 @@ export interface SearchProvider {
 }
 
 export interface WebSearchConfig {
-  provider: 'searxng' | 'brave';
+  /** anthropic: the Messages API's server-side search (web_search_20250305); `url` is unused. */
+  provider: 'searxng' | 'brave' | 'anthropic';
   url: string;
   apiKey?: string;
   maxResults: number;
   maxBytes: number;
   timeoutMs: number;
+  /** anthropic: searches per request. */
+  maxUses?: number;
 }
 
 const SNIPPET_CHARS = 400;
@@ -111,7 +117,29 @@ const Input = z.strictObject({
   count: z.number().int().min(1).max(50).optional().describe('How many results (capped by config).'),
 });
 
-export function webSearchTool(c: WebSearchConfig, provider: SearchProvider = searchProvider(c)): AnyTool {
+/** The API's own web search: offered, tiered and policed like any tool, run by the API inside its reply. */
+export const SERVER_WEB_SEARCH = 'web_search_20250305';
+
+function serverWebSearchTool(c: WebSearchConfig): AnyTool {
+  const tool: Tool<z.infer<typeof Input>> = {
+    name: 'web_search',
+    description: 'Search the web (run by the model service); cite the sources you use.',
+    input: Input,
+    tier: 'read-only',
+    serverTool: { type: SERVER_WEB_SEARCH, name: 'web_search', max_uses: c.maxUses ?? 5 },
+    async execute() {
+      throw new ToolError('web_search runs on the model service here, not as a tool call: ask for what you need and the service searches.');
+    },
+  };
+  return tool as unknown as AnyTool;
+}
+
+export function webSearchTool(c: WebSearchConfig, provider?: SearchProvider): AnyTool {
+  if (c.provider === 'anthropic') return serverWebSearchTool(c);
+  return localWebSearchTool(c, provider ?? searchProvider(c));
+}
+
+function localWebSearchTool(c: WebSearchConfig, provider: SearchProvider): AnyTool {
   const tool: Tool<z.infer<typeof Input>> = {
     name: 'web_search',
     description: `Search the web (${provider.name}). Returns up to ${c.maxResults} results with title, URL and a snippet; cite the URLs you rely on. Use web_fetch to read a page.`,
