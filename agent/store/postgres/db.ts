@@ -22,6 +22,7 @@ export type Client = pg.PoolClient;
 type Verify<T> = (c: Client) => Promise<T | undefined>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const guarded = new WeakSet<Client>();
 
 export class Db {
   /** Round trips sent, for the bench and for tests of the per-operation cost. */
@@ -133,7 +134,16 @@ export class Db {
   private async checkout(what: string, deadline: number, attempt: number): Promise<Client> {
     for (let n = attempt; ; n++) {
       try {
-        return await this.pool.connect();
+        const c = await this.pool.connect();
+        // Checked out, a client has no 'error' listener (the pool's is for idle ones): the server
+        // ending its session between two statements (a fenced transaction left idle past its
+        // timeout by a stalled event loop) would crash the process. The next statement fails
+        // instead, as a lost connection, and is retried from BEGIN.
+        if (!guarded.has(c)) {
+          guarded.add(c);
+          c.on('error', (err: Error) => this.log('warn', `postgres: a connection in use failed: ${this.scrub(err)}`));
+        }
+        return c;
       } catch (err) {
         if (!isConnectionLoss(err) || Date.now() > deadline) throw this.wrap(err, what);
         if (n === attempt) this.log('warn', `postgres: ${what}: cannot connect (${this.scrub(err)}); retrying`);

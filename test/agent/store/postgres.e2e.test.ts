@@ -5,12 +5,15 @@ import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createDatabase, openPostgresStore, terminateConnections, type PostgresStore } from '../../../agent/store/postgres/index.js';
 import { checkServerVersion, parseTarget, redact } from '../../../agent/store/postgres/errors.js';
 import { MIGRATIONS } from '../../../agent/store/postgres/migrations.js';
+import { Db } from '../../../agent/store/postgres/db.js';
 import { StoreConflictError, StoreError } from '../../../agent/store/types.js';
 import { startPrivatePostgres, testPostgresAdminUrl, testPostgresUrl, type PrivatePostgres } from '../../helpers/postgres.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
@@ -172,6 +175,38 @@ test('calls survive their connections being terminated', async () => {
   expect(await s.approvals.decideOnce('r1', { by: 'v' }, 2, 1_000)).toBe(false);
   expect(await s.events.claim('e1', 1_000, 3)).toBe(false);
   expect(await s.runs.records()).toEqual([{ conversation: 'c1', record: { step: 1 } }]);
+}, 60_000);
+
+test('a transaction the server ends while it sits idle in it is retried from BEGIN; the process does not crash', async () => {
+  // A fenced write's transaction may idle at most IDLE_IN_FENCED_TX_MS; a stalled event loop
+  // outlives that, and the server's FATAL then arrives on a client checked out of the pool.
+  const url = await testPostgresUrl();
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  pool.on('error', () => undefined);
+  const warnings: string[] = [];
+  const db = new Db(pool, parseTarget(url), (_l, m) => warnings.push(m), 30_000);
+  const watcher = new pg.Client({ connectionString: url });
+  await watcher.connect();
+  let attempts = 0;
+  try {
+    const one = await db.tx('an idle transaction', async (c) => {
+      attempts++;
+      const pid = (await db.q(c, "SELECT set_config('idle_in_transaction_session_timeout', '100', true), pg_backend_pid() AS pid")).rows[0].pid as number;
+      if (attempts === 1) {
+        await waitFor(
+          'the server to end the idle session',
+          async () => (await watcher.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rows.length === 0,
+        );
+        await waitFor('its FATAL to reach the client', () => warnings.some((w) => w.includes('a connection in use failed')));
+      }
+      return (await db.q(c, 'SELECT 1 AS one')).rows[0].one as number;
+    });
+    expect(one).toBe(1);
+    expect(attempts).toBe(2);
+  } finally {
+    await watcher.end();
+    await pool.end();
+  }
 }, 60_000);
 
 test('a checkpoint whose transcript write conflicts changes nothing', async () => {
