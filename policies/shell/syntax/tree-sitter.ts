@@ -416,7 +416,7 @@ class Converter extends WordReader {
   heredocAgain(body: Node, op: string, text: string): Part[] {
     const fail = (): never => refuse(body, 'an expansion in a heredoc that tree-sitter did not parse');
     if (reparsing || text.includes(MARK)) return fail();
-    let delim = 'GATEHOUSE_EOF';
+    let delim = 'GH_HEREDOC_END';
     while (text.includes(delim)) delim += '_';
     reparsing = true;
     let res: ParseResult;
