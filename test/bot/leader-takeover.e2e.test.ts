@@ -273,13 +273,15 @@ describe.each([
     const firstHandledMs = Date.now() - killedAt;
     await settled();
 
-    // A third replica; SIGTERM the holder in the middle of a slow turn.
-    const c = start('C');
-    await started(c);
-    expect(c.output()).toMatch(/standby: /);
+    // SIGTERM the holder in the middle of a slow turn. The third replica starts only once B runs
+    // that turn: started before, it could fetch the turn itself (turns go to any replica), and B
+    // would then have nothing to drain and close its /readyz at once.
     sent.push(nonce('slow'));
     await platform.send(`hello ${nonce('slow')}`);
     await until('the slow turn to reach the model', () => model.requests.some((r) => lastUser(r).includes(nonce('slow'))), 30_000, allOutput);
+    const c = start('C');
+    await started(c);
+    expect(c.output()).toMatch(/standby: /);
     const termAt = Date.now();
     b.proc.child.kill('SIGTERM');
     await until('C to take over after SIGTERM', () => takesOver(c), 20_000, allOutput);
