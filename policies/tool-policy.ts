@@ -69,6 +69,15 @@ export function matchToolPolicy(policy: ToolPolicy | undefined, toolName: string
   return best;
 }
 
+/**
+ * A tool the model service runs itself (server-side web search) cannot be asked about or declined
+ * call by call: it is offered only where every call would be allowed (no `deny` or `ask` for it).
+ */
+export function serverToolOffered(policy: ToolPolicy | undefined, toolName: string): boolean {
+  const value = matchToolPolicy(policy, toolName)?.value;
+  return value !== 'deny' && value !== 'ask';
+}
+
 /** Does a rule's `match` cover one simple command (its approval key and its unwrapped words)? */
 export function ruleMatchesSimple(match: string, key: string, words: readonly string[]): boolean {
   if (isGlob(match)) return globToRegExp(match.trim()).test(words.join(' '));

@@ -21,7 +21,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentPolicy } from '../../policies/gate.js';
-import { matchToolPolicy } from '../../policies/tool-policy.js';
+import { serverToolOffered } from '../../policies/tool-policy.js';
 import type { ApprovalBroker } from '../approvals.js';
 import type { PersistedAllowlists } from '../allowlists.js';
 import type { Audit } from '../audit.js';
@@ -296,7 +296,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       model,
       modelName: agent.model,
       system: await systemPrompt(d, agent, key, log),
-      tools: [...tools.values()].filter((t) => !t.serverTool || serverToolOffered(policy(), t.name)).map(toolSpec),
+      tools: [...tools.values()].filter((t) => !t.serverTool || serverToolOffered(policy().toolPolicy, t.name)).map(toolSpec),
       maxTokens: agent.maxTokens,
       maxIterations: agent.maxIterations,
       messages: conv.messages,
@@ -503,13 +503,4 @@ function stoppedEvent(runId: string, timedOut: boolean, timeoutMs: number): Agen
 /** Drops a trailing assistant turn whose tool calls have no results (a failure mid-batch). */
 function trimToConsistent(messages: StoredConversation['messages']): void {
   while (unansweredToolUses(messages).length > 0) messages.pop();
-}
-
-/**
- * A tool the API runs itself cannot be asked about or declined call by call: it is offered only
- * where each call would be allowed (no toolPolicy `deny` or `ask` for it).
- */
-function serverToolOffered(p: AgentPolicy, name: string): boolean {
-  const rule = matchToolPolicy(p.toolPolicy, name)?.value;
-  return rule !== 'deny' && rule !== 'ask';
 }
