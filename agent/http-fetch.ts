@@ -17,6 +17,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { whenAborted } from './abort.js';
 
 export interface NodeFetch {
   (input: string | URL | Request, init?: RequestInit): Promise<Response>;
@@ -53,9 +54,8 @@ export function createNodeFetch(): NodeFetch {
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
       const req = lib.request(url, { method, headers, agent: agents[url.protocol as 'http:' | 'https:'] });
-      const onAbort = () => req.destroy(abortError(signal));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const cleanup = () => signal?.removeEventListener('abort', onAbort);
+      // req.destroy reports on the next tick: the 'error' listener below is in place by then.
+      const cleanup = whenAborted(signal, () => req.destroy(abortError(signal)));
 
       req.once('error', (err: Error) => {
         cleanup();

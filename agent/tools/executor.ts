@@ -31,6 +31,7 @@ import { describeInput, summarizeCall } from './summary.js';
 import type { WorkspaceQuota } from './workspace-quota.js';
 import { noToolTelemetry, type RunTelemetry, type ToolTelemetry } from '../telemetry/types.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolContext, type ToolResult } from './types.js';
+import { linkedController } from '../abort.js';
 
 export const MAX_PARALLEL_CALLS = 10;
 
@@ -330,13 +331,11 @@ async function prepare(call: ToolUseBlock, ctx: BatchContext, observed: ToolTele
   let proposal: Proposal | undefined;
   if (tool.propose) {
     try {
-      const ac = new AbortController();
-      const onAbort = () => ac.abort();
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
+      const { controller: ac, unlink } = linkedController(ctx.signal);
       try {
         proposal = await withTimeout(tool.propose(input, ctx.toolContext(call.id, ac.signal)), tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, ac, tool.name);
       } finally {
-        ctx.signal.removeEventListener('abort', onAbort);
+        unlink();
       }
     } catch (err) {
       return { kind: 'result', result: errorResult(tool.name, err) };
@@ -402,9 +401,8 @@ async function execute(
     tool: tool.name,
     summary: prepared.proposal?.summary ?? summarizeCall(tool.name, input),
   });
-  const ac = new AbortController();
-  const onAbort = () => ac.abort();
-  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  // A /stop during the awaits above (the tool_started event) must still reach the tool: linked at once.
+  const { controller: ac, unlink } = linkedController(ctx.signal);
   let result: ToolResult;
   try {
     const run = tool.execute(input, { ...ctx.toolContext(call.id, ac.signal), telemetry: observed }, prepared);
@@ -415,7 +413,7 @@ async function execute(
   } catch (err) {
     result = ctx.signal.aborted ? { content: `${tool.name} was interrupted: the run was stopped.`, isError: true } : errorResult(tool.name, err);
   } finally {
-    ctx.signal.removeEventListener('abort', onAbort);
+    unlink();
   }
   if (ctx.workspaceQuota) {
     const quota = ctx.workspaceQuota;

@@ -41,6 +41,7 @@ import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
 import { errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import type { SandboxKill, SandboxReport } from '../../telemetry/types.js';
+import { whenAborted } from '../../abort.js';
 import {
   boxCommand,
   boxLimitNote,
@@ -195,15 +196,14 @@ export async function runCommand(boxed: BoxedCommand, o: RunOptions): Promise<{ 
     killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), o.killGraceMs);
   };
   const timer = setTimeout(() => killGroup(`it ran longer than its timeout of ${formatMs(o.timeoutMs)}`, 'timeout'), o.timeoutMs);
-  const onAbort = (): void => killGroup('the run was stopped (timeout or /stop)', 'stopped');
-  o.signal.addEventListener('abort', onAbort, { once: true });
+  const unlink = whenAborted(o.signal, () => killGroup('the run was stopped (timeout or /stop)', 'stopped'));
 
   let result: Awaited<typeof sub>;
   try {
     result = await sub;
   } finally {
     clearTimeout(timer);
-    o.signal.removeEventListener('abort', onAbort);
+    unlink();
   }
 
   if (killedBy !== undefined && pid !== undefined) {

@@ -26,6 +26,7 @@ import type { IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
 import { parseIp, refusalFor } from '../../../../policies/network.js';
 import { ToolError } from '../../types.js';
+import { linkedController } from '../../../abort.js';
 
 export const MAX_REDIRECTS = 5;
 
@@ -63,9 +64,7 @@ export interface GuardedResponse {
 const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 export async function guardedRequest(req: GuardedRequest): Promise<GuardedResponse> {
-  const ac = new AbortController();
-  const onAbort = () => ac.abort(req.signal.reason);
-  req.signal.addEventListener('abort', onAbort, { once: true });
+  const { controller: ac, unlink } = linkedController(req.signal);
   const timer = setTimeout(() => ac.abort(new ToolError(`the request took longer than ${Math.round(req.timeoutMs / 1000)} s and was stopped`)), req.timeoutMs);
   try {
     let url = parseUrl(req.url);
@@ -101,7 +100,7 @@ export async function guardedRequest(req: GuardedRequest): Promise<GuardedRespon
     throw err;
   } finally {
     clearTimeout(timer);
-    req.signal.removeEventListener('abort', onAbort);
+    unlink();
   }
 }
 
