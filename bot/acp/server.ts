@@ -3,8 +3,9 @@
  * side on a byte stream, with the Gatehouse core (bot/app.ts) in this process.
  *
  * Contract:
- * - `initialize` answers the protocol version and no optional capabilities (no session/load, no
- *   images, no MCP servers from the client); `session/new` opens ./sessions.ts's session;
+ * - `initialize` answers the protocol version and session/load (no images, no MCP servers from the
+ *   client); `session/new` opens ./sessions.ts's session; `session/load` takes a stored one back
+ *   (resourceNotFound when the store has no such session of this agent);
  *   `session/prompt` runs one turn; `session/cancel` stops it.
  * - Resolves with 0 when the connection closes (the client ended stdin), after the core stopped.
  */
@@ -16,7 +17,7 @@ import type { CliIO } from '../cli/io.js';
 import type { Config } from '../config.js';
 import { auditTo, createLogger, secretValues } from '../log.js';
 import { openStore } from '../storage.js';
-import { AcpSessions, PromptRunning } from './sessions.js';
+import { AcpSessions, PromptRunning, SessionNotLoadable } from './sessions.js';
 
 /** What the model is sent for one prompt's content blocks (text as is, resources by their text or URI). */
 export function promptText(blocks: ContentBlock[]): string {
@@ -62,13 +63,14 @@ export async function serveAcp(
       ...(opts.approvalPolicy ? { approvalPolicy: opts.approvalPolicy } : {}),
       client: () => client,
       log,
+      transcripts: store.transcripts,
     });
     const s = sessions;
     const workspace = config.agents[opts.agentName]?.workspace;
     const app = agent({ name: 'gatehouse' })
       .onRequest('initialize', () => ({
         protocolVersion: PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
+        agentCapabilities: { loadSession: true, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
         agentInfo: { name: 'gatehouse', version: '0' },
         authMethods: [],
       }))
@@ -77,6 +79,19 @@ export async function serveAcp(
         if (params.cwd !== workspace)
           log('info', `acp: session ${sessionId}: the client's cwd ${params.cwd} is not used; agent ${opts.agentName} works in its own workspace`);
         return { sessionId };
+      })
+      .onRequest('session/load', async ({ params }) => {
+        try {
+          await s.load(params.sessionId);
+        } catch (e) {
+          if (e instanceof SessionNotLoadable)
+            throw e.missing ? RequestError.resourceNotFound(params.sessionId) : RequestError.invalidParams({ sessionId: params.sessionId }, e.message);
+          if (e instanceof PromptRunning) throw RequestError.invalidRequest(undefined, e.message);
+          throw e;
+        }
+        if (params.cwd !== workspace)
+          log('info', `acp: session ${params.sessionId}: the client's cwd ${params.cwd} is not used; agent ${opts.agentName} works in its own workspace`);
+        return {};
       })
       .onRequest('session/prompt', async ({ params }) => {
         if (!s.has(params.sessionId)) throw RequestError.resourceNotFound(params.sessionId);

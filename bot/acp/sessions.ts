@@ -18,6 +18,8 @@
  * - `cancel(sessionId)` stops the running turn as /stop does; its prompt resolves `cancelled`. A
  *   prompt that is exactly `/reset` starts the conversation over, as in a chat. One prompt at a time
  *   per session (a second one meanwhile is refused with PromptRunning).
+ * - `load(sessionId)` (session/load) takes the session's stored conversation back, on the same agent
+ *   only, and replays it first (./replay.ts); a session the store does not hold is SessionNotLoadable.
  * - Tier overrides: `approvalPolicy` replaces the agent's tier for every turn (as `gatehouse run
  *   --approval-policy`); toolPolicy, commandRules and the denylist still apply.
  */
@@ -29,6 +31,8 @@ import type { ConversationOutput } from '../../agent/output.js';
 import type { Runner } from '../../agent/runner.js';
 import type { Tier } from '../../policies/tiers.js';
 import type { Log } from '../log.js';
+import type { TranscriptRepo } from '../../agent/store/types.js';
+import { replayUpdates } from './replay.js';
 
 export const ACP_PREFIX = 'acp:';
 /** The editor's user: the approver of its own sessions. */
@@ -62,6 +66,8 @@ export interface AcpDeps {
   approvalPolicy?: Tier;
   client: () => AgentContext | undefined;
   log: Log;
+  /** Where session/load finds a session's conversation. */
+  transcripts: TranscriptRepo;
 }
 
 const KIND: Record<string, ToolKind> = {
@@ -73,6 +79,19 @@ const KIND: Record<string, ToolKind> = {
   edit_file: 'edit',
   fetch_url: 'fetch',
 };
+
+const kindOf = (tool: string): ToolKind => KIND[tool] ?? 'other';
+
+/** session/load of a session this store does not hold, or one of another agent. */
+export class SessionNotLoadable extends Error {
+  constructor(
+    message: string,
+    /** The store holds no such session (else it is another agent's). */
+    readonly missing: boolean,
+  ) {
+    super(message);
+  }
+}
 
 export class PromptRunning extends Error {
   constructor(sessionId: string) {
@@ -89,6 +108,26 @@ export class AcpSessions {
     const id = randomUUID();
     this.sessions.set(id, { id, key: `${ACP_PREFIX}${id}`, chain: Promise.resolve() });
     return id;
+  }
+
+  /**
+   * session/load: the session's stored conversation becomes this process's session again, and its
+   * messages are replayed to the client as session/update notifications before this resolves.
+   */
+  async load(id: string): Promise<void> {
+    const key = `${ACP_PREFIX}${id}`;
+    if (this.sessions.get(id)?.live) throw new PromptRunning(id);
+    const stored = await this.deps.transcripts.load(key);
+    if (!stored) throw new SessionNotLoadable(`no stored session ${id}`, true);
+    if (stored.agent !== this.deps.agentName)
+      throw new SessionNotLoadable(`session ${id} is agent ${stored.agent}'s: start gatehouse acp --agent ${stored.agent} to load it`, false);
+    const s: Session = { id, key, chain: Promise.resolve() };
+    this.sessions.set(id, s);
+    const messages = [...stored.base, ...stored.rows.map((r) => r.message)];
+    if (stored.baseSeq > 0)
+      void this.update(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: '[Earlier messages of this session were summarized.]\n' } });
+    for (const update of replayUpdates(messages, kindOf)) void this.update(s, update);
+    await s.chain;
   }
 
   has(id: string): boolean {
@@ -125,7 +164,7 @@ export class AcpSessions {
         sessionUpdate: 'tool_call',
         toolCallId: callId,
         title: fields.title ?? tool,
-        kind: KIND[tool] ?? 'other',
+        kind: kindOf(tool),
         status: fields.status,
         ...(content ? { content } : {}),
       });

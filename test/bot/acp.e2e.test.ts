@@ -338,6 +338,48 @@ test("a sub-agent's gated call asks the client with a title naming the sub-agent
   await close(e);
 }, 240_000);
 
+test('session/load after a restart replays the conversation (messages, tool calls) and the next prompt continues it', async () => {
+  script.push({ toolUses: [{ name: 'get_time', input: {} }] }, { text: 'Noted: the number is 7.' });
+  const first = await editor();
+  const sid = await newSession(first);
+  expect((await prompt(first, sid, 'remember the number 7')).stopReason).toBe('end_turn');
+  await close(first);
+
+  const e = await editor();
+  await e.conn.agent.request('session/load', { sessionId: sid, cwd: dir, mcpServers: [] });
+  // Every replayed update arrived before session/load answered.
+  const replayed = e.updates.filter((u) => u.sessionId === sid).map((u) => u.update);
+  const shown = replayed.map((u) => `${u.sessionUpdate}:${'content' in u && !Array.isArray(u.content) ? (u.content as { text?: string }).text : ''}`);
+  expect(shown).toEqual(['user_message_chunk:remember the number 7', 'tool_call:', 'agent_message_chunk:Noted: the number is 7.']);
+  expect(replayed[1]).toMatchObject({ sessionUpdate: 'tool_call', title: 'get_time', kind: 'other', status: 'completed' });
+
+  script.push({ text: 'It was 7.' });
+  expect((await prompt(e, sid, 'which number?')).stopReason).toBe('end_turn');
+  const sent = JSON.stringify((fake.requests.at(-1)!.body as { messages: unknown[] }).messages);
+  expect(sent).toContain('remember the number 7');
+  expect(sent).toContain('Noted: the number is 7.');
+  expect(chunks(e, sid)).toBe('Noted: the number is 7.It was 7.');
+  await close(e);
+}, 240_000);
+
+test("session/load of a session the store does not hold, or of another agent's, is refused and replays nothing", async () => {
+  script.push({ text: 'hello' });
+  const first = await editor();
+  const sid = await newSession(first);
+  await prompt(first, sid, 'hi');
+  await close(first);
+
+  const e = await editor(['--agent', 'locked']);
+  const init = await e.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  expect(init.agentCapabilities?.loadSession).toBe(true);
+  await expect(e.conn.agent.request('session/load', { sessionId: 'no-such-session', cwd: dir, mcpServers: [] })).rejects.toThrow(/not found/i);
+  await expect(e.conn.agent.request('session/load', { sessionId: sid, cwd: dir, mcpServers: [] })).rejects.toThrow(/--agent default/);
+  expect(e.updates).toEqual([]);
+  // Still not loaded: a prompt to it is refused as an unknown session.
+  await expect(prompt(e, sid, 'hi again')).rejects.toThrow(/not found/i);
+  await close(e);
+}, 240_000);
+
 test('usage errors exit 2 before any frame', async () => {
   for (const [args, why] of [
     [['--approval-policy', 'admin'], /--approval-policy must be one of/],
