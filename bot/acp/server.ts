@@ -4,7 +4,7 @@
  *
  * Contract:
  * - `initialize` answers the protocol version and session/load (no images, no MCP servers from the
- *   client); `session/new` opens ./sessions.ts's session; `session/load` takes a stored one back
+ *   client), and notes whether the client shows forms (elicitation.form: questions and pickers); `session/new` opens ./sessions.ts's session; `session/load` takes a stored one back
  *   (resourceNotFound when the store has no such session of this agent);
  *   `session/prompt` runs one turn; `session/cancel` stops it.
  * - Resolves with 0 when the connection closes (the client ended stdin), after the core stopped.
@@ -44,6 +44,7 @@ export async function serveAcp(
   });
   const store = await openStore(config.store, { log });
   let client: AgentContext | undefined;
+  let forms = false;
   let sessions: AcpSessions | undefined;
   try {
     const gatehouse = await createGatehouse({
@@ -64,16 +65,20 @@ export async function serveAcp(
       client: () => client,
       log,
       transcripts: store.transcripts,
+      forms: () => forms,
     });
     const s = sessions;
     const workspace = config.agents[opts.agentName]?.workspace;
     const app = agent({ name: 'gatehouse' })
-      .onRequest('initialize', () => ({
-        protocolVersion: PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
-        agentInfo: { name: 'gatehouse', version: '0' },
-        authMethods: [],
-      }))
+      .onRequest('initialize', ({ params }) => {
+        forms = params.clientCapabilities?.elicitation?.form != null;
+        return {
+          protocolVersion: PROTOCOL_VERSION,
+          agentCapabilities: { loadSession: true, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
+          agentInfo: { name: 'gatehouse', version: '0' },
+          authMethods: [],
+        };
+      })
       .onRequest('session/new', ({ params }) => {
         const sessionId = s.newSession();
         if (params.cwd !== workspace)

@@ -13,8 +13,10 @@
  * - A call above the tier becomes `session/request_permission` with allow once / allow always (the
  *   card's "Always", for its approval key) / reject. A reject, a cancelled outcome, an error or an
  *   option the card did not offer decides it as denied ("no answer given" when nobody chose); never
- *   a silent allow. Questions and pickers are declined (no elicitation here: ask_user_question is
- *   not offered, humanAvailable is false).
+ *   a silent allow. Questions and pickers: with an editor that shows forms (`forms()`, from its
+ *   `elicitation.form` capability) they are `elicitation/create` forms (./elicit.ts) and
+ *   ask_user_question is offered; without, they are not offered (humanAvailable false) and any that
+ *   comes is declined.
  * - `cancel(sessionId)` stops the running turn as /stop does; its prompt resolves `cancelled`. A
  *   prompt that is exactly `/reset` starts the conversation over, as in a chat. One prompt at a time
  *   per session (a second one meanwhile is refused with PromptRunning).
@@ -33,6 +35,7 @@ import type { Tier } from '../../policies/tiers.js';
 import type { Log } from '../log.js';
 import type { TranscriptRepo } from '../../agent/store/types.js';
 import { replayUpdates } from './replay.js';
+import { pickFromForm, questionForm } from './elicit.js';
 
 export const ACP_PREFIX = 'acp:';
 /** The editor's user: the approver of its own sessions. */
@@ -68,6 +71,8 @@ export interface AcpDeps {
   log: Log;
   /** Where session/load finds a session's conversation. */
   transcripts: TranscriptRepo;
+  /** The editor said it shows forms (elicitation.form): questions and pickers are asked as forms. */
+  forms: () => boolean;
 }
 
 const KIND: Record<string, ToolKind> = {
@@ -243,9 +248,9 @@ export class AcpSessions {
     const deny = () => broker.decideAs(requestId, s.key, { answer: null }, ACP_USER).catch(() => undefined);
     try {
       const req = await broker.get(requestId);
-      // approve_all: its members are asked one by one; questions and pickers need an elicitation.
+      // approve_all: its members are asked one by one.
       if (!req || req.kind === 'approve_all') return;
-      if (req.kind !== 'approval') return void (await deny());
+      if (req.kind !== 'approval') return void (await this.askByForm(s, requestId, card, req.kind === 'question' && req.allowCustom === true));
       const buttons = await broker.buttonChoices(requestId);
       const by = (choice: string) => buttons.find((b) => b.choice === choice);
       const offered: Array<{ option: PermissionOption; token: string }> = [];
@@ -279,9 +284,30 @@ export class AcpSessions {
       const done = await broker.decideAs(requestId, s.key, { token: chosen.token }, ACP_USER);
       if (!done.accepted) this.deps.log('info', `acp: permission answer not taken: ${done.notice ?? ''}`);
     } catch (e) {
-      this.deps.log('warn', `acp: session/request_permission failed (${(e as Error).message}); the call is declined`);
+      this.deps.log('warn', `acp: asking the client failed (${(e as Error).message}); the request is declined`);
       await deny();
     }
+  }
+
+  /** A question or picker as an elicitation form; no form support, or no usable answer: no answer. */
+  private async askByForm(s: Session, requestId: string, card: Card, allowCustom: boolean): Promise<void> {
+    const { broker } = this.deps;
+    const client = this.deps.client();
+    let pick: { token: string } | { answer: string | null } = { answer: null };
+    if (client && this.deps.forms()) {
+      const buttons = await broker.buttonChoices(requestId);
+      await s.chain;
+      const signal = s.live?.ended.signal;
+      const callId = s.live?.askingCall;
+      const response = await client.request(
+        'elicitation/create',
+        { mode: 'form', sessionId: s.id, ...(callId ? { toolCallId: callId } : {}), ...questionForm(card, buttons, allowCustom) },
+        signal ? { cancellationSignal: signal, stopWaitingOnCancel: true } : {},
+      );
+      pick = pickFromForm(response, buttons, allowCustom);
+    }
+    const done = await broker.decideAs(requestId, s.key, pick, ACP_USER);
+    if (!done.accepted) this.deps.log('info', `acp: form answer not taken: ${done.notice ?? ''}`);
   }
 
   /** One prompt: resolves with the stop reason once every update of the turn was sent. */
@@ -308,7 +334,7 @@ export class AcpSessions {
       platform: 'acp',
       sender: { ...ACP_USER },
       text,
-      humanAvailable: false,
+      humanAvailable: this.deps.forms(),
       runId,
       overrides: {
         ...(this.deps.approvalPolicy ? { tier: this.deps.approvalPolicy } : {}),

@@ -3,7 +3,7 @@
  * fake Anthropic server: what an editor sees (streamed chunks, tool calls and their status,
  * permission requests) and what the gate did (files written or not).
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -13,6 +13,8 @@ import {
   type ClientConnection,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
+  type CreateElicitationRequest,
+  type CreateElicitationResponse,
   type SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
@@ -42,6 +44,11 @@ agents:
     workspace: "${ws}"
     maxTokens: 4096
     thinking: { budgetTokens: 2048 }
+  asking:
+    model: claude-sonnet-5-5
+    tools: [read_file, ask_user_question, ask_file_picker]
+    tier: read-only
+    workspace: "${ws}"
   delegating:
     model: claude-sonnet-5-5
     tools: [read_file, write_file, spawn_subagent]
@@ -86,14 +93,16 @@ interface Editor {
   updates: SessionNotification[];
   asked: RequestPermissionRequest[];
   decide: { fn: Decide };
+  forms: CreateElicitationRequest[];
+  answerForm: { fn: (req: CreateElicitationRequest) => CreateElicitationResponse };
 }
 
 const pick =
   (optionId: string): Decide =>
   () => ({ outcome: { outcome: 'selected', optionId } });
 
-/** `gatehouse acp ARGS` with an SDK client on its stdio. */
-async function editor(args: string[] = []): Promise<Editor> {
+/** `gatehouse acp ARGS` with an SDK client on its stdio; `forms`: it says it shows elicitation forms. */
+async function editor(args: string[] = [], opts: { forms?: boolean } = {}): Promise<Editor> {
   const p = startGatehouse(['acp', ...args], {
     cwd: dir,
     onlyEnv: true,
@@ -102,7 +111,13 @@ async function editor(args: string[] = []): Promise<Editor> {
   const updates: SessionNotification[] = [];
   const asked: RequestPermissionRequest[] = [];
   const decide = { fn: pick('reject') };
+  const forms: CreateElicitationRequest[] = [];
+  const answerForm = { fn: (_req: CreateElicitationRequest): CreateElicitationResponse => ({ action: 'decline' }) };
   const app = client({ name: 'test-editor' })
+    .onRequest('elicitation/create', async ({ params }) => {
+      forms.push(params);
+      return answerForm.fn(params);
+    })
     .onNotification('session/update', ({ params }) => {
       updates.push(params);
     })
@@ -113,9 +128,9 @@ async function editor(args: string[] = []): Promise<Editor> {
   const conn = app.connect(
     ndJsonStream(Writable.toWeb(p.child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(p.child.stdout) as ReadableStream<Uint8Array>),
   );
-  const init = await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  const init = await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: opts.forms ? { elicitation: { form: {} } } : {} });
   expect(init.protocolVersion).toBe(1);
-  return { p, conn, updates, asked, decide };
+  return { p, conn, updates, asked, decide, forms, answerForm };
 }
 
 async function close(e: Editor): Promise<void> {
@@ -377,6 +392,74 @@ test("session/load of a session the store does not hold, or of another agent's, 
   expect(e.updates).toEqual([]);
   // Still not loaded: a prompt to it is refused as an unknown session.
   await expect(prompt(e, sid, 'hi again')).rejects.toThrow(/not found/i);
+  await close(e);
+}, 240_000);
+
+const offeredTools = (req: RecordedRequest) => ((req.body as { tools?: Array<{ name: string }> }).tools ?? []).map((t) => t.name);
+
+test('an editor that shows forms gets ask_user_question as an elicitation form; a chosen suggestion and a typed answer come back', async () => {
+  const question = {
+    name: 'ask_user_question',
+    input: {
+      question: 'Which color?',
+      suggestions: [
+        { value: 'red-value', label: 'Red' },
+        { value: 'blue-value', label: 'Blue' },
+      ],
+    },
+  };
+  script.push({ toolUses: [question] }, echoToolResult, { toolUses: [question] }, echoToolResult);
+  const e = await editor(['--agent', 'asking'], { forms: true });
+  const sid = await newSession(e);
+  e.answerForm.fn = () => ({ action: 'accept', content: { choice: 'answer:1' } });
+  expect((await prompt(e, sid, 'ask me')).stopReason).toBe('end_turn');
+  expect(offeredTools(fake.requests[0]!)).toContain('ask_user_question');
+  expect(e.forms).toHaveLength(1);
+  expect(e.forms[0]).toMatchObject({ mode: 'form', sessionId: sid, message: expect.stringContaining('Which color?') });
+  const schema = (e.forms[0] as { requestedSchema: { properties: Record<string, { oneOf?: Array<{ const: string; title: string }> }> } }).requestedSchema;
+  expect(schema.properties['choice']?.oneOf?.map((o) => o.title)).toEqual(['Red', 'Blue']);
+  expect(schema.properties['answer']).toBeDefined();
+  expect(chunks(e, sid)).toContain('RESULT: Answer from ACP client: blue-value');
+
+  // Typed text answers too (allowCustom is the default).
+  e.answerForm.fn = () => ({ action: 'accept', content: { answer: 'green, actually' } });
+  await prompt(e, sid, 'ask again');
+  expect(chunks(e, sid)).toContain('RESULT: Answer from ACP client: green, actually');
+  await close(e);
+}, 240_000);
+
+test('the file picker is a form of the files; a declined form or a choice it did not offer is no answer, never a pick', async () => {
+  mkdirSync(workspace, { recursive: true });
+  writeFileSync(join(workspace, 'a.md'), 'a');
+  writeFileSync(join(workspace, 'b.md'), 'b');
+  const picker = { toolUses: [{ name: 'ask_file_picker', input: { prompt: 'Which doc?', pattern: '*.md' } }] };
+  script.push(picker, echoToolResult, picker, echoToolResult, picker, echoToolResult);
+  const e = await editor(['--agent', 'asking'], { forms: true });
+  const sid = await newSession(e);
+  e.answerForm.fn = () => ({ action: 'accept', content: { choice: 'answer:1' } });
+  await prompt(e, sid, 'pick one');
+  const schema = (e.forms[0] as { requestedSchema: { properties: Record<string, { oneOf?: Array<{ title: string }> }> } }).requestedSchema;
+  expect(schema.properties['choice']?.oneOf?.map((o) => o.title)).toEqual(['a.md', 'b.md']);
+  expect(chunks(e, sid)).toContain('RESULT: Picked by ACP client: b.md');
+
+  e.answerForm.fn = () => ({ action: 'decline' });
+  await prompt(e, sid, 'pick again');
+  expect(chunks(e, sid)).toContain('RESULT: Nobody picked a file in time');
+
+  e.answerForm.fn = () => ({ action: 'accept', content: { choice: 'answer:7' } });
+  await prompt(e, sid, 'and again');
+  expect(e.forms).toHaveLength(3);
+  expect(chunks(e, sid).split('Nobody picked a file in time')).toHaveLength(3);
+  await close(e);
+}, 240_000);
+
+test('an editor without forms is offered no ask_user_question', async () => {
+  script.push({ text: 'ok' });
+  const e = await editor(['--agent', 'asking']);
+  const sid = await newSession(e);
+  await prompt(e, sid, 'hi');
+  expect(offeredTools(fake.requests[0]!)).not.toContain('ask_user_question');
+  expect(e.forms).toEqual([]);
   await close(e);
 }, 240_000);
 
