@@ -5,7 +5,8 @@
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Readable, Writable } from 'node:stream';
 import {
   client,
@@ -15,6 +16,7 @@ import {
   type RequestPermissionResponse,
   type CreateElicitationRequest,
   type CreateElicitationResponse,
+  type McpServer,
   type SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
@@ -460,6 +462,38 @@ test('an editor without forms is offered no ask_user_question', async () => {
   await prompt(e, sid, 'hi');
   expect(offeredTools(fake.requests[0]!)).not.toContain('ask_user_question');
   expect(e.forms).toEqual([]);
+  await close(e);
+}, 240_000);
+
+const MCP_FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'fakes', 'mcp-server.mjs');
+
+test("the editor's MCP servers are the agent's for the session: a stdio server's tool is offered, asked and run; SSE is refused", async () => {
+  const args = { text: 'from the editor', tags: ['acp'] };
+  script.push({ toolUses: [{ name: 'mcp_fx-tools_echo', input: args }] }, echoToolResult);
+  const e = await editor();
+  const mcpServers: McpServer[] = [
+    { name: 'fx tools', command: process.execPath, args: [MCP_FIXTURE], env: [{ name: 'FIXTURE_STARTS_FILE', value: join(dir, 'starts') }] },
+    { type: 'sse', name: 'old', url: 'http://127.0.0.1:9/sse', headers: [] },
+  ];
+  const sid = (await e.conn.agent.request('session/new', { cwd: dir, mcpServers })).sessionId;
+  e.decide.fn = pick('allow_once');
+  expect((await prompt(e, sid, 'echo it')).stopReason).toBe('end_turn');
+  const offered = offeredTools(fake.requests[0]!);
+  expect(offered).toContain('mcp_fx-tools_echo');
+  expect(offered.some((t) => t.startsWith('mcp_old'))).toBe(false);
+  // High-risk like any MCP tool: the editor was asked, then the server ran it.
+  expect(e.asked).toHaveLength(1);
+  expect(JSON.stringify(e.asked[0]!.toolCall)).toContain('mcp_fx-tools_echo');
+  expect(chunks(e, sid)).toContain(JSON.stringify(args));
+  expect(readFileSync(join(dir, 'starts'), 'utf8').trim().split('\n')).toHaveLength(1);
+  expect(e.p.stderr()).toMatch(/MCP server old is not used: SSE MCP servers are not supported/);
+
+  // A second session passing the same server shares it: one server process, no second name.
+  script.push({ toolUses: [{ name: 'mcp_fx-tools_echo', input: { text: 'again' } }] }, echoToolResult);
+  const again = (await e.conn.agent.request('session/new', { cwd: dir, mcpServers: mcpServers.slice(0, 1) })).sessionId;
+  await prompt(e, again, 'echo again');
+  expect(offeredTools(fake.requests.at(-2)!).filter((t) => t.startsWith('mcp_'))).toEqual(offered.filter((t) => t.startsWith('mcp_')));
+  expect(readFileSync(join(dir, 'starts'), 'utf8').trim().split('\n')).toHaveLength(1);
   await close(e);
 }, 240_000);
 
