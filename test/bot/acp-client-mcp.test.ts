@@ -17,7 +17,13 @@ test('names are made valid and unique against the agent servers; stdio runs on t
     {},
   );
   expect(Object.keys(r.added)).toEqual(['My-Files-server', 'github-2', 'client']);
-  expect(r.added['My-Files-server']).toMatchObject({ kind: 'stdio', command: '/usr/bin/fs-mcp', args: ['--root', '/tmp'], sandbox: 'none', env: { TOKEN: '${ANTHROPIC_API_KEY}' } });
+  expect(r.added['My-Files-server']).toMatchObject({
+    kind: 'stdio',
+    command: '/usr/bin/fs-mcp',
+    args: ['--root', '/tmp'],
+    sandbox: 'none',
+    env: { TOKEN: '${ANTHROPIC_API_KEY}' },
+  });
   expect(r.added['client']).toMatchObject({ kind: 'http', headers: { Authorization: 'Bearer ${SECRET}' } });
   expect(r.refused).toEqual([]);
 });
