@@ -290,6 +290,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       model,
       addUsage: (u) => (usage = addUsage(usage, u)),
       telemetry: observed,
+      log: prefixedLog(log, `[${key}] sub-agent: `),
     });
     const outcome = await runLoop({
       runId,
