@@ -73,6 +73,8 @@ export interface OwnerLanesOptions {
   hooks(): DeliveryHooks;
   /** A turn was handled (or dropped) by a lane here. */
   handled(turnId: string): void;
+  /** A lane ended (`size()` went down): the queue's drain loops look again. */
+  ended?(): void;
   now?(): number;
   log?: Log;
 }
@@ -221,10 +223,6 @@ export class OwnerLanes {
     return this.lanes.size;
   }
 
-  async idle(): Promise<void> {
-    while (this.lanes.size > 0) await Promise.all([...this.lanes.values()].map((l) => l.done));
-  }
-
   /** Whether a lane is still running a turn that is not parked (close waits for those). */
   busy(): boolean {
     return [...this.lanes.values()].some((l) => !this.opts.settled?.(l.conversation));
@@ -279,6 +277,7 @@ export class OwnerLanes {
       }
     } finally {
       if (this.lanes.get(conversation) === l) this.lanes.delete(conversation);
+      this.opts.ended?.();
     }
   }
 

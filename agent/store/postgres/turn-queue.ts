@@ -36,12 +36,16 @@
  *   every job still held (failed to `retry`): another replica takes them at once.
  * - `exclusive` on a conversation held here runs between its turns; otherwise it takes the
  *   conversation's fence from whoever runs it (that holder lets go), and sends a job after it.
+ * - `idle()` and `close()` wait on agent/run/changes.ts (notified whenever a job, a lane or a turn
+ *   of this process ends; a short timer for what changes unseen), never on a promise that may have
+ *   settled already: such a wait spins on microtasks and starves the run it waits for.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Job, JobWithMetadata, PgBoss as PgBossType } from 'pg-boss';
 import type { DeliveryHooks, SharedTurnQueueOptions, TurnHandler, TurnQueue } from '../../run/turn-queue.js';
 import type { QueuedTurn } from '../../run/turn.js';
+import { Changes } from '../../run/changes.js';
 import type { Fence, LeaseRepo, RunRepo } from '../types.js';
 import { dec, num, type Db } from './db.js';
 import { CHANNEL, EXPIRE_SECONDS, jobIdOf, QUEUE_SCHEMA, RETRY_LIMIT, sendTurnJob, TURN_QUEUE, type JobData } from './turn-jobs.js';
@@ -121,6 +125,8 @@ export class PgBossTurnQueue implements TurnQueue {
   /** A holder whose beat is older than this is dead (its session may still be connected: SIGSTOP). */
   private readonly staleSeconds: number;
   private readonly owned: OwnerLanes;
+  /** Notified whenever held, lanes, mine or a lane of `owned` loses an entry: idle() and close() wait on it. */
+  private readonly changes = new Changes();
   private closed = false;
   private pumping = false;
   private again = false;
@@ -143,6 +149,7 @@ export class PgBossTurnQueue implements TurnQueue {
       handler: () => this.handle,
       hooks: () => this.hooks,
       handled: (id) => this.finish(id),
+      ended: () => this.changes.notify(),
       ...(opts.now ? { now: opts.now } : {}),
       ...(opts.log ? { log: opts.log } : {}),
     });
@@ -195,10 +202,10 @@ export class PgBossTurnQueue implements TurnQueue {
     if (this.handle && !this.closed && this.listener && this.opts.capacity > 0) {
       this.mine.set(queued.id, conversation);
       const stored = await this.owned.enqueue(conversation, queued, randomUUID()).catch((err: unknown) => {
-        this.mine.delete(queued.id);
+        this.forget(queued.id);
         throw err;
       });
-      if (!stored) this.mine.delete(queued.id);
+      if (!stored) this.forget(queued.id);
       return stored;
     }
     const stored = await sendTurnJob(this.opts.db, this.boss, conversation, queued, (this.opts.now ?? Date.now)());
@@ -267,6 +274,7 @@ export class PgBossTurnQueue implements TurnQueue {
     this.lanes.set(conversation, settled);
     void settled.finally(() => {
       if (this.lanes.get(conversation) === settled) this.lanes.delete(conversation);
+      this.changes.notify();
     });
     return settled;
   }
@@ -289,15 +297,21 @@ export class PgBossTurnQueue implements TurnQueue {
   }
 
   private finish(turnId: string): void {
-    this.mine.delete(turnId);
+    this.forget(turnId);
     this.hooks.finished?.(turnId);
+  }
+
+  private forget(turnId: string): void {
+    this.mine.delete(turnId);
+    this.changes.notify();
   }
 
   async idle(): Promise<void> {
     for (;;) {
       if (this.mine.size > 0) await this.settleMine();
       if (this.held.size === 0 && this.lanes.size === 0 && this.mine.size === 0 && this.owned.size() === 0) return;
-      await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), ...(this.owned.size() > 0 ? [this.owned.idle()] : []), sleep(25)]);
+      // The next change, or 25 ms for turns another replica finishes (seen only in the store).
+      await this.changes.next(25);
     }
   }
 
@@ -305,8 +319,8 @@ export class PgBossTurnQueue implements TurnQueue {
     this.closed = true;
     const end = Date.now() + graceMs;
     const running = () => this.owned.busy() || [...this.held.values()].some((h) => !h.handedBack && !this.opts.settled?.(h.conversation));
-    while (Date.now() < end && running())
-      await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(Math.min(50, Math.max(1, end - Date.now())))]);
+    // The next change, or 50 ms for a run parking on a human (settled() changes unseen).
+    while (Date.now() < end && running()) await this.changes.next(Math.min(50, end - Date.now()));
     await this.handBack().catch((err: unknown) =>
       this.log('warn', `turn queue: handing back failed (${(err as Error).message}); those jobs go to another replica when their heartbeat lapses`),
     );
@@ -333,6 +347,7 @@ export class PgBossTurnQueue implements TurnQueue {
       await this.opts.leases.take(h.conversation, `${this.opts.owner}:handed-back`, (this.opts.now ?? Date.now)()).catch(() => undefined);
     }
     for (const h of back) this.held.delete(h.job.id);
+    this.changes.notify();
     if (back.length > 0)
       await this.boss.fail(
         TURN_QUEUE,
@@ -457,6 +472,7 @@ export class PgBossTurnQueue implements TurnQueue {
     this.held.set(job.id, h);
     h.done = this.deliver(h, c).finally(() => {
       if (this.held.get(job.id) === h) this.held.delete(job.id);
+      this.changes.notify();
       this.wake();
     });
   }
@@ -511,5 +527,3 @@ export class PgBossTurnQueue implements TurnQueue {
     (this.opts.log ?? fallbackLog)(level, msg);
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -6,7 +6,9 @@
  * first, which a replica taking it over continues: `takeover`, printed, the record dropped); then it
  * appends the turn's id to the transcript and drops the turn in ONE fenced checkpoint, checks its
  * fence, and "posts". "send <conversation> <id> <text>" stores a turn through this replica's queue
- * (the owner fast path); "close <ms>" closes the queue with that grace and exits 0.
+ * (the owner fast path); "exclusive <conversation> <key>" runs an exclusive task there that prints
+ * `exclusive-running` and waits for "release <key>"; "idle" prints `idling`, then `idle` once queue.idle() resolves; "close <ms>"
+ * prints `closing`, closes the queue with that grace and exits 0.
  */
 import { createInterface } from 'node:readline';
 import { parseTurn } from '../../../agent/run/turn.js';
@@ -82,7 +84,21 @@ rl.on('line', (line) => {
       (err: unknown) => out({ ev: 'send-failed', id, message: String(err) }),
     );
   }
+  if (cmd === 'exclusive') {
+    const [, conversation, key] = line.split(' ') as [string, string, string];
+    const task = () =>
+      new Promise<void>((r) => {
+        releases.set(key, r);
+        out({ ev: 'exclusive-running', id: key });
+      });
+    void queue.exclusive(conversation, task).then(() => out({ ev: 'exclusive-done', id: key }));
+  }
+  if (cmd === 'idle') {
+    out({ ev: 'idling' });
+    void queue.idle().then(() => out({ ev: 'idle' }));
+  }
   if (cmd === 'close') {
+    out({ ev: 'closing' });
     void queue.close(Number(arg)).then(async () => {
       out({ ev: 'closed' });
       rl.close();

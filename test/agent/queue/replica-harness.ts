@@ -16,6 +16,8 @@ export class Replica {
   stderr = '';
   private waiters: Array<() => void> = [];
   readonly exited: Promise<number | null>;
+  /** Set once the process ended and its output was read: `until` then fails at once, with its stderr. */
+  exit: { code: number | null; signal: string | null } | undefined;
   constructor(
     readonly name: string,
     readonly p: ChildProcessWithoutNullStreams,
@@ -33,12 +35,18 @@ export class Replica {
     });
     p.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     this.exited = new Promise((r) => p.on('exit', (code) => r(code)));
+    // 'close', not 'exit': by then every line it printed has been read.
+    p.on('close', (code, signal) => {
+      this.exit = { code, signal };
+      for (const w of this.waiters.splice(0)) w();
+    });
   }
   async until(what: string, check: (e: Event) => boolean, timeoutMs = 60_000): Promise<Event> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const e = this.events.find(check);
       if (e) return e;
+      if (this.exit) throw new Error(`${this.name}: no ${what}, it exited (${JSON.stringify(this.exit)}; stderr: ${this.stderr.slice(-2000)})`);
       if (Date.now() > deadline)
         throw new Error(`${this.name}: no ${what} (events: ${JSON.stringify(this.events.slice(-20))}; stderr: ${this.stderr.slice(-2000)})`);
       await new Promise<void>((r) => {
@@ -52,9 +60,12 @@ export class Replica {
   }
 }
 
-/** Starts a replica on the database `url` and waits until it is ready. */
-export async function startReplica(url: string, name: string, capacity = 4): Promise<Replica> {
-  const p = spawn(process.execPath, ['--import', register, childPath, url, name, String(capacity)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+/** Starts a replica on the database `url` (node run with `nodeArgs`) and waits until it is ready. */
+export async function startReplica(url: string, name: string, capacity = 4, nodeArgs: string[] = []): Promise<Replica> {
+  const p = spawn(process.execPath, [...nodeArgs, '--import', register, childPath, url, name, String(capacity)], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const r = new Replica(name, p);
   await r.until('ready', (e) => e.ev === 'ready');
   return r;
