@@ -268,7 +268,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
           runId,
           starterId: record.starter.id,
           approvers: () => policy().approvers[record.platform] ?? [],
-          ...(overrides?.noApproverFix ? { noApproverFix: overrides.noApproverFix } : {}),
+          // An unattended headless run: a tier (--approval-policy) cannot admit a host; only a person can.
+          ...(overrides?.noApproverFix && record.platform === 'cli' ? { noApproverFix: 'run it again with --interactive-stdin to approve it' } : {}),
           timeoutMs: (d.agents.get(agentName) ?? agent).approvalTimeoutMs,
           signal,
           command,
