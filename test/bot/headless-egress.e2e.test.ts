@@ -6,26 +6,20 @@
  * stdin, the command gets the server's response.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startGatehouse } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
+import { type CountingServer, lastToolResult, startCountingServer } from '../agent/egress/helpers.js';
 
 let fake: FakeAnthropic;
 let dir: string;
-let server: Server;
+let srv: CountingServer;
 let port: number;
-const hits: string[] = [];
+let hits: string[];
 const script: Array<FakeReply | ((req: RecordedRequest) => FakeReply)> = [];
 
-function lastToolResult(req: RecordedRequest): string {
-  const last = (req.body as { messages: Array<{ content: unknown }> }).messages.at(-1);
-  const block = ((last?.content ?? []) as Array<{ type: string; content?: unknown }>).find((b) => b.type === 'tool_result');
-  return typeof block?.content === 'string' ? block.content : JSON.stringify(block?.content ?? '');
-}
 const echo = (req: RecordedRequest): FakeReply => ({ text: `RESULT: ${lastToolResult(req)}` });
 const lines = (s: string): Array<Record<string, unknown>> =>
   s
@@ -34,17 +28,10 @@ const lines = (s: string): Array<Record<string, unknown>> =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    hits.push(req.url ?? '');
-    res.end('hello-headless');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as AddressInfo).port;
+  srv = await startCountingServer(() => 'hello-headless');
+  ({ port, hits } = srv);
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => srv.close());
 beforeEach(async () => {
   hits.length = 0;
   script.length = 0;

@@ -7,39 +7,30 @@
  * allowlist added by a config reload starts its proxy.
  */
 import { writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { builtinToolNames } from '../../../agent/tools/catalog.js';
 import { loadConfig } from '../../../bot/config.js';
 import { reloadConfig } from '../../../bot/reload.js';
-import type { RecordedRequest } from '../../fakes/anthropic.js';
 import { agentYaml, Harness, waitFor } from '../../helpers/harness.js';
 import type { PostedCard } from '../../helpers/recording-adapter.js';
+import { type CountingServer, lastToolResult, startCountingServer } from './helpers.js';
 
 let h: Harness | undefined;
-let server: Server;
+let srv: CountingServer;
 let port: number;
-const hits: string[] = [];
+let hits: string[];
 let logs: Array<Record<string, unknown>> = [];
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    hits.push(req.url ?? '');
-    res.end(`hello-${req.url?.slice(1)}`);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as AddressInfo).port;
+  srv = await startCountingServer((path) => `hello-${path.slice(1)}`);
+  ({ port, hits } = srv);
 });
 afterEach(async () => {
   await h?.close();
   h = undefined;
   hits.length = 0;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => srv.close());
 
 // One listed port (nothing listens there); the server's port is not on the list.
 const yaml = (...extra: string[]) =>
@@ -58,11 +49,7 @@ async function boot(text: string): Promise<Harness> {
   return h;
 }
 
-function toolResult(req: RecordedRequest | undefined): string {
-  const last = (req?.body as { messages: Array<{ content: unknown }> } | undefined)?.messages.at(-1);
-  const block = ((last?.content ?? []) as Array<{ type: string; content?: unknown }>).find((b) => b.type === 'tool_result');
-  return typeof block?.content === 'string' ? block.content : JSON.stringify(block?.content ?? '');
-}
+const toolResult = lastToolResult;
 
 const curl = (path: string) => ({
   toolUses: [{ name: 'execute_command', input: { command: `curl -sS -w ' %{http_code}' http://127.0.0.1:${port}/${path}` } }],

@@ -5,8 +5,6 @@
  * approver's tap on "Approve once" lets it through, and the audit file has the connection.
  */
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -15,23 +13,18 @@ import { TOKEN as TG_TOKEN } from '../../adapters/telegram/helpers.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';
 import { testStoreUrl } from '../../helpers/harness.js';
+import { type CountingServer, lastToolResult, startCountingServer } from './helpers.js';
 
 let model: FakeAnthropic;
 let tg: FakeTelegram;
 let bot: RunningBot | undefined;
 let dir: string;
-let server: Server;
+let srv: CountingServer;
 let port: number;
-const hits: string[] = [];
+let hits: string[];
 const queue: Array<FakeReply | ((r: RecordedRequest) => FakeReply)> = [];
 const ada: FakeUser = { id: 501, first_name: 'Ada' };
 const group: FakeChat = { id: -100300, type: 'supergroup', title: 'Ops' };
-
-function lastToolResult(req: RecordedRequest): string {
-  const last = (req.body as { messages: Array<{ content: unknown }> }).messages.at(-1);
-  const block = ((last?.content ?? []) as Array<{ type: string; content?: unknown }>).find((b) => b.type === 'tool_result');
-  return typeof block?.content === 'string' ? block.content : JSON.stringify(block?.content ?? '');
-}
 
 function auditRecords(): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
@@ -42,17 +35,10 @@ function auditRecords(): Array<Record<string, unknown>> {
 }
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    hits.push(req.url ?? '');
-    res.end('hello-telegram');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as AddressInfo).port;
+  srv = await startCountingServer(() => 'hello-telegram');
+  ({ port, hits } = srv);
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => srv.close());
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-egress-tg-'));
   // The sandbox user (tests run as root) must pass through to the workspace.
