@@ -152,7 +152,7 @@ export class EgressApprovals {
           : `denied${d.by ? ` by ${d.byName ?? d.by}` : ''}${d.note ? ` (${d.note})` : ''}`;
       return decline(
         entry,
-        `${refusal}; the connection was ${why}`,
+        d.outcome === 'expired' ? `${refusal}; nobody approved the connection before its approval expired` : `${refusal}; the connection was ${why}`,
         `The egress proxy declined ${entry} (${t.method}): ${why}. Do not retry it; ask the user what to do instead.`,
         p.requestId,
       );
