@@ -152,6 +152,13 @@ export const TRICKY = [
   '(( 1 + 1 )) && echo arith-ok',
   'let y=3 z=4; echo $y $z',
   'for ((i=0;i<2;i++)); do echo i$i; done',
+  'x=1; (( x++ )); echo $x',
+  'i=0; for ((i=0;i<2;i++)); do echo $i; done',
+  'x=1; echo $(( x = 5 )) $x',
+  // bash evaluates a variable's value as an expression in arithmetic: an index in it runs its substitution
+  "x='a[$(id)]'; echo $(( x ))",
+  "x='a[$(id)]'; (( x ))",
+  "x='a[`id`]'; [[ $x -eq 0 ]]",
   // loops, conditionals that run every branch they hold
   'for w in a "b c" d; do echo "$w"; done',
   'for w in x y; do ls $w; done',

@@ -13,7 +13,7 @@
  * as the command word; `time`/`coproc` are keywords; a reserved word as a command name is refused; the
  * rest of a heredoc line (`cat <<E | sh`) is the list it starts; a quoted heredoc delimiter is a quoted
  * word; `...` in an unquoted heredoc is a command substitution; `<>` is an operator. Refused: a line
- * continuation with no blank on either side (bash joins what tree-sitter splits).
+ * continuation with no blank on either side (bash joins what tree-sitter splits); `;;` outside a case.
  */
 import { createRequire } from 'node:module';
 import { Language, type Node, Parser } from 'web-tree-sitter';
@@ -45,7 +45,8 @@ export function initTreeSitter(): Promise<void> {
 const bare = (w: Word | undefined): string | null => (w?.parts.length === 1 && w.parts[0]!.t === 'lit' && !w.parts[0]!.dq ? w.parts[0]!.v : null);
 const KEYWORD_CALLS = new Set(['time', 'coproc']);
 
-const STMT_SEP = new Set([';', '&', ';;', '\n', '&&', '||', '|', '|&']);
+// not `;;`: outside a case bash refuses it (case items drop theirs before `body`)
+const STMT_SEP = new Set([';', '&', '\n', '&&', '||', '|', '|&']);
 const REDIR_OPS = new Set(['>', '>>', '<', '<>', '>&', '<&', '>|', '&>', '&>>']);
 
 class Converter extends WordReader {
@@ -206,8 +207,15 @@ class Converter extends WordReader {
       }
       case 'subshell':
         return { k: 'group', subshell: true, stmts: this.body(this.inner(n, '(', ')')) };
-      case 'compound_statement':
+      case 'compound_statement': {
+        // `(( expr ))` as a command: tree-sitter-bash reads it as a compound statement opened by `((`
+        const kids = all(n);
+        if (kids[0]?.type === '((') {
+          if (kids[kids.length - 1]?.type !== '))') refuse(n, 'an unclosed (( ))');
+          return { k: 'words', what: 'ArithmCmd', words: named(n).flatMap((c) => this.innerWords(c)) };
+        }
         return { k: 'group', subshell: false, stmts: this.body(this.inner(n, '{', '}')) };
+      }
       case 'if_statement':
         return this.ifClause(all(n));
       case 'while_statement': {
