@@ -161,9 +161,9 @@ describe('isCommandAllowlisted', () => {
   });
 });
 
-// The constructs the two parser glues read differently (test/policies/shell-parser-diff.test.ts): with
-// either glue, a command hidden in one never rides on the entries of the commands that show.
-describe('parser-sensitive constructs never smuggle a command past an entry, with either parser', () => {
+// The constructs a parser may read differently from bash (test/policies/shell-bash-oracle.e2e.test.ts): a
+// command hidden in one never rides on the entries of the commands that show.
+describe('parser-sensitive constructs never smuggle a command past an entry', () => {
   beforeAll(async () => {
     await initTreeSitter();
   });
