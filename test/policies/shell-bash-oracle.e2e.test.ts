@@ -42,14 +42,19 @@ const KNOWN_SYNTAX: Record<string, { who: 'stricter' | 'lenient'; why: string }>
  * `open`: a known hole, not fixed yet (the gate lets the text through and bash runs the command).
  */
 const DENIED = (why: string) => ({ gate: 'denies', why }) as const;
-const ARITH = {
-  gate: 'open',
-  why: 'bash evaluates the value of a name in arithmetic ($(( x )), (( x )), [[ x -eq ]]) as an expression, and an index in it runs its substitution; the evaluator reads the name as a number',
-} as const;
+const ARITH = DENIED(
+  'bash evaluates the value of a name in arithmetic ($(( x )), (( x )), [[ x -eq ]], let) as an expression, and an index in it runs its substitution; a known value that is not plain arithmetic is refused (unsupported-syntax)',
+);
 const KNOWN_MISSING: Record<string, { gate: 'denies' | 'harmless' | 'open'; why: string }> = {
   "x='a[$(id)]'; echo $(( x ))": ARITH,
   "x='a[$(id)]'; (( x ))": ARITH,
   "x='a[`id`]'; [[ $x -eq 0 ]]": ARITH,
+  "y='a[$(id)]'; x=y; echo $(( x + 1 ))": ARITH,
+  "let 'n[$(id)]=1'": ARITH,
+  // the same three, as test/policies/denylist/attacks.e2e.test.ts runs them through the whole stack
+  "x='a[$(rm -rf victim)]'; echo $(( x ))": ARITH,
+  "y='a[`rm -rf victim`]'; x=y; [[ $x -eq 0 ]]": ARITH,
+  "let 'n[$(rm -rf victim)]=1'": ARITH,
   'eval "ls"': DENIED('eval runs a string: not parsed, the denylist refuses eval (inline-code)'),
   'eval "echo from-eval"': DENIED('eval runs a string (inline-code)'),
   'eval "r""m -rf ~"': DENIED('eval runs a string (inline-code)'),

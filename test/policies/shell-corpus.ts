@@ -159,6 +159,10 @@ export const TRICKY = [
   "x='a[$(id)]'; echo $(( x ))",
   "x='a[$(id)]'; (( x ))",
   "x='a[`id`]'; [[ $x -eq 0 ]]",
+  "y='a[$(id)]'; x=y; echo $(( x + 1 ))",
+  "let 'n[$(id)]=1'",
+  'n=0x1f; m=2#101; echo $(( n + m ))',
+  'x=5; [[ $x -gt 3 ]] && echo gt',
   // loops, conditionals that run every branch they hold
   'for w in a "b c" d; do echo "$w"; done',
   'for w in x y; do ls $w; done',

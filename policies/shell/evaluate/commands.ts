@@ -163,6 +163,10 @@ export abstract class CommandRunner extends StatementWalker {
         case 'popd':
           this.set(CWD, [MARK.UNKNOWN], cond);
           break;
+        // let evaluates each argument as arithmetic (after expansion: the fields are its expressions).
+        case 'let':
+          this.arithmeticFields(args, cond);
+          break;
         case 'read':
         case 'mapfile':
         case 'readarray':

@@ -7,8 +7,12 @@
  * alternatives instead of replacing. Changing IFS marks the script unsupported (splitting is judged with
  * the default IFS only). Every name written in an arithmetic expression (`(( ))`, `$(( ))`, a c-style
  * for) is unknown after it (it may be assigned there).
+ * Arithmetic reads a name's value as an expression, recursively, and an array index in it runs its
+ * substitutions (`x='a[$(id)]'; echo $(( x ))` runs id): a known value that is not plain arithmetic
+ * (numbers, operators, names) marks the script unsupported, so the denylist refuses it. A value not
+ * known here (a command's output) is not judged: see the note at `arithmetic`.
  */
-import { MARK, type ScriptFacts, type Stdin } from './facts.js';
+import { MARK, isStatic, type ScriptFacts, type Stdin } from './facts.js';
 import { VAR_NAME, uniq } from './values.js';
 
 export interface Ctx {
@@ -26,6 +30,9 @@ export interface Ctx {
 
 /** The context of the script's top level. */
 export const topCtx = (): Ctx => ({ stdin: { kind: 'none' }, conditional: false, inPipeline: false, background: false, functions: [], depth: 0 });
+
+/** What a value read by arithmetic may hold: numbers (any base), names, operators, parentheses, spaces. */
+const PLAIN_ARITHMETIC = /^[\sA-Za-z0-9_#+\-*/%<>=!&|^~?:,().]*$/;
 
 /** The variable that holds the working directory alternatives ('' = where the command started). */
 export const CWD = '\u0000cwd';
@@ -62,9 +69,40 @@ export class EvalState {
     return [MARK.UNKNOWN];
   }
 
-  /** Arithmetic may assign any name it holds (`x++`, `y = 2`, `a[i] += 1`): after it, each is unknown. */
+  /**
+   * Arithmetic may assign any name it holds (`x++`, `y = 2`, `a[i] += 1`): after it, each is unknown.
+   * Before that, every name it reads (bare or as `$x` / `${x}`) must hold plain arithmetic where its
+   * value is known. An unknown value (output of a command, `read`) is let through: refusing it would
+   * refuse `$(( $(date +%s) - start ))`; that data-as-code case is a known limit of a static gate.
+   */
   arithmetic(srcs: readonly string[], ctx: Ctx): void {
+    for (const src of srcs) {
+      for (const m of src.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) this.arithmeticValue(m[1]!, []);
+      for (const m of src.matchAll(/(?<![A-Za-z0-9_$#{])[A-Za-z_][A-Za-z0-9_]*/g)) this.arithmeticValue(m[0], []);
+    }
     for (const src of srcs) for (const m of src.matchAll(/(?<![A-Za-z0-9_$#])[A-Za-z_][A-Za-z0-9_]*/g)) this.set(m[0], [MARK.UNKNOWN], ctx);
+  }
+
+  /** Expressions as a command gets them (`let`'s expanded arguments): each must be plain arithmetic too. */
+  arithmeticFields(fields: readonly string[], ctx: Ctx): void {
+    const bad = fields.find((f) => isStatic(f) && !PLAIN_ARITHMETIC.test(f));
+    if (bad !== undefined && !this.facts.unsupported)
+      this.facts.unsupported = `let evaluates ${JSON.stringify(bad.length > 60 ? `${bad.slice(0, 57)}...` : bad)} as arithmetic (an index in it runs commands)`;
+    this.arithmetic(fields, ctx);
+  }
+
+  /** A name arithmetic reads: each known value must be plain arithmetic, names in it checked in turn. */
+  private arithmeticValue(name: string, seen: string[]): void {
+    if (seen.includes(name) || seen.length > 8 || this.facts.unsupported) return;
+    for (const v of this.vars.get(name) ?? []) {
+      if (!isStatic(v)) continue;
+      if (!PLAIN_ARITHMETIC.test(v)) {
+        const shown = v.length > 60 ? `${v.slice(0, 57)}...` : v;
+        this.facts.unsupported = `arithmetic reads ${name}, whose value ${JSON.stringify(shown)} bash evaluates as an expression (an index in it runs commands)`;
+        return;
+      }
+      for (const m of v.matchAll(/[A-Za-z_][A-Za-z0-9_]*/g)) if (!/^0[xX]|^\d/.test(m[0])) this.arithmeticValue(m[0], [...seen, name]);
+    }
   }
 
   set(name: string, alts: string[], ctx: Ctx, seen: string[] = []): void {

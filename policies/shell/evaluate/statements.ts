@@ -162,6 +162,12 @@ export abstract class StatementWalker extends WordExpander {
             c.words.map((w) => w.src),
             ctx,
           );
+        // [[ a -eq b ]] evaluates both sides as arithmetic, as (( )) does (every word of the clause is checked).
+        if (c.what === 'ArithTestClause')
+          this.arithmetic(
+            c.words.map((w) => w.src),
+            ctx,
+          );
         return;
       case 'time':
         if (c.stmt) this.stmt(c.stmt, ctx);

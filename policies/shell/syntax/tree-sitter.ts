@@ -280,7 +280,8 @@ class Converter extends WordReader {
       case 'test_command': {
         const open = all(n)[0]!.type;
         const words = named(n).flatMap((c) => this.innerWords(c));
-        if (open === '[[') return { k: 'words', what: 'TestClause', words };
+        // [[ a -eq b ]] reads its sides as arithmetic: the evaluator checks every word of such a clause.
+        if (open === '[[') return { k: 'words', what: /\s-(eq|ne|lt|le|gt|ge)\s/.test(this.src(n)) ? 'ArithTestClause' : 'TestClause', words };
         if (open === '((') return { k: 'words', what: 'ArithmCmd', words };
         if (open !== '[') refuse(n, `test "${open}"`);
         // `[ ... ]` is the command `[`: its words, operators included, in source order.

@@ -27,6 +27,9 @@ const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['recursive deletion', 'find victim -delete'],
   ['recursive deletion', 'find . -path ./victim -exec rm -r {} +'],
   ['process substitution', "bash < <(echo 'rm -rf victim')"],
+  ['arithmetic evaluation', "x='a[$(rm -rf victim)]'; echo $(( x ))"],
+  ['arithmetic evaluation', "y='a[`rm -rf victim`]'; x=y; [[ $x -eq 0 ]]"],
+  ['arithmetic evaluation', "let 'n[$(rm -rf victim)]=1'"],
 ];
 
 type Block = { type: string; content?: unknown; is_error?: boolean };
