@@ -14,12 +14,8 @@ import { waitFor } from '../helpers/wait.js';
 let fake: FakeAnthropic;
 let dir: string;
 
-beforeEach(async () => {
-  fake = await startFakeAnthropic({ apiKey: 'test-key' });
-  // 1000 in at $3/M + 1000 out at $15/M = $0.018 a call.
-  fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
-  dir = mkdtempSync(join(tmpdir(), 'gh-budget-run-'));
-  chmodSync(dir, 0o711);
+/** One agent on Sonnet whose conversation budget is `limit`. */
+const writeConfig = (limit: string) =>
   writeFileSync(
     join(dir, 'gatehouse.yaml'),
     `
@@ -30,9 +26,17 @@ agents:
     tier: read-only
     workspace: "${join(dir, 'workspace')}"
     budget:
-      conversation: { usd: 0.05 }
+      conversation: ${limit}
 `,
   );
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic({ apiKey: 'test-key' });
+  // 1000 in at $3/M + 1000 out at $15/M = $0.018 a call.
+  fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
+  dir = mkdtempSync(join(tmpdir(), 'gh-budget-run-'));
+  chmodSync(dir, 0o711);
+  writeConfig('{ usd: 0.05 }');
 });
 afterEach(async () => {
   await fake.close();
@@ -67,19 +71,10 @@ test('runs of one conversation stop at its budget: the third call is never sent,
   expect(fake.requests).toHaveLength(3);
 }, 240_000);
 
-const SOFT_YAML = () => `
-agents:
-  default:
-    model: claude-sonnet-4-6
-    maxTokens: 1000
-    tier: read-only
-    workspace: "${join(dir, 'workspace')}"
-    budget:
-      conversation: { usd: { soft: 0.05, hard: 1 } }
-`;
+const SOFT = '{ usd: { soft: 0.05, hard: 1 } }';
 
 test('a soft limit with nobody to approve (a headless run) stops like a hard one, and --json says soft and why', async () => {
-  writeFileSync(join(dir, 'gatehouse.yaml'), SOFT_YAML());
+  writeConfig(SOFT);
   expect((await run(['run', '--json', '--conversation', 'c1', 'one'])).code).toBe(0);
   expect((await run(['run', '--json', '--conversation', 'c1', 'two'])).code).toBe(0);
   const r = await run(['run', '--json', '--conversation', 'c1', 'three']);
@@ -104,7 +99,7 @@ test('a soft limit with nobody to approve (a headless run) stops like a hard one
 }, 240_000);
 
 test('a soft limit in a run with --interactive-stdin: the approval comes on stderr, approved on stdin, the run goes on', async () => {
-  writeFileSync(join(dir, 'gatehouse.yaml'), SOFT_YAML());
+  writeConfig(SOFT);
   expect((await run(['run', '--json', '--conversation', 'c1', 'one'])).code).toBe(0);
   expect((await run(['run', '--json', '--conversation', 'c1', 'two'])).code).toBe(0);
   const p = startGatehouse(['run', '--json', '--interactive-stdin', '--conversation', 'c1', 'three'], {
