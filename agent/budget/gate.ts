@@ -109,8 +109,17 @@ export interface BudgetGateOptions {
   approve?: (ask: SoftLimitAsk, scope: CallScope, signal: AbortSignal | undefined) => Promise<SoftDecision>;
 }
 
-/** Open soft-limit questions per store: `key@raised` -> the outcome (one card for everyone waiting on it). */
-const asking = new WeakMap<SpendRepo, Map<string, Promise<SoftDecision>>>();
+/**
+ * Soft-limit questions per store: `key@raised` -> the outcome (one card for everyone waiting on it).
+ * A question stays a while after it is decided, for the calls whose refusal was read before the
+ * decision (their `raised` is stale): they take its outcome instead of asking again. A call whose
+ * attempt began after the decision asks anew (a new turn after a denial gets a new card).
+ */
+type Question = { outcome: Promise<SoftDecision>; decidedAt?: number };
+const asking = new WeakMap<SpendRepo, Map<string, Question>>();
+/** Orders reservation attempts and decisions in this process. */
+let sequence = 0;
+const KEEP_DECIDED_MS = 60_000;
 
 /** About 4 characters a token: an estimate, erring high for English text. */
 export function estimateInputTokens(req: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
@@ -133,6 +142,7 @@ export class BudgetGate {
   ): Promise<{ ok: true; reservation: Reservation } | { ok: false; refusal: BudgetRefusal }> {
     const lines = linesFor(this.o.limits, scope, worstCase(model, inputTokens, maxTokens), this.now());
     for (let failures = 0; ; ) {
+      const attempt = ++sequence;
       const r = await this.o.spend.reserve(lines, this.now());
       if (r.ok) break;
       const line = lines.find((l) => l.key === r.key)!;
@@ -145,7 +155,7 @@ export class BudgetGate {
       if (more > 0) {
         let d: SoftDecision;
         try {
-          d = await this.ask(line, r.raised, { ...base, more, cap, question: softLimitQuestion({ ...base, more, cap }) }, scope, signal);
+          d = await this.ask(attempt, line, r.raised, { ...base, more, cap, question: softLimitQuestion({ ...base, more, cap }) }, scope, signal);
         } catch (err) {
           // Another run's question failed (it was stopped): ask again, unless this call was.
           if (signal?.aborted || ++failures > 2) throw err;
@@ -173,20 +183,27 @@ export class BudgetGate {
   }
 
   /** One question per total and raise in this process; the one who asked raises on approval. */
-  private ask(line: BudgetLine, raised: number, q: SoftLimitAsk, scope: CallScope, signal: AbortSignal | undefined): Promise<SoftDecision> {
+  private ask(attempt: number, line: BudgetLine, raised: number, q: SoftLimitAsk, scope: CallScope, signal: AbortSignal | undefined): Promise<SoftDecision> {
     let open = asking.get(this.o.spend);
     if (!open) asking.set(this.o.spend, (open = new Map()));
     const id = `${line.key}@${raised}`;
-    const pending = open.get(id);
-    if (pending) return pending;
-    const p = (async () => {
-      const d = await this.o.approve!(q, scope, signal);
-      // False: another process raised it first; the reservation is tried again either way.
-      if (d.outcome === 'approved') await this.o.spend.raise(line, raised, raised + q.more, this.now());
-      return d;
-    })().finally(() => open.delete(id));
-    open.set(id, p);
-    return p;
+    const known = open.get(id);
+    if (known && (known.decidedAt === undefined || attempt < known.decidedAt)) return known.outcome;
+    const question: Question = {
+      outcome: (async () => {
+        const d = await this.o.approve!(q, scope, signal);
+        // False: another process raised it first; the reservation is tried again either way.
+        if (d.outcome === 'approved') await this.o.spend.raise(line, raised, raised + q.more, this.now());
+        return d;
+      })(),
+    };
+    const settled = () => {
+      question.decidedAt = ++sequence;
+      setTimeout(() => open.get(id) === question && open.delete(id), KEEP_DECIDED_MS).unref();
+    };
+    question.outcome.then(settled, settled);
+    open.set(id, question);
+    return question.outcome;
   }
 }
 

@@ -157,6 +157,57 @@ export function budgetSuite(engine: string, openPair: () => Promise<[Store, Stor
       expect(fake.requests).toHaveLength(5);
     });
 
+    test('a call whose refusal was read before the approval takes that approval: no second card', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
+      const asks: SoftLimitAsk[] = [];
+      let decide!: (d: SoftDecision) => void;
+      const approve = (ask: SoftLimitAsk) => {
+        asks.push(ask);
+        return new Promise<SoftDecision>((r) => (decide = r));
+      };
+      // The store as the gate sees it, with one refusal held back on its way (a slow replica, a busy loop).
+      let hold: Promise<void> | undefined;
+      let held = false;
+      const spend: Store['spend'] = {
+        ...stores[0]!.spend,
+        reserve: async (lines, now) => {
+          const r = await stores[0]!.spend.reserve(lines, now);
+          if (!r.ok && hold) {
+            const h = hold;
+            hold = undefined;
+            held = true;
+            await h;
+          }
+          return r;
+        },
+      };
+      const limits: BudgetLimits = { conversation: { usd: { soft: 0.05 } } };
+      const m = budgetedModel(
+        createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }),
+        new BudgetGate({ spend, limits, now: () => clock, approve }),
+        () => ({
+          agent: 'ops',
+          conversation: 'telegram:1',
+        }),
+      );
+      await m.complete(req(SONNET, 1000));
+      await m.complete(req(SONNET, 1000));
+      const first = m.complete(req(SONNET, 1000));
+      await until(() => asks.length === 1, 'the question');
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      let secondDone = false;
+      const second = m.complete(req(SONNET, 1000)).finally(() => (secondDone = true));
+      await until(() => held, 'the second refusal held');
+      decide({ outcome: 'approved' });
+      await first;
+      release();
+      await until(() => secondDone || asks.length > 1, 'the second call');
+      expect(asks).toHaveLength(1);
+      await second;
+      expect(fake.requests).toHaveLength(4);
+    });
+
     test('a soft limit with its hard ceiling reached stops without asking', async () => {
       fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
       const asks: SoftLimitAsk[] = [];
