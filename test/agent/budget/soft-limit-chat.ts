@@ -38,7 +38,7 @@ export interface SurfaceInfo {
   access: string;
 }
 
-const yaml = (dir: string, s: SurfaceInfo, approvers: boolean) => `
+const yaml = (dir: string, s: SurfaceInfo, approvers: boolean, timeoutMs: number) => `
 agents:
   default:
     model: claude-sonnet-4-6
@@ -47,6 +47,7 @@ agents:
     workspace: "${join(dir, 'ws')}"
     ${approvers ? `approvers: { ${s.platform}: ["${s.approverId}"] }` : ''}
     requesterMayApprove: true
+    approvalTimeoutMs: ${timeoutMs}
     budget:
       conversation: { usd: { soft: 0.05, hard: 1 } }
 access:
@@ -57,8 +58,8 @@ export function softLimitChatSuite(engine: TestEngine, info: SurfaceInfo, surfac
   let h: BotE2e | undefined;
   let chat: ChatSurface;
   let answers = 0;
-  const start = async (approvers: boolean) => {
-    h = await BotE2e.start({ engine, prefix: 'gh-soft-limit-', yaml: (d) => yaml(d, info, approvers) });
+  const start = async (approvers: boolean, timeoutMs = 600_000) => {
+    h = await BotE2e.start({ engine, prefix: 'gh-soft-limit-', yaml: (d) => yaml(d, info, approvers, timeoutMs) });
     answers = 0;
     h.model.setHandler(() => ({ text: `answer ${++answers}`, usage: { input_tokens: 1000, output_tokens: 1000 } }));
     chat = surface();
@@ -115,6 +116,18 @@ export function softLimitChatSuite(engine: TestEngine, info: SurfaceInfo, surfac
     expect(stop).toContain('this conversation has spent $0.04 of $0.05 (conversation, usd); allowing $0.05 more was denied by');
     expect(stop).toMatch(info.approverName);
     expect(stop).toContain('it does not reset (start a new conversation or ask an operator).');
+    expect(h!.model.requests).toHaveLength(2);
+  });
+
+  test('not decided in time: the card expires and the run ends saying so', async () => {
+    await start(true, 1500);
+    await twoAnswers();
+    await chat.send('three');
+    const card = await theCard();
+    await waitFor('the stop', () => chat.texts().some((t) => t.includes('Stopped: the spending limit is reached')));
+    const stop = chat.texts().find((t) => t.includes('Stopped: the spending limit is reached'))!;
+    expect(stop).toContain('this conversation has spent $0.04 of $0.05 (conversation, usd); allowing $0.05 more was not decided in time; it does not reset');
+    await waitFor('the expired card', () => !card.open());
     expect(h!.model.requests).toHaveLength(2);
   });
 
