@@ -12,11 +12,12 @@
  *   reaches the model; every call settles, whether it succeeded or threw.
  * - `onRefusal` is called for every refusal (the audit event, the metric).
  * - Soft limits (./limits.ts): a call over one, that would still fit under its hard ceiling, is put
- *   to `approve` (the run posts an approval card) with the smallest whole number of steps that lets
+ *   to `approve` (the run posts an approval card; with no approver bound, `approvers` says so and
+ *   nothing is asked) with the smallest whole number of steps that lets
  *   it fit. Approved: the store raises that total's limit (a compare-and-set, so the same step is
  *   raised once) and the call reserves again. Denied, expired, or no approver: refused like a hard
  *   limit, the sentence saying why. Calls of this process (parallel calls, sub-agents, other runs)
- *   waiting on the same total at the same raise share ONE question: the first asks, the others wait
+ *   waiting on the same total at the same raise, with the same approvers, share ONE question: the first asks, the others wait
  *   for its outcome.
  */
 import type { Message } from '../messages.js';
@@ -107,10 +108,16 @@ export interface BudgetGateOptions {
   onRefusal?: (r: BudgetRefusal, scope: CallScope) => void;
   /** Asks the approvers about a soft limit (an approval card); absent: soft limits act as hard ones. */
   approve?: (ask: SoftLimitAsk, scope: CallScope, signal: AbortSignal | undefined) => Promise<SoftDecision>;
+  /**
+   * Who would decide, as one string (platform and approvers): calls share a question only with the
+   * same. Undefined: nobody is bound, the call is refused as `no_approver` without asking. Absent: ''.
+   */
+  approvers?: () => string | undefined;
 }
 
 /**
- * Soft-limit questions per store: `key@raised` -> the outcome (one card for everyone waiting on it).
+ * Soft-limit questions per store: `key@raised@approvers` -> the outcome (one card for everyone
+ * waiting on it).
  * A question stays a while after it is decided, for the calls whose refusal was read before the
  * decision (their `raised` is stale): they take its outcome instead of asking again. A call whose
  * attempt began after the decision asks anew (a new turn after a denial gets a new card).
@@ -153,9 +160,11 @@ export class BudgetGate {
       const more = line.step && this.o.approve && spent + line.amount <= cap ? moreFor(line, spent, limit, cap) : 0;
       let soft: BudgetRefusal['soft'];
       if (more > 0) {
-        let d: SoftDecision;
+        const group = this.o.approvers ? this.o.approvers() : '';
+        let d: SoftDecision = { outcome: 'no_approver' };
         try {
-          d = await this.ask(attempt, line, r.raised, { ...base, more, cap, question: softLimitQuestion({ ...base, more, cap }) }, scope, signal);
+          const q = { ...base, more, cap, question: softLimitQuestion({ ...base, more, cap }) };
+          if (group !== undefined) d = await this.ask(attempt, `${line.key}@${r.raised}@${group}`, line, r.raised, q, scope, signal);
         } catch (err) {
           // Another run's question failed (it was stopped): ask again, unless this call was.
           if (signal?.aborted || ++failures > 2) throw err;
@@ -182,11 +191,18 @@ export class BudgetGate {
     return { ok: true, reservation: { settle: (u) => finish(u), release: () => finish(undefined) } };
   }
 
-  /** One question per total and raise in this process; the one who asked raises on approval. */
-  private ask(attempt: number, line: BudgetLine, raised: number, q: SoftLimitAsk, scope: CallScope, signal: AbortSignal | undefined): Promise<SoftDecision> {
+  /** One question per total, raise and approvers in this process; the one who asked raises on approval. */
+  private ask(
+    attempt: number,
+    id: string,
+    line: BudgetLine,
+    raised: number,
+    q: SoftLimitAsk,
+    scope: CallScope,
+    signal: AbortSignal | undefined,
+  ): Promise<SoftDecision> {
     let open = asking.get(this.o.spend);
     if (!open) asking.set(this.o.spend, (open = new Map()));
-    const id = `${line.key}@${raised}`;
     const known = open.get(id);
     if (known && (known.decidedAt === undefined || attempt < known.decidedAt)) return known.outcome;
     const question: Question = {

@@ -27,27 +27,36 @@ export interface SoftApprovalDeps {
   signal: AbortSignal;
 }
 
-export function softLimitApprover(d: SoftApprovalDeps): (ask: SoftLimitAsk) => Promise<SoftDecision> {
-  return async (ask) => {
-    const r = d.record;
-    if ((d.approvers()[r.platform] ?? []).length === 0) return { outcome: 'no_approver' };
-    const requestId = newToken();
-    await d.broker.askApproval({
-      requestId,
-      conversationKey: r.conversationKey,
-      platform: r.platform,
-      agentName: r.agentName,
-      runId: r.runId,
-      title: 'Allow more spending?',
-      body: `${ask.question[0]!.toUpperCase()}${ask.question.slice(1)}\nThe run waits for this decision; denied, it stops here.`,
-      alwaysLabel: null,
-      timeoutMs: d.timeoutMs,
-      starterId: r.starter.id,
-    });
-    const decision = await d.humanWait(() => d.broker.wait(requestId, d.signal));
-    const by = decision.byName ?? decision.by;
-    if (decision.outcome === 'approved' || decision.outcome === 'always') return { outcome: 'approved', ...(by ? { by } : {}) };
-    if (decision.outcome === 'expired') return { outcome: 'expired' };
-    return { outcome: 'denied', ...(by ? { by } : {}) };
+/** The gate's `approve` and `approvers` for one run (agent/budget/gate.ts BudgetGateOptions). */
+export function softLimitApprover(d: SoftApprovalDeps): {
+  approve: (ask: SoftLimitAsk) => Promise<SoftDecision>;
+  approvers: () => string | undefined;
+} {
+  const r = d.record;
+  const bound = () => d.approvers()[r.platform] ?? [];
+  return {
+    // Runs whose cards the same people decide share one card.
+    approvers: () => (bound().length === 0 ? undefined : `${r.platform}:${[...bound()].sort().join(',')}`),
+    approve: async (ask) => {
+      if (bound().length === 0) return { outcome: 'no_approver' };
+      const requestId = newToken();
+      await d.broker.askApproval({
+        requestId,
+        conversationKey: r.conversationKey,
+        platform: r.platform,
+        agentName: r.agentName,
+        runId: r.runId,
+        title: 'Allow more spending?',
+        body: `${ask.question[0]!.toUpperCase()}${ask.question.slice(1)}\nThe run waits for this decision; denied, it stops here.`,
+        alwaysLabel: null,
+        timeoutMs: d.timeoutMs,
+        starterId: r.starter.id,
+      });
+      const decision = await d.humanWait(() => d.broker.wait(requestId, d.signal));
+      const by = decision.byName ?? decision.by;
+      if (decision.outcome === 'approved' || decision.outcome === 'always') return { outcome: 'approved', ...(by ? { by } : {}) };
+      if (decision.outcome === 'expired') return { outcome: 'expired' };
+      return { outcome: 'denied', ...(by ? { by } : {}) };
+    },
   };
 }

@@ -283,7 +283,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // Only an agent with a budget pays for the count (two store writes per model call, a shared row
     // per agent and day across replicas): without one, spend is not counted.
     // Over a soft limit the approvers get a card (agent/budget/soft-approval.ts).
-    const approve = softLimitApprover({
+    const soft = softLimitApprover({
       broker: d.broker,
       record,
       approvers: () => policy().approvers,
@@ -291,7 +291,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       humanWait,
       signal: controller.signal,
     });
-    const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget, approve }) : undefined;
+    const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget, ...soft }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const model = budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model;
     subagents = new SubagentSession({

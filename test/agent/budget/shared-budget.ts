@@ -208,6 +208,44 @@ export function budgetSuite(engine: string, openPair: () => Promise<[Store, Stor
       expect(fake.requests).toHaveLength(4);
     });
 
+    test('runs decided by other approvers get their own card; a run with none bound is refused without asking', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
+      const limits: BudgetLimits = { agentPerDay: { usd: { soft: 0.05 } } };
+      const asked: string[] = [];
+      const deciders: Array<(d: SoftDecision) => void> = [];
+      const gateFor = (conversation: string, approvers: string | undefined) =>
+        budgetedModel(
+          createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }),
+          new BudgetGate({
+            spend: stores[0]!.spend,
+            limits,
+            now: () => clock,
+            approvers: () => approvers,
+            approve: () => {
+              asked.push(conversation);
+              return new Promise<SoftDecision>((r) => deciders.push(r));
+            },
+          }),
+          () => ({ agent: 'ops', conversation }),
+        );
+      const [slack, slack2, telegram, headless] = [
+        gateFor('slack:1', 'slack:U1'),
+        gateFor('slack:2', 'slack:U1'),
+        gateFor('telegram:1', 'telegram:5'),
+        gateFor('cli:1', undefined),
+      ];
+      await slack.complete(req(SONNET, 1000));
+      await telegram.complete(req(SONNET, 1000)); // $0.036 today: the next call of any of them asks
+      const waiting = [slack.complete(req(SONNET, 1000)), slack2.complete(req(SONNET, 1000)), telegram.complete(req(SONNET, 1000))];
+      await until(() => asked.length === 2, 'a question per set of approvers');
+      expect(asked.sort()).toEqual(['slack:1', 'telegram:1'].sort());
+      await expect(headless.complete(req(SONNET, 1000))).rejects.toThrow(/it is a soft limit, but no approver is bound here to allow \$0\.05 more/);
+      expect(asked).toHaveLength(2);
+      for (const d of deciders) d({ outcome: 'approved' });
+      await Promise.all(waiting);
+      expect(fake.requests).toHaveLength(5);
+    });
+
     test('a soft limit with its hard ceiling reached stops without asking', async () => {
       fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
       const asks: SoftLimitAsk[] = [];
