@@ -23,7 +23,7 @@
  * - HTTP: an adapter that receives platform requests (Telegram webhook, Slack Events API) returns
  *   its routes from `httpRoutes()`; bot/http.ts mounts them on the bot's one HTTP server. The
  *   handler owns the response (status, body) and checks the platform's signature or secret itself.
- * - Optional capabilities (`openDirect`, `postEphemeralCard`): absent means the platform (or this
+ * - Optional capabilities (`openDirect`, `userLabel`, `postEphemeralCard`): absent means the platform (or this
  *   adapter) has no such thing; the core then posts in the conversation instead.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -187,6 +187,12 @@ export interface Adapter {
    * with the platform's reason when it cannot be opened (a failed post there rejects postCard).
    */
   openDirect?(userId: string): Promise<ConversationRef>;
+  /**
+   * How the platform shows `userId` to others (`@username`, else their name), for lines such as
+   * "Waiting for approval from @alice". Never rejects: undefined when it cannot tell (the caller then
+   * shows the id).
+   */
+  userLabel?(userId: string): Promise<string | undefined>;
   /**
    * Posts a card in the conversation that only `userId` sees (Slack ephemeral). Its handle works with
    * updateCard while a click on that card is being handled (the platform lets only the click's reply

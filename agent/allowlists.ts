@@ -1,10 +1,11 @@
 /**
- * Allowlists grown by "Always approve": command approval keys and tool names per agent, in the
+ * Allowlists grown by "Always approve": command approval keys, tool names and egress hosts
+ * (`host:port`, "Always for this host" on an egress card, agent/egress/approvals.ts) per agent, in the
  * store's allowlists repository (a row per grant) so they survive a restart, and merged with the
  * configured ones when the gate reads the policy.
  *
  * Contract:
- * - `load` reads each agent's rows once at start; `commands()` / `tools()` answer synchronously from
+ * - `load` reads each agent's rows once at start; `commands()` / `tools()` / `egress()` answer synchronously from
  *   that copy (the gate reads them for every tool call). `add` is one statement (an insert that
  *   ignores a grant already there) and counts only once it resolved; the copy is then updated.
  *   Grants added by another process sharing the store are seen after this one's next start.
@@ -21,7 +22,13 @@ export const ALLOWLIST_TOPIC = 'allowlist';
 interface Granted {
   commands: string[];
   tools: string[];
+  egress: string[];
 }
+
+export type Always = { kind: 'command'; key: string } | { kind: 'tool'; name: string } | { kind: 'egress'; entry: string };
+
+const none = (): Granted => ({ commands: [], tools: [], egress: [] });
+const FIELD = { command: 'commands', tool: 'tools', egress: 'egress' } as const;
 
 export type AllowlistWatcher = () => Promise<void>;
 
@@ -54,10 +61,10 @@ export class PersistedAllowlists {
   }
 
   private async read(agent: string): Promise<Granted> {
-    const granted: Granted = { commands: [], tools: [] };
+    const granted = none();
     for (const row of await this.repo.list(agent)) {
-      if (row.kind === 'command') granted.commands.push(row.value);
-      else if (row.kind === 'tool') granted.tools.push(row.value);
+      const field = FIELD[row.kind] as (typeof FIELD)[keyof typeof FIELD] | undefined;
+      if (field) granted[field].push(row.value);
     }
     return granted;
   }
@@ -69,9 +76,10 @@ export class PersistedAllowlists {
         const gen = this.generation;
         const next = await this.read(agent);
         if (gen !== this.generation) continue;
-        const cur = this.byAgent.get(agent) ?? { commands: [], tools: [] };
-        const added = next.commands.some((c) => !cur.commands.includes(c)) || next.tools.some((t) => !cur.tools.includes(t));
-        const same = !added && next.commands.length === cur.commands.length && next.tools.length === cur.tools.length;
+        const cur = this.byAgent.get(agent) ?? none();
+        const fields = Object.values(FIELD);
+        const added = fields.some((f) => next[f].some((v) => !cur[f].includes(v)));
+        const same = !added && fields.every((f) => next[f].length === cur[f].length);
         if (same) return;
         this.byAgent.set(agent, next);
         if (added) await this.notify(agent);
@@ -100,17 +108,20 @@ export class PersistedAllowlists {
     return this.byAgent.get(agent)?.tools ?? [];
   }
 
-  async add(agent: string, always: { kind: 'command'; key: string } | { kind: 'tool'; name: string }): Promise<void> {
-    const value = always.kind === 'command' ? always.key : always.name;
+  /** `host:port` entries granted by "Always for this host" (the egress proxy adds them to sandboxNetwork.allow). */
+  egress(agent: string): readonly string[] {
+    return this.byAgent.get(agent)?.egress ?? [];
+  }
+
+  async add(agent: string, always: Always): Promise<void> {
+    const value = always.kind === 'command' ? always.key : always.kind === 'tool' ? always.name : always.entry;
     await this.repo.add(agent, always.kind, value, this.now());
     this.generation++;
-    const cur = this.byAgent.get(agent) ?? { commands: [], tools: [] };
-    const list = always.kind === 'command' ? cur.commands : cur.tools;
+    const cur = this.byAgent.get(agent) ?? none();
+    const field = FIELD[always.kind];
+    const list = cur[field];
     // A new array: a reader holding the old one keeps a consistent view.
-    const next: Granted =
-      always.kind === 'command'
-        ? { ...cur, commands: list.includes(value) ? list : [...list, value] }
-        : { ...cur, tools: list.includes(value) ? list : [...list, value] };
+    const next: Granted = { ...cur, [field]: list.includes(value) ? list : [...list, value] };
     this.byAgent.set(agent, next);
     this.shared.signals
       ?.publish(ALLOWLIST_TOPIC, agent)

@@ -150,6 +150,9 @@ export type AuditEvent =
   | {
       event: 'egress_connection';
       agent: string;
+      /** The conversation and run of the command that asked (per-command proxies, agent/egress/hub.ts `session`). */
+      conversation?: string;
+      runId?: string;
       host: string;
       port: number;
       method: 'CONNECT' | 'HTTP';
@@ -157,6 +160,8 @@ export type AuditEvent =
       reason?: string;
       /** The address connected to (checked, then pinned). */
       address?: string;
+      /** The approval card that decided it (a host not on the list, agent/egress/approvals.ts). */
+      requestId?: string;
       /** Box -> world, and world -> box, counted at the proxy's sockets. */
       bytesUp: number;
       bytesDown: number;

@@ -2,7 +2,8 @@
  * The egress proxy's cost (issue 24): added latency per connection and throughput, against a direct
  * connection, both to a server on 127.0.0.1. The path measured is the box's: client -> TCP forwarder
  * on 127.0.0.1 (as in the box, agent/egress/box.ts FORWARDER, here in this process) -> unix socket ->
- * proxy (CONNECT, name check, pinned connect) -> server.
+ * proxy (CONNECT, name check, pinned connect) -> server. Also: a host not on the list through the ask
+ * path answered at once (the held connection's own cost), and a per-command proxy's open + close.
  *
  *   node --import ./test/helpers/register-ts.mjs bench/egress-proxy.ts [connections] [megabytes]
  */
@@ -11,6 +12,7 @@ import { createServer, request } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { EgressHub } from '../agent/egress/hub.js';
 import { createEgressProxy } from '../agent/egress/proxy.js';
 
 const N = Number(process.argv[2] ?? 500);
@@ -39,15 +41,20 @@ const sock = path.join(dir, 'p.sock');
 let records = 0;
 const proxy = createEgressProxy({ allow: [`127.0.0.1:${port}`], onConnection: () => records++ });
 await proxy.listen(sock);
-const fwd = createTcpServer((c) => {
-  const u = connect(sock);
-  c.pipe(u);
-  u.pipe(c);
-  c.on('error', () => u.destroy());
-  u.on('error', () => c.destroy());
-});
-await new Promise<void>((r) => fwd.listen(0, '127.0.0.1', r));
-const fwdPort = (fwd.address() as AddressInfo).port;
+/** The box's forwarder (agent/egress/box.ts FORWARDER) in front of `socket`: its TCP port. */
+async function forwarder(socket: string): Promise<{ port: number; close(): void }> {
+  const f = createTcpServer((c) => {
+    const u = connect(socket);
+    c.pipe(u);
+    u.pipe(c);
+    c.on('error', () => u.destroy());
+    u.on('error', () => c.destroy());
+  });
+  await new Promise<void>((r) => f.listen(0, '127.0.0.1', r));
+  return { port: (f.address() as AddressInfo).port, close: () => f.close() };
+}
+const fwd = await forwarder(sock);
+let fwdPort = fwd.port;
 
 /** A fresh TCP connection to the server, direct or tunnelled; resolves with the socket ready for HTTP. */
 function open(viaProxy: boolean): Promise<Socket> {
@@ -111,13 +118,45 @@ const direct = await latency(false);
 const proxied = await latency(true);
 const dT = await throughput(false);
 const pT = await throughput(true);
+
+// A host not on the list, through the ask path (agent/egress/approvals.ts) with an answer at once: the
+// proxy's own cost of holding and releasing a connection (a card's human wait excluded).
+const askSock = path.join(dir, 'ask.sock');
+let asks = 0;
+const askProxy = createEgressProxy({
+  allow: ['127.0.0.1:1'],
+  ask: async () => {
+    asks++;
+    return { allowed: true };
+  },
+});
+await askProxy.listen(askSock);
+const askFwd = await forwarder(askSock);
+fwdPort = askFwd.port;
+const asked = await latency(true);
+fwdPort = fwd.port;
+
+// One command's own proxy (hub.ts session): opened before the command, closed after it.
+const hub = new EgressHub(() => undefined);
+await hub.start('bench', () => [`127.0.0.1:${port}`]);
+const sessionMs: number[] = [];
+for (let i = 0; i < 200; i++) {
+  const s0 = process.hrtime.bigint();
+  const session = await hub.session('bench', { ask: async () => ({ allowed: true }), close: async () => [] }, { conversation: 'c', runId: 'r' });
+  await session!.close();
+  sessionMs.push(Number(process.hrtime.bigint() - s0) / 1000);
+}
+sessionMs.sort((a, b) => a - b);
+await hub.close();
 console.log(`connections: ${N} sequential, each a fresh TCP connection + one small GET`);
 console.log(`  direct:        median ${direct.medianUs} us, p95 ${direct.p95Us} us`);
 console.log(`  through proxy: median ${proxied.medianUs} us, p95 ${proxied.p95Us} us (added: ${proxied.medianUs - direct.medianUs} us median)`);
 console.log(`throughput: one ${MB} MB download`);
 console.log(`  direct:        ${dT} MB/s`);
 console.log(`  through proxy: ${pT} MB/s (${Math.round((pT / dT) * 100)}% of direct)`);
+console.log(`  through proxy, host not listed, ask answered at once: median ${asked.medianUs} us, p95 ${asked.p95Us} us (${asks} asks)`);
 console.log(`audit records: ${records}`);
+console.log(`per-command proxy (session) open + close, 200 times: median ${Math.round(sessionMs[100]!)} us, p95 ${Math.round(sessionMs[190]!)} us`);
 
 // The forwarder's cost per boxed command: `true` in a real bwrap box, without and with the egress path.
 const { execa } = await import('execa');
@@ -145,7 +184,9 @@ const plainBox = await boxStart(false);
 const egressBox = await boxStart(true);
 console.log(`boxed \`true\`, median of 20: ${plainBox} ms without the proxy path, ${egressBox} ms with the forwarder (node) in front`);
 await proxy.close();
+await askProxy.close();
 fwd.close();
+askFwd.close();
 server.closeAllConnections();
 server.close();
 rmSync(dir, { recursive: true, force: true });

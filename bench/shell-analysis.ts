@@ -7,8 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { parse as shSyntaxParse } from 'sh-syntax';
 import { analyzeCommand } from '../policies/shell/index.js';
-import { Evaluator, SHELL_PARSER } from '../policies/shell/parse.js';
-import { parseShell as mvdanParse } from '../policies/shell/syntax/mvdan.js';
+import { Evaluator } from '../policies/shell/parse.js';
 import { initTreeSitter, parseShell as treeSitterParse } from '../policies/shell/syntax/tree-sitter.js';
 import type { ParseResult } from '../policies/shell/syntax/tree.js';
 
@@ -74,18 +73,13 @@ async function main(): Promise<void> {
   }
   times.sort((a, b) => a - b);
   const fmt = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
-  console.log(`shell analysis (gate parser: ${SHELL_PARSER}) over ${n} mixed commands (${denied} denied):`);
+  console.log(`shell analysis (gate parser: tree-sitter-bash) over ${n} mixed commands (${denied} denied):`);
   console.log(`  median ${fmt(percentile(times, 50))}   p99 ${fmt(percentile(times, 99))}   max ${fmt(times[times.length - 1]!)}`);
   console.log(`  target: median < 1 ms -> ${percentile(times, 50) < 1 ? 'met' : 'NOT met'}`);
 
   await initTreeSitter();
-  for (const [name, parse] of [
-    ['mvdan-sh', mvdanParse],
-    ['tree-sitter-bash', treeSitterParse],
-  ] as const) {
-    const r = timeParser(commands, parse);
-    console.log(`  parse + evaluate with ${name}: median ${fmt(r.median)}   p99 ${fmt(r.p99)}   (${r.refused} refused as unparseable)`);
-  }
+  const r = timeParser(commands, treeSitterParse);
+  console.log(`  parse + evaluate with tree-sitter-bash: median ${fmt(r.median)}   p99 ${fmt(r.p99)}   (${r.refused} refused as unparseable)`);
 
   // Why not sh-syntax: it starts a new Go WASM runtime for every call.
   const shTimes: number[] = [];

@@ -49,6 +49,7 @@ import { parseTurn } from '../agent/run/turn.js';
 import { LocalFirstTurnQueue } from '../agent/run/local-first-queue.js';
 import { hasSharedTurnQueue } from '../agent/run/turn-queue.js';
 import { heldConnections, type HeldStatus } from './leadership.js';
+import { EgressApprovals } from '../agent/egress/approvals.js';
 import { EgressHub, egressPolicy } from '../agent/egress/hub.js';
 
 export type { Log } from './log.js';
@@ -172,9 +173,21 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     agent.workspace = realpathSync(agent.workspace);
   }
   const botFiles = [...ownFiles(config), ...(opts.ownFiles ?? [])];
-  // sandboxNetwork: { allow }: one egress proxy per agent, started below (agent/egress/hub.ts).
+  // Replicas sharing a PostgreSQL store hear of each other's grants and decisions through the
+  // store's signals (LISTEN/NOTIFY); on SQLite they stay in this process.
+  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log });
+  await allowlists.load(Object.keys(config.agents));
+  // sandboxNetwork: { allow }: one egress proxy per agent, started below or, for an allowlist a reload
+  // added, before the agent's next run (agent/egress/hub.ts). Its list: the configured one, read at each
+  // connection, and the hosts granted by "Always for this host".
   const egress = new EgressHub(audit);
   const egressSockets = new Map<string, string>();
+  const startEgress = async (name: string): Promise<void> => {
+    const a = config.agents[name];
+    if (!a?.sandboxEgress || a.sandbox === 'none' || egressSockets.has(name)) return;
+    if (!a.tools.includes('execute_command') && Object.keys(a.commandTools ?? {}).length === 0) return;
+    egressSockets.set(name, await egress.start(name, () => [...(config.agents[name]?.sandboxEgress ?? []), ...allowlists.egress(name)]));
+  };
   const sandboxPolicy = (agent: {
     name: string;
     sandbox?: SandboxPolicy['mode'];
@@ -199,7 +212,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     }
     // Command tools run in the same box: the workspace is handed over and the box probed for them too.
     if (!agent.tools.includes('execute_command') && Object.keys(agent.commandTools ?? {}).length === 0) continue;
-    if (agent.sandboxEgress) egressSockets.set(agent.name, await egress.start(agent.name, () => config.agents[agent.name]?.sandboxEgress ?? []));
+    await startEgress(agent.name);
     try {
       await prepareWorkspace(agent.workspace);
       await probeSandbox(sandboxPolicy(agent), agent.workspace);
@@ -236,10 +249,6 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     };
   };
 
-  // Replicas sharing a PostgreSQL store hear of each other's grants and decisions through the
-  // store's signals (LISTEN/NOTIFY); on SQLite they stay in this process.
-  const allowlists = new PersistedAllowlists(repos.allowlists, Date.now, { signals: repos.signals, log });
-  await allowlists.load(Object.keys(config.agents));
   const decisions = new ApprovalStore(repos.approvals);
   const bus = new SignalDecisionBus({ signals: repos.signals, read: async (id) => (await decisions.get(id))?.decision, log });
   const broker = new ApprovalBroker({
@@ -257,6 +266,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
     exclusiveStore: opts.store.exclusive === true,
   });
+  // A host not on an agent's list: a card in the run's conversation (agent/egress/approvals.ts).
+  const egressApprovals = new EgressApprovals({ broker, grant: (agent, entry) => allowlists.add(agent, { kind: 'egress', entry }), log });
   const conversations = new ConversationStore({
     transcripts: opts.store.transcripts,
     soleWriter: opts.store.exclusive === true,
@@ -340,7 +351,13 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     ...(queue ? { queue, leases: opts.store.leases } : {}),
     broker,
     registry: registryFor,
-    prepareTools: (agent) => mcp.prepare(agent.name),
+    prepareTools: async (agent) => {
+      await startEgress(agent.name).catch((e: unknown) => log('warn', `agent ${agent.name}: could not start its egress proxy: ${(e as Error).message}`));
+      await mcp.prepare(agent.name);
+    },
+    egress: {
+      open: (who) => egress.session(who.agentName, egressApprovals.forCommand(who), { conversation: who.conversationKey, runId: who.runId }),
+    },
     agents: { get: (name) => config.agents[name] },
     allowlists,
     outputs,

@@ -80,6 +80,9 @@ export function directCards(adapterOf: (platform: string) => Adapter | undefined
       if (!a.openDirect) throw new Error(`${platformName(platform)} has no direct messages in Gatehouse`);
       return (await a.openDirect(userId)).key;
     },
+    async userLabel(platform, userId) {
+      return adapterOf(platform)?.userLabel?.(userId);
+    },
     postEphemeral(conversationKey, userId, card) {
       const a = adapterOf(conversationKey.slice(0, conversationKey.indexOf(':')) as Platform);
       if (!a?.postEphemeralCard) return undefined;

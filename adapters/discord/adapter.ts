@@ -37,7 +37,7 @@ import { heldConnection } from '../kit/held.js';
 import { Recent } from '../kit/inbound.js';
 import { type Adapter, type AdapterSink, type AdapterStartOptions, fallbackLog, type Log, prefixedLog } from '../types.js';
 import { type DiscordContext, tokenScrubber } from './context.js';
-import { openDiscordDirect } from './direct.js';
+import { discordUserLabel, openDiscordDirect } from './direct.js';
 import { DEFAULT_DISCORD_API_URL } from './descriptor.js';
 import { createInbound } from './inbound.js';
 import { createInteractivity } from './interactivity.js';
@@ -139,6 +139,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     render: output.render,
     postCard: output.postCard,
     openDirect: (userId) => openDiscordDirect(ctx.rest, userId),
+    userLabel: (userId) => discordUserLabel(ctx.rest, userId),
     updateCard: output.updateCard,
     postText: output.postPlain,
     decodeKey,

@@ -45,6 +45,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     updateCard: (ref: ConversationRef, handle: string, card: Card) => started().updateCard(ref, handle, card),
     postText: (ref: ConversationRef, text: string) => started().postText(ref, text),
     openDirect: (userId: string) => started().openDirect?.(userId) ?? Promise.reject(new Error('the Discord adapter opens no direct messages')),
+    userLabel: async (userId: string) => (impl ? impl.userLabel?.(userId) : undefined),
     decodeKey,
   };
 }

@@ -237,6 +237,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     postText: output.postPlain,
     decodeKey,
     openDirect: (userId) => direct.openDirect(userId),
+    userLabel: (userId) => direct.userLabel(userId),
     postEphemeralCard: (ref, userId, card) => direct.postEphemeralCard(ref, userId, card),
     httpRoutes(): HttpRoute[] {
       if (!receiver) return [];

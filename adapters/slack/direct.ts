@@ -43,6 +43,17 @@ export class SlackDirect {
     return refFor(this.ctx.identity.teamId, channel);
   }
 
+  /** users.info: `@display name`, else `@name` (needs users:read; undefined when Slack will not say). */
+  async userLabel(userId: string): Promise<string | undefined> {
+    try {
+      const r = await this.ctx.web.users.info({ user: userId });
+      const label = r.user?.profile?.display_name || r.user?.name;
+      return label ? `@${label}` : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async postEphemeralCard(ref: ConversationRef, userId: string, card: Card): Promise<string> {
     const m = renderSlackCard(card);
     const thread = ref.threadId !== undefined ? { thread_ts: ref.threadId } : {};

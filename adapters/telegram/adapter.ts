@@ -38,7 +38,7 @@ import { registerInteractivity } from './interactivity.js';
 import { decodeKey } from './keys.js';
 import { createOutput } from './output.js';
 import { CHAT_COMMANDS, longPolling, startUp, type WebhookHandler } from './startup.js';
-import { openTelegramDirect } from './direct.js';
+import { openTelegramDirect, telegramUserLabel } from './direct.js';
 
 type UserFromGetMe = Context['me'];
 
@@ -143,6 +143,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     postText: (ref, text) => output.postPlain(ref, text),
     decodeKey,
     openDirect: openTelegramDirect,
+    userLabel: (userId) => telegramUserLabel(bot.api, userId),
     httpRoutes(): TelegramHttpRoute[] {
       if (!opts.webhook) return [];
       return [

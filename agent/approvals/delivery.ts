@@ -10,7 +10,8 @@
  *   approvers for the target platform (`group:` / `role:` entries are not messaged; the requester is
  *   skipped where they may not approve their own request). The card carries a line saying where it
  *   was asked. With `dm` the conversation gets a status line instead of the card ("Waiting for
- *   approval from …"), which the decision turns into its outcome; with `both` it gets the card.
+ *   approval from @alice"), which the decision turns into its outcome; with `both` it gets the card.
+ *   People are named as their platform shows them (`userLabel`: @username or name), else by id.
  * - Never lose an approval: a DM that fails (Telegram: the user never started the bot) or no one to
  *   message puts the card itself in the conversation, with a note naming who could not be reached
  *   and why. The requester is never told more than that.
@@ -33,6 +34,8 @@ export const DELIVER_HERE: ApprovalDelivery = { mode: 'here' };
 export interface DirectCards {
   /** The conversation key of `userId`'s direct messages with the bot on `platform`; rejects with a reason. */
   openDirect(platform: string, userId: string): Promise<string>;
+  /** How `platform` shows `userId` (`@alice`); undefined when it cannot tell (the id is shown). Never rejects. */
+  userLabel?(platform: string, userId: string): Promise<string | undefined>;
   /** Posts a card only `userId` sees in the conversation; undefined when its platform has no such thing. */
   postEphemeral?(conversationKey: string, userId: string, card: Card): Promise<string> | undefined;
 }
@@ -82,6 +85,9 @@ export interface DeliveryRequest {
 const NAMES: Record<string, string> = { telegram: 'Telegram', slack: 'Slack', discord: 'Discord', console: 'console', cli: 'the terminal' };
 export const platformName = (p: string): string => NAMES[p] ?? p;
 
+/** How long a name lookup may hold up a card before the id is shown instead. */
+const LABEL_WAIT_MS = 3_000;
+
 const withNote = (card: Card, note: string): Card => ({ ...card, body: `${card.body}\n\n${note}` });
 
 export class CardDelivery {
@@ -108,6 +114,7 @@ export class CardDelivery {
     const directCard = withNote(card, `Asked in ${platformName(req.platform)} conversation ${req.conversationKey}.`);
     const directs: DirectCopy[] = [];
     const failed: string[] = [];
+    const labels = new Map(await Promise.all(users.map(async (u) => [u, await this.label(target, u)] as const)));
     for (const userId of users) {
       try {
         if (!this.opts.direct) throw new Error('direct messages are not available here');
@@ -119,11 +126,11 @@ export class CardDelivery {
       } catch (err) {
         const why = (err as Error).message;
         this.opts.log?.('warn', `approval ${req.id}: could not send the card to ${target} user ${userId}'s direct messages: ${why}`);
-        failed.push(`${userId} (${oneLine(why)})`);
+        failed.push(`${labels.get(userId) ?? userId} (${oneLine(why)})`);
       }
     }
     const where = `${platformName(target)} direct messages`;
-    const sentTo = directs.map((d) => d.userId).join(', ');
+    const sentTo = directs.map((d) => labels.get(d.userId) ?? d.userId).join(', ');
     const notes: string[] = [];
     if (directs.length > 0) notes.push(`Sent to the ${where} of ${sentTo}.`);
     if (failed.length > 0) notes.push(`Could not reach by direct message: ${failed.join('; ')}. The card is posted here instead.`);
@@ -134,6 +141,19 @@ export class CardDelivery {
       : { kind: card.kind, title: card.title, body: `Waiting for approval from ${sentTo} (sent to their ${where}).`, buttons: [] };
     const handle = await postHere(hereCard);
     return { handle, hereCard, ...(directs.length > 0 ? { directCard, directs } : {}) };
+  }
+
+  /** The person as their platform shows them, else their id; a lookup that fails or hangs costs nothing. */
+  private async label(platform: string, userId: string): Promise<string> {
+    const lookup = this.opts.direct?.userLabel?.(platform, userId);
+    if (!lookup) return userId;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), LABEL_WAIT_MS)));
+    try {
+      return ((await Promise.race([lookup.catch(() => undefined), late])) ?? userId).replace(/\s+/g, ' ').slice(0, 80);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async ephemeral(req: DeliveryRequest, card: Card, postHere: (c: Card) => Promise<string>): Promise<Delivered> {

@@ -7,6 +7,10 @@
  * - Speaks HTTP CONNECT (any TCP, in practice TLS) and plain HTTP with an absolute URI (`GET http://h/p`).
  * - A request's host:port must match an entry of `allow` (egressAllows, policies/egress.ts); otherwise
  *   403 with a one-line reason body, and nothing is connected.
+ * - With `ask` (a per-command proxy, hub.ts `session`): a host not on the list whose addresses the entry
+ *   `host:port` would admit is held (no byte goes upstream) until `ask` resolves: allowed, it connects as
+ *   a listed one would; refused, 403 with the reason. An address that entry would not admit either
+ *   (a name resolving internally) is refused without asking: approving it could not help.
  * - The proxy resolves the name itself, checks EVERY address it got the way web_fetch does
  *   (policies/network.ts: internal addresses refused unless an allow entry names that address or
  *   range, not a wildcard or a plain name), and connects to the address it checked (no second lookup
@@ -27,10 +31,30 @@ export type EgressRecord = Omit<Extract<AuditEvent, { event: 'egress_connection'
 
 export type Lookup = (host: string) => Promise<string[]>;
 
+export interface EgressTarget {
+  host: string;
+  port: number;
+  method: 'CONNECT' | 'HTTP';
+}
+
+/** What an ask decided; `requestId` names the card, for the audit record. */
+export type EgressVerdict = { allowed: true; requestId?: string } | { refused: string; requestId?: string };
+
+/** The allow entry that admits exactly `host:port` (brackets around an IPv6 address). */
+export function entryFor(host: string, port: number): string {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return `${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
 export interface EgressProxyOptions {
   /** The box's allowlist, as configured (a function: read at each connection, so a reload applies). */
   allow: readonly string[] | (() => readonly string[]);
   onConnection?: (r: EgressRecord) => void;
+  /**
+   * A host not on the list: ask someone (an approval card, ./approvals.ts). `refusal` is why it is not
+   * listed. Absent: refused at once.
+   */
+  ask?: (target: EgressTarget, refusal: string) => Promise<EgressVerdict>;
   /** Name resolution (default: the system's, all addresses); injectable for a rebinding test. */
   lookup?: Lookup;
 }
@@ -43,11 +67,16 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
-/** Resolves and checks; the address to connect to, or the reason not to. */
-async function decide(opts: EgressProxyOptions, host: string, port: number): Promise<{ ip: string } | { refused: string }> {
-  const allow = typeof opts.allow === 'function' ? opts.allow() : opts.allow;
-  const byName = egressRefusal(host, port, undefined, allow);
-  if (byName) return { refused: byName };
+/** Resolves, checks (and asks); the address to connect to, or the reason not to. */
+async function decide(
+  opts: EgressProxyOptions,
+  { host, port, method }: EgressTarget,
+): Promise<{ ip: string; requestId?: string } | { refused: string; requestId?: string }> {
+  const listed = typeof opts.allow === 'function' ? opts.allow() : opts.allow;
+  const byName = egressRefusal(host, port, undefined, listed);
+  if (byName && !opts.ask) return { refused: byName };
+  // Asked about, the host would be admitted as `host:port`: its addresses are checked against that first.
+  const allow = byName ? [...listed, entryFor(host, port)] : listed;
   let ips: string[];
   try {
     ips = isIP(host.replace(/^\[|\]$/g, '')) ? [host.replace(/^\[|\]$/g, '')] : await (opts.lookup ?? systemLookup)(host);
@@ -58,7 +87,12 @@ async function decide(opts: EgressProxyOptions, host: string, port: number): Pro
   // Every address must pass: a name that also resolves internally is refused as a whole.
   for (const ip of ips) {
     const why = egressRefusal(host, port, ip, allow);
-    if (why) return { refused: why };
+    if (why) return { refused: byName ? `${byName}; ${why}` : why };
+  }
+  if (byName) {
+    const v = await opts.ask!({ host, port, method }, byName);
+    if ('refused' in v) return v;
+    return { ip: ips[0]!, ...(v.requestId ? { requestId: v.requestId } : {}) };
   }
   return { ip: ips[0]! };
 }
@@ -91,9 +125,10 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
       }
       const host = url.hostname;
       const port = url.port ? Number(url.port) : 80;
-      const d = await decide(opts, host, port);
+      const d = await decide(opts, { host, port, method: 'HTTP' });
+      const card = d.requestId ? { requestId: d.requestId } : {};
       if ('refused' in d) {
-        report({ host, port, method: 'HTTP', decision: 'refused', reason: d.refused, bytesUp: 0, bytesDown: 0 });
+        report({ host, port, method: 'HTTP', decision: 'refused', reason: d.refused, ...card, bytesUp: 0, bytesDown: 0 });
         return refuse(res, 403, d.refused);
       }
       let up = 0;
@@ -110,10 +145,10 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
         res.writeHead(r.statusCode ?? 502, r.headers);
         r.on('data', (c: Buffer) => (down += c.length));
         r.pipe(res);
-        r.on('end', () => report({ host, port, method: 'HTTP', decision: 'allowed', address: d.ip, bytesUp: up, bytesDown: down }));
+        r.on('end', () => report({ host, port, method: 'HTTP', decision: 'allowed', address: d.ip, ...card, bytesUp: up, bytesDown: down }));
       });
       out.on('error', (err) => {
-        report({ host, port, method: 'HTTP', decision: 'failed', address: d.ip, reason: err.message, bytesUp: up, bytesDown: down });
+        report({ host, port, method: 'HTTP', decision: 'failed', address: d.ip, reason: err.message, ...card, bytesUp: up, bytesDown: down });
         if (!res.headersSent) refuse(res, 502, `could not reach ${host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
         else res.destroy();
       });
@@ -132,10 +167,25 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
         return refuse(client, 400, 'CONNECT needs host:port');
       }
       const { host, port } = target;
-      const d = await decide(opts, host, port);
+      const d = await decide(opts, { host, port, method: 'CONNECT' });
+      const card = d.requestId ? { requestId: d.requestId } : {};
       if ('refused' in d) {
-        report({ host, port, method: 'CONNECT', decision: 'refused', reason: d.refused, bytesUp: 0, bytesDown: 0 });
+        report({ host, port, method: 'CONNECT', decision: 'refused', reason: d.refused, ...card, bytesUp: 0, bytesDown: 0 });
         return refuse(client, 403, d.refused);
+      }
+      // Held for a card, the command may have given up meanwhile: nothing to connect for.
+      if (client.destroyed) {
+        report({
+          host,
+          port,
+          method: 'CONNECT',
+          decision: 'failed',
+          reason: 'the command closed the connection while it was held',
+          ...card,
+          bytesUp: 0,
+          bytesDown: 0,
+        });
+        return;
       }
       let up = head.length;
       let down = 0;
@@ -145,7 +195,7 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
       const finish = (decision: 'allowed' | 'failed', reason?: string) => {
         if (done) return;
         done = true;
-        report({ host, port, method: 'CONNECT', decision, address: d.ip, ...(reason ? { reason } : {}), bytesUp: up, bytesDown: down });
+        report({ host, port, method: 'CONNECT', decision, address: d.ip, ...(reason ? { reason } : {}), ...card, bytesUp: up, bytesDown: down });
       };
       upstream.once('connect', () => {
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');

@@ -37,7 +37,8 @@ import type { AgentDirectory, AgentSettings } from '../settings.js';
 import { FencedError, type Fence, type LeaseRepo, type RunRepo, type SpendRepo } from '../store/types.js';
 import { runToolBatch, type BatchContext, type CallStates } from '../tools/executor.js';
 import { toolSpec, type ToolRegistry } from '../tools/registry.js';
-import type { ConversationState, ToolContext } from '../tools/types.js';
+import type { CommandEgress, ConversationState, ToolContext } from '../tools/types.js';
+import type { EgressRequester } from '../egress/approvals.js';
 import { workspaceQuota } from '../tools/workspace-quota.js';
 import type { Tier } from '../../policies/tiers.js';
 import { askUser, humanWaits } from './human-wait.js';
@@ -77,6 +78,12 @@ export interface RunDeps {
   parked(key: string, waiting: boolean): void;
   /** The clock of run deadlines (default: the real one; tests move a fake one). */
   clock?: RunClock;
+  egress?: EgressOpener;
+}
+
+/** Opens one command's egress proxy for its run (bot/app.ts: the EgressHub session with its approvals gate). */
+export interface EgressOpener {
+  open(who: EgressRequester): Promise<CommandEgress | undefined>;
 }
 
 export type RunJob = ({ kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord }) & { fence?: Fence };
@@ -252,6 +259,22 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     };
     const parentBatch = batch;
     if (subagents && parentBatch) ctx.subagents = subagents.runner(0, tools, () => parentBatch, callId);
+    const egress = d.egress;
+    if (egress)
+      ctx.egress = (command) =>
+        egress.open({
+          agentName,
+          conversationKey: key,
+          platform: record.platform,
+          runId,
+          starterId: record.starter.id,
+          approvers: () => policy().approvers[record.platform] ?? [],
+          // An unattended headless run: a tier (--approval-policy) cannot admit a host; only a person can.
+          ...(overrides?.noApproverFix && record.platform === 'cli' ? { noApproverFix: 'run it again with --interactive-stdin to approve it' } : {}),
+          timeoutMs: (d.agents.get(agentName) ?? agent).approvalTimeoutMs,
+          signal,
+          command,
+        });
     if (record.humanAvailable) ctx.askUser = (q) => askUser(q, { broker: d.broker, key, agent, record, callId, states, humanWait, emit, signal });
     return ctx;
   };
@@ -300,6 +323,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       model,
       addUsage: (u) => (usage = addUsage(usage, u)),
       telemetry: observed,
+      log: prefixedLog(log, `[${key}] sub-agent: `),
     });
     const outcome = await runLoop({
       runId,

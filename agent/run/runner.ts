@@ -44,7 +44,7 @@ import { Slots, type RunClock } from '../run-limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import type { EventClaim, Fence, LeaseRepo, RunRepo, SpendRepo } from '../store/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { executeRun, type RunDeps } from './execute-run.js';
+import { executeRun, type EgressOpener, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
 import { parseTurn, RunRecord, type Turn } from './turn.js';
 import type { Telemetry } from '../telemetry/types.js';
@@ -91,6 +91,8 @@ export interface RunnerOptions {
   systemExtra?(agent: AgentSettings, conversationKey: string): Promise<string>;
   /** The clock of run deadlines (runTimeoutMs); default the real one. */
   clock?: RunClock;
+  /** Each command's own egress proxy, which knows its run (agent/egress/); absent: the agent's shared one only. */
+  egress?: EgressOpener;
 }
 
 export class Runner {

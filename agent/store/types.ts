@@ -204,7 +204,8 @@ export interface ApprovalRepo {
 // ---------------------------------------------------------------------------------------------
 // The rest.
 
-export type AllowlistKind = 'command' | 'tool';
+/** `egress`: a `host:port` a boxed command may reach ("Always for this host", agent/egress/approvals.ts). */
+export type AllowlistKind = 'command' | 'tool' | 'egress';
 
 export interface AllowlistRepo {
   /** Everything granted to the agent, in the order granted. */

@@ -65,6 +65,18 @@ export interface ToolContext {
   telemetry?: Pick<ToolTelemetry, 'sandbox'>;
   /** Starts sub-agents under this run's gate (spawn_subagent); absent outside runs. */
   subagents?: SubagentRunner;
+  /**
+   * A proxy of its own for one command of this call (agent/egress/hub.ts `session`): it knows this run,
+   * so a host not on sandboxNetwork.allow becomes an approval card here. Undefined when the agent has
+   * no egress proxy; absent outside runs (the agent's shared proxy then only declines).
+   */
+  egress?: (command: string) => Promise<CommandEgress | undefined>;
+}
+
+/** One command's egress proxy: its socket (bound into the box), and its end (notes for the tool result). */
+export interface CommandEgress {
+  socket: string;
+  close(): Promise<string[]>;
 }
 
 /** What spawn_subagent asks of its run (agent/tools/builtin/subagent/host.ts). */

@@ -13,11 +13,15 @@
  * - A call above the tier becomes `session/request_permission` with allow once / allow always (the
  *   card's "Always", for its approval key) / reject. A reject, a cancelled outcome, an error or an
  *   option the card did not offer decides it as denied ("no answer given" when nobody chose); never
- *   a silent allow. Questions and pickers are declined (no elicitation here: ask_user_question is
- *   not offered, humanAvailable is false).
+ *   a silent allow. Questions and pickers: with an editor that shows forms (`forms()`, from its
+ *   `elicitation.form` capability) they are `elicitation/create` forms (./elicit.ts) and
+ *   ask_user_question is offered; without, they are not offered (humanAvailable false) and any that
+ *   comes is declined.
  * - `cancel(sessionId)` stops the running turn as /stop does; its prompt resolves `cancelled`. A
  *   prompt that is exactly `/reset` starts the conversation over, as in a chat. One prompt at a time
  *   per session (a second one meanwhile is refused with PromptRunning).
+ * - `load(sessionId)` (session/load) takes the session's stored conversation back, on the same agent
+ *   only, and replays it first (./replay.ts); a session the store does not hold is SessionNotLoadable.
  * - Tier overrides: `approvalPolicy` replaces the agent's tier for every turn (as `gatehouse run
  *   --approval-policy`); toolPolicy, commandRules and the denylist still apply.
  */
@@ -29,6 +33,9 @@ import type { ConversationOutput } from '../../agent/output.js';
 import type { Runner } from '../../agent/runner.js';
 import type { Tier } from '../../policies/tiers.js';
 import type { Log } from '../log.js';
+import type { TranscriptRepo } from '../../agent/store/types.js';
+import { replayUpdates } from './replay.js';
+import { pickFromForm, questionForm } from './elicit.js';
 
 export const ACP_PREFIX = 'acp:';
 /** The editor's user: the approver of its own sessions. */
@@ -62,6 +69,10 @@ export interface AcpDeps {
   approvalPolicy?: Tier;
   client: () => AgentContext | undefined;
   log: Log;
+  /** Where session/load finds a session's conversation. */
+  transcripts: TranscriptRepo;
+  /** The editor said it shows forms (elicitation.form): questions and pickers are asked as forms. */
+  forms: () => boolean;
 }
 
 const KIND: Record<string, ToolKind> = {
@@ -73,6 +84,19 @@ const KIND: Record<string, ToolKind> = {
   edit_file: 'edit',
   fetch_url: 'fetch',
 };
+
+const kindOf = (tool: string): ToolKind => KIND[tool] ?? 'other';
+
+/** session/load of a session this store does not hold, or one of another agent. */
+export class SessionNotLoadable extends Error {
+  constructor(
+    message: string,
+    /** The store holds no such session (else it is another agent's). */
+    readonly missing: boolean,
+  ) {
+    super(message);
+  }
+}
 
 export class PromptRunning extends Error {
   constructor(sessionId: string) {
@@ -89,6 +113,26 @@ export class AcpSessions {
     const id = randomUUID();
     this.sessions.set(id, { id, key: `${ACP_PREFIX}${id}`, chain: Promise.resolve() });
     return id;
+  }
+
+  /**
+   * session/load: the session's stored conversation becomes this process's session again, and its
+   * messages are replayed to the client as session/update notifications before this resolves.
+   */
+  async load(id: string): Promise<void> {
+    const key = `${ACP_PREFIX}${id}`;
+    if (this.sessions.get(id)?.live) throw new PromptRunning(id);
+    const stored = await this.deps.transcripts.load(key);
+    if (!stored) throw new SessionNotLoadable(`no stored session ${id}`, true);
+    if (stored.agent !== this.deps.agentName)
+      throw new SessionNotLoadable(`session ${id} is agent ${stored.agent}'s: start gatehouse acp --agent ${stored.agent} to load it`, false);
+    const s: Session = { id, key, chain: Promise.resolve() };
+    this.sessions.set(id, s);
+    const messages = [...stored.base, ...stored.rows.map((r) => r.message)];
+    if (stored.baseSeq > 0)
+      void this.update(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: '[Earlier messages of this session were summarized.]\n' } });
+    for (const update of replayUpdates(messages, kindOf)) void this.update(s, update);
+    await s.chain;
   }
 
   has(id: string): boolean {
@@ -125,7 +169,7 @@ export class AcpSessions {
         sessionUpdate: 'tool_call',
         toolCallId: callId,
         title: fields.title ?? tool,
-        kind: KIND[tool] ?? 'other',
+        kind: kindOf(tool),
         status: fields.status,
         ...(content ? { content } : {}),
       });
@@ -204,9 +248,9 @@ export class AcpSessions {
     const deny = () => broker.decideAs(requestId, s.key, { answer: null }, ACP_USER).catch(() => undefined);
     try {
       const req = await broker.get(requestId);
-      // approve_all: its members are asked one by one; questions and pickers need an elicitation.
+      // approve_all: its members are asked one by one.
       if (!req || req.kind === 'approve_all') return;
-      if (req.kind !== 'approval') return void (await deny());
+      if (req.kind !== 'approval') return void (await this.askByForm(s, requestId, card, req.kind === 'question' && req.allowCustom === true));
       const buttons = await broker.buttonChoices(requestId);
       const by = (choice: string) => buttons.find((b) => b.choice === choice);
       const offered: Array<{ option: PermissionOption; token: string }> = [];
@@ -240,9 +284,30 @@ export class AcpSessions {
       const done = await broker.decideAs(requestId, s.key, { token: chosen.token }, ACP_USER);
       if (!done.accepted) this.deps.log('info', `acp: permission answer not taken: ${done.notice ?? ''}`);
     } catch (e) {
-      this.deps.log('warn', `acp: session/request_permission failed (${(e as Error).message}); the call is declined`);
+      this.deps.log('warn', `acp: asking the client failed (${(e as Error).message}); the request is declined`);
       await deny();
     }
+  }
+
+  /** A question or picker as an elicitation form; no form support, or no usable answer: no answer. */
+  private async askByForm(s: Session, requestId: string, card: Card, allowCustom: boolean): Promise<void> {
+    const { broker } = this.deps;
+    const client = this.deps.client();
+    let pick: { token: string } | { answer: string | null } = { answer: null };
+    if (client && this.deps.forms()) {
+      const buttons = await broker.buttonChoices(requestId);
+      await s.chain;
+      const signal = s.live?.ended.signal;
+      const callId = s.live?.askingCall;
+      const response = await client.request(
+        'elicitation/create',
+        { mode: 'form', sessionId: s.id, ...(callId ? { toolCallId: callId } : {}), ...questionForm(card, buttons, allowCustom) },
+        signal ? { cancellationSignal: signal, stopWaitingOnCancel: true } : {},
+      );
+      pick = pickFromForm(response, buttons, allowCustom);
+    }
+    const done = await broker.decideAs(requestId, s.key, pick, ACP_USER);
+    if (!done.accepted) this.deps.log('info', `acp: form answer not taken: ${done.notice ?? ''}`);
   }
 
   /** One prompt: resolves with the stop reason once every update of the turn was sent. */
@@ -269,7 +334,7 @@ export class AcpSessions {
       platform: 'acp',
       sender: { ...ACP_USER },
       text,
-      humanAvailable: false,
+      humanAvailable: this.deps.forms(),
       runId,
       overrides: {
         ...(this.deps.approvalPolicy ? { tier: this.deps.approvalPolicy } : {}),

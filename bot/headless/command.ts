@@ -295,10 +295,17 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
     void respond({ type, requestId, value: null }).catch(() => undefined);
   if (interactive && io.stdin) {
     rl = createInterface({ input: io.stdin, terminal: false });
-    rl.on('line', (l) => void onLine(l));
+    // Lines are handled one after another, and the end of stdin only after the lines before it: an
+    // answer written just before closing stdin (`echo '{...}' | gatehouse run`) must win over "no answer".
+    let lines: Promise<void> = Promise.resolve();
+    rl.on('line', (l) => {
+      lines = lines.then(() => onLine(l)).catch((e: unknown) => void writeEvent({ type: 'error', message: `stdin: ${(e as Error).message}` }));
+    });
     rl.on('close', () => {
-      stdinEnded = true;
-      for (const [id, type] of unanswered) noAnswer(id, type);
+      void lines.then(() => {
+        stdinEnded = true;
+        for (const [id, type] of unanswered) noAnswer(id, type);
+      });
     });
   }
 

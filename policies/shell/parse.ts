@@ -1,6 +1,6 @@
 /**
- * Shell parsing for the policy gate: a real bash parser (./syntax/parser.ts selects it: tree-sitter-bash
- * by default, mvdan/sh selectable) turned into a small, typed syntax tree (`parseShell`), and a static evaluator (`Evaluator`, ./evaluate/) that walks it the way bash would run
+ * Shell parsing for the policy gate: a real bash parser (tree-sitter-bash, ./syntax/parser.ts) turned into
+ * a small, typed syntax tree (`parseShell`), and a static evaluator (`Evaluator`, ./evaluate/) that walks it the way bash would run
  * it and reports every simple command with its words expanded (see `ScriptFacts`).
  *
  * Contract:
@@ -26,8 +26,9 @@
  *
  * Why not sh-syntax (the WASM build of mvdan/sh): 0.7 serialises only Stmt positions (`Cmd` is `{Pos, End}`,
  * word parts carry no type or value), so there is no tree to walk, and it instantiates a fresh Go WASM
- * runtime on every call (~20 ms a parse). mvdan-sh (its GopherJS build) exposes the full tree but is
- * unmaintained; tree-sitter-bash is maintained and its glue repairs or refuses where it misreads bash.
+ * runtime on every call (~20 ms a parse). mvdan-sh (its GopherJS build) exposed the full tree but is
+ * unmaintained (removed); tree-sitter-bash is maintained and its glue repairs or refuses where it misreads
+ * bash (test/policies/shell-bash-oracle.e2e.test.ts compares it with real bash).
  *
  * This file is the public entry; the evaluator lives in ./evaluate/ (facts.ts: what it reports,
  * values.ts: pure helpers, state.ts: variables, words.ts: expansion, statements.ts: redirects and
@@ -39,14 +40,14 @@ import type { ScriptFacts } from './evaluate/facts.js';
 import type { ParseResult } from './syntax/tree.js';
 
 export type { Part, Word, Redirect, Assign, Stmt, Command, Script, ParseResult } from './syntax/tree.js';
-export { parseShell, SHELL_PARSER, shellParserReady } from './syntax/parser.js';
+export { parseShell, shellParserReady } from './syntax/parser.js';
 export { MARK, isStatic, displayField, type Stdin, type RedirectSite, type CommandSite, type ScriptFacts } from './evaluate/facts.js';
 export { decodeAnsiC } from './evaluate/values.js';
 export { Evaluator } from './evaluate/evaluator.js';
 
 /**
  * Parse and evaluate. `ok: false` (with the parser's message) when it does not parse: callers deny.
- * `parse` defaults to the selected parser; the differential tests pass each glue.
+ * `parse` defaults to the gate's parser (tests may pass another reading).
  */
 export function analyzeScript(
   text: string,

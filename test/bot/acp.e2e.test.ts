@@ -3,9 +3,10 @@
  * fake Anthropic server: what an editor sees (streamed chunks, tool calls and their status,
  * permission requests) and what the gate did (files written or not).
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Readable, Writable } from 'node:stream';
 import {
   client,
@@ -13,6 +14,9 @@ import {
   type ClientConnection,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
+  type CreateElicitationRequest,
+  type CreateElicitationResponse,
+  type McpServer,
   type SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
@@ -42,6 +46,11 @@ agents:
     workspace: "${ws}"
     maxTokens: 4096
     thinking: { budgetTokens: 2048 }
+  asking:
+    model: claude-sonnet-5-5
+    tools: [read_file, ask_user_question, ask_file_picker]
+    tier: read-only
+    workspace: "${ws}"
   delegating:
     model: claude-sonnet-5-5
     tools: [read_file, write_file, spawn_subagent]
@@ -86,14 +95,16 @@ interface Editor {
   updates: SessionNotification[];
   asked: RequestPermissionRequest[];
   decide: { fn: Decide };
+  forms: CreateElicitationRequest[];
+  answerForm: { fn: (req: CreateElicitationRequest) => CreateElicitationResponse };
 }
 
 const pick =
   (optionId: string): Decide =>
   () => ({ outcome: { outcome: 'selected', optionId } });
 
-/** `gatehouse acp ARGS` with an SDK client on its stdio. */
-async function editor(args: string[] = []): Promise<Editor> {
+/** `gatehouse acp ARGS` with an SDK client on its stdio; `forms`: it says it shows elicitation forms. */
+async function editor(args: string[] = [], opts: { forms?: boolean } = {}): Promise<Editor> {
   const p = startGatehouse(['acp', ...args], {
     cwd: dir,
     onlyEnv: true,
@@ -102,7 +113,13 @@ async function editor(args: string[] = []): Promise<Editor> {
   const updates: SessionNotification[] = [];
   const asked: RequestPermissionRequest[] = [];
   const decide = { fn: pick('reject') };
+  const forms: CreateElicitationRequest[] = [];
+  const answerForm = { fn: (_req: CreateElicitationRequest): CreateElicitationResponse => ({ action: 'decline' }) };
   const app = client({ name: 'test-editor' })
+    .onRequest('elicitation/create', async ({ params }) => {
+      forms.push(params);
+      return answerForm.fn(params);
+    })
     .onNotification('session/update', ({ params }) => {
       updates.push(params);
     })
@@ -113,9 +130,9 @@ async function editor(args: string[] = []): Promise<Editor> {
   const conn = app.connect(
     ndJsonStream(Writable.toWeb(p.child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(p.child.stdout) as ReadableStream<Uint8Array>),
   );
-  const init = await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  const init = await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: opts.forms ? { elicitation: { form: {} } } : {} });
   expect(init.protocolVersion).toBe(1);
-  return { p, conn, updates, asked, decide };
+  return { p, conn, updates, asked, decide, forms, answerForm };
 }
 
 async function close(e: Editor): Promise<void> {
@@ -335,6 +352,148 @@ test("a sub-agent's gated call asks the client with a title naming the sub-agent
   expect(existsSync(join(workspace, 'sub.txt'))).toBe(false);
   // The sub-agent read the denial; its answer (echoing it) is what the parent read.
   expect(chunks(e, sid)).toMatch(/RESULT: RESULT: write_file did not run: denied by ACP client/i);
+  await close(e);
+}, 240_000);
+
+test('session/load after a restart replays the conversation (messages, tool calls) and the next prompt continues it', async () => {
+  script.push({ toolUses: [{ name: 'get_time', input: {} }] }, { text: 'Noted: the number is 7.' });
+  const first = await editor();
+  const sid = await newSession(first);
+  expect((await prompt(first, sid, 'remember the number 7')).stopReason).toBe('end_turn');
+  await close(first);
+
+  const e = await editor();
+  await e.conn.agent.request('session/load', { sessionId: sid, cwd: dir, mcpServers: [] });
+  // Every replayed update arrived before session/load answered.
+  const replayed = e.updates.filter((u) => u.sessionId === sid).map((u) => u.update);
+  const shown = replayed.map((u) => `${u.sessionUpdate}:${'content' in u && !Array.isArray(u.content) ? (u.content as { text?: string }).text : ''}`);
+  expect(shown).toEqual(['user_message_chunk:remember the number 7', 'tool_call:', 'agent_message_chunk:Noted: the number is 7.']);
+  expect(replayed[1]).toMatchObject({ sessionUpdate: 'tool_call', title: 'get_time', kind: 'other', status: 'completed' });
+
+  script.push({ text: 'It was 7.' });
+  expect((await prompt(e, sid, 'which number?')).stopReason).toBe('end_turn');
+  const sent = JSON.stringify((fake.requests.at(-1)!.body as { messages: unknown[] }).messages);
+  expect(sent).toContain('remember the number 7');
+  expect(sent).toContain('Noted: the number is 7.');
+  expect(chunks(e, sid)).toBe('Noted: the number is 7.It was 7.');
+  await close(e);
+}, 240_000);
+
+test("session/load of a session the store does not hold, or of another agent's, is refused and replays nothing", async () => {
+  script.push({ text: 'hello' });
+  const first = await editor();
+  const sid = await newSession(first);
+  await prompt(first, sid, 'hi');
+  await close(first);
+
+  const e = await editor(['--agent', 'locked']);
+  const init = await e.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  expect(init.agentCapabilities?.loadSession).toBe(true);
+  await expect(e.conn.agent.request('session/load', { sessionId: 'no-such-session', cwd: dir, mcpServers: [] })).rejects.toThrow(/not found/i);
+  await expect(e.conn.agent.request('session/load', { sessionId: sid, cwd: dir, mcpServers: [] })).rejects.toThrow(/--agent default/);
+  expect(e.updates).toEqual([]);
+  // Still not loaded: a prompt to it is refused as an unknown session.
+  await expect(prompt(e, sid, 'hi again')).rejects.toThrow(/not found/i);
+  await close(e);
+}, 240_000);
+
+const offeredTools = (req: RecordedRequest) => ((req.body as { tools?: Array<{ name: string }> }).tools ?? []).map((t) => t.name);
+
+test('an editor that shows forms gets ask_user_question as an elicitation form; a chosen suggestion and a typed answer come back', async () => {
+  const question = {
+    name: 'ask_user_question',
+    input: {
+      question: 'Which color?',
+      suggestions: [
+        { value: 'red-value', label: 'Red' },
+        { value: 'blue-value', label: 'Blue' },
+      ],
+    },
+  };
+  script.push({ toolUses: [question] }, echoToolResult, { toolUses: [question] }, echoToolResult);
+  const e = await editor(['--agent', 'asking'], { forms: true });
+  const sid = await newSession(e);
+  e.answerForm.fn = () => ({ action: 'accept', content: { choice: 'answer:1' } });
+  expect((await prompt(e, sid, 'ask me')).stopReason).toBe('end_turn');
+  expect(offeredTools(fake.requests[0]!)).toContain('ask_user_question');
+  expect(e.forms).toHaveLength(1);
+  expect(e.forms[0]).toMatchObject({ mode: 'form', sessionId: sid, message: expect.stringContaining('Which color?') });
+  const schema = (e.forms[0] as { requestedSchema: { properties: Record<string, { oneOf?: Array<{ const: string; title: string }> }> } }).requestedSchema;
+  expect(schema.properties['choice']?.oneOf?.map((o) => o.title)).toEqual(['Red', 'Blue']);
+  expect(schema.properties['answer']).toBeDefined();
+  expect(chunks(e, sid)).toContain('RESULT: Answer from ACP client: blue-value');
+
+  // Typed text answers too (allowCustom is the default).
+  e.answerForm.fn = () => ({ action: 'accept', content: { answer: 'green, actually' } });
+  await prompt(e, sid, 'ask again');
+  expect(chunks(e, sid)).toContain('RESULT: Answer from ACP client: green, actually');
+  await close(e);
+}, 240_000);
+
+test('the file picker is a form of the files; a declined form or a choice it did not offer is no answer, never a pick', async () => {
+  mkdirSync(workspace, { recursive: true });
+  writeFileSync(join(workspace, 'a.md'), 'a');
+  writeFileSync(join(workspace, 'b.md'), 'b');
+  const picker = { toolUses: [{ name: 'ask_file_picker', input: { prompt: 'Which doc?', pattern: '*.md' } }] };
+  script.push(picker, echoToolResult, picker, echoToolResult, picker, echoToolResult);
+  const e = await editor(['--agent', 'asking'], { forms: true });
+  const sid = await newSession(e);
+  e.answerForm.fn = () => ({ action: 'accept', content: { choice: 'answer:1' } });
+  await prompt(e, sid, 'pick one');
+  const schema = (e.forms[0] as { requestedSchema: { properties: Record<string, { oneOf?: Array<{ title: string }> }> } }).requestedSchema;
+  expect(schema.properties['choice']?.oneOf?.map((o) => o.title)).toEqual(['a.md', 'b.md']);
+  expect(chunks(e, sid)).toContain('RESULT: Picked by ACP client: b.md');
+
+  e.answerForm.fn = () => ({ action: 'decline' });
+  await prompt(e, sid, 'pick again');
+  expect(chunks(e, sid)).toContain('RESULT: Nobody picked a file in time');
+
+  e.answerForm.fn = () => ({ action: 'accept', content: { choice: 'answer:7' } });
+  await prompt(e, sid, 'and again');
+  expect(e.forms).toHaveLength(3);
+  expect(chunks(e, sid).split('Nobody picked a file in time')).toHaveLength(3);
+  await close(e);
+}, 240_000);
+
+test('an editor without forms is offered no ask_user_question', async () => {
+  script.push({ text: 'ok' });
+  const e = await editor(['--agent', 'asking']);
+  const sid = await newSession(e);
+  await prompt(e, sid, 'hi');
+  expect(offeredTools(fake.requests[0]!)).not.toContain('ask_user_question');
+  expect(e.forms).toEqual([]);
+  await close(e);
+}, 240_000);
+
+const MCP_FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'fakes', 'mcp-server.mjs');
+
+test("the editor's MCP servers are the agent's for the session: a stdio server's tool is offered, asked and run; SSE is refused", async () => {
+  const args = { text: 'from the editor', tags: ['acp'] };
+  script.push({ toolUses: [{ name: 'mcp_fx-tools_echo', input: args }] }, echoToolResult);
+  const e = await editor();
+  const mcpServers: McpServer[] = [
+    { name: 'fx tools', command: process.execPath, args: [MCP_FIXTURE], env: [{ name: 'FIXTURE_STARTS_FILE', value: join(dir, 'starts') }] },
+    { type: 'sse', name: 'old', url: 'http://127.0.0.1:9/sse', headers: [] },
+  ];
+  const sid = (await e.conn.agent.request('session/new', { cwd: dir, mcpServers })).sessionId;
+  e.decide.fn = pick('allow_once');
+  expect((await prompt(e, sid, 'echo it')).stopReason).toBe('end_turn');
+  const offered = offeredTools(fake.requests[0]!);
+  expect(offered).toContain('mcp_fx-tools_echo');
+  expect(offered.some((t) => t.startsWith('mcp_old'))).toBe(false);
+  // High-risk like any MCP tool: the editor was asked, then the server ran it.
+  expect(e.asked).toHaveLength(1);
+  expect(JSON.stringify(e.asked[0]!.toolCall)).toContain('mcp_fx-tools_echo');
+  expect(chunks(e, sid)).toContain(JSON.stringify(args));
+  expect(readFileSync(join(dir, 'starts'), 'utf8').trim().split('\n')).toHaveLength(1);
+  expect(e.p.stderr()).toMatch(/MCP server old is not used: SSE MCP servers are not supported/);
+
+  // A second session passing the same server shares it: one server process, no second name.
+  script.push({ toolUses: [{ name: 'mcp_fx-tools_echo', input: { text: 'again' } }] }, echoToolResult);
+  const again = (await e.conn.agent.request('session/new', { cwd: dir, mcpServers: mcpServers.slice(0, 1) })).sessionId;
+  await prompt(e, again, 'echo again');
+  expect(offeredTools(fake.requests.at(-2)!).filter((t) => t.startsWith('mcp_'))).toEqual(offered.filter((t) => t.startsWith('mcp_')));
+  expect(readFileSync(join(dir, 'starts'), 'utf8').trim().split('\n')).toHaveLength(1);
   await close(e);
 }, 240_000);
 

@@ -16,6 +16,7 @@
  * window counts in `retryAfterViolations`. Interactions must be answered once (40060 otherwise) and
  * within 3 s (10062 after that); the callback answers a bare 204. POST /users/@me/channels opens
  * the bot's DM channel with a user (`dms`); after `closeDms(user)` posts there get 403 50007.
+ * GET /users/{id} answers the user (their `name` once they wrote or clicked, else a made-up one).
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -66,6 +67,8 @@ export interface FakeDiscordOptions {
   /** Whether the app may use the Message Content intent (the portal switch); default true. */
   privilegedIntents?: boolean;
   guilds?: Array<{ id: string; channels: string[]; roles?: string[] }>;
+  /** Users GET /users/{id} knows by name from the start (as Discord knows every user). */
+  users?: UserSpec[];
 }
 
 export interface UserSpec {
@@ -209,6 +212,9 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
   const channels = new Map<string, FakeChannel>();
   /** The bot's DM channel with each user (POST /users/@me/channels); users whose DMs refuse the bot. */
   const dms = new Map<string, string>();
+  /** Names of the users seen so far (messages, clicks), for GET /users/{id}. */
+  const seenNames = new Map<string, string>((opts.users ?? []).flatMap((u) => (u.name !== undefined ? [[u.id, u.name] as const] : [])));
+  const seen = (u: UserSpec): UserSpec => (u.name !== undefined && seenNames.set(u.id, u.name), u);
   const dmsClosed = new Set<string>();
   const commands = new Map<string, Json[]>();
   const callbacks: Array<{ id: string; type: number; afterMs: number }> = [];
@@ -525,6 +531,10 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       return { status: 200, body: list.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, version: '1' })) };
     }
     if ((m = /^\/channels\/(\d+)$/.exec(route)) && method === 'GET') return { status: 200, body: channelJson(knownChannel(m[1]!)) };
+    if ((m = /^\/users\/(\d+)$/.exec(route)) && method === 'GET') {
+      const name = seenNames.get(m[1]!);
+      return { status: 200, body: userObject({ id: m[1]!, ...(name !== undefined ? { name } : {}) }) };
+    }
     if (route === '/users/@me/channels' && method === 'POST') {
       // Opens (or returns) the bot's DM channel with a user, as Discord does.
       const user = String(body['recipient_id'] ?? '');
@@ -679,8 +689,8 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
     if (ch.guildId) {
       payload['guild_id'] = ch.guildId;
       payload['guild'] = { id: ch.guildId, locale: 'en-US', features: [] };
-      payload['member'] = { ...memberJson(u), user: userObject(u), permissions: '2248473465835073' };
-    } else payload['user'] = userObject(u);
+      payload['member'] = { ...memberJson(u), user: userObject(seen(u)), permissions: '2248473465835073' };
+    } else payload['user'] = userObject(seen(u));
     interactions.set(id, { at: Date.now(), user: u.id, token, answered: false });
     byToken.set(token, id);
     return { id, payload };
@@ -725,7 +735,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDi
       const d: Json = {
         id,
         channel_id: a.channel,
-        author: userObject(a.user),
+        author: userObject(seen(a.user)),
         content,
         timestamp: new Date().toISOString(),
         edited_timestamp: null,

@@ -24,6 +24,9 @@
  * also recipient_user_id and recipient_team_id), appendStream, stopStream; markdown_text at most
  * 12,000 characters a call; appending to a stopped stream is message_not_in_streaming_state.
  * Direct messages: conversations.open {users} gives the bot's DM channel with that user (D…).
+ * Users: users.info {user} answers a workspace member (`setUserName` gives a display name; without
+ * one, display_name is empty and name is the id in lower case); an id that is not a user id is
+ * user_not_found.
  * Ephemeral messages (chat.postEphemeral, blocks checked as for chat.postMessage) can be clicked
  * (`clickEphemeral`: container.is_ephemeral, no `message`, a response_url of its own); no API call
  * edits them, only a post to that response_url with replace_original, as on Slack.
@@ -100,6 +103,8 @@ export interface FakeSlack {
   addFile(name: string, mimetype: string, content: Buffer | string): { name: string; mimetype: string; size: number; url_private: string };
   /** Members of a user group (usergroups.users.list). */
   setGroup(id: string, users: string[]): void;
+  /** The display name users.info gives for this user. */
+  setUserName(id: string, displayName: string): void;
   /** The group is deleted: usergroups.users.list answers no_such_subteam. */
   deleteGroup(id: string): void;
   visible(channel: string, threadTs?: string): FakeSlackMessage[];
@@ -184,6 +189,7 @@ export async function startFakeSlack(opts: {
   const limitedUntil = new Map<string, number>();
   const notIn = new Set<string>();
   const groups = new Map<string, string[]>();
+  const displayNames = new Map<string, string>();
   const files = new Map<string, Buffer>();
   const responses: FakeResponse[] = [];
   const responseUrls = new Map<string, { channel: string; user: string; ephemeral?: FakeEphemeral }>();
@@ -384,6 +390,12 @@ export async function startFakeSlack(opts: {
         record(true, 200);
         return reply(200, { ok: true, message_ts: ts });
       }
+      case 'users.info': {
+        const user = String(p['user'] ?? '');
+        if (!/^[UW][A-Z0-9]+$/.test(user)) return fail('user_not_found');
+        record(true, 200);
+        return reply(200, { ok: true, user: { id: user, name: user.toLowerCase(), profile: { display_name: displayNames.get(user) ?? '' } } });
+      }
       case 'conversations.open': {
         // The bot's DM with one user (a multi-person DM is not faked).
         const users = String(p['users'] ?? '');
@@ -525,6 +537,9 @@ export async function startFakeSlack(opts: {
     },
     setGroup(id, users) {
       groups.set(id, users);
+    },
+    setUserName(id, displayName) {
+      displayNames.set(id, displayName);
     },
     deleteGroup(id) {
       groups.delete(id);

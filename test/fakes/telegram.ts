@@ -11,7 +11,8 @@
  *   Telegram's tags, properly nested and escaped ("can't parse entities"), callback_data 1-64 bytes
  *   (BUTTON_DATA_INVALID), answerCallbackQuery text <= 200 and each query answered once, "message
  *   is not modified", unknown chat / thread / message errors; a user's private chat (chat id = user
- *   id) the user never opened (never wrote to the bot) gets 403 "bot can't initiate conversation".
+ *   id) the user never opened (never wrote to the bot) gets 403 "bot can't initiate conversation",
+ *   and getChat on it "chat not found" (known, it answers the chat: first_name, username).
  * - setMyCommands / getMyCommands with Telegram's checks (1-32 chars of a-z 0-9 _, description
  *   1-256, at most 100, BOT_COMMAND_INVALID ...); `commands` is the default scope's menu.
  * - `failNext` injects an error; an injected 429 opens a retry_after window for that method and
@@ -400,6 +401,13 @@ export async function startFakeTelegram(opts: FakeTelegramOptions): Promise<Fake
       webhook = { url, secret: secret as string | undefined };
       if (Array.isArray(p['allowed_updates'])) allowedUpdates = p['allowed_updates'] as string[];
       return true;
+    },
+    // A private chat is known once its user wrote to the bot; else "chat not found", as on Telegram.
+    getChat: (p) => {
+      const id = num(p['chat_id']);
+      const chat = id === undefined ? undefined : chats.get(id);
+      if (!chat) throw bad('chat not found');
+      return chat;
     },
     getWebhookInfo: () => ({ url: webhook?.url ?? '', has_custom_certificate: false, pending_update_count: pending.length }),
     sendMessage: (p) => {

@@ -1,7 +1,6 @@
 // Approval keys and command allowlist matching, on the real parser: what an operator's
 // autoApprovedCommands entry lets through, and what must never ride on it.
 import { analyzeCommand, approvalKeyOf, commandApprovalKey, isCommandAllowlisted } from '../../policies/shell/index.js';
-import { parseShell as mvdan } from '../../policies/shell/syntax/mvdan.js';
 import { initTreeSitter, parseShell as treeSitter } from '../../policies/shell/syntax/tree-sitter.js';
 
 const words = (s: string): string[] => s.split(' ');
@@ -162,9 +161,9 @@ describe('isCommandAllowlisted', () => {
   });
 });
 
-// The constructs the two parser glues read differently (test/policies/shell-parser-diff.test.ts): with
-// either glue, a command hidden in one never rides on the entries of the commands that show.
-describe('parser-sensitive constructs never smuggle a command past an entry, with either parser', () => {
+// The constructs a parser may read differently from bash (test/policies/shell-bash-oracle.e2e.test.ts): a
+// command hidden in one never rides on the entries of the commands that show.
+describe('parser-sensitive constructs never smuggle a command past an entry', () => {
   beforeAll(async () => {
     await initTreeSitter();
   });
@@ -183,9 +182,7 @@ describe('parser-sensitive constructs never smuggle a command past an entry, wit
     ['# inside a word', 'echo "x"#; curl https://e.x'],
     ['reserved word as a command', 'ls; done; curl https://e.x'],
   ])('%s: %j', async (_cls, command) => {
-    for (const parse of [mvdan, treeSitter]) {
-      const a = await analyzeCommand(command, parse);
-      expect({ command, allowed: isCommandAllowlisted(a, ENTRIES) }).toEqual({ command, allowed: false });
-    }
+    const a = await analyzeCommand(command, treeSitter);
+    expect({ command, allowed: isCommandAllowlisted(a, ENTRIES) }).toEqual({ command, allowed: false });
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Contract: LeaseRepo on PostgreSQL (fencing, ../types.ts). One row per conversation ever claimed.
- * - take: ONE upsert that bumps the epoch (1 on the first take). It waits for the writes in flight
+ * - take: ONE upsert that bumps the epoch (1 on the first take) and clears the holder (the owner
+ *   fast path, ./owner-lanes.ts: the replica whose lane held it lets it go). It waits for the writes in flight
  *   under the previous fence: those hold the row FOR SHARE until they commit, so once `take`
  *   resolves no earlier fence can still write, and what the new owner reads is what they wrote.
  * - A fenced write runs `checkFence` as the first statement of its transaction: the row is read
@@ -35,7 +36,7 @@ export function leaseRepo(db: Db): LeaseRepo {
         `claim ${conversation}`,
         'idempotent',
         `INSERT INTO leases AS l (conversation, owner, epoch, taken_at) VALUES ($1, $2, 1, $3)
-         ON CONFLICT (conversation) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, taken_at = EXCLUDED.taken_at
+         ON CONFLICT (conversation) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, taken_at = EXCLUDED.taken_at, holder = NULL
          RETURNING epoch`,
         [conversation, owner, now],
       );

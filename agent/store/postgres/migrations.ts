@@ -153,6 +153,25 @@ CREATE TABLE spend (
   },
   {
     version: 4,
+    name: 'conversation holders',
+    // The owner fast path (./owner-lanes.ts): the replica running a conversation from its own
+    // lane holds it (leases.holder = its liveness tag; leases.stored counts the turns stored on
+    // the fast path, so a release can tell it missed none); a holder is alive while its liveness
+    // session is connected and its beat is fresh.
+    sql: `
+ALTER TABLE leases ADD COLUMN holder text;
+ALTER TABLE leases ADD COLUMN stored bigint NOT NULL DEFAULT 0;
+CREATE INDEX leases_held ON leases (holder) WHERE holder IS NOT NULL;
+CREATE INDEX queued_turns_conversation ON queued_turns (conversation, ord);
+CREATE TABLE replica_beats (
+  tag text PRIMARY KEY,
+  owner text NOT NULL,
+  beat_at timestamptz NOT NULL
+);
+`,
+  },
+  {
+    version: 5,
     name: 'spend limits raised and purged',
     // Soft limits and the purge (issue 24): what approvals raised a total's limit by, and when its
     // period ends (NULL: never). Totals written before get theirs from the period in their key.

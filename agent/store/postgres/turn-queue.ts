@@ -1,41 +1,55 @@
 /**
- * Contract: the replicas' TurnQueue (agent/run/turn-queue.ts) on pg-boss 12, for every process
- * sharing one PostgreSQL store. pg-boss is loaded only here, by dynamic import.
- * - ONE pg-boss queue (`gatehouse-turns`, schema `gatehouse_queue`) with the `key_strict_fifo`
- *   policy, singletonKey = the conversation key: one job of a conversation is active at a time,
- *   across replicas, in the order sent; different conversations go to whichever replica fetches.
- * - `enqueue` is ONE transaction: the turn in `queued_turns` (the durable record, as on one
- *   process), the job (id = the turn's id: sending it again is a no-op) and a NOTIFY that wakes
- *   every replica's fetch loop. The job carries only {conversation, turnId}.
- * - A replica fetches while it has capacity (`capacity` minus its running jobs; jobs parked on a
- *   human do not count), one fetch loop per process, woken by NOTIFY, by its own enqueues and
- *   completions, and by a backstop poll. A fetch is ONE transaction: the jobs, each one's fence
- *   (the conversation's epoch up by one, as leases.take), then its run record and turn; it lets the runner continue a
- *   stored run first (`takeover`: a run whose replica died or handed it back) and then runs the turn
- *   if it is still stored. A job redelivered after its turn's checkpoint finds it gone: it never runs
- *   twice. Then the job is completed (attempt-fenced) and the replicas are woken for the successor.
- * - Heartbeats (`heartbeatSeconds`, pg-boss's minimum 10) for every held job, parked ones included,
- *   in one statement; pg-boss fails a job whose heartbeat stopped (a killed replica) back to `retry`
- *   at its next supervise pass (`superviseSeconds`), and a survivor fetches it. Jobs expire after
- *   pg-boss's maximum (24 h): a run parked longer is taken over as if its replica had died. The
- *   retry limit is effectively unbounded: a `failed` job would block its conversation for good.
- * - `close(graceMs)` stops fetching, waits up to the grace for running jobs (not parked ones), then
- *   hands back every job still held: its fence is moved on first (so this replica's run cannot
- *   write any more), then the job is failed to `retry`, which another replica fetches at once.
- * - `resume()` sends, idempotently, a job for every stored turn and run record that may have none
- *   (a crash before this queue existed): records first, then turns, oldest first. It never runs a
- *   record itself: only the replica that gets the conversation's job does (never one another live
- *   replica is waiting on).
+ * Contract: the replicas' TurnQueue (agent/run/turn-queue.ts) on PostgreSQL, for every process
+ * sharing one store: an owner fast path (./owner-lanes.ts) with pg-boss 12 as the hand-over path.
+ * pg-boss is loaded only here, by dynamic import.
+ * - One replica at a time runs a conversation: the one that holds it (`leases.holder`, taken with
+ *   the fence, epoch up by one). It runs the conversation's record first, then every stored turn,
+ *   oldest first, from a lane in its own process, and lets go when nothing is stored.
+ * - `enqueue` on a started replica with capacity whose liveness session is up (the fast path) is
+ *   ONE statement: the turn in `queued_turns` (with its platform event claimed, when given) and
+ *   the take when nobody holds the conversation (or its holder is dead). Taken: it runs here, no
+ *   job. Held by another live replica: that holder's lane reads the turn before it lets go (the
+ *   statement locks the lease row, which the release locks first). Otherwise (not started, no
+ *   capacity, liveness session down) `enqueue` is ONE transaction as before the fast path: the
+ *   turn, a pg-boss job (id = the turn's id) and a NOTIFY that wakes every replica's fetch loop.
+ * - Jobs (ONE pg-boss queue `gatehouse-turns`, schema `gatehouse_queue`, `key_strict_fifo`,
+ *   singletonKey = the conversation) carry only {conversation, turnId?}. A fetch is ONE
+ *   transaction: the jobs, the take of each one's conversation unless a live replica holds it,
+ *   and each taken one's run record; a taken conversation runs in this replica's lane (the record
+ *   through `hooks.takeover`, then its stored turns) and its job is completed when the lane lets
+ *   go; a job for a conversation held elsewhere is completed at once. A turn already checkpointed
+ *   is no longer stored: it never runs twice.
+ * - Jobs are sent for: turns stored off the fast path; `resume()` (every stored record and turn,
+ *   idempotently: a crash before this queue existed); conversations whose holder died (`sweep`
+ *   at every poll: one job id per conversation and epoch, whichever survivors send it); what
+ *   `close` hands back; and what follows an `exclusive` task run for a conversation not held here.
+ * - Liveness: the LISTEN session's application_name is this process's holder tag, and it beats
+ *   (`replica_beats`) every heartbeatSeconds / 2; a holder is dead when that session is gone (a
+ *   SIGKILL, seen at the next poll) or its beat is older than 2 x heartbeatSeconds (a SIGSTOP, a
+ *   partition). A replica taken for dead that still runs is fenced: its writes are refused.
+ * - A replica fetches while it has capacity (`capacity` minus its running lanes; lanes parked on
+ *   a human do not count), one fetch loop per process, woken by NOTIFY, its own completions and
+ *   a backstop poll. Jobs held are heartbeated (pg-boss's minimum 10 s); a job whose heartbeat
+ *   stopped goes back to `retry` and is fetched again (its conversation's holder decides who runs).
+ * - `close(graceMs)` stops fetching, waits up to the grace for running lanes (not parked ones),
+ *   then hands back every conversation held (fence moved on, holder cleared, a job each) and
+ *   every job still held (failed to `retry`): another replica takes them at once.
+ * - `exclusive` on a conversation held here runs between its turns; otherwise it takes the
+ *   conversation's fence from whoever runs it (that holder lets go), and sends a job after it.
+ * - `idle()` and `close()` wait on agent/run/changes.ts (notified whenever a job, a lane or a turn
+ *   of this process ends; a short timer for what changes unseen), never on a promise that may have
+ *   settled already: such a wait spins on microtasks and starves the run it waits for.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Job, JobWithMetadata, PgBoss as PgBossType } from 'pg-boss';
 import type { DeliveryHooks, SharedTurnQueueOptions, TurnHandler, TurnQueue } from '../../run/turn-queue.js';
 import type { QueuedTurn } from '../../run/turn.js';
+import { Changes } from '../../run/changes.js';
 import type { Fence, LeaseRepo, RunRepo } from '../types.js';
-import { dec, enc, num, type Db } from './db.js';
-import { claimedTurnSql } from './repos.js';
-import { CHANNEL, EXPIRE_SECONDS, jobIdOf, MAX_DELIVERIES, QUEUE_SCHEMA, RETRY_LIMIT, TURN_QUEUE } from './turn-jobs.js';
+import { dec, num, type Db } from './db.js';
+import { CHANNEL, EXPIRE_SECONDS, jobIdOf, QUEUE_SCHEMA, RETRY_LIMIT, sendTurnJob, TURN_QUEUE, type JobData } from './turn-jobs.js';
+import { aliveSql, newHolderTag, OwnerLanes, takeSql } from './owner-lanes.js';
 import { fallbackLog, type LogLevel } from '../../log.js';
 
 export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
@@ -47,15 +61,11 @@ export interface PgBossTurnQueueOptions extends SharedTurnQueueOptions {
   leases: LeaseRepo;
 }
 
-interface JobData {
-  conversation: string;
-  turnId?: string;
-}
-
 interface Claimed {
   job: JobWithMetadata<JobData>;
-  fence: Fence;
-  pending: { record?: unknown; turn?: unknown };
+  /** Undefined: another live replica holds the conversation (its lane runs what is stored). */
+  fence?: Fence;
+  record?: unknown;
 }
 
 interface Held {
@@ -108,8 +118,15 @@ export class PgBossTurnQueue implements TurnQueue {
   private readonly held = new Map<string, Held>();
   /** Local work in a conversation's order (exclusive), after what this process holds of it. */
   private readonly lanes = new Map<string, Promise<void>>();
-  /** Turns this process enqueued and has not seen finished (idle() waits for them). */
-  private readonly mine = new Set<string>();
+  /** Turns this process enqueued and has not seen finished (idle() waits for them), with their conversation. */
+  private readonly mine = new Map<string, string>();
+  /** This process's liveness tag: the LISTEN session's application_name, and the holder it writes. */
+  private readonly tag = newHolderTag();
+  /** A holder whose beat is older than this is dead (its session may still be connected: SIGSTOP). */
+  private readonly staleSeconds: number;
+  private readonly owned: OwnerLanes;
+  /** Notified whenever held, lanes, mine or a lane of `owned` loses an entry: idle() and close() wait on it. */
+  private readonly changes = new Changes();
   private closed = false;
   private pumping = false;
   private again = false;
@@ -119,11 +136,27 @@ export class PgBossTurnQueue implements TurnQueue {
   constructor(
     private readonly opts: PgBossTurnQueueOptions,
     private readonly boss: PgBossType,
-    private readonly heartbeatSeconds: number,
+    heartbeatSeconds: number,
   ) {
+    this.staleSeconds = 2 * heartbeatSeconds;
+    this.owned = new OwnerLanes({
+      db: opts.db,
+      tag: this.tag,
+      owner: opts.owner,
+      staleSeconds: this.staleSeconds,
+      parse: opts.parse,
+      ...(opts.settled ? { settled: opts.settled } : {}),
+      handler: () => this.handle,
+      hooks: () => this.hooks,
+      handled: (id) => this.finish(id),
+      ended: () => this.changes.notify(),
+      ...(opts.now ? { now: opts.now } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
     const beat = setInterval(() => void this.heartbeat(), (heartbeatSeconds * 1000) / 2);
     const poll = setInterval(() => {
       this.wake();
+      void this.sweep().catch((err: unknown) => this.log('warn', `turn queue: looking for dead holders failed (${(err as Error).message})`));
       if (this.mine.size > 0) void this.settleMine().catch(() => undefined);
     }, opts.tuning?.pollMs ?? 2000);
     beat.unref();
@@ -134,7 +167,8 @@ export class PgBossTurnQueue implements TurnQueue {
   /** A dedicated connection LISTENing for new and freed work; lost, it reconnects (the poll covers the gap). */
   async listen(): Promise<void> {
     if (this.closed) return;
-    const c = new pg.Client({ connectionString: this.opts.url, application_name: 'gatehouse-queue-listen', keepAlive: true });
+    // Its application_name is the liveness tag: while it is connected (and beats), this replica is alive.
+    const c = new pg.Client({ connectionString: this.opts.url, application_name: this.tag, keepAlive: true });
     const retry = () => {
       if (this.listener !== c) return;
       this.listener = undefined;
@@ -150,6 +184,9 @@ export class PgBossTurnQueue implements TurnQueue {
     c.on('notification', () => this.wake());
     await c.connect();
     await c.query(`LISTEN ${CHANNEL}`);
+    // Beats of processes gone for a day are of no use (a holder without one is dead anyway).
+    await c.query("DELETE FROM replica_beats WHERE beat_at < now() - interval '1 day'");
+    await this.beat(c);
     this.listener = c;
     this.wake(); // anything sent while not listening
   }
@@ -161,40 +198,19 @@ export class PgBossTurnQueue implements TurnQueue {
   }
 
   async enqueue(conversation: string, queued: QueuedTurn): Promise<boolean> {
-    const id = jobIdOf(queued.id);
-    const now = (this.opts.now ?? Date.now)();
-    const claim = queued.claim;
-    const nonce = randomUUID();
-    const stored = await this.opts.db.tx(
-      'queue a turn',
-      async (c) => {
-        if (claim) {
-          // The platform event is claimed in this transaction: claimed and stored, or neither.
-          const r = await this.opts.db.q(c, claimedTurnSql, [conversation, queued.id, enc(queued.turn), now, claim.event, now + claim.ttlMs, nonce]);
-          if (r.rows.length === 0) return false; // a redelivery of an event already taken
-          await this.opts.db.q(c, `SELECT pg_notify('${CHANNEL}', '')`, []);
-        } else {
-          await this.opts.db.q(
-            c,
-            `WITH t AS (INSERT INTO queued_turns (conversation, id, turn, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation, id) DO NOTHING)
-             SELECT pg_notify('${CHANNEL}', '')`,
-            [conversation, queued.id, enc(queued.turn), now],
-          );
-        }
-        const data: JobData = { conversation, turnId: queued.id };
-        await this.boss.send(TURN_QUEUE, data, { id, singletonKey: conversation, db: { executeSql: (text, values) => c.query(text, values) } });
-        return true;
-      },
-      // A commit lost in flight: with a claim, ours when the ledger holds our nonce; without one,
-      // both parts are idempotent and are simply sent again.
-      async (c) => {
-        if (!claim) return undefined;
-        const v = await this.opts.db.q(c, 'SELECT 1 FROM events WHERE id = $1 AND claimer = $2', [claim.event, nonce]);
-        return v.rows.length > 0 ? true : undefined;
-      },
-    );
+    // The fast path: stored and, when nobody holds the conversation, taken, in one statement; run here.
+    if (this.handle && !this.closed && this.listener && this.opts.capacity > 0) {
+      this.mine.set(queued.id, conversation);
+      const stored = await this.owned.enqueue(conversation, queued, randomUUID()).catch((err: unknown) => {
+        this.forget(queued.id);
+        throw err;
+      });
+      if (!stored) this.forget(queued.id);
+      return stored;
+    }
+    const stored = await sendTurnJob(this.opts.db, this.boss, conversation, queued, (this.opts.now ?? Date.now)());
     if (!stored) return false;
-    this.mine.add(queued.id);
+    this.mine.set(queued.id, conversation);
     this.wake();
     return true;
   }
@@ -233,91 +249,151 @@ export class PgBossTurnQueue implements TurnQueue {
   }
 
   exclusive(conversation: string, task: () => Promise<void>): Promise<void> {
+    const held = this.owned.exclusive(conversation, task); // held here: between its turns, under its fence
+    if (held) return held;
     const before = Promise.all([this.lanes.get(conversation), ...[...this.held.values()].filter((h) => h.conversation === conversation).map((h) => h.done)]);
     const run = before.then(async () => {
-      // Whoever runs this conversation elsewhere is fenced off from here on.
-      await this.opts.leases.take(conversation, this.opts.owner, (this.opts.now ?? Date.now)());
-      await task();
+      // Whoever runs this conversation elsewhere is fenced off from here on, and lets it go: what
+      // is stored behind the task goes to whichever replica fetches the hand-over job.
+      const r = await this.opts.db.query(
+        `claim ${conversation}`,
+        'idempotent',
+        `INSERT INTO leases AS l (conversation, owner, epoch, taken_at) VALUES ($1, $2, 1, $3)
+         ON CONFLICT (conversation) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, taken_at = EXCLUDED.taken_at, holder = NULL
+         RETURNING epoch`,
+        [conversation, this.opts.owner, (this.opts.now ?? Date.now)()],
+      );
+      try {
+        await task();
+      } finally {
+        await this.sendOver(conversation, `exclusive:${conversation}:${num((r.rows[0] as { epoch: string }).epoch)}`);
+        await this.notifyAll();
+      }
     });
     const settled = run.catch((err: unknown) => this.log('error', `[${conversation}] ${(err as Error).stack ?? String(err)}`));
     this.lanes.set(conversation, settled);
     void settled.finally(() => {
       if (this.lanes.get(conversation) === settled) this.lanes.delete(conversation);
+      this.changes.notify();
     });
     return settled;
   }
 
   busy(conversation: string): boolean {
-    return this.lanes.has(conversation) || [...this.held.values()].some((h) => h.conversation === conversation);
+    return this.lanes.has(conversation) || this.owned.holds(conversation) || [...this.held.values()].some((h) => h.conversation === conversation);
   }
 
-  /**
-   * Turns this process sent that another replica finished: `hooks.finished` for each. One read of
-   * pg-boss's job table (its documented SQL surface): a job gone or past `active` is finished.
-   */
+  /** Turns this process stored that another replica finished (no longer stored): `hooks.finished` for each. */
   private async settleMine(): Promise<void> {
-    const ids = [...this.mine];
+    const mine = [...this.mine];
     const r = await this.opts.db.query(
-      'read the turn jobs',
+      'read the queued turns',
       'read',
-      `SELECT id::text AS id FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND id = ANY($2::uuid[]) AND state < 'completed'`,
-      [TURN_QUEUE, ids.map(jobIdOf)],
+      'SELECT q.id FROM queued_turns q JOIN unnest($1::text[], $2::text[]) AS u(conv, id) ON q.conversation = u.conv AND q.id = u.id',
+      [mine.map(([, c]) => c), mine.map(([id]) => id)],
     );
     const open = new Set((r.rows as Array<{ id: string }>).map((x) => x.id));
-    for (const id of ids) {
-      if (open.has(jobIdOf(id)) || !this.mine.has(id)) continue;
-      this.mine.delete(id);
-      this.hooks.finished?.(id);
-    }
+    for (const [id] of mine) if (!open.has(id) && this.mine.has(id)) this.finish(id);
+  }
+
+  private finish(turnId: string): void {
+    this.forget(turnId);
+    this.hooks.finished?.(turnId);
+  }
+
+  private forget(turnId: string): void {
+    this.mine.delete(turnId);
+    this.changes.notify();
   }
 
   async idle(): Promise<void> {
     for (;;) {
       if (this.mine.size > 0) await this.settleMine();
-      if (this.held.size === 0 && this.lanes.size === 0 && this.mine.size === 0) return;
-      await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(25)]);
+      if (this.held.size === 0 && this.lanes.size === 0 && this.mine.size === 0 && this.owned.size() === 0) return;
+      // The next change, or 25 ms for turns another replica finishes (seen only in the store).
+      await this.changes.next(25);
     }
   }
 
   async close(graceMs: number): Promise<void> {
     this.closed = true;
     const end = Date.now() + graceMs;
-    const running = () => [...this.held.values()].some((h) => !h.handedBack && !this.opts.settled?.(h.conversation));
-    while (Date.now() < end && running())
-      await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), sleep(Math.min(50, Math.max(1, end - Date.now())))]);
+    const running = () => this.owned.busy() || [...this.held.values()].some((h) => !h.handedBack && !this.opts.settled?.(h.conversation));
+    // The next change, or 50 ms for a run parking on a human (settled() changes unseen).
+    while (Date.now() < end && running()) await this.changes.next(Math.min(50, end - Date.now()));
     await this.handBack().catch((err: unknown) =>
       this.log('warn', `turn queue: handing back failed (${(err as Error).message}); those jobs go to another replica when their heartbeat lapses`),
     );
+    // Lanes handed back are fenced: a parked one may never end, so only jobs not handed back are waited for.
     if (this.held.size > 0 && [...this.held.values()].some((h) => !h.handedBack)) return; // called again to wait again
     for (const t of this.timers.splice(0)) clearInterval(t);
     const l = this.listener;
     this.listener = undefined;
+    await l?.query('DELETE FROM replica_beats WHERE tag = $1', [this.tag]).catch(() => undefined);
     await l?.end().catch(() => undefined);
     await this.boss.stop({ graceful: false, close: true, timeout: 1000 }).catch(() => undefined);
   }
 
-  /** Gives back every job still held: our fence moves on first, then the job goes to `retry`. */
+  /**
+   * Gives back every conversation held here and every job still held: the fences move on first
+   * (no run here can write any more), then each held conversation gets a job and each job goes to `retry`.
+   */
   private async handBack(): Promise<void> {
     const back = [...this.held.values()].filter((h) => !h.handedBack);
-    if (back.length === 0) return;
+    for (const h of back) h.handedBack = true;
+    const released = await this.owned.handBack();
     for (const h of back) {
-      h.handedBack = true;
+      if (released.some((r) => r.conversation === h.conversation)) continue;
       await this.opts.leases.take(h.conversation, `${this.opts.owner}:handed-back`, (this.opts.now ?? Date.now)()).catch(() => undefined);
     }
     for (const h of back) this.held.delete(h.job.id);
-    await this.boss.fail(
-      TURN_QUEUE,
-      back.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount })),
-      { reason: `handed back by ${this.opts.owner} (shutting down)` },
-    );
+    this.changes.notify();
+    if (back.length > 0)
+      await this.boss.fail(
+        TURN_QUEUE,
+        back.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount })),
+        { reason: `handed back by ${this.opts.owner} (shutting down)` },
+      );
+    for (const r of released) await this.sendOver(r.conversation, `handback:${r.conversation}:${r.epoch}`);
+    const convs = [...new Set([...back.map((h) => h.conversation), ...released.map((r) => r.conversation)])];
+    if (convs.length === 0) return;
     await this.notifyAll();
-    this.log('info', `turn queue: handed back ${back.length} conversation(s) to the other replicas: ${back.map((h) => h.conversation).join(', ')}`);
+    this.log('info', `turn queue: handed back ${convs.length} conversation(s) to the other replicas: ${convs.join(', ')}`);
+  }
+
+  /** A job that makes whichever replica fetches it take the conversation over (idempotent per key). */
+  private async sendOver(conversation: string, key: string): Promise<void> {
+    await this.boss.send(TURN_QUEUE, { conversation } satisfies JobData, { id: jobIdOf(key), singletonKey: conversation });
+  }
+
+  /** Conversations held by dead replicas: a hand-over job each (every survivor sends the same ids). */
+  private async sweep(): Promise<void> {
+    if (this.closed || !this.handle || this.opts.capacity <= 0) return;
+    const r = await this.opts.db.query(
+      'look for dead holders',
+      'read',
+      `SELECT conversation, epoch FROM leases l WHERE holder IS NOT NULL AND holder <> $1 AND NOT ${aliveSql('l.holder', this.staleSeconds)} LIMIT 100`,
+      [this.tag],
+    );
+    const dead = r.rows as Array<{ conversation: string; epoch: string }>;
+    if (dead.length === 0) return;
+    for (const d of dead) await this.sendOver(d.conversation, `orphan:${d.conversation}:${d.epoch}`);
+    this.log('info', `turn queue: ${dead.length} conversation(s) held by a replica that stopped: handing them over`);
+    this.wake();
+  }
+
+  /** This replica's beat, on its liveness session. */
+  private async beat(c: pg.Client): Promise<void> {
+    await c.query('INSERT INTO replica_beats (tag, owner, beat_at) VALUES ($1, $2, now()) ON CONFLICT (tag) DO UPDATE SET beat_at = now()', [
+      this.tag,
+      this.opts.owner,
+    ]);
   }
 
   private running(): number {
     let n = 0;
-    for (const h of this.held.values()) if (!this.opts.settled?.(h.conversation)) n++;
-    return n;
+    for (const h of this.held.values()) if (!this.opts.settled?.(h.conversation) && !this.owned.holds(h.conversation)) n++;
+    return n + this.owned.running();
   }
 
   /** Asks the fetch loop to look for work now (coalesced). */
@@ -349,9 +425,10 @@ export class PgBossTurnQueue implements TurnQueue {
   }
 
   /**
-   * ONE transaction (one commit): fetch up to `n` jobs, take each one's conversation (its epoch up
-   * by one), then read each one's run record and turn. The read is its own statement, so it sees
-   * what the previous owner committed while the take waited for it.
+   * ONE transaction (one commit): fetch up to `n` jobs, take each one's conversation unless a live
+   * replica holds it (its epoch up by one, this replica its holder), then read each taken one's run
+   * record. The read is its own statement, so it sees what the previous holder committed while
+   * the take waited for it.
    */
   private async claim(n: number): Promise<Claimed[]> {
     const db = this.opts.db;
@@ -364,30 +441,25 @@ export class PgBossTurnQueue implements TurnQueue {
       if (jobs.length === 0) return [];
       // key_strict_fifo: at most one active job per conversation, so these are distinct.
       const convs = jobs.map((j) => j.data.conversation);
-      const taken = await db.q(
-        c,
-        `INSERT INTO leases AS l (conversation, owner, epoch, taken_at) SELECT conv, $2, 1, $3 FROM unnest($1::text[]) AS u(conv)
-         ON CONFLICT (conversation) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, taken_at = EXCLUDED.taken_at
-         RETURNING conversation, epoch`,
-        [convs, this.opts.owner, (this.opts.now ?? Date.now)()],
-      );
-      const epochs = new Map((taken.rows as Array<{ conversation: string; epoch: string }>).map((r) => [r.conversation, num(r.epoch)]));
-      const read = await db.q(
-        c,
-        `SELECT u.conv, (SELECT record FROM run_records r WHERE r.conversation = u.conv) AS record,
-                (SELECT turn FROM queued_turns q WHERE q.conversation = u.conv AND q.id = u.turn) AS turn
-           FROM unnest($1::text[], $2::text[]) AS u(conv, turn)`,
-        [convs, jobs.map((j) => j.data.turnId ?? null)],
-      );
-      const found = new Map((read.rows as Array<{ conv: string; record: string | null; turn: string | null }>).map((r) => [r.conv, r]));
+      const taken = await db.q(c, takeSql('SELECT conv, $2::text, 1, $3::bigint, $4::text FROM unnest($1::text[]) AS u(conv)', this.staleSeconds), [
+        convs,
+        this.opts.owner,
+        (this.opts.now ?? Date.now)(),
+        this.tag,
+      ]);
+      const epochs = new Map<string, number>();
+      for (const r of taken.rows as Array<{ conversation: string; holder: string | null; epoch: string }>)
+        if (r.holder === this.tag) epochs.set(r.conversation, num(r.epoch));
+      const mine = convs.filter((conv) => epochs.has(conv));
+      const read = mine.length
+        ? await db.q(c, 'SELECT conversation AS conv, record FROM run_records WHERE conversation = ANY($1::text[])', [mine])
+        : { rows: [] };
+      const records = new Map((read.rows as Array<{ conv: string; record: string }>).map((r) => [r.conv, dec(r.record)]));
       return jobs.map((job): Claimed => {
         const conversation = job.data.conversation;
-        const r = found.get(conversation);
-        return {
-          job,
-          fence: { conversation, owner: this.opts.owner, epoch: epochs.get(conversation)! },
-          pending: { ...(r?.record != null ? { record: dec(r.record) } : {}), ...(r?.turn != null ? { turn: dec(r.turn) } : {}) },
-        };
+        const epoch = epochs.get(conversation);
+        if (epoch === undefined) return { job };
+        return { job, fence: { conversation, owner: this.opts.owner, epoch }, ...(records.has(conversation) ? { record: records.get(conversation) } : {}) };
       });
     });
     // Started in the order they were sent (a batch comes back in no particular order).
@@ -396,49 +468,40 @@ export class PgBossTurnQueue implements TurnQueue {
 
   private take(c: Claimed): void {
     const { job } = c;
-    const h: Held = { job, conversation: job.data.conversation, fence: c.fence, done: Promise.resolve(), handedBack: false };
+    const h: Held = { job, conversation: job.data.conversation, ...(c.fence ? { fence: c.fence } : {}), done: Promise.resolve(), handedBack: false };
     this.held.set(job.id, h);
-    h.done = this.deliver(h, c.fence, c.pending).finally(() => {
+    h.done = this.deliver(h, c).finally(() => {
       if (this.held.get(job.id) === h) this.held.delete(job.id);
+      this.changes.notify();
       this.wake();
     });
   }
 
-  private async deliver(h: Held, fence: Fence, pending: { record?: unknown; turn?: unknown }): Promise<void> {
-    const { conversation, turnId } = h.job.data;
+  /**
+   * A taken conversation runs in this replica's lane (its record first, then every stored turn,
+   * oldest first) until the lane lets it go; then the job is completed. A job for a conversation
+   * another live replica holds is completed at once: that holder runs what is stored.
+   */
+  private async deliver(h: Held, c: Claimed): Promise<void> {
     try {
-      if (pending.record !== undefined && this.hooks.takeover) await this.hooks.takeover(conversation, pending.record, { fence });
-      if (turnId !== undefined && pending.turn !== undefined && !h.handedBack) {
-        const turn = this.opts.parse(pending.turn);
-        if (!turn) {
-          this.log('warn', `dropping an unreadable queued turn of ${conversation} (${turnId})`);
-          await this.opts.runs.dropTurn(conversation, turnId);
-        } else if (h.job.retryCount >= MAX_DELIVERIES) {
-          this.log(
-            'error',
-            `[${conversation}] dropping turn ${turnId}: delivered ${h.job.retryCount + 1} times without reaching its checkpoint (each replica running it died?)`,
-          );
-          await this.opts.runs.dropTurn(conversation, turnId);
-        } else {
-          await this.handle!(conversation, { id: turnId, turn }, { fence });
-        }
+      if (c.fence) {
+        // This process may hold it already at that epoch (its own lane): joined, the record is that lane's.
+        const joined = this.owned.holds(h.conversation);
+        await this.owned.hold(h.conversation, c.fence.epoch, joined ? {} : { readRecord: false, ...(c.record !== undefined ? { record: c.record } : {}) });
       }
       if (h.handedBack) return;
       await this.boss.complete(TURN_QUEUE, { id: h.job.id, retryCount: h.job.retryCount });
     } catch (err) {
       // The store or the queue failed under the run: give the job back so it is delivered again.
-      this.log('error', `[${conversation}] ${(err as Error).stack ?? String(err)}`);
+      this.log('error', `[${h.conversation}] ${(err as Error).stack ?? String(err)}`);
       if (!h.handedBack) await this.boss.fail(TURN_QUEUE, { id: h.job.id, retryCount: h.job.retryCount }, { reason: String(err) }).catch(() => undefined);
-    } finally {
-      if (turnId !== undefined) {
-        this.mine.delete(turnId);
-        this.hooks.finished?.(turnId);
-      }
     }
-    await this.notifyAll(); // its successor is fetchable now, on any replica
+    if (c.fence) await this.notifyAll(); // its successor is fetchable now, on any replica
   }
 
   private async heartbeat(): Promise<void> {
+    const l = this.listener;
+    if (l) await this.beat(l).catch((err: unknown) => this.log('warn', `turn queue: the liveness beat failed (${(err as Error).message})`));
     const jobs = [...this.held.values()].filter((h) => !h.handedBack).map((h) => ({ id: h.job.id, retryCount: h.job.retryCount }));
     if (jobs.length === 0) return;
     try {
@@ -464,5 +527,3 @@ export class PgBossTurnQueue implements TurnQueue {
     (this.opts.log ?? fallbackLog)(level, msg);
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

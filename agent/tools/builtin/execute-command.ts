@@ -32,6 +32,9 @@
  * - The call returns when the shell has exited AND its output pipes are closed: a background job that
  *   keeps stdout open keeps the call running (until the timeout). Detach it with `>/dev/null 2>&1 &`
  *   (outside the sandbox only: in it, nothing outlives the command).
+ * - Egress (`sandbox.egress` and `ctx.egress`): each command gets its own proxy socket (agent/egress/hub.ts
+ *   `session`), closed once the command ended; hosts it declined are listed after stderr under
+ *   "--- network ---", with what would allow them.
  * - Killing the group kills bwrap (SIGKILL at once: SIGTERM may be lost while bwrap sets the box up), and
  *   with it the whole box (its PID namespace).
  */
@@ -103,7 +106,7 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
       `otherwise (at most ${Math.round(maxTimeoutMs / 1000)} s). stdin is closed; secrets are removed from the ` +
       'environment. ' +
       (sandbox.mode === 'bubblewrap'
-        ? `It runs in a sandbox: only the workspace and /tmp (private, emptied after) are writable, the network is ${sandbox.network ? 'on' : 'off'}, ` +
+        ? `It runs in a sandbox: only the workspace and /tmp (private, emptied after) are writable, the network is ${sandbox.network ? 'on' : sandbox.egress ? 'reachable only through an HTTP(S) proxy to the allowed hosts (HTTP_PROXY is set; another host needs approval or is refused)' : 'off'}, ` +
           'and every process it started ends with it.'
         : 'A background job that should outlive the call must redirect its output: `cmd >/dev/null 2>&1 &`.'),
     input: inputSchema,
@@ -136,26 +139,37 @@ export function executeCommandTool(opts: ExecuteCommandOptions = {}): Tool<Execu
       await access(shell, constants.X_OK).catch((err: NodeJS.ErrnoException) => {
         throw new ToolError(`The command could not be started: the shell ${shell} cannot be run (${err.code ?? err.message}).`);
       });
+      // Its own egress proxy (agent/egress/hub.ts session): a host not on the list can then be asked for here.
+      const egress = sandbox.mode === 'bubblewrap' && sandbox.egress && !sandbox.network && ctx.egress ? await ctx.egress(input.command) : undefined;
       let boxed: BoxedCommand;
       try {
-        boxed = boxCommand(sandbox, {
+        boxed = boxCommand(egress ? { ...sandbox, egress: { socket: egress.socket } } : sandbox, {
           workspace: await workspaceRoot(ctx.workspace),
           cwd,
           env: sanitizeEnv(opts.baseEnv ?? process.env, ctx.envAllowlist),
           argv: [shell, '-c', input.command],
         });
       } catch (err) {
+        await egress?.close();
         if (err instanceof SandboxUnavailableError) throw new ToolError(`The command did not run: the sandbox is unavailable: ${err.message}`);
         throw err;
       }
-      return runCommand(boxed, {
-        sandboxed: sandbox.mode === 'bubblewrap',
-        timeoutMs,
-        killGraceMs,
-        maxOutputBytes,
-        signal: ctx.signal,
-        ...(ctx.telemetry ? { report: (r: SandboxReport) => ctx.telemetry?.sandbox(r) } : {}),
-      });
+      let notes: string[] = [];
+      let result: { content: string; isError: boolean };
+      try {
+        result = await runCommand(boxed, {
+          sandboxed: sandbox.mode === 'bubblewrap',
+          timeoutMs,
+          killGraceMs,
+          maxOutputBytes,
+          signal: ctx.signal,
+          ...(ctx.telemetry ? { report: (r: SandboxReport) => ctx.telemetry?.sandbox(r) } : {}),
+        });
+      } finally {
+        // The box is gone: its proxy goes too (a held connection's card is closed with it).
+        if (egress) notes = await egress.close();
+      }
+      return notes.length > 0 ? { ...result, content: `${result.content}\n--- network ---\n${notes.join('\n')}` } : result;
     },
   };
 }

@@ -5,7 +5,8 @@
  * Contract: `get(name)` never fails: a variable the script did not set is unknown (`MARK.UNKNOWN`),
  * except HOME (~), HISTFILE (~/.bash_history) and TMPDIR ($TMP). A `set` in a conditional context adds
  * alternatives instead of replacing. Changing IFS marks the script unsupported (splitting is judged with
- * the default IFS only).
+ * the default IFS only). Every name written in an arithmetic expression (`(( ))`, `$(( ))`, a c-style
+ * for) is unknown after it (it may be assigned there).
  */
 import { MARK, type ScriptFacts, type Stdin } from './facts.js';
 import { VAR_NAME, uniq } from './values.js';
@@ -59,6 +60,11 @@ export class EvalState {
     if (name === 'TMPDIR') return [MARK.TMP];
     if (name === CWD) return [''];
     return [MARK.UNKNOWN];
+  }
+
+  /** Arithmetic may assign any name it holds (`x++`, `y = 2`, `a[i] += 1`): after it, each is unknown. */
+  arithmetic(srcs: readonly string[], ctx: Ctx): void {
+    for (const src of srcs) for (const m of src.matchAll(/(?<![A-Za-z0-9_$#])[A-Za-z_][A-Za-z0-9_]*/g)) this.set(m[0], [MARK.UNKNOWN], ctx);
   }
 
   set(name: string, alts: string[], ctx: Ctx, seen: string[] = []): void {

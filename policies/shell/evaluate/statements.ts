@@ -112,7 +112,13 @@ export abstract class StatementWalker extends WordExpander {
       case 'for':
         this.facts.structure = true;
         if (c.infinite) this.facts.infiniteLoop = true;
-        if (c.cstyle) for (const w of c.cstyle) this.expandString(w, ctx, false);
+        if (c.cstyle) {
+          for (const w of c.cstyle) this.expandString(w, ctx, false);
+          this.arithmetic(
+            c.cstyle.map((w) => w.src),
+            ctx,
+          );
+        }
         if (c.name) {
           const items = c.items ? c.items.flatMap((w) => this.expandFields(w, ctx).flat()) : [MARK.UNKNOWN];
           // Inside the body the variable holds one of the items, whatever it held before.
@@ -151,6 +157,11 @@ export abstract class StatementWalker extends WordExpander {
       case 'words':
         this.facts.structure = true;
         for (const w of c.words) this.expandString(w, ctx, false);
+        if (c.what === 'ArithmCmd')
+          this.arithmetic(
+            c.words.map((w) => w.src),
+            ctx,
+          );
         return;
       case 'time':
         if (c.stmt) this.stmt(c.stmt, ctx);

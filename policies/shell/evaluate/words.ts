@@ -119,6 +119,10 @@ export abstract class WordExpander extends EvalState {
         }
         case 'arith':
           for (const w of p.inner) this.expandString(w, ctx, false);
+          this.arithmetic(
+            p.inner.map((w) => w.src),
+            ctx,
+          );
           addAll([MARK.UNKNOWN], false);
           break;
         case 'extglob':

@@ -95,7 +95,7 @@ export function buildList(items: ListItem[]): Stmt | null {
   return out;
 }
 
-/** The parts of a heredoc delimiter as written (`'EOF'`, `"EOF"`, `E'O'F`, `\EOF`), as mvdan keeps them. */
+/** The parts of a heredoc delimiter as written (`'EOF'`, `"EOF"`, `E'O'F`, `\EOF`), as the evaluator needs them. */
 export function delimiterParts(src: string): Part[] | null {
   const out: Part[] = [];
   let buf = '';
@@ -168,7 +168,7 @@ export function hasLooseExpansion(v: string): boolean {
   return false;
 }
 
-/** bash's brace expansion ({a,b}, {a..c}) read from the unquoted literals of a word, as mvdan's SplitBraces. */
+/** bash's brace expansion ({a,b}, {a..c}) read from the unquoted literals of a word. */
 export function splitBraces(parts: Part[]): Part[] {
   if (!parts.some((p) => p.t === 'lit' && !p.dq && p.v.includes('{'))) return parts;
   // One token per character of unquoted literal text, other parts as they are.

@@ -171,7 +171,7 @@ export abstract class WordReader {
       at = c.endIndex;
     }
     if (to > at) out.push(lit(this.text.slice(at, to), dq));
-    // adjacent literals are one literal, as in mvdan's tree
+    // adjacent literals are one literal
     return out.reduce<Part[]>((acc, p) => {
       const last = acc[acc.length - 1];
       if (p.t === 'lit' && last?.t === 'lit' && last.dq === p.dq) acc[acc.length - 1] = lit(last.v + p.v, p.dq);

@@ -9,10 +9,11 @@
  * map, or a shape where tree-sitter-bash and bash disagree and the fix is not known here, is `ok: false`.
  * Fixed here, read as bash reads them: a redirect trailing a list or pipeline (`a | b > f`) belongs to the
  * last command; the destinations after the first (`cmd 2>/dev/null x`) are arguments, except an fd glued
- * to the next redirect (`> f 0>&1`); `{a,b}` is split into a brace part as mvdan's SplitBraces does, also
+ * to the next redirect (`> f 0>&1`); `{a,b}` is split into a brace part as bash's brace expansion does, also
  * as the command word; `time`/`coproc` are keywords; a reserved word as a command name is refused; the
  * rest of a heredoc line (`cat <<E | sh`) is the list it starts; a quoted heredoc delimiter is a quoted
- * word; `...` in an unquoted heredoc is a command substitution; `<>` is an operator.
+ * word; `...` in an unquoted heredoc is a command substitution; `<>` is an operator. Refused: a line
+ * continuation with no blank on either side (bash joins what tree-sitter splits); `;;` outside a case.
  */
 import { createRequire } from 'node:module';
 import { Language, type Node, Parser } from 'web-tree-sitter';
@@ -44,7 +45,8 @@ export function initTreeSitter(): Promise<void> {
 const bare = (w: Word | undefined): string | null => (w?.parts.length === 1 && w.parts[0]!.t === 'lit' && !w.parts[0]!.dq ? w.parts[0]!.v : null);
 const KEYWORD_CALLS = new Set(['time', 'coproc']);
 
-const STMT_SEP = new Set([';', '&', ';;', '\n', '&&', '||', '|', '|&']);
+// not `;;`: outside a case bash refuses it (case items drop theirs before `body`)
+const STMT_SEP = new Set([';', '&', '\n', '&&', '||', '|', '|&']);
 const REDIR_OPS = new Set(['>', '>>', '<', '<>', '>&', '<&', '>|', '&>', '&>>']);
 
 class Converter extends WordReader {
@@ -205,8 +207,15 @@ class Converter extends WordReader {
       }
       case 'subshell':
         return { k: 'group', subshell: true, stmts: this.body(this.inner(n, '(', ')')) };
-      case 'compound_statement':
+      case 'compound_statement': {
+        // `(( expr ))` as a command: tree-sitter-bash reads it as a compound statement opened by `((`
+        const kids = all(n);
+        if (kids[0]?.type === '((') {
+          if (kids[kids.length - 1]?.type !== '))') refuse(n, 'an unclosed (( ))');
+          return { k: 'words', what: 'ArithmCmd', words: named(n).flatMap((c) => this.innerWords(c)) };
+        }
         return { k: 'group', subshell: false, stmts: this.body(this.inner(n, '{', '}')) };
+      }
       case 'if_statement':
         return this.ifClause(all(n));
       case 'while_statement': {
@@ -355,8 +364,8 @@ class Converter extends WordReader {
   }
 
   /**
-   * `time` and `coproc` are bash keywords; tree-sitter-bash reads them as command names. Read as mvdan
-   * does: time { CMD } / coproc { CMD }; a compound command after them is refused.
+   * `time` and `coproc` are bash keywords; tree-sitter-bash reads them as command names. Read as bash
+   * reads them before a simple command (time CMD, coproc CMD); a compound command after them is refused.
    */
   keyword(s: Stmt, n: Node): Stmt {
     const c = s.cmd;
@@ -440,7 +449,7 @@ class Converter extends WordReader {
     const gap = this.text.slice(from, to).replace(/\\\n/g, ' ').trim();
     if (gap === '') return;
     const cmd = s.cmd;
-    if (cmd?.k !== 'call' || !/^[A-Za-z0-9_.\/+=:,@%-]+(\s+[A-Za-z0-9_.\/+=:,@%-]+)*$/.test(gap)) refuse(n, `text outside the syntax tree: "${gap}"`);
+    if (cmd?.k !== 'call' || !/^[A-Za-z0-9_./+=:,@%-]+(\s+[A-Za-z0-9_./+=:,@%-]+)*$/.test(gap)) refuse(n, `text outside the syntax tree: "${gap}"`);
     else cmd.args.push(...gap.split(/\s+/).map((v) => word([lit(v, false)], v)));
   }
 }
@@ -456,6 +465,29 @@ function firstError(n: Node): Node | null {
   return n;
 }
 
+/** Where a backslash-newline is text, not a line continuation. */
+const NO_CONTINUATION = new Set(['raw_string', 'ansi_c_string', 'comment']);
+
+/**
+ * bash removes a backslash-newline before it reads words (`r\<newline>m` is `rm`); tree-sitter-bash takes
+ * it for a blank and splits the word there. So one with no blank on either side is refused (it may join
+ * two words, an operator, or a `$` and its name), except in '...', $'...' and comments, where it is text.
+ */
+function joiningContinuation(root: Node, text: string): string | null {
+  for (const m of text.matchAll(/(\\+)\n/g)) {
+    if (m[1]!.length % 2 === 0) continue; // `\\<newline>`: an escaped backslash, then a newline
+    const at = m.index + m[1]!.length - 1;
+    const before = text[at - 1];
+    const after = text[at + 2];
+    if (before === undefined || after === undefined || /\s/.test(before) || /\s/.test(after)) continue;
+    const n = root.descendantForIndex(at, at + 1);
+    if (n && NO_CONTINUATION.has(n.type)) continue;
+    const line = text.slice(0, at).split('\n').length;
+    return `${line}:${at - text.lastIndexOf('\n', at - 1)}: a line continuation inside a word (tree-sitter splits it, bash joins it)`;
+  }
+  return null;
+}
+
 /** Parse `text` as bash. Never throws; `ok: false` if the parser is not loaded, or on any doubt. */
 export function parseShell(text: string): ParseResult {
   if (parser === null) return { ok: false, error: 'the tree-sitter shell parser is not loaded yet (initTreeSitter)' };
@@ -469,6 +501,8 @@ export function parseShell(text: string): ParseResult {
       const at = `${bad.startPosition.row + 1}:${bad.startPosition.column + 1}`;
       return { ok: false, error: bad.isMissing ? `${at}: missing "${bad.type}"` : `${at}: syntax error` };
     }
+    const joined = joiningContinuation(root, text);
+    if (joined) return { ok: false, error: joined };
     const script: Script = { stmts: new Converter(text, readWrite).body(all(root)), text };
     return { ok: true, script };
   } catch (err) {

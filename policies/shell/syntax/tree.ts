@@ -1,6 +1,6 @@
 /**
  * The shell syntax tree the evaluator (../parse.ts) walks: parser-neutral, built by a parser glue
- * module (./mvdan.ts today).
+ * module (./tree-sitter.ts).
  *
  * Contract:
  * - Only what a policy needs: statements, commands, words (as parts: literal text with its quoting,

@@ -48,7 +48,9 @@ test('{ dm: telegram }: a Slack request is approved from Telegram; both places s
   const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write the plan` });
   const dmCard = await waitFor('the card in Lena’s Telegram', () => tg.visible(501).find((m) => m.replyMarkup !== undefined));
   expect(dmCard.plain).toMatch(new RegExp(`Asked in Slack conversation slack:T0TEAM:C0TEAM:${ts.replace('.', '\\.')}`));
-  const status = await waitFor('the Slack status line', () => slack.visible('C0TEAM', ts).find((m) => /Waiting for approval from 501/.test(plain(m))));
+  const status = await waitFor('the Slack status line', () =>
+    slack.visible('C0TEAM', ts).find((m) => /Waiting for approval from Lena \(sent to their Telegram direct messages\)/.test(plain(m))),
+  );
   expect(plain(status)).toMatch(/sent to their Telegram direct messages/);
   expect(slack.messages.filter((m) => slackButtons(m).length > 0)).toHaveLength(0); // no buttons anywhere on Slack
 
@@ -77,7 +79,7 @@ test('{ both: telegram }: the Slack approver decides in the thread; the Telegram
   const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write the plan` });
   const dmCard = await waitFor('the Telegram card', () => tg.visible(501).find((m) => m.replyMarkup !== undefined));
   const here = await waitFor('the Slack card', () => slack.visible('C0TEAM', ts).find((m) => slackButtons(m).length > 0));
-  expect(plain(here)).toMatch(/Sent to the Telegram direct messages of 501/);
+  expect(plain(here)).toMatch(/Sent to the Telegram direct messages of Lena/);
   const data = dmCard.replyMarkup!.inline_keyboard.flat()[2]!.callback_data!; // Deny, kept from before the update
 
   await slack.click({ user: 'U0ADA', message: here, value: slackButtons(here).find((b) => b.label.startsWith('Approve'))!.value });

@@ -20,7 +20,7 @@ const bed = new DeliveryBed();
 let discord: FakeDiscord;
 beforeEach(async () => {
   await bed.setUp();
-  discord = await startFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, channels: [TEAM], roles: [] }] });
+  discord = await startFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, channels: [TEAM], roles: [] }], users: [ADA, BOB, EVE] });
 });
 afterEach(async () => {
   await bed.tearDown();
@@ -46,7 +46,9 @@ test('dm: Ada’s DM gets the card, the thread a status line; Eve’s click on t
   const dmChannel = await waitFor('Ada’s DM channel', () => discord.dms.get(ADA.id));
   expect(discord.dms.has(BOB.id)).toBe(false); // the requester may not approve: not messaged
   const card = await waitFor('the DM card', () => discord.visible(dmChannel).find((m) => m.components.length > 0));
-  const status = await waitFor('the status line', () => discord.visible(asked).find((m) => /Waiting for approval from 600000000000000001/.test(text(m))));
+  const status = await waitFor('the status line', () =>
+    discord.visible(asked).find((m) => /Waiting for approval from @Ada \(sent to their Discord direct messages\)/.test(text(m))),
+  );
   expect(status.components).toEqual([]);
   const approve = buttons(card).find((b) => b.label === 'Approve once')!.custom_id;
 
@@ -70,7 +72,7 @@ test('dm to a user whose DMs refuse the bot: the card is posted in the thread, n
   bed.queue.push(writePlan, { text: 'Written.' });
   const asked = discord.userMessage({ user: BOB, channel: TEAM, text: 'write the plan', mention: true });
   const card = await waitFor('the thread card', () => discord.visible(asked).find((m) => m.components.length > 0));
-  expect(text(card)).toMatch(/Could not reach by direct message: 600000000000000001 \(.*Cannot send messages to this user.*\)/);
+  expect(text(card)).toMatch(/Could not reach by direct message: @Ada \(.*Cannot send messages to this user.*\)/);
   await discord.click({ user: ADA, message: card, customId: buttons(card).find((b) => b.label === 'Approve once')!.custom_id });
   await waitFor('the answer', () => discord.visible(asked).some((m) => text(m) === 'Written.'));
 });

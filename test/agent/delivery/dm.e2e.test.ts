@@ -44,7 +44,9 @@ describe('Telegram', () => {
     expect(dmCard.plain).toMatch(/Asked in Telegram conversation telegram:-100200/);
     // Bob asked and two approvers are bound, so only Ada is messaged; the group has no buttons.
     expect(tg.sent.filter((m) => m.chatId === 502)).toHaveLength(0);
-    const status = await waitFor('the status line', () => tg.visible(-100200).find((m) => /Waiting for approval from 501/.test(m.plain)));
+    const status = await waitFor('the status line', () =>
+      tg.visible(-100200).find((m) => /Waiting for approval from Ada \(sent to their Telegram direct messages\)/.test(m.plain)),
+    );
     expect(status.replyMarkup).toBeUndefined();
     expect(status.plain).toMatch(/sent to their Telegram direct messages/);
 
@@ -121,7 +123,9 @@ describe('Telegram', () => {
     bed.queue.push(writePlan, { text: 'Not written.' });
     await tg.sendText({ chat: group, from: bob, text: `@${tg.bot.username} write the plan` });
     const dmCard = await waitFor('the DM card', () => tg.visible(501).find((m) => m.replyMarkup !== undefined));
-    const status = await waitFor('the status line', () => tg.visible(-100200).find((m) => /Waiting for approval from 501/.test(m.plain)));
+    const status = await waitFor('the status line', () =>
+      tg.visible(-100200).find((m) => /Waiting for approval from Ada \(sent to their Telegram direct messages\)/.test(m.plain)),
+    );
     await tg.waitFor(() => /Expired without a decision/.test(status.plain) && /Expired without a decision/.test(dmCard.plain), 10_000, 'both expired');
     expect(dmCard.replyMarkup).toBeUndefined();
     expect(bed.planWritten()).toBeUndefined();
@@ -134,7 +138,7 @@ describe('Telegram', () => {
     await tg.sendText({ chat: group, from: bob, text: `@${tg.bot.username} write the plan` });
     const dmCard = await waitFor('the DM card', () => tg.visible(501).find((m) => m.replyMarkup !== undefined));
     const groupCard = await waitFor('the group card', () => tg.visible(-100200).find((m) => m.replyMarkup !== undefined));
-    expect(groupCard.plain).toMatch(/Sent to the Telegram direct messages of 501\./);
+    expect(groupCard.plain).toMatch(/Sent to the Telegram direct messages of Ada\./);
     // Bob, the requester, may not approve his own request, from the group either.
     await tg.press(-100200, groupCard.messageId, 0, bob);
     await tg.waitFor(() => tg.callbackAnswers.length === 1, 10_000, 'answer to Bob');
@@ -151,6 +155,7 @@ describe('Slack', () => {
   let slack: FakeSlack;
   beforeEach(async () => {
     slack = await startSlack();
+    slack.setUserName('U0ADA', 'ada');
   });
   afterEach(async () => {
     await slack.close();
@@ -169,7 +174,9 @@ describe('Slack', () => {
     const dmChannel = await waitFor('the DM channel', () => slack.dms.get('U0ADA'));
     expect(slack.dms.has('U0BOB')).toBe(false);
     const dmCard = await waitFor('the DM card', () => slack.visible(dmChannel).find((m) => slackButtons(m).length > 0));
-    const status = await waitFor('the status line', () => slack.visible('C0TEAM', ts).find((m) => /Waiting for approval from U0ADA/.test(plain(m))));
+    const status = await waitFor('the status line', () =>
+      slack.visible('C0TEAM', ts).find((m) => /Waiting for approval from @ada \(sent to their Slack direct messages\)/.test(plain(m))),
+    );
     expect(slackButtons(status)).toHaveLength(0);
     const approve = slackButtons(dmCard).find((b) => b.label.startsWith('Approve'))!.value;
 
@@ -194,7 +201,7 @@ describe('Slack', () => {
     bed.queue.push(writePlan, { text: 'Written.' });
     const { ts } = await slack.userMessage({ user: 'U0BOB', channel: 'C0TEAM', text: `<@${slack.botUserId}> write the plan` });
     const card = await waitFor('the thread card', () => slack.visible('C0TEAM', ts).find((m) => slackButtons(m).length > 0));
-    expect(plain(card)).toMatch(/Could not reach by direct message: U0ADA \(conversations\.open: missing_scope \(needs im:write\)\)/);
+    expect(plain(card)).toMatch(/Could not reach by direct message: @ada \(conversations\.open: missing_scope \(needs im:write\)\)/);
     await slack.click({ user: 'U0ADA', message: card, value: slackButtons(card)[0]!.value });
     await waitFor('the answer', () => slack.visible('C0TEAM', ts).some((m) => m.text === 'Written.'));
   });

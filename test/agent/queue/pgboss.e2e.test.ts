@@ -5,60 +5,12 @@
  * run twice, close hands back at once, and a SIGSTOPped replica past its claim cannot write or
  * post once resumed, and says so.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { parseTurn, type Turn } from '../../../agent/run/turn.js';
 import type { TurnQueue } from '../../../agent/run/turn-queue.js';
 import { openPostgresStore, type PostgresStore } from '../../../agent/store/postgres/index.js';
 import { testPostgresUrl } from '../../helpers/postgres.js';
-
-const root = join(import.meta.dirname, '..', '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const childPath = join(import.meta.dirname, 'replica-child.ts');
-
-type Event = { replica: string; ev: string; id?: string; conversation?: string; epoch?: number; msg?: string; message?: string };
-
-class Replica {
-  readonly events: Event[] = [];
-  stderr = '';
-  private waiters: Array<() => void> = [];
-  readonly exited: Promise<number | null>;
-  constructor(
-    readonly name: string,
-    readonly p: ChildProcessWithoutNullStreams,
-  ) {
-    let buf = '';
-    p.stdout.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (line.startsWith('{')) this.events.push(JSON.parse(line) as Event);
-        for (const w of this.waiters.splice(0)) w();
-      }
-    });
-    p.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
-    this.exited = new Promise((r) => p.on('exit', (code) => r(code)));
-  }
-  async until(what: string, check: (e: Event) => boolean, timeoutMs = 60_000): Promise<Event> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const e = this.events.find(check);
-      if (e) return e;
-      if (Date.now() > deadline)
-        throw new Error(`${this.name}: no ${what} (events: ${JSON.stringify(this.events.slice(-20))}; stderr: ${this.stderr.slice(-2000)})`);
-      await new Promise<void>((r) => {
-        this.waiters.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  }
-  send(line: string): void {
-    this.p.stdin.write(`${line}\n`);
-  }
-}
+import { startReplica, type Replica } from './replica-harness.js';
 
 let url: string;
 let store: PostgresStore;
@@ -66,10 +18,8 @@ let producer: TurnQueue;
 const replicas: Replica[] = [];
 
 async function replica(name: string, capacity = 4): Promise<Replica> {
-  const p = spawn(process.execPath, ['--import', register, childPath, url, name, String(capacity)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
-  const r = new Replica(name, p);
+  const r = await startReplica(url, name, capacity);
   replicas.push(r);
-  await r.until('ready', (e) => e.ev === 'ready');
   return r;
 }
 

@@ -7,6 +7,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../../agent/context-keeper.js';
 import { SUBAGENT_NOTE } from '../../../agent/tools/builtin/subagent/host.js';
 import type { AgentEvent } from '../../../agent/events.js';
 import { Harness, agentYaml, waitFor } from '../../helpers/harness.js';
@@ -296,4 +297,47 @@ test("no approver bound for the platform: the sub-agent's above-tier call is dec
   expect(lastResult(h.modelRequests()[2]!)).toMatch(/^Declined: mkdir needs approval.*no approver is bound/s);
   const declined = h.adapter.eventsOf('console:main', 'tool_declined');
   expect(declined).toEqual([expect.objectContaining({ tool: 'mkdir', reason: expect.stringMatching(/^sub-agent: Declined: mkdir/) })]);
+});
+
+test('a long sub-agent task near the window: its own older turns are summarized, its usage counts, and it still answers', async () => {
+  h = await start('tools: [read_file, spawn_subagent]', 'tier: low-risk', 'contextWindowTokens: 20000', 'maxTokens: 1000');
+  const filler = (n: number) => `part ${n} ${'lorem ipsum dolor sit amet '.repeat(450)}`; // ~3,000 tokens each
+  for (let i = 1; i <= 6; i++) writeFileSync(join(h.workspace, `part${i}.txt`), filler(i));
+  const summaries: RecordedRequest[] = [];
+  const summary = { text: 'SUB-SUMMARY: parts 1-4 were read; all lorem ipsum.', usage: { input_tokens: 5000, output_tokens: 50 } };
+  h.fake.setHandler((req) => {
+    if (body(req).system === SUMMARY_SYSTEM) return (summaries.push(req), summary);
+    const next = h!.mainQueue.shift();
+    return next === undefined ? { text: '(no scripted reply)' } : typeof next === 'function' ? next(req) : next;
+  });
+  const read = (i: number) => ({ toolUses: [{ name: 'read_file', input: { path: `part${i}.txt` } }] });
+  h.script(
+    spawn({ task: 'Read part1.txt to part6.txt, one by one, and say what they hold.' }),
+    read(1),
+    read(2),
+    read(3),
+    read(4),
+    read(5),
+    read(6),
+    {
+      text: 'They all hold lorem ipsum.',
+    },
+    { text: 'The sub-agent says: lorem ipsum.' },
+  );
+  await h.adapter.send('what do the parts hold?');
+  expect(await waitFor('answer', () => h!.adapter.answers()[0])).toBe('The sub-agent says: lorem ipsum.');
+
+  // The summarizer ran on the sub-agent's transcript (its task is in what it summarized), not the parent's.
+  expect(summaries.length).toBeGreaterThanOrEqual(1);
+  expect(JSON.stringify(body(summaries[0]!).messages)).toContain('Read part1.txt to part6.txt');
+  const subs = h.modelRequests().filter(isSub);
+  const last = subs.at(-1)!;
+  expect(JSON.stringify(body(last).messages)).toContain(SUMMARY_MARKER);
+  expect(JSON.stringify(body(last).messages)).toContain('SUB-SUMMARY');
+  const sizes = subs.map((r) => JSON.stringify(body(r).messages).length);
+  expect(sizes.at(-1)).toBeLessThan(Math.max(...sizes));
+  // The parent's transcript was never summarized: its next request holds no summary.
+  expect(JSON.stringify(body(h.modelRequests().at(-1)!).messages)).not.toContain(SUMMARY_MARKER);
+  const usage = (await waitFor('usage', () => h!.adapter.eventsOf('console:main', 'usage')[0])) as Extract<AgentEvent, { type: 'usage' }>;
+  expect(usage.subagents!.usage.inputTokens).toBeGreaterThanOrEqual(5000 * summaries.length);
 });

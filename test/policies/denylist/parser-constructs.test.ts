@@ -1,16 +1,13 @@
-// Class: the constructs where mvdan-sh and tree-sitter-bash read a command differently, or where the
-// tree-sitter glue repairs tree-sitter's reading (test/policies/shell-parser-diff.test.ts lists what is
-// left). Each attack hides a denied command in the construct and goes through the real gate (`decide`)
-// with each parser glue, under the most permissive policy that still has the denylist: toolPolicy allow,
-// every visible command name auto-approved, the classifier saying read-only, an approver bound. The gate
-// must deny it (absolute) with both parsers: the denied command is found, or the text is refused.
+// Class: the constructs where a parser is likely to read a command differently from bash, or where the
+// tree-sitter glue repairs tree-sitter's reading (test/policies/shell-bash-oracle.e2e.test.ts compares
+// the parser with real bash and lists what is left). Each attack hides a denied command in the construct
+// and goes through the real gate (`decide`) under the most permissive policy that still has the denylist:
+// toolPolicy allow, every visible command name auto-approved, the classifier saying read-only, an approver
+// bound. The gate must deny it (absolute): the denied command is found, or the text is refused.
 import { execFileSync } from 'node:child_process';
 import { type AgentPolicy, decide } from '../../../policies/gate.js';
 import { analyzeCommand } from '../../../policies/shell/index.js';
-import { parseShell as mvdan } from '../../../policies/shell/syntax/mvdan.js';
 import { initTreeSitter, parseShell as treeSitter } from '../../../policies/shell/syntax/tree-sitter.js';
-
-const PARSERS = { mvdan, 'tree-sitter': treeSitter } as const;
 
 const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['time/coproc', 'time rm -rf /'],
@@ -49,6 +46,10 @@ const ATTACKS: ReadonlyArray<readonly [string, string]> = [
   ['backquotes in a ${x:-word}', 'echo "${x:-`rm -rf ~`}"'],
   ['# inside a word', 'echo "x"#; rm -rf /'],
   ['function without braces', 'function f rm -rf /'],
+  // bash joins a word across a backslash-newline; tree-sitter splits it (`r` `m -rf /`)
+  ['line continuation inside a word', 'r\\\nm -rf /'],
+  ['line continuation inside a word', 'cat /etc/shad\\\now'],
+  ['line continuation inside a word', 'echo $(r\\\nm -rf ~)'],
 ];
 
 const policy: AgentPolicy = {
@@ -64,8 +65,8 @@ beforeAll(async () => {
   await initTreeSitter();
 });
 
-describe.each(Object.keys(PARSERS) as (keyof typeof PARSERS)[])('parser %s', (name) => {
-  const analyze = (command: string) => analyzeCommand(command, PARSERS[name]);
+describe('the gate', () => {
+  const analyze = (command: string) => analyzeCommand(command, treeSitter);
 
   test.each(ATTACKS.map(([cls, c]) => [cls, c]))('%s: the gate denies %j', async (_cls, command) => {
     const d = await decide({ toolName: 'execute_command', toolTier: 'unknown', platform: 'console', command, hasOptions: false }, () => policy, {
@@ -85,8 +86,7 @@ describe.each(Object.keys(PARSERS) as (keyof typeof PARSERS)[])('parser %s', (na
 });
 
 // "${x:-'$(cmd)'}": inside double quotes the single quotes are text and bash runs the substitution.
-// mvdan reads them as quotes (a hole in the mvdan glue, one more reason it is no longer the default);
-// the tree-sitter glue refuses the form.
+// A parser that reads them as quotes misses it (mvdan/sh did); the tree-sitter glue refuses the form.
 test('tree-sitter refuses a substitution in single quotes inside "${...}", which bash runs', async () => {
   const out = execFileSync('bash', ['-c', `echo "\${x:-'$(echo PWNED)'}"`], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
   expect(out).toContain('PWNED');

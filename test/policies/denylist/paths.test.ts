@@ -1,6 +1,5 @@
 // Class: protected paths, however reached: globs, `..`, /proc/<pid>/root, symlinks made earlier in the
 // same command; credential files of common tools; another process's environment or memory.
-import { SHELL_PARSER } from '../../../policies/shell/parse.js';
 import { denylistClass } from './table.js';
 
 denylistClass(
@@ -14,8 +13,8 @@ denylistClass(
     ['cat /etc/[!x]hadow', 'secret-file'],
     ['cat /etc/{shadow,hosts}', 'secret-file'],
     ['cat ~/.ss?/id_*', 'secret-file'],
-    // extglob: mvdan reads it as a glob; tree-sitter refuses it, as bash does while extglob is off (its default)
-    ['cat /etc/@(shadow)', SHELL_PARSER === 'tree-sitter' ? 'unparseable' : 'secret-file'],
+    // extglob: refused, as bash does while extglob is off (its default)
+    ['cat /etc/@(shadow)', 'unparseable'],
     ['cat /tmp/../etc/shadow', 'secret-file'],
     ['cat /proc/self/root/etc/shadow', 'secret-file'],
     ['ln -s /etc/shadow x; cat x', 'secret-file'],

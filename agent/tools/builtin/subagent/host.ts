@@ -11,8 +11,12 @@
  *   commandRules, classifier, audit, approvers, broker and allowlists are the parent's: its cards
  *   post in the parent conversation, say they come from a sub-agent and show its task, and an
  *   "Always" there adds what the same card in the parent would have added.
- * - No human in a sub-agent: its tool context has no askUser and no context keeper; where its call
- *   needs an approval and none can be asked, the gate declines it with the reason, as for the parent.
+ * - No human in a sub-agent: its tool context has no askUser; where its call needs an approval and
+ *   none can be asked, the gate declines it with the reason, as for the parent.
+ * - Its own context keeper (agent/context-keeper.ts) on its own transcript: near the agent's window
+ *   the older part is summarized (the summary call's usage is the sub-agent's), so a long task ends
+ *   with an answer instead of a context error. Its big results stay in its transcript (nothing could
+ *   read them back), and the context tools work on the parent's transcript, so it has none.
  * - Limits: depth (`maxDepth`) and count per run (`maxPerRun`, every depth together) refuse with a
  *   message naming the key; `maxTurns` ends it without an answer (an error result naming the key).
  * - Usage: every model call of a sub-agent is added to the run's usage and, apart, to `usage()`.
@@ -21,6 +25,8 @@
  */
 import type { ApprovalBroker } from '../../../approvals.js';
 import type { AgentEvent, Usage } from '../../../events.js';
+import { ContextKeeper } from '../../../context-keeper.js';
+import type { Log } from '../../../log.js';
 import { runLoop } from '../../../loop.js';
 import type { Message } from '../../../messages.js';
 import type { ModelClient } from '../../../model-types.js';
@@ -42,6 +48,7 @@ export interface SubagentSessionDeps {
   /** Adds to the run's usage. */
   addUsage(u: Usage): void;
   telemetry?: RunTelemetry;
+  log?: Log;
 }
 
 export const SUBAGENT_NOTE =
@@ -112,6 +119,14 @@ export class SubagentSession {
     };
     const scratch: Record<string, unknown> = {};
     const state: ConversationState = { get: <T>(n: string) => scratch[n] as T | undefined, set: (n, v) => void (scratch[n] = v) };
+    const keeper = new ContextKeeper({
+      model: this.deps.model,
+      modelName: agent.model,
+      ...(agent.contextWindowTokens ? { windowTokens: agent.contextWindowTokens } : {}),
+      ...(this.deps.log ? { log: this.deps.log } : {}),
+      memory: { get: () => scratch['contextReported'], set: (v) => void (scratch['contextReported'] = v) },
+      history: { get: () => scratch['contextSummaries'], set: (v) => void (scratch['contextSummaries'] = v) },
+    });
     const batch: BatchContext = {
       ...parent,
       tools,
@@ -141,6 +156,7 @@ export class SubagentSession {
         runBatch: (calls) => runToolBatch(calls, batch),
         checkpoint: async () => undefined,
         addUsage: add,
+        keeper,
         ...(this.deps.telemetry ? { telemetry: this.deps.telemetry } : {}),
       });
     } catch (err) {
