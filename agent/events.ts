@@ -71,6 +71,9 @@ export interface RunLimit {
   limit: number;
   /** ISO 8601; null: never resets (a conversation). */
   resetsAt: string | null;
+  /** A soft limit, not raised because the approval was denied, expired, or nobody could approve. */
+  soft?: true;
+  approval?: 'denied' | 'expired' | 'no_approver';
 }
 
 export type ButtonStyle = 'primary' | 'danger' | 'default';

@@ -8,6 +8,9 @@
  * - For an agent with a budget, the conversation and the agent's day and month are counted even
  *   where that scope has no limit (limit UNLIMITED), so `gatehouse conversations` shows its spend;
  *   a user's day only with its limit. An agent without a budget is not counted at all.
+ * - A limit is hard (a number) or soft (`{ soft, hard? }`): a soft one may be passed by approval, a
+ *   step of `soft` at a time, never past `hard` (absent: no ceiling). Its line carries `limit` =
+ *   soft, `cap` = hard (UNLIMITED when absent) and `step`; the store adds the approved raises.
  * - Amounts are integers in the store: micro-USD (1e-6 $) or tokens.
  * - The worst case of a call is its input estimate at the input rate plus max_tokens at the output
  *   rate (the long-prompt rates once the estimate passes their threshold): what it may cost at most.
@@ -19,9 +22,12 @@ import type { SpendLine } from '../store/types.js';
 export type BudgetScope = 'conversation' | 'userPerDay' | 'agentPerDay' | 'agentPerMonth';
 export type BudgetUnit = 'usd' | 'tokens';
 
+/** A hard limit, or a soft one approvers may raise (one `soft` more per approval) up to `hard`. */
+export type LimitAmount = number | { soft: number; hard?: number };
+
 export interface ScopeLimit {
-  usd?: number;
-  tokens?: number;
+  usd?: LimitAmount;
+  tokens?: LimitAmount;
 }
 
 export type BudgetLimits = Partial<Record<BudgetScope, ScopeLimit>>;
@@ -38,6 +44,8 @@ export interface BudgetLine extends SpendLine {
   unit: BudgetUnit;
   /** ms since the epoch when the total starts again; undefined: never (a conversation). */
   resetsAt: number | undefined;
+  /** A soft limit: what one approval adds (store units); absent: a hard limit. */
+  step?: number;
 }
 
 export const MICRO = 1_000_000;
@@ -86,6 +94,13 @@ export const UNLIMITED = Number.MAX_SAFE_INTEGER;
 /** Scopes counted for every agent with a budget, limit or not, so its spend is visible. */
 const COUNTED: ReadonlySet<BudgetScope> = new Set(['conversation', 'agentPerDay', 'agentPerMonth']);
 
+function limitFields(a: LimitAmount | undefined, per: number): Pick<BudgetLine, 'limit' | 'cap' | 'step'> {
+  const units = (n: number) => Math.floor(n * per);
+  if (a === undefined) return { limit: UNLIMITED };
+  if (typeof a === 'number') return { limit: units(a) };
+  return { limit: units(a.soft), cap: a.hard === undefined ? UNLIMITED : units(a.hard), step: units(a.soft) };
+}
+
 /** The lines a call counts against, with the worst case as each line's amount. */
 export function linesFor(limits: BudgetLimits, s: CallScope, worst: { micro: number | undefined; tokens: number }, now: number): BudgetLine[] {
   const out: BudgetLine[] = [];
@@ -94,10 +109,9 @@ export function linesFor(limits: BudgetLimits, s: CallScope, worst: { micro: num
     const k = l && scopeKey(scope, s, now);
     if (!l || !k) continue;
     if (worst.micro !== undefined) {
-      const limit = l.usd === undefined ? UNLIMITED : Math.floor(l.usd * MICRO);
-      out.push({ key: `${k.key}:usd`, amount: worst.micro, limit, scope, unit: 'usd', resetsAt: k.resetsAt });
+      out.push({ key: `${k.key}:usd`, amount: worst.micro, ...limitFields(l.usd, MICRO), scope, unit: 'usd', resetsAt: k.resetsAt });
     }
-    out.push({ key: `${k.key}:tokens`, amount: worst.tokens, limit: l.tokens ?? UNLIMITED, scope, unit: 'tokens', resetsAt: k.resetsAt });
+    out.push({ key: `${k.key}:tokens`, amount: worst.tokens, ...limitFields(l.tokens, 1), scope, unit: 'tokens', resetsAt: k.resetsAt });
   }
   return out;
 }
@@ -124,14 +138,46 @@ const SCOPE_WORDS: Record<BudgetScope, string> = {
   agentPerMonth: "this agent's monthly",
 };
 
+/** Who spent, for an approval card (read by approvers, not the requester). */
+const SPENDER: Record<BudgetScope, string> = {
+  conversation: 'this conversation',
+  userPerDay: 'the requester today',
+  agentPerDay: 'this agent today',
+  agentPerMonth: 'this agent this month',
+};
+
 export const formatAmount = (unit: BudgetUnit, n: number): string => (unit === 'usd' ? `$${(n / MICRO).toFixed(2)}` : `${n.toLocaleString('en-US')} tokens`);
 
-/** The sentence a user sees when a call is refused. */
-export function refusalText(r: { scope: BudgetScope; unit: BudgetUnit; spent: number; limit: number; resetsAt: number | undefined }): string {
+/** Why a soft limit was not raised, for the sentence that ends the run. */
+export type SoftOutcome = { outcome: 'denied' | 'expired'; by?: string } | { outcome: 'no_approver' };
+
+const softWhy = (o: SoftOutcome, more: string): string =>
+  o.outcome === 'no_approver'
+    ? `it is a soft limit, but no approver is bound here to allow ${more} more`
+    : o.outcome === 'expired'
+      ? `allowing ${more} more was not decided in time`
+      : `allowing ${more} more was denied${o.by ? ` by ${o.by}` : ''}`;
+
+/** The sentence a user sees when a call is refused (a soft limit: with why it was not raised). */
+export function refusalText(r: {
+  scope: BudgetScope;
+  unit: BudgetUnit;
+  spent: number;
+  limit: number;
+  resetsAt: number | undefined;
+  soft?: { more: number; outcome: SoftOutcome };
+}): string {
   const what = r.scope === 'conversation' ? 'this conversation has' : `${SCOPE_WORDS[r.scope]} limit has`;
   const reset =
     r.resetsAt === undefined
       ? 'it does not reset (start a new conversation or ask an operator)'
       : `it resets at ${new Date(r.resetsAt).toISOString().replace('.000Z', 'Z')}`;
-  return `Stopped: the spending limit is reached: ${what} spent ${formatAmount(r.unit, r.spent)} of ${formatAmount(r.unit, r.limit)} (${r.scope}, ${r.unit}); ${reset}.`;
+  const soft = r.soft ? `; ${softWhy(r.soft.outcome, formatAmount(r.unit, r.soft.more))}` : '';
+  return `Stopped: the spending limit is reached: ${what} spent ${formatAmount(r.unit, r.spent)} of ${formatAmount(r.unit, r.limit)} (${r.scope}, ${r.unit})${soft}; ${reset}.`;
+}
+
+/** The question on a soft limit's approval card. */
+export function softLimitQuestion(r: { scope: BudgetScope; unit: BudgetUnit; spent: number; limit: number; more: number; cap: number }): string {
+  const ceiling = r.cap < UNLIMITED ? ` (the hard limit is ${formatAmount(r.unit, r.cap)})` : '';
+  return `${SPENDER[r.scope]} has spent ${formatAmount(r.unit, r.spent)} of ${formatAmount(r.unit, r.limit)}; allow ${formatAmount(r.unit, r.more)} more?${ceiling}`;
 }

@@ -46,6 +46,7 @@ import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
 import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
+import { softLimitApprover } from '../budget/soft-approval.js';
 import { closeOrphanedCards, SubagentSession } from '../tools/builtin/subagent/host.js';
 
 /** What a run needs from the runner (its options, plus its per-conversation state). */
@@ -304,7 +305,16 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     // Every model call of the run (reminders and scheduled turns included) reserves against the budget.
     // Only an agent with a budget pays for the count (two store writes per model call, a shared row
     // per agent and day across replicas): without one, spend is not counted.
-    const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget }) : undefined;
+    // Over a soft limit the approvers get a card (agent/budget/soft-approval.ts).
+    const soft = softLimitApprover({
+      broker: d.broker,
+      record,
+      approvers: () => policy().approvers,
+      timeoutMs: agent.approvalTimeoutMs,
+      humanWait,
+      signal: controller.signal,
+    });
+    const budget = d.spend && agent.budget ? new BudgetGate({ spend: d.spend, limits: agent.budget, ...soft }) : undefined;
     const requester = turn ? `${turn.platform}:${turn.sender.id}` : undefined;
     const model = budget ? budgetedModel(d.model, budget, () => ({ agent: agentName, conversation: key, ...(requester ? { user: requester } : {}) })) : d.model;
     subagents = new SubagentSession({

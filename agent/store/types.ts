@@ -221,8 +221,15 @@ export interface SpendLine {
   key: string;
   /** Integer, in the key's unit (micro-USD or tokens). */
   amount: number;
-  /** Integer; the reservation is refused if used + reserved + amount would exceed it. */
+  /**
+   * Integer; the reservation is refused if used + reserved + amount would exceed it plus what
+   * approvals raised the total by (`raise`), but never past `cap`.
+   */
   limit: number;
+  /** The ceiling no raise passes (a soft limit's hard one); absent: `limit` (nothing raises it). */
+  cap?: number;
+  /** ms since the epoch when this total's period ends (the row may then be purged); absent: never. */
+  resetsAt?: number | undefined;
 }
 
 export interface SpendTotal {
@@ -236,12 +243,22 @@ export interface SpendTotal {
  * its limit. `settle` moves a reservation to its real use.
  */
 export interface SpendRepo {
-  /** Granted: every line added to `reserved`. Refused: nothing changed; `key` is the first line over. */
-  reserve(lines: SpendLine[], now: number): Promise<{ ok: true } | { ok: false; key: string; total: SpendTotal }>;
+  /**
+   * Granted: every line added to `reserved`. Refused: nothing changed; `key` is the first line over,
+   * `raised` what approvals have added to its limit so far.
+   */
+  reserve(lines: SpendLine[], now: number): Promise<{ ok: true } | { ok: false; key: string; total: SpendTotal; raised: number }>;
   /** Per line: `reserved -= amount`, `used += used` (one transaction). */
   settle(lines: Array<{ key: string; amount: number; used: number }>, now: number): Promise<void>;
   /** Totals of the keys asked that exist. */
   totals(keys: string[]): Promise<Map<string, SpendTotal>>;
+  /**
+   * Sets what a total's limit is raised by to `to`, only if it is `from` now (an approved soft
+   * limit: two approvals of the same step raise it once). True when this call changed it.
+   */
+  raise(line: Pick<SpendLine, 'key' | 'resetsAt'>, from: number, to: number, now: number): Promise<boolean>;
+  /** Deletes the totals whose period ended at or before `now` (the store's sweep); returns how many. */
+  purge(now: number): Promise<number>;
 }
 
 /** Platform event ids already handled (retries, redeliveries) and first clicks. */

@@ -5,8 +5,8 @@
  *   database and the fix, never the password. Nothing is retried at start (the supervisor restarts).
  * - Running: a pg Pool (`poolSize`, default 10). Lost connections are retried per db.ts.
  * - Signals (./signals.ts): LISTEN/NOTIFY on one more connection of its own, opened on first use.
- * - Every `sweepEveryMs` (default 10 min, unref'd) expired event claims and approvals past their
- *   keepUntil are deleted.
+ * - Every `sweepEveryMs` (default 10 min, unref'd) expired event claims, approvals past their
+ *   keepUntil and spend totals of past periods (./spend.ts purge) are deleted.
  * - `checkpoint` is atomic: an append-only one (the common turn: messages, turn dropped, record
  *   saved) is ONE statement; one with other changes is one transaction (BEGIN, 3 + 1 per change,
  *   1 per run part, COMMIT). Retries as transcripts.write (transcripts.ts).
@@ -108,6 +108,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     throw startupError(err, target);
   }
 
+  const spend = spendRepo(db);
   const sweep = async (): Promise<number> => {
     const t = now();
     const r = await db.query(
@@ -118,7 +119,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
        SELECT (SELECT count(*) FROM e) + (SELECT count(*) FROM a) AS n`,
       [t],
     );
-    return Number((r.rows[0] as { n: string } | undefined)?.n ?? 0);
+    return Number((r.rows[0] as { n: string } | undefined)?.n ?? 0) + (await spend.purge(t));
   };
   const timer = setInterval(() => {
     sweep().catch((err: unknown) => log('warn', `postgres: sweeping expired rows failed: ${err instanceof Error ? err.message : String(err)}`));
@@ -139,7 +140,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     memory: memoryRepo(db),
     reminders: reminderRepo(db),
     cache: cacheRepo(db),
-    spend: spendRepo(db),
+    spend,
     signals,
     async checkpoint(cp: Checkpoint): Promise<void | { revision: number }> {
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();

@@ -170,6 +170,23 @@ CREATE TABLE replica_beats (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'spend limits raised and purged',
+    // Soft limits and the purge (issue 24): what approvals raised a total's limit by, and when its
+    // period ends (NULL: never). Totals written before get theirs from the period in their key.
+    sql: `
+ALTER TABLE spend ADD COLUMN raised bigint NOT NULL DEFAULT 0;
+ALTER TABLE spend ADD COLUMN resets_at bigint;
+CREATE INDEX spend_resets ON spend (resets_at) WHERE resets_at IS NOT NULL;
+UPDATE spend SET resets_at = CASE
+  WHEN p ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN extract(epoch FROM p::date + interval '1 day')::bigint * 1000
+  ELSE extract(epoch FROM (p || '-01')::date + interval '1 month')::bigint * 1000
+  END
+FROM (SELECT key AS k, substring(key FROM ':(\\d{4}-\\d{2}(?:-\\d{2})?):(?:usd|tokens)$') AS p FROM spend) periods
+WHERE spend.key = periods.k AND periods.p IS NOT NULL AND (spend.key LIKE 'user:%' OR spend.key LIKE 'agent:%');
+`,
+  },
 ];
 
 /** Any fixed 64-bit key: the advisory lock is per database. */

@@ -12,10 +12,11 @@
  *   before anything else: a second exclusive open fails with a StoreError (code ALREADY_RUNNING)
  *   "already running (pid N, since <ISO time>)", having changed nothing. Non-exclusive opens work
  *   beside it.
- * - Expired approvals (with their tokens) and event ids are deleted at open and every `sweepMs`.
+ * - Expired approvals (with their tokens), event ids and spend totals of past periods are deleted at
+ *   open and every `sweepMs`.
  * - close() stops the sweep, checkpoints the WAL in full and closes; calls after it reject.
  */
-import { sqliteSpend } from './spend.js';
+import { spendPurgeStatement, sqliteSpend } from './spend.js';
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { FencedError, StoreConflictError, StoreError, type Checkpoint, type Fence, type Store, type TranscriptWrite } from '../types.js';
@@ -192,7 +193,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
 /** Deletes expired rows in bounded batches, other calls served in between. */
 async function sweep(worker: SqliteWorker, now: number): Promise<void> {
   for (;;) {
-    const results = (await worker.batch(sweepStatements(now, SWEEP_BATCH))) as Array<{ changes: number }>;
+    const results = (await worker.batch([...sweepStatements(now, SWEEP_BATCH), spendPurgeStatement(now, SWEEP_BATCH)])) as Array<{ changes: number }>;
     if (!results.some((r) => r.changes >= SWEEP_BATCH)) return;
   }
 }

@@ -51,6 +51,23 @@ const V3 = `
 CREATE TABLE spend(key TEXT PRIMARY KEY, used INTEGER NOT NULL, reserved INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
+/**
+ * Soft limits and the purge (issue 24): `raised` is what approvals added to a total's limit,
+ * `resets_at` when its period ends (NULL: never). Totals written before get theirs from the period
+ * in their key (`…:2026-12-02:usd` a day, `…:2026-12:usd` a month) so the purge finds them too.
+ */
+const PERIOD = `substr(key, 1, length(key) - CASE WHEN key LIKE '%:usd' THEN 4 ELSE 7 END)`;
+const V4 = `
+ALTER TABLE spend ADD COLUMN raised INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE spend ADD COLUMN resets_at INTEGER;
+CREATE INDEX spend_resets ON spend(resets_at) WHERE resets_at IS NOT NULL;
+UPDATE spend SET resets_at = CASE
+  WHEN substr(${PERIOD}, -11) GLOB ':[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]' THEN CAST(strftime('%s', substr(${PERIOD}, -10), '+1 day') AS INTEGER) * 1000
+  WHEN substr(${PERIOD}, -8) GLOB ':[0-9][0-9][0-9][0-9]-[0-9][0-9]' THEN CAST(strftime('%s', substr(${PERIOD}, -7) || '-01', '+1 month') AS INTEGER) * 1000
+  END
+WHERE key LIKE 'user:%' OR key LIKE 'agent:%';
+`;
+
 const split = (ddl: string): string[] =>
   ddl
     .split(';')
@@ -58,6 +75,6 @@ const split = (ddl: string): string[] =>
     .filter((s) => s !== '');
 
 /** MIGRATIONS[n - 1]: the statements from version n - 1 to n. */
-export const MIGRATIONS: readonly (readonly string[])[] = [split(V1), split(V2), split(V3)];
+export const MIGRATIONS: readonly (readonly string[])[] = [split(V1), split(V2), split(V3), split(V4)];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

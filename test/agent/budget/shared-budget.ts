@@ -4,7 +4,7 @@
  * against the fake Anthropic API, whose usage numbers are what gets settled.
  */
 import { createAnthropicModel } from '../../../agent/model.js';
-import { BudgetExceededError, BudgetGate, budgetedModel } from '../../../agent/budget/gate.js';
+import { BudgetExceededError, BudgetGate, budgetedModel, type SoftDecision, type SoftLimitAsk } from '../../../agent/budget/gate.js';
 import type { BudgetLimits } from '../../../agent/budget/limits.js';
 import type { ModelRequest } from '../../../agent/model-types.js';
 import type { Store } from '../../../agent/store/types.js';
@@ -35,10 +35,10 @@ export function budgetSuite(engine: string, openPair: () => Promise<[Store, Stor
       await fake.close();
       for (const s of stores) await s.close();
     });
-    const modelOn = (store: Store, limits: BudgetLimits, refusals: unknown[] = []) =>
+    const modelOn = (store: Store, limits: BudgetLimits, refusals: unknown[] = [], approve?: (ask: SoftLimitAsk) => Promise<SoftDecision>) =>
       budgetedModel(
         createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }),
-        new BudgetGate({ spend: store.spend, limits, now: () => clock, onRefusal: (r) => refusals.push(r) }),
+        new BudgetGate({ spend: store.spend, limits, now: () => clock, onRefusal: (r) => refusals.push(r), ...(approve ? { approve } : {}) }),
         () => ({
           agent: 'ops',
           conversation: 'telegram:1',
@@ -113,6 +113,149 @@ export function budgetSuite(engine: string, openPair: () => Promise<[Store, Stor
       const t = await stores[0]!.spend.totals(['agent:ops:2026-12:usd']);
       expect(t.get('agent:ops:2026-12:usd') ?? { used: 0, reserved: 0 }).toEqual({ used: 0, reserved: 0 });
       expect(fake.requests).toHaveLength(0);
+    });
+
+    test('a soft limit: parallel calls over it share one question; approved, the raise holds on the other replica too', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } })); // $0.018 each
+      const asks: SoftLimitAsk[] = [];
+      let decide!: (d: SoftDecision) => void;
+      const approve = (ask: SoftLimitAsk) => {
+        asks.push(ask);
+        return new Promise<SoftDecision>((r) => (decide = r));
+      };
+      const limits: BudgetLimits = { conversation: { usd: { soft: 0.05, hard: 0.12 } } };
+      const a = modelOn(stores[0]!, limits, [], approve);
+      await a.complete(req(SONNET, 1000));
+      await a.complete(req(SONNET, 1000)); // $0.036 used: a third's worst case ($0.015 + input) passes $0.05
+      const parallel = [a.complete(req(SONNET, 1000)), a.complete(req(SONNET, 1000)), a.complete(req(SONNET, 1000))];
+      await until(() => asks.length === 1, 'the question');
+      expect(asks[0]!.question).toBe('this conversation has spent $0.04 of $0.05; allow $0.05 more? (the hard limit is $0.12)');
+      expect(fake.requests).toHaveLength(2);
+      decide({ outcome: 'approved' });
+      // $0.10 now: the three waiting calls all fit (worst cases of $0.015 each), asked once.
+      await Promise.all(parallel);
+      expect(fake.requests).toHaveLength(5);
+      expect(asks).toHaveLength(1);
+      // $0.09 used: the next one asks again, for what is left under the hard limit.
+      const next = a.complete(req(SONNET, 1000)).catch((e: unknown) => e as BudgetExceededError);
+      await until(() => asks.length === 2, 'the second question');
+      expect(asks[1]!.question).toBe('this conversation has spent $0.09 of $0.10; allow $0.02 more? (the hard limit is $0.12)');
+      decide({ outcome: 'denied', by: 'Ada' });
+      const refused = (await next) as BudgetExceededError;
+      expect(refused).toBeInstanceOf(BudgetExceededError);
+      expect(refused.refusal.soft).toEqual({ more: 20_000, outcome: { outcome: 'denied', by: 'Ada' } });
+      expect(refused.message).toMatch(
+        /^Stopped: the spending limit is reached: this conversation has spent \$0\.09 of \$0\.10 \(conversation, usd\); allowing \$0\.02 more was denied by Ada; it does not reset/,
+      );
+      // The other replica reads the raised limit from the store: $0.10, not $0.05.
+      const asksOnB: SoftLimitAsk[] = [];
+      const b = modelOn(stores[1]!, limits, [], async (ask) => (asksOnB.push(ask), { outcome: 'no_approver' }));
+      await expect(b.complete(req(SONNET, 1000))).rejects.toThrow(
+        /spent \$0\.09 of \$0\.10 .*it is a soft limit, but no approver is bound here to allow \$0\.02 more/,
+      );
+      expect(asksOnB).toHaveLength(1);
+      expect(fake.requests).toHaveLength(5);
+    });
+
+    test('a call whose refusal was read before the approval takes that approval: no second card', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
+      const asks: SoftLimitAsk[] = [];
+      let decide!: (d: SoftDecision) => void;
+      const approve = (ask: SoftLimitAsk) => {
+        asks.push(ask);
+        return new Promise<SoftDecision>((r) => (decide = r));
+      };
+      // The store as the gate sees it, with one refusal held back on its way (a slow replica, a busy loop).
+      let hold: Promise<void> | undefined;
+      let held = false;
+      const spend: Store['spend'] = {
+        ...stores[0]!.spend,
+        reserve: async (lines, now) => {
+          const r = await stores[0]!.spend.reserve(lines, now);
+          if (!r.ok && hold) {
+            const h = hold;
+            hold = undefined;
+            held = true;
+            await h;
+          }
+          return r;
+        },
+      };
+      const limits: BudgetLimits = { conversation: { usd: { soft: 0.05 } } };
+      const m = budgetedModel(
+        createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }),
+        new BudgetGate({ spend, limits, now: () => clock, approve }),
+        () => ({
+          agent: 'ops',
+          conversation: 'telegram:1',
+        }),
+      );
+      await m.complete(req(SONNET, 1000));
+      await m.complete(req(SONNET, 1000));
+      const first = m.complete(req(SONNET, 1000));
+      await until(() => asks.length === 1, 'the question');
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      let secondDone = false;
+      const second = m.complete(req(SONNET, 1000)).finally(() => (secondDone = true));
+      await until(() => held, 'the second refusal held');
+      decide({ outcome: 'approved' });
+      await first;
+      release();
+      await until(() => secondDone || asks.length > 1, 'the second call');
+      expect(asks).toHaveLength(1);
+      await second;
+      expect(fake.requests).toHaveLength(4);
+    });
+
+    test('runs decided by other approvers get their own card; a run with none bound is refused without asking', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
+      const limits: BudgetLimits = { agentPerDay: { usd: { soft: 0.05 } } };
+      const asked: string[] = [];
+      const deciders: Array<(d: SoftDecision) => void> = [];
+      const gateFor = (conversation: string, approvers: string | undefined) =>
+        budgetedModel(
+          createAnthropicModel({ apiKey: KEY, baseURL: fake.url, retryBaseMs: 5 }),
+          new BudgetGate({
+            spend: stores[0]!.spend,
+            limits,
+            now: () => clock,
+            approvers: () => approvers,
+            approve: () => {
+              asked.push(conversation);
+              return new Promise<SoftDecision>((r) => deciders.push(r));
+            },
+          }),
+          () => ({ agent: 'ops', conversation }),
+        );
+      const [slack, slack2, telegram, headless] = [
+        gateFor('slack:1', 'slack:U1'),
+        gateFor('slack:2', 'slack:U1'),
+        gateFor('telegram:1', 'telegram:5'),
+        gateFor('cli:1', undefined),
+      ];
+      await slack.complete(req(SONNET, 1000));
+      await telegram.complete(req(SONNET, 1000)); // $0.036 today: the next call of any of them asks
+      const waiting = [slack.complete(req(SONNET, 1000)), slack2.complete(req(SONNET, 1000)), telegram.complete(req(SONNET, 1000))];
+      await until(() => asked.length === 2, 'a question per set of approvers');
+      expect(asked.sort()).toEqual(['slack:1', 'telegram:1'].sort());
+      await expect(headless.complete(req(SONNET, 1000))).rejects.toThrow(/it is a soft limit, but no approver is bound here to allow \$0\.05 more/);
+      expect(asked).toHaveLength(2);
+      for (const d of deciders) d({ outcome: 'approved' });
+      await Promise.all(waiting);
+      expect(fake.requests).toHaveLength(5);
+    });
+
+    test('a soft limit with its hard ceiling reached stops without asking', async () => {
+      fake.setHandler(() => ({ text: 'ok', usage: { input_tokens: 1000, output_tokens: 1000 } }));
+      const asks: SoftLimitAsk[] = [];
+      const m = modelOn(stores[0]!, { conversation: { usd: { soft: 0.03, hard: 0.04 } } }, [], async (ask) => (asks.push(ask), { outcome: 'approved' }));
+      await m.complete(req(SONNET, 1000)); // $0.018
+      await m.complete(req(SONNET, 1000)); // asked once ($0.03 -> $0.04): $0.036
+      expect(asks.map((x) => x.more)).toEqual([10_000]);
+      await expect(m.complete(req(SONNET, 1000))).rejects.toThrow(/spent \$0\.04 of \$0\.04 \(conversation, usd\); it does not reset/);
+      expect(asks).toHaveLength(1);
+      expect(fake.requests).toHaveLength(2);
     });
   });
 }

@@ -4,10 +4,11 @@
  * written are the WAL records that touch the store's own database (pg_walinspect), so other test
  * files writing to the same server do not count.
  */
-import { currentWalLsn, databaseWalBytesSince, openPostgresStore } from '../../../agent/store/postgres/index.js';
+import { currentWalLsn, databaseWalBytesSince, openPostgresStore, type PostgresStore } from '../../../agent/store/postgres/index.js';
 import type { Store } from '../../../agent/store/types.js';
 import { testPostgresUrl } from '../../helpers/postgres.js';
 import { describeStoreContract } from './contract.js';
+import { describeSpendContract } from './spend-contract.js';
 
 // The first test of the file may wait for the server to start.
 beforeAll(async () => {
@@ -31,5 +32,13 @@ describeStoreContract('postgres', open, {
     const url = await testPostgresUrl();
     const store = await openPostgresStore({ url, log: () => undefined });
     return { store, factory: { engine: 'postgres', url } };
+  },
+});
+
+describeSpendContract('postgres', {
+  open: async (now) => openPostgresStore({ url: await testPostgresUrl(), log: () => undefined, now }),
+  sweep: async (store) => {
+    await (store as PostgresStore).sweep();
+    return store;
   },
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { openSqliteStore } from '../../../agent/store/sqlite/index.js';
 import type { Store } from '../../../agent/store/types.js';
 import { describeStoreContract } from './contract.js';
+import { describeSpendContract } from './spend-contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-store-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -23,5 +24,22 @@ describeStoreContract('sqlite', open, {
   openInOtherProcess: async () => {
     const store = await open();
     return { store, factory: { engine: 'sqlite', path: paths.get(store)! } };
+  },
+});
+
+// The sweep runs when a store opens: reopening the file on the clock sweeps it.
+describeSpendContract('sqlite', {
+  open: async (now) => {
+    const path = join(dir, `s${++n}.sqlite`);
+    const store = await openSqliteStore({ path, log: () => undefined, now });
+    paths.set(store, path);
+    return store;
+  },
+  sweep: async (store, now) => {
+    const path = paths.get(store)!;
+    await store.close();
+    const reopened = await openSqliteStore({ path, log: () => undefined, now });
+    paths.set(reopened, path);
+    return reopened;
   },
 });
