@@ -16,4 +16,4 @@ export {
 export { DECISION_TOPIC, InProcessDecisionBus, SignalDecisionBus, type DecisionBus } from './approvals/decision-bus.js';
 export { APPROVAL_TOPIC } from './approvals/expiry-watch.js';
 export { ApprovalStore, type LoadedRequest, type StoredRequest } from './approvals/store.js';
-export { describe, Decision, noticeFor, type ApprovalOutcome, type ClickResult } from './approvals/wording.js';
+export { outcomeLine, Decision, noticeFor, type ApprovalOutcome, type ClickResult } from './approvals/wording.js';

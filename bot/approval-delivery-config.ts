@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { ApprovalDelivery, DirectCards } from '../agent/approvals/delivery.js';
 import { platformName } from '../agent/approvals/delivery.js';
 import type { Adapter, Platform } from '../adapters/types.js';
-import { describe } from './config-problems.js';
+import { quoteValue } from './config-problems.js';
 
 const CHAT_PLATFORMS = ['telegram', 'slack', 'discord'] as const;
 const MODES = ['here', 'dm', 'both', 'ephemeral'] as const;
@@ -26,7 +26,7 @@ const target = z.enum(CHAT_PLATFORMS, { message: `expected a platform whose dire
 
 export const approvalDeliverySchema = z
   .union([z.enum(MODES), z.strictObject({ dm: target }), z.strictObject({ both: target })], {
-    error: (issue) => `${hint}, got ${describe(issue.input)}`,
+    error: (issue) => `${hint}, got ${quoteValue(issue.input)}`,
   })
   .transform((v): ApprovalDelivery => {
     if (typeof v === 'string') return { mode: v };

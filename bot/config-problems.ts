@@ -16,7 +16,7 @@ export interface ConfigProblem {
 export type Env = Record<string, string | undefined>;
 
 /** A value as a message quotes it: short strings quoted, lists and mappings named, never dumped. */
-export function describe(v: unknown): string {
+export function quoteValue(v: unknown): string {
   if (v === null) return 'nothing';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
@@ -88,13 +88,13 @@ export function issueProblems(issue: z.core.$ZodIssue, schema: unknown): ConfigP
       if (input === undefined) return [{ path: formatPath(path), message: 'required' }];
       const want = EXPECTED[issue.expected] ?? issue.expected;
       const quoted = issue.expected === 'number' && typeof input === 'string' ? '; write it without quotes' : '';
-      return [{ path: formatPath(path), message: `expected ${want}, got ${describe(input)}${quoted}` }];
+      return [{ path: formatPath(path), message: `expected ${want}, got ${quoteValue(input)}${quoted}` }];
     }
     case 'invalid_value':
       return [
         {
           path: formatPath(path),
-          message: `expected one of ${issue.values.map(String).join(' | ')}, got ${describe((issue as { input?: unknown }).input)}`,
+          message: `expected one of ${issue.values.map(String).join(' | ')}, got ${quoteValue((issue as { input?: unknown }).input)}`,
         },
       ];
     case 'invalid_key': {

@@ -4,7 +4,7 @@
  * errors (strict objects). Feature modules own their sub-schemas (MCP, policy, network, memory, ...).
  */
 import { z } from 'zod';
-import { describe, didYouMean } from './config-problems.js';
+import { didYouMean, quoteValue } from './config-problems.js';
 import { DESCRIPTORS } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import { companionsSchema } from '../agent/companions.js';
@@ -33,7 +33,7 @@ function int(min: number, max: number, hint = '') {
     (v) => (typeof v === 'bigint' ? Number(v) : v),
     z.number().superRefine((n, ctx) => {
       if (!Number.isInteger(n) || n < min || n > max) {
-        ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${hint}, got ${describe(n)}` });
+        ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}${hint}, got ${quoteValue(n)}` });
       }
     }),
   );
@@ -47,7 +47,7 @@ function runCap() {
       .superRefine((v, ctx) => {
         if (v === 'unlimited') return;
         if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 1000) {
-          ctx.addIssue({ code: 'custom', message: `expected a whole number from 1 to 1000 or "unlimited", got ${describe(v)}` });
+          ctx.addIssue({ code: 'custom', message: `expected a whole number from 1 to 1000 or "unlimited", got ${quoteValue(v)}` });
         }
       })
       .transform((v) => (v === 'unlimited' ? Infinity : (v as number))),
@@ -109,7 +109,7 @@ const size = (min: number, max: number, what: string) =>
       if (n === undefined || n < min || n > max) {
         ctx.addIssue({
           code: 'custom',
-          message: `expected ${what} from ${min / 1048576} MiB to ${max / 1073741824} GiB, written like 512M or 2G (or a number of bytes), got ${describe(v)}`,
+          message: `expected ${what} from ${min / 1048576} MiB to ${max / 1073741824} GiB, written like 512M or 2G (or a number of bytes), got ${quoteValue(v)}`,
         });
         return z.NEVER;
       }
@@ -152,7 +152,7 @@ const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntr
  */
 const PLACEHOLDER = /<[^<>]*>/;
 function placeholderMessage(s: string): string {
-  return `${describe(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
+  return `${quoteValue(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
 }
 
 /** An id: a string, or a YAML number turned into its exact digits. */
@@ -176,19 +176,21 @@ function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = 
           code: 'custom',
           message:
             platform === 'slack' && opts.approver
-              ? `expected ${slackHint}, got ${describe(s)}`
-              : `group:<id> entries only work for slack approvers, got ${describe(s)}`,
+              ? `expected ${slackHint}, got ${quoteValue(s)}`
+              : `group:<id> entries only work for slack approvers, got ${quoteValue(s)}`,
         });
         return;
       }
       if (/^role:/.test(s)) {
         ctx.addIssue({
           code: 'custom',
-          message: opts.roles ? `expected role:<role id digits>, got ${describe(s)}` : `role:<id> entries only work for discord approvers, got ${describe(s)}`,
+          message: opts.roles
+            ? `expected role:<role id digits>, got ${quoteValue(s)}`
+            : `role:<id> entries only work for discord approvers, got ${quoteValue(s)}`,
         });
         return;
       }
-      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${describe(s)}` });
+      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${quoteValue(s)}` });
     }),
   );
 }
@@ -198,7 +200,7 @@ export function buildSchema(knownTools: readonly string[]) {
   const known = [...knownTools].sort();
   const toolName = z.string().superRefine((s, ctx) => {
     if (!knownTools.includes(s)) {
-      ctx.addIssue({ code: 'custom', message: `unknown tool ${describe(s)}${didYouMean(s, known)}; known tools: ${known.join(', ') || '(none)'}` });
+      ctx.addIssue({ code: 'custom', message: `unknown tool ${quoteValue(s)}${didYouMean(s, known)}; known tools: ${known.join(', ') || '(none)'}` });
     }
   });
   const envName = z.string().superRefine((s, ctx) => {
@@ -213,7 +215,7 @@ export function buildSchema(knownTools: readonly string[]) {
         message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it`,
       });
     } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
-      ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${describe(s)}` });
+      ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${quoteValue(s)}` });
     }
   });
   const command = z.string().superRefine((s, ctx) => {
@@ -221,7 +223,7 @@ export function buildSchema(knownTools: readonly string[]) {
     else if (/[;&|<>`$()\n]/.test(s)) {
       ctx.addIssue({
         code: 'custom',
-        message: `${describe(s)} would never match: an entry is a command prefix like "git status", and a command that chains, pipes, substitutes or redirects never matches as a whole`,
+        message: `${quoteValue(s)} would never match: an entry is a command prefix like "git status", and a command that chains, pipes, substitutes or redirects never matches as a whole`,
       });
     }
   });
@@ -313,7 +315,7 @@ export function buildSchema(knownTools: readonly string[]) {
     if (!PLATFORMS.includes(parts[0] as Platform) || parts.some((p) => p === '')) {
       ctx.addIssue({
         code: 'custom',
-        message: `expected a platform (${PLATFORMS.join(', ')}) or a conversation key prefix like "telegram:-1001234", got ${describe(s)}`,
+        message: `expected a platform (${PLATFORMS.join(', ')}) or a conversation key prefix like "telegram:-1001234", got ${quoteValue(s)}`,
       });
     }
   });

@@ -6,7 +6,7 @@
  * Contract:
  * - `rest` outlives stop(): a run finishing during the shutdown grace period still delivers its
  *   answer (only the gateway, the input, is closed).
- * - `describe(err)` is one line (a DiscordAPIError as "<status> <code>: <message>") with the token
+ * - `describeError(err)` is one line (a DiscordAPIError as "<status> <code>: <message>") with the token
  *   replaced by `<token>`; `scrub` does that to any text.
  * - `pendingThreads`: a thread being started from a message; output to it waits until it exists.
  * - `refOfInteraction` / `senderOfInteraction`: the conversation and the clicker of an interaction
@@ -22,7 +22,7 @@ export interface DiscordContext {
   readonly rest: REST;
   readonly log: Log;
   /** An error as one line, never the token. */
-  readonly describe: (err: unknown) => string;
+  readonly describeError: (err: unknown) => string;
   /** Removes the token from a text. */
   readonly scrub: (s: string) => string;
   /** Set when the gateway is READY: the bot's user id and its application's id. */
@@ -38,13 +38,13 @@ export interface DiscordContext {
 /** Every message is sent with these: model text cannot ping @everyone, a role or a user. */
 export const NO_MENTIONS: { parse: [] } = { parse: [] };
 
-export function tokenScrubber(token: string): Pick<DiscordContext, 'scrub' | 'describe'> {
+export function tokenScrubber(token: string): Pick<DiscordContext, 'scrub' | 'describeError'> {
   const scrub = (s: string): string => s.split(token).join('<token>');
-  const describe = (err: unknown): string => {
+  const describeError = (err: unknown): string => {
     if (err instanceof DiscordAPIError) return scrub(`${err.status} ${err.code}: ${err.message}`);
     return scrub((err as { message?: string }).message ?? String(err));
   };
-  return { scrub, describe };
+  return { scrub, describeError };
 }
 
 /** A member's role ids: a plain list (no Guilds intent) or the role cache; never @everyone. */

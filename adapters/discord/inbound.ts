@@ -44,7 +44,7 @@ export interface DiscordInbound {
 const SEEN_MAX = 5000;
 
 export function createInbound(ctx: DiscordContext, opts: InboundOptions): DiscordInbound {
-  const { log, describe } = ctx;
+  const { log, describeError } = ctx;
   const seen = new Recent(SEEN_MAX);
 
   const normalize = (raw: string): { text: string; mentioned: boolean } => {
@@ -128,7 +128,7 @@ export function createInbound(ctx: DiscordContext, opts: InboundOptions): Discor
         refused,
         reply: (t) => opts.postPlain(ref, t),
         log,
-        describe,
+        describeError,
         label: message.id,
         afterCore: async (result) => {
           if (newThread && (result.accepted || result.reply)) {
@@ -137,7 +137,7 @@ export function createInbound(ctx: DiscordContext, opts: InboundOptions): Discor
               ctx.threads.add(newThread.id);
             } catch (err) {
               // Without a thread (no Create Public Threads permission) the answer goes in the channel.
-              log('warn', `could not start a thread in ${newThread.parent} (Create Public Threads permission?): ${describe(err)}`);
+              log('warn', `could not start a thread in ${newThread.parent} (Create Public Threads permission?): ${describeError(err)}`);
             }
           }
           if (release) {
@@ -159,7 +159,7 @@ export function createInbound(ctx: DiscordContext, opts: InboundOptions): Discor
     try {
       await i.deferReply(ephemeral ? { flags: MessageFlags.Ephemeral } : {});
     } catch (err) {
-      log('warn', `could not acknowledge /${word}: ${describe(err)}`);
+      log('warn', `could not acknowledge /${word}: ${describeError(err)}`);
       return;
     }
     const ref = refOfInteraction(i);
@@ -179,14 +179,14 @@ export function createInbound(ctx: DiscordContext, opts: InboundOptions): Discor
         });
         reply = r.reply ?? (r.accepted ? 'Done.' : 'Nothing to do.');
       } catch (err) {
-        log('error', `/${word} failed: ${describe(err)}`);
+        log('error', `/${word} failed: ${describeError(err)}`);
         reply = SOMETHING_WENT_WRONG;
       }
     }
     try {
       await i.editReply({ content: cutText(escapeDiscord(reply), DISCORD_TEXT_LIMIT), allowedMentions: NO_MENTIONS });
     } catch (err) {
-      log('warn', `could not answer /${word}: ${describe(err)}`);
+      log('warn', `could not answer /${word}: ${describeError(err)}`);
     }
   }
 

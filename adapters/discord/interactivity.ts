@@ -18,7 +18,7 @@ import { type DiscordContext, NO_MENTIONS, refOfInteraction, senderOfInteraction
 import { DISCORD_TEXT_LIMIT, escapeDiscord } from './markdown.js';
 
 export function createInteractivity(ctx: DiscordContext): { onComponent(i: ButtonInteraction | StringSelectMenuInteraction): Promise<void> } {
-  const { log, describe } = ctx;
+  const { log, describeError } = ctx;
 
   async function onComponent(i: ButtonInteraction | StringSelectMenuInteraction): Promise<void> {
     const values = i.isStringSelectMenu() ? i.values : undefined;
@@ -27,14 +27,14 @@ export function createInteractivity(ctx: DiscordContext): { onComponent(i: Butto
       try {
         await i.followUp({ content: cutText(escapeDiscord(text), DISCORD_TEXT_LIMIT), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS });
       } catch (err) {
-        log('warn', `could not tell ${i.user.id} privately: ${describe(err)}`);
+        log('warn', `could not tell ${i.user.id} privately: ${describeError(err)}`);
       }
     };
     try {
       // ack first: Discord wants it within 3 s; the card itself is edited through the broker
       await i.deferUpdate();
     } catch (err) {
-      log('warn', `could not acknowledge a click: ${describe(err)}`);
+      log('warn', `could not acknowledge a click: ${describeError(err)}`);
       return;
     }
     const ref = refOfInteraction(i);
@@ -48,7 +48,7 @@ export function createInteractivity(ctx: DiscordContext): { onComponent(i: Butto
         if (text) await notify(text);
       },
       log,
-      describe,
+      describeError,
     });
   }
 

@@ -36,7 +36,7 @@ export interface DiscordOutput {
 }
 
 export function createOutput(ctx: DiscordContext, opts: { statusEditIntervalMs: number }): DiscordOutput {
-  const { rest, log, describe } = ctx;
+  const { rest, log, describeError } = ctx;
   const statusInterval = opts.statusEditIntervalMs;
 
   async function channelFor(ref: ConversationRef): Promise<string> {
@@ -47,7 +47,7 @@ export function createOutput(ctx: DiscordContext, opts: { statusEditIntervalMs: 
     return targetChannel(ref);
   }
 
-  const outbound = outboundCaller(log, describe);
+  const outbound = outboundCaller(log, describeError);
 
   async function send(ref: ConversationRef, body: Record<string, unknown>): Promise<string> {
     const channel = await channelFor(ref);
@@ -80,12 +80,12 @@ export function createOutput(ctx: DiscordContext, opts: { statusEditIntervalMs: 
             await rest.delete(Routes.channelMessage(await channelFor(ref), id));
           },
         },
-        { intervalMs: statusInterval, classify, log, describe, platformName: 'Discord' },
+        { intervalMs: statusInterval, classify, log, describeError, platformName: 'Discord' },
       ),
     typing: (ref) => {
       void channelFor(ref)
         .then((ch) => rest.post(Routes.channelTyping(ch)))
-        .catch((err: unknown) => log('warn', `typing in ${ref.key}: ${describe(err)}`));
+        .catch((err: unknown) => log('warn', `typing in ${ref.key}: ${describeError(err)}`));
     },
     typingIntervalMs: 8000,
   });

@@ -80,7 +80,7 @@ export interface GatewayOptions {
 
 /** The gateway: the connection only one process may hold (each session would get every event). */
 export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open(): Promise<void>; close(): Promise<void>; up(): boolean } {
-  const { log, describe } = ctx;
+  const { log, describeError } = ctx;
   let client: Client | undefined;
 
   async function registerCommands(c: Client<true>): Promise<void> {
@@ -94,7 +94,7 @@ export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open
       } catch (err) {
         log(
           'warn',
-          `could not register the slash commands (${route}): ${describe(err)}; /stop /reset /help still work as message text (was the bot invited with the applications.commands scope?)`,
+          `could not register the slash commands (${route}): ${describeError(err)}; /stop /reset /help still work as message text (was the bot invited with the applications.commands scope?)`,
         );
       }
     }
@@ -117,10 +117,10 @@ export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open
       if (!connected) fail?.(new Error(`gateway closed with ${ev.code}`));
       else if (client === c) log('error', `the Discord gateway closed for good (code ${ev.code}); restart Gatehouse`);
     });
-    c.on(Events.ShardError, (err: Error) => log('warn', `gateway: ${describe(err)}`));
+    c.on(Events.ShardError, (err: Error) => log('warn', `gateway: ${describeError(err)}`));
     c.on(Events.ShardResume, () => log('info', 'gateway connection resumed'));
-    c.on(Events.Error, (err: Error) => log('error', describe(err)));
-    c.on(Events.MessageCreate, (m) => void opts.onMessage(m).catch((err: unknown) => log('error', `message ${m.id}: ${describe(err)}`)));
+    c.on(Events.Error, (err: Error) => log('error', describeError(err)));
+    c.on(Events.MessageCreate, (m) => void opts.onMessage(m).catch((err: unknown) => log('error', `message ${m.id}: ${describeError(err)}`)));
     c.on(Events.InteractionCreate, opts.onInteraction);
     const ready = new Promise<Client<true>>((resolve) => c.once(Events.ClientReady, resolve));
     let timer: NodeJS.Timeout | undefined;
@@ -137,7 +137,7 @@ export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open
     } catch (err) {
       if (client === c) client = undefined;
       await c.destroy().catch(() => {});
-      throw startError(err, closeCode, describe(err));
+      throw startError(err, closeCode, describeError(err));
     } finally {
       clearTimeout(timer);
     }
@@ -149,7 +149,7 @@ export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open
   async function close(): Promise<void> {
     const c = client;
     client = undefined;
-    await c?.destroy().catch((err: unknown) => log('warn', `stopping: ${describe(err)}`));
+    await c?.destroy().catch((err: unknown) => log('warn', `stopping: ${describeError(err)}`));
   }
 
   return { open, close, up: () => client?.ws.status === Status.Ready };

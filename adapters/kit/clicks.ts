@@ -19,7 +19,7 @@ export interface Click {
   event: (() => Promise<InboundAction> | InboundAction) | undefined;
   notify: (text: string | undefined) => Promise<void>;
   log: Log;
-  describe: (err: unknown) => string;
+  describeError: (err: unknown) => string;
   /** What the log line calls it; default "a click". */
   what?: string;
   notice?: (r: ActionResult) => string | undefined;
@@ -35,7 +35,7 @@ export async function deliverClick(c: Click): Promise<void> {
     const r = await sink.action(await event());
     await c.notify(c.notice ? c.notice(r) : r.notice);
   } catch (err) {
-    c.log('error', `handling ${c.what ?? 'a click'} failed: ${c.describe(err)}`);
+    c.log('error', `handling ${c.what ?? 'a click'} failed: ${c.describeError(err)}`);
     await c.notify(SOMETHING_WENT_WRONG);
   }
 }

@@ -7,7 +7,7 @@
  *   caller can tell failures apart and a debugger sees the original. The message never holds a token;
  *   a platform whose errors may carry one (Telegram: the token is in every URL) passes a scrubbed cause.
  * - `messageOf(x)`: an Error's message, else `String(x)`.
- * - `scrubbedCause(err, describe)`: a stand-in for a platform error that may hold a secret (in a URL, in
+ * - `scrubbedCause(err, describeError)`: a stand-in for a platform error that may hold a secret (in a URL, in
  *   the request's headers): an Error with only the described (scrubbed) text, the original's name and
  *   its string `code`, so the kind of failure survives and the secret does not.
  */
@@ -26,8 +26,8 @@ export function messageOf(x: unknown): string {
   return x instanceof Error ? x.message : String(x);
 }
 
-export function scrubbedCause(err: unknown, describe: (err: unknown) => string): Error {
-  const out = new Error(describe(err));
+export function scrubbedCause(err: unknown, describeError: (err: unknown) => string): Error {
+  const out = new Error(describeError(err));
   if (err instanceof Error) out.name = err.name;
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string') Object.assign(out, { code });

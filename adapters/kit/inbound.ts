@@ -72,7 +72,7 @@ export interface Delivery {
   /** Posts plain text in the message's conversation. */
   reply: (text: string) => Promise<void>;
   log: Log;
-  describe: (err: unknown) => string;
+  describeError: (err: unknown) => string;
   /** Names the message in the log line when the core fails; default its event id. */
   label?: string;
   /** Runs after the core took the message, before anything is posted (Discord opens its thread here). */
@@ -84,7 +84,7 @@ export async function deliverMessage(d: Delivery): Promise<void> {
   try {
     result = await d.sink.message(d.msg);
   } catch (err) {
-    d.log('error', `the core failed on message ${d.label ?? d.msg.eventId}: ${d.describe(err)}`);
+    d.log('error', `the core failed on message ${d.label ?? d.msg.eventId}: ${d.describeError(err)}`);
     return;
   }
   try {
@@ -92,7 +92,7 @@ export async function deliverMessage(d: Delivery): Promise<void> {
     if (result.accepted && d.refused.length > 0) await d.reply(d.refused.map((r) => `Not read: ${r}.`).join('\n'));
     if (result.reply) await d.reply(result.reply);
   } catch (err) {
-    d.log('error', `could not reply in ${d.msg.conversation.key}: ${d.describe(err)}`);
+    d.log('error', `could not reply in ${d.msg.conversation.key}: ${d.describeError(err)}`);
   }
 }
 

@@ -2,16 +2,16 @@
  * Keeping a platform's secrets out of what an adapter logs and throws.
  *
  * Contract: `secretScrubber(secrets, { mark, detail })` gives `scrub(text)`, which replaces every
- * occurrence of each non-empty secret with `mark` (default `<secret>`), and `describe(err)`, an error
+ * occurrence of each non-empty secret with `mark` (default `<secret>`), and `describeError(err)`, an error
  * as one scrubbed line: `detail(err)` (the platform's own reading of its errors), by default the code
  * an API put in its error body (`data.error`, and the missing scope in `data.needed`), else the
- * error's message. Nothing `describe` returns holds a secret, whatever the error carries (a URL with
+ * error's message. Nothing `describeError` returns holds a secret, whatever the error carries (a URL with
  * the token in it, an echoed header).
  */
 
 export interface SecretScrubber {
   scrub: (s: string) => string;
-  describe: (err: unknown) => string;
+  describeError: (err: unknown) => string;
 }
 
 /** `data.error` (+ `needed`) when an API error carries its body, else the message. */
@@ -25,5 +25,5 @@ export function secretScrubber(secrets: ReadonlyArray<string | undefined>, opts:
   const mark = opts.mark ?? '<secret>';
   const detail = opts.detail ?? apiErrorDetail;
   const scrub = (s: string): string => list.reduce((acc, t) => acc.split(t).join(mark), s);
-  return { scrub, describe: (err) => scrub(detail(err)) };
+  return { scrub, describeError: (err) => scrub(detail(err)) };
 }

@@ -27,7 +27,7 @@ export interface StatusOptions {
   intervalMs: number;
   classify: (err: unknown) => StatusFailure;
   log?: Log;
-  describe?: (err: unknown) => string;
+  describeError?: (err: unknown) => string;
   /** For log lines: "Telegram", "Slack". */
   platformName?: string;
 }
@@ -77,7 +77,7 @@ export class StatusMessage {
     try {
       await this.transport.remove(id);
     } catch (err) {
-      this.opts.log?.('warn', `could not delete the status message ${id}: ${this.opts.describe?.(err) ?? String(err)}`);
+      this.opts.log?.('warn', `could not delete the status message ${id}: ${this.opts.describeError?.(err) ?? String(err)}`);
     }
   }
 
@@ -115,7 +115,7 @@ export class StatusMessage {
           this.shown = text;
         } else {
           this.broken = true;
-          this.opts.log?.('warn', `status message stopped: ${this.opts.describe?.(err) ?? String(err)}`);
+          this.opts.log?.('warn', `status message stopped: ${this.opts.describeError?.(err) ?? String(err)}`);
         }
       }
     }

@@ -98,7 +98,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     throw new Error('Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode at /slack/events)');
   }
   const apiUrl = (opts.apiUrl ?? DEFAULT_SLACK_API_URL).replace(/\/*$/, '/');
-  const { scrub, describe } = secretScrubber([botToken, appToken, opts.signingSecret]);
+  const { scrub, describeError } = secretScrubber([botToken, appToken, opts.signingSecret]);
   const base = opts.log ?? prefixedLog(fallbackLog, '[slack] ');
   const log: Log = (level, msg, fields) => base(level, scrub(msg), fields);
   const eventsPath = opts.eventsPath ?? '/slack/events';
@@ -146,7 +146,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     statusWeb: new WebClient(botToken, { slackApiUrl: apiUrl, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: boltLogger }),
     botToken,
     log,
-    describe,
+    describeError,
     scrub,
     identity: { teamId: '', botUserId: '' },
     sink: undefined,
@@ -173,7 +173,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
     ...(opts.groupClock ? { now: opts.groupClock } : {}),
   });
   app.error(async (err) => {
-    log('error', `event failed: ${describe(err)}`);
+    log('error', `event failed: ${describeError(err)}`);
   });
 
   let started = false;
@@ -190,7 +190,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
             try {
               await app.stop();
             } catch (err) {
-              log('warn', `stopping Socket Mode: ${describe(err)}`);
+              log('warn', `stopping Socket Mode: ${describeError(err)}`);
             }
           },
           up: () => socketUp,

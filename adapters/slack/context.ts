@@ -15,7 +15,7 @@ export interface SlackContext {
   readonly botToken: string;
   readonly log: Log;
   /** An error as one line: Slack's error code (and the missing scope), never a secret. */
-  readonly describe: (err: unknown) => string;
+  readonly describeError: (err: unknown) => string;
   /** Removes every secret from a text. */
   readonly scrub: (s: string) => string;
   /** Set by start(): the workspace and the bot's own user id. */

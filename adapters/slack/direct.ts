@@ -36,7 +36,7 @@ export class SlackDirect {
       r = await this.ctx.web.conversations.open({ users: userId });
     } catch (err) {
       // Slack's code and the missing scope (im:write), never a token.
-      throw new Error(`conversations.open: ${this.ctx.describe(err)}`);
+      throw new Error(`conversations.open: ${this.ctx.describeError(err)}`);
     }
     const channel = r.channel?.id;
     if (!channel) throw new Error(`conversations.open for ${userId} returned no channel`);

@@ -124,7 +124,7 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
       repliesToBot,
       eventId,
     };
-    await deliverMessage({ sink, msg, refused, reply: (t) => opts.postPlain(ref, t), log: ctx.log, describe: ctx.describe });
+    await deliverMessage({ sink, msg, refused, reply: (t) => opts.postPlain(ref, t), log: ctx.log, describeError: ctx.describeError });
   }
 
   async function download(url: string, name: string): Promise<Buffer | string> {
@@ -140,7 +140,7 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
       const got = await readBody(res.body as AsyncIterable<Uint8Array>, max);
       return Buffer.isBuffer(got) ? got : overLimit(name, got.over, max);
     } catch (err) {
-      ctx.log('warn', `file download for ${name} failed: ${ctx.describe(err)}`);
+      ctx.log('warn', `file download for ${name} failed: ${ctx.describeError(err)}`);
       return `${name} could not be downloaded from Slack`;
     }
   }
@@ -185,7 +185,7 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
       });
       reply = r.reply;
     } catch (err) {
-      ctx.log('error', `${opts.slashCommand} failed: ${ctx.describe(err)}`);
+      ctx.log('error', `${opts.slashCommand} failed: ${ctx.describeError(err)}`);
       reply = SOMETHING_WENT_WRONG;
     }
     if (reply === undefined) return;

@@ -81,7 +81,7 @@ class UserGroups {
         this.cache.delete(group);
         this.ctx.log(
           'warn',
-          `could not read user group ${group} (usergroups:read scope? deleted group?); its members count as not approvers: ${this.ctx.describe(err)}`,
+          `could not read user group ${group} (usergroups:read scope? deleted group?); its members count as not approvers: ${this.ctx.describeError(err)}`,
         );
         return null;
       } finally {
@@ -126,7 +126,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
       try {
         await ctx.web.chat.postEphemeral({ channel, user: b.user.id, text: escapeMrkdwn(cutText(text, 3000)), ...(thread ? { thread_ts: thread } : {}) });
       } catch (err) {
-        ctx.log('warn', `could not tell ${b.user.id} privately: ${ctx.describe(err)}`);
+        ctx.log('warn', `could not tell ${b.user.id} privately: ${ctx.describeError(err)}`);
       }
     };
     if (b.container?.is_ephemeral && b.container.message_ts && b.response_url) opts.ephemeralClicked?.(b.container.message_ts, b.response_url);
@@ -158,7 +158,7 @@ export function registerInteractivity(app: App, ctx: SlackContext, opts: Interac
         if (text) await notify(text);
       },
       log: ctx.log,
-      describe: ctx.describe,
+      describeError: ctx.describeError,
     });
   });
 }

@@ -45,7 +45,7 @@ const ASSISTANT_WORKING = 'is working…';
 export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: number; streamAnswers: boolean; streamAppendIntervalMs: number }): SlackOutput {
   const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { thread_ts: ref.threadId } : {});
 
-  const outbound = outboundCaller(ctx.log, ctx.describe);
+  const outbound = outboundCaller(ctx.log, ctx.describeError);
 
   async function postPlain(ref: ConversationRef, text: string): Promise<void> {
     for (const piece of chunkText(escapeMrkdwn(text), 3900)) {
@@ -71,7 +71,7 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
       if (status === '') statusShown.delete(ref.key);
       else statusShown.add(ref.key);
     } catch (err) {
-      ctx.log('warn', `assistant.threads.setStatus in ${ref.key} failed: ${ctx.describe(err)}`);
+      ctx.log('warn', `assistant.threads.setStatus in ${ref.key} failed: ${ctx.describeError(err)}`);
     }
   }
 
@@ -93,7 +93,7 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
             await ctx.web.chat.delete({ channel: ref.channelId, ts });
           },
         },
-        { intervalMs: opts.statusEditIntervalMs, classify, log: ctx.log, describe: ctx.describe, platformName: 'Slack' },
+        { intervalMs: opts.statusEditIntervalMs, classify, log: ctx.log, describeError: ctx.describeError, platformName: 'Slack' },
       ),
     // Slack has no "typing" for bots; an assistant thread has its own status instead.
     typing: (ref) => {

@@ -162,7 +162,7 @@ export class AnswerStreams {
       if (s.pending !== '' && s.sent.length < STREAM_MESSAGE_MAX) await this.send(s);
     } catch (err) {
       s.failed = true;
-      this.ctx.log('warn', `streaming the answer in ${s.ref.key} failed: ${this.ctx.describe(err)}`);
+      this.ctx.log('warn', `streaming the answer in ${s.ref.key} failed: ${this.ctx.describeError(err)}`);
       if (s.ts === undefined && !this.disabled) {
         this.disabled = true;
         this.ctx.log('warn', 'chat streaming is unavailable for this app: answers are posted whole from now on');
@@ -181,7 +181,7 @@ export class AnswerStreams {
         await this.ctx.web.chat.stopStream({ channel: s.ref.channelId, ts: s.ts });
       } catch (err) {
         s.failed = true;
-        this.ctx.log('warn', `stopping the answer stream in ${s.ref.key} failed: ${this.ctx.describe(err)}`);
+        this.ctx.log('warn', `stopping the answer stream in ${s.ref.key} failed: ${this.ctx.describeError(err)}`);
       }
     });
     await s.chain;

@@ -89,7 +89,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
     botInfo: opts.botInfo,
     networkRetryDelaysMs: opts.networkRetryDelaysMs ?? [300, 1000],
   });
-  const { bot, describe } = ctx;
+  const { bot, describeError } = ctx;
 
   // Order matters: every update is counted, then messages queue per chat; presses never queue.
   bot.use(trackUpdates(ctx));
@@ -97,7 +97,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const output = createOutput(ctx, { statusEditIntervalMs: opts.statusEditIntervalMs ?? 1500, typingIntervalMs: opts.typingIntervalMs ?? 4000 });
   registerInteractivity(bot, ctx);
   registerInbound(bot, ctx, { maxAttachmentBytes: opts.maxAttachmentBytes ?? 5 * 1024 * 1024, postPlain: output.postPlain });
-  bot.catch((err) => log('error', `update ${err.ctx.update.update_id} failed: ${describe(err.error)}`));
+  bot.catch((err) => log('error', `update ${err.ctx.update.update_id} failed: ${describeError(err.error)}`));
 
   let webhookHandler: WebhookHandler | undefined;
   let started = false;
@@ -157,7 +157,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
               return;
             }
             h(req, res).catch((err: unknown) => {
-              log('error', `webhook update failed: ${describe(err)}`);
+              log('error', `webhook update failed: ${describeError(err)}`);
               if (!res.headersSent) res.writeHead(500).end();
             });
           },

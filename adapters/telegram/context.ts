@@ -9,7 +9,7 @@
  *   getUpdates is never retried here (the runner polls again itself): its first failure is logged as
  *   a warning and its recovery as info. `ctx.statusApi` has no retries at all (the status message
  *   coalesces on a 429 instead of replaying).
- * - `ctx.describe` (kit secretScrubber with grammy's reading) says what grammy's error says (the method, Telegram's code and
+ * - `ctx.describeError` (kit secretScrubber with grammy's reading) says what grammy's error says (the method, Telegram's code and
  *   description; a network error's message and its cause), with the token as `<token>`.
  */
 import { Api, Bot, GrammyError, HttpError } from 'grammy';
@@ -28,7 +28,7 @@ export interface TelegramContext {
   readonly apiRoot: string;
   readonly log: Log;
   /** An error as one line, never the token. */
-  readonly describe: (err: unknown) => string;
+  readonly describeError: (err: unknown) => string;
   /** Removes the token from a text. */
   readonly scrub: (s: string) => string;
   /** The core; undefined before start and after stop. */
@@ -53,7 +53,7 @@ function telegramScrubber(token: string): SecretScrubber {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-function retryTransformer(log: Log, describe: (err: unknown) => string, netDelays: readonly number[]): Transformer {
+function retryTransformer(log: Log, describeError: (err: unknown) => string, netDelays: readonly number[]): Transformer {
   let pollFailing = false;
   return async (prev, method, payload, signal) => {
     if (method === 'getUpdates') {
@@ -68,7 +68,7 @@ function retryTransformer(log: Log, describe: (err: unknown) => string, netDelay
       } catch (err) {
         if (!signal?.aborted && !pollFailing) {
           pollFailing = true;
-          log('warn', `polling Telegram failed, retrying: ${describe(err)}`);
+          log('warn', `polling Telegram failed, retrying: ${describeError(err)}`);
         }
         throw err;
       }
@@ -82,7 +82,7 @@ function retryTransformer(log: Log, describe: (err: unknown) => string, netDelay
       } catch (err) {
         const wait = netDelays[failed++];
         if (wait === undefined || signal?.aborted) throw err;
-        log('warn', `${method} failed (${describe(err)}); retrying in ${wait} ms`);
+        log('warn', `${method} failed (${describeError(err)}); retrying in ${wait} ms`);
         await sleep(wait);
         continue;
       }
@@ -107,17 +107,17 @@ export function createContext(opts: {
   botInfo: Context['me'] | undefined;
   networkRetryDelaysMs: readonly number[];
 }): TelegramContext {
-  const { scrub, describe } = telegramScrubber(opts.token);
+  const { scrub, describeError } = telegramScrubber(opts.token);
   const client = { apiRoot: opts.apiRoot };
   const bot = new Bot(opts.token, { client, ...(opts.botInfo ? { botInfo: opts.botInfo } : {}) });
-  bot.api.config.use(retryTransformer(opts.log, describe, opts.networkRetryDelaysMs));
+  bot.api.config.use(retryTransformer(opts.log, describeError, opts.networkRetryDelaysMs));
   return {
     bot,
     statusApi: new Api(opts.token, client),
     token: opts.token,
     apiRoot: opts.apiRoot,
     log: opts.log,
-    describe,
+    describeError,
     scrub,
     sink: undefined,
     lastUpdateId: undefined,

@@ -105,7 +105,7 @@ export interface InboundOptions {
 }
 
 export function registerInbound(bot: Bot, ctx: TelegramContext, opts: InboundOptions): void {
-  const { log, describe } = ctx;
+  const { log, describeError } = ctx;
   const maxBytes = opts.maxAttachmentBytes;
 
   bot.on('message', async (c) => {
@@ -140,7 +140,7 @@ export function registerInbound(bot: Bot, ctx: TelegramContext, opts: InboundOpt
     // Read again: the adapter may have stopped while the files were downloading.
     const sink = ctx.sink;
     if (!sink) return;
-    await deliverMessage({ sink, msg, refused, reply: (t) => opts.postPlain(ref, t, m.message_id), log, describe });
+    await deliverMessage({ sink, msg, refused, reply: (t) => opts.postPlain(ref, t, m.message_id), log, describeError });
   });
 
   async function readAttachments(m: Message): Promise<{ attachments: Attachment[]; refused: string[] }> {
@@ -189,7 +189,7 @@ export function registerInbound(bot: Bot, ctx: TelegramContext, opts: InboundOpt
       const got = await readBody(res.body as AsyncIterable<Uint8Array>, maxBytes);
       return Buffer.isBuffer(got) ? got : `${name} is over the limit of ${humanSize(maxBytes)}`;
     } catch (err) {
-      log('warn', `file download for ${name} failed: ${describe(err)}`);
+      log('warn', `file download for ${name} failed: ${describeError(err)}`);
       return `${name} could not be downloaded from Telegram`;
     }
   }

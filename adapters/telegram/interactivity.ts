@@ -21,7 +21,7 @@ import { fromAPerson, senderOf, topicOf } from './inbound.js';
 import { refFor } from './keys.js';
 
 export function registerInteractivity(bot: Bot, ctx: TelegramContext): void {
-  const { log, describe } = ctx;
+  const { log, describeError } = ctx;
   const prefix = CALLBACK_PREFIX;
   bot.on('callback_query', async (c) => {
     const q = c.callbackQuery;
@@ -29,7 +29,7 @@ export function registerInteractivity(bot: Bot, ctx: TelegramContext): void {
       try {
         await c.answerCallbackQuery(text ? { text: cutText(text, 200), show_alert: false } : {});
       } catch (err) {
-        log('warn', `answerCallbackQuery failed: ${describe(err)}`);
+        log('warn', `answerCallbackQuery failed: ${describeError(err)}`);
       }
     };
     // Only a person can approve: the service account never counts (answered, so no spinner stays).
@@ -53,7 +53,7 @@ export function registerInteractivity(bot: Bot, ctx: TelegramContext): void {
           : undefined,
       notify: answer,
       log,
-      describe,
+      describeError,
       what: 'a button press',
     });
   });

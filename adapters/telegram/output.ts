@@ -54,10 +54,10 @@ const isParseError = (err: unknown) => err instanceof GrammyError && err.error_c
 const isNotModified = (err: unknown) => err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description);
 
 export function createOutput(ctx: TelegramContext, opts: OutputOptions): TelegramOutput {
-  const { bot, statusApi, log, describe } = ctx;
+  const { bot, statusApi, log, describeError } = ctx;
 
   // A network error's cause can hold the request URL, and the token is in it: keep only the scrubbed text.
-  const outbound = outboundCaller(log, describe, (err) => (err instanceof HttpError ? new Error(describe(err)) : err));
+  const outbound = outboundCaller(log, describeError, (err) => (err instanceof HttpError ? new Error(describeError(err)) : err));
 
   async function postPlain(ref: ConversationRef, text: string, replyTo?: number): Promise<void> {
     let first = true;
@@ -73,7 +73,7 @@ export function createOutput(ctx: TelegramContext, opts: OutputOptions): Telegra
       return await bot.api.sendMessage(chatOf(ref), html, { parse_mode: 'HTML', ...threadOpts(ref), ...extra });
     } catch (err) {
       if (!isParseError(err)) throw err;
-      log('warn', `Telegram refused the formatting (${describe(err)}); sending it as plain text`);
+      log('warn', `Telegram refused the formatting (${describeError(err)}); sending it as plain text`);
       return await bot.api.sendMessage(chatOf(ref), htmlToPlain(html), { ...threadOpts(ref), ...extra });
     }
   }
@@ -102,11 +102,11 @@ export function createOutput(ctx: TelegramContext, opts: OutputOptions): Telegra
             await bot.api.deleteMessage(chatOf(ref), Number(id));
           },
         },
-        { intervalMs: opts.statusEditIntervalMs, classify, log, describe, platformName: 'Telegram' },
+        { intervalMs: opts.statusEditIntervalMs, classify, log, describeError, platformName: 'Telegram' },
       ),
     typing: (ref) => {
       bot.api.sendChatAction(chatOf(ref), 'typing', threadOpts(ref)).catch((err: unknown) => {
-        log('warn', `sendChatAction in ${ref.key} failed: ${describe(err)}`);
+        log('warn', `sendChatAction in ${ref.key} failed: ${describeError(err)}`);
       });
     },
     typingIntervalMs: opts.typingIntervalMs,

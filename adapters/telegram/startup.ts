@@ -27,7 +27,7 @@ const CONFLICT_MESSAGE = 'another process is polling with this token (409 Confli
 interface StartErrorTools {
   apiRoot: string;
   scrub: (s: string) => string;
-  describe: (err: unknown) => string;
+  describeError: (err: unknown) => string;
 }
 
 function telegramStartError(err: unknown, t: StartErrorTools): AdapterError {
@@ -35,21 +35,21 @@ function telegramStartError(err: unknown, t: StartErrorTools): AdapterError {
     if (err.error_code === 401 || err.error_code === 404) {
       const what = err.error_code === 401 ? '401 Unauthorized' : '404 Not Found';
       return new AdapterError('start_failed', `TELEGRAM_BOT_TOKEN was rejected by Telegram (${what}): check the token from @BotFather`, {
-        cause: scrubbedCause(err, t.describe),
+        cause: scrubbedCause(err, t.describeError),
       });
     }
-    if (err.error_code === 409) return new AdapterError('start_failed', CONFLICT_MESSAGE, { cause: scrubbedCause(err, t.describe) });
+    if (err.error_code === 409) return new AdapterError('start_failed', CONFLICT_MESSAGE, { cause: scrubbedCause(err, t.describeError) });
     return new AdapterError('start_failed', `Telegram refused ${err.method} at start (${err.error_code}: ${t.scrub(err.description)})`, {
-      cause: scrubbedCause(err, t.describe),
+      cause: scrubbedCause(err, t.describeError),
     });
   }
   if (err instanceof HttpError) {
     const inner = messageOf(err.error);
     return new AdapterError('start_failed', t.scrub(`cannot reach the Telegram Bot API at ${t.apiRoot}: ${inner} (check TELEGRAM_API_ROOT and the network)`), {
-      cause: scrubbedCause(err, t.describe),
+      cause: scrubbedCause(err, t.describeError),
     });
   }
-  return new AdapterError('start_failed', `Telegram start failed: ${t.describe(err)}`, { cause: scrubbedCause(err, t.describe) });
+  return new AdapterError('start_failed', `Telegram start failed: ${t.describeError(err)}`, { cause: scrubbedCause(err, t.describeError) });
 }
 
 /** The chat commands the router understands (bot/router.ts), for Telegram's / menu. */
@@ -82,7 +82,7 @@ export async function startUp(
     try {
       await bot.api.setMyCommands([...opts.commands]);
     } catch (err) {
-      ctx.log('warn', `could not register the / menu (setMyCommands): ${ctx.describe(err)}`);
+      ctx.log('warn', `could not register the / menu (setMyCommands): ${ctx.describeError(err)}`);
     }
     if (!opts.webhook) return undefined;
     const { url, secret } = opts.webhook;

@@ -7,7 +7,7 @@
  */
 import type { Card, CardButton } from '../events.js';
 import type { ProposalOption, QuestionSuggestion } from '../tools/types.js';
-import { describe, type Decision } from './wording.js';
+import { outcomeLine, type Decision } from './wording.js';
 
 export interface LaidOutButton {
   label: string;
@@ -82,5 +82,5 @@ export function decisionForChoice(
 
 /** The card once decided: no buttons, the outcome line. */
 export function decidedCard(card: Card, decision: Decision): Card {
-  return { ...card, buttons: [], outcome: describe(decision) };
+  return { ...card, buttons: [], outcome: outcomeLine(decision) };
 }

@@ -37,7 +37,7 @@ export const NOTICES = {
 } as const;
 
 export function alreadyDecided(d: Decision | undefined): string {
-  return d ? `Already decided: ${describe(d)}.` : 'Already decided.';
+  return d ? `Already decided: ${outcomeLine(d)}.` : 'Already decided.';
 }
 
 export function firstLineOf(s: string): string {
@@ -54,7 +54,7 @@ function stamp(ms: number): string {
 }
 
 /** The outcome line shown on a decided card (and in "already decided" notices). */
-export function describe(d: Decision, _now?: () => number): string {
+export function outcomeLine(d: Decision, _now?: () => number): string {
   const at = stamp(d.at);
   const note = d.note ? ` (${d.note})` : '';
   switch (d.outcome) {

@@ -115,7 +115,7 @@ export function viewMemoryTool(memory?: MemoryStore): Tool<ViewMemoryInput> {
 
 /** manage_memory: low-risk on this conversation's memory, approver-only on agent memory (see above). */
 export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> {
-  const describe = (change: MemoryChange): string => {
+  const describeChange = (change: MemoryChange): string => {
     if (change.action === 'add') return `manage_memory add to ${describeScope(change.scope)}: ${oneLine(change.text)}`;
     if (change.action === 'replace') return `manage_memory replace ${change.id} with: ${oneLine(change.text)}`;
     return `manage_memory remove ${change.id}`;
@@ -131,7 +131,7 @@ export function manageMemoryTool(memory?: MemoryStore): Tool<ManageMemoryInput> 
     tier: 'low-risk',
     async propose(input, ctx: ToolContext) {
       const change = toChange(input, defaultScope(memory, ctx.agentName));
-      let summary = describe(change);
+      let summary = describeChange(change);
       let preview: string | undefined;
       if (change.action !== 'add' && memory) {
         const scope = scopeOfId(change.id);

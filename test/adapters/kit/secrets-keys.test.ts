@@ -8,17 +8,17 @@ describe('secretScrubber', () => {
     expect(scrub('nothing here')).toBe('nothing here');
   });
 
-  test("describe reads an API error's code (and the missing scope), else the message, scrubbed", () => {
-    const { describe } = secretScrubber(['T0K3N']);
-    expect(describe({ data: { error: 'missing_scope', needed: 'chat:write' } })).toBe('missing_scope (needs chat:write)');
-    expect(describe(new Error('GET https://x/T0K3N failed'))).toBe('GET https://x/<secret> failed');
-    expect(describe('T0K3N')).toBe('<secret>');
+  test("describeError reads an API error's code (and the missing scope), else the message, scrubbed", () => {
+    const { describeError } = secretScrubber(['T0K3N']);
+    expect(describeError({ data: { error: 'missing_scope', needed: 'chat:write' } })).toBe('missing_scope (needs chat:write)');
+    expect(describeError(new Error('GET https://x/T0K3N failed'))).toBe('GET https://x/<secret> failed');
+    expect(describeError('T0K3N')).toBe('<secret>');
   });
 
   test("a platform's own mark and describer: what the describer returns is scrubbed too", () => {
-    const { scrub, describe } = secretScrubber(['123:abc'], { mark: '<token>', detail: (err) => `read ${String(err)}` });
+    const { scrub, describeError } = secretScrubber(['123:abc'], { mark: '<token>', detail: (err) => `read ${String(err)}` });
     expect(scrub('/bot123:abc/getMe')).toBe('/bot<token>/getMe');
-    expect(describe('123:abc')).toBe('read <token>');
+    expect(describeError('123:abc')).toBe('read <token>');
   });
 });
 
