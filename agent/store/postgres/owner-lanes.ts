@@ -88,7 +88,7 @@ interface Lane {
   record?: unknown;
   again: boolean;
   stop: boolean;
-  tasks: Array<() => Promise<void>>;
+  tasks: Array<{ run: () => Promise<void>; abandon: () => void }>;
   attempts: Map<string, number>;
   done: Promise<void>;
 }
@@ -194,19 +194,27 @@ export class OwnerLanes {
     return l !== undefined && !l.stop;
   }
 
-  /** Local work in a held conversation's order (between its turns); undefined when not held here. */
-  exclusive(conversation: string, task: () => Promise<void>): Promise<void> | undefined {
+  /**
+   * Local work in a held conversation's order (between its turns); undefined when not held here.
+   * Resolves 'done' once it ran, or 'not-held' when the lane let the conversation go (released,
+   * taken over, closed) before it came to the task: the caller then runs it the way it runs work
+   * for a conversation not held here. A task is never left waiting on a lane that is gone.
+   */
+  exclusive(conversation: string, task: () => Promise<void>): Promise<'done' | 'not-held'> | undefined {
     const l = this.lanes.get(conversation);
     if (!l || l.stop) return undefined;
-    return new Promise<void>((resolve) => {
-      l.tasks.push(async () => {
-        try {
-          await task();
-        } catch (err) {
-          this.log('error', `[${conversation}] ${(err as Error).stack ?? String(err)}`);
-        } finally {
-          resolve();
-        }
+    return new Promise<'done' | 'not-held'>((resolve) => {
+      l.tasks.push({
+        run: async () => {
+          try {
+            await task();
+          } catch (err) {
+            this.log('error', `[${conversation}] ${(err as Error).stack ?? String(err)}`);
+          } finally {
+            resolve('done');
+          }
+        },
+        abandon: () => resolve('not-held'),
       });
       l.again = true;
     });
@@ -246,7 +254,7 @@ export class OwnerLanes {
     try {
       if (l.record !== undefined) await this.takeover(l, l.record);
       for (;;) {
-        for (const task of l.tasks.splice(0)) await task();
+        for (const task of l.tasks.splice(0)) await task.run();
         if (l.stop || this.closed) return;
         // Let go only when nothing asked for another look since the last read (nor before the record).
         const mayRelease = !l.again && l.tasks.length === 0 && !l.readRecord;
@@ -277,6 +285,8 @@ export class OwnerLanes {
       }
     } finally {
       if (this.lanes.get(conversation) === l) this.lanes.delete(conversation);
+      // Work queued after the last look (the release was decided before it came): handed back.
+      for (const task of l.tasks.splice(0)) task.abandon();
       this.opts.ended?.();
     }
   }

@@ -249,8 +249,9 @@ export class PgBossTurnQueue implements TurnQueue {
   }
 
   exclusive(conversation: string, task: () => Promise<void>): Promise<void> {
-    const held = this.owned.exclusive(conversation, task); // held here: between its turns, under its fence
-    if (held) return held;
+    // Held here: between its turns, under its fence; a lane that let it go first hands the task back.
+    const held = this.owned.exclusive(conversation, task);
+    if (held) return held.then((r) => (r === 'done' ? undefined : this.exclusive(conversation, task)));
     const before = Promise.all([this.lanes.get(conversation), ...[...this.held.values()].filter((h) => h.conversation === conversation).map((h) => h.done)]);
     const run = before.then(async () => {
       // Whoever runs this conversation elsewhere is fenced off from here on, and lets it go: what

@@ -118,3 +118,19 @@ test('a holder SIGKILLed while its run is parked on a human: a survivor continue
   expect(b.events.filter((e) => e.ev === 'takeover')).toHaveLength(1);
   expect(await store.runs.records()).toEqual([]);
 }, 180_000);
+
+test('exclusive work asked for while the lane lets its conversation go still runs (a /reset right after an answer)', async () => {
+  // The race: the lane decided to release (nothing queued) and an exclusive task arrived before it
+  // was gone. It used to wait forever on the dead lane; it is handed back and runs the other way.
+  const a = await replica('xa');
+  const c = `excl:${randomUUID().slice(0, 6)}`;
+  for (let i = 0; i < 40; i++) {
+    const id = await sendVia(a, c);
+    await a.until(`${id} posted`, (e) => e.ev === 'posted' && e.id === id);
+    a.send(`exclusive ${c} k${i}`);
+    await a.until(`task k${i} running`, (e) => e.ev === 'exclusive-running' && e.id === `k${i}`, 20_000);
+    a.send(`release k${i}`);
+    await a.until(`task k${i} done`, (e) => e.ev === 'exclusive-done' && e.id === `k${i}`, 20_000);
+  }
+  expect((await rowsOf(c)).length).toBe(40);
+}, 600_000);
