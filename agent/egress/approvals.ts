@@ -23,6 +23,7 @@
 import type { ApprovalBroker, Decision } from '../approvals.js';
 import { newToken } from '../approvals.js';
 import type { Log } from '../log.js';
+import { whenAborted } from '../abort.js';
 import { entryFor, type EgressTarget, type EgressVerdict } from './proxy.js';
 import type { SessionGate } from './hub.js';
 
@@ -121,11 +122,14 @@ export class EgressApprovals {
       }
       p.waiters.add(me);
       joined.add(p);
-      let onAbort: (() => void) | undefined;
-      const stopped = new Promise<'stopped'>((resolve) => {
-        onAbort = () => resolve('stopped');
-        who.signal.addEventListener('abort', onAbort, { once: true });
-      });
+      // The command may have ended while the card was being posted: nobody would wait on it.
+      if (closed) {
+        leave(p, 'the command ended before a decision');
+        return { refused: `${refusal}, and the command is ending`, requestId: p.requestId };
+      }
+      let unlink: () => void = () => undefined;
+      // whenAborted: a stop that came while the card was being posted counts at once.
+      const stopped = new Promise<'stopped'>((resolve) => (unlink = whenAborted(who.signal, () => resolve('stopped'))));
       let d: Decision | 'stopped';
       try {
         d = await Promise.race([p.decision!, stopped]);
@@ -133,7 +137,7 @@ export class EgressApprovals {
         leave(p, 'the decision could not be read');
         return { refused: `${refusal}; its approval could not be read (${(err as Error).message})`, requestId: p.requestId };
       } finally {
-        if (onAbort) who.signal.removeEventListener('abort', onAbort);
+        unlink();
       }
       if (d === 'stopped') {
         leave(p, 'the command was stopped');

@@ -16,10 +16,13 @@ let broker: ApprovalBroker;
 let allowlists: PersistedAllowlists;
 let approvals: EgressApprovals;
 let cards: Array<{ id: string; card: Card }>;
+/** What postCard waits on before it returns (a platform slow to post). */
+let posting: Promise<void>;
 
 beforeEach(async () => {
   store = await openSqliteStore({ path: ':memory:' });
   cards = [];
+  posting = Promise.resolve();
   broker = new ApprovalBroker({
     approvals: store.approvals,
     outputs: () => ({
@@ -27,6 +30,7 @@ beforeEach(async () => {
       streamsText: false,
       postCard: async (card, o) => {
         cards.push({ id: o?.requestId ?? '', card });
+        await posting;
         return `h${cards.length}`;
       },
       updateCard: async () => undefined,
@@ -108,6 +112,26 @@ test('the command ends while its card waits: the card is closed as denied; a sto
   await other.close();
   await waitFor('the second card decided', async () => (await broker.get(cards[1]!.id))?.decision);
   expect((await broker.get(cards[1]!.id))!.decision).toMatchObject({ outcome: 'denied', note: 'the command ended before a decision' });
+});
+
+test('a command that ends, or is stopped, while its card is still being posted leaves no card waiting', async () => {
+  for (const how of ['ends', 'stopped'] as const) {
+    let posted!: () => void;
+    posting = new Promise<void>((r) => (posted = r));
+    const stop = new AbortController();
+    const n = cards.length;
+    const gate = approvals.forCommand(who(`r-${how}`, { signal: stop.signal }));
+    const held = gate.ask(target, refusal);
+    await waitFor('the card being posted', () => cards[n]);
+    if (how === 'ends') await gate.close();
+    else stop.abort();
+    posted();
+    expect(await held).toMatchObject({
+      refused: expect.stringMatching(how === 'ends' ? /the command is ending$/ : /the command was stopped while its approval waited$/),
+    });
+    await waitFor(`the card decided (${how})`, async () => (await broker.get(cards[n]!.id))?.decision);
+    expect((await broker.get(cards[n]!.id))!.decision).toMatchObject({ outcome: 'denied' });
+  }
 });
 
 test('expiry refuses, and the command’s note says so; no approver: refused without a card', async () => {
