@@ -87,10 +87,12 @@ export class ConversationStore {
     return (this.opts.now ?? Date.now)();
   }
 
-  async load(key: string, opts: { raw?: boolean } = {}): Promise<StoredConversation | undefined> {
+  /** `revision`: the stored revision, read just before by the caller (null: none stored); saves reading it. */
+  async load(key: string, opts: { raw?: boolean; revision?: number | null } = {}): Promise<StoredConversation | undefined> {
     let entry = this.cache.get(key);
     // Checked against the store unless this process is its only writer; not cached: one read.
-    const revision = entry && !this.opts.soleWriter ? await this.opts.transcripts.revision(key) : entry?.revision;
+    const stored = async () => (opts.revision !== undefined ? (opts.revision ?? undefined) : await this.opts.transcripts.revision(key));
+    const revision = entry && !this.opts.soleWriter ? await stored() : entry?.revision;
     if (entry && revision === undefined) {
       this.cache.delete(key);
       return undefined;

@@ -14,8 +14,8 @@
  *   conversation whose record still has an outbox posts it (no model call): a crash between store
  *   and post is answered once, not twice and not never (a crash right after the post and before the
  *   drop still posts twice: one store round trip wide).
- * - Fencing (replicas): a run given a `fence` writes its checkpoints and run record under it and
- *   checks it before posting its answer. Once it no longer holds (another replica took the
+ * - Fencing (replicas): a run given a `fence` writes its checkpoints and run record under it; the
+ *   checkpoint that stores its answer is the check before posting it. Once it no longer holds (another replica took the
  *   conversation), the run stops: it writes nothing more, posts nothing more, and logs one line
  *   "lost conversation X to another replica (epoch N, now M): not writing or posting".
  */
@@ -42,6 +42,7 @@ import type { EgressRequester } from '../egress/approvals.js';
 import { workspaceQuota } from '../tools/workspace-quota.js';
 import type { Tier } from '../../policies/tiers.js';
 import { askUser, humanWaits } from './human-wait.js';
+import type { Delivery } from './turn-queue.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
 import { childLog, prefixedLog, type Log } from '../log.js';
@@ -86,7 +87,8 @@ export interface EgressOpener {
   open(who: EgressRequester): Promise<CommandEgress | undefined>;
 }
 
-export type RunJob = ({ kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord }) & { fence?: Fence };
+/** `delivery`: how a shared queue delivered the turn (its fence, and what it offers to save round trips). */
+export type RunJob = ({ kind: 'turn'; turn: Turn; queuedId: string } | { kind: 'resume'; record: RunRecord }) & { fence?: Fence; delivery?: Delivery };
 
 export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   if (d.closed()) return; // a queued turn stays stored: the next start runs it
@@ -128,7 +130,8 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   // Phase 1: load.
   let stored: StoredConversation | undefined;
   try {
-    stored = await d.conversations.load(key, { raw: resumed !== undefined });
+    const revision = job.delivery?.revision;
+    stored = await d.conversations.load(key, { raw: resumed !== undefined, ...(revision !== undefined ? { revision } : {}) });
   } catch (err) {
     // Nothing ran and nothing was written: the user is told to send it again, so it is not kept.
     log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
@@ -414,25 +417,25 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       reason = timedOut ? 'timeout' : 'stopped';
       last = stoppedEvent(runId, timedOut, runTimeoutMs);
     }
-    const stillOurs = async () => {
-      // Before anything is posted: is the conversation still ours?
-      if (fence && d.leases && !(await d.leases.holds(fence))) throw new FencedError(fence, (await d.leases.current(key))?.epoch);
-    };
     if (fence) {
       // Phase 5 (replicas): stored before posted, with the answer in the run record (an outbox), so a
       // replica that dies in between is neither answered twice nor silent: the next one posts it.
-      await stillOurs();
+      // The fenced checkpoint is the check that the conversation is still ours: a replica that took
+      // it first makes this checkpoint throw, and one that takes it later waits for it and finds the outbox.
       await finish(true, last.type === 'answer' ? { type: 'answer', text: last.text } : { type: 'error', message: last.type === 'error' ? last.message : '' });
-      await stillOurs();
       await emit(last);
-      await d.runs.dropRecord(key, fence).catch((err: unknown) => {
-        if (err instanceof FencedError) throw err;
-        // Posted already: say so rather than tell the user something failed.
-        log(
-          'warn',
-          `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`,
-        );
-      });
+      // The queue's next read under this hold drops it when it offers to (one statement fewer).
+      const later = job.delivery?.dropRecordLater;
+      if (later) later();
+      else
+        await d.runs.dropRecord(key, fence).catch((err: unknown) => {
+          if (err instanceof FencedError) throw err;
+          // Posted already: say so rather than tell the user something failed.
+          log(
+            'warn',
+            `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`,
+          );
+        });
     } else {
       await emit(last);
       // Phase 5: finish.

@@ -133,7 +133,7 @@ export class Runner {
       async (_conversation, q, delivery) => {
         this.queuedAt.delete(q.id);
         try {
-          await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id, ...(delivery ? { fence: delivery.fence } : {}) });
+          await executeRun(this.deps, { kind: 'turn', turn: q.turn, queuedId: q.id, ...(delivery ? { fence: delivery.fence, delivery } : {}) });
         } finally {
           this.finished(q.id);
         }

@@ -34,6 +34,16 @@ import { fallbackLog, type Log, type LogLevel } from '../log.js';
 /** How a shared queue delivered a conversation's work: under the fence it took. */
 export interface Delivery {
   fence: Fence;
+  /**
+   * The conversation's transcript revision, read under this hold in the statement that delivered
+   * the turn (null: nothing stored): the run's load may trust it instead of reading it again.
+   */
+  revision?: number | null;
+  /**
+   * Offered when the queue reads the conversation again under the same hold right after the run:
+   * the run's record (its posted outbox) is dropped in that read, not by a statement of its own.
+   */
+  dropRecordLater?(): void;
 }
 
 export type TurnHandler = (conversation: string, queued: QueuedTurn, delivery?: Delivery) => Promise<void>;

@@ -22,7 +22,8 @@ import { migrate } from './migrations.js';
 import { postgresSignals } from './signals.js';
 import { postgresLeadership } from './leadership.js';
 import { allowlistRepo, approvalRepo, cacheRepo, eventLedger, memoryRepo, reminderRepo, runRepo } from './repos.js';
-import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite, type RunParts } from './transcripts.js';
+import { appendOnly, applyWrite, runAppend, transcriptRepo, verifyWrite } from './transcripts.js';
+import { writeParts, writePartsFenced } from './run-parts.js';
 import { checkFence, leaseRepo } from './leases.js';
 import { openPgBossTurnQueue } from './turn-queue.js';
 import type { SharedTurnQueueEngine } from '../../run/turn-queue.js';
@@ -57,18 +58,6 @@ export interface PostgresStore extends Store, SharedTurnQueueEngine {
   roundTrips(): number;
   /** Deletes expired rows now (the timer calls it); returns how many went. */
   sweep(): Promise<number>;
-}
-
-async function writeRunParts(db: Db, c: Client, parts: RunParts): Promise<void> {
-  if (parts.dropTurn) await db.q(c, 'DELETE FROM queued_turns WHERE conversation = $1 AND id = $2', [parts.dropTurn.conversation, parts.dropTurn.id]);
-  if (!parts.record) return;
-  if (parts.record.record === null) await db.q(c, 'DELETE FROM run_records WHERE conversation = $1', [parts.record.conversation]);
-  else {
-    await db.q(c, 'INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record', [
-      parts.record.conversation,
-      enc(parts.record.record),
-    ]);
-  }
 }
 
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -148,22 +137,24 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
       const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };
       const fence = cp.fence ?? w?.fence;
       if (fence) {
-        // Fenced: the claim is checked first, in the one transaction (BEGIN, fence, write, parts, COMMIT).
+        // Fenced: the common checkpoint (messages appended, the turn dropped, the record saved) and a
+        // checkpoint of the parts alone are ONE statement guarded by the claim (./run-parts.ts); any
+        // other write checks the claim first in its transaction (BEGIN, fence, write, parts, COMMIT).
+        if (!w) return void (await writePartsFenced(db, what, parts, fence));
         const nonce = randomUUID();
-        const verify = w ? (c: Client) => verifyWrite(db, c, w.conversation, nonce) : async () => undefined;
+        const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
+        if (appendOnly(w)) return { revision: (await db.run(what, 'once', (c) => runAppend(db, c, w, nonce, parts, fence), verify)).revision };
         const r = await db.tx(
           what,
-          async (c): Promise<{ revision: number } | undefined> => {
+          async (c) => {
             await checkFence(db, c, fence);
-            if (!w) return void (await writeRunParts(db, c, parts));
-            if (appendOnly(w)) return { revision: (await runAppend(db, c, w, nonce, parts)).revision };
             const written = await applyWrite(db, c, w, nonce);
-            await writeRunParts(db, c, parts);
-            return { revision: written.revision };
+            await writeParts(db, c, parts);
+            return written;
           },
           verify,
         );
-        return r ? { revision: r.revision } : undefined;
+        return { revision: r.revision };
       }
       if (w) {
         const nonce = randomUUID();
@@ -174,19 +165,15 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
           what,
           async (c) => {
             const r = await applyWrite(db, c, w, nonce);
-            await writeRunParts(db, c, parts);
+            await writeParts(db, c, parts);
             return r;
           },
           verify,
         );
         return { revision: r.revision };
       }
-      // Without a transcript the parts are idempotent: a commit lost in flight is simply rerun.
-      await db.tx(
-        what,
-        (c) => writeRunParts(db, c, parts),
-        async () => undefined,
-      );
+      // Without a transcript the parts are idempotent: a statement lost in flight is simply rerun.
+      await db.run(what, 'idempotent', (c) => writeParts(db, c, parts));
     },
     // The replicas' turn queue (pg-boss, loaded only when asked for).
     turnQueue: (o) => openPgBossTurnQueue({ ...o, url: opts.url, db, runs: store.runs, leases: store.leases }),

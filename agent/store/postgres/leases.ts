@@ -4,9 +4,10 @@
  *   fast path, ./owner-lanes.ts: the replica whose lane held it lets it go). It waits for the writes in flight
  *   under the previous fence: those hold the row FOR SHARE until they commit, so once `take`
  *   resolves no earlier fence can still write, and what the new owner reads is what they wrote.
- * - A fenced write runs `checkFence` as the first statement of its transaction: the row is read
- *   FOR SHARE (a concurrent take waits for this transaction), a moved epoch is a FencedError and
- *   the transaction is rolled back. The transaction may idle at most IDLE_IN_FENCED_TX_MS (a writer
+ * - A fenced write is one statement guarded by the lease row read FOR SHARE (./run-parts.ts
+ *   `fenceCte`: appends, checkpoints, run records), or, for a write of several statements, runs
+ *   `checkFence` as the first statement of its transaction: the row is read FOR SHARE (a concurrent
+ *   take waits for this transaction), a moved epoch is a FencedError and the transaction is rolled back. The transaction may idle at most IDLE_IN_FENCED_TX_MS (a writer
  *   paused mid-write loses its session rather than holding up the next take).
  */
 import { FencedError, type Fence, type LeaseRepo } from '../types.js';

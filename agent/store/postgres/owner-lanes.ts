@@ -16,7 +16,13 @@
  *   otherwise gets a pg-boss job. A turn is never stranded.
  * - A lane runs what the store holds, oldest first (queued_turns.ord), re-read before each batch,
  *   so turns stored on any replica run in the order they were stored, each once per delivery: the
- *   run drops its turn in its checkpoint. A fresh lane first continues the conversation's stored
+ *   run drops its turn in its checkpoint. The statement that takes the conversation is the first
+ *   read when nothing else was stored for it (no earlier turn, no run record): the lane starts with
+ *   that one turn. Each read also returns the transcript's revision, handed to the batch's first run
+ *   (`delivery.revision`), so its load does not read it again.
+ * - A run that posted its outbox leaves its record to the lane (`delivery.dropRecordLater`): the
+ *   next read drops it under the hold, or a statement of its own before another turn or task runs,
+ *   or when the lane ends; a crash before that posts the answer again, as before a drop of its own. A fresh lane first continues the conversation's stored
  *   run record (`hooks.takeover`: a dead holder's run, or a parked one). Each read also checks the
  *   hold: a lane whose conversation was taken (its holder looked dead) stops after its turn,
  *   whose writes its fence refuses.
@@ -60,6 +66,13 @@ export function takeSql(rows: string, staleSeconds: number): string {
     RETURNING conversation, holder, epoch`;
 }
 
+/**
+ * SQL for the statement that stores a turn and takes the conversation: whether nothing else is stored
+ * for it (its snapshot does not see the turn it stores), and its transcript revision.
+ */
+const FIRST_BATCH_SQL = `NOT EXISTS (SELECT 1 FROM queued_turns WHERE conversation = $1) AND NOT EXISTS (SELECT 1 FROM run_records WHERE conversation = $1) AS alone,
+         (SELECT revision FROM conversations WHERE conversation = $1) AS revision`;
+
 export interface OwnerLanesOptions {
   db: Db;
   /** This process's liveness tag (the LISTEN session's application_name). */
@@ -86,6 +99,10 @@ interface Lane {
   readRecord: boolean;
   /** A record the fetch read under this hold, to continue first. */
   record?: unknown;
+  /** The first batch, read by the statement that took the conversation (enqueue): no read needed. */
+  first?: Batch;
+  /** A run here posted its outbox: the next read (or, before another turn, a statement) drops its record. */
+  dropRecord: boolean;
   again: boolean;
   stop: boolean;
   tasks: Array<{ run: () => Promise<void>; abandon: () => void }>;
@@ -103,6 +120,8 @@ interface Batch {
   released: boolean;
   record?: unknown;
   turns: Stored[];
+  /** The conversation's transcript revision as the read saw it (null: none stored). */
+  revision: number | null;
 }
 
 export class OwnerLanes {
@@ -131,7 +150,7 @@ export class OwnerLanes {
          ), t AS (
            INSERT INTO queued_turns (conversation, id, turn, created_at) SELECT $1, $2, $3, $4 FROM c ON CONFLICT (conversation, id) DO NOTHING
          ), h AS (${takeSql('SELECT $1::text, $5::text, 1, $4::bigint, $6::text FROM c', staleSeconds)})
-         SELECT holder, epoch FROM h`,
+         SELECT holder, epoch, ${FIRST_BATCH_SQL} FROM h`,
         [conversation, queued.id, enc(queued.turn), now, owner, tag, claim.event, now + claim.ttlMs, nonce],
         async (c) => {
           // A commit lost in flight: ours when the ledger holds our nonce (the lease is then read back).
@@ -149,13 +168,19 @@ export class OwnerLanes {
         `WITH t AS (
            INSERT INTO queued_turns (conversation, id, turn, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation, id) DO NOTHING
          ), h AS (${takeSql('VALUES ($1::text, $5::text, 1, $4::bigint, $6::text)', staleSeconds)})
-         SELECT holder, epoch FROM h`,
+         SELECT holder, epoch, ${FIRST_BATCH_SQL} FROM h`,
         [conversation, queued.id, enc(queued.turn), now, owner, tag],
       );
     }
-    const row = r.rows[0] as { holder: string | null; epoch: string } | undefined;
+    const row = r.rows[0] as { holder: string | null; epoch: string; alone?: boolean; revision?: string | null } | undefined;
     // Held by another live replica: its lane reads the turn before it lets go.
-    if (row?.holder === tag) this.hold(conversation, num(row.epoch), { readRecord: true });
+    if (row?.holder !== tag) return true;
+    // Taken with nothing else stored (no earlier turn, no run record): this turn is the lane's first
+    // batch, with no read. (The statement's snapshot does not see its own turn, hence "alone".)
+    const first: Batch | undefined = row.alone
+      ? { held: true, released: false, turns: [{ id: queued.id, turn: enc(queued.turn) }], revision: row.revision == null ? null : num(row.revision) }
+      : undefined;
+    this.hold(conversation, num(row.epoch), { readRecord: true, ...(first ? { first } : {}) });
     return true;
   }
 
@@ -164,7 +189,7 @@ export class OwnerLanes {
    * with `record` read under the hold). Joins the lane already running it under that epoch.
    * Resolves when the lane lets go of the conversation.
    */
-  hold(conversation: string, epoch: number, o: { readRecord?: boolean; record?: unknown }): Promise<void> {
+  hold(conversation: string, epoch: number, o: { readRecord?: boolean; record?: unknown; first?: Batch }): Promise<void> {
     const cur = this.lanes.get(conversation);
     if (cur && cur.fence.epoch === epoch && !cur.stop) {
       cur.again = true;
@@ -174,8 +199,10 @@ export class OwnerLanes {
     const lane: Lane = {
       conversation,
       fence: { conversation, owner: this.opts.owner, epoch },
-      readRecord: o.record === undefined && (o.readRecord ?? true),
+      readRecord: o.record === undefined && o.first === undefined && (o.readRecord ?? true),
       ...(o.record !== undefined ? { record: o.record } : {}),
+      ...(o.first !== undefined && o.record === undefined ? { first: o.first } : {}),
+      dropRecord: false,
       again: false,
       stop: false,
       tasks: [],
@@ -254,6 +281,7 @@ export class OwnerLanes {
     try {
       if (l.record !== undefined) await this.takeover(l, l.record);
       for (;;) {
+        if (l.dropRecord && l.tasks.length > 0) await this.dropRecordNow(l);
         for (const task of l.tasks.splice(0)) await task.run();
         if (l.stop || this.closed) return;
         // Let go only when nothing asked for another look since the last read (nor before the record).
@@ -261,7 +289,8 @@ export class OwnerLanes {
         l.again = false;
         let batch: Batch;
         try {
-          batch = await this.read(l, mayRelease);
+          batch = l.first ?? (await this.read(l, mayRelease));
+          l.first = undefined;
         } catch (err) {
           if (this.closed) return;
           this.log('warn', `[${conversation}] reading its queued turns failed (${(err as Error).message}); trying again`);
@@ -277,13 +306,19 @@ export class OwnerLanes {
             continue; // the record's run may have consumed turns: read again
           }
         }
-        for (const s of batch.turns) {
+        for (const [i, s] of batch.turns.entries()) {
           if (l.stop) break;
-          await this.turn(l, s);
+          // A posted outbox is not left standing through the next run (a crash in it would post it again).
+          if (l.dropRecord) await this.dropRecordNow(l);
+          await this.turn(l, s, i === 0 ? batch.revision : undefined);
           if (l.tasks.length > 0) break; // exclusive work queued meanwhile goes next, in order
         }
       }
     } finally {
+      if (l.dropRecord)
+        await this.dropRecordNow(l).catch((err: unknown) =>
+          this.log('warn', `[${conversation}] could not drop a posted run record: ${(err as Error).message}`),
+        );
       if (this.lanes.get(conversation) === l) this.lanes.delete(conversation);
       // Work queued after the last look (the release was decided before it came): handed back.
       for (const task of l.tasks.splice(0)) task.abandon();
@@ -308,7 +343,7 @@ export class OwnerLanes {
     }
   }
 
-  private async turn(l: Lane, s: Stored): Promise<void> {
+  private async turn(l: Lane, s: Stored, revision: number | null | undefined): Promise<void> {
     const { conversation } = l;
     const n = (l.attempts.get(s.id) ?? 0) + 1;
     l.attempts.set(s.id, n);
@@ -323,7 +358,17 @@ export class OwnerLanes {
       } else {
         const handle = this.opts.handler();
         if (!handle) throw new Error('the turn queue is not started');
-        await handle(conversation, { id: s.id, turn }, { fence: l.fence });
+        await handle(
+          conversation,
+          { id: s.id, turn },
+          {
+            fence: l.fence,
+            ...(revision !== undefined ? { revision } : {}),
+            dropRecordLater: () => {
+              l.dropRecord = true;
+            },
+          },
+        );
       }
     } catch (err) {
       this.log('error', `[${conversation}] ${(err as Error).stack ?? String(err)}`);
@@ -346,21 +391,36 @@ export class OwnerLanes {
             q AS (SELECT id, turn, ord FROM queued_turns WHERE conversation = $1 AND EXISTS (SELECT 1 FROM h) ORDER BY ord LIMIT 32),
             u AS (UPDATE leases SET holder = NULL
                    WHERE $5::boolean AND conversation = $1 AND holder = $2 AND epoch = $3 AND stored = (SELECT stored FROM h) AND NOT EXISTS (SELECT 1 FROM q)
-                   RETURNING 1)
+                   RETURNING 1),
+            x AS (DELETE FROM run_records WHERE $6::boolean AND conversation = $1 AND EXISTS (SELECT 1 FROM h))
        SELECT EXISTS (SELECT 1 FROM h) AS held, EXISTS (SELECT 1 FROM u) AS released,
-              CASE WHEN $4::boolean THEN (SELECT record FROM run_records WHERE conversation = $1) END AS record, q.id, q.turn
+              CASE WHEN $4::boolean THEN (SELECT record FROM run_records WHERE conversation = $1) END AS record,
+              (SELECT revision FROM conversations WHERE conversation = $1) AS revision, q.id, q.turn
          FROM (SELECT 1) AS one LEFT JOIN q ON true
         ORDER BY q.ord`,
-      [l.conversation, this.opts.tag, l.fence.epoch, l.readRecord, mayRelease],
+      [l.conversation, this.opts.tag, l.fence.epoch, l.readRecord, mayRelease, l.dropRecord],
     );
-    const rows = r.rows as Array<{ held: boolean; released: boolean; record: string | null; id: string | null; turn: string | null }>;
+    const rows = r.rows as Array<{ held: boolean; released: boolean; record: string | null; revision: string | null; id: string | null; turn: string | null }>;
     const first = rows[0];
+    if (first?.held) l.dropRecord = false;
     return {
       held: first?.held === true,
       released: first?.released === true,
       ...(first?.record != null ? { record: dec(first.record) } : {}),
       turns: rows.filter((x) => x.id !== null).map((x) => ({ id: x.id!, turn: x.turn! })),
+      revision: first?.revision == null ? null : num(first.revision),
     };
+  }
+
+  /** Drops the record of a run that posted its outbox, while this lane still holds the conversation. */
+  private async dropRecordNow(l: Lane): Promise<void> {
+    await this.opts.db.query(
+      'drop a posted run record',
+      'idempotent',
+      'DELETE FROM run_records WHERE conversation = $1 AND EXISTS (SELECT 1 FROM leases WHERE conversation = $1 AND owner = $2 AND epoch = $3)',
+      [l.conversation, l.fence.owner, l.fence.epoch],
+    );
+    l.dropRecord = false;
   }
 
   /** Drops a stored turn while this lane still holds the conversation. */

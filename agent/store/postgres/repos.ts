@@ -26,7 +26,7 @@ import type {
   StoredReminder,
 } from '../types.js';
 import { dec, enc, num, type Db } from './db.js';
-import { checkFence } from './leases.js';
+import { writePartsFenced } from './run-parts.js';
 
 /**
  * Claims the event ($5, until $6, by $7) and stores the turn only if the claim was won: one statement,
@@ -40,9 +40,6 @@ export const claimedTurnSql = `WITH c AS (
     INSERT INTO queued_turns (conversation, id, turn, created_at) SELECT $1, $2, $3, $4 FROM c ON CONFLICT (conversation, id) DO NOTHING
   )
   SELECT claimed FROM c`;
-
-/** An idempotent transaction's verify: a commit lost in flight is simply run again. */
-const rerun = async (): Promise<undefined> => undefined;
 
 export function runRepo(db: Db): RunRepo {
   return {
@@ -73,13 +70,12 @@ export function runRepo(db: Db): RunRepo {
     },
     async saveRecord(conversation, record, fence) {
       const sql = `INSERT INTO run_records (conversation, record) VALUES ($1, $2) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record`;
-      if (fence)
-        return void (await db.tx('save a run record', async (c) => (await checkFence(db, c, fence), db.q(c, sql, [conversation, enc(record)])), rerun));
+      if (fence) return writePartsFenced(db, 'save a run record', { record: { conversation, record } }, fence);
       await db.query('save a run record', 'idempotent', sql, [conversation, enc(record)]);
     },
     async dropRecord(conversation, fence) {
       const sql = 'DELETE FROM run_records WHERE conversation = $1';
-      if (fence) return void (await db.tx('drop a run record', async (c) => (await checkFence(db, c, fence), db.q(c, sql, [conversation])), rerun));
+      if (fence) return writePartsFenced(db, 'drop a run record', { record: { conversation, record: null } }, fence);
       await db.query('drop a run record', 'idempotent', sql, [conversation]);
     },
     async pending(conversation, turnId) {

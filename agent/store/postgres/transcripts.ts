@@ -13,6 +13,7 @@
 import {
   StoreConflictError,
   type ConversationListing,
+  type Fence,
   type LoadedTranscript,
   type RetentionRule,
   type TranscriptRepo,
@@ -21,12 +22,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import { dec, enc, num, type Client, type Db } from './db.js';
 import { checkFence } from './leases.js';
-
-/** What a checkpoint writes beside the transcript, in the same statement or transaction. */
-export interface RunParts {
-  dropTurn?: { conversation: string; id: string };
-  record?: { conversation: string; record: unknown | null };
-}
+import { fenceCte, fencedMiss, partsCtes, type RunParts } from './run-parts.js';
 
 /** True when every change is an append: the write is then ONE statement (see `appendStatement`). */
 export function appendOnly(w: TranscriptWrite): boolean {
@@ -37,52 +33,50 @@ export function appendOnly(w: TranscriptWrite): boolean {
  * An append-only write (and a checkpoint's run parts) as ONE statement, atomic on its own: the
  * conversation row is created / compare-and-set first (`c`), and the messages, the queued-turn drop
  * and the record are written only if `c` returned its row. No row back: the expected revision was
- * not the stored one. An append onto a stored seq fails the whole statement (unique key).
+ * not the stored one, or (given a fence) the fence moved. An append onto a stored seq fails the
+ * whole statement (unique key).
  */
-export function appendStatement(w: TranscriptWrite, nonce: string, parts: RunParts = {}): { sql: string; params: unknown[] } {
+export function appendStatement(w: TranscriptWrite, nonce: string, parts: RunParts = {}, fence?: Fence): { sql: string; params: unknown[] } {
   const seqs: number[] = [];
   const msgs: string[] = [];
   for (const ch of w.changes) if (ch.op === 'append') for (const r of ch.rows) seqs.push(r.seq), msgs.push(enc(r.message));
   const maxSeq = seqs.reduce((a, b) => Math.max(a, b), 0);
   const params: unknown[] = [w.conversation, w.agent, enc(w.state), w.now, maxSeq, nonce, seqs, msgs];
+  const ctes = fence ? [fenceCte(params, fence)] : [];
+  const held = fence ? ' WHERE EXISTS (SELECT 1 FROM f)' : '';
   const set = `agent = $2, state = $3, updated_at = $4, activity = nextval('conversation_activity'), last_seq = GREATEST(conv.last_seq, $5), revision = conv.revision + 1, writer = $6`;
   const insert = `INSERT INTO conversations AS conv (conversation, agent, state, updated_at, activity, last_seq, revision, writer)
-                  VALUES ($1, $2, $3, $4, nextval('conversation_activity'), $5, 1, $6)`;
+                  SELECT $1, $2, $3, $4::bigint, nextval('conversation_activity'), $5::bigint, 1, $6${held}`;
   let head: string;
   if (w.expectRevision === undefined) head = `${insert} ON CONFLICT (conversation) DO UPDATE SET ${set} RETURNING revision, (xmax = 0) AS created`;
   else if (w.expectRevision === 0) head = `${insert} ON CONFLICT (conversation) DO NOTHING RETURNING revision, true AS created`;
   else {
     params.push(w.expectRevision);
-    head = `UPDATE conversations AS conv SET ${set} WHERE conversation = $1 AND revision = $${params.length} RETURNING revision, false AS created`;
+    head = `UPDATE conversations AS conv SET ${set} WHERE conversation = $1 AND revision = $${params.length}${fence ? ' AND EXISTS (SELECT 1 FROM f)' : ''} RETURNING revision, false AS created`;
   }
-  const ctes = [
+  ctes.push(
     `c AS (${head})`,
     `m AS (INSERT INTO transcript_messages (conversation, seq, message) SELECT $1, s, x FROM unnest($7::bigint[], $8::text[]) AS t(s, x) WHERE EXISTS (SELECT 1 FROM c))`,
-  ];
-  if (parts.dropTurn) {
-    params.push(parts.dropTurn.conversation, parts.dropTurn.id);
-    ctes.push(`d AS (DELETE FROM queued_turns WHERE conversation = $${params.length - 1} AND id = $${params.length} AND EXISTS (SELECT 1 FROM c))`);
-  }
-  if (parts.record) {
-    if (parts.record.record === null) {
-      params.push(parts.record.conversation);
-      ctes.push(`r AS (DELETE FROM run_records WHERE conversation = $${params.length} AND EXISTS (SELECT 1 FROM c))`);
-    } else {
-      params.push(parts.record.conversation, enc(parts.record.record));
-      ctes.push(
-        `r AS (INSERT INTO run_records (conversation, record) SELECT $${params.length - 1}, $${params.length} WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (conversation) DO UPDATE SET record = EXCLUDED.record)`,
-      );
-    }
-  }
+    ...partsCtes(params, parts, 'c'),
+  );
   return { sql: `WITH ${ctes.join(',\n')}\nSELECT revision, created FROM c`, params };
 }
 
-/** Runs `appendStatement`; a compare-and-set miss becomes a StoreConflictError. */
-export async function runAppend(db: Db, c: Client, w: TranscriptWrite, nonce: string, parts?: RunParts): Promise<{ revision: number; created: boolean }> {
-  const { sql, params } = appendStatement(w, nonce, parts);
+/** Runs `appendStatement`; a moved fence becomes a FencedError, a compare-and-set miss a StoreConflictError. */
+export async function runAppend(
+  db: Db,
+  c: Client,
+  w: TranscriptWrite,
+  nonce: string,
+  parts?: RunParts,
+  fence?: Fence,
+): Promise<{ revision: number; created: boolean }> {
+  const { sql, params } = appendStatement(w, nonce, parts, fence);
   const r = await db.q(c, sql, params);
   const row = r.rows[0] as { revision: string; created: boolean } | undefined;
   if (!row) {
+    const moved = fence ? await fencedMiss(db, c, fence) : undefined;
+    if (moved) throw moved;
     const now = await db.q(c, 'SELECT revision FROM conversations WHERE conversation = $1', [w.conversation]);
     const actual = now.rows[0] as { revision: string } | undefined;
     throw new StoreConflictError(w.conversation, w.expectRevision ?? 0, actual ? num(actual.revision) : undefined);
@@ -236,11 +230,10 @@ export function transcriptRepo(db: Db): TranscriptRepo {
       const nonce = randomUUID();
       const what = `write the transcript of ${w.conversation}`;
       const verify = (c: Client) => verifyWrite(db, c, w.conversation, nonce);
-      // A fenced write checks its claim first, in the same transaction.
+      // A fenced write checks its claim in the same statement (an append) or transaction.
       const fence = w.fence;
-      if (fence)
-        return db.tx(what, async (c) => (await checkFence(db, c, fence), appendOnly(w) ? runAppend(db, c, w, nonce) : applyWrite(db, c, w, nonce)), verify);
-      if (appendOnly(w)) return db.run(what, 'once', (c) => runAppend(db, c, w, nonce), verify);
+      if (appendOnly(w)) return db.run(what, 'once', (c) => runAppend(db, c, w, nonce, {}, fence), verify);
+      if (fence) return db.tx(what, async (c) => (await checkFence(db, c, fence), applyWrite(db, c, w, nonce)), verify);
       return db.tx(what, (c) => applyWrite(db, c, w, nonce), verify);
     },
 

@@ -416,6 +416,34 @@ export function describeStoreContract(engineName: string, open: () => Promise<St
         await refused(store.checkpoint({ fence: old, dropTurn: { conversation: c, id: 'turn' }, record: { conversation: c, record: null } }));
         await refused(store.runs.saveRecord(c, { v: 3 }, old));
         await refused(store.runs.dropRecord(c, old));
+        // A first write (the row created, or created-or-updated) under a moved fence creates nothing.
+        for (const expectRevision of [0, undefined]) {
+          await refused(
+            store.checkpoint({
+              fence: old,
+              transcript: {
+                conversation: c,
+                agent: 'a',
+                state: {},
+                changes: [{ op: 'append', rows: rows(2, 2) }],
+                now: 2,
+                ...(expectRevision === 0 ? { expectRevision } : {}),
+              },
+              record: { conversation: c, record: { v: 5 } },
+            }),
+          );
+        }
+        const fresh = k('fresh');
+        const freshOld = await store.leases.take(fresh, 'replica-a', 1);
+        const freshNow = await store.leases.take(fresh, 'replica-b', 2);
+        const err = await store
+          .checkpoint({
+            fence: freshOld,
+            transcript: { conversation: fresh, agent: 'a', state: {}, changes: [{ op: 'append', rows: rows(1, 1) }], now: 2, expectRevision: 0 },
+          })
+          .catch((e: unknown) => e);
+        expect(err).toMatchObject({ name: 'FencedError', current: freshNow.epoch });
+        expect(await store.transcripts.load(fresh)).toBeUndefined();
         expect((await store.transcripts.load(c))?.rows).toEqual(rows(1, 1));
         expect(await store.runs.pending(c, 'turn')).toEqual({ record: { v: 1 }, turn: { text: 'hi' } });
         // The new holder writes.
