@@ -5,4 +5,4 @@
  * tools, environment variables that carry code), paths.ts (protected paths), options.ts (GNU option
  * reading: clusters, glued values, abbreviations).
  */
-export { findDenial, RULES, denyVerdict, normalizePath, type DenyVerdict } from './denylist/index.js';
+export { findDenial, type DenyVerdict } from './denylist/index.js';

@@ -24,7 +24,7 @@
 import { MARK } from './parse.js';
 import { basename, SHALLOW_WRAPPERS, unwrapCommand } from './wrappers.js';
 
-export type RiskKind = 'runs other code' | 'writes files' | 'changes its directory or configuration';
+type RiskKind = 'runs other code' | 'writes files' | 'changes its directory or configuration';
 
 export interface OptionRisk {
   /** the word as written (`--script-shell=./x.sh`, `-c`, `-delete`, `CC=x`) */
@@ -111,7 +111,7 @@ const PACKAGE_MANAGER: OptionTable = {
  * docs, make(1), find(1), curl(1), wget(1), sort(1), tar(1), rsync(1), ssh(1), scp(1), sftp(1),
  * cargo(1), `go help build`/`go help testflag`, pytest --help, node(1), sed(1), docker(1), kubectl.
  */
-export const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
+const PROGRAM_OPTIONS: Readonly<Record<string, ProgramRules>> = {
   git: {
     global: {
       short: { c: CONFIG, C: CONFIG },
@@ -331,7 +331,7 @@ function rulesFor(program: string): ProgramRules | undefined {
 }
 
 /** Options of the wrappers in front of a command (policies/shell/wrappers.ts skips them for keys). */
-export const WRAPPER_OPTIONS: Readonly<Record<string, OptionTable>> = {
+const WRAPPER_OPTIONS: Readonly<Record<string, OptionTable>> = {
   env: { long: { chdir: CONFIG }, short: { C: CONFIG }, shortValue: 'uS' },
   time: { long: { output: WRITES }, short: { o: WRITES }, shortValue: 'f' },
   npx: { ...PACKAGE_MANAGER, long: { ...PACKAGE_MANAGER.long, package: CODE }, short: { p: CODE, c: CODE } },

@@ -79,14 +79,14 @@ export const STDIN_PATHS = /^(-|\/dev\/stdin|\/dev\/fd\/0|\/proc\/self\/fd\/0)$/
 const FD_PATH = /^(\/dev\/fd\/[1-9]\d*|\/proc\/(self|thread-self|\d+)\/fd\/\d+)$/;
 
 /** `sh <(curl ...)`, `source <(...)`: code from a process substitution. */
-export function procSubstCode(arg: string, facts: ScriptFacts): DenyVerdict {
+function procSubstCode(arg: string, facts: ScriptFacts): DenyVerdict {
   const ps = facts.procSubsts[arg.charCodeAt(1) - 0xe100];
   if (ps && ps.sites.some((s) => s.argvs.some(isDownload))) return deny('remote-code-exec', 'process substitution of a download');
   return deny('inline-code', 'code from a process substitution');
 }
 
 /** An interpreter with no script operand reads its code from stdin: judge where stdin comes from. */
-export function stdinCode(site: CommandSite, facts: ScriptFacts, name: string): DenyVerdict | null {
+function stdinCode(site: CommandSite, facts: ScriptFacts, name: string): DenyVerdict | null {
   const stdin = site.stdin;
   if (stdin.kind === 'here') return deny('inline-code', `${stdin.heredoc ? 'heredoc' : 'here-string'} fed to ${name}`);
   if (stdin.kind === 'file') {

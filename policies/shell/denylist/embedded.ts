@@ -96,7 +96,7 @@ const GIT_REFUSED_KEYS = /^(core\.hookspath|include\.path|includeif\..+\.path|co
 /** Text the evaluator could not know (an outside variable, a substitution's output). */
 const UNKNOWN_TEXT = /[\uE000\uE005]/;
 
-export function gitConfigEntry(where: string, key: string, value: string | null): Embedded[] {
+function gitConfigEntry(where: string, key: string, value: string | null): Embedded[] {
   if (UNKNOWN_TEXT.test(key)) return [refuse(where, 'a config key not known until the command runs')];
   if (GIT_REFUSED_KEYS.test(key)) {
     if (/^core\.hookspath$/i.test(key) && value === '/dev/null') return [];
@@ -487,7 +487,7 @@ export function embeddedCommands(name: string, args: readonly string[]): Embedde
 // ---- environment variables that carry commands or code
 
 /** Variables whose value a program runs as a shell command (pagers, editors, ssh commands, ...). */
-export const COMMAND_VARS = new Set([
+const COMMAND_VARS = new Set([
   'PAGER',
   'MANPAGER',
   'GIT_PAGER',
@@ -520,7 +520,7 @@ export const COMMAND_VARS = new Set([
 ]);
 
 /** Variables that make a program load or run other code whatever the value: refused when set. */
-export const CODE_VARS =
+const CODE_VARS =
   /^(LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|BASH_ENV|ENV|PERL5OPT|PERL5DB|RUBYOPT|GCONV_PATH|GIT_EXEC_PATH|GIT_CONFIG_PARAMETERS|GIT_TEMPLATE_DIR|BASH_FUNC_.*|PYTHONSTARTUP|NPM_CONFIG_SCRIPT_SHELL|npm_config_script_shell|SHELLOPTS|BASHOPTS)$/;
 
 /** What an assignment NAME=value carries: a command to judge, a refusal, or nothing. */

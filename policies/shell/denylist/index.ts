@@ -48,8 +48,7 @@ import { globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, resolveLink
 import { containerEntry, ENTRY_WRAPPERS, historyAssignment } from './system.js';
 import { appendedTexts, judgeRedirect, judgeWrite, recordWrites, teeInput, writeTargets, type Written } from './writes.js';
 
-export { RULES, deny, type DenyVerdict } from './rules.js';
-export { normalizePath } from './paths.js';
+export type { DenyVerdict } from './rules.js';
 
 const MAX_DEPTH = 4;
 
@@ -560,5 +559,3 @@ function chainedRemote(facts: ScriptFacts): DenyVerdict | null {
   }
   return null;
 }
-
-export { deny as denyVerdict };
