@@ -20,7 +20,7 @@
  */
 import { approvalKeyOf } from './approval-key.js';
 import { unwrapCommand } from './wrappers.js';
-import { findDenial, type DenyVerdict } from './denylist.js';
+import { findDenial } from './denylist.js';
 import { isCommandAllowlisted } from './allowlist.js';
 import { riskyOption, type OptionRisk } from './option-risk.js';
 import type { ShellAnalysis } from './analysis.js';
