@@ -187,7 +187,7 @@ export interface RateLimit {
   perSeconds: number;
 }
 
-export type RateDecision = { ok: true } | { ok: false; retryAfterSec: number };
+type RateDecision = { ok: true } | { ok: false; retryAfterSec: number };
 
 export interface RateLimiter {
   take(userKey: string): RateDecision;
@@ -258,7 +258,7 @@ export interface FloodReport {
   windowMs: number;
 }
 
-export interface RefusalVerdict {
+interface RefusalVerdict {
   /** Post the refusal reply now. */
   reply: boolean;
   /** Set when a flood line is due (log it once). */

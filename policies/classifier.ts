@@ -19,7 +19,7 @@ import type { Tier } from './tiers.js';
 
 export type ClassifierCompletion = (req: { system: string; user: string; signal: AbortSignal }) => Promise<{ text: string; usage?: unknown }>;
 
-export interface ClassifierVerdict {
+interface ClassifierVerdict {
   tier: Tier;
   source: 'model' | 'cache' | 'fail-closed';
   /** Why it failed closed (or the reply that could not be read). */
@@ -35,8 +35,8 @@ export interface CommandClassifier {
   classify(command: string): Promise<ClassifierVerdict>;
 }
 
-export const MAX_CLASSIFIED_COMMAND_CHARS = 4000;
-export const DEFAULT_CLASSIFIER_TIMEOUT_MS = 8000;
+const MAX_CLASSIFIED_COMMAND_CHARS = 4000;
+const DEFAULT_CLASSIFIER_TIMEOUT_MS = 8000;
 
 export const CLASSIFIER_SYSTEM_PROMPT = [
   'You rate the risk of one shell command that an AI agent wants to run on a server.',

@@ -51,7 +51,7 @@ export function parseIp(text: string): Uint8Array | undefined {
 }
 
 /** The IPv4 address an IPv6 form carries (mapped, compatible, NAT64, 6to4), else the address itself. */
-export function embeddedIpv4(ip: Uint8Array): Uint8Array {
+function embeddedIpv4(ip: Uint8Array): Uint8Array {
   if (ip.length === 4) return ip;
   const zeros = (from: number, to: number) => ip.subarray(from, to).every((b) => b === 0);
   if (zeros(0, 10) && ip[10] === 0xff && ip[11] === 0xff) return ip.slice(12); // ::ffff:a.b.c.d

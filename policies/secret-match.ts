@@ -35,7 +35,7 @@ export interface SecretHit {
 }
 
 /** Letters and digits only, lower-cased. */
-export function normalize(s: string): string {
+function normalize(s: string): string {
   return s.replace(/[^A-Za-z0-9]+/g, '').toLowerCase();
 }
 

@@ -23,7 +23,7 @@
 import { isOwnName, isSecretName, isSecretValue, SECRET_URL_CREDENTIALS } from './secret-names.js';
 import { matcherFor, MIN_SECRET_CHARS, type SecretHit, type SecretMatcher } from './secret-match.js';
 
-export { MIN_SECRET_CHARS, type SecretHit } from './secret-match.js';
+export { MIN_SECRET_CHARS } from './secret-match.js';
 
 const registered = new Map<string, number>();
 
@@ -57,7 +57,7 @@ function isAddress(name: string, value: string): boolean {
 }
 
 /** `user:password` and the password of every URL with credentials in `value`. */
-export function urlCredentials(value: string): string[] {
+function urlCredentials(value: string): string[] {
   const out: string[] = [];
   if (!value.includes('://') || !value.includes('@')) return out;
   for (const m of value.matchAll(SECRET_URL_CREDENTIALS)) {

@@ -42,10 +42,6 @@ export function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${body}$`, 's');
 }
 
-export function globMatches(pattern: string, value: string): boolean {
-  return isGlob(pattern) ? globToRegExp(pattern).test(value) : pattern === value;
-}
-
 export interface ToolPolicyMatch {
   /** The toolPolicy key that decided (a name or a glob). */
   pattern: string;
@@ -79,7 +75,7 @@ export function serverToolOffered(policy: ToolPolicy | undefined, toolName: stri
 }
 
 /** Does a rule's `match` cover one simple command (its approval key and its unwrapped words)? */
-export function ruleMatchesSimple(match: string, key: string, words: readonly string[]): boolean {
+function ruleMatchesSimple(match: string, key: string, words: readonly string[]): boolean {
   if (isGlob(match)) return globToRegExp(match.trim()).test(words.join(' '));
   return entryMatches(match, key, words);
 }

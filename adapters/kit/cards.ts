@@ -31,13 +31,13 @@ export interface CardLimits {
 
 const OUTCOME_RESERVE = 300;
 
-export interface LaidOutButton {
+interface LaidOutButton {
   token: string;
   label: string;
   style: ButtonStyle;
 }
 
-export type CardControls = { kind: 'none' } | { kind: 'buttons'; buttons: LaidOutButton[] } | { kind: 'select'; placeholder: string; options: LaidOutButton[] };
+type CardControls = { kind: 'none' } | { kind: 'buttons'; buttons: LaidOutButton[] } | { kind: 'select'; placeholder: string; options: LaidOutButton[] };
 
 export interface CardLayout {
   title: string;

@@ -11,7 +11,7 @@
  */
 import type { ActionResult, AdapterSink, InboundAction, Log } from '../types.js';
 
-export const NO_LONGER_VALID = 'This button is no longer valid.';
+const NO_LONGER_VALID = 'This button is no longer valid.';
 export const SOMETHING_WENT_WRONG = 'Something went wrong; please try again.';
 
 export interface Click {

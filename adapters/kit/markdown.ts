@@ -18,7 +18,7 @@
 import { fromMarkdown } from 'mdast-util-from-markdown';
 import { gfmFromMarkdown } from 'mdast-util-gfm';
 import { gfm } from 'micromark-extension-gfm';
-import type { Code, Link, Node, Parent, Paragraph, PhrasingContent, Root, RootContent, Text } from 'mdast';
+import type { Code, Node, Parent, Paragraph, PhrasingContent, Root, RootContent, Text } from 'mdast';
 import { cutBefore } from './attachments.js';
 
 export interface ParsedMarkdown {
@@ -260,5 +260,3 @@ function rebuild(atoms: Atom[]): PhrasingContent[] {
   }
   return root;
 }
-
-export type { Link };

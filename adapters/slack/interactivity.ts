@@ -38,7 +38,7 @@ export interface InteractivityOptions {
 }
 
 /** A user's membership of the wanted groups; `unchecked`: groups whose lookup failed (counted as not a member). */
-export interface GroupMembership {
+interface GroupMembership {
   groups: string[];
   unchecked: string[];
 }

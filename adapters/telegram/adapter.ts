@@ -66,7 +66,7 @@ export interface TelegramAdapterOptions {
 }
 
 /** Telegram only ever contributes its webhook (POST). */
-export type TelegramHttpRoute = HttpRoute & { method: 'POST' };
+type TelegramHttpRoute = HttpRoute & { method: 'POST' };
 
 export type TelegramAdapter = Adapter & {
   /** Webhook mode: the routes the bot's HTTP server mounts. Empty in polling mode. */

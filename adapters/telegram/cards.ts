@@ -23,11 +23,11 @@ export const CALLBACK_PREFIX = 'g:';
 const CALLBACK_DATA_MAX_BYTES = 64;
 const BUTTON_LABEL_MAX = 64;
 
-export interface InlineButton {
+interface InlineButton {
   text: string;
   callback_data: string;
 }
-export interface InlineKeyboard {
+interface InlineKeyboard {
   inline_keyboard: InlineButton[][];
 }
 

@@ -19,7 +19,7 @@
 import type { ShellAnalysis } from './analysis.js';
 
 /** Variables that may be set in front of an auto-approved command: they change no program that runs. */
-export const SAFE_ASSIGNMENTS: ReadonlySet<string> = new Set([
+const SAFE_ASSIGNMENTS: ReadonlySet<string> = new Set([
   'NODE_ENV',
   'CI',
   'DEBUG',

@@ -8,8 +8,6 @@
  */
 import { basename, unwrapCommand } from './wrappers.js';
 
-export { basename, unwrapCommand, type Unwrapped } from './wrappers.js';
-
 /** Global options that take a value, per binary, skipped when looking for the subcommand. */
 const GLOBAL_VALUE_OPTS: Readonly<Record<string, readonly string[]>> = {
   git: ['-C', '-c', '--git-dir', '--work-tree', '--namespace', '--exec-path', '--config-env'],

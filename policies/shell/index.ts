@@ -20,18 +20,16 @@
  */
 import { approvalKeyOf } from './approval-key.js';
 import { unwrapCommand } from './wrappers.js';
-import { findDenial, type DenyVerdict } from './denylist.js';
+import { findDenial } from './denylist.js';
 import { isCommandAllowlisted } from './allowlist.js';
 import { riskyOption, type OptionRisk } from './option-risk.js';
 import type { ShellAnalysis } from './analysis.js';
 import { analyzeScript, displayField, type ParseResult, type ScriptFacts, shellParserReady } from './parse.js';
 
-export type { DenyVerdict } from './denylist.js';
 export type { ShellAnalysis } from './analysis.js';
-export { RULES } from './denylist.js';
 export { approvalKeyOf } from './approval-key.js';
-export { isCommandAllowlisted, allowlistMiss, SAFE_ASSIGNMENTS } from './allowlist.js';
-export { riskyOption, type OptionRisk, type RiskKind } from './option-risk.js';
+export { isCommandAllowlisted, allowlistMiss } from './allowlist.js';
+export { riskyOption } from './option-risk.js';
 
 const NOT_A_FILE = /^(\/dev\/(null|stdout|stderr|tty)|\/dev\/fd\/\d+|\d+|-)$/;
 const WRITE_OPS = new Set(['>', '>>', '>|', '&>', '&>>', '<>', '>&']);

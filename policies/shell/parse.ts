@@ -39,10 +39,9 @@ import { Evaluator } from './evaluate/evaluator.js';
 import type { ScriptFacts } from './evaluate/facts.js';
 import type { ParseResult } from './syntax/tree.js';
 
-export type { Part, Word, Redirect, Assign, Stmt, Command, Script, ParseResult } from './syntax/tree.js';
+export type { ParseResult } from './syntax/tree.js';
 export { parseShell, shellParserReady } from './syntax/parser.js';
-export { MARK, isStatic, displayField, type Stdin, type RedirectSite, type CommandSite, type ScriptFacts } from './evaluate/facts.js';
-export { decodeAnsiC } from './evaluate/values.js';
+export { MARK, isStatic, displayField, type RedirectSite, type CommandSite, type ScriptFacts } from './evaluate/facts.js';
 export { Evaluator } from './evaluate/evaluator.js';
 
 /**

@@ -253,10 +253,10 @@ const RUNNERS: Readonly<Record<string, RunnerSpec>> = {
 };
 
 /** Tools reachable by a bare `yarn TOOL` / `pnpm TOOL` (bins of the project), judged like the runners. */
-export const RUNNABLE_BINS: ReadonlySet<string> = new Set(['rimraf', 'del', 'del-cli', 'trash', 'trash-cli', 'trash-put', 'premove', 'rimraf-cli', 'shx']);
+const RUNNABLE_BINS: ReadonlySet<string> = new Set(['rimraf', 'del', 'del-cli', 'trash', 'trash-cli', 'trash-put', 'premove', 'rimraf-cli', 'shx']);
 
 /** `rimraf@5`, `npm:rimraf@^5`, `@scope/tool@1.2`, `trash-cli==0.23`, `ruff[extra]`: the tool's name. */
-export function toolName(spec: string): string {
+function toolName(spec: string): string {
   let s = spec.replace(/^(npm|jsr|pypi):/, '');
   const at = s.lastIndexOf('@');
   if (at > 0) s = s.slice(0, at);
@@ -265,7 +265,7 @@ export function toolName(spec: string): string {
 }
 
 /** If `words` is a package runner running a tool, the tool's words (name normalised); else null. */
-export function runnerTool(words: readonly string[]): string[] | null {
+function runnerTool(words: readonly string[]): string[] | null {
   const name = basename(words[0] ?? '');
   const spec = RUNNERS[name];
   if (!spec) return null;

@@ -9,7 +9,7 @@ import { readOptions } from './options.js';
 
 // ---- awk: system(), print | "cmd", "cmd" | getline
 
-export function awkProgram(args: readonly string[]): string[] {
+function awkProgram(args: readonly string[]): string[] {
   const programs: string[] = [];
   let fromFile = false;
   let i = 0;

@@ -9,6 +9,9 @@ export type Embedded = { where: string; text: string } | { where: string; refuse
 
 export type Extractor = (args: readonly string[]) => Embedded[];
 
+/** Text the evaluator could not know (an outside variable, a substitution's output). */
+export const UNKNOWN_TEXT = /[\uE000\uE005]/;
+
 export const cmd = (where: string, text: string): Embedded => ({ where, text });
 export const refuse = (where: string, why: string): Embedded => ({ where, refuse: why });
 

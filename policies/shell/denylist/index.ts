@@ -7,15 +7,17 @@
  * `{ rule, reason }` with a stable rule id (see RULES in ./rules.ts), or null.
  *
  * Each command is judged
- * - as written, and as the command its wrappers and package runners run (./commands.ts; `npx -y rimraf@5
- *   /` is judged as `rimraf /`, which is judged like `rm -rf /`);
+ * - as written, and as the command its wrappers and package runners run (./runs.ts finds the levels,
+ *   ./commands.ts judges each; `npx -y rimraf@5 /` is judged as `rimraf /`, which is judged like
+ *   `rm -rf /`);
  * - by the system rules (./system.ts): recursive permission sweeps, history tampering, capabilities,
  *   container and namespace entry (judged after the command they run, so that command names its rule),
  *   fs destroyers, account databases;
- * - for every argument slice that starts with a known-dangerous command (`foo --bar rm -rf /`);
+ * - for every argument slice that starts with a known-dangerous command (`foo --bar rm -rf /`; the
+ *   name lists are in ./slice-names.ts);
  * - for the command strings its options carry (./embedded.ts: tar --to-command, ssh -o ProxyCommand,
  *   git -c core.pager, awk system(), PAGER=..., ...), each judged as a command of its own;
- * - for the paths it names (./paths.ts: secrets, raw devices, /proc, persistence, history files), after
+ * - for the paths it names (./path-args.ts, with ./paths.ts: secrets, raw devices, /proc, persistence, history files), after
  *   normalising `~`, `..`, `.` and `//` (a `..` out of `~` is tried for /root and /home/<user>), through
  *   symlinks made earlier in the same command; writes in ./writes.ts (plain settings appended to the
  *   user's shell start-up file are approvable, any command there is 'persistence');
@@ -30,218 +32,21 @@
 import { PRIVILEGED_WRAPPERS, basename, unwrapCommand } from '../wrappers.js';
 import { MARK, analyzeScript, displayField, type CommandSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
-import { isDownload, isKnownCommand, judgeArgv, operands, STDIN_PATHS } from './commands.js';
-import {
-  assignmentEmbedded,
-  awkFiles,
-  DB_SHELLS,
-  dbEscapes,
-  embeddedCommands,
-  makefileCommands,
-  readSed,
-  sedScripts,
-  TOOLS,
-  type Embedded,
-} from './embedded.js';
+import { isKnownCommand, judgeArgv } from './commands.js';
+import { isDownload, STDIN_PATHS } from './code-sources.js';
+import { assignmentEmbedded, embeddedCommands, TOOLS, type Embedded } from './embedded.js';
+import { DB_SHELLS, dbEscapes, makefileCommands } from './embedded-tools.js';
 import { interpreterName, INTERPRETERS, scriptOperand } from './interpreters.js';
-import { globRegex, hasGlob, RAW_DEVICE, SECRET_DIRS, normalizePath, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { globRegex, hasGlob, normalizePath, resolveLinks, secretPath, type LinkMap } from './paths.js';
+import { judgePaths } from './path-args.js';
+import { levels, linksOf, stdinItems } from './runs.js';
+import { DANGEROUS_BY_NAME, NON_EXEC, SUBCOMMAND_TOOLS } from './slice-names.js';
 import { containerEntry, ENTRY_WRAPPERS, historyAssignment } from './system.js';
-import { appendedTexts, judgeRedirect, judgeWrite, recordWrites, teeInput, writeTargets, type Written } from './writes.js';
+import { appendedTexts, judgeRedirect, recordWrites, type Written } from './writes.js';
 
-export { RULES, deny, type DenyVerdict } from './rules.js';
-export { normalizePath } from './paths.js';
+export type { DenyVerdict } from './rules.js';
 
 const MAX_DEPTH = 4;
-
-/** Tools that copy files: naming a secret directory copies its secrets. */
-const COPIERS = new Set(['cp', 'scp', 'rsync', 'tar', 'zip', '7z', 'mv', 'rclone', 'sftp', 'curl', 'base64', 'xxd', 'gpg']);
-
-/** Tools that read every file under a directory they are given. */
-const DIR_READERS = new Set(['grep', 'egrep', 'fgrep', 'rg', 'ag', 'ack', 'strings', 'cat', 'head', 'tail', 'less', 'more', 'od', 'hexdump', 'xxd']);
-
-/** Programs that never run their arguments: an argument slice of theirs is just text. */
-const NON_EXEC = new Set([
-  'echo',
-  'printf',
-  'man',
-  'which',
-  'whereis',
-  'type',
-  'help',
-  'whatis',
-  'apropos',
-  'info',
-  'tldr',
-  'hash',
-  'grep',
-  'egrep',
-  'fgrep',
-  'rg',
-  'ag',
-  'ack',
-  'apt',
-  'apt-get',
-  'apt-cache',
-  'dpkg',
-  'rpm',
-  'dnf',
-  'yum',
-  'brew',
-  'pacman',
-  'apk',
-  'snap',
-  'complete',
-  'compgen',
-  'alias',
-  'unalias',
-  'declare',
-  'typeset',
-  'export',
-  'local',
-  'readonly',
-  'ls',
-  'stat',
-  'file',
-  'cat',
-  'wc',
-  'head',
-  'tail',
-  'touch',
-  'mkdir',
-  'cp',
-  'mv',
-  'ln',
-  'git',
-  'diff',
-  'cmp',
-  'sort',
-  'uniq',
-  'cut',
-  'tr',
-  'basename',
-  'dirname',
-  'realpath',
-  'readlink',
-  'test',
-  '[',
-]);
-
-/** Programs whose first operand is a subcommand that may share a name with a dangerous command (git rm, docker kill). */
-const SUBCOMMAND_TOOLS = new Set([
-  'git',
-  'docker',
-  'podman',
-  'nerdctl',
-  'npm',
-  'pnpm',
-  'yarn',
-  'bun',
-  'cargo',
-  'kubectl',
-  'helm',
-  'systemctl',
-  'apt',
-  'apt-get',
-  'dnf',
-  'yum',
-  'brew',
-  'pip',
-  'pip3',
-  'conda',
-  'gh',
-  'snap',
-  'flatpak',
-  'lxc',
-  'incus',
-  'virsh',
-  'ctr',
-  'crictl',
-  'vagrant',
-  'heroku',
-  'az',
-  'aws',
-  'gcloud',
-  'doctl',
-  'svn',
-  'hg',
-  'tmux',
-  'pm2',
-  'supervisorctl',
-  'service',
-  'rclone',
-  'restic',
-  'borg',
-  'go',
-  'deno',
-  'uv',
-  'poetry',
-  'pipx',
-  'gem',
-  'composer',
-  'mix',
-  'stack',
-  'cabal',
-  'dotnet',
-  'kill',
-]);
-
-/** Programs refused by name: in an argument slice they count once they have arguments. */
-const DANGEROUS_BY_NAME = new Set([
-  'sudo',
-  'su',
-  'doas',
-  'pkexec',
-  'runuser',
-  'run0',
-  'shutdown',
-  'reboot',
-  'poweroff',
-  'pkill',
-  'killall',
-  'killall5',
-  'fdisk',
-  'sfdisk',
-  'parted',
-  'wipefs',
-  'shred',
-  'blkdiscard',
-  'iptables',
-  'ip6tables',
-  'nft',
-  'ufw',
-  'useradd',
-  'userdel',
-  'usermod',
-  'visudo',
-  'crontab',
-  'systemd-run',
-  'umount',
-  'mount',
-  'chpasswd',
-]);
-
-/** Metadata tools that may name a raw device without reading its content. */
-const DEVICE_METADATA = new Set([
-  'ls',
-  'lsblk',
-  'blkid',
-  'stat',
-  'file',
-  'df',
-  'findmnt',
-  'udevadm',
-  'smartctl',
-  'readlink',
-  'realpath',
-  'test',
-  '[',
-  'lsof',
-  'fuser',
-  'du',
-  'echo',
-  'printf',
-  'grep',
-]);
 
 interface Ctx {
   facts: ScriptFacts;
@@ -303,63 +108,6 @@ function judgeAssignment(word: string, ctx: Ctx): DenyVerdict | null {
   return historyAssignment(word.slice(0, eq), word.slice(eq + 1)) ?? judgeEmbedded(assignmentEmbedded(word.slice(0, eq), word.slice(eq + 1)), ctx);
 }
 
-/** ln [-s] TARGET... LINK: links made in this command, for path rules. */
-function linksOf(facts: ScriptFacts): LinkMap {
-  const links: LinkMap = new Map();
-  for (const site of facts.sites) {
-    for (const argv of site.argvs) {
-      const words = unwrapCommand(argv, { deep: true }).words;
-      const name = basename(words[0] ?? '');
-      if (name !== 'ln' && name !== 'link' && !(name === 'cp' && words.some((w) => /^-[a-zA-Z]*s/.test(w) || w === '--symbolic-link'))) continue;
-      const ops = operands(words.slice(1));
-      if (ops.length === 0) continue;
-      const cwd = site.cwd[0] ?? '';
-      const targets = ops.length === 1 ? ops : ops.slice(0, -1);
-      const dest = ops.length === 1 ? '.' : ops[ops.length - 1]!;
-      for (const t of targets) {
-        const target = normalizePath(t, cwd);
-        const link = ops.length > 2 || dest === '.' ? normalizePath(`${dest}/${basename(t)}`, cwd) : normalizePath(dest, cwd);
-        links.set(link, target);
-        // ln -s TARGET DIR puts the link inside DIR; fail closed: resolve both
-        if (ops.length === 2) links.set(normalizePath(`${dest}/${basename(t)}`, cwd), target);
-      }
-    }
-  }
-  return links;
-}
-
-/** The argv as written, and the command that really runs after wrappers (xargs gets its stdin items). */
-function levels(argv: string[], site: CommandSite): string[][] {
-  const u = unwrapCommand(argv, { deep: true });
-  if (u.wrappers.length === 0 && u.assigns.length === 0) return [argv];
-  const inner = u.xargs ? xargsArgv(u.words, u.xargs.replace, site) : u.words;
-  return inner.length > 0 ? [argv, inner] : [argv];
-}
-
-function xargsArgv(words: string[], replace: string | null, site: CommandSite): string[] {
-  const cmd = words.length > 0 ? words : ['echo'];
-  const items = stdinItems(site);
-  if (replace !== null && replace !== '') return cmd.map((w) => w.split(replace).join(items.join(' ')));
-  return [...cmd, ...items];
-}
-
-function stdinItems(site: CommandSite): string[] {
-  const s = site.stdin;
-  if (s.kind === 'here') return s.texts.flatMap((t) => t.split(/\s+/).filter(Boolean));
-  if (s.kind === 'pipe' && s.upstream.length === 1) {
-    const up = s.upstream[0]!;
-    const argv = up.argvs.length === 1 ? unwrapCommand(up.argvs[0]!, { deep: true }).words : [];
-    const n = basename(argv[0] ?? '');
-    if (n === 'echo' || n === 'printf')
-      return argv
-        .slice(1)
-        .filter((a) => !/^-[neE]+$/.test(a))
-        .flatMap((a) => a.split(/\\n|\s+/))
-        .filter(Boolean);
-  }
-  return [MARK.UNKNOWN];
-}
-
 function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
   const { facts, links } = ctx;
   for (const a of site.assignValues) {
@@ -379,7 +127,7 @@ function judgeSite(site: CommandSite, ctx: Ctx): DenyVerdict | null {
         judgeArgv(level, { site, facts, ownStdin: true, links }) ??
         judgeEmbedded(embeddedCommands(basename(level[0] ?? ''), level.slice(1)), ctx) ??
         judgeSlices(level, site, ctx) ??
-        judgePaths(level, site, ctx) ??
+        judgePaths(level, site, ctx.links) ??
         judgeWrittenRun(level, site, ctx);
       if (v) return v;
     }
@@ -436,53 +184,6 @@ function judgeSlices(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict 
     if (!tool && byName && !(slice.length >= 2 && (DANGEROUS_BY_NAME.has(basename(head)) || basename(head).startsWith('mkfs')))) continue;
     const v = judgeArgv(slice, j) ?? judgeEmbedded(embeddedCommands(basename(slice[0]!), slice.slice(1)), ctx);
     if (v) return v;
-  }
-  return null;
-}
-
-/** Paths named in the arguments: secrets, raw devices, /dev/tcp, writes to protected places. */
-function judgePaths(level: string[], site: CommandSite, ctx: Ctx): DenyVerdict | null {
-  const name = basename(level[0] ?? '');
-  const args = level.slice(1);
-  const writes = new Set(writeTargets(name, args));
-  const teeText = name === 'tee' && args.some((w) => /^-[a-zA-Z]*a/.test(w) || w === '--append') ? teeInput(site) : null;
-  for (const t of writes) {
-    const v = judgeWrite(t, site.cwd, ctx.links, name, teeText);
-    if (v) return v;
-  }
-  // dd names its output as of=PATH
-  if (name === 'dd') for (const t of [...writes]) writes.add(`of=${t}`);
-  for (const a of args) {
-    if (a.includes('/dev/tcp/') || a.includes('/dev/udp/')) return deny('reverse-shell', '/dev/tcp');
-    const secret = secretPath(a, site.cwd, ctx.links);
-    if (secret) return deny('secret-file', secret);
-    const p = resolveLinks(normalizePath(a.replace(/^(if|of|--?[\w-]+)=/, ''), site.cwd[0] ?? ''), ctx.links);
-    if ((COPIERS.has(name) || DIR_READERS.has(name)) && SECRET_DIRS.test(p)) return deny('secret-file', `${name} of ${displayField(p)}`);
-    if (RAW_DEVICE.test(p) && !DEVICE_METADATA.has(name)) return deny(writes.has(a) ? 'device-write' : 'raw-device', `${name} ${displayField(p)}`);
-  }
-  if (['awk', 'gawk', 'mawk', 'nawk'].includes(name)) {
-    const files = awkFiles(args);
-    for (const f of files.reads) {
-      const secret = secretPath(f, site.cwd, ctx.links);
-      if (secret) return deny('secret-file', `awk reads ${secret}`);
-    }
-    for (const f of files.writes) {
-      const v = judgeWrite(f, site.cwd, ctx.links, 'awk print >');
-      if (v) return v;
-    }
-  }
-  if (name === 'sed' || name === 'gsed') {
-    for (const s of sedScripts(args)) {
-      const r = readSed(s);
-      for (const f of r.reads) {
-        const secret = secretPath(f, site.cwd, ctx.links);
-        if (secret) return deny('secret-file', `sed r ${secret}`);
-      }
-      for (const f of r.writes) {
-        const v = judgeWrite(f, site.cwd, ctx.links, 'sed w');
-        if (v) return v;
-      }
-    }
   }
   return null;
 }
@@ -560,5 +261,3 @@ function chainedRemote(facts: ScriptFacts): DenyVerdict | null {
   }
   return null;
 }
-
-export { deny as denyVerdict };

@@ -126,8 +126,6 @@ export function interpreterName(name: string): string | null {
   return INTERPRETERS[base] ? base : null;
 }
 
-export const isShell = (name: string): boolean => INTERPRETERS[interpreterName(name) ?? '']?.code === 'c' && SHELL === INTERPRETERS[interpreterName(name)!];
-
 /** The option that introduces inline code, as written, or null. */
 export function inlineCodeOption(name: string, args: readonly string[]): string | null {
   const key = interpreterName(name);

@@ -69,11 +69,6 @@ export function longValue(o: ReadOptions, full: string, min = 1): string | undef
   return hit?.value ?? undefined;
 }
 
-/** Values of every long option in `names` (full or abbreviated, `min` letters), in order. */
-export function longValues(o: ReadOptions, names: readonly string[], min = 1): string[] {
-  return o.long.filter((l) => l.value !== null && l.name.length >= min && names.some((n) => n.startsWith(l.name))).map((l) => l.value!);
-}
-
 /** Is `word` a long option that abbreviates one of `names`? Returns the value part (after =) or null. */
 export function matchLong(word: string, names: readonly string[], min = 1): { value: string | null } | null {
   if (!word.startsWith('--')) return null;

@@ -68,7 +68,7 @@ export const HISTORY_FILE = /(^|\/)(\.[\w-]*_?history|\.histfile|\.zhistory|\.le
  * Secret files: reading, copying or sending any of them is refused ('secret-file'). Paths are matched
  * after normalisation (so `~` stands for any home directory).
  */
-export const SECRET_PATTERNS: readonly RegExp[] = [
+const SECRET_PATTERNS: readonly RegExp[] = [
   // system accounts and privileges
   /^\/etc\/(passwd|shadow|gshadow|sudoers|master\.passwd)(-|\.bak|\.old)?$/,
   /^\/etc\/sudoers\.d(\/|$)/,

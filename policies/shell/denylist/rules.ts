@@ -9,7 +9,7 @@ export interface DenyVerdict {
   reason: string;
 }
 
-export const RULES: Readonly<Record<string, string>> = {
+const RULES: Readonly<Record<string, string>> = {
   unparseable: 'the command could not be parsed as shell',
   'unsupported-syntax': 'it uses shell syntax the policy cannot judge',
   'too-complex': 'it has too many possible expansions to judge',

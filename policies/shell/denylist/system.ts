@@ -18,7 +18,7 @@ import { hasLong, readOptions } from './options.js';
 import { HISTORY_FILE, hasGlob, isDangerousTarget, normalizePaths, resolveLinks, type LinkMap } from './paths.js';
 
 /** Deletion tools that remove what they are given recursively (trash-like ones can be undone). */
-export const DELETE_TOOLS: ReadonlySet<string> = new Set(['rimraf', 'rimraf-cli', 'del', 'del-cli', 'premove', 'rmrf', 'trash', 'trash-put', 'trash-cli']);
+const DELETE_TOOLS: ReadonlySet<string> = new Set(['rimraf', 'rimraf-cli', 'del', 'del-cli', 'premove', 'rmrf', 'trash', 'trash-put', 'trash-cli']);
 const RECOVERABLE = new Set(['trash', 'trash-put', 'trash-cli']);
 
 /** rimraf/del-cli expand globs themselves: a quoted `"/*"` is as dangerous as an unquoted one. */

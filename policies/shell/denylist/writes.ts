@@ -8,7 +8,7 @@
 import { unwrapCommand, basename } from '../wrappers.js';
 import { analyzeScript, displayField, isStatic, type CommandSite, type RedirectSite, type ScriptFacts } from '../parse.js';
 import { deny, type DenyVerdict } from './rules.js';
-import { operands } from './commands.js';
+import { operands } from './program-rules.js';
 import { assignmentEmbedded } from './embedded.js';
 import {
   HARMLESS_DEV,
