@@ -1,5 +1,5 @@
 /**
- * Contract: extended thinking on the Messages API, for agent/model.ts.
+ * Contract: extended thinking on the Messages API, for the request agent/model-request.ts builds (agent/model.ts).
  * - `thinkingParam(req)` is the request's `thinking` field, or nothing. It is left out when the
  *   request continues a tool-use turn whose assistant message does not start with a thinking block
  *   (the turn began before thinking was switched on): the API refuses thinking for such a turn.

@@ -2,7 +2,7 @@
  * The tool seam. A tool is a zod schema plus functions, built by a factory with its dependencies
  * injected (no globals), so tests build tools against a temp workspace.
  *
- * Lifecycle of one call (agent/tools/executor.ts):
+ * Lifecycle of one call (agent/tools/executor.ts; its steps in gate-step.ts and run-call.ts):
  *   lookup -> input.safeParse -> propose (optional; prepares, mutates NOTHING) -> gate -> execute.
  * A tool never throws at the model: the executor turns a throw, a timeout or an abort into an
  * error tool_result. Tools should still throw `ToolError` with a message that says what to do.

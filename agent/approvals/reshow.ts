@@ -1,0 +1,45 @@
+/**
+ * Restore after a restart: a conversation's undecided cards shown again.
+ *
+ * Contract:
+ * - Every undecided, unexpired request of the conversation is posted again, in the order asked,
+ *   with the same buttons (tokens), so a person at a terminal, or one who scrolled away, sees what
+ *   is waiting. What the conversation showed (`hereCard`: a status line, or the card with a note)
+ *   is what is posted.
+ * - The new handle becomes the card's; the earlier one is kept, so a decision updates every copy.
+ *   A decision that lands between the post and storing the handle still reaches the new copy.
+ * - Each card shown again is audited as approval_asked with `reshown`.
+ */
+import type { Audit } from '../audit.js';
+import type { OutputResolver } from '../output.js';
+import { auditAsked } from './audit-events.js';
+import type { DecisionRecorder } from './recorder.js';
+import type { ApprovalStore } from './store.js';
+
+export interface ReshowDeps {
+  store: ApprovalStore;
+  recorder: DecisionRecorder;
+  outputs: OutputResolver;
+  now: () => number;
+  audit?: Audit;
+}
+
+/** Returns how many cards were shown. */
+export async function reshowPending(deps: ReshowDeps, conversationKey: string): Promise<number> {
+  const { store } = deps;
+  let n = 0;
+  for (const id of await store.pending(conversationKey)) {
+    const req = await store.get(id);
+    if (!req || req.decision || deps.now() >= req.expiresAt) continue;
+    const card = req.hereCard ?? req.card;
+    const handle = await deps.outputs(conversationKey).postCard(card, { requestId: id });
+    await store.setHandles(id, (h) => ({
+      cardHandle: handle,
+      earlierHandles: h.cardHandle !== undefined ? [...(h.earlierHandles ?? []), h.cardHandle] : h.earlierHandles,
+    }));
+    await deps.recorder.showIfDecided(id, handle, card);
+    auditAsked(deps.audit, req, true);
+    n++;
+  }
+  return n;
+}
