@@ -3,7 +3,7 @@
  * saved or dropped), and the fence a replica's write is made under, as parts of ONE statement.
  * - `fenceCte`: `f` reads the conversation's lease row FOR SHARE and is empty unless it names the
  *   fence's owner and epoch. Everything the statement writes is guarded by it, so a fenced write is
- *   one round trip with no transaction left open: a concurrent `take` (../leases.ts) waits for the
+ *   one round trip with no transaction left open: a concurrent `take` (./leases.ts) waits for the
  *   statement, and a take that came first empties `f`, so nothing is written.
  * - `partsCtes`: the run parts as data-modifying CTEs, each written only when `guard` returned a row.
  * - `writePartsFenced`: the parts alone under a fence (a run record saved or dropped, a turn dropped);
