@@ -7,6 +7,8 @@
  *   (a lock folder makes one worker start it, the others wait for its URL file), detached so it
  *   outlives that worker; globalTeardown stops it. A watchdog stops it too if jest dies.
  * - If the server cannot start, every caller rejects with the reason (the test FAILS, never skips).
+ * - As root the server runs as the postgres user: the folders above its binaries must be passable,
+ *   which globalSetup arranges for the run (open-parents.mjs); this file only checks, never chmods.
  * `pg` is not imported here: database administration goes through agent/store/postgres.
  */
 import { execFileSync, spawn } from 'node:child_process';
