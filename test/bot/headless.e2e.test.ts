@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { gatehouseMain as main, registerTs as register, startGatehouse } from '../helpers/process.js';
+import { askReply } from '../helpers/questions.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Done {
@@ -266,21 +267,14 @@ describe('unattended and interactive', () => {
   test('--interactive-stdin: a question answered with a suggestion value; the question is never cut', async () => {
     const long = `Which environment?\n${'(details) '.repeat(300)}`;
     script.push(
-      {
-        toolUses: [
-          {
-            name: 'ask_user_question',
-            input: {
-              question: long,
-              suggestions: [
-                { value: 'staging', label: 'Staging' },
-                { value: 'prod', label: 'Production' },
-              ],
-              allowCustom: false,
-            },
-          },
+      askReply(
+        long,
+        [
+          { value: 'staging', label: 'Staging' },
+          { value: 'prod', label: 'Production' },
         ],
-      },
+        false,
+      ),
       echoToolResult,
     );
     const p = start(['run', '--interactive-stdin', 'deploy']);
