@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { gatehouseMain as main, registerTs as register, startGatehouse } from '../helpers/process.js';
+import { gatehouseMain as main, registerTs as register, startGatehouse, unattendedEnv } from '../helpers/process.js';
 import { askReply } from '../helpers/questions.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -52,9 +52,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function env(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0', ...extra };
-}
+const env = (extra: Record<string, string> = {}) => unattendedEnv(dir, fake.url, extra);
 
 function start(
   args: string[],
