@@ -5,8 +5,9 @@
  *   fake model key and an unreachable model URL, plus `opts.env` (the test's own environment is
  *   not passed on unless `inheritEnv`).
  * - `startScript(file, args, opts)` runs any TypeScript file of the repository the same way.
- * - `runGatehouse(args, dir, modelUrl)` runs one unattended `gatehouse` in `dir` to its end (stdin
- *   closed, the environment `unattendedEnv` names); `jsonReport` reads its `--json` report.
+ * - `finishGatehouse(args, opts)` runs one `gatehouse` to its end, stdin closed; `runGatehouse(args,
+ *   dir, modelUrl)` does so in `dir` with the environment `unattendedEnv` names (an unattended run
+ *   against the fake model); `jsonReport` reads a `--json` report.
  * - Waits are event-driven: `waitForOutput` checks at every chunk of output, and rejects at once
  *   when the process exits first, or after its bound, with the output in the message.
  * - `exited` resolves after the process exited AND its pipes closed (all output read).
@@ -104,12 +105,17 @@ export interface Finished {
   stderr: string;
 }
 
-/** `gatehouse <args>` in `dir` with `unattendedEnv` (plus `extra`) and nothing on stdin, awaited to its exit. */
-export async function runGatehouse(args: string[], dir: string, modelUrl: string, extra: Record<string, string> = {}): Promise<Finished> {
-  const p = startGatehouse(args, { cwd: dir, env: unattendedEnv(dir, modelUrl, extra), onlyEnv: true });
+/** `gatehouse <args>` with nothing on stdin, awaited to its exit (async: servers in this process keep answering meanwhile). */
+export async function finishGatehouse(args: string[], opts: ProcessOptions): Promise<Finished> {
+  const p = startGatehouse(args, opts);
   p.child.stdin.end('');
   const { code } = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** `finishGatehouse` in `dir` with `unattendedEnv` (plus `extra`) and nothing else. */
+export function runGatehouse(args: string[], dir: string, modelUrl: string, extra: Record<string, string> = {}): Promise<Finished> {
+  return finishGatehouse(args, { cwd: dir, env: unattendedEnv(dir, modelUrl, extra), onlyEnv: true });
 }
 
 /** The `--json` report a run printed; without one, an error with the exit code and both outputs. */
