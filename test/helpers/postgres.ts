@@ -46,7 +46,7 @@ async function resolveAdmin(): Promise<string> {
   const dir = process.env.GATEHOUSE_TEST_PG_RUN_DIR;
   if (!dir || !existsSync(dir)) {
     throw new Error(
-      'no PostgreSQL test server: jest.config.js globalSetup (test/helpers/postgres-global-setup.mjs) did not run. ' +
+      'no PostgreSQL test server: jest.config.js globalSetup (test/helpers/global-setup.mjs, via postgres-global-setup.mjs) did not run. ' +
         'Run the tests through jest (npm test), or set GATEHOUSE_TEST_POSTGRES_URL=postgres://user:password@host:port/postgres.',
     );
   }
