@@ -22,13 +22,11 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   // A bound, not a speed target: a test that starts processes on a busy 2-core machine can take 20 s.
   testTimeout: 60000,
-  // PostgreSQL tests: setup only reserves a folder; the server starts on first use (test/helpers/postgres.ts).
-  ...(fast
-    ? {}
-    : {
-        globalSetup: '<rootDir>/test/helpers/postgres-global-setup.mjs',
-        globalTeardown: '<rootDir>/test/helpers/postgres-global-teardown.mjs',
-      }),
+  // Every selection: setup opens the checkout's parents for users the tests start processes as
+  // (test/helpers/open-parents.mjs); outside TEST_FAST it also reserves a folder for PostgreSQL tests,
+  // whose server starts on first use (test/helpers/postgres.ts). Teardown undoes both.
+  globalSetup: '<rootDir>/test/helpers/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/helpers/global-teardown.mjs',
   // One worker more than cores: most end-to-end files spend their time waiting on child processes
   // (a bot, a fake platform, PostgreSQL), so two workers on two cores leave a core idle much of the run.
   maxWorkers: Number(process.env.TEST_WORKERS ?? availableParallelism() + 1),

@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { runCli } from '../../bot/cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { waitFor } from '../helpers/harness.js';
+import { askReply } from '../helpers/questions.js';
 
 let model: FakeAnthropic;
 let dir: string;
@@ -92,20 +93,10 @@ test('a question shows its suggestions as numbers, and typing a number answers i
   start();
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
   queue.push(
-    {
-      toolUses: [
-        {
-          name: 'ask_user_question',
-          input: {
-            question: 'Tea or coffee?',
-            suggestions: [
-              { value: 'tea', label: 'Tea' },
-              { value: 'coffee', label: 'Coffee' },
-            ],
-          },
-        },
-      ],
-    },
+    askReply('Tea or coffee?', [
+      { value: 'tea', label: 'Tea' },
+      { value: 'coffee', label: 'Coffee' },
+    ]),
     { text: 'Coffee it is.' },
   );
   type('make me a drink');
@@ -172,20 +163,10 @@ test('choice numbers keep counting across cards; a stale number gets a notice an
   start(WRITE_AGENT);
   await waitFor('banner', () => screen.includes('Gatehouse terminal chat'));
   queue.push(
-    {
-      toolUses: [
-        {
-          name: 'ask_user_question',
-          input: {
-            question: 'Which file?',
-            suggestions: [
-              { value: 'a.txt', label: 'a.txt' },
-              { value: 'b.txt', label: 'b.txt' },
-            ],
-          },
-        },
-      ],
-    },
+    askReply('Which file?', [
+      { value: 'a.txt', label: 'a.txt' },
+      { value: 'b.txt', label: 'b.txt' },
+    ]),
     { toolUses: [{ name: 'write_file', input: { path: 'b.txt', content: 'hello\n' } }] },
     { text: 'Done.' },
   );

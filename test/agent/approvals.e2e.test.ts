@@ -5,6 +5,7 @@
  */
 import { ENGINES, type Harness, harnessOn, waitFor } from '../helpers/harness.js';
 import { countingTool, pickerTool, runsLog } from '../helpers/tools.js';
+import { askReply } from '../helpers/questions.js';
 
 let h: Harness;
 afterEach(async () => {
@@ -194,21 +195,15 @@ describe.each(ENGINES)('on %s', (engine) => {
 
   test('questions: answered by a button; by typed text; a stranger is ignored; nobody answers', async () => {
     h = await start(YAML.replace('questionTimeoutMs: 60000', 'questionTimeoutMs: 400'));
-    const ask = (q: string) => ({
-      toolUses: [
-        {
-          name: 'ask_user_question',
-          input: {
-            question: q,
-            suggestions: [
-              { value: 'blue-value', label: 'Blue' },
-              { value: 'red', label: 'Red' },
-            ],
-            allowCustom: true,
-          },
-        },
-      ],
-    });
+    const ask = (q: string) =>
+      askReply(
+        q,
+        [
+          { value: 'blue-value', label: 'Blue' },
+          { value: 'red', label: 'Red' },
+        ],
+        true,
+      );
     // 1. by button, clicked by the person who asked (not an approver, but the asker may answer).
     h.script(ask('Which colour?'), { text: 'blue it is' });
     await h.adapter.send('pick a colour', { user: 'alice' });

@@ -15,6 +15,7 @@ import { startFakeSlack, type FakeSlack } from '../fakes/slack.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../fakes/telegram.js';
 import { TOKEN as TG_TOKEN } from '../adapters/telegram/helpers.js';
 import { testStoreUrl, waitFor } from '../helpers/harness.js';
+import { askReply } from '../helpers/questions.js';
 
 const SLACK_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
 const SECRET = 'fake-signing-secret-0123456789';
@@ -131,20 +132,10 @@ access:
   test('the asker still answers their own question with two approvers bound', async () => {
     await start('"501", "502"');
     queue.push(
-      {
-        toolUses: [
-          {
-            name: 'ask_user_question',
-            input: {
-              question: 'Which region?',
-              suggestions: [
-                { value: 'eu', label: 'eu' },
-                { value: 'us', label: 'us' },
-              ],
-            },
-          },
-        ],
-      },
+      askReply('Which region?', [
+        { value: 'eu', label: 'eu' },
+        { value: 'us', label: 'us' },
+      ]),
       { text: 'Going with eu.' },
     );
     await tg.sendText({ chat: group, from: bob, text: `@${tg.bot.username} deploy` });

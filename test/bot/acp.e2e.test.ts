@@ -20,7 +20,7 @@ import {
   type SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';
+import { startGatehouse, type TestProcess, unattendedEnv, waitForProcess } from '../helpers/process.js';
 
 let fake: FakeAnthropic;
 let dir: string;
@@ -108,7 +108,7 @@ async function editor(args: string[] = [], opts: { forms?: boolean } = {}): Prom
   const p = startGatehouse(['acp', ...args], {
     cwd: dir,
     onlyEnv: true,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' },
+    env: unattendedEnv(dir, fake.url),
   });
   const updates: SessionNotification[] = [];
   const asked: RequestPermissionRequest[] = [];

@@ -15,6 +15,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../fakes/telegram.js';
+import { type Finished, finishGatehouse } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -59,13 +61,8 @@ function env(): Record<string, string> {
   };
 }
 
-async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (what: string, check: () => boolean, ms = 60_000): Promise<unknown> =>
+  waitFor(what, check, { timeoutMs: ms, intervalMs: 20, detail: () => `output:\n${output}` });
 
 async function startService(): Promise<void> {
   output = '';
@@ -76,15 +73,8 @@ async function startService(): Promise<void> {
 }
 
 /** A `gatehouse ...` command as its own process, in the service's folder and environment. */
-function gatehouse(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['--import', register, main, ...args], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+function gatehouse(args: string[]): Promise<Finished> {
+  return finishGatehouse(args, { cwd: dir, env: env(), onlyEnv: true });
 }
 
 type Rec = { seq: number; event: Record<string, unknown> & { event: string } };

@@ -8,7 +8,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse, startGatehouse, unattendedEnv } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
 let fake: FakeAnthropic;
@@ -43,16 +43,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function run(args: string[]): Promise<{ code: number | null; stdout: string }> {
-  const p = startGatehouse(args, {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' },
-    onlyEnv: true,
-  });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  return { code, stdout: p.stdout() };
-}
+const run = (args: string[]) => runGatehouse(args, dir, fake.url);
 
 test('runs of one conversation stop at its budget: the third call is never sent, and --json says which limit', async () => {
   expect((await run(['run', '--json', '--conversation', 'c1', 'one'])).code).toBe(0);
@@ -104,7 +95,7 @@ test('a soft limit in a run with --interactive-stdin: the approval comes on stde
   expect((await run(['run', '--json', '--conversation', 'c1', 'two'])).code).toBe(0);
   const p = startGatehouse(['run', '--json', '--interactive-stdin', '--conversation', 'c1', 'three'], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' },
+    env: unattendedEnv(dir, fake.url),
     onlyEnv: true,
   });
   const asked = await waitFor('approval_required', () =>

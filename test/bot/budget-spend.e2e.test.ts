@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse } from '../helpers/process.js';
 
 let fake: FakeAnthropic;
 let dir: string;
@@ -42,16 +42,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function cli(args: string[]): Promise<{ code: number | null; stdout: string }> {
-  const p = startGatehouse(args, {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' },
-    onlyEnv: true,
-  });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  return { code, stdout: p.stdout() };
-}
+const cli = (args: string[]) => runGatehouse(args, dir, fake.url);
 
 test('gatehouse conversations shows the spend of each conversation and of its agent today and this month', async () => {
   expect((await cli(['run', '--json', '--conversation', 'c1', 'one'])).code).toBe(0);

@@ -10,7 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { jsonReport, runGatehouse, startGatehouse, unattendedEnv } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
 type Body = { messages: Array<{ role: string; content: unknown }> };
@@ -54,19 +54,11 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const env = () => ({ PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' });
+const env = () => unattendedEnv(dir, fake.url);
 
 async function run(args: string[]): Promise<{ code: number | null; report: Report; stderr: string }> {
-  const p = startGatehouse(args, { cwd: dir, env: env(), onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  let report: Report;
-  try {
-    report = JSON.parse(p.stdout()) as Report;
-  } catch {
-    throw new Error(`no JSON report (exit ${code}); stdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
-  }
-  return { code, report, stderr: p.stderr() };
+  const r = await runGatehouse(args, dir, fake.url);
+  return { code: r.code, report: jsonReport<Report>(r), stderr: r.stderr };
 }
 
 /** What the model was handed back for its tool call (the last message of the request after it). */

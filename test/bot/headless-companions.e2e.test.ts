@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMPANION_SYSTEM } from '../../agent/tools/builtin/analyze-media.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse } from '../helpers/process.js';
 
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
 type Body = { model: string; system?: string; messages: Array<{ role: string; content: unknown }> };
@@ -38,13 +38,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
-  const p = startGatehouse(args, { cwd: dir, env, onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  return { code, stdout: p.stdout(), stderr: p.stderr() };
-}
+const run = (args: string[]) => runGatehouse(args, dir, fake.url);
 
 const lastToolResult = (): string => JSON.stringify(body(fake.requests.filter((r) => !isCompanion(r)).at(-1)!).messages.at(-1)!.content);
 

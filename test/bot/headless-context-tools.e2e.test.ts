@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../agent/context-keeper.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse } from '../helpers/process.js';
 
 type Body = { system?: string; messages: Array<{ role: string; content: unknown }> };
 const body = (r: RecordedRequest) => r.body as Body;
@@ -37,13 +37,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
-  const p = startGatehouse(args, { cwd: dir, env, onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  return { code, stdout: p.stdout(), stderr: p.stderr() };
-}
+const run = (args: string[]) => runGatehouse(args, dir, fake.url);
 
 const filler = `run-1 ZEBRA-42 ${'lorem ipsum dolor sit amet '.repeat(300)}`;
 

@@ -9,7 +9,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse, startGatehouse, unattendedEnv } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { type CountingServer, lastToolResult, startCountingServer } from '../agent/egress/helpers.js';
 
@@ -53,16 +53,14 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const env = () => ({ PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' });
+const env = () => unattendedEnv(dir, fake.url);
 const command = () => ({ toolUses: [{ name: 'execute_command', input: { command: `curl -sS -w ' %{http_code}' http://127.0.0.1:${port}/h` } }] });
 
 test('unattended: the connection is declined with what would allow it; nothing reached the server', async () => {
   script.push(command(), echo);
-  const p = startGatehouse(['run', '--json', 'fetch'], { cwd: dir, env: env(), onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  expect(code).toBe(0);
-  const answer = (JSON.parse(p.stdout()) as { answer: string }).answer;
+  const r = await runGatehouse(['run', '--json', 'fetch'], dir, fake.url);
+  expect(r.code).toBe(0);
+  const answer = (JSON.parse(r.stdout) as { answer: string }).answer;
   expect(answer).toContain(`gatehouse egress proxy: 127.0.0.1:${port} is not on this agent's sandboxNetwork.allow list, and no approver is bound for cli`);
   expect(answer).toContain(' 403');
   expect(answer).toContain(

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
+import { unattendedEnv } from '../helpers/process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -56,7 +57,7 @@ afterEach(async () => {
 });
 
 function start(args: string[], extraEnv: Record<string, string> = {}): { child: ChildProcess; done: Promise<Done>; output: () => string } {
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0', ...extraEnv };
+  const env = unattendedEnv(dir, fake.url, extraEnv);
   const child = spawn(process.execPath, ['--import', register, main, ...args], { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] });
   children.add(child);
   let stdout = '';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLASSIFIER_SYSTEM_PROMPT } from '../../policies/classifier.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { jsonReport, runGatehouse } from '../helpers/process.js';
 
 type Body = { messages: Array<{ role: string; content: unknown }> };
 type Report = { answer: string; declined: Array<{ tool: string; reason: string }> };
@@ -61,15 +61,8 @@ afterEach(async () => {
 });
 
 async function run(args: string[]): Promise<{ code: number | null; report: Report }> {
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
-  const p = startGatehouse(args, { cwd: dir, env, onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  try {
-    return { code, report: JSON.parse(p.stdout()) as Report };
-  } catch {
-    throw new Error(`no JSON report (exit ${code}); stdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
-  }
+  const r = await runGatehouse(args, dir, fake.url);
+  return { code: r.code, report: jsonReport<Report>(r) };
 }
 
 /** The tool results the agent's model was handed, one per scripted call, in order. */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SUBAGENT_NOTE } from '../../agent/tools/builtin/subagent/host.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse, startGatehouse, unattendedEnv } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
 type Body = { system?: unknown; messages: Array<{ role: string; content: unknown }> };
@@ -37,13 +37,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
-  const p = startGatehouse(args, { cwd: dir, env, onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  return { code, stdout: p.stdout(), stderr: p.stderr() };
-}
+const run = (args: string[]) => runGatehouse(args, dir, fake.url);
 
 test("unattended: the sub-agent's above-tier call is declined with the reason; its answer and usage reach the report", async () => {
   main.push(
@@ -84,8 +78,7 @@ test("--interactive-stdin: the sub-agent's card reaches the caller naming the su
     { text: 'the user said no' },
     { text: 'Not created.' },
   );
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
-  const p = startGatehouse(['run', '--json', '--interactive-stdin', 'make the folder'], { cwd: dir, env, onlyEnv: true });
+  const p = startGatehouse(['run', '--json', '--interactive-stdin', 'make the folder'], { cwd: dir, env: unattendedEnv(dir, fake.url), onlyEnv: true });
   const asked = await waitFor('approval_required', () => events(p.stderr()).find((e) => e['type'] === 'approval_required'), {
     timeoutMs: 60_000,
     intervalMs: 20,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
-import { startGatehouse } from '../helpers/process.js';
+import { runGatehouse } from '../helpers/process.js';
 
 const REASONING = 'The user greets me; a greeting back is the whole answer.';
 const yaml = (thinking: string) => `
@@ -35,16 +35,12 @@ afterEach(async () => {
 });
 
 async function run(args: string[]): Promise<{ code: number | null; stdout: string; events: Array<Record<string, unknown>>; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0' };
-  const p = startGatehouse(['run', ...args], { cwd: dir, env, onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  const events = p
-    .stderr()
+  const r = await runGatehouse(['run', ...args], dir, fake.url);
+  const events = r.stderr
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { code, stdout: p.stdout(), events, stderr: p.stderr() };
+  return { ...r, events };
 }
 
 const chunks = (events: Array<Record<string, unknown>>, type: string) => events.filter((e) => e.type === type).map((e) => e.delta as string);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { startFakeSearch, type FakeSearch } from '../fakes/search.js';
-import { startGatehouse } from '../helpers/process.js';
+import { jsonReport, runGatehouse } from '../helpers/process.js';
 
 type Body = { tools?: Array<{ name: string }>; messages: Array<{ role: string; content: unknown }> };
 type Report = { answer: string; declined: Array<{ tool: string; reason: string }> };
@@ -44,22 +44,8 @@ function config(extra: string): void {
 }
 
 async function run(prompt: string): Promise<{ code: number | null; report: Report; stdout: string; stderr: string }> {
-  const env = {
-    PATH: process.env.PATH ?? '',
-    HOME: dir,
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    GATEHOUSE_HTTP_PORT: '0',
-    SEARCH_KEY: KEY,
-  };
-  const p = startGatehouse(['run', '--json', '--', prompt], { cwd: dir, env, onlyEnv: true });
-  p.child.stdin.end('');
-  const { code } = await p.exited;
-  try {
-    return { code, report: JSON.parse(p.stdout()) as Report, stdout: p.stdout(), stderr: p.stderr() };
-  } catch {
-    throw new Error(`no JSON report (exit ${code}); stdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
-  }
+  const r = await runGatehouse(['run', '--json', '--', prompt], dir, fake.url, { SEARCH_KEY: KEY });
+  return { ...r, report: jsonReport<Report>(r) };
 }
 
 const offered = (i: number) => ((fake.requests[i]!.body as Body).tools ?? []).map((t) => t.name);

@@ -9,7 +9,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
-import { gatehouseMain as main, registerTs as register, startGatehouse } from '../helpers/process.js';
+import { gatehouseMain as main, registerTs as register, startGatehouse, unattendedEnv } from '../helpers/process.js';
+import { askReply } from '../helpers/questions.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Done {
@@ -51,9 +52,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function env(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: fake.url, GATEHOUSE_HTTP_PORT: '0', ...extra };
-}
+const env = (extra: Record<string, string> = {}) => unattendedEnv(dir, fake.url, extra);
 
 function start(
   args: string[],
@@ -266,21 +265,14 @@ describe('unattended and interactive', () => {
   test('--interactive-stdin: a question answered with a suggestion value; the question is never cut', async () => {
     const long = `Which environment?\n${'(details) '.repeat(300)}`;
     script.push(
-      {
-        toolUses: [
-          {
-            name: 'ask_user_question',
-            input: {
-              question: long,
-              suggestions: [
-                { value: 'staging', label: 'Staging' },
-                { value: 'prod', label: 'Production' },
-              ],
-              allowCustom: false,
-            },
-          },
+      askReply(
+        long,
+        [
+          { value: 'staging', label: 'Staging' },
+          { value: 'prod', label: 'Production' },
         ],
-      },
+        false,
+      ),
       echoToolResult,
     );
     const p = start(['run', '--interactive-stdin', 'deploy']);

@@ -2,7 +2,6 @@
  * `gatehouse doctor`, `gatehouse init`, `gatehouse config schema`, and the environment checks of a
  * start (unknown GATEHOUSE_* names, NAME_FILE), each on a real process (bot/main.ts from source).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,10 +10,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
 import { loadConfig } from '../../bot/config.js';
+import { finishGatehouse, startGatehouse, waitForProcess } from '../helpers/process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const register = join(root, 'test', 'helpers', 'register-ts.mjs');
-const main = join(root, 'bot', 'main.ts');
 
 interface Run {
   code: number | null;
@@ -32,12 +30,7 @@ const baseEnv = (): Record<string, string> => ({
 
 /** Runs `gatehouse ...args` to its end (async: servers in this process keep answering meanwhile). */
 function gatehouse(args: string[], env: Record<string, string> = {}, cwd = dir): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', register, main, ...args], { cwd, env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((r) => child.once('close', (code) => r({ code, stdout, stderr })));
+  return finishGatehouse(args, { cwd, env: { ...baseEnv(), ...env }, onlyEnv: true });
 }
 
 async function freePort(): Promise<number> {
@@ -208,28 +201,20 @@ describe('gatehouse doctor', () => {
   test('the port held by the Gatehouse running in this folder passes, naming its pid', async () => {
     const port = await freePort();
     const env = { GATEHOUSE_HTTP_PORT: String(port) };
-    const bot = spawn(process.execPath, ['--import', register, main, 'serve'], { cwd: dir, env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    bot.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    bot.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((r) => bot.once('exit', (c) => r(c)));
+    const bot = startGatehouse(['serve'], { cwd: dir, env: { ...baseEnv(), ...env }, onlyEnv: true });
     try {
-      await new Promise<void>((res, rej) => {
-        const check = () =>
-          /Gatehouse started/.test(out) && existsSync(join(dir, 'data', 'gatehouse.pid'))
-            ? res()
-            : bot.exitCode !== null
-              ? rej(new Error(out))
-              : setTimeout(check, 25);
-        check();
-      });
+      await waitForProcess(
+        bot,
+        'the service to start and write its pid file',
+        () => /Gatehouse started/.test(bot.output()) && existsSync(join(dir, 'data', 'gatehouse.pid')),
+        60_000,
+      );
       const r = await gatehouse(['doctor'], env);
       expect(r.stdout).toMatch(new RegExp(`^ok {4}http: 127\\.0\\.0\\.1:${port} is in use by a running Gatehouse \\(pid ${bot.pid}\\): service mode`, 'm'));
       // The running service's store: 0700 folder, 0600 files.
       expect(r.stdout).toMatch(/^ok {4}store: sqlite:\/\/.*: folder 0700, files 0600$/m);
     } finally {
-      bot.kill('SIGTERM');
-      await exited;
+      await bot.stop();
     }
   });
 });

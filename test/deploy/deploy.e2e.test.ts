@@ -7,13 +7,14 @@
  * replica on a real PostgreSQL.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { testPostgresUrl } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
+import { assertParentsOpen } from '../helpers/open-parents.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
@@ -215,22 +216,9 @@ describe("the image's start command as a real process", () => {
   const IMAGE_UID = 1000;
 
   // In the image the code is readable by `node`; here it is this checkout, which may sit in a folder
-  // only root can enter (a clone in `mktemp -d`, mode 0700). Let others pass through (x, not list)
-  // for the duration of these tests, and put every mode back afterwards.
-  const opened: Array<{ path: string; mode: number }> = [];
-  beforeAll(() => {
-    if (!asRoot) return;
-    for (let d = root; d !== dirname(d); d = dirname(d)) {
-      const mode = statSync(d).mode & 0o7777;
-      if ((mode & 0o001) === 0) {
-        opened.push({ path: d, mode });
-        chmodSync(d, mode | 0o001);
-      }
-    }
-  });
-  afterAll(() => {
-    for (const { path, mode } of opened) chmodSync(path, mode);
-  });
+  // only root can enter (a clone in `mktemp -d`, mode 0700): globalSetup opens its parents for the
+  // run (test/helpers/open-parents.mjs).
+  beforeAll(() => assertParentsOpen());
 
   /** The container's filesystem mapped into `dir`: /app/<x> -> <dir>/app/<x>. */
   function containerEnv(composeEnv: Record<string, string> = service.environment): Record<string, string> {

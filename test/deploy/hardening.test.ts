@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { SECRET_VARS } from '../../bot/env.js';
+import { assertParentsOpen } from '../helpers/open-parents.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const read = (rel: string) => readFileSync(join(root, rel), 'utf8');
@@ -146,6 +147,8 @@ describe('started without what compose takes away', () => {
 
   test('no capabilities, no_new_privs, the image uid: the sandbox starts (the start probes it)', async () => {
     const asRoot = process.getuid?.() === 0;
+    // uid 1000 runs this checkout's code: globalSetup opened its parents (a clone may sit in a 0700 folder).
+    assertParentsOpen();
     for (const d of ['app/data', 'app/workspace', 'app/config']) mkdirSync(join(dir, d), { recursive: true });
     writeFileSync(join(dir, 'app/config/gatehouse.yaml'), `agents:\n  ops:\n    model: m\n    tools: [execute_command]\n    workspace: ${dir}/app/workspace\n`);
     if (asRoot) for (const d of ['app', 'app/data', 'app/workspace']) chownSync(join(dir, d), 1000, 1000);

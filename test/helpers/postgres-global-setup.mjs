@@ -1,4 +1,4 @@
-// jest globalSetup: reserves a folder for this run's PostgreSQL test server and nothing else, so a
+// Part of jest globalSetup (global-setup.mjs, not under TEST_FAST): reserves a folder for this run's PostgreSQL test server and nothing else, so a
 // run without PostgreSQL tests pays nothing. The first test that needs the server starts it
 // (test/helpers/postgres.ts); workers inherit GATEHOUSE_TEST_PG_RUN_DIR from this process.
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
-// jest globalTeardown: stops this run's PostgreSQL test server if a test started it, and removes
+// Part of jest globalTeardown (global-teardown.mjs): stops this run's PostgreSQL test server if a test started it, and removes
 // its folder (data included).
-import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 const alive = (pid) => {
@@ -22,18 +22,6 @@ export default async function teardown() {
       process.kill(pid, 'SIGINT'); // fast shutdown: ends sessions, no waiting for clients
       for (let i = 0; i < 300 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
       if (alive(pid)) process.kill(pid, 'SIGKILL');
-    }
-  }
-  // Folders a server start opened for the postgres user (test/helpers/postgres.ts openPathFor).
-  const opened = join(dir, 'opened');
-  if (existsSync(opened)) {
-    for (const line of readFileSync(opened, 'utf8').split('\n').filter(Boolean)) {
-      const { path, mode } = JSON.parse(line);
-      try {
-        chmodSync(path, mode);
-      } catch {
-        // gone meanwhile
-      }
     }
   }
   rmSync(dir, { recursive: true, force: true });

@@ -7,15 +7,18 @@
  *   (a lock folder makes one worker start it, the others wait for its URL file), detached so it
  *   outlives that worker; globalTeardown stops it. A watchdog stops it too if jest dies.
  * - If the server cannot start, every caller rejects with the reason (the test FAILS, never skips).
+ * - As root the server runs as the postgres user: the folders above its binaries must be passable,
+ *   which globalSetup arranges for the run (open-parents.mjs); this file only checks, never chmods.
  * `pg` is not imported here: database administration goes through agent/store/postgres.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createDatabase, waitForServer } from '../../agent/store/postgres/index.js';
+import { assertParentsOpen } from './open-parents.mjs';
 
 const START_TIMEOUT_MS = 180_000;
 let admin: Promise<string> | undefined;
@@ -43,7 +46,7 @@ async function resolveAdmin(): Promise<string> {
   const dir = process.env.GATEHOUSE_TEST_PG_RUN_DIR;
   if (!dir || !existsSync(dir)) {
     throw new Error(
-      'no PostgreSQL test server: jest.config.js globalSetup (test/helpers/postgres-global-setup.mjs) did not run. ' +
+      'no PostgreSQL test server: jest.config.js globalSetup (test/helpers/global-setup.mjs, via postgres-global-setup.mjs) did not run. ' +
         'Run the tests through jest (npm test), or set GATEHOUSE_TEST_POSTGRES_URL=postgres://user:password@host:port/postgres.',
     );
   }
@@ -148,7 +151,8 @@ async function launchServer(dataDir: string, logPath: string): Promise<PrivatePo
     onLog: (m: unknown) => writeFileSync(logPath, String(m), { flag: 'a' }),
     onError: (m: unknown) => writeFileSync(logPath, `[error] ${m instanceof Error ? m.message : String(m)}\n`, { flag: 'a' }),
   });
-  if (root) openPathFor(dirname(bins.postgres), dirname(dataDir));
+  // As root the server runs as the postgres user, which must pass through every folder above its binaries.
+  if (root) assertParentsOpen(dirname(bins.postgres));
   await server.initialise();
   const ids = root
     ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString().trim()) }
@@ -237,21 +241,5 @@ function tail(file: string): string {
     return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
   } catch {
     return '(no log)';
-  }
-}
-
-/**
- * The server runs as the postgres user, which must pass through every folder above the binaries
- * (node_modules of a checkout that may sit in a 0700 folder, e.g. a CI clone under mktemp -d).
- * Search permission (o+x, not read) is added where it is missing and noted in `<run folder>/opened`,
- * one JSON line per folder; globalTeardown puts the modes back.
- */
-function openPathFor(binDir: string, runDir: string): void {
-  const note = join(process.env.GATEHOUSE_TEST_PG_RUN_DIR || runDir, 'opened');
-  for (let d = binDir; d !== dirname(d); d = dirname(d)) {
-    const mode = statSync(d).mode & 0o7777;
-    if ((mode & 0o001) !== 0) continue;
-    appendFileSync(note, JSON.stringify({ path: d, mode }) + '\n');
-    chmodSync(d, mode | 0o001);
   }
 }

@@ -5,6 +5,9 @@
  *   fake model key and an unreachable model URL, plus `opts.env` (the test's own environment is
  *   not passed on unless `inheritEnv`).
  * - `startScript(file, args, opts)` runs any TypeScript file of the repository the same way.
+ * - `finishGatehouse(args, opts)` runs one `gatehouse` to its end, stdin closed; `runGatehouse(args,
+ *   dir, modelUrl)` does so in `dir` with the environment `unattendedEnv` names (an unattended run
+ *   against the fake model); `jsonReport` reads a `--json` report.
  * - Waits are event-driven: `waitForOutput` checks at every chunk of output, and rejects at once
  *   when the process exits first, or after its bound, with the output in the message.
  * - `exited` resolves after the process exited AND its pipes closed (all output read).
@@ -88,6 +91,40 @@ export function waitForProcess(p: TestProcess, what: string, check: () => boolea
 /** The minimal environment a started `gatehouse` gets. */
 export function baseEnv(cwd: string): Record<string, string> {
   return { PATH: process.env.PATH ?? '', HOME: cwd, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' };
+}
+
+/** What an unattended `gatehouse run` in `dir` gets: PATH, HOME=dir, the fake model's key 'test-key' at `modelUrl`, any free HTTP port. */
+export function unattendedEnv(dir: string, modelUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', HOME: dir, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: modelUrl, GATEHOUSE_HTTP_PORT: '0', ...extra };
+}
+
+/** How a process run to its end ended, and all it wrote. */
+export interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `gatehouse <args>` with nothing on stdin, awaited to its exit (async: servers in this process keep answering meanwhile). */
+export async function finishGatehouse(args: string[], opts: ProcessOptions): Promise<Finished> {
+  const p = startGatehouse(args, opts);
+  p.child.stdin.end('');
+  const { code } = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** `finishGatehouse` in `dir` with `unattendedEnv` (plus `extra`) and nothing else. */
+export function runGatehouse(args: string[], dir: string, modelUrl: string, extra: Record<string, string> = {}): Promise<Finished> {
+  return finishGatehouse(args, { cwd: dir, env: unattendedEnv(dir, modelUrl, extra), onlyEnv: true });
+}
+
+/** The `--json` report a run printed; without one, an error with the exit code and both outputs. */
+export function jsonReport<T>(r: Finished): T {
+  try {
+    return JSON.parse(r.stdout) as T;
+  } catch {
+    throw new Error(`no JSON report (exit ${r.code}); stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+  }
 }
 
 /** `gatehouse <args>` from source. */

@@ -11,6 +11,7 @@ import { startBot, type RunningBot } from '../../../bot/cli.js';
 import type { FakeAnthropic, FakeReply } from '../../fakes/anthropic.js';
 import { startFakeDiscord, type FakeDiscord, type FakeDiscordMessage } from '../../fakes/discord.js';
 import { BotE2e } from '../../helpers/bot-e2e.js';
+import { askReply, environmentThenBranch } from '../../helpers/questions.js';
 import { ENGINES, waitFor } from '../../helpers/harness.js';
 
 const TOKEN = 'OTAwMDAwMDAwMDAwMDAwMDAx.GfakeX.fakeDiscordBotTokenValue0123456789';
@@ -181,28 +182,7 @@ describe.each(ENGINES)('on %s', (engine) => {
   test('a question: suggestions as buttons, then a typed reply in the thread; many options become a string select', async () => {
     await boot();
     const many = Array.from({ length: 8 }, (_, i) => ({ value: `region-${i}`, label: `Region ${i}` }));
-    queue.push(
-      {
-        toolUses: [
-          {
-            name: 'ask_user_question',
-            input: {
-              question: 'Which environment?',
-              suggestions: [
-                { value: 'staging', label: 'Staging' },
-                { value: 'prod', label: 'Production' },
-              ],
-              allowCustom: true,
-            },
-          },
-        ],
-      },
-      { text: 'Going with staging.' },
-      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which branch?', suggestions: [{ value: 'main', label: 'main' }], allowCustom: true } }] },
-      { text: 'Branch noted.' },
-      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which region?', suggestions: many, allowCustom: false } }] },
-      { text: 'Region noted.' },
-    );
+    queue.push(...environmentThenBranch(), askReply('Which region?', many, false), { text: 'Region noted.' });
     const asked = discord.userMessage({ user: ADA, channel: TEAM, text: 'deploy something', mention: true });
     const questionCard = (q: string) => withComponents(asked).find((m) => m.content.includes(q));
     const q1 = await waitFor('question', () => questionCard('Which environment?'));

@@ -11,6 +11,7 @@ import { startBot } from '../../../bot/cli.js';
 import type { FakeAnthropic, FakeReply } from '../../fakes/anthropic.js';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
 import { BotE2e } from '../../helpers/bot-e2e.js';
+import { environmentThenBranch } from '../../helpers/questions.js';
 import { ENGINES, waitFor } from '../../helpers/harness.js';
 
 const BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
@@ -149,28 +150,7 @@ describe.each(ENGINES)('on %s', (engine) => {
 
       test('a question: a suggestion button, then a typed reply in the thread', async () => {
         await boot(mode);
-        queue.push(
-          {
-            toolUses: [
-              {
-                name: 'ask_user_question',
-                input: {
-                  question: 'Which environment?',
-                  suggestions: [
-                    { value: 'staging', label: 'Staging' },
-                    { value: 'prod', label: 'Production' },
-                  ],
-                  allowCustom: true,
-                },
-              },
-            ],
-          },
-          { text: 'Going with staging.' },
-          {
-            toolUses: [{ name: 'ask_user_question', input: { question: 'Which branch?', suggestions: [{ value: 'main', label: 'main' }], allowCustom: true } }],
-          },
-          { text: 'Branch noted.' },
-        );
+        queue.push(...environmentThenBranch());
         const { ts } = await slack.userMessage({ user: 'U0ADA', channel: 'C0TEAM', text: `<@${slack.botUserId}> deploy something` });
         const questionCard = (q: string) =>
           slack.visible('C0TEAM', ts).find((m) => JSON.stringify(m.blocks ?? []).includes(q) && (m.blocks ?? []).some((b) => b['type'] === 'actions'));

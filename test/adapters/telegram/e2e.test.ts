@@ -12,6 +12,7 @@ import { startBot, type RunningBot } from '../../../bot/cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';
 import { ENGINES, testStoreUrl, waitFor } from '../../helpers/harness.js';
+import { environmentThenBranch } from '../../helpers/questions.js';
 import { TOKEN } from './helpers.js';
 
 const owner: FakeUser = { id: 501, first_name: 'Ada' };
@@ -164,26 +165,7 @@ describe.each(ENGINES)('on %s', (engine) => {
 
   test('a question: buttons, and a typed answer from the asker', async () => {
     await boot();
-    queue.push(
-      {
-        toolUses: [
-          {
-            name: 'ask_user_question',
-            input: {
-              question: 'Which environment?',
-              suggestions: [
-                { value: 'staging', label: 'Staging' },
-                { value: 'prod', label: 'Production' },
-              ],
-              allowCustom: true,
-            },
-          },
-        ],
-      },
-      { text: 'Going with staging.' },
-      { toolUses: [{ name: 'ask_user_question', input: { question: 'Which branch?', suggestions: [{ value: 'main', label: 'main' }], allowCustom: true } }] },
-      { text: 'Branch noted.' },
-    );
+    queue.push(...environmentThenBranch());
     await tg.sendText({ chat: ownerDm, from: owner, text: 'deploy something' });
     await tg.waitFor(() => tg.visible(501).some((m) => m.plain.includes('Which environment?') && m.replyMarkup), 5000, 'question');
     const q = tg.visible(501).find((m) => m.plain.includes('Which environment?') && m.replyMarkup)!;

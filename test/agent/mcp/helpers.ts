@@ -3,10 +3,11 @@
  * run as a child process over stdio or Streamable HTTP, and process checks on real pids.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { McpServerConfig } from '../../../agent/mcp/config.js';
+import { assertParentsOpen } from '../../helpers/open-parents.mjs';
 
 export const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fakes', 'mcp-server.mjs');
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -19,24 +20,11 @@ export const FIXTURE_READ_PATHS: readonly string[] = [dirname(FIXTURE), join(ROO
 
 /**
  * The box runs as uid 65534 when tests run as root, and bwrap opens readPaths with that user's rights:
- * a checkout inside a root-only folder (a clone in `mktemp -d`, mode 0700) could not be bound. Every
- * test file importing these helpers lets others pass through (x, not list) the checkout's parents for
- * its duration, as test/deploy does, and puts the modes back afterwards.
+ * a checkout inside a root-only folder (a clone in `mktemp -d`, mode 0700) could not be bound.
+ * globalSetup opens the checkout's parents for the whole run (test/helpers/open-parents.mjs); every
+ * file importing these helpers checks that first, so a closed folder fails by name, not as a box error.
  */
-const opened: Array<{ path: string; mode: number }> = [];
-beforeAll(() => {
-  if (process.getuid?.() !== 0) return;
-  for (let d = ROOT; d !== dirname(d); d = dirname(d)) {
-    const mode = statSync(d).mode & 0o7777;
-    if ((mode & 0o001) === 0) {
-      opened.push({ path: d, mode });
-      chmodSync(d, mode | 0o001);
-    }
-  }
-});
-afterAll(() => {
-  for (const { path, mode } of opened.splice(0)) chmodSync(path, mode);
-});
+beforeAll(() => assertParentsOpen());
 
 /** The fixture over stdio; on the host unless `sandbox` says bubblewrap (box tests pass it, with FIXTURE_READ_PATHS). */
 export function stdioServer(env: Record<string, string> = {}, timeoutMs = 20_000, sandbox: 'none' | 'bubblewrap' = 'none', network = false): McpServerConfig {
