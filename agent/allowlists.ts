@@ -16,6 +16,7 @@
  */
 import type { AllowlistRepo, Signals } from './store/types.js';
 import type { Log } from './log.js';
+import { messageOf } from './log.js';
 
 export const ALLOWLIST_TOPIC = 'allowlist';
 
@@ -86,7 +87,7 @@ export class PersistedAllowlists {
         return;
       }
     } catch (err) {
-      this.shared.log?.('warn', `could not read the allowlist of agent ${agent} again: ${(err as Error).message}`);
+      this.shared.log?.('warn', `could not read the allowlist of agent ${agent} again: ${messageOf(err)}`);
     }
   }
 
@@ -125,9 +126,7 @@ export class PersistedAllowlists {
     this.byAgent.set(agent, next);
     this.shared.signals
       ?.publish(ALLOWLIST_TOPIC, agent)
-      .catch((err: unknown) =>
-        this.shared.log?.('warn', `could not signal the allowlist grant of agent ${agent} to other processes: ${(err as Error).message}`),
-      );
+      .catch((err: unknown) => this.shared.log?.('warn', `could not signal the allowlist grant of agent ${agent} to other processes: ${messageOf(err)}`));
     await this.notify(agent);
   }
 

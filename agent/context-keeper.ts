@@ -35,6 +35,7 @@ import type { Usage } from './events.js';
 import type { ContentBlock, Message, TextBlock, ToolResultBlock } from './messages.js';
 import type { ModelClient } from './model-types.js';
 import type { Log } from './log.js';
+import { messageOf } from './log.js';
 
 export const SUMMARY_SYSTEM =
   'You write the running summary of a conversation between people and an assistant that uses tools, so the ' +
@@ -210,7 +211,7 @@ export class ContextKeeper {
         try {
           id = await this.opts.storeResult(text);
         } catch (err) {
-          this.opts.log?.('warn', `could not store a big tool result (kept in the transcript): ${(err as Error).message}`);
+          this.opts.log?.('warn', `could not store a big tool result (kept in the transcript): ${messageOf(err)}`);
           return;
         }
         const replaced: ToolResultBlock = { ...b, content: reference(id, text, this.headChars) };
@@ -263,7 +264,7 @@ export class ContextKeeper {
       if (summary === '') throw new Error('the model returned an empty summary');
     } catch (err) {
       if (by === 'keeper') this.failures++;
-      return { ok: false, reason: (err as Error).message };
+      return { ok: false, reason: messageOf(err) };
     }
     const why = by === 'keeper' ? "when it grew too long for the model's context window" : "at the assistant's request (summarize_context)";
     const block: TextBlock = { type: 'text', text: `${SUMMARY_MARKER}, written ${why}; it replaces ${cut} earlier messages.]\n${summary}` };

@@ -31,7 +31,7 @@ import { z } from 'zod';
 import { Transcript, type Message, type ContentBlock } from './messages.js';
 import { StoreConflictError, type Checkpoint, type Fence, type TranscriptRepo, type TranscriptWrite } from './store/types.js';
 import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from './transcript-diff.js';
-import { fallbackLog, type Log, type LogLevel } from './log.js';
+import { fallbackLog, type Log, type LogLevel, messageOf } from './log.js';
 
 export type StoredConversation = { agent: string; messages: Message[]; state: Record<string, unknown>; updatedAt: number };
 
@@ -251,7 +251,7 @@ export class ConversationStore {
     if (last !== undefined && now - last < RETENTION_EVERY_MS) return;
     this.retentionAt.set(agent, now);
     // In the background: a slow deletion never holds up a turn; a failure is tried again a minute later.
-    this.retain(agent, now).catch((err: unknown) => this.log('warn', `[store] could not apply the retention of agent ${agent}: ${(err as Error).message}`));
+    this.retain(agent, now).catch((err: unknown) => this.log('warn', `[store] could not apply the retention of agent ${agent}: ${messageOf(err)}`));
   }
 
   private async retain(agent: string, now: number): Promise<string[]> {

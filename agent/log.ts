@@ -45,3 +45,8 @@ export function prefixedLog(log: Log, prefix: string): Log {
   out.child = (bindings) => prefixedLog(childLog(log, bindings), prefix);
   return out;
 }
+
+/** The message of anything thrown: an Error's message, or the thrown value as text (never "undefined"). */
+export function messageOf(thrown: unknown): string {
+  return thrown instanceof Error ? thrown.message : String(thrown);
+}

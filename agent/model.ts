@@ -32,6 +32,7 @@ import { encoded, toParams } from './model-request.js';
 import { withRetries, type RetryInfo } from './model-retry.js';
 import { ModelError } from './model-types.js';
 import type { ModelClient, ModelRequest, ModelResponse } from './model-types.js';
+import { messageOf } from './log.js';
 
 export { networkUserMessage, USER_MESSAGES } from './model-errors.js';
 export type { RetryInfo };
@@ -145,7 +146,7 @@ export function createAnthropicModel(opts: AnthropicModelOptions): ModelClient {
       if (callerError && callerError.err === err) throw err;
       // The SDK passes a broken body through as it is (a cut connection, a garbled event or JSON).
       if (reading && !(err instanceof APIError) && !(err instanceof AttemptFailure)) {
-        const detail = scrub(`The model stream broke off: ${err instanceof Error ? err.message : String(err)}`);
+        const detail = scrub(`The model stream broke off: ${messageOf(err)}`);
         throw new AttemptFailure(new ModelError('network', USER_MESSAGES.network, detail));
       }
       throw toFailure(sdk, err, scrub, serviceUrl);

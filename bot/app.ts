@@ -51,6 +51,7 @@ import { hasSharedTurnQueue } from '../agent/run/turn-queue.js';
 import { heldConnections, type HeldStatus } from './leadership.js';
 import { EgressApprovals } from '../agent/egress/approvals.js';
 import { EgressHub, egressPolicy } from '../agent/egress/hub.js';
+import { messageOf } from '../agent/log.js';
 
 export type { Log } from './log.js';
 
@@ -217,7 +218,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       await prepareWorkspace(agent.workspace);
       await probeSandbox(sandboxPolicy(agent), agent.workspace);
     } catch (err) {
-      throw new Error(`agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${(err as Error).message} (agents.${agent.name}.sandbox)`);
+      throw new Error(`agents.${agent.name}: sandbox: bubblewrap cannot run commands here: ${messageOf(err)} (agents.${agent.name}.sandbox)`);
     }
     const policy = sandboxPolicy(agent);
     log(
@@ -352,7 +353,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     broker,
     registry: registryFor,
     prepareTools: async (agent) => {
-      await startEgress(agent.name).catch((e: unknown) => log('warn', `agent ${agent.name}: could not start its egress proxy: ${(e as Error).message}`));
+      await startEgress(agent.name).catch((e: unknown) => log('warn', `agent ${agent.name}: could not start its egress proxy: ${messageOf(e)}`));
       await mcp.prepare(agent.name);
     },
     egress: {
@@ -421,7 +422,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       // Retention at start, then at most once a minute per agent as conversations are saved.
       await conversations
         .applyRetention(Object.keys(config.agents))
-        .catch((e: unknown) => log('warn', `could not apply the conversation retention: ${(e as Error).message}`));
+        .catch((e: unknown) => log('warn', `could not apply the conversation retention: ${messageOf(e)}`));
       const hold = await held.prepare();
       for (const a of adapters.values()) await a.start(router, { holdConnection: hold });
       held.follow();
@@ -433,9 +434,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     async stop(stopOpts = {}) {
       await reminderScheduler.stop();
       await held.stop();
-      for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${(e as Error).message}`));
+      for (const a of adapters.values()) await a.stop().catch((e: unknown) => log('warn', `stopping ${a.platform}: ${messageOf(e)}`));
       await runner.close(stopOpts.graceMs);
-      await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${(e as Error).message}`));
+      await mcp.close().catch((e: unknown) => log('warn', `closing MCP servers: ${messageOf(e)}`));
       broker.close();
       await egress.close();
       bus.close();

@@ -20,6 +20,7 @@ import type { CliIO } from './cli/io.js';
 import { loadForCommand } from './operator-commands.js';
 import { chainFiles, readRecords, verifyChains, type AuditRecord } from './audit/chain.js';
 import { auditSettings, KEY_FILE, loadAuditKey } from './audit/trail.js';
+import { messageOf } from '../agent/log.js';
 
 const USAGE = `Usage:
   gatehouse audit verify [--dir D] [--key-file F]
@@ -51,7 +52,7 @@ function where(io: CliIO, opts: { dir?: string; 'key-file'?: string }): Where | 
   try {
     s = auditSettings(env, io.cwd, config);
   } catch (err) {
-    io.stderr.write(`${(err as Error).message}\n`);
+    io.stderr.write(`${messageOf(err)}\n`);
     return 1;
   }
   const dir = opts.dir !== undefined ? resolve(io.cwd, opts.dir) : s.dir;
@@ -72,7 +73,7 @@ function parse(io: CliIO, args: string[], options: Options) {
       string | boolean | undefined
     >;
   } catch (err) {
-    return usage(io, (err as Error).message);
+    return usage(io, messageOf(err));
   }
 }
 
@@ -116,7 +117,7 @@ function keyOf(io: CliIO, w: Where): Buffer | undefined {
   try {
     return loadAuditKey(w, { create: false });
   } catch (err) {
-    io.stderr.write(`${(err as Error).message}\n`);
+    io.stderr.write(`${messageOf(err)}\n`);
     return undefined;
   }
 }

@@ -18,6 +18,7 @@ import { backupSqliteStore } from '../agent/store/sqlite/backup.js';
 import type { CliIO } from './cli/io.js';
 import { ConfigError, formatConfigError } from './config.js';
 import { storeFromEnv } from './env.js';
+import { messageOf } from '../agent/log.js';
 
 const USAGE = 'Usage: gatehouse backup FILE   (an online, consistent copy of the store; FILE must not exist)';
 
@@ -56,7 +57,7 @@ export async function backupCommand(args: string[], io: CliIO): Promise<number> 
     io.stdout.write(`Backed up ${store.path} to ${target}: ${holds}, integrity check ok.\n`);
     return 0;
   } catch (err) {
-    io.stderr.write(`Backup of ${store.path} failed: ${(err as Error).message}\n`);
+    io.stderr.write(`Backup of ${store.path} failed: ${messageOf(err)}\n`);
     return 1;
   }
 }

@@ -23,6 +23,7 @@ import type { Config } from './config.js';
 import type { EnvSettings, StoreSettings } from './env.js';
 import { DEFAULT_DISCORD_API_URL } from '../adapters/discord/descriptor.js';
 import { PID_FILE } from './reload.js';
+import { messageOf } from '../agent/log.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'note';
 
@@ -166,7 +167,7 @@ async function probeIn(
     const tmp = /^\S+\s+(\d+)\s/m.exec(out.split('\n').slice(-1)[0] ?? '');
     return { limits: parseProcLimits(out), ...(tmp ? { tmpKiB: Number(tmp[1]) } : {}) };
   } catch (err) {
-    return { error: (err as Error).message };
+    return { error: messageOf(err) };
   } finally {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }

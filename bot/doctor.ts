@@ -19,6 +19,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadDotEnv, readEnv } from './env.js';
 import { httpCheck, platformChecks, sandboxChecks, storeCheck, type CheckResult } from './doctor-checks.js';
 import { dataDirOf } from './reload.js';
+import { messageOf } from '../agent/log.js';
 
 const USAGE = 'Usage: gatehouse doctor [--json]   (checks the config, sandbox, store, tokens and HTTP port; exit 1 when one fails)';
 /** DNS look-ups, TCP connects, the /healthz GET: each gives up after this. */
@@ -38,7 +39,7 @@ function configCheck(io: CliIO): { result: CheckResult; config?: Config } {
     };
   } catch (err) {
     if (!(err instanceof ConfigError))
-      return { result: { name: 'config', status: 'fail', detail: `could not be loaded: ${(err as Error).message}`, fix: 'see the error above' } };
+      return { result: { name: 'config', status: 'fail', detail: `could not be loaded: ${messageOf(err)}`, fix: 'see the error above' } };
     const where = err.configFile ?? 'gatehouse.yaml or .env';
     return {
       result: {

@@ -12,6 +12,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpRoute } from '../adapters/types.js';
+import { messageOf } from '../agent/log.js';
 
 export type { HttpRoute };
 
@@ -60,7 +61,7 @@ function serveMetrics(metrics: MetricsEndpoint, req: IncomingMessage, res: Serve
     (err: unknown) => {
       if (res.writableEnded || res.destroyed) return;
       res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(`metrics could not be collected: ${(err as Error).message}`);
+      res.end(`metrics could not be collected: ${messageOf(err)}`);
     },
   );
 }
@@ -89,7 +90,7 @@ export async function startHttpServer(opts: {
       };
       (opts.ready ?? (async () => ({ notReady: [] })))().then(
         (r) => answer(r.notReady.length === 0 ? 200 : 503, { ready: r.notReady.length === 0, ...r }),
-        (err: unknown) => answer(503, { ready: false, notReady: [`readiness check failed: ${(err as Error).message}`] }),
+        (err: unknown) => answer(503, { ready: false, notReady: [`readiness check failed: ${messageOf(err)}`] }),
       );
       return;
     }

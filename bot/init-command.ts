@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { DESCRIPTORS } from '../adapters/descriptors.js';
 import type { CliIO } from './cli/io.js';
 import { DEFAULT_MODEL } from './config.js';
+import { messageOf } from '../agent/log.js';
 
 type ChatPlatform = 'telegram' | 'slack' | 'discord';
 const CHAT_PLATFORMS: readonly ChatPlatform[] = ['telegram', 'slack', 'discord'];
@@ -181,7 +182,7 @@ export async function initCommand(args: string[], io: CliIO): Promise<number> {
     try {
       fd = openSync(f.path, 'wx', f.mode);
     } catch (err) {
-      io.stderr.write(`could not create ${f.path}: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'it already exists' : (err as Error).message}\n`);
+      io.stderr.write(`could not create ${f.path}: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'it already exists' : messageOf(err)}\n`);
       return 1;
     }
     try {

@@ -16,6 +16,7 @@
 import type { Adapter, HeldConnection } from '../adapters/types.js';
 import type { Leadership } from '../agent/store/types.js';
 import type { Log } from './log.js';
+import { messageOf } from '../agent/log.js';
 
 /** The role name in the store: one lock for all of this bot's single-holder connections. */
 export const CONNECTIONS_ROLE = 'platform-connections';
@@ -56,14 +57,14 @@ export function heldConnections(opts: { leadership?: Leadership; adapters: Adapt
         await conn.open();
       } catch (err) {
         ok = false;
-        log('warn', `leading, but ${conn.name} did not open: ${(err as Error).message}; trying again in ${retryMs} ms`);
+        log('warn', `leading, but ${conn.name} did not open: ${messageOf(err)}; trying again in ${retryMs} ms`);
       }
     }
     return ok;
   }
 
   async function closeAll(conns: HeldConnection[] = held.map((h) => h.conn)): Promise<void> {
-    for (const conn of conns) await conn.close().catch((err: unknown) => log('warn', `closing ${conn.name}: ${(err as Error).message}`));
+    for (const conn of conns) await conn.close().catch((err: unknown) => log('warn', `closing ${conn.name}: ${messageOf(err)}`));
   }
 
   /** One reconciliation at a time, in the order asked. */

@@ -23,6 +23,7 @@ import { z } from 'zod';
 import type { SpendRepo, Store } from '../agent/store/types.js';
 import { formatAmount, MICRO, spendKeys } from '../agent/budget/limits.js';
 import { openStore } from './storage.js';
+import { messageOf } from '../agent/log.js';
 
 /** `env` (default: a copy of the environment) receives the .env file's values too. */
 export function loadForCommand(io: CliIO, env: Record<string, string | undefined> = { ...io.env }): Config | number {
@@ -42,7 +43,7 @@ async function withRepos<T>(io: CliIO, config: Config, fn: (s: Store) => Promise
   try {
     store = await openStore(config.store, { mustExist: true, log: (_level, m) => io.stderr.write(m + '\n') });
   } catch (err) {
-    io.stderr.write(`Could not open the store: ${(err as Error).message}\n`);
+    io.stderr.write(`Could not open the store: ${messageOf(err)}\n`);
     return 1;
   }
   try {

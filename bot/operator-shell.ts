@@ -16,6 +16,7 @@
 import type { AgentSettings } from '../agent/settings.js';
 import type { AnyTool, ToolContext } from '../agent/tools/types.js';
 import { analyzeCommand } from '../policies/shell/index.js';
+import { messageOf } from '../agent/log.js';
 
 export const OPERATOR_OUTPUT_MAX = 4000;
 
@@ -54,7 +55,7 @@ export function createOperatorShell(deps: {
       const result = await tool.execute(input, ctx, proposal ? { proposal } : {});
       output = typeof result.content === 'string' ? result.content : result.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('\n');
     } catch (err) {
-      output = `The command did not run: ${(err as Error).message}`;
+      output = `The command did not run: ${messageOf(err)}`;
     }
     const shown = bound(output);
     return { reply: shown, context: `<operator_shell command=${JSON.stringify(command)}>\n${shown}\n</operator_shell>` };

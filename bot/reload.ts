@@ -19,6 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { ConfigChanges } from '../agent/audit.js';
 import { configChanges } from './audit/config-diff.js';
 import { ConfigError, formatConfigError, type Config, type ConfigProblem } from './config.js';
+import { messageOf } from '../agent/log.js';
 
 export interface ReloadResult {
   ok: boolean;
@@ -43,7 +44,7 @@ export function prepareWorkspaces(config: Config): void {
       agent.workspace = realpathSync(agent.workspace);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      const why = code === 'EROFS' ? 'it is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : (err as Error).message;
+      const why = code === 'EROFS' ? 'it is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : messageOf(err);
       problems.push({
         path: `agents.${agent.name}.workspace`,
         message: `cannot create or open ${agent.workspace} (${why}); point it at a folder the service's user can write, e.g. /app/workspace in Docker or /var/lib/gatehouse/workspace with systemd`,
@@ -61,7 +62,7 @@ export function reloadConfig(live: Config, read: () => Config): ReloadResult {
     next = read();
     prepareWorkspaces(next);
   } catch (err) {
-    const text = err instanceof ConfigError ? formatConfigError(err) : `Could not load the configuration: ${(err as Error).message}`;
+    const text = err instanceof ConfigError ? formatConfigError(err) : `Could not load the configuration: ${messageOf(err)}`;
     return { ok: false, message: `config reload rejected; the previous configuration stays in force.\n${text}`, needsRestart: [] };
   }
   const needsRestart: string[] = [];

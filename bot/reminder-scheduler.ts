@@ -31,6 +31,7 @@ import type { Runner } from '../agent/runner.js';
 import { DEFAULT_MEMORY_SETTINGS, MEMORY_TOOL_NAMES, MemoryStore } from '../agent/memory.js';
 import { DEFAULT_REMINDER_SETTINGS, REMINDERS_TOPIC, Reminders, formatDuration, type ClaimedFire, type Reminder } from '../agent/reminders.js';
 import type { AgentSettings } from '../agent/settings.js';
+import { messageOf } from '../agent/log.js';
 
 /** Lateness below this is timer jitter, not worth saying. */
 export const LATE_AFTER_MS = 2_000;
@@ -102,7 +103,7 @@ export class ReminderScheduler {
     this.clearTimer();
     this.running = this.tick()
       .catch((err: unknown) => {
-        this.opts.log('error', `reminders: ${(err as Error).message}; trying again in a minute`);
+        this.opts.log('error', `reminders: ${messageOf(err)}; trying again in a minute`);
         this.arm(this.now() + (this.opts.maxWaitMs ?? 60_000));
       })
       .finally(() => {
@@ -189,13 +190,13 @@ export class ReminderScheduler {
       await this.opts.post(r.conversationKey, message);
       this.opts.log('info', `reminder ${r.id} fired in ${r.conversationKey}`, { reminder: r.id, lateMs: fire.lateMs });
     } catch (err) {
-      this.opts.log('error', `reminder ${r.id} could not be posted in ${r.conversationKey}: ${(err as Error).message}`);
+      this.opts.log('error', `reminder ${r.id} could not be posted in ${r.conversationKey}: ${messageOf(err)}`);
     }
     await this.opts.reminders.finish(fire);
     if (this.opts.runTurn && this.opts.runAsTurn(r.agentName)) {
       const lateNote = late ? ` It fires ${formatDuration(fire.lateMs)} late (the bot was not running or was busy when it came due).` : '';
       const text = `[Reminder ${r.id}, set in this conversation on ${new Date(r.createdAt).toISOString()}, due ${new Date(fire.dueAt).toISOString()}.${lateNote}] ${r.text}`;
-      await this.opts.runTurn(r, text).catch((err: unknown) => this.opts.log('error', `reminder ${r.id} could not start a turn: ${(err as Error).message}`));
+      await this.opts.runTurn(r, text).catch((err: unknown) => this.opts.log('error', `reminder ${r.id} could not start a turn: ${messageOf(err)}`));
     }
   }
 }

@@ -45,6 +45,7 @@ import { agentForConversation, type Config } from './config.js';
 import type { OperatorShell } from './operator-shell.js';
 import type { RefusalReason, Telemetry } from '../agent/telemetry/types.js';
 import type { Log } from '../agent/log.js';
+import { messageOf } from '../agent/log.js';
 
 const DEDUPE_TTL_MS = 24 * 3600_000;
 /** Places remembered for the "first message from a new group" log line (the oldest forgotten first). */
@@ -219,7 +220,7 @@ export class Router implements AdapterSink {
       );
       if (submitted.duplicate) return refused('duplicate');
     } catch (err) {
-      this.opts.log?.('error', `[${key}] could not store an incoming turn: ${(err as Error).message}`);
+      this.opts.log?.('error', `[${key}] could not store an incoming turn: ${messageOf(err)}`);
       return refused('store_error', {
         accepted: false,
         reply: 'Sorry, I could not take that message (a storage problem on my side). Please send it again in a moment.',
@@ -275,7 +276,7 @@ export class Router implements AdapterSink {
     try {
       return await openIds();
     } catch (err) {
-      this.opts.log?.('warn', `[${key}] could not check for an open question: ${(err as Error).message}`);
+      this.opts.log?.('warn', `[${key}] could not check for an open question: ${messageOf(err)}`);
       return [];
     }
   }
@@ -285,7 +286,7 @@ export class Router implements AdapterSink {
     try {
       return await this.opts.broker.answerTyped(key, sender, text, await openIds());
     } catch (err) {
-      this.opts.log?.('warn', `[${key}] could not check for an open question: ${(err as Error).message}`);
+      this.opts.log?.('warn', `[${key}] could not check for an open question: ${messageOf(err)}`);
       return false;
     }
   }
@@ -297,7 +298,7 @@ export class Router implements AdapterSink {
     } catch (err) {
       // Better to risk handling a platform retry twice than to drop a message: the turn's own
       // write still has to succeed, and says so to the user when it does not.
-      this.opts.log?.('warn', `dedupe lookup failed, treating ${id} as new: ${(err as Error).message}`);
+      this.opts.log?.('warn', `dedupe lookup failed, treating ${id} as new: ${messageOf(err)}`);
       return false;
     }
   }

@@ -37,6 +37,7 @@ import { gatehouseVersion } from './cli/io.js';
 import { SEMCONV_VERSION } from './telemetry/semconv.js';
 import { requesterApprovalLine } from './requester-approval-config.js';
 import { approvalDeliveryLines } from './approval-delivery-config.js';
+import { messageOf } from '../agent/log.js';
 
 export interface RunningBot {
   gatehouse: Gatehouse;
@@ -79,7 +80,7 @@ export async function runBot(mode: StartMode, io: CliIO): Promise<number> {
     try {
       bot = await startBot(io, undefined, mode);
     } catch (err) {
-      io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : `Gatehouse could not start: ${(err as Error).message}`) + '\n');
+      io.stderr.write((err instanceof ConfigError ? formatConfigError(err) : `Gatehouse could not start: ${messageOf(err)}`) + '\n');
       return 1;
     }
     if (stopRequested) void bot.stop();
@@ -215,7 +216,7 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
       await store.ping();
     } catch (err) {
       storeState = 'unreachable';
-      notReady.push(`store ${store.description} unreachable: ${(err as Error).message}`);
+      notReady.push(`store ${store.description} unreachable: ${messageOf(err)}`);
     }
     const held = gatehouse.connections();
     if (held.role !== 'standby') {
@@ -257,7 +258,7 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     } catch (err) {
       // A webhook or a health check depends on it in service mode; the terminal chat does not.
       if (!terminalChat) throw err;
-      out('warn', `no /healthz: ${(err as Error).message}`);
+      out('warn', `no /healthz: ${messageOf(err)}`);
     }
     starting = gatehouse.start();
     await starting;
@@ -270,12 +271,12 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
     try {
       pidFile = writePidFile(dataDir);
     } catch (err) {
-      out('warn', `could not write the pid file in ${dataDir} (gatehouse reload will not find this process; SIGHUP still works): ${(err as Error).message}`);
+      out('warn', `could not write the pid file in ${dataDir} (gatehouse reload will not find this process; SIGHUP still works): ${messageOf(err)}`);
     }
     try {
       attach = await startAttachServer({ dir: dataDir, runs: gatehouse.headless, log: out, routes: { '/decide': hostDecideRoute(gatehouse.broker) } });
     } catch (err) {
-      out('warn', `gatehouse run cannot attach to this service (runs will load the agent themselves): ${(err as Error).message}`);
+      out('warn', `gatehouse run cannot attach to this service (runs will load the agent themselves): ${messageOf(err)}`);
     }
   }
   out('info', `Gatehouse started: ${adapters.map((a) => a.platform).join(', ') || 'no chat platform'}; agents: ${Object.keys(config.agents).join(', ')}`);

@@ -8,6 +8,7 @@
 import { overLimit } from '../kit/attachments.js';
 import { type ReadFiles, readBody, readFiles } from '../kit/inbound.js';
 import type { Log } from '../types.js';
+import { messageOf } from '../../agent/log.js';
 
 export interface DiscordFile {
   name: string;
@@ -36,7 +37,7 @@ async function download(url: string, name: string, maxBytes: number, log: Log): 
     const got = await readBody(res.body as AsyncIterable<Uint8Array>, maxBytes);
     return Buffer.isBuffer(got) ? got : overLimit(name, got.over, maxBytes);
   } catch (err) {
-    log('warn', `file download for ${name} failed: ${(err as Error).message}`);
+    log('warn', `file download for ${name} failed: ${messageOf(err)}`);
     return `${name} could not be downloaded from Discord`;
   }
 }

@@ -22,9 +22,8 @@ export class AdapterError extends Error {
   }
 }
 
-export function messageOf(x: unknown): string {
-  return x instanceof Error ? x.message : String(x);
-}
+/** The one helper (agent/log.ts), here too so an adapter's error helpers come from one place. */
+export { messageOf } from '../../agent/log.js';
 
 export function scrubbedCause(err: unknown, describeError: (err: unknown) => string): Error {
   const out = new Error(describeError(err));

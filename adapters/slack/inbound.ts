@@ -26,6 +26,7 @@ import type { ConversationRef, InboundMessage } from '../types.js';
 import { RecentMap, type SlackContext } from './context.js';
 import { refFor } from './keys.js';
 import { escapeMrkdwn } from './mrkdwn.js';
+import { messageOf } from '../../agent/log.js';
 
 export interface InboundOptions {
   maxAttachmentBytes: number;
@@ -192,7 +193,7 @@ export function registerInbound(app: App, ctx: SlackContext, opts: InboundOption
     try {
       await respond({ response_type: 'ephemeral', text: escapeMrkdwn(reply) });
     } catch (err) {
-      ctx.log('warn', `could not answer ${opts.slashCommand} for ${command.user_id}: ${ctx.scrub(String((err as Error).message ?? err))}`);
+      ctx.log('warn', `could not answer ${opts.slashCommand} for ${command.user_id}: ${ctx.scrub(String(messageOf(err) ?? err))}`);
     }
   });
 }

@@ -21,6 +21,7 @@ import { EventEmitter } from 'node:events';
 import type { Signals } from '../store/types.js';
 import type { Decision } from './wording.js';
 import type { Log } from '../log.js';
+import { messageOf } from '../log.js';
 
 export interface DecisionBus {
   publish(requestId: string, decision: Decision): Promise<void>;
@@ -90,7 +91,7 @@ export class SignalDecisionBus implements DecisionBus {
     } catch (err) {
       this.opts.log?.(
         'warn',
-        `could not signal the decision of request ${requestId} to other processes (${(err as Error).message}); they see it at their next re-read`,
+        `could not signal the decision of request ${requestId} to other processes (${messageOf(err)}); they see it at their next re-read`,
       );
     }
   }
@@ -142,7 +143,7 @@ export class SignalDecisionBus implements DecisionBus {
       (d) => {
         if (d) void this.local.publish(requestId, d);
       },
-      (err: unknown) => this.opts.log?.('warn', `could not read the decision of request ${requestId}: ${(err as Error).message}`),
+      (err: unknown) => this.opts.log?.('warn', `could not read the decision of request ${requestId}: ${messageOf(err)}`),
     );
   }
 }

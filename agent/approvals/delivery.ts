@@ -24,6 +24,7 @@
 import type { Card } from '../events.js';
 import type { OutputResolver } from '../output.js';
 import type { Log } from '../log.js';
+import { messageOf } from '../log.js';
 
 /** An agent's resolved `approvalDelivery`. `platform` unset: the conversation's own. */
 export type ApprovalDelivery = { mode: 'here' } | { mode: 'ephemeral' } | { mode: 'dm' | 'both'; platform?: string };
@@ -124,7 +125,7 @@ export class CardDelivery {
         directs.push({ key, platform: target, userId, handle });
         await this.opts.noteDirect?.(req.id, { key, platform: target, userId, handle });
       } catch (err) {
-        const why = (err as Error).message;
+        const why = messageOf(err);
         this.opts.log?.('warn', `approval ${req.id}: could not send the card to ${target} user ${userId}'s direct messages: ${why}`);
         failed.push(`${labels.get(userId) ?? userId} (${oneLine(why)})`);
       }
@@ -169,7 +170,7 @@ export class CardDelivery {
         try {
           return { handle: await posting };
         } catch (err) {
-          why = `the ephemeral card failed (${oneLine((err as Error).message)})`;
+          why = `the ephemeral card failed (${oneLine(messageOf(err))})`;
           this.opts.log?.('warn', `approval ${req.id}: ${why}; posting it in the conversation`);
         }
       }

@@ -17,6 +17,7 @@ import type { Signals } from '../store/types.js';
 import { DECISION_TOPIC } from './decision-bus.js';
 import type { ApprovalStore } from './store.js';
 import type { Log } from '../log.js';
+import { messageOf } from '../log.js';
 
 export const APPROVAL_TOPIC = 'approval';
 const MAX_WAIT_MS = 3_600_000;
@@ -115,6 +116,6 @@ export class ExpiryWatch {
   }
 
   private fail(what: string, err: unknown): void {
-    this.opts.log?.('warn', `approval expiry: could not ${what}: ${(err as Error).message}`);
+    this.opts.log?.('warn', `approval expiry: could not ${what}: ${messageOf(err)}`);
   }
 }

@@ -29,6 +29,7 @@ import type { DecisionBus } from './decision-bus.js';
 import { decidedCopies } from './delivery.js';
 import type { ApprovalStore, LoadedRequest, StoredRequest } from './store.js';
 import { alreadyDecided, type ClickResult, type Decision } from './wording.js';
+import { messageOf } from '../log.js';
 
 export interface DecisionRecorderOptions {
   store: ApprovalStore;
@@ -142,7 +143,7 @@ export class DecisionRecorder {
       await this.opts.outputs(key).updateCard(handle, card);
     } catch (err) {
       // The decision stands; a card we could not edit is a display problem, reported, not fatal.
-      this.opts.log?.('warn', `could not update card ${req.id}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not update card ${req.id}: ${messageOf(err)}`);
     }
   }
 }

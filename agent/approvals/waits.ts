@@ -15,6 +15,7 @@ import type { DecisionBus } from './decision-bus.js';
 import type { LoadedRequest } from './store.js';
 import type { Decision } from './wording.js';
 import type { Log } from '../log.js';
+import { messageOf } from '../log.js';
 
 export interface WaitsOptions {
   bus: DecisionBus;
@@ -95,7 +96,7 @@ export class Waits {
    */
   private inBackground(requestId: string, work: Promise<unknown>, fallback: Decision): void {
     work.catch((err: unknown) => {
-      this.opts.log?.('warn', `could not record that request ${requestId} was ${fallback.outcome}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not record that request ${requestId} was ${fallback.outcome}: ${messageOf(err)}`);
       this.wakeHere(requestId, fallback);
     });
   }

@@ -26,6 +26,7 @@ import type { Log } from '../log.js';
 import { whenAborted } from '../abort.js';
 import { entryFor, type EgressTarget, type EgressVerdict } from './proxy.js';
 import type { SessionGate } from './hub.js';
+import { messageOf } from '../log.js';
 
 /** Who asks: one execute_command call of one run. */
 export interface EgressRequester {
@@ -95,7 +96,7 @@ export class EgressApprovals {
       if (p.waiters.size === 0) {
         void this.opts.broker
           .settle(p.requestId, { outcome: 'denied', at: this.now(), note })
-          .catch((err: unknown) => this.opts.log?.('warn', `could not close egress card ${p.requestId}: ${(err as Error).message}`));
+          .catch((err: unknown) => this.opts.log?.('warn', `could not close egress card ${p.requestId}: ${messageOf(err)}`));
       }
     };
 
@@ -118,7 +119,7 @@ export class EgressApprovals {
       try {
         p = await this.card(who, entry, t);
       } catch (err) {
-        return { refused: `${refusal}, and the approval card could not be posted (${(err as Error).message})` };
+        return { refused: `${refusal}, and the approval card could not be posted (${messageOf(err)})` };
       }
       p.waiters.add(me);
       joined.add(p);
@@ -135,7 +136,7 @@ export class EgressApprovals {
         d = await Promise.race([p.decision!, stopped]);
       } catch (err) {
         leave(p, 'the decision could not be read');
-        return { refused: `${refusal}; its approval could not be read (${(err as Error).message})`, requestId: p.requestId };
+        return { refused: `${refusal}; its approval could not be read (${messageOf(err)})`, requestId: p.requestId };
       } finally {
         unlink();
       }
@@ -221,7 +222,7 @@ export class EgressApprovals {
     try {
       await this.opts.grant(p.agent, p.entry);
     } catch (err) {
-      this.opts.log?.('warn', `could not keep "Always for this host" ${p.entry} of agent ${p.agent}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not keep "Always for this host" ${p.entry} of agent ${p.agent}: ${messageOf(err)}`);
     }
     for (const other of this.pending.values()) {
       if (other.agent !== p.agent || other.entry !== p.entry) continue;

@@ -25,6 +25,7 @@ import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { egressRefusal, parseTarget } from '../../policies/egress.js';
 import type { AuditEvent } from '../audit.js';
+import { messageOf } from '../log.js';
 
 /** One connection's outcome: the `egress_connection` audit event without its agent (agent/audit.ts). */
 export type EgressRecord = Omit<Extract<AuditEvent, { event: 'egress_connection' }>, 'event' | 'agent'>;
@@ -81,7 +82,7 @@ async function decide(
   try {
     ips = isIP(host.replace(/^\[|\]$/g, '')) ? [host.replace(/^\[|\]$/g, '')] : await (opts.lookup ?? systemLookup)(host);
   } catch (err) {
-    return { refused: `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
+    return { refused: `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}` };
   }
   if (ips.length === 0) return { refused: `${host} has no address` };
   // Every address must pass: a name that also resolves internally is refused as a whole.

@@ -16,6 +16,7 @@ import { mcpToolName, type McpServerConfig } from './config.js';
 import { McpManager } from './manager.js';
 import { mcpToolsFor, RegistryWithMcp } from './tools.js';
 import type { Log } from '../log.js';
+import { messageOf } from '../log.js';
 
 export { McpManager } from './manager.js';
 export { mcpServersSchema, resolveMcpServers, type McpServerConfig } from './config.js';
@@ -67,7 +68,7 @@ export async function createMcp(opts: {
         await manager.prune(agent);
         await manager.ensureListed(agent);
       } catch (err) {
-        opts.log('warn', `MCP listing for agent ${agent}: ${(err as Error).message}`);
+        opts.log('warn', `MCP listing for agent ${agent}: ${messageOf(err)}`);
       }
     },
     close: () => manager.close(),

@@ -30,6 +30,7 @@ import { boxCommand, sandboxUser, SandboxUnavailableError, type SandboxPolicy } 
 import type { McpServerConfig } from './config.js';
 import type { ProcessTransportOptions } from './process-transport.js';
 import { autoReadPaths } from './visibility.js';
+import { messageOf } from '../log.js';
 
 export interface BoxSettings {
   /** Where each server's own folder is made: `<stateRoot>/<agent>/<server>`. */
@@ -129,6 +130,6 @@ function serverFolder(stateRoot: string, agent: string, server: string): string 
     return realpathSync(dir);
   } catch (err) {
     if (err instanceof LaunchError) throw err;
-    throw new LaunchError(`its state folder under ${stateRoot} could not be made: ${(err as Error).message}`);
+    throw new LaunchError(`its state folder under ${stateRoot} could not be made: ${messageOf(err)}`);
   }
 }

@@ -52,6 +52,7 @@ type Sdk = typeof import('./sdk.js');
 import { invisibleHint } from './visibility.js';
 import { CallResultPassThrough, convertResult } from './result.js';
 import type { Log } from '../log.js';
+import { messageOf } from '../log.js';
 
 export { MAX_OUTPUT_BYTES } from './result.js';
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
@@ -131,7 +132,7 @@ export class McpManager {
       this.connection(agent, server).then(
         () => undefined,
         // The message quotes the server (its stderr): one log line, whatever it wrote.
-        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${oneLine((err as Error).message)}`),
+        (err: unknown) => this.opts.log?.('warn', `MCP server ${server} of agent ${agent}: ${oneLine(messageOf(err))}`),
       ),
     );
     let timer: NodeJS.Timeout | undefined;
@@ -145,7 +146,7 @@ export class McpManager {
     try {
       conn = await this.connection(agent, server);
     } catch (err) {
-      return { content: (err as Error).message, isError: true };
+      return { content: messageOf(err), isError: true };
     }
     if (!conn.tools.has(tool)) return this.toolGone(server, tool, conn);
     const timeoutMs = conn.config.timeoutMs;
@@ -178,7 +179,7 @@ export class McpManager {
         conn.tools.delete(tool);
         return this.toolGone(server, tool, conn);
       }
-      return { content: `MCP server "${server}" answered ${tool} with an error: ${(err as Error).message}`, isError: true };
+      return { content: `MCP server "${server}" answered ${tool} with an error: ${messageOf(err)}`, isError: true };
     }
     return convertResult(server, tool, result, signal);
   }
@@ -345,7 +346,7 @@ export class McpManager {
     this.listings.set(keyOf(agent, server), tools);
     this.opts.onListed?.(agent, server, tools);
     await this.opts.kv?.set(`tools:${keyOf(agent, server)}`, { tools, at: Date.now() }).catch((err: unknown) => {
-      this.opts.log?.('warn', `could not cache the tool list of MCP server ${server}: ${(err as Error).message}`);
+      this.opts.log?.('warn', `could not cache the tool list of MCP server ${server}: ${messageOf(err)}`);
     });
   }
 }

@@ -45,7 +45,7 @@ import { askUser, humanWaits } from './human-wait.js';
 import type { Delivery } from './turn-queue.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
-import { childLog, prefixedLog, type Log } from '../log.js';
+import { childLog, prefixedLog, type Log, messageOf } from '../log.js';
 import { budgetedModel, BudgetExceededError, BudgetGate, limitOf } from '../budget/gate.js';
 import { softLimitApprover } from '../budget/soft-approval.js';
 import { closeOrphanedCards, SubagentSession } from '../tools/builtin/subagent/host.js';
@@ -116,7 +116,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     try {
       await output.emit(e);
     } catch (err) {
-      log('error', `[${key}] could not deliver ${e.type}: ${(err as Error).message}`);
+      log('error', `[${key}] could not deliver ${e.type}: ${messageOf(err)}`);
     }
   };
   const agent = d.agents.get(agentName);
@@ -134,7 +134,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
     stored = await d.conversations.load(key, { raw: resumed !== undefined, ...(revision !== undefined ? { revision } : {}) });
   } catch (err) {
     // Nothing ran and nothing was written: the user is told to send it again, so it is not kept.
-    log('error', `[${key}] could not read the transcript: ${(err as Error).message}`);
+    log('error', `[${key}] could not read the transcript: ${messageOf(err)}`);
     await emit({
       type: 'error',
       runId,
@@ -296,7 +296,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   // Phase 3: the loop.
   if (resumed)
     await closeOrphanedCards(record.calls, d.broker).catch((err: unknown) =>
-      log('warn', `[${key}] could not close the cards of interrupted sub-agents: ${(err as Error).message}`),
+      log('warn', `[${key}] could not close the cards of interrupted sub-agents: ${messageOf(err)}`),
     );
   const quota = workspaceQuota(agent.workspace, agent.workspaceMaxBytes ?? 0);
   await emit({ type: 'run_started', runId });
@@ -431,10 +431,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
         await d.runs.dropRecord(key, fence).catch((err: unknown) => {
           if (err instanceof FencedError) throw err;
           // Posted already: say so rather than tell the user something failed.
-          log(
-            'warn',
-            `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${(err as Error).message}): a takeover may post it again`,
-          );
+          log('warn', `[${key}] run ${runId}: answer posted, but its outbox record could not be dropped (${messageOf(err)}): a takeover may post it again`);
         });
     } else {
       await emit(last);
@@ -525,7 +522,7 @@ async function finishWithout(d: RunDeps, key: string, dropRecord: boolean, queue
 /** The configured prompt plus `systemExtra`; a failure to read the extra is logged, the run goes on. */
 async function systemPrompt(d: RunDeps, agent: AgentSettings, key: string, log: Log): Promise<string> {
   const extra = await (d.systemExtra?.(agent, key) ?? Promise.resolve('')).catch((err: unknown) => {
-    log('warn', `[${key}] could not read the agent's memory for the system prompt: ${(err as Error).message}`);
+    log('warn', `[${key}] could not read the agent's memory for the system prompt: ${messageOf(err)}`);
     return '';
   });
   return extra ? `${agent.system}\n\n${extra}` : agent.system;

@@ -48,7 +48,7 @@ import { executeRun, type EgressOpener, type RunDeps } from './execute-run.js';
 import { InProcessTurnQueue, type TurnQueue } from './turn-queue.js';
 import { parseTurn, RunRecord, type Turn } from './turn.js';
 import type { Telemetry } from '../telemetry/types.js';
-import { fallbackLog, type Log, type LogLevel } from '../log.js';
+import { fallbackLog, type Log, type LogLevel, messageOf } from '../log.js';
 
 export type { Turn, TurnOverrides } from './turn.js';
 
@@ -167,7 +167,7 @@ export class Runner {
     // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
     await this.opts.broker
       .reshowPending(record.conversationKey)
-      .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${(err as Error).message}`));
+      .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${messageOf(err)}`));
     await executeRun(this.deps, { kind: 'resume', record, ...(fence ? { fence } : {}) });
   }
 
@@ -243,7 +243,7 @@ export class Runner {
       // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
       await this.opts.broker
         .reshowPending(record.conversationKey)
-        .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${(err as Error).message}`));
+        .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${messageOf(err)}`));
       void this.queue.exclusive(record.conversationKey, () => executeRun(this.deps, { kind: 'resume', record }));
     }
     return n + (await this.queue.resume());

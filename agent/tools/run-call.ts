@@ -20,6 +20,7 @@ import { linkedController } from '../abort.js';
 import type { BatchContext } from './batch-context.js';
 import { describeInput, summarizeCall } from './summary.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolResult } from './types.js';
+import { messageOf } from '../log.js';
 
 export async function execute(
   call: ToolUseBlock,
@@ -106,7 +107,7 @@ export function withTimeout<T>(p: Promise<T>, ms: number, ac: AbortController, n
 export function errorResult(toolName: string, err: unknown): ToolResult {
   if (err instanceof ToolTimeout) return { content: err.message, isError: true };
   if (err instanceof ToolError) return { content: `${toolName} failed: ${err.message}`, isError: true };
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return { content: `${toolName} failed unexpectedly: ${message}`, isError: true };
 }
 

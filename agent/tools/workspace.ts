@@ -43,6 +43,7 @@ import { constants as fsc, statSync } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './types.js';
+import { messageOf } from '../log.js';
 
 export interface ResolveOptions {
   /** Throw a ToolError when the path does not exist (default false: a file about to be created). */
@@ -216,7 +217,7 @@ function below(base: string, target: string): string[] | undefined {
 
 export function errCode(err: unknown): string {
   if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string') return err.code;
-  return err instanceof Error ? err.message : String(err);
+  return messageOf(err);
 }
 
 export interface OpenMode {

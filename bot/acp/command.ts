@@ -13,6 +13,7 @@
 import { Readable, Writable } from 'node:stream';
 import { TIERS, type Tier } from '../../policies/tiers.js';
 import type { CliIO } from '../cli/io.js';
+import { messageOf } from '../../agent/log.js';
 
 export const ACP_USAGE = 'gatehouse acp [--agent NAME] [--approval-policy read-only|low-risk|high-risk]';
 
@@ -46,7 +47,7 @@ export async function acpCommand(argv: string[], io: CliIO): Promise<number> {
   try {
     args = parseAcpArgs(argv);
   } catch (e) {
-    err(`gatehouse acp: ${(e as Error).message}\nUsage: ${ACP_USAGE}`);
+    err(`gatehouse acp: ${messageOf(e)}\nUsage: ${ACP_USAGE}`);
     return 2;
   }
   const { readConfig } = await import('../start.js');

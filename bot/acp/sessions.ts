@@ -36,6 +36,7 @@ import type { Log } from '../log.js';
 import type { TranscriptRepo } from '../../agent/store/types.js';
 import { replayUpdates } from './replay.js';
 import { pickFromForm, questionForm } from './elicit.js';
+import { messageOf } from '../../agent/log.js';
 
 export const ACP_PREFIX = 'acp:';
 /** The editor's user: the approver of its own sessions. */
@@ -150,7 +151,7 @@ export class AcpSessions {
       if (!client) return;
       await client
         .notify('session/update', { sessionId: s.id, update })
-        .catch((e: unknown) => this.deps.log('warn', `acp: session/update failed: ${(e as Error).message}`));
+        .catch((e: unknown) => this.deps.log('warn', `acp: session/update failed: ${messageOf(e)}`));
     });
     return s.chain;
   }
@@ -284,7 +285,7 @@ export class AcpSessions {
       const done = await broker.decideAs(requestId, s.key, { token: chosen.token }, ACP_USER);
       if (!done.accepted) this.deps.log('info', `acp: permission answer not taken: ${done.notice ?? ''}`);
     } catch (e) {
-      this.deps.log('warn', `acp: asking the client failed (${(e as Error).message}); the request is declined`);
+      this.deps.log('warn', `acp: asking the client failed (${messageOf(e)}); the request is declined`);
       await deny();
     }
   }

@@ -23,6 +23,7 @@ import { loadForCommand } from '../operator-commands.js';
 import { dataDirOf } from '../reload.js';
 import { openStore } from '../storage.js';
 import { openAuditTrail } from './trail.js';
+import { messageOf } from '../../agent/log.js';
 
 const USAGE = 'gatehouse approvals decide ID approve|deny';
 
@@ -65,7 +66,7 @@ export async function decideCommand(args: string[], io: CliIO): Promise<number> 
       return report(io, id, r.body as Answer);
     } catch (err) {
       if (!(err instanceof AttachUnavailable)) {
-        io.stderr.write(`Could not reach the running service: ${(err as Error).message}\n`);
+        io.stderr.write(`Could not reach the running service: ${messageOf(err)}\n`);
         return 1;
       }
       // Stale socket from a crash: nobody listens. Decide in the store.
@@ -79,7 +80,7 @@ async function decideInStore(io: CliIO, env: Record<string, string | undefined>,
   try {
     store = await openStore(config.store, { mustExist: true, exclusive: config.store.kind === 'sqlite', log: (m) => io.stderr.write(m + '\n') });
   } catch (err) {
-    io.stderr.write(`Could not open the store to decide there: ${(err as Error).message}\n`);
+    io.stderr.write(`Could not open the store to decide there: ${messageOf(err)}\n`);
     return 1;
   }
   const log = (level: string, msg: string) => {
@@ -90,7 +91,7 @@ async function decideInStore(io: CliIO, env: Record<string, string | undefined>,
     trail = openAuditTrail({ env, cwd: io.cwd, config, log });
   } catch (err) {
     await store.close();
-    io.stderr.write(`${(err as Error).message}\n`);
+    io.stderr.write(`${messageOf(err)}\n`);
     return 1;
   }
   const decisions = new ApprovalStore(store.approvals);

@@ -29,6 +29,7 @@ import { dataDirOf } from '../reload.js';
 import { replicaId } from '../replica-id.js';
 import { ChainWriter } from './chain.js';
 import { claimCliChain } from './chain-lock.js';
+import { messageOf } from '../../agent/log.js';
 
 export const AUDIT_ENV = ['GATEHOUSE_AUDIT_DIR', 'GATEHOUSE_AUDIT_MAX_BYTES', 'GATEHOUSE_AUDIT_KEY'] as const;
 export const KEY_FILE = 'audit.key';
@@ -149,7 +150,7 @@ export function openAuditTrail(opts: {
       try {
         writer.append(e);
       } catch (err) {
-        opts.log('error', `could not append to the audit file in ${settings.dir}: ${(err as Error).message}`);
+        opts.log('error', `could not append to the audit file in ${settings.dir}: ${messageOf(err)}`);
       }
     },
     close: () => {

@@ -34,6 +34,7 @@ import { HeadlessUsageError } from './wire.js';
 import type { HeadlessRuns } from './runs.js';
 import { registerOwnSecret } from '../../policies/secrets.js';
 import type { Log } from '../../agent/log.js';
+import { messageOf } from '../../agent/log.js';
 
 export const SOCKET_FILE = 'gatehouse.sock';
 export const TOKEN_FILE = 'gatehouse.token';
@@ -96,7 +97,7 @@ export async function startAttachServer(opts: {
     if (!given || !sameToken(given, token)) return json(res, 401, { error: 'missing or wrong token (see gatehouse.token in the data folder)' });
     if (req.method !== 'POST') return json(res, 405, { error: 'POST only' });
     void handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) json(res, 400, { error: (err as Error).message });
+      if (!res.headersSent) json(res, 400, { error: messageOf(err) });
       else res.end();
     });
   });

@@ -46,6 +46,7 @@ import type { CompanionKind } from '../../agent/companions.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
 import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
 import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';
+import { messageOf } from '../../agent/log.js';
 
 export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
               [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS]
@@ -188,7 +189,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
   try {
     parsed = parseArgs(argv);
   } catch (e) {
-    err(`gatehouse run: ${(e as Error).message}\nUsage: ${RUN_USAGE}`);
+    err(`gatehouse run: ${messageOf(e)}\nUsage: ${RUN_USAGE}`);
     return 2;
   }
   const { args, words } = parsed;
@@ -284,7 +285,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       });
       return;
     }
-    const done = await respond(r.data).catch((e: unknown) => ({ accepted: false, notice: (e as Error).message }));
+    const done = await respond(r.data).catch((e: unknown) => ({ accepted: false, notice: messageOf(e) }));
     if (!done.accepted) writeEvent({ type: 'error', message: `stdin: ${r.data.requestId}: ${done.notice ?? 'not accepted'}` });
   };
   // Requests not answered yet; once stdin has ended, each gets "no answer" at once instead of waiting
@@ -299,7 +300,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
     // answer written just before closing stdin (`echo '{...}' | gatehouse run`) must win over "no answer".
     let lines: Promise<void> = Promise.resolve();
     rl.on('line', (l) => {
-      lines = lines.then(() => onLine(l)).catch((e: unknown) => void writeEvent({ type: 'error', message: `stdin: ${(e as Error).message}` }));
+      lines = lines.then(() => onLine(l)).catch((e: unknown) => void writeEvent({ type: 'error', message: `stdin: ${messageOf(e)}` }));
     });
     rl.on('close', () => {
       void lines.then(() => {
@@ -348,7 +349,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       io.stdout.write(
         JSON.stringify({
           ok: false,
-          error: (e as Error).message,
+          error: messageOf(e),
           costUSD: 0,
           costKnown: true,
           usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
@@ -356,8 +357,8 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
           declined: [],
         }) + '\n',
       );
-    if (streaming) writeEvent({ type: 'error', message: (e as Error).message });
-    else err(`gatehouse run: ${(e as Error).message}`);
+    if (streaming) writeEvent({ type: 'error', message: messageOf(e) });
+    else err(`gatehouse run: ${messageOf(e)}`);
     return 1;
   }
   rl?.close();

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ServiceInfo } from './protocol.js';
+import { messageOf } from '../../agent/log.js';
 
 const APPLY = 'this run used the configuration the service loaded; `gatehouse reload` applies the file';
 
@@ -28,7 +29,7 @@ export function configDrift(info: ServiceInfo, env: Record<string, string | unde
     const code = (err as NodeJS.ErrnoException).code;
     return code === 'ENOENT'
       ? `gatehouse run: note: the running service loaded ${info.configFile}, which is gone now; ${APPLY} (or the built-in defaults when there is none)`
-      : `gatehouse run: note: cannot read ${info.configFile} to compare it with what the running service loaded (${code ?? (err as Error).message})`;
+      : `gatehouse run: note: cannot read ${info.configFile} to compare it with what the running service loaded (${code ?? messageOf(err)})`;
   }
   return now === info.configSha256 ? undefined : `gatehouse run: note: ${info.configFile} changed since the running service loaded it; ${APPLY}`;
 }

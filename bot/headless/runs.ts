@@ -39,6 +39,7 @@ import {
   type HeadlessResult,
   type ServiceInfo,
 } from './protocol.js';
+import { messageOf } from '../../agent/log.js';
 
 export * from './protocol.js';
 
@@ -200,7 +201,7 @@ export class HeadlessRuns {
       try {
         agent = agentForConversation(config, key);
       } catch (err) {
-        throw new HeadlessUsageError((err as Error).message);
+        throw new HeadlessUsageError(messageOf(err));
       }
     }
     const runId = randomUUID();

@@ -21,6 +21,7 @@ import type { TraceSettings } from './env.js';
 import { GatehouseMetrics } from './metrics.js';
 import type { Traces } from './traces.js';
 import { measuredModel, measuredStore } from './wrap.js';
+import { messageOf } from '../../agent/log.js';
 
 export interface AppTelemetry {
   telemetry: Telemetry;
@@ -41,7 +42,7 @@ export async function createTelemetry(opts: { traces?: TraceSettings; version: s
       try {
         fn(...a);
       } catch (err) {
-        if (!warned) opts.log?.('warn', `telemetry: a metric or span could not be recorded (${(err as Error).message}); runs go on`);
+        if (!warned) opts.log?.('warn', `telemetry: a metric or span could not be recorded (${messageOf(err)}); runs go on`);
         warned = true;
       }
     };
@@ -55,7 +56,7 @@ export async function createTelemetry(opts: { traces?: TraceSettings; version: s
     measuredStore: (s) => measuredStore(s, metrics),
     shutdown: () =>
       (shut ??= traces
-        ? traces.shutdown().catch((err: unknown) => opts.log?.('warn', `telemetry: could not send the last spans: ${(err as Error).message}`))
+        ? traces.shutdown().catch((err: unknown) => opts.log?.('warn', `telemetry: could not send the last spans: ${messageOf(err)}`))
         : Promise.resolve()),
   };
 }

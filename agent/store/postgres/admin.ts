@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { StoreError } from '../types.js';
 import { parseTarget, redact, startupError } from './errors.js';
+import { messageOf } from '../../log.js';
 
 async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const t = parseTarget(adminUrl);
@@ -20,7 +21,7 @@ async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>):
   try {
     return await fn(c);
   } catch (err) {
-    throw new StoreError(redact(err instanceof Error ? err.message : String(err), t.password), (err as { code?: string }).code);
+    throw new StoreError(redact(messageOf(err), t.password), (err as { code?: string }).code);
   } finally {
     await c.end().catch(() => undefined);
   }

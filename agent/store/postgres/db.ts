@@ -16,6 +16,7 @@ import { storeRoundTrips } from '../round-trips.js';
 import { StoreConflictError, StoreError } from '../types.js';
 import { isConnectionLoss, isRetryableConflict, notSent, redact, runtimeError, type Target } from './errors.js';
 import type { Log } from '../../log.js';
+import { messageOf } from '../../log.js';
 
 export type Safety = 'read' | 'idempotent' | 'once';
 export type Client = pg.PoolClient;
@@ -153,7 +154,7 @@ export class Db {
   }
 
   private scrub(err: unknown): string {
-    return redact(err instanceof Error ? err.message : String(err), this.target.password);
+    return redact(messageOf(err), this.target.password);
   }
 
   private unknownOutcome(err: unknown, what: string): StoreError {

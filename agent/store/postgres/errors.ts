@@ -5,6 +5,7 @@
  * `isConnectionLoss` / `notSent` classify errors for the retry policy in db.ts.
  */
 import { StoreError } from '../types.js';
+import { messageOf } from '../../log.js';
 
 export interface Target {
   host: string;
@@ -69,11 +70,6 @@ interface PgLikeError {
 function codeOf(err: unknown): string | undefined {
   const c = (err as PgLikeError | null)?.code;
   return typeof c === 'string' ? c : undefined;
-}
-
-export function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);

@@ -27,7 +27,7 @@ import { writeParts, writePartsFenced } from './run-parts.js';
 import { checkFence, leaseRepo } from './leases.js';
 import { openPgBossTurnQueue } from './turn-queue.js';
 import type { SharedTurnQueueEngine } from '../../run/turn-queue.js';
-import { fallbackLog, type Log } from '../../log.js';
+import { fallbackLog, type Log, messageOf } from '../../log.js';
 
 export {
   allowConnections,
@@ -111,7 +111,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     return Number((r.rows[0] as { n: string } | undefined)?.n ?? 0) + (await spend.purge(t));
   };
   const timer = setInterval(() => {
-    sweep().catch((err: unknown) => log('warn', `postgres: sweeping expired rows failed: ${err instanceof Error ? err.message : String(err)}`));
+    sweep().catch((err: unknown) => log('warn', `postgres: sweeping expired rows failed: ${messageOf(err)}`));
   }, opts.sweepEveryMs ?? 600_000);
   timer.unref();
 

@@ -18,6 +18,7 @@ import pg from 'pg';
 import type { Leadership, LeadershipOptions } from '../types.js';
 import { redact, type Target } from './errors.js';
 import type { LogLevel } from '../../log.js';
+import { messageOf } from '../../log.js';
 
 const LOCK_CLASS = 0x6761_7465; // "gate": any fixed int4
 const CHANNEL = 'gatehouse_leadership';
@@ -48,7 +49,7 @@ export function postgresLeadership(url: string, target: Target, role: string, op
       try {
         fn(next);
       } catch (err) {
-        log('warn', `leadership ${role}: a listener failed: ${(err as Error).message}`);
+        log('warn', `leadership ${role}: a listener failed: ${messageOf(err)}`);
       }
     }
   };
@@ -126,9 +127,9 @@ export function postgresLeadership(url: string, target: Target, role: string, op
       if (failing) log('info', `leadership ${role}: the database answers again`);
       failing = false;
     } catch (err) {
-      if (!failing) log('warn', `leadership ${role}: ${(err as Error).message}; trying again every ${every} ms`);
+      if (!failing) log('warn', `leadership ${role}: ${messageOf(err)}; trying again every ${every} ms`);
       failing = true;
-      if (c) lost(c, (err as Error).message);
+      if (c) lost(c, messageOf(err));
     }
   }
 
@@ -182,7 +183,7 @@ export function postgresLeadership(url: string, target: Target, role: string, op
         }
       } catch (err) {
         // Ending the connection below releases the lock anyway; the standby then finds it at its next try.
-        log('warn', `leadership ${role}: releasing: ${(err as Error).message}`);
+        log('warn', `leadership ${role}: releasing: ${messageOf(err)}`);
       } finally {
         await c.end().catch(() => undefined);
       }

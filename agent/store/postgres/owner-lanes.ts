@@ -40,7 +40,7 @@ import type { QueuedTurn, Turn } from '../../run/turn.js';
 import type { Fence } from '../types.js';
 import { dec, enc, num, type Db } from './db.js';
 import { MAX_DELIVERIES } from './turn-jobs.js';
-import { fallbackLog, type Log, type LogLevel } from '../../log.js';
+import { fallbackLog, type Log, type LogLevel, messageOf } from '../../log.js';
 
 export const newHolderTag = (): string => `gatehouse-holder-${randomBytes(8).toString('hex')}`;
 
@@ -293,7 +293,7 @@ export class OwnerLanes {
           l.first = undefined;
         } catch (err) {
           if (this.closed) return;
-          this.log('warn', `[${conversation}] reading its queued turns failed (${(err as Error).message}); trying again`);
+          this.log('warn', `[${conversation}] reading its queued turns failed (${messageOf(err)}); trying again`);
           await sleep(1000);
           continue;
         }
@@ -316,9 +316,7 @@ export class OwnerLanes {
       }
     } finally {
       if (l.dropRecord)
-        await this.dropRecordNow(l).catch((err: unknown) =>
-          this.log('warn', `[${conversation}] could not drop a posted run record: ${(err as Error).message}`),
-        );
+        await this.dropRecordNow(l).catch((err: unknown) => this.log('warn', `[${conversation}] could not drop a posted run record: ${messageOf(err)}`));
       if (this.lanes.get(conversation) === l) this.lanes.delete(conversation);
       // Work queued after the last look (the release was decided before it came): handed back.
       for (const task of l.tasks.splice(0)) task.abandon();

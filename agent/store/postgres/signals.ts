@@ -18,7 +18,8 @@ import pg from 'pg';
 import { checkSignal, SignalHub } from '../signal-hub.js';
 import type { Signals } from '../types.js';
 import type { Db } from './db.js';
-import { describeTarget, messageOf, redact, type Target } from './errors.js';
+import { describeTarget, redact, type Target } from './errors.js';
+import { messageOf } from '../../log.js';
 import type { Log } from '../../log.js';
 
 const CHANNEL = 'gatehouse_signals';

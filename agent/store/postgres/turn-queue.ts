@@ -50,7 +50,7 @@ import type { Fence, LeaseRepo, RunRepo } from '../types.js';
 import { dec, num, type Db } from './db.js';
 import { CHANNEL, EXPIRE_SECONDS, jobIdOf, QUEUE_SCHEMA, RETRY_LIMIT, sendTurnJob, TURN_QUEUE, type JobData } from './turn-jobs.js';
 import { aliveSql, newHolderTag, OwnerLanes, takeSql } from './owner-lanes.js';
-import { fallbackLog, type LogLevel } from '../../log.js';
+import { fallbackLog, type LogLevel, messageOf } from '../../log.js';
 
 export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
 
@@ -156,7 +156,7 @@ export class PgBossTurnQueue implements TurnQueue {
     const beat = setInterval(() => void this.heartbeat(), (heartbeatSeconds * 1000) / 2);
     const poll = setInterval(() => {
       this.wake();
-      void this.sweep().catch((err: unknown) => this.log('warn', `turn queue: looking for dead holders failed (${(err as Error).message})`));
+      void this.sweep().catch((err: unknown) => this.log('warn', `turn queue: looking for dead holders failed (${messageOf(err)})`));
       if (this.mine.size > 0) void this.settleMine().catch(() => undefined);
     }, opts.tuning?.pollMs ?? 2000);
     beat.unref();
@@ -323,7 +323,7 @@ export class PgBossTurnQueue implements TurnQueue {
     // The next change, or 50 ms for a run parking on a human (settled() changes unseen).
     while (Date.now() < end && running()) await this.changes.next(Math.min(50, end - Date.now()));
     await this.handBack().catch((err: unknown) =>
-      this.log('warn', `turn queue: handing back failed (${(err as Error).message}); those jobs go to another replica when their heartbeat lapses`),
+      this.log('warn', `turn queue: handing back failed (${messageOf(err)}); those jobs go to another replica when their heartbeat lapses`),
     );
     // Lanes handed back are fenced: a parked one may never end, so only jobs not handed back are waited for.
     if (this.held.size > 0 && [...this.held.values()].some((h) => !h.handedBack)) return; // called again to wait again
@@ -419,7 +419,7 @@ export class PgBossTurnQueue implements TurnQueue {
         if (claimed.length === free) this.again = true;
       } while (this.again && !this.closed);
     } catch (err) {
-      this.log('warn', `turn queue: fetching work failed (${(err as Error).message}); trying again at the next poll`);
+      this.log('warn', `turn queue: fetching work failed (${messageOf(err)}); trying again at the next poll`);
     } finally {
       this.pumping = false;
     }
@@ -502,7 +502,7 @@ export class PgBossTurnQueue implements TurnQueue {
 
   private async heartbeat(): Promise<void> {
     const l = this.listener;
-    if (l) await this.beat(l).catch((err: unknown) => this.log('warn', `turn queue: the liveness beat failed (${(err as Error).message})`));
+    if (l) await this.beat(l).catch((err: unknown) => this.log('warn', `turn queue: the liveness beat failed (${messageOf(err)})`));
     const jobs = [...this.held.values()].filter((h) => !h.handedBack).map((h) => ({ id: h.job.id, retryCount: h.job.retryCount }));
     if (jobs.length === 0) return;
     try {
@@ -516,7 +516,7 @@ export class PgBossTurnQueue implements TurnQueue {
         }
       }
     } catch (err) {
-      this.log('warn', `turn queue: heartbeat failed (${(err as Error).message})`);
+      this.log('warn', `turn queue: heartbeat failed (${messageOf(err)})`);
     }
   }
 

@@ -12,6 +12,7 @@
 import { accessSync, chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Log } from '../../log.js';
+import { messageOf } from '../../log.js';
 
 export const PERMISSION_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'SQLITE_READONLY', 'SQLITE_PERM', 'SQLITE_READONLY_DIRECTORY', 'SQLITE_CANTOPEN']);
 
@@ -36,7 +37,7 @@ export function storeProblem(path: string): string | undefined {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? '';
       if (PERMISSION_CODES.has(code)) return `permission problem: cannot create the store folder ${folder}${who()} (${code}); ${FIX}`;
-      return `cannot create the store folder ${folder}: ${(err as Error).message}`;
+      return `cannot create the store folder ${folder}: ${messageOf(err)}`;
     }
   } else if (!statSync(folder).isDirectory()) {
     return `the store folder ${folder} is a file, not a folder`;
@@ -95,7 +96,7 @@ export function narrowStoreFiles(path: string, log: Log): void {
     try {
       chmodSync(file, 0o600);
     } catch (err) {
-      log('warn', `warning: ${file} is readable by other users (mode ${mode.toString(8)}) and could not be made 0600: ${(err as Error).message}`);
+      log('warn', `warning: ${file} is readable by other users (mode ${mode.toString(8)}) and could not be made 0600: ${messageOf(err)}`);
     }
   }
 }
@@ -128,7 +129,7 @@ export function narrowStorePermissions(path: string, log: Log): void {
     try {
       chmodSync(folder, mode & 0o700);
     } catch (err) {
-      log('warn', `warning: could not make the store folder ${folder} 0700: ${(err as Error).message}`);
+      log('warn', `warning: could not make the store folder ${folder} 0700: ${messageOf(err)}`);
     }
     return;
   }

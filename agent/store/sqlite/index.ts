@@ -31,7 +31,7 @@ import { alreadyRunning, recordHolder } from './lock.js';
 import { fenceStatement, sqliteLeases } from './leases.js';
 import { soleLeadership } from './leadership.js';
 import { startSqliteWorker, WorkerError, type Row, type SqliteWorker, type Statement } from './worker.js';
-import { fallbackLog, prefixedLog, type Log } from '../../log.js';
+import { fallbackLog, prefixedLog, type Log, messageOf } from '../../log.js';
 
 export interface SqliteStoreOptions {
   /** Absolute, or ':memory:'. */
@@ -68,15 +68,15 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
     try {
       createPrivate(path);
     } catch (err) {
-      throw fail((err as Error).message);
+      throw fail(messageOf(err));
     }
     narrowStorePermissions(path, log);
   }
   const sqliteFail = (err: unknown): StoreError => {
     if (err instanceof StoreError) return err;
     const code = String((err as { code?: unknown }).code ?? '');
-    if (PERMISSION_CODES.has(code)) return fail(`permission problem in the store folder ${dirname(path)}: ${(err as Error).message} (${code})`, 'PERMISSION');
-    return fail((err as Error).message, code || undefined);
+    if (PERMISSION_CODES.has(code)) return fail(`permission problem in the store folder ${dirname(path)}: ${messageOf(err)} (${code})`, 'PERMISSION');
+    return fail(messageOf(err), code || undefined);
   };
 
   // The lock first (the worker takes it before it opens the store): a second `serve` must change
@@ -132,7 +132,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<Store> 
   };
 
   let timer: NodeJS.Timeout | undefined = setInterval(() => {
-    sweep(worker, now()).catch((err: unknown) => log('warn', `deleting expired entries failed: ${(err as Error).message}`));
+    sweep(worker, now()).catch((err: unknown) => log('warn', `deleting expired entries failed: ${messageOf(err)}`));
   }, opts.sweepMs ?? 3_600_000);
   timer.unref();
   let closed = false;

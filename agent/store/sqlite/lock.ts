@@ -16,6 +16,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { StoreError } from '../types.js';
 import type { Log } from '../../log.js';
+import { messageOf } from '../../log.js';
 
 interface Holder {
   pid: number;
@@ -48,7 +49,7 @@ export function recordHolder(path: string, log: Log): () => void {
   try {
     writeFileSync(holderPath, `${JSON.stringify(me)}\n`, { mode: 0o600 });
   } catch (err) {
-    log('warn', `warning: could not write ${holderPath} (a second start will not say which process runs): ${(err as Error).message}`);
+    log('warn', `warning: could not write ${holderPath} (a second start will not say which process runs): ${messageOf(err)}`);
   }
   return () => {
     const h = readHolder(holderPath);

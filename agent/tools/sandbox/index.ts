@@ -52,6 +52,7 @@ import { hiddenPaths, type HiddenPath } from './masks.js';
 import { seccompFilter } from './seccomp.js';
 import { stripSpecialFiles } from './strip.js';
 import { BOX_SOCKET, forwardedArgv, proxyEnv } from '../../egress/box.js';
+import { messageOf } from '../../log.js';
 
 export { DEFAULT_SANDBOX_LIMITS, describeLimits, formatBytes, limitNote, memoryMechanism, parseSize, type SandboxLimits } from './limits.js';
 export { hiddenPaths, HOME_CREDENTIALS, SYSTEM_SECRETS } from './masks.js';
@@ -289,7 +290,7 @@ export function boxCommand(policy: SandboxPolicy, req: BoxRequest): BoxedCommand
   try {
     launch = launcherArgv({ sh, bash: findExecutable('bash') }, bwrap, ['--args', '3', ...command], strayDescriptors([3, 4]));
   } catch (err) {
-    throw new SandboxUnavailableError((err as Error).message);
+    throw new SandboxUnavailableError(messageOf(err));
   }
   const workspace = req.workspace;
   return {
@@ -387,7 +388,7 @@ export async function prepareWorkspace(workspace: string): Promise<void> {
     try {
       chmodSync(workspace, 0o700);
     } catch (err) {
-      throw new SandboxUnavailableError(`could not make the workspace ${workspace} private (chmod 0700): ${(err as Error).message}`);
+      throw new SandboxUnavailableError(`could not make the workspace ${workspace} private (chmod 0700): ${messageOf(err)}`);
     }
   }
   stripSpecialFiles(workspace);

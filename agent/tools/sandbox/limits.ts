@@ -17,6 +17,7 @@
  */
 import { accessSync, constants, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { messageOf } from '../../log.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC: processes and threads in the box. */
@@ -110,7 +111,7 @@ export function memoryMechanism(): MemoryMechanism {
       }
     }
   } catch (err) {
-    mechanism = rlimit(`cgroups could not be read (${(err as Error).message})`);
+    mechanism = rlimit(`cgroups could not be read (${messageOf(err)})`);
   }
   return mechanism;
 }

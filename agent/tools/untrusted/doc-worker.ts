@@ -30,6 +30,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ToolError } from '../types.js';
 import { OVER_EXIT_CODE, WORKER_SOURCE } from './worker-source.js';
+import { messageOf } from '../../log.js';
 
 export type DocJobKind = 'html' | 'pdf' | 'mcp';
 
@@ -226,7 +227,7 @@ export async function runDocJob<T>(kind: DocJobKind, payload: unknown, opts: Doc
         settle(() =>
           reject(
             new ToolError(
-              `${opts.what} failed: ${deep ? 'the data is nested too deeply to be handed to the document worker' : `the data could not be handed to the document worker (${(err as Error).message})`}.`,
+              `${opts.what} failed: ${deep ? 'the data is nested too deeply to be handed to the document worker' : `the data could not be handed to the document worker (${messageOf(err)})`}.`,
             ),
           ),
         );

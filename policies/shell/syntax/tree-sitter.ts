@@ -360,7 +360,7 @@ export function parseShell(text: string): ParseResult {
     return { ok: true, script };
   } catch (err) {
     if (err instanceof Refused) return { ok: false, error: err.message };
-    return { ok: false, error: `could not read the syntax tree: ${(err as Error).message}` };
+    return { ok: false, error: `could not read the syntax tree: ${err instanceof Error ? err.message : String(err)}` };
   } finally {
     tree.delete();
   }

@@ -24,6 +24,7 @@ import {
   truncatedLine,
 } from './shared.js';
 import { type DirRef, walkNotes, walkTree, type WalkStats } from './walk.js';
+import { messageOf } from '../../../log.js';
 
 // ---------------------------------------------------------------------------------------------
 // grep
@@ -129,9 +130,7 @@ export function grepTool(opts: GrepToolOptions = {}): Tool<GrepInput> {
       try {
         new RegExp(source, flags); // compiling is cheap and safe; only matching can run away
       } catch (err) {
-        throw new ToolError(
-          `The pattern is not a valid regular expression (${err instanceof Error ? err.message : String(err)}); fix it or pass fixedString: true.`,
-        );
+        throw new ToolError(`The pattern is not a valid regular expression (${messageOf(err)}); fix it or pass fixedString: true.`);
       }
       const fileMatch = input.glob ? globMatcher(input.glob) : undefined;
       const limit = input.limit ?? GREP_DEFAULT_MATCHES;

@@ -15,6 +15,7 @@ import { isAbsolute, join, relative, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ToolError } from '../../types.js';
+import { messageOf } from '../../../log.js';
 
 export const MAX_SKILL_FILE_BYTES = 64 * 1024;
 
@@ -49,7 +50,7 @@ async function readSkill(dir: string): Promise<Skill | string | undefined> {
   try {
     split = splitFrontMatter(text);
   } catch (err) {
-    return `${file}: its front matter is not valid YAML (${(err as Error).message.split('\n')[0]})`;
+    return `${file}: its front matter is not valid YAML (${messageOf(err).split('\n')[0]})`;
   }
   const meta = frontMatter.safeParse(split?.meta);
   if (!split || !meta.success) return `${file}: needs front matter with name and description (---\\nname: ...\\ndescription: ...\\n---)`;

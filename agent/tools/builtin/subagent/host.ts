@@ -38,6 +38,7 @@ import { toolSpec } from '../../registry.js';
 import { ToolError, type AnyTool, type ConversationState, type SubagentRunner, type ToolResult } from '../../types.js';
 import { subagentLimits, type SubagentsConfig } from './config.js';
 import { subagentToolset } from './toolset.js';
+import { messageOf } from '../../../log.js';
 
 export interface SubagentSessionDeps {
   runId: string;
@@ -161,7 +162,7 @@ export class SubagentSession {
       });
     } catch (err) {
       if (signal.aborted) return stopped();
-      throw new ToolError(`the sub-agent's model call failed: ${err instanceof Error ? err.message : String(err)}`);
+      throw new ToolError(`the sub-agent's model call failed: ${messageOf(err)}`);
     }
     if (outcome.kind === 'stopped') return stopped();
     if (outcome.kind === 'max_iterations') {

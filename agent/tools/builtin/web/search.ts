@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import { ToolError, type AnyTool, type Tool } from '../../types.js';
+import { messageOf } from '../../../log.js';
 
 export interface SearchResult {
   title: string;
@@ -51,7 +52,7 @@ async function getJson(provider: string, url: URL, headers: Record<string, strin
   try {
     res = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal, redirect: 'error' });
   } catch (err) {
-    throw new ToolError(`web_search: ${provider} could not be reached (${(err as Error).name === 'TimeoutError' ? 'timed out' : (err as Error).message}).`);
+    throw new ToolError(`web_search: ${provider} could not be reached (${(err as Error).name === 'TimeoutError' ? 'timed out' : messageOf(err)}).`);
   }
   if (!res.ok) throw new ToolError(`web_search: ${provider} answered HTTP ${res.status}.`);
   try {
