@@ -25,6 +25,7 @@ import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { AgentEvent, Card } from '../../agent/events.js';
 import type { Adapter, AdapterSink, ConversationRef } from '../types.js';
+import { AdapterError } from '../kit/errors.js';
 
 export interface ConsoleAdapterOptions {
   input?: Readable;
@@ -95,7 +96,7 @@ export class ConsoleAdapter implements Adapter {
   }
 
   decodeKey(key: string): ConversationRef {
-    if (!key.startsWith('console:') || key.length <= 'console:'.length) throw new Error(`not a console conversation key: ${key}`);
+    if (!key.startsWith('console:') || key.length <= 'console:'.length) throw new AdapterError('bad_input', `not a console conversation key: ${key}`);
     const name = key.slice('console:'.length);
     return { platform: 'console', key, channelId: name };
   }

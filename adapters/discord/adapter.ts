@@ -44,6 +44,7 @@ import { createInteractivity } from './interactivity.js';
 import { decodeKey } from './keys.js';
 import { createOutput } from './output.js';
 import { createGateway } from './startup.js';
+import { AdapterError } from '../kit/errors.js';
 
 export interface DiscordAdapterOptions {
   token: string;
@@ -68,7 +69,7 @@ const THREADS_MAX = 20000;
 
 export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
   const token = opts.token.trim().replace(/^Bot\s+/i, '');
-  if (token === '') throw new Error('DISCORD_TOKEN is empty');
+  if (token === '') throw new AdapterError('start_failed', 'DISCORD_TOKEN is empty');
   const apiUrl = (opts.apiUrl ?? DEFAULT_DISCORD_API_URL).replace(/\/+$/, '');
   const requestsPerSecond = opts.requestsPerSecond ?? 50;
 
@@ -107,7 +108,7 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
   let started = false;
 
   async function start(s: AdapterSink, startOpts: AdapterStartOptions = {}): Promise<void> {
-    if (started) throw new Error('the Discord adapter is already started');
+    if (started) throw new AdapterError('start_failed', 'the Discord adapter is already started');
     ctx.sink = s;
     if (startOpts.holdConnection !== false) {
       try {

@@ -17,6 +17,7 @@ import { layoutCard } from '../kit/cards.js';
 import type { CardLimits } from '../kit/cards.js';
 import { cutText } from '../kit/attachments.js';
 import { DISCORD_TEXT_LIMIT, escapeDiscord, fence } from './markdown.js';
+import { AdapterError } from '../kit/errors.js';
 
 const CUSTOM_ID_PREFIX = 'gh:';
 const SELECT_ID_PREFIX = 'gh-select:';
@@ -87,14 +88,18 @@ export function renderDiscordCard(card: Card): DiscordCardMessage {
 }
 
 function tokenValue(token: string): string {
-  if (token === '' || token.length > OPTION_LABEL_MAX) throw new Error(`card token of ${token.length} characters: Discord allows 1-${OPTION_LABEL_MAX}`);
+  if (token === '' || token.length > OPTION_LABEL_MAX)
+    throw new AdapterError('bad_input', `card token of ${token.length} characters: Discord allows 1-${OPTION_LABEL_MAX}`);
   return token;
 }
 
 function customId(token: string): string {
   const id = CUSTOM_ID_PREFIX + token;
   if (token === '' || id.length > CUSTOM_ID_MAX)
-    throw new Error(`card token of ${token.length} characters: a Discord custom_id holds at most ${CUSTOM_ID_MAX - CUSTOM_ID_PREFIX.length}`);
+    throw new AdapterError(
+      'bad_input',
+      `card token of ${token.length} characters: a Discord custom_id holds at most ${CUSTOM_ID_MAX - CUSTOM_ID_PREFIX.length}`,
+    );
   return id;
 }
 

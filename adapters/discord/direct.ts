@@ -10,11 +10,12 @@
 import { Routes, type REST } from 'discord.js';
 import type { ConversationRef } from '../types.js';
 import { refFor } from './keys.js';
+import { AdapterError } from '../kit/errors.js';
 
 export async function openDiscordDirect(rest: Pick<REST, 'post'>, userId: string): Promise<ConversationRef> {
-  if (!/^\d{5,25}$/.test(userId)) throw new Error(`not a Discord user id: ${JSON.stringify(userId)}`);
+  if (!/^\d{5,25}$/.test(userId)) throw new AdapterError('bad_input', `not a Discord user id: ${JSON.stringify(userId)}`);
   const channel = (await rest.post(Routes.userChannels(), { body: { recipient_id: userId } })) as { id?: unknown };
-  if (typeof channel.id !== 'string') throw new Error(`Discord opened no DM channel with ${userId}`);
+  if (typeof channel.id !== 'string') throw new AdapterError('outbound_failed', `Discord opened no DM channel with ${userId}`);
   return refFor('dm', channel.id);
 }
 

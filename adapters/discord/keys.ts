@@ -7,6 +7,7 @@
  * thread)`. Ids are snowflakes (digits); a DM has no thread. A malformed key throws.
  */
 import type { ConversationRef } from '../types.js';
+import { AdapterError } from '../kit/errors.js';
 
 const KEY_RE = /^discord:(dm|\d+):(\d+)(?::(\d+))?$/;
 
@@ -14,7 +15,10 @@ export function refFor(guildId: string, channelId: string, threadId?: string): C
   const key = `discord:${guildId}:${channelId}${threadId === undefined ? '' : `:${threadId}`}`;
   const m = KEY_RE.exec(key);
   if (!m || (guildId === 'dm' && threadId !== undefined)) {
-    throw new Error(`invalid Discord guild/channel/thread: ${guildId} ${channelId} ${threadId ?? '-'} (expected "dm" or a server id, then snowflake ids)`);
+    throw new AdapterError(
+      'bad_input',
+      `invalid Discord guild/channel/thread: ${guildId} ${channelId} ${threadId ?? '-'} (expected "dm" or a server id, then snowflake ids)`,
+    );
   }
   const ref: ConversationRef = { platform: 'discord', key, channelId, spaceId: guildId };
   if (threadId !== undefined) ref.threadId = threadId;
@@ -24,7 +28,7 @@ export function refFor(guildId: string, channelId: string, threadId?: string): C
 export function decodeKey(key: string): ConversationRef {
   const m = KEY_RE.exec(key);
   if (!m || m[1] === undefined || m[2] === undefined) {
-    throw new Error(`not a Discord conversation key: "${key}" (expected discord:<guild|dm>:<channel>[:<thread>])`);
+    throw new AdapterError('bad_input', `not a Discord conversation key: "${key}" (expected discord:<guild|dm>:<channel>[:<thread>])`);
   }
   return refFor(m[1], m[2], m[3]);
 }

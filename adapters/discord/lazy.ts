@@ -9,13 +9,14 @@ import type { AgentEvent, Card } from '../../agent/events.js';
 import type { Adapter, AdapterSink, AdapterStartOptions, ConversationRef, HeldConnection } from '../types.js';
 import type { DiscordAdapterOptions } from './adapter.js';
 import { decodeKey } from './keys.js';
+import { AdapterError } from '../kit/errors.js';
 
 export type { DiscordAdapterOptions };
 
 export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
   let impl: Adapter | undefined;
   const started = (): Adapter => {
-    if (!impl) throw new Error('the Discord adapter is not started');
+    if (!impl) throw new AdapterError('not_started', 'the Discord adapter is not started');
     return impl;
   };
   const held: HeldConnection = {
@@ -44,7 +45,8 @@ export function createDiscordAdapter(opts: DiscordAdapterOptions): Adapter {
     postCard: (ref: ConversationRef, card: Card) => started().postCard(ref, card),
     updateCard: (ref: ConversationRef, handle: string, card: Card) => started().updateCard(ref, handle, card),
     postText: (ref: ConversationRef, text: string) => started().postText(ref, text),
-    openDirect: (userId: string) => started().openDirect?.(userId) ?? Promise.reject(new Error('the Discord adapter opens no direct messages')),
+    openDirect: (userId: string) =>
+      started().openDirect?.(userId) ?? Promise.reject(new AdapterError('not_started', 'the Discord adapter opens no direct messages')),
     userLabel: async (userId: string) => (impl ? impl.userLabel?.(userId) : undefined),
     decodeKey,
   };

@@ -26,6 +26,7 @@ import { renderDiscordCard } from './components.js';
 import { type DiscordContext, NO_MENTIONS } from './context.js';
 import { targetChannel } from './keys.js';
 import { DISCORD_TEXT_LIMIT, discordAnswer, escapeDiscord } from './markdown.js';
+import { AdapterError } from '../kit/errors.js';
 
 export interface DiscordOutput {
   render(ref: ConversationRef, event: AgentEvent): Promise<void>;
@@ -52,7 +53,7 @@ export function createOutput(ctx: DiscordContext, opts: { statusEditIntervalMs: 
   async function send(ref: ConversationRef, body: Record<string, unknown>): Promise<string> {
     const channel = await channelFor(ref);
     const r = (await rest.post(Routes.channelMessages(channel), { body: { ...body, allowed_mentions: NO_MENTIONS } })) as { id?: string };
-    if (!r.id) throw new Error('Discord returned no message id');
+    if (!r.id) throw new AdapterError('outbound_failed', 'Discord returned no message id');
     return r.id;
   }
 

@@ -114,7 +114,7 @@ export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open
     fatal.catch(() => {});
     c.on(Events.ShardDisconnect, (ev: { code: number }) => {
       closeCode = ev.code;
-      if (!connected) fail?.(new Error(`gateway closed with ${ev.code}`));
+      if (!connected) fail?.(new AdapterError('start_failed', `gateway closed with ${ev.code}`));
       else if (client === c) log('error', `the Discord gateway closed for good (code ${ev.code}); restart Gatehouse`);
     });
     c.on(Events.ShardError, (err: Error) => log('warn', `gateway: ${describeError(err)}`));
@@ -125,7 +125,7 @@ export function createGateway(ctx: DiscordContext, opts: GatewayOptions): { open
     const ready = new Promise<Client<true>>((resolve) => c.once(Events.ClientReady, resolve));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('no READY from the Discord gateway in time')), opts.readyTimeoutMs);
+      timer = setTimeout(() => reject(new AdapterError('start_failed', 'no READY from the Discord gateway in time')), opts.readyTimeoutMs);
     });
     try {
       await Promise.race([c.login(opts.token), fatal, timeout]);

@@ -11,7 +11,13 @@
  *   the request's headers): an Error with only the described (scrubbed) text, the original's name and
  *   its string `code`, so the kind of failure survives and the secret does not.
  */
-export type AdapterErrorCode = 'outbound_failed' | 'bad_card_handle' | 'start_failed';
+/**
+ * outbound_failed: a platform call failed or answered without what it must return; bad_card_handle: a
+ * stored card handle this adapter cannot read; start_failed: bad credentials or settings, or a start
+ * that did not complete; not_started: used before start; bad_input: an id, key or token this platform
+ * cannot take (a conversation key of another form, a button token too long for the platform).
+ */
+export type AdapterErrorCode = 'outbound_failed' | 'bad_card_handle' | 'start_failed' | 'not_started' | 'bad_input';
 
 export class AdapterError extends Error {
   readonly code: AdapterErrorCode;

@@ -9,6 +9,7 @@
  *   malformed key never silently maps to another conversation).
  */
 import type { ConversationRef, Platform } from '../types.js';
+import { AdapterError } from './errors.js';
 
 export function conversationRef(
   platform: Platform,
@@ -24,6 +25,6 @@ export function conversationRef(
 
 export function matchKey(pattern: RegExp, key: string, name: string, form: string): RegExpExecArray & { 1: string } {
   const m = pattern.exec(key);
-  if (!m || m[1] === undefined) throw new Error(`not a ${name} conversation key: "${key}" (expected ${form})`);
+  if (!m || m[1] === undefined) throw new AdapterError('bad_input', `not a ${name} conversation key: "${key}" (expected ${form})`);
   return m as RegExpExecArray & { 1: string };
 }

@@ -20,6 +20,7 @@ import { gfmFromMarkdown } from 'mdast-util-gfm';
 import { gfm } from 'micromark-extension-gfm';
 import type { Code, Node, Parent, Paragraph, PhrasingContent, Root, RootContent, Text } from 'mdast';
 import { cutBefore } from './attachments.js';
+import { AdapterError } from './errors.js';
 
 export interface ParsedMarkdown {
   root: Root;
@@ -67,7 +68,7 @@ export function textOf(node: Node): string {
 }
 
 export function chunkMarkdown(doc: ParsedMarkdown, target: MarkdownTarget, limit: number): string[] {
-  if (limit < 16) throw new Error('chunk limit must be at least 16');
+  if (limit < 16) throw new AdapterError('bad_input', 'chunk limit must be at least 16');
   const c = new Chunker(doc.source, target, limit);
   const units = doc.root.children.flatMap((b) => c.fit(b));
   return c.pack(units).filter((s) => /\S/.test(s));

@@ -1,3 +1,4 @@
+import { AdapterError } from './errors.js';
 /**
  * Plain text in pieces for a platform's message limit.
  *
@@ -8,7 +9,7 @@
  */
 
 export function chunkText(text: string, limit: number): string[] {
-  if (limit < 2) throw new Error('chunk limit must be at least 2');
+  if (limit < 2) throw new AdapterError('bad_input', 'chunk limit must be at least 2');
   const pieces: string[] = [];
   let rest = text;
   while (rest.length > limit) {

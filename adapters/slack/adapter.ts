@@ -90,12 +90,15 @@ const ASSISTANT_THREADS_MAX = 20000;
 export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpRoutes(): HttpRoute[] } {
   const botToken = opts.botToken.trim();
   const appToken = opts.appToken?.trim();
-  if (!botToken.startsWith('xoxb-')) throw new Error('SLACK_BOT_TOKEN must be a bot token (xoxb-…, from OAuth & Permissions)');
+  if (!botToken.startsWith('xoxb-')) throw new AdapterError('start_failed', 'SLACK_BOT_TOKEN must be a bot token (xoxb-…, from OAuth & Permissions)');
   if (appToken !== undefined && !appToken.startsWith('xapp-')) {
-    throw new Error('SLACK_APP_TOKEN must be an app-level token (xapp-…, Basic Information > App-Level Tokens, scope connections:write)');
+    throw new AdapterError(
+      'start_failed',
+      'SLACK_APP_TOKEN must be an app-level token (xapp-…, Basic Information > App-Level Tokens, scope connections:write)',
+    );
   }
   if (appToken === undefined && !opts.signingSecret) {
-    throw new Error('Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode at /slack/events)');
+    throw new AdapterError('start_failed', 'Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode at /slack/events)');
   }
   const apiUrl = (opts.apiUrl ?? DEFAULT_SLACK_API_URL).replace(/\/*$/, '/');
   const { scrub, describeError } = secretScrubber([botToken, appToken, opts.signingSecret]);
@@ -198,7 +201,7 @@ export function createSlackAdapter(opts: SlackAdapterOptions): Adapter & { httpR
       : undefined;
 
   async function start(s: Parameters<Adapter['start']>[0], startOpts: AdapterStartOptions = {}): Promise<void> {
-    if (started) throw new Error('the Slack adapter is already started');
+    if (started) throw new AdapterError('start_failed', 'the Slack adapter is already started');
     try {
       const auth = await ctx.web.auth.test();
       ctx.identity = { teamId: auth.team_id ?? '', botUserId: auth.user_id ?? '' };

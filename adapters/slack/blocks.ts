@@ -15,6 +15,7 @@ import type { Card } from '../../agent/events.js';
 import { layoutCard } from '../kit/cards.js';
 import type { CardLimits } from '../kit/cards.js';
 import { escapeMrkdwn } from './mrkdwn.js';
+import { AdapterError } from '../kit/errors.js';
 
 export const ACTION_PREFIX = 'gatehouse';
 const SECTION_TEXT_MAX = 3000;
@@ -80,6 +81,7 @@ export function renderSlackCard(card: Card): SlackCardMessage {
 }
 
 function tokenValue(token: string): string {
-  if (token === '' || token.length > BUTTON_VALUE_MAX) throw new Error(`card token of ${token.length} characters: Slack allows 1-${BUTTON_VALUE_MAX}`);
+  if (token === '' || token.length > BUTTON_VALUE_MAX)
+    throw new AdapterError('bad_input', `card token of ${token.length} characters: Slack allows 1-${BUTTON_VALUE_MAX}`);
   return token;
 }

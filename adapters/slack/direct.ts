@@ -20,6 +20,7 @@ import type { ConversationRef } from '../types.js';
 import { renderSlackCard } from './blocks.js';
 import { RecentMap, type SlackContext } from './context.js';
 import { refFor } from './keys.js';
+import { AdapterError } from '../kit/errors.js';
 
 const EPHEMERAL = 'eph:';
 
@@ -36,10 +37,10 @@ export class SlackDirect {
       r = await this.ctx.web.conversations.open({ users: userId });
     } catch (err) {
       // Slack's code and the missing scope (im:write), never a token.
-      throw new Error(`conversations.open: ${this.ctx.describeError(err)}`);
+      throw new AdapterError('outbound_failed', `conversations.open: ${this.ctx.describeError(err)}`, { cause: err });
     }
     const channel = r.channel?.id;
-    if (!channel) throw new Error(`conversations.open for ${userId} returned no channel`);
+    if (!channel) throw new AdapterError('outbound_failed', `conversations.open for ${userId} returned no channel`);
     return refFor(this.ctx.identity.teamId, channel);
   }
 
@@ -59,7 +60,7 @@ export class SlackDirect {
     const thread = ref.threadId !== undefined ? { thread_ts: ref.threadId } : {};
     for (const lead of m.lead) await this.ctx.web.chat.postEphemeral({ channel: ref.channelId, user: userId, text: lead, ...thread });
     const r = await this.ctx.web.chat.postEphemeral({ channel: ref.channelId, user: userId, text: m.text, blocks: m.blocks as never, ...thread });
-    if (!r.message_ts) throw new Error('chat.postEphemeral returned no message_ts');
+    if (!r.message_ts) throw new AdapterError('outbound_failed', 'chat.postEphemeral returned no message_ts');
     return `${EPHEMERAL}${r.message_ts}`;
   }
 
@@ -75,7 +76,8 @@ export class SlackDirect {
   async update(handle: string, card: Card): Promise<void> {
     const ts = handle.slice(EPHEMERAL.length);
     const url = this.responseUrls.get(ts);
-    if (!url) throw new Error(`ephemeral card ${ts} can only be replaced through a click on it (Slack has no edit for ephemeral messages)`);
+    if (!url)
+      throw new AdapterError('outbound_failed', `ephemeral card ${ts} can only be replaced through a click on it (Slack has no edit for ephemeral messages)`);
     const m = renderSlackCard(card);
     const res = await fetch(url, {
       method: 'POST',
@@ -84,7 +86,11 @@ export class SlackDirect {
       body: JSON.stringify({ replace_original: true, text: m.text, blocks: m.blocks }),
       signal: AbortSignal.timeout(RESPONSE_TIMEOUT_MS),
     });
-    if (!res.ok) throw new Error(`replacing ephemeral card ${ts} through its response_url failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+    if (!res.ok)
+      throw new AdapterError(
+        'outbound_failed',
+        `replacing ephemeral card ${ts} through its response_url failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`,
+      );
     await res.arrayBuffer().catch(() => undefined);
   }
 }

@@ -8,13 +8,15 @@
  * A malformed key throws (it never silently maps elsewhere).
  */
 import type { ConversationRef } from '../types.js';
+import { AdapterError } from '../kit/errors.js';
 
 const KEY_RE = /^slack:([A-Z0-9]+):([A-Z0-9]+)(?::(\d+\.\d+))?$/;
 
 export function refFor(teamId: string, channelId: string, threadTs?: string): ConversationRef {
   const key = `slack:${teamId}:${channelId}${threadTs === undefined ? '' : `:${threadTs}`}`;
   if (!KEY_RE.test(key)) {
-    throw new Error(
+    throw new AdapterError(
+      'bad_input',
       `invalid Slack team/channel/thread: ${teamId} ${channelId} ${threadTs ?? '-'} (expected ids like T0123 C0123 and a ts like 1700000000.000100)`,
     );
   }
@@ -26,7 +28,7 @@ export function refFor(teamId: string, channelId: string, threadTs?: string): Co
 export function decodeKey(key: string): ConversationRef {
   const m = KEY_RE.exec(key);
   if (!m || m[1] === undefined || m[2] === undefined) {
-    throw new Error(`not a Slack conversation key: "${key}" (expected slack:<team>:<channel>[:<thread_ts>])`);
+    throw new AdapterError('bad_input', `not a Slack conversation key: "${key}" (expected slack:<team>:<channel>[:<thread_ts>])`);
   }
   return refFor(m[1], m[2], m[3]);
 }

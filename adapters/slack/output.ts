@@ -27,6 +27,7 @@ import { renderSlackCard } from './blocks.js';
 import type { SlackContext } from './context.js';
 import { escapeMrkdwn, slackAnswer } from './mrkdwn.js';
 import { AnswerStreams } from './stream.js';
+import { AdapterError } from '../kit/errors.js';
 
 export interface SlackOutput {
   /** Whether `text` events are wanted now (chat streaming in assistant threads). */
@@ -83,7 +84,7 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
         {
           send: async (text) => {
             const r = await ctx.statusWeb.chat.postMessage({ channel: ref.channelId, text, mrkdwn: false, ...threadOpts(ref) });
-            if (!r.ts) throw new Error('chat.postMessage returned no ts');
+            if (!r.ts) throw new AdapterError('outbound_failed', 'chat.postMessage returned no ts');
             return r.ts;
           },
           edit: async (ts, text) => {
@@ -125,7 +126,7 @@ export function createOutput(ctx: SlackContext, opts: { statusEditIntervalMs: nu
     sendLead: (ref, lead) => ctx.web.chat.postMessage({ channel: ref.channelId, text: lead, ...threadOpts(ref) }),
     sendCard: async (ref, m) => {
       const r = await ctx.web.chat.postMessage({ channel: ref.channelId, text: m.text, blocks: m.blocks as never, ...threadOpts(ref) });
-      if (!r.ts) throw new Error('no ts returned');
+      if (!r.ts) throw new AdapterError('outbound_failed', 'no ts returned');
       return r.ts;
     },
     isHandle: (handle) => /^\d+\.\d+$/.test(handle),

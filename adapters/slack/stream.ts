@@ -18,6 +18,7 @@
 import type { AgentEvent } from '../../agent/events.js';
 import type { ConversationRef } from '../types.js';
 import type { SlackContext } from './context.js';
+import { AdapterError } from '../kit/errors.js';
 
 /** Slack's limit for markdown_text in one streaming call. */
 const STREAM_CALL_MAX = 12_000;
@@ -151,7 +152,7 @@ export class AnswerStreams {
     try {
       if (s.ts === undefined) {
         const r = await this.ctx.web.chat.startStream({ channel, thread_ts: s.ref.threadId, markdown_text: piece });
-        if (!r.ts) throw new Error('chat.startStream returned no ts');
+        if (!r.ts) throw new AdapterError('outbound_failed', 'chat.startStream returned no ts');
         s.ts = r.ts;
       } else {
         await this.ctx.web.chat.appendStream({ channel, ts: s.ts, markdown_text: piece });

@@ -39,6 +39,7 @@ import { decodeKey } from './keys.js';
 import { createOutput } from './output.js';
 import { CHAT_COMMANDS, longPolling, startUp, type WebhookHandler } from './startup.js';
 import { openTelegramDirect, telegramUserLabel } from './direct.js';
+import { AdapterError } from '../kit/errors.js';
 
 type UserFromGetMe = Context['me'];
 
@@ -77,9 +78,9 @@ const DEFAULT_API_ROOT = 'https://api.telegram.org';
 
 export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAdapter {
   const token = opts.token.trim();
-  if (token === '') throw new Error('TELEGRAM_BOT_TOKEN is empty: set it to the token from @BotFather');
+  if (token === '') throw new AdapterError('start_failed', 'TELEGRAM_BOT_TOKEN is empty: set it to the token from @BotFather');
   if (opts.webhook && !/^[A-Za-z0-9_-]{1,256}$/.test(opts.webhook.secret)) {
-    throw new Error('TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z a-z 0-9 _ - (Telegram rejects others)');
+    throw new AdapterError('start_failed', 'TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z a-z 0-9 _ - (Telegram rejects others)');
   }
   const log = opts.log ?? prefixedLog(fallbackLog, '[telegram] ');
   const ctx = createContext({
@@ -105,7 +106,7 @@ export function createTelegramAdapter(opts: TelegramAdapterOptions): TelegramAda
   const held = opts.webhook ? undefined : heldConnection('Telegram long polling', longPolling(ctx, { pollTimeoutSeconds: opts.pollTimeoutSeconds ?? 30 }));
 
   async function start(s: AdapterSink, startOpts: AdapterStartOptions = {}): Promise<void> {
-    if (started) throw new Error('the Telegram adapter is already started');
+    if (started) throw new AdapterError('start_failed', 'the Telegram adapter is already started');
     ctx.sink = s;
     try {
       webhookHandler = await startUp(ctx, { knowsItself: opts.botInfo !== undefined, commands: opts.commands ?? CHAT_COMMANDS, webhook: opts.webhook });

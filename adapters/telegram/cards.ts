@@ -18,6 +18,7 @@ import { layoutCard } from '../kit/cards.js';
 import type { CardLimits } from '../kit/cards.js';
 import { TELEGRAM_TEXT_LIMIT } from './chunk.js';
 import { escapeHtml } from './format.js';
+import { AdapterError } from '../kit/errors.js';
 
 export const CALLBACK_PREFIX = 'g:';
 const CALLBACK_DATA_MAX_BYTES = 64;
@@ -45,7 +46,8 @@ export function callbackData(token: string, prefix: string = CALLBACK_PREFIX): s
   const data = prefix + token;
   const bytes = Buffer.byteLength(data, 'utf8');
   if (token === '' || bytes > CALLBACK_DATA_MAX_BYTES) {
-    throw new Error(
+    throw new AdapterError(
+      'bad_input',
       `button token gives callback_data of ${bytes} bytes ("${data.slice(0, 80)}"): Telegram allows 1-${CALLBACK_DATA_MAX_BYTES} bytes; card tokens must be short opaque ids (at most 40 characters)`,
     );
   }

@@ -11,9 +11,11 @@
 import type { Api } from 'grammy';
 import type { ConversationRef } from '../types.js';
 import { refFor } from './keys.js';
+import { AdapterError } from '../kit/errors.js';
 
 export async function openTelegramDirect(userId: string): Promise<ConversationRef> {
-  if (!/^[1-9]\d*$/.test(userId)) throw new Error(`not a Telegram user id: ${JSON.stringify(userId)} (a private chat needs a positive integer)`);
+  if (!/^[1-9]\d*$/.test(userId))
+    throw new AdapterError('bad_input', `not a Telegram user id: ${JSON.stringify(userId)} (a private chat needs a positive integer)`);
   return refFor(userId);
 }
 

@@ -8,6 +8,7 @@
  */
 import { conversationRef, matchKey } from '../kit/keys.js';
 import type { ConversationRef } from '../types.js';
+import { AdapterError } from '../kit/errors.js';
 
 const KEY_RE = /^telegram:(-?[1-9]\d*)(?::([1-9]\d*))?$/;
 
@@ -17,7 +18,7 @@ export function refFor(chatId: number | string, topicId?: number | string): Conv
   const threadId = topicId === undefined ? undefined : String(topicId);
   const key = `telegram:${channelId}${threadId === undefined ? '' : `:${threadId}`}`;
   if (!KEY_RE.test(key)) {
-    throw new Error(`invalid Telegram chat/topic id: chat ${channelId}, topic ${threadId ?? '-'} (expected integers)`);
+    throw new AdapterError('bad_input', `invalid Telegram chat/topic id: chat ${channelId}, topic ${threadId ?? '-'} (expected integers)`);
   }
   return conversationRef('telegram', key, channelId, { threadId });
 }

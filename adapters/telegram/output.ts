@@ -27,6 +27,7 @@ import { CALLBACK_PREFIX, renderCard } from './cards.js';
 import { chunkPlain } from './chunk.js';
 import type { TelegramContext } from './context.js';
 import { htmlToPlain, telegramAnswer } from './format.js';
+import { AdapterError } from '../kit/errors.js';
 
 export interface TelegramOutput {
   render(ref: ConversationRef, event: AgentEvent): Promise<void>;
@@ -43,7 +44,7 @@ export interface OutputOptions {
 
 const chatOf = (ref: ConversationRef): number => {
   const id = Number(ref.channelId);
-  if (!Number.isSafeInteger(id)) throw new Error(`not a Telegram chat id: "${ref.channelId}" (conversation ${ref.key})`);
+  if (!Number.isSafeInteger(id)) throw new AdapterError('bad_input', `not a Telegram chat id: "${ref.channelId}" (conversation ${ref.key})`);
   return id;
 };
 const threadOpts = (ref: ConversationRef) => (ref.threadId !== undefined ? { message_thread_id: Number(ref.threadId) } : {});
