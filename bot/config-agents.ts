@@ -29,7 +29,7 @@ import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
 import { toolPolicyProblems } from './policy-config.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
-import type { FileConfig, RawAgent } from './config-schema.js';
+import { uniq, type FileConfig, type RawAgent } from './config-schema.js';
 import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import type { ConfigProblem, Env } from './config-problems.js';
 import { sandboxNetworkFields } from '../agent/egress/config.js';
@@ -116,10 +116,6 @@ const HARD_DEFAULTS = {
   sandbox: 'bubblewrap' as const,
   sandboxNetwork: false,
 };
-
-export function uniq(list: readonly string[]): string[] {
-  return [...new Set(list)];
-}
 
 export interface ResolveAgentsContext {
   env: Env;

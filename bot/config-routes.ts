@@ -11,16 +11,10 @@
  */
 import { didYouMean } from './config-problems.js';
 import type { ConfigProblem } from './config-problems.js';
-import type { FileConfig } from './config-schema.js';
-import type { AgentConfig } from './config-agents.js';
+import type { FileConfig, Route } from './config-schema.js';
 
-export interface Route {
-  /** A platform name, or a conversation-key prefix that matches at a ':' boundary. */
-  match: string;
-  agent: string;
-  /** bot/thread-follow-ups.ts; unset: the agent's. */
-  threadFollowUps?: boolean;
-}
+export type { Route };
+import type { AgentConfig } from './config-agents.js';
 
 /** What routing reads of bot/config.ts's Config (the live object: agents may change). */
 export interface RoutedConfig {
@@ -36,11 +30,8 @@ export function resolveRoutes(
   problems: ConfigProblem[],
 ): { routes: Route[]; defaultAgent: string } {
   const names = Object.keys(agents);
-  const routes: Route[] = (file.routes ?? []).map((r) => ({
-    match: r.match,
-    agent: r.agent,
-    ...(r.threadFollowUps !== undefined ? { threadFollowUps: r.threadFollowUps } : {}),
-  }));
+  // Copies: the live config's routes are its own (bot/reload.ts replaces them).
+  const routes: Route[] = (file.routes ?? []).map((r) => ({ ...r }));
   routes.forEach((r, i) => {
     if (r.agent !== '' && !Object.hasOwn(agents, r.agent)) {
       problems.push({

@@ -14,6 +14,7 @@ import { sandboxNetworkSchema } from '../agent/egress/config.js';
 import { TIERS } from '../policies/tiers.js';
 import { parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
+import { DEFAULT_REFUSAL_LIMITS } from '../policies/access.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
 import { commandToolsSchema, webSearchSchema } from './tools-config.js';
@@ -54,49 +55,32 @@ function runCap() {
   );
 }
 
-/** Defaults of the `runner` keys (agent/run-limits.ts explains them). */
-export const RUNNER_DEFAULTS = { maxConcurrentRuns: 8, maxRunsPerUser: 2, maxRunsPerPlace: 3, reservedRuns: 1 } as const;
-
 /**
- * `runner`: all restart-required (bot/reload.ts). reservedRuns must leave at least one slot anyone
+ * `runner`: all restart-required (bot/reload.ts; agent/run-limits.ts explains the keys). Parsed, it
+ * is the resolved RunnerConfig: every key filled. reservedRuns must leave at least one slot anyone
  * can take; its default (1) shrinks to maxConcurrentRuns - 1 when that is smaller.
  */
 export const runnerSchema = z
   .strictObject({
-    maxConcurrentRuns: int(1, 1000).optional(),
-    maxRunsPerUser: runCap().optional(),
-    maxRunsPerPlace: runCap().optional(),
+    maxConcurrentRuns: int(1, 1000).default(8),
+    /** Infinity: no cap. */
+    maxRunsPerUser: runCap().default(2),
+    /** Infinity: no cap. */
+    maxRunsPerPlace: runCap().default(3),
     reservedRuns: int(0, 999).optional(),
   })
   .superRefine((r, ctx) => {
-    const total = r.maxConcurrentRuns ?? RUNNER_DEFAULTS.maxConcurrentRuns;
-    if (r.reservedRuns !== undefined && r.reservedRuns >= total) {
+    if (r.reservedRuns !== undefined && r.reservedRuns >= r.maxConcurrentRuns) {
       ctx.addIssue({
         code: 'custom',
         path: ['reservedRuns'],
-        message: `must be less than runner.maxConcurrentRuns (${total}): those slots are kept for users running nothing, so at least one must be open to anyone`,
+        message: `must be less than runner.maxConcurrentRuns (${r.maxConcurrentRuns}): those slots are kept for users running nothing, so at least one must be open to anyone`,
       });
     }
-  });
+  })
+  .transform((r) => ({ ...r, reservedRuns: r.reservedRuns ?? Math.min(1, r.maxConcurrentRuns - 1) }));
 
-export interface RunnerConfig {
-  maxConcurrentRuns: number;
-  /** Infinity: no cap. */
-  maxRunsPerUser: number;
-  /** Infinity: no cap. */
-  maxRunsPerPlace: number;
-  reservedRuns: number;
-}
-
-export function resolveRunnerConfig(raw: z.output<typeof runnerSchema> | undefined): RunnerConfig {
-  const total = raw?.maxConcurrentRuns ?? RUNNER_DEFAULTS.maxConcurrentRuns;
-  return {
-    maxConcurrentRuns: total,
-    maxRunsPerUser: raw?.maxRunsPerUser ?? RUNNER_DEFAULTS.maxRunsPerUser,
-    maxRunsPerPlace: raw?.maxRunsPerPlace ?? RUNNER_DEFAULTS.maxRunsPerPlace,
-    reservedRuns: raw?.reservedRuns ?? Math.min(RUNNER_DEFAULTS.reservedRuns, total - 1),
-  };
-}
+export type RunnerConfig = z.output<typeof runnerSchema>;
 
 const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
 
@@ -195,6 +179,37 @@ function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = 
   );
 }
 const ids = (platform: Platform, opts?: { roles?: boolean; approver?: boolean }) => z.array(id(platform, opts)).optional();
+
+export function uniq(list: readonly string[]): string[] {
+  return [...new Set(list)];
+}
+
+/** An access list: ids, each once; unset: empty. */
+const accessIds = (platform: Platform) =>
+  z
+    .array(id(platform))
+    .transform((l) => uniq(l))
+    .default(() => []);
+
+/**
+ * `access`: who may talk to the bot (policies/access.ts). Parsed, it is the resolved AccessConfig:
+ * every list present (maybe empty), rateLimit and refusals filled.
+ */
+export const accessSchema = z.strictObject({
+  telegram: z.strictObject({ users: accessIds('telegram'), chats: accessIds('telegram') }).prefault({}),
+  slack: z.strictObject({ users: accessIds('slack'), channels: accessIds('slack') }).prefault({}),
+  discord: z.strictObject({ users: accessIds('discord'), channels: accessIds('discord'), guilds: accessIds('discord') }).prefault({}),
+  rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).default(() => ({ messages: 20, perSeconds: 60 })),
+  /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */
+  refusals: z
+    .strictObject({
+      repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').default(DEFAULT_REFUSAL_LIMITS.repliesPerMinute),
+      strangerIntervalSeconds: int(1, 31_536_000, ' (seconds)').default(DEFAULT_REFUSAL_LIMITS.strangerIntervalSeconds),
+    })
+    .prefault({}),
+});
+
+export type AccessConfig = z.output<typeof accessSchema>;
 
 export function buildSchema(knownTools: readonly string[]) {
   const known = [...knownTools].sort();
@@ -325,23 +340,12 @@ export function buildSchema(knownTools: readonly string[]) {
     agents: z.record(agentName, agent).optional(),
     routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
     defaultAgent: text().optional(),
-    access: z
-      .strictObject({
-        telegram: z.strictObject({ users: ids('telegram'), chats: ids('telegram') }).optional(),
-        slack: z.strictObject({ users: ids('slack'), channels: ids('slack') }).optional(),
-        discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
-        rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).optional(),
-        refusals: z
-          .strictObject({
-            repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').optional(),
-            strangerIntervalSeconds: int(1, 31_536_000, ' (seconds)').optional(),
-          })
-          .optional(),
-      })
-      .optional(),
-    runner: runnerSchema.optional(),
+    access: accessSchema.prefault({}),
+    runner: runnerSchema.prefault({}),
   });
 }
 
 export type FileConfig = z.output<ReturnType<typeof buildSchema>>;
 export type RawAgent = NonNullable<FileConfig['defaults']>;
+/** A route as written is a route resolved (bot/config-routes.ts checks its agent). */
+export type Route = NonNullable<FileConfig['routes']>[number];

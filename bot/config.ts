@@ -43,55 +43,32 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { PLATFORMS } from '../adapters/types.js';
-import { DEFAULT_REFUSAL_LIMITS, type RateLimit, type RefusalLimits } from '../policies/access.js';
-import type { LogLevelSetting } from './log.js';
-import { buildSchema, resolveRunnerConfig, type FileConfig, type RunnerConfig } from './config-schema.js';
+import { buildSchema, type AccessConfig, type FileConfig, type RunnerConfig } from './config-schema.js';
 import { issueProblems } from './config-problems.js';
-import type { MetricsSettings, TraceSettings } from './telemetry/env.js';
-import { loadDotEnv, readEnv, type ConfigProblem, type Env, type PlatformEnv, type StoreSettings } from './env.js';
-import { resolveAgents, uniq, type AgentConfig } from './config-agents.js';
+import { loadDotEnv, readEnv, type ConfigProblem, type Env, type EnvSettings } from './env.js';
+import { resolveAgents, type AgentConfig } from './config-agents.js';
 import { resolveRoutes, type Route } from './config-routes.js';
 
 export { DEFAULT_CLASSIFIER_MODEL, DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS, type AgentConfig } from './config-agents.js';
 export { agentForConversation, type Route } from './config-routes.js';
+export type { AccessConfig, RunnerConfig } from './config-schema.js';
 export type { ConfigProblem } from './env.js';
 export { formatPath } from './config-problems.js';
 
-export interface AccessConfig {
-  telegram: { users: string[]; chats: string[] };
-  slack: { users: string[]; channels: string[] };
-  discord: { users: string[]; channels: string[]; guilds: string[] };
-  rateLimit: RateLimit;
-  /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */
-  refusals: RefusalLimits;
-}
-
-export interface Config {
+/** The resolved configuration: the environment's settings plus the file's, every default filled. */
+export interface Config extends Omit<EnvSettings, 'configPath'> {
   /** Absolute path of the YAML file read, or undefined when running on built-in defaults. */
   configFile: string | undefined;
   /** SHA-256 (hex) of the YAML file's bytes as read (`gatehouse run` compares it with the file on disk). */
   configSha256?: string;
   /** Absolute path of the .env file loaded, if any. */
   envFile: string | undefined;
-  anthropic: { apiKey: string | undefined; baseURL: string | undefined };
-  store: StoreSettings;
-  http: { host: string; port: number };
-  /** /metrics on the HTTP server: on or off, and its bearer token (bot/telemetry/env.ts). */
-  metrics: MetricsSettings;
-  /** OpenTelemetry traces (OTEL_EXPORTER_OTLP_*); absent: off. */
-  traces?: TraceSettings;
-  /** Chat platforms enabled by their environment (a token present). */
-  platforms: PlatformEnv;
   agents: Record<string, AgentConfig>;
   /** First match wins; no match: `defaultAgent`. */
   routes: Route[];
   defaultAgent: string;
   access: AccessConfig;
   runner: RunnerConfig;
-  /** GATEHOUSE_LOG_LEVEL. */
-  logLevel: LogLevelSetting;
-  /** GATEHOUSE_LEADER_RETRY_MS (bot/env.ts); unset: the store's default. */
-  leaderRetryMs?: number;
 }
 
 export interface LoadConfigOptions {
@@ -199,19 +176,20 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   }
   const baseDir = configFile ? dirname(configFile) : cwd;
 
-  let file: FileConfig = {};
+  const schema = buildSchema(opts.knownTools);
+  // No file (or one that does not parse): what an empty file resolves to, every default filled.
+  let file: FileConfig = schema.parse({});
   const read: { sha256?: string } = {};
   if (configFile !== undefined) {
     const raw = readYaml(configFile, problems, read);
     if (raw !== undefined) {
-      const schema = buildSchema(opts.knownTools);
       const data = dropNulls(raw);
       const parsed = schema.safeParse(data, { reportInput: true });
       if (parsed.success) file = parsed.data;
       else {
         for (const issue of parsed.error.issues) problems.push(...issueProblems(issue, schema));
         // Cross-references can still be checked on what parsed (names of agents are plain keys).
-        file = lenientCrossRefView(data);
+        file = { ...file, ...lenientCrossRefView(data) };
       }
     }
   }
@@ -223,7 +201,6 @@ export function loadConfig(opts: LoadConfigOptions): Config {
 
   if (problems.length > 0) throw new ConfigError(problems, configFile);
 
-  const a = file.access ?? {};
   return {
     configFile,
     ...(read.sha256 !== undefined ? { configSha256: read.sha256 } : {}),
@@ -237,21 +214,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     agents,
     routes,
     defaultAgent,
-    access: {
-      telegram: { users: uniq(a.telegram?.users ?? []), chats: uniq(a.telegram?.chats ?? []) },
-      slack: { users: uniq(a.slack?.users ?? []), channels: uniq(a.slack?.channels ?? []) },
-      discord: {
-        users: uniq(a.discord?.users ?? []),
-        channels: uniq(a.discord?.channels ?? []),
-        guilds: uniq(a.discord?.guilds ?? []),
-      },
-      rateLimit: a.rateLimit ?? { messages: 20, perSeconds: 60 },
-      refusals: {
-        repliesPerMinute: a.refusals?.repliesPerMinute ?? DEFAULT_REFUSAL_LIMITS.repliesPerMinute,
-        strangerIntervalSeconds: a.refusals?.strangerIntervalSeconds ?? DEFAULT_REFUSAL_LIMITS.strangerIntervalSeconds,
-      },
-    },
-    runner: resolveRunnerConfig(file.runner),
+    access: file.access,
+    runner: file.runner,
     logLevel: settings.logLevel,
     ...(settings.leaderRetryMs !== undefined ? { leaderRetryMs: settings.leaderRetryMs } : {}),
   };
@@ -262,8 +226,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
  * route agents, defaultAgent), so those problems are reported in the same run. Values it cannot
  * trust are left out; nothing here is used for a Config (loadConfig throws anyway).
  */
-function lenientCrossRefView(data: unknown): FileConfig {
-  const out: FileConfig = {};
+function lenientCrossRefView(data: unknown): Pick<FileConfig, 'agents' | 'routes' | 'defaultAgent'> {
+  const out: Pick<FileConfig, 'agents' | 'routes' | 'defaultAgent'> = {};
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return out;
   const d = data as Record<string, unknown>;
   const agents = d['agents'];
