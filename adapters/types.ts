@@ -52,6 +52,11 @@ export interface PlatformDescriptor<E = unknown> {
   ids: { re: RegExp; hint: string };
   /** Approver entries beyond plain ids (Slack `group:<id>`, Discord `role:<id>`). */
   approverForms?: Array<{ re: RegExp; hint: string }>;
+  /**
+   * The prefix the platform's variables share (`TELEGRAM_`): any other set variable under it is a
+   * typo (bot/env.ts unknownVars). Absent: the platform reads no environment.
+   */
+  envPrefix?: string;
   /** Every environment variable the platform reads. */
   env: readonly string[];
   /** Those that are secrets: never handed to the agent's commands, never logged. */

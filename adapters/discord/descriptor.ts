@@ -72,6 +72,7 @@ export const discordDescriptor: PlatformDescriptor<DiscordEnv> = {
   platform: 'discord',
   ids: { re: /^\d+$/, hint: 'Discord ids are numbers like 123456789012345678 (turn on Developer Mode, then Copy ID)' },
   approverForms: [{ re: /^role:\d+$/, hint: 'role:<role id digits>' }],
+  envPrefix: 'DISCORD_',
   env: ['DISCORD_TOKEN', 'DISCORD_API_URL', 'DISCORD_REQUESTS_PER_SECOND'],
   secrets: ['DISCORD_TOKEN'],
   parseEnv,

@@ -69,6 +69,7 @@ export const slackDescriptor: PlatformDescriptor<SlackEnv> = {
   platform: 'slack',
   ids: { re: /^[A-Z0-9]+$/, hint: 'Slack ids look like U0123ABCD or C0123ABCD (a display name does not work)' },
   approverForms: [{ re: /^group:S[A-Z0-9]+$/, hint: 'group:<user group id>, like group:S0123ABCD' }],
+  envPrefix: 'SLACK_',
   env: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_API_URL'],
   secrets: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET'],
   parseEnv,

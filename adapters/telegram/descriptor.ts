@@ -84,6 +84,7 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
 export const telegramDescriptor: PlatformDescriptor<TelegramEnv> = {
   platform: 'telegram',
   ids: { re: /^-?\d+$/, hint: 'Telegram ids are numbers like 123456789 (a @username does not work; the bot tells a stranger their id)' },
+  envPrefix: 'TELEGRAM_',
   env: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_API_ROOT', 'TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_SECRET'],
   secrets: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'],
   parseEnv,
