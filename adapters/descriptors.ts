@@ -18,5 +18,14 @@ export const DESCRIPTORS = {
   discord: discordDescriptor,
 } as const satisfies { readonly [P in Platform]: PlatformDescriptor<unknown> };
 
+/** A platform's descriptor as the common shape (every optional field visible). */
+export function descriptorOf(p: Platform): PlatformDescriptor {
+  return DESCRIPTORS[p];
+}
+
+/** The platforms with an `access` entry in gatehouse.yaml, and their lists. */
+export type AccessPlatform = { [P in Platform]: (typeof DESCRIPTORS)[P] extends { accessLists: readonly string[] } ? P : never }[Platform];
+export type AccessListOf<P extends AccessPlatform> = (typeof DESCRIPTORS)[P]['accessLists'][number];
+
 /** What a platform's `parseEnv` returns when it is enabled; never for a platform without environment. */
 export type EnvOf<P extends Platform> = (typeof DESCRIPTORS)[P] extends PlatformDescriptor<infer E> ? E : never;

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { didYouMean, quoteValue } from './config-problems.js';
-import { DESCRIPTORS } from '../adapters/descriptors.js';
+import { DESCRIPTORS, descriptorOf, type AccessListOf, type AccessPlatform } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import { companionsSchema } from '../agent/companions.js';
 import { parseSize, SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
@@ -124,6 +124,9 @@ const text = () =>
     if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
   });
 
+/** Gatehouse's own variable prefixes (policies/secret-names.ts isOwnName refuses them; a test keeps both equal). */
+export const OWN_PREFIXES = ['GATEHOUSE_', 'ANTHROPIC_', ...PLATFORMS.flatMap((p) => descriptorOf(p).envPrefix ?? [])];
+
 /** What an id looks like on each platform: the adapters' descriptors say. */
 const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids])) as Record<
   Platform,
@@ -139,9 +142,16 @@ function placeholderMessage(s: string): string {
   return `${quoteValue(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
 }
 
-/** An id: a string, or a YAML number turned into its exact digits. */
-function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = {}) {
+/** Every approver form (`group:`, `role:`) with the platform whose descriptor allows it. */
+const APPROVER_FORMS = PLATFORMS.flatMap((platform) => (descriptorOf(platform).approverForms ?? []).map((f) => ({ ...f, platform })));
+
+/**
+ * An id: a string, or a YAML number turned into its exact digits. `approver`: the platform's
+ * approver forms (Slack `group:<id>`, Discord `role:<id>`) are accepted too.
+ */
+function id(platform: Platform, opts: { approver?: boolean } = {}) {
   const rule = ID_RULES[platform];
+  const forms = opts.approver ? (descriptorOf(platform).approverForms ?? []) : [];
   return z.preprocess(
     (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
     z.string().superRefine((s, ctx) => {
@@ -149,36 +159,17 @@ function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = 
         ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
         return;
       }
-      if (rule.re.test(s)) return;
-      if (opts.roles && /^role:\d+$/.test(s)) return;
-      // approver forms the platform's descriptor allows (Slack group:<id>)
-      const forms = DESCRIPTORS[platform].approverForms ?? [];
-      if (opts.approver && forms.some((f) => f.re.test(s))) return;
-      if (/^group:/.test(s)) {
-        const slackHint = DESCRIPTORS.slack.approverForms?.[0]?.hint ?? 'group:<id>';
-        ctx.addIssue({
-          code: 'custom',
-          message:
-            platform === 'slack' && opts.approver
-              ? `expected ${slackHint}, got ${quoteValue(s)}`
-              : `group:<id> entries only work for slack approvers, got ${quoteValue(s)}`,
-        });
-        return;
-      }
-      if (/^role:/.test(s)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: opts.roles
-            ? `expected role:<role id digits>, got ${quoteValue(s)}`
-            : `role:<id> entries only work for discord approvers, got ${quoteValue(s)}`,
-        });
-        return;
-      }
-      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${quoteValue(s)}` });
+      if (rule.re.test(s) || forms.some((f) => f.re.test(s))) return;
+      const own = forms.find((f) => s.startsWith(f.prefix));
+      const other = APPROVER_FORMS.find((f) => s.startsWith(f.prefix));
+      let message = `${rule.hint}; got ${quoteValue(s)}`;
+      if (own) message = `expected ${own.hint}, got ${quoteValue(s)}`;
+      else if (other) message = `${other.prefix}<id> entries only work for ${other.platform} approvers, got ${quoteValue(s)}`;
+      ctx.addIssue({ code: 'custom', message });
     }),
   );
 }
-const ids = (platform: Platform, opts?: { roles?: boolean; approver?: boolean }) => z.array(id(platform, opts)).optional();
+const ids = (platform: Platform, opts?: { approver?: boolean }) => z.array(id(platform, opts)).optional();
 
 export function uniq(list: readonly string[]): string[] {
   return [...new Set(list)];
@@ -195,10 +186,19 @@ const accessIds = (platform: Platform) =>
  * `access`: who may talk to the bot (policies/access.ts). Parsed, it is the resolved AccessConfig:
  * every list present (maybe empty), rateLimit and refusals filled.
  */
+/** `access.<platform>`: one list per name in its descriptor's accessLists, every one filled. */
+type AccessListsSchema<P extends AccessPlatform> = z.ZodPrefault<z.ZodObject<{ [K in AccessListOf<P>]: ReturnType<typeof accessIds> }, z.core.$strict>>;
+function accessListsSchema<P extends AccessPlatform>(platform: P): AccessListsSchema<P> {
+  const lists = descriptorOf(platform).accessLists ?? [];
+  // The keys are the same literal list the type reads (adapters/descriptors.ts AccessListOf).
+  return z.strictObject(Object.fromEntries(lists.map((k) => [k, accessIds(platform)]))).prefault({}) as unknown as AccessListsSchema<P>;
+}
+const accessPlatforms = Object.fromEntries(
+  PLATFORMS.filter((p): p is AccessPlatform => descriptorOf(p).accessLists !== undefined).map((p) => [p, accessListsSchema(p)]),
+) as unknown as { [P in AccessPlatform]: AccessListsSchema<P> };
+
 export const accessSchema = z.strictObject({
-  telegram: z.strictObject({ users: accessIds('telegram'), chats: accessIds('telegram') }).prefault({}),
-  slack: z.strictObject({ users: accessIds('slack'), channels: accessIds('slack') }).prefault({}),
-  discord: z.strictObject({ users: accessIds('discord'), channels: accessIds('discord'), guilds: accessIds('discord') }).prefault({}),
+  ...accessPlatforms,
   rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).default(() => ({ messages: 20, perSeconds: 60 })),
   /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */
   refusals: z
@@ -227,7 +227,7 @@ export function buildSchema(knownTools: readonly string[]) {
     } else if (isOwnName(s)) {
       ctx.addIssue({
         code: 'custom',
-        message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it`,
+        message: `${s} is Gatehouse's own credential (${OWN_PREFIXES.map((p) => `${p}*`).join(', ')}) and is never passed to the agent's commands; remove it`,
       });
     } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${quoteValue(s)}` });
@@ -251,10 +251,7 @@ export function buildSchema(knownTools: readonly string[]) {
     tier: z.enum(TIERS).optional(),
     approvers: z
       .strictObject({
-        console: ids('console'),
-        telegram: ids('telegram'),
-        slack: ids('slack', { approver: true }),
-        discord: ids('discord', { roles: true, approver: true }),
+        ...(Object.fromEntries(PLATFORMS.map((p) => [p, ids(p, { approver: true })])) as Record<Platform, ReturnType<typeof ids>>),
         /** The host operator (`gatehouse approvals decide`): `local` only. */
         cli: z
           .array(

@@ -24,8 +24,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { httpUrl } from '../adapters/kit/env.js';
-import { DESCRIPTORS, type EnvOf } from '../adapters/descriptors.js';
-import { PLATFORMS, type Platform, type PlatformDescriptor } from '../adapters/types.js';
+import { DESCRIPTORS, descriptorOf, type EnvOf } from '../adapters/descriptors.js';
+import { PLATFORMS, type Platform } from '../adapters/types.js';
 
 export type { DiscordEnv } from '../adapters/discord/descriptor.js';
 export type { SlackEnv } from '../adapters/slack/descriptor.js';
@@ -190,7 +190,7 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
 const KNOWN_PREFIXED_VARS: ReadonlyArray<{ prefix: string; names: readonly string[] }> = [
   { prefix: 'GATEHOUSE_', names: withFiles(GATEHOUSE_VARS.map((v) => v.name)) },
   ...PLATFORMS.flatMap((p) => {
-    const d: PlatformDescriptor = DESCRIPTORS[p];
+    const d = descriptorOf(p);
     return d.envPrefix === undefined ? [] : [{ prefix: d.envPrefix, names: withFiles(d.env) }];
   }),
 ];
@@ -271,8 +271,7 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
 
   const platforms: PlatformEnv = {};
   for (const p of PLATFORMS) {
-    const d: PlatformDescriptor = DESCRIPTORS[p];
-    const parsed = d.parseEnv?.(env, problems);
+    const parsed = descriptorOf(p).parseEnv?.(env, problems);
     // Typed by the descriptor's own parseEnv (PlatformEnv is built from the same table).
     if (parsed !== undefined) (platforms as Record<string, unknown>)[p] = parsed;
   }
