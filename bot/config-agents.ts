@@ -15,73 +15,35 @@
  * - The result is plain and mutable (the lead appends to allowlists on "Always approve").
  */
 import { budgetLimitsOf } from './budget-config.js';
-import { resolveWebSearch, type CommandToolsConfig } from './tools-config.js';
+import { resolveWebSearch } from './tools-config.js';
 import type { WebSearchConfig } from '../agent/tools/builtin/web/search.js';
 import { SKILL_TOOL_NAMES } from '../agent/tools/builtin/skills/tools.js';
 import { subagentToolProblems } from '../agent/tools/builtin/subagent/config.js';
 import { resolve } from 'node:path';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxMode } from '../agent/tools/sandbox/index.js';
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from '../agent/tools/sandbox/index.js';
 import type { NetworkConfig } from '../agent/tools/builtin/web/config.js';
 import type { Tier } from '../policies/tiers.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
-import { resolveMcpServers, type McpServerConfig } from '../agent/mcp/config.js';
+import { resolveMcpServers } from '../agent/mcp/config.js';
 import { toolPolicyProblems } from './policy-config.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
 import { uniq, type FileConfig, type RawAgent } from './config-schema.js';
 import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
 import type { ConfigProblem, Env } from './config-problems.js';
 import { sandboxNetworkFields } from '../agent/egress/config.js';
-import type { ApprovalDelivery } from '../agent/approvals/delivery.js';
 import { approvalDeliveryProblems } from './approval-delivery-config.js';
 import { botFilesInside, type BotFiles } from './config-paths.js';
 
+/** Compile-time check: the runner reads an AgentConfig as agent/settings.ts's AgentSettings. */
+type ReadAsSettings<T extends AgentSettings> = T;
+
 /**
- * A resolved agent: every default filled in. The runner reads it live as agent/settings.ts's
- * AgentSettings (documented there); here the lists are mutable so the operator's config object can
- * be changed in place, and every platform has an approver list (maybe empty).
+ * A resolved agent: every default filled in. Its type is what resolveAgent builds (the fields are
+ * documented there and in AgentSettings), so no declaration can drift from the resolution.
  */
-export interface AgentConfig extends AgentSettings {
-  tools: string[];
-  /** Per platform, plus `cli`: the host operator (`local`) at `gatehouse approvals decide`. */
-  approvers: Record<Platform, string[]> & { cli?: string[] };
-  /** Unset: the default rule (agent/approvals/requester.ts). */
-  requesterMayApprove?: boolean;
-  /** Unset: `here` (bot/approval-delivery-config.ts). */
-  approvalDelivery?: ApprovalDelivery;
-  autoApprovedTools: string[];
-  autoApprovedCommands: string[];
-  envAllowlist: string[];
-  /** execute_command's default and longest timeout for this agent. */
-  commandTimeoutMs: number;
-  /** The workspace size limit in bytes; 0: none. */
-  workspaceMaxBytes: number;
-  sandbox: SandboxMode;
-  /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
-  discordReplyInThread: boolean;
-  sandboxNetwork: boolean;
-  /** `sandboxNetwork: { allow }`: the egress proxy's allowlist (agent/egress/); unset: no proxy. */
-  sandboxEgress?: string[];
-  /** The box's limits, every one filled (sandboxLimits: per key, the agent's < defaults' < built-in). */
-  sandboxLimits: SandboxLimits;
-  /** Host paths the box may read (absolute; relative ones resolved against the config file's directory). */
-  sandboxReadPaths: string[];
-  /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
-  network: NetworkConfig;
-  /** bot/thread-follow-ups.ts; unset: true. */
-  threadFollowUps?: boolean;
-  toolPolicy: ToolPolicy;
-  commandRules: CommandRule[];
-  /** MCP servers by name (agent/mcp/config.ts), references to environment variables filled in. */
-  mcpServers: Record<string, McpServerConfig>;
-  /** Custom command tools (bot/tools-config.ts), by tool name. */
-  commandTools?: CommandToolsConfig;
-  /** Skill folders (absolute); set: find_skills, load_skill, load_skill_section are offered. */
-  skills?: string[];
-  /** The web_search provider (bot/tools-config.ts); unset: web_search is not offered. */
-  webSearch?: WebSearchConfig;
-}
+export type AgentConfig = ReadAsSettings<ReturnType<typeof resolveAgent>>;
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
@@ -132,172 +94,203 @@ export function resolveAgents(
   ctx: ResolveAgentsContext,
   problems: ConfigProblem[],
 ): Record<string, AgentConfig> {
-  const baseDir = ctx.baseDir;
   const agents: Record<string, AgentConfig> = {};
   const defaults: RawAgent = file.defaults ?? {};
   const defined: Record<string, RawAgent> = file.agents ?? {};
-  const base: Record<string, RawAgent> =
-    Object.keys(defined).length > 0
-      ? defined
-      : {
-          default: {},
-        };
+  const usingBuiltin = Object.keys(defined).length === 0;
+  const base: Record<string, RawAgent> = usingBuiltin ? { default: {} } : defined;
   const builtinDefault: RawAgent = {
     model: DEFAULT_MODEL,
     tools: DEFAULT_TOOLS.filter((t) => ctx.knownTools.includes(t)),
     approvers: { console: ['local'] },
   };
-  const usingBuiltin = Object.keys(defined).length === 0;
-
   for (const [name, own] of Object.entries(base)) {
     const layer: RawAgent = usingBuiltin ? { ...builtinDefault, ...defaults, ...own } : { ...defaults, ...own };
-    const where = (key: keyof RawAgent): string => (own[key] !== undefined ? `agents.${name}` : 'defaults');
-    if (layer.model === undefined) {
-      problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
-    }
-    // The API counts thinking inside max_tokens and refuses a budget that is not below it.
-    const maxTokens = layer.maxTokens ?? HARD_DEFAULTS.maxTokens;
-    if (layer.thinking && layer.thinking.budgetTokens >= maxTokens) {
-      problems.push({
-        path: `${where('thinking')}.thinking.budgetTokens`,
-        message: `must be below maxTokens (${maxTokens}): thinking is counted inside the reply's max_tokens; raise maxTokens or lower the budget`,
-      });
-    }
-    // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
-    const tools = uniq([
-      ...(layer.tools ?? HARD_DEFAULTS.tools),
-      ...Object.keys(layer.commandTools ?? {}),
-      ...(layer.skills?.length ? SKILL_TOOL_NAMES : []),
-      ...(layer.webSearch ? ['web_search'] : []),
-      ...(layer.subagents ? ['spawn_subagent'] : []),
-    ]);
-    const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
-    autoTools.forEach((t, i) => {
-      if (!tools.includes(t)) {
-        problems.push({
-          path: `${where('autoApprovedTools')}.autoApprovedTools[${i}]`,
-          message: `${JSON.stringify(t)} is not in ${where('tools')}.tools; add it to the toolset first (an auto-approved tool the agent lacks does nothing)`,
-        });
-      }
-    });
-    const approvers = {} as AgentConfig['approvers'];
-    for (const p of PLATFORMS) approvers[p] = uniq(layer.approvers?.[p] ?? []);
-    if (layer.approvers?.cli) approvers.cli = uniq(layer.approvers.cli);
-    const workspace = resolve(baseDir, layer.workspace ?? 'workspace');
-    const exposed = botFilesInside(workspace, ctx.botFiles);
-    if (exposed !== undefined) {
-      problems.push({
-        path: `agents.${name}.workspace`,
-        message:
-          `${workspace} contains ${exposed}; the agent's commands and file tools could read or change it. ` +
-          'Use a directory of its own, e.g. ./workspace next to the config file',
-      });
-    }
-    const sandboxReadPaths = uniq((layer.sandboxReadPaths ?? []).map((p) => resolve(baseDir, p)));
-    sandboxReadPaths.forEach((p, i) => {
-      const inside = botFilesInside(p, ctx.botFiles);
-      const at = `${where('sandboxReadPaths')}.sandboxReadPaths[${i}]`;
-      if (inside !== undefined && !problems.some((q) => q.path === at)) {
-        problems.push({
-          path: at,
-          message: `${p} contains ${inside}; the agent's commands could read the bot's files next to it (backups, logs). Name a directory that holds none of them`,
-        });
-      }
-    });
-    for (const [at, l] of [
-      [`agents.${name}`, own],
-      ['defaults', defaults],
-    ] as const) {
-      const count = l.retention?.maxConversations;
-      if (l.maxConversations !== undefined && count !== undefined && count !== l.maxConversations) {
-        problems.push({
-          path: `${at}.maxConversations`,
-          message: `${l.maxConversations} disagrees with ${at}.retention.maxConversations (${count}); maxConversations is the old name of that key: keep only retention.maxConversations`,
-        });
-      }
-    }
-    const sandboxLimits: SandboxLimits = {
-      processes: own.sandboxLimits?.processes ?? defaults.sandboxLimits?.processes ?? DEFAULT_SANDBOX_LIMITS.processes,
-      openFiles: own.sandboxLimits?.openFiles ?? defaults.sandboxLimits?.openFiles ?? DEFAULT_SANDBOX_LIMITS.openFiles,
-      memoryBytes: own.sandboxLimits?.memory ?? defaults.sandboxLimits?.memory ?? DEFAULT_SANDBOX_LIMITS.memoryBytes,
-      cpuSeconds: own.sandboxLimits?.cpuSeconds ?? defaults.sandboxLimits?.cpuSeconds ?? DEFAULT_SANDBOX_LIMITS.cpuSeconds,
-      tmpBytes: own.sandboxLimits?.tmpSize ?? defaults.sandboxLimits?.tmpSize ?? DEFAULT_SANDBOX_LIMITS.tmpBytes,
-    };
-    const policyProblems: ConfigProblem[] = [];
-    const mcpServers = resolveMcpServers(layer.mcpServers, {
-      env: ctx.env,
-      baseDir,
-      path: `${where('mcpServers')}.mcpServers`,
-      problems: policyProblems,
-      botFileIn: (p) => botFilesInside(p, ctx.botFiles),
-    });
-    policyProblems.push(
-      ...toolPolicyProblems(layer.toolPolicy, {
-        path: `${where('toolPolicy')}.toolPolicy`,
-        knownTools: [...ctx.knownTools, ...Object.keys(layer.commandTools ?? {}), ...(layer.webSearch ? ['web_search'] : [])],
-        mcpServers: Object.keys(mcpServers),
-      }),
-    );
-    policyProblems.push(...subagentToolProblems(layer.subagents, { path: `${where('subagents')}.subagents`, tools, mcpServers: Object.keys(mcpServers) }));
-    // Set in defaults, the same problem would otherwise be listed once per agent.
-    for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
-    agents[name] = {
-      name,
-      model: layer.model ?? DEFAULT_MODEL,
-      classifierModel: layer.classifierModel ?? HARD_DEFAULTS.classifierModel,
-      system: layer.system !== undefined && layer.system.trim() !== '' ? layer.system : HARD_DEFAULTS.system,
-      tools,
-      tier: layer.tier ?? HARD_DEFAULTS.tier,
-      approvers,
-      autoApprovedTools: autoTools,
-      autoApprovedCommands: uniq(layer.autoApprovedCommands ?? []),
-      envAllowlist: uniq(layer.envAllowlist ?? []),
-      workspace,
-      workspaceMaxBytes: layer.workspaceMaxBytes ?? HARD_DEFAULTS.workspaceMaxBytes,
-      maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
-      runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
-      // Key by key, the agent's over the defaults'; the old top-level maxConversations is the count.
-      retention: {
-        maxConversations:
-          own.retention?.maxConversations ??
-          own.maxConversations ??
-          defaults.retention?.maxConversations ??
-          defaults.maxConversations ??
-          HARD_DEFAULTS.retention.maxConversations,
-        maxIdleDays: own.retention?.maxIdleDays ?? defaults.retention?.maxIdleDays ?? HARD_DEFAULTS.retention.maxIdleDays,
-      },
-      approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
-      questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
-      commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
-      maxTokens,
-      ...(layer.thinking ? { thinking: { budgetTokens: layer.thinking.budgetTokens } } : {}),
-      sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
-      ...sandboxNetworkFields(layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork),
-      sandboxLimits,
-      sandboxReadPaths,
-      ...(layer.companions ? { companions: layer.companions } : {}),
-      ...(layer.budget ? { budget: budgetLimitsOf(layer.budget) } : {}),
-      ...(layer.requesterMayApprove !== undefined ? { requesterMayApprove: layer.requesterMayApprove } : {}),
-      ...(layer.approvalDelivery !== undefined ? { approvalDelivery: layer.approvalDelivery } : {}),
-      ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
-      network: { allow: [...(layer.network?.allow ?? [])] },
-      ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),
-      toolPolicy: { ...(layer.toolPolicy ?? {}) },
-      commandRules: (layer.commandRules ?? []).map((r) => ({ match: r.match, policy: r.policy, ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
-      mcpServers,
-      // Merged key by key: an agent that sets only maxEntries keeps defaults.memory.agentScopeWrites.
-      memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
-      reminders: resolveRemindersConfig(layer.reminders),
-      ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
-      ...withWebSearch(resolveWebSearch(layer.webSearch, { env: ctx.env, path: `${where('webSearch')}.webSearch`, problems })),
-      ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
-      ...(layer.subagents ? { subagents: layer.subagents } : {}),
-      discordReplyInThread: layer.discordReplyInThread ?? true,
-    };
-    problems.push(...approvalDeliveryProblems(name, agents[name]!));
+    const agent = resolveAgent(name, { own, defaults, layer }, ctx, problems);
+    agents[name] = agent;
+    problems.push(...approvalDeliveryProblems(name, agent));
   }
-
   return agents;
+}
+
+/**
+ * One agent from its layers (`layer`: built-ins, defaults and its own keys merged; `own` and
+ * `defaults` for the keys merged key by key and for problem paths). Its return type IS AgentConfig.
+ */
+function resolveAgent(
+  name: string,
+  { own, defaults, layer }: { own: RawAgent; defaults: RawAgent; layer: RawAgent },
+  ctx: ResolveAgentsContext,
+  problems: ConfigProblem[],
+) {
+  const baseDir = ctx.baseDir;
+  const where = (key: keyof RawAgent): string => (own[key] !== undefined ? `agents.${name}` : 'defaults');
+  if (layer.model === undefined) {
+    problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
+  }
+  // The API counts thinking inside max_tokens and refuses a budget that is not below it.
+  const maxTokens = layer.maxTokens ?? HARD_DEFAULTS.maxTokens;
+  if (layer.thinking && layer.thinking.budgetTokens >= maxTokens) {
+    problems.push({
+      path: `${where('thinking')}.thinking.budgetTokens`,
+      message: `must be below maxTokens (${maxTokens}): thinking is counted inside the reply's max_tokens; raise maxTokens or lower the budget`,
+    });
+  }
+  // Declaring a command tool offers it: its name is not a built-in one `tools` could list.
+  const tools = uniq([
+    ...(layer.tools ?? HARD_DEFAULTS.tools),
+    ...Object.keys(layer.commandTools ?? {}),
+    ...(layer.skills?.length ? SKILL_TOOL_NAMES : []),
+    ...(layer.webSearch ? ['web_search'] : []),
+    ...(layer.subagents ? ['spawn_subagent'] : []),
+  ]);
+  const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
+  autoTools.forEach((t, i) => {
+    if (!tools.includes(t)) {
+      problems.push({
+        path: `${where('autoApprovedTools')}.autoApprovedTools[${i}]`,
+        message: `${JSON.stringify(t)} is not in ${where('tools')}.tools; add it to the toolset first (an auto-approved tool the agent lacks does nothing)`,
+      });
+    }
+  });
+  const approvers = {} as Record<Platform, string[]> & { cli?: string[] };
+  for (const p of PLATFORMS) approvers[p] = uniq(layer.approvers?.[p] ?? []);
+  if (layer.approvers?.cli) approvers.cli = uniq(layer.approvers.cli);
+  const workspace = resolve(baseDir, layer.workspace ?? 'workspace');
+  const exposed = botFilesInside(workspace, ctx.botFiles);
+  if (exposed !== undefined) {
+    problems.push({
+      path: `agents.${name}.workspace`,
+      message:
+        `${workspace} contains ${exposed}; the agent's commands and file tools could read or change it. ` +
+        'Use a directory of its own, e.g. ./workspace next to the config file',
+    });
+  }
+  const sandboxReadPaths = uniq((layer.sandboxReadPaths ?? []).map((p) => resolve(baseDir, p)));
+  sandboxReadPaths.forEach((p, i) => {
+    const inside = botFilesInside(p, ctx.botFiles);
+    const at = `${where('sandboxReadPaths')}.sandboxReadPaths[${i}]`;
+    if (inside !== undefined && !problems.some((q) => q.path === at)) {
+      problems.push({
+        path: at,
+        message: `${p} contains ${inside}; the agent's commands could read the bot's files next to it (backups, logs). Name a directory that holds none of them`,
+      });
+    }
+  });
+  for (const [at, l] of [
+    [`agents.${name}`, own],
+    ['defaults', defaults],
+  ] as const) {
+    const count = l.retention?.maxConversations;
+    if (l.maxConversations !== undefined && count !== undefined && count !== l.maxConversations) {
+      problems.push({
+        path: `${at}.maxConversations`,
+        message: `${l.maxConversations} disagrees with ${at}.retention.maxConversations (${count}); maxConversations is the old name of that key: keep only retention.maxConversations`,
+      });
+    }
+  }
+  const sandboxLimits: SandboxLimits = {
+    processes: own.sandboxLimits?.processes ?? defaults.sandboxLimits?.processes ?? DEFAULT_SANDBOX_LIMITS.processes,
+    openFiles: own.sandboxLimits?.openFiles ?? defaults.sandboxLimits?.openFiles ?? DEFAULT_SANDBOX_LIMITS.openFiles,
+    memoryBytes: own.sandboxLimits?.memory ?? defaults.sandboxLimits?.memory ?? DEFAULT_SANDBOX_LIMITS.memoryBytes,
+    cpuSeconds: own.sandboxLimits?.cpuSeconds ?? defaults.sandboxLimits?.cpuSeconds ?? DEFAULT_SANDBOX_LIMITS.cpuSeconds,
+    tmpBytes: own.sandboxLimits?.tmpSize ?? defaults.sandboxLimits?.tmpSize ?? DEFAULT_SANDBOX_LIMITS.tmpBytes,
+  };
+  const policyProblems: ConfigProblem[] = [];
+  const mcpServers = resolveMcpServers(layer.mcpServers, {
+    env: ctx.env,
+    baseDir,
+    path: `${where('mcpServers')}.mcpServers`,
+    problems: policyProblems,
+    botFileIn: (p) => botFilesInside(p, ctx.botFiles),
+  });
+  policyProblems.push(
+    ...toolPolicyProblems(layer.toolPolicy, {
+      path: `${where('toolPolicy')}.toolPolicy`,
+      knownTools: [...ctx.knownTools, ...Object.keys(layer.commandTools ?? {}), ...(layer.webSearch ? ['web_search'] : [])],
+      mcpServers: Object.keys(mcpServers),
+    }),
+  );
+  policyProblems.push(...subagentToolProblems(layer.subagents, { path: `${where('subagents')}.subagents`, tools, mcpServers: Object.keys(mcpServers) }));
+  // Set in defaults, the same problem would otherwise be listed once per agent.
+  for (const p of policyProblems) if (!problems.some((q) => q.path === p.path && q.message === p.message)) problems.push(p);
+  const network: NetworkConfig = { allow: [...(layer.network?.allow ?? [])] };
+  const toolPolicy: ToolPolicy = { ...(layer.toolPolicy ?? {}) };
+  const commandRules: CommandRule[] = (layer.commandRules ?? []).map((r) => ({
+    match: r.match,
+    policy: r.policy,
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+  }));
+  // The fields' docs live here: AgentConfig is this object's type.
+  return {
+    name,
+    model: layer.model ?? DEFAULT_MODEL,
+    classifierModel: layer.classifierModel ?? HARD_DEFAULTS.classifierModel,
+    system: layer.system !== undefined && layer.system.trim() !== '' ? layer.system : HARD_DEFAULTS.system,
+    /** Mutable, like every list here: the operator's config object is changed in place. */
+    tools,
+    tier: layer.tier ?? HARD_DEFAULTS.tier,
+    /** Per platform (every one, maybe empty), plus `cli`: the host operator (`local`) at `gatehouse approvals decide`. */
+    approvers,
+    autoApprovedTools: autoTools,
+    autoApprovedCommands: uniq(layer.autoApprovedCommands ?? []),
+    envAllowlist: uniq(layer.envAllowlist ?? []),
+    workspace,
+    /** The workspace size limit in bytes; 0: none. */
+    workspaceMaxBytes: layer.workspaceMaxBytes ?? HARD_DEFAULTS.workspaceMaxBytes,
+    maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
+    runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
+    // Key by key, the agent's over the defaults'; the old top-level maxConversations is the count.
+    retention: {
+      maxConversations:
+        own.retention?.maxConversations ??
+        own.maxConversations ??
+        defaults.retention?.maxConversations ??
+        defaults.maxConversations ??
+        HARD_DEFAULTS.retention.maxConversations,
+      maxIdleDays: own.retention?.maxIdleDays ?? defaults.retention?.maxIdleDays ?? HARD_DEFAULTS.retention.maxIdleDays,
+    },
+    approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
+    questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
+    /** execute_command's default and longest timeout for this agent. */
+    commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
+    maxTokens,
+    ...(layer.thinking ? { thinking: { budgetTokens: layer.thinking.budgetTokens } } : {}),
+    sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
+    /** `sandboxNetwork`, and `sandboxEgress` (the egress proxy's allowlist, agent/egress/) when it is `{ allow }`. */
+    ...sandboxNetworkFields(layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork),
+    /** The box's limits, every one filled (per key, the agent's < defaults' < built-in). */
+    sandboxLimits,
+    /** Host paths the box may read (absolute; relative ones resolved against the config file's directory). */
+    sandboxReadPaths,
+    ...(layer.companions ? { companions: layer.companions } : {}),
+    ...(layer.budget ? { budget: budgetLimitsOf(layer.budget) } : {}),
+    /** Unset: the default rule (agent/approvals/requester.ts). */
+    ...(layer.requesterMayApprove !== undefined ? { requesterMayApprove: layer.requesterMayApprove } : {}),
+    /** Unset: `here` (bot/approval-delivery-config.ts). */
+    ...(layer.approvalDelivery !== undefined ? { approvalDelivery: layer.approvalDelivery } : {}),
+    ...(layer.contextWindowTokens !== undefined ? { contextWindowTokens: layer.contextWindowTokens } : {}),
+    /** web_fetch / http_request exceptions (`network.allow`); agent/tools/builtin/web/config.ts. */
+    network,
+    /** bot/thread-follow-ups.ts; unset: true. */
+    ...(layer.threadFollowUps !== undefined ? { threadFollowUps: layer.threadFollowUps } : {}),
+    toolPolicy,
+    commandRules,
+    /** MCP servers by name (agent/mcp/config.ts), references to environment variables filled in. */
+    mcpServers,
+    // Merged key by key: an agent that sets only maxEntries keeps defaults.memory.agentScopeWrites.
+    memory: resolveMemoryConfig(defaults.memory || own.memory ? { ...defaults.memory, ...own.memory } : undefined),
+    reminders: resolveRemindersConfig(layer.reminders),
+    /** Custom command tools (bot/tools-config.ts), by tool name. */
+    ...(layer.commandTools ? { commandTools: layer.commandTools } : {}),
+    /** The web_search provider (bot/tools-config.ts); unset: web_search is not offered. */
+    ...withWebSearch(resolveWebSearch(layer.webSearch, { env: ctx.env, path: `${where('webSearch')}.webSearch`, problems })),
+    /** Skill folders (absolute); set: find_skills, load_skill, load_skill_section are offered. */
+    ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
+    ...(layer.subagents ? { subagents: layer.subagents } : {}),
+    /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
+    discordReplyInThread: layer.discordReplyInThread ?? true,
+  };
 }
 
 function withWebSearch(w: WebSearchConfig | undefined): { webSearch?: WebSearchConfig } {
