@@ -24,13 +24,13 @@ import { PLATFORMS, type Platform } from '../adapters/types.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from '../agent/tools/sandbox/index.js';
 import type { NetworkConfig } from '../agent/tools/builtin/web/config.js';
-import type { Tier } from '../policies/tiers.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
 import { resolveMcpServers } from '../agent/mcp/config.js';
 import { toolPolicyProblems } from './policy-config.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders-config.js';
-import { uniq, type FileConfig, type RawAgent } from './config-schema.js';
-import { DEFAULT_WORKSPACE_MAX_BYTES } from '../agent/tools/workspace-quota.js';
+import { uniq, type AgentDefaults, type FileConfig, type RawAgent } from './config-schema.js';
+
+export { DEFAULT_CLASSIFIER_MODEL } from './config-schema.js';
 import type { ConfigProblem, Env } from './config-problems.js';
 import { sandboxNetworkFields } from '../agent/egress/config.js';
 import { approvalDeliveryProblems } from './approval-delivery-config.js';
@@ -46,7 +46,6 @@ type ReadAsSettings<T extends AgentSettings> = T;
 export type AgentConfig = ReadAsSettings<ReturnType<typeof resolveAgent>>;
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
-export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
 export const DEFAULT_SYSTEM_PROMPT =
   'You are Gatehouse, an assistant with tools, talking with people in a chat. ' +
   'Be concise. Use your tools to check facts before answering; if a tool call is declined, ' +
@@ -59,24 +58,11 @@ export const DEFAULT_SYSTEM_PROMPT =
  */
 export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'get_time', 'list_todos', 'ask_user_question'] as const;
 
+/** The built-ins the schema cannot hold (bot/config-schema.ts's `defaults:` holds the rest): see resolveAgent. */
 const HARD_DEFAULTS = {
-  classifierModel: DEFAULT_CLASSIFIER_MODEL,
   system: DEFAULT_SYSTEM_PROMPT,
   tools: [] as string[],
-  tier: 'read-only' as Tier,
-  autoApprovedTools: [] as string[],
-  autoApprovedCommands: [] as string[],
-  envAllowlist: [] as string[],
-  maxIterations: 100,
-  runTimeoutMs: 600_000,
   retention: { maxConversations: 10_000, maxIdleDays: 365 },
-  approvalTimeoutMs: 1_800_000,
-  questionTimeoutMs: 900_000,
-  commandTimeoutMs: 300_000,
-  workspaceMaxBytes: DEFAULT_WORKSPACE_MAX_BYTES,
-  maxTokens: 8192,
-  sandbox: 'bubblewrap' as const,
-  sandboxNetwork: false,
 };
 
 export interface ResolveAgentsContext {
@@ -88,6 +74,9 @@ export interface ResolveAgentsContext {
   botFiles: BotFiles;
 }
 
+/** An agent's keys over defaults': every key with a built-in value is set. */
+type AgentLayer = AgentDefaults & RawAgent;
+
 /** Every agent of the file, layered and resolved; problems are appended to `problems`. */
 export function resolveAgents(
   file: Pick<FileConfig, 'defaults' | 'agents'>,
@@ -95,7 +84,7 @@ export function resolveAgents(
   problems: ConfigProblem[],
 ): Record<string, AgentConfig> {
   const agents: Record<string, AgentConfig> = {};
-  const defaults: RawAgent = file.defaults ?? {};
+  const defaults = file.defaults;
   const defined: Record<string, RawAgent> = file.agents ?? {};
   const usingBuiltin = Object.keys(defined).length === 0;
   const base: Record<string, RawAgent> = usingBuiltin ? { default: {} } : defined;
@@ -105,7 +94,7 @@ export function resolveAgents(
     approvers: { console: ['local'] },
   };
   for (const [name, own] of Object.entries(base)) {
-    const layer: RawAgent = usingBuiltin ? { ...builtinDefault, ...defaults, ...own } : { ...defaults, ...own };
+    const layer: AgentLayer = usingBuiltin ? { ...builtinDefault, ...defaults, ...own } : { ...defaults, ...own };
     const agent = resolveAgent(name, { own, defaults, layer }, ctx, problems);
     agents[name] = agent;
     problems.push(...approvalDeliveryProblems(name, agent));
@@ -119,7 +108,7 @@ export function resolveAgents(
  */
 function resolveAgent(
   name: string,
-  { own, defaults, layer }: { own: RawAgent; defaults: RawAgent; layer: RawAgent },
+  { own, defaults, layer }: { own: RawAgent; defaults: AgentDefaults; layer: AgentLayer },
   ctx: ResolveAgentsContext,
   problems: ConfigProblem[],
 ) {
@@ -129,7 +118,7 @@ function resolveAgent(
     problems.push({ path: `agents.${name}.model`, message: 'required (set it here or in defaults.model), e.g. claude-sonnet-5-5' });
   }
   // The API counts thinking inside max_tokens and refuses a budget that is not below it.
-  const maxTokens = layer.maxTokens ?? HARD_DEFAULTS.maxTokens;
+  const maxTokens = layer.maxTokens;
   if (layer.thinking && layer.thinking.budgetTokens >= maxTokens) {
     problems.push({
       path: `${where('thinking')}.thinking.budgetTokens`,
@@ -144,7 +133,7 @@ function resolveAgent(
     ...(layer.webSearch ? ['web_search'] : []),
     ...(layer.subagents ? ['spawn_subagent'] : []),
   ]);
-  const autoTools = uniq(layer.autoApprovedTools ?? HARD_DEFAULTS.autoApprovedTools);
+  const autoTools = uniq(layer.autoApprovedTools);
   autoTools.forEach((t, i) => {
     if (!tools.includes(t)) {
       problems.push({
@@ -225,21 +214,21 @@ function resolveAgent(
   return {
     name,
     model: layer.model ?? DEFAULT_MODEL,
-    classifierModel: layer.classifierModel ?? HARD_DEFAULTS.classifierModel,
+    classifierModel: layer.classifierModel,
     system: layer.system !== undefined && layer.system.trim() !== '' ? layer.system : HARD_DEFAULTS.system,
     /** Mutable, like every list here: the operator's config object is changed in place. */
     tools,
-    tier: layer.tier ?? HARD_DEFAULTS.tier,
+    tier: layer.tier,
     /** Per platform (every one, maybe empty), plus `cli`: the host operator (`local`) at `gatehouse approvals decide`. */
     approvers,
     autoApprovedTools: autoTools,
-    autoApprovedCommands: uniq(layer.autoApprovedCommands ?? []),
-    envAllowlist: uniq(layer.envAllowlist ?? []),
+    autoApprovedCommands: uniq(layer.autoApprovedCommands),
+    envAllowlist: uniq(layer.envAllowlist),
     workspace,
     /** The workspace size limit in bytes; 0: none. */
-    workspaceMaxBytes: layer.workspaceMaxBytes ?? HARD_DEFAULTS.workspaceMaxBytes,
-    maxIterations: layer.maxIterations ?? HARD_DEFAULTS.maxIterations,
-    runTimeoutMs: layer.runTimeoutMs ?? HARD_DEFAULTS.runTimeoutMs,
+    workspaceMaxBytes: layer.workspaceMaxBytes,
+    maxIterations: layer.maxIterations,
+    runTimeoutMs: layer.runTimeoutMs,
     // Key by key, the agent's over the defaults'; the old top-level maxConversations is the count.
     retention: {
       maxConversations:
@@ -250,15 +239,15 @@ function resolveAgent(
         HARD_DEFAULTS.retention.maxConversations,
       maxIdleDays: own.retention?.maxIdleDays ?? defaults.retention?.maxIdleDays ?? HARD_DEFAULTS.retention.maxIdleDays,
     },
-    approvalTimeoutMs: layer.approvalTimeoutMs ?? HARD_DEFAULTS.approvalTimeoutMs,
-    questionTimeoutMs: layer.questionTimeoutMs ?? HARD_DEFAULTS.questionTimeoutMs,
+    approvalTimeoutMs: layer.approvalTimeoutMs,
+    questionTimeoutMs: layer.questionTimeoutMs,
     /** execute_command's default and longest timeout for this agent. */
-    commandTimeoutMs: layer.commandTimeoutMs ?? HARD_DEFAULTS.commandTimeoutMs,
+    commandTimeoutMs: layer.commandTimeoutMs,
     maxTokens,
     ...(layer.thinking ? { thinking: { budgetTokens: layer.thinking.budgetTokens } } : {}),
-    sandbox: layer.sandbox ?? HARD_DEFAULTS.sandbox,
+    sandbox: layer.sandbox,
     /** `sandboxNetwork`, and `sandboxEgress` (the egress proxy's allowlist, agent/egress/) when it is `{ allow }`. */
-    ...sandboxNetworkFields(layer.sandboxNetwork ?? HARD_DEFAULTS.sandboxNetwork),
+    ...sandboxNetworkFields(layer.sandboxNetwork),
     /** The box's limits, every one filled (per key, the agent's < defaults' < built-in). */
     sandboxLimits,
     /** Host paths the box may read (absolute; relative ones resolved against the config file's directory). */
@@ -289,7 +278,7 @@ function resolveAgent(
     ...(layer.skills ? { skills: uniq(layer.skills.map((p) => resolve(baseDir, p))) } : {}),
     ...(layer.subagents ? { subagents: layer.subagents } : {}),
     /** Discord: answer a channel mention in a new thread from that message (default) or in place. */
-    discordReplyInThread: layer.discordReplyInThread ?? true,
+    discordReplyInThread: layer.discordReplyInThread,
   };
 }
 

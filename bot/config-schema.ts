@@ -12,7 +12,7 @@ import { parseSize, SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
 import { networkSchema } from '../agent/tools/builtin/web/config.js';
 import { sandboxNetworkSchema } from '../agent/egress/config.js';
 import { TIERS } from '../policies/tiers.js';
-import { parseByteSize } from '../agent/tools/workspace-quota.js';
+import { DEFAULT_WORKSPACE_MAX_BYTES, parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
 import { DEFAULT_REFUSAL_LIMITS } from '../policies/access.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
@@ -24,6 +24,9 @@ import { budgetConfigSchema } from './budget-config.js';
 import { requesterMayApproveSchema } from './requester-approval-config.js';
 import { subagentsSchema } from '../agent/tools/builtin/subagent/config.js';
 import { approvalDeliverySchema } from './approval-delivery-config.js';
+
+/** The model that classifies commands and checks what runs unless an agent names another. */
+export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
 
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -312,6 +315,28 @@ export function buildSchema(knownTools: readonly string[]) {
     subagents: subagentsSchema.optional(),
   });
 
+  // `defaults:` carries the built-in values: an agent's unset key takes defaults', an unset key there
+  // the built-in one. model, tools, approvers, system, retention and sandboxLimits are layered in
+  // bot/config-agents.ts (a no-config agent's own built-ins, the empty-system rule, per-key merges).
+  const a = agent.shape;
+  const agentDefaults = agent.extend({
+    classifierModel: a.classifierModel.unwrap().default(DEFAULT_CLASSIFIER_MODEL),
+    tier: a.tier.unwrap().default('read-only'),
+    autoApprovedTools: a.autoApprovedTools.unwrap().default(() => []),
+    autoApprovedCommands: a.autoApprovedCommands.unwrap().default(() => []),
+    envAllowlist: a.envAllowlist.unwrap().default(() => []),
+    workspaceMaxBytes: a.workspaceMaxBytes.unwrap().default(DEFAULT_WORKSPACE_MAX_BYTES),
+    maxIterations: a.maxIterations.unwrap().default(100),
+    runTimeoutMs: a.runTimeoutMs.unwrap().default(600_000),
+    approvalTimeoutMs: a.approvalTimeoutMs.unwrap().default(1_800_000),
+    questionTimeoutMs: a.questionTimeoutMs.unwrap().default(900_000),
+    commandTimeoutMs: a.commandTimeoutMs.unwrap().default(300_000),
+    maxTokens: a.maxTokens.unwrap().default(8192),
+    sandbox: a.sandbox.unwrap().default('bubblewrap'),
+    sandboxNetwork: a.sandboxNetwork.unwrap().default(false),
+    discordReplyInThread: a.discordReplyInThread.unwrap().default(true),
+  });
+
   const agentName = z.string().superRefine((s, ctx) => {
     if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: 'agent names are 1-64 letters, digits, "-" or "_", starting with a letter or digit' });
@@ -333,7 +358,7 @@ export function buildSchema(knownTools: readonly string[]) {
   });
 
   return z.strictObject({
-    defaults: agent.optional(),
+    defaults: agentDefaults.prefault({}),
     agents: z.record(agentName, agent).optional(),
     routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
     defaultAgent: text().optional(),
@@ -343,6 +368,9 @@ export function buildSchema(knownTools: readonly string[]) {
 }
 
 export type FileConfig = z.output<ReturnType<typeof buildSchema>>;
-export type RawAgent = NonNullable<FileConfig['defaults']>;
+/** An agent's keys as written: every one optional (unset: defaults'). */
+export type RawAgent = NonNullable<FileConfig['agents']>[string];
+/** `defaults:` parsed: the built-in value in every key that has one. */
+export type AgentDefaults = FileConfig['defaults'];
 /** A route as written is a route resolved (bot/config-routes.ts checks its agent). */
 export type Route = NonNullable<FileConfig['routes']>[number];
