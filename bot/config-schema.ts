@@ -2,6 +2,18 @@
  * The zod schema of gatehouse.yaml (bot/config.ts loads and resolves it). Every key an operator may
  * write is declared here, with the value rules and the messages a wrong value gets; unknown keys are
  * errors (strict objects). Feature modules own their sub-schemas (MCP, policy, network, memory, ...).
+ *
+ * Contract:
+ * - The types come from here (`z.output`): a parsed `access`, `runner` or route IS its resolved value
+ *   (AccessConfig, RunnerConfig, Route), every default filled by the schema (`.default`, `.prefault`).
+ * - `defaults:` parses with the built-in value in every agent key that has a plain one (tier, timeouts,
+ *   maxTokens, sandbox, ...); an agent's own keys stay optional, so it inherits defaults' values
+ *   (bot/config-agents.ts layers them and keeps the built-ins that layer differently).
+ * - Per-platform keys come from the descriptors (adapters/descriptors.ts): `access.<platform>` lists
+ *   (accessLists), approver forms (approverForms, refused on other platforms naming the one they work
+ *   for), id shapes, and the own-variable prefixes envAllowlist refuses (OWN_PREFIXES).
+ * - The JSON Schema (`gatehouse config schema`) is made from this schema's input side: defaults of
+ *   values zod transforms (sizes, whole numbers read from BigInt) do not show there.
  */
 import { z } from 'zod';
 import { didYouMean, quoteValue } from './config-problems.js';
