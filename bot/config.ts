@@ -1,7 +1,9 @@
 /**
  * Configuration: the environment (bot/env.ts) plus gatehouse.yaml, validated and resolved into one
- * plain `Config` object. The schema is bot/config-schema.ts; agent layering bot/config-agents.ts;
- * the path-safety checks bot/config-paths.ts; routes and agentForConversation bot/config-routes.ts.
+ * plain `Config` object. The schema (and the types and plain defaults it gives) is
+ * bot/config-schema.ts; agent layering bot/config-agents.ts; the path-safety checks
+ * bot/config-paths.ts; routes and agentForConversation bot/config-routes.ts. Per-platform names
+ * (variables, access lists, approver forms) come from adapters/descriptors.ts only.
  *
  * Contract:
  * - `loadConfig` either returns a fully resolved Config (every default filled, workspaces absolute)
@@ -20,10 +22,11 @@
  *   that contains the config file, the .env loaded or the store is an error at that entry).
  * - A workspace that contains (or is) the directory of the config file, the .env loaded or the store is an
  *   error at `agents.<name>.workspace`: the agent's commands and file tools could read or rewrite them.
- *   Compared by real path (symlinks resolved as far as the path exists).
+ *   Compared by real path (symlinks resolved as far as the path exists; bot/config-paths.ts).
  * - Layering per agent: built-in defaults < `defaults:` < the agent's own keys. A key set on the agent
  *   replaces the default's value as a whole (lists and `approvers` are not merged). An empty value
- *   (`system:` with nothing after it) means "use the default".
+ *   (`system:` with nothing after it) means "use the default". `sandboxLimits`, `retention` and
+ *   `memory` merge key by key (bot/config-agents.ts).
  * - The result is a plain, mutable object: the policy is read from it at decision time, so the lead
  *   may append to an agent's allowlists ("Always approve") and every later decision sees it.
  *   `agentForConversation` returns the live AgentConfig, not a copy.
