@@ -50,8 +50,21 @@ export interface PlatformDescriptor<E = unknown> {
   platform: Platform;
   /** A user / chat / channel id as written in gatehouse.yaml (approvers, access lists). */
   ids: { re: RegExp; hint: string };
-  /** Approver entries beyond plain ids (Slack `group:<id>`, Discord `role:<id>`). */
-  approverForms?: Array<{ re: RegExp; hint: string }>;
+  /**
+   * Approver entries beyond plain ids (Slack `group:<id>`, Discord `role:<id>`). `prefix` marks the
+   * form: such an entry elsewhere is refused naming the platform it works for.
+   */
+  approverForms?: ReadonlyArray<{ prefix: string; re: RegExp; hint: string }>;
+  /**
+   * The platform's lists under gatehouse.yaml's `access.<platform>` (`users`, `chats`): the ids the bot
+   * answers. Absent: no `access` entry (the terminal chat).
+   */
+  accessLists?: readonly string[];
+  /**
+   * The prefix the platform's variables share (`TELEGRAM_`): any other set variable under it is a
+   * typo (bot/env.ts unknownVars). Absent: the platform reads no environment.
+   */
+  envPrefix?: string;
   /** Every environment variable the platform reads. */
   env: readonly string[];
   /** Those that are secrets: never handed to the agent's commands, never logged. */

@@ -1,7 +1,7 @@
 /**
  * What the runner needs to know about an agent, read live (config can change, "Always approve" adds
  * to allowlists): the runner calls `AgentDirectory.get(name)` at every decision, never caches it.
- * bot/config.ts's resolved AgentConfig satisfies this shape.
+ * bot/config-agents.ts's resolved AgentConfig satisfies this shape (checked there, at compile time).
  */
 import type { BudgetLimits } from './budget/limits.js';
 import type { Tier } from '../policies/tiers.js';

@@ -14,6 +14,7 @@
 import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Adapter, ConversationRef } from '../adapters/types.js';
+import type { AccessPlatform } from '../adapters/descriptors.js';
 import { PersistedAllowlists } from '../agent/allowlists.js';
 import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../agent/approvals.js';
 import { DELIVER_HERE } from '../agent/approvals/delivery.js';
@@ -129,7 +130,7 @@ export function configWarnings(config: Config, platforms: readonly string[]): st
   const out: string[] = [];
   for (const p of platforms) {
     if (p === 'console') continue;
-    const access = config.access[p as keyof Omit<Config['access'], 'rateLimit'>] as Record<string, string[]> | undefined;
+    const access = config.access[p as AccessPlatform] as Record<string, string[]> | undefined;
     if (access && Object.values(access).every((ids) => ids.length === 0)) {
       out.push(
         `${p} is enabled but access.${p} admits nobody (${Object.keys(access).join(', ')} are empty): every message there is refused; add ids under access.${p} in gatehouse.yaml`,

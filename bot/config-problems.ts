@@ -53,8 +53,9 @@ function knownKeysAt(schema: unknown, path: ReadonlyArray<PropertyKey>): string[
   let i = 0;
   for (let guard = 0; guard < 100; guard++) {
     const d = defOf(s);
-    if (d.type === 'optional' || d.type === 'nullable' || d.type === 'default') s = d.innerType;
-    else if (d.type === 'pipe') s = d.out;
+    if (d.type === 'optional' || d.type === 'nullable' || d.type === 'default' || d.type === 'prefault') s = d.innerType;
+    // A preprocess is (transform -> schema), a .transform() (schema -> transform): keys are on the schema side.
+    else if (d.type === 'pipe') s = defOf(d.out).type === 'transform' ? d.in : d.out;
     else if (i >= path.length) return d.type === 'object' && d.shape ? Object.keys(d.shape) : [];
     else if (d.type === 'object' && d.shape) s = d.shape[String(path[i++])];
     else if (d.type === 'record') (s = d.valueType), i++;

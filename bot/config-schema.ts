@@ -2,18 +2,31 @@
  * The zod schema of gatehouse.yaml (bot/config.ts loads and resolves it). Every key an operator may
  * write is declared here, with the value rules and the messages a wrong value gets; unknown keys are
  * errors (strict objects). Feature modules own their sub-schemas (MCP, policy, network, memory, ...).
+ *
+ * Contract:
+ * - The types come from here (`z.output`): a parsed `access`, `runner` or route IS its resolved value
+ *   (AccessConfig, RunnerConfig, Route), every default filled by the schema (`.default`, `.prefault`).
+ * - `defaults:` parses with the built-in value in every agent key that has a plain one (tier, timeouts,
+ *   maxTokens, sandbox, ...); an agent's own keys stay optional, so it inherits defaults' values
+ *   (bot/config-agents.ts layers them and keeps the built-ins that layer differently).
+ * - Per-platform keys come from the descriptors (adapters/descriptors.ts): `access.<platform>` lists
+ *   (accessLists), approver forms (approverForms, refused on other platforms naming the one they work
+ *   for), id shapes, and the own-variable prefixes envAllowlist refuses (OWN_PREFIXES).
+ * - The JSON Schema (`gatehouse config schema`) is made from this schema's input side: defaults of
+ *   values zod transforms (sizes, whole numbers read from BigInt) do not show there.
  */
 import { z } from 'zod';
 import { didYouMean, quoteValue } from './config-problems.js';
-import { DESCRIPTORS } from '../adapters/descriptors.js';
+import { DESCRIPTORS, descriptorOf, type AccessListOf, type AccessPlatform } from '../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../adapters/types.js';
 import { companionsSchema } from '../agent/companions.js';
 import { parseSize, SANDBOX_MODES } from '../agent/tools/sandbox/index.js';
 import { networkSchema } from '../agent/tools/builtin/web/config.js';
 import { sandboxNetworkSchema } from '../agent/egress/config.js';
 import { TIERS } from '../policies/tiers.js';
-import { parseByteSize } from '../agent/tools/workspace-quota.js';
+import { DEFAULT_WORKSPACE_MAX_BYTES, parseByteSize } from '../agent/tools/workspace-quota.js';
 import { isOwnName } from '../policies/env.js';
+import { DEFAULT_REFUSAL_LIMITS } from '../policies/access.js';
 import { mcpServersSchema } from '../agent/mcp/config.js';
 import { commandRulesSchema, toolPolicySchema } from './policy-config.js';
 import { commandToolsSchema, webSearchSchema } from './tools-config.js';
@@ -23,6 +36,9 @@ import { budgetConfigSchema } from './budget-config.js';
 import { requesterMayApproveSchema } from './requester-approval-config.js';
 import { subagentsSchema } from '../agent/tools/builtin/subagent/config.js';
 import { approvalDeliverySchema } from './approval-delivery-config.js';
+
+/** The model that classifies commands and checks what runs unless an agent names another. */
+export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
 
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -54,49 +70,32 @@ function runCap() {
   );
 }
 
-/** Defaults of the `runner` keys (agent/run-limits.ts explains them). */
-export const RUNNER_DEFAULTS = { maxConcurrentRuns: 8, maxRunsPerUser: 2, maxRunsPerPlace: 3, reservedRuns: 1 } as const;
-
 /**
- * `runner`: all restart-required (bot/reload.ts). reservedRuns must leave at least one slot anyone
+ * `runner`: all restart-required (bot/reload.ts; agent/run-limits.ts explains the keys). Parsed, it
+ * is the resolved RunnerConfig: every key filled. reservedRuns must leave at least one slot anyone
  * can take; its default (1) shrinks to maxConcurrentRuns - 1 when that is smaller.
  */
 export const runnerSchema = z
   .strictObject({
-    maxConcurrentRuns: int(1, 1000).optional(),
-    maxRunsPerUser: runCap().optional(),
-    maxRunsPerPlace: runCap().optional(),
+    maxConcurrentRuns: int(1, 1000).default(8),
+    /** Infinity: no cap. */
+    maxRunsPerUser: runCap().default(2),
+    /** Infinity: no cap. */
+    maxRunsPerPlace: runCap().default(3),
     reservedRuns: int(0, 999).optional(),
   })
   .superRefine((r, ctx) => {
-    const total = r.maxConcurrentRuns ?? RUNNER_DEFAULTS.maxConcurrentRuns;
-    if (r.reservedRuns !== undefined && r.reservedRuns >= total) {
+    if (r.reservedRuns !== undefined && r.reservedRuns >= r.maxConcurrentRuns) {
       ctx.addIssue({
         code: 'custom',
         path: ['reservedRuns'],
-        message: `must be less than runner.maxConcurrentRuns (${total}): those slots are kept for users running nothing, so at least one must be open to anyone`,
+        message: `must be less than runner.maxConcurrentRuns (${r.maxConcurrentRuns}): those slots are kept for users running nothing, so at least one must be open to anyone`,
       });
     }
-  });
+  })
+  .transform((r) => ({ ...r, reservedRuns: r.reservedRuns ?? Math.min(1, r.maxConcurrentRuns - 1) }));
 
-export interface RunnerConfig {
-  maxConcurrentRuns: number;
-  /** Infinity: no cap. */
-  maxRunsPerUser: number;
-  /** Infinity: no cap. */
-  maxRunsPerPlace: number;
-  reservedRuns: number;
-}
-
-export function resolveRunnerConfig(raw: z.output<typeof runnerSchema> | undefined): RunnerConfig {
-  const total = raw?.maxConcurrentRuns ?? RUNNER_DEFAULTS.maxConcurrentRuns;
-  return {
-    maxConcurrentRuns: total,
-    maxRunsPerUser: raw?.maxRunsPerUser ?? RUNNER_DEFAULTS.maxRunsPerUser,
-    maxRunsPerPlace: raw?.maxRunsPerPlace ?? RUNNER_DEFAULTS.maxRunsPerPlace,
-    reservedRuns: raw?.reservedRuns ?? Math.min(RUNNER_DEFAULTS.reservedRuns, total - 1),
-  };
-}
+export type RunnerConfig = z.output<typeof runnerSchema>;
 
 const ms = () => int(1, MAX_TIMER_MS, ' (milliseconds; the most a timer can wait is about 24.8 days)');
 
@@ -140,6 +139,9 @@ const text = () =>
     if (s.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty' });
   });
 
+/** Gatehouse's own variable prefixes (policies/secret-names.ts isOwnName refuses them; a test keeps both equal). */
+export const OWN_PREFIXES = ['GATEHOUSE_', 'ANTHROPIC_', ...PLATFORMS.flatMap((p) => descriptorOf(p).envPrefix ?? [])];
+
 /** What an id looks like on each platform: the adapters' descriptors say. */
 const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids])) as Record<
   Platform,
@@ -155,9 +157,16 @@ function placeholderMessage(s: string): string {
   return `${quoteValue(s)} is a placeholder from gatehouse.example.yaml; replace it with the real value (or remove the entry)`;
 }
 
-/** An id: a string, or a YAML number turned into its exact digits. */
-function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = {}) {
+/** Every approver form (`group:`, `role:`) with the platform whose descriptor allows it. */
+const APPROVER_FORMS = PLATFORMS.flatMap((platform) => (descriptorOf(platform).approverForms ?? []).map((f) => ({ ...f, platform })));
+
+/**
+ * An id: a string, or a YAML number turned into its exact digits. `approver`: the platform's
+ * approver forms (Slack `group:<id>`, Discord `role:<id>`) are accepted too.
+ */
+function id(platform: Platform, opts: { approver?: boolean } = {}) {
   const rule = ID_RULES[platform];
+  const forms = opts.approver ? (descriptorOf(platform).approverForms ?? []) : [];
   return z.preprocess(
     (v) => (typeof v === 'bigint' || typeof v === 'number' ? String(v) : v),
     z.string().superRefine((s, ctx) => {
@@ -165,36 +174,57 @@ function id(platform: Platform, opts: { roles?: boolean; approver?: boolean } = 
         ctx.addIssue({ code: 'custom', message: placeholderMessage(s) });
         return;
       }
-      if (rule.re.test(s)) return;
-      if (opts.roles && /^role:\d+$/.test(s)) return;
-      // approver forms the platform's descriptor allows (Slack group:<id>)
-      const forms = DESCRIPTORS[platform].approverForms ?? [];
-      if (opts.approver && forms.some((f) => f.re.test(s))) return;
-      if (/^group:/.test(s)) {
-        const slackHint = DESCRIPTORS.slack.approverForms?.[0]?.hint ?? 'group:<id>';
-        ctx.addIssue({
-          code: 'custom',
-          message:
-            platform === 'slack' && opts.approver
-              ? `expected ${slackHint}, got ${quoteValue(s)}`
-              : `group:<id> entries only work for slack approvers, got ${quoteValue(s)}`,
-        });
-        return;
-      }
-      if (/^role:/.test(s)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: opts.roles
-            ? `expected role:<role id digits>, got ${quoteValue(s)}`
-            : `role:<id> entries only work for discord approvers, got ${quoteValue(s)}`,
-        });
-        return;
-      }
-      ctx.addIssue({ code: 'custom', message: `${rule.hint}; got ${quoteValue(s)}` });
+      if (rule.re.test(s) || forms.some((f) => f.re.test(s))) return;
+      const own = forms.find((f) => s.startsWith(f.prefix));
+      const other = APPROVER_FORMS.find((f) => s.startsWith(f.prefix));
+      let message = `${rule.hint}; got ${quoteValue(s)}`;
+      if (own) message = `expected ${own.hint}, got ${quoteValue(s)}`;
+      else if (other) message = `${other.prefix}<id> entries only work for ${other.platform} approvers, got ${quoteValue(s)}`;
+      ctx.addIssue({ code: 'custom', message });
     }),
   );
 }
-const ids = (platform: Platform, opts?: { roles?: boolean; approver?: boolean }) => z.array(id(platform, opts)).optional();
+const ids = (platform: Platform, opts?: { approver?: boolean }) => z.array(id(platform, opts)).optional();
+
+export function uniq(list: readonly string[]): string[] {
+  return [...new Set(list)];
+}
+
+/** An access list: ids, each once; unset: empty. */
+const accessIds = (platform: Platform) =>
+  z
+    .array(id(platform))
+    .transform((l) => uniq(l))
+    .default(() => []);
+
+/**
+ * `access`: who may talk to the bot (policies/access.ts). Parsed, it is the resolved AccessConfig:
+ * every list present (maybe empty), rateLimit and refusals filled.
+ */
+/** `access.<platform>`: one list per name in its descriptor's accessLists, every one filled. */
+type AccessListsSchema<P extends AccessPlatform> = z.ZodPrefault<z.ZodObject<{ [K in AccessListOf<P>]: ReturnType<typeof accessIds> }, z.core.$strict>>;
+function accessListsSchema<P extends AccessPlatform>(platform: P): AccessListsSchema<P> {
+  const lists = descriptorOf(platform).accessLists ?? [];
+  // The keys are the same literal list the type reads (adapters/descriptors.ts AccessListOf).
+  return z.strictObject(Object.fromEntries(lists.map((k) => [k, accessIds(platform)]))).prefault({}) as unknown as AccessListsSchema<P>;
+}
+const accessPlatforms = Object.fromEntries(
+  PLATFORMS.filter((p): p is AccessPlatform => descriptorOf(p).accessLists !== undefined).map((p) => [p, accessListsSchema(p)]),
+) as unknown as { [P in AccessPlatform]: AccessListsSchema<P> };
+
+export const accessSchema = z.strictObject({
+  ...accessPlatforms,
+  rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).default(() => ({ messages: 20, perSeconds: 60 })),
+  /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */
+  refusals: z
+    .strictObject({
+      repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').default(DEFAULT_REFUSAL_LIMITS.repliesPerMinute),
+      strangerIntervalSeconds: int(1, 31_536_000, ' (seconds)').default(DEFAULT_REFUSAL_LIMITS.strangerIntervalSeconds),
+    })
+    .prefault({}),
+});
+
+export type AccessConfig = z.output<typeof accessSchema>;
 
 export function buildSchema(knownTools: readonly string[]) {
   const known = [...knownTools].sort();
@@ -212,7 +242,7 @@ export function buildSchema(knownTools: readonly string[]) {
     } else if (isOwnName(s)) {
       ctx.addIssue({
         code: 'custom',
-        message: `${s} is Gatehouse's own credential (GATEHOUSE_*, ANTHROPIC_*, TELEGRAM_*, SLACK_*, DISCORD_*) and is never passed to the agent's commands; remove it`,
+        message: `${s} is Gatehouse's own credential (${OWN_PREFIXES.map((p) => `${p}*`).join(', ')}) and is never passed to the agent's commands; remove it`,
       });
     } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: `expected an environment variable name (letters, digits, _), got ${quoteValue(s)}` });
@@ -236,10 +266,7 @@ export function buildSchema(knownTools: readonly string[]) {
     tier: z.enum(TIERS).optional(),
     approvers: z
       .strictObject({
-        console: ids('console'),
-        telegram: ids('telegram'),
-        slack: ids('slack', { approver: true }),
-        discord: ids('discord', { roles: true, approver: true }),
+        ...(Object.fromEntries(PLATFORMS.map((p) => [p, ids(p, { approver: true })])) as Record<Platform, ReturnType<typeof ids>>),
         /** The host operator (`gatehouse approvals decide`): `local` only. */
         cli: z
           .array(
@@ -300,6 +327,28 @@ export function buildSchema(knownTools: readonly string[]) {
     subagents: subagentsSchema.optional(),
   });
 
+  // `defaults:` carries the built-in values: an agent's unset key takes defaults', an unset key there
+  // the built-in one. model, tools, approvers, system, retention and sandboxLimits are layered in
+  // bot/config-agents.ts (a no-config agent's own built-ins, the empty-system rule, per-key merges).
+  const a = agent.shape;
+  const agentDefaults = agent.extend({
+    classifierModel: a.classifierModel.unwrap().default(DEFAULT_CLASSIFIER_MODEL),
+    tier: a.tier.unwrap().default('read-only'),
+    autoApprovedTools: a.autoApprovedTools.unwrap().default(() => []),
+    autoApprovedCommands: a.autoApprovedCommands.unwrap().default(() => []),
+    envAllowlist: a.envAllowlist.unwrap().default(() => []),
+    workspaceMaxBytes: a.workspaceMaxBytes.unwrap().default(DEFAULT_WORKSPACE_MAX_BYTES),
+    maxIterations: a.maxIterations.unwrap().default(100),
+    runTimeoutMs: a.runTimeoutMs.unwrap().default(600_000),
+    approvalTimeoutMs: a.approvalTimeoutMs.unwrap().default(1_800_000),
+    questionTimeoutMs: a.questionTimeoutMs.unwrap().default(900_000),
+    commandTimeoutMs: a.commandTimeoutMs.unwrap().default(300_000),
+    maxTokens: a.maxTokens.unwrap().default(8192),
+    sandbox: a.sandbox.unwrap().default('bubblewrap'),
+    sandboxNetwork: a.sandboxNetwork.unwrap().default(false),
+    discordReplyInThread: a.discordReplyInThread.unwrap().default(true),
+  });
+
   const agentName = z.string().superRefine((s, ctx) => {
     if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(s)) {
       ctx.addIssue({ code: 'custom', message: 'agent names are 1-64 letters, digits, "-" or "_", starting with a letter or digit' });
@@ -321,27 +370,19 @@ export function buildSchema(knownTools: readonly string[]) {
   });
 
   return z.strictObject({
-    defaults: agent.optional(),
+    defaults: agentDefaults.prefault({}),
     agents: z.record(agentName, agent).optional(),
     routes: z.array(z.strictObject({ match: routeMatch, agent: text(), threadFollowUps: threadFollowUpsSchema.optional() })).optional(),
     defaultAgent: text().optional(),
-    access: z
-      .strictObject({
-        telegram: z.strictObject({ users: ids('telegram'), chats: ids('telegram') }).optional(),
-        slack: z.strictObject({ users: ids('slack'), channels: ids('slack') }).optional(),
-        discord: z.strictObject({ users: ids('discord'), channels: ids('discord'), guilds: ids('discord') }).optional(),
-        rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).optional(),
-        refusals: z
-          .strictObject({
-            repliesPerMinute: int(0, 10_000, ' (0: strangers are never answered)').optional(),
-            strangerIntervalSeconds: int(1, 31_536_000, ' (seconds)').optional(),
-          })
-          .optional(),
-      })
-      .optional(),
-    runner: runnerSchema.optional(),
+    access: accessSchema.prefault({}),
+    runner: runnerSchema.prefault({}),
   });
 }
 
 export type FileConfig = z.output<ReturnType<typeof buildSchema>>;
-export type RawAgent = NonNullable<FileConfig['defaults']>;
+/** An agent's keys as written: every one optional (unset: defaults'). */
+export type RawAgent = NonNullable<FileConfig['agents']>[string];
+/** `defaults:` parsed: the built-in value in every key that has one. */
+export type AgentDefaults = FileConfig['defaults'];
+/** A route as written is a route resolved (bot/config-routes.ts checks its agent). */
+export type Route = NonNullable<FileConfig['routes']>[number];

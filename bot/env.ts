@@ -1,6 +1,7 @@
 /**
- * Environment settings: secrets and endpoints. Each chat platform's variables are parsed by its
- * adapter's descriptor (adapters/<platform>/descriptor.ts); `PLATFORM_ENV` lists them.
+ * Environment settings: secrets and endpoints. Each chat platform's variables (names, prefix,
+ * secrets, parser) live in its adapter's descriptor (adapters/<platform>/descriptor.ts, listed in
+ * adapters/descriptors.ts); nothing here names a platform.
  *
  * Contract:
  * - `loadDotEnv(env, cwd)` reads `<cwd>/.env` when it exists (Node's own parser, `util.parseEnv`) and
@@ -23,11 +24,12 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { httpUrl } from '../adapters/kit/env.js';
-import { discordDescriptor, type DiscordEnv } from '../adapters/discord/descriptor.js';
-import { slackDescriptor, type SlackEnv } from '../adapters/slack/descriptor.js';
-import { telegramDescriptor, type TelegramEnv } from '../adapters/telegram/descriptor.js';
+import { DESCRIPTORS, descriptorOf, type EnvOf } from '../adapters/descriptors.js';
+import { PLATFORMS, type Platform } from '../adapters/types.js';
 
-export type { DiscordEnv, SlackEnv, TelegramEnv };
+export type { DiscordEnv } from '../adapters/discord/descriptor.js';
+export type { SlackEnv } from '../adapters/slack/descriptor.js';
+export type { TelegramEnv } from '../adapters/telegram/descriptor.js';
 import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 import { didYouMean } from './did-you-mean.js';
 import { FILE_SUFFIX, readSecretFiles } from './secret-files.js';
@@ -44,12 +46,8 @@ export type StoreSettings =
   | { kind: 'sqlite' /** `sqlite://<path>`: nothing secret in it. */; url: string /** Absolute path, or ":memory:". */; path: string }
   | { kind: 'postgres'; url: string; description: string };
 
-/** A platform is enabled when its entry is present. */
-export interface PlatformEnv {
-  telegram?: TelegramEnv;
-  slack?: SlackEnv;
-  discord?: DiscordEnv;
-}
+/** A platform is enabled when its entry is present; a platform without environment has no key. */
+export type PlatformEnv = { [P in Platform as [EnvOf<P>] extends [never] ? never : P]?: EnvOf<P> };
 
 export interface EnvSettings {
   anthropic: { apiKey: string | undefined; baseURL: string | undefined };
@@ -98,9 +96,7 @@ export const GATEHOUSE_VARS: ReadonlyArray<{ name: string; secret?: boolean }> =
 /** The variables whose value is a credential; each also accepts NAME_FILE. */
 export const SECRET_VARS: readonly string[] = [
   'ANTHROPIC_API_KEY',
-  ...telegramDescriptor.secrets,
-  ...slackDescriptor.secrets,
-  ...discordDescriptor.secrets,
+  ...PLATFORMS.flatMap((p) => DESCRIPTORS[p].secrets),
   ...GATEHOUSE_VARS.filter((v) => v.secret).map((v) => v.name),
 ];
 
@@ -193,9 +189,10 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
  */
 const KNOWN_PREFIXED_VARS: ReadonlyArray<{ prefix: string; names: readonly string[] }> = [
   { prefix: 'GATEHOUSE_', names: withFiles(GATEHOUSE_VARS.map((v) => v.name)) },
-  { prefix: 'TELEGRAM_', names: withFiles(telegramDescriptor.env) },
-  { prefix: 'SLACK_', names: withFiles(slackDescriptor.env) },
-  { prefix: 'DISCORD_', names: withFiles(discordDescriptor.env) },
+  ...PLATFORMS.flatMap((p) => {
+    const d = descriptorOf(p);
+    return d.envPrefix === undefined ? [] : [{ prefix: d.envPrefix, names: withFiles(d.env) }];
+  }),
 ];
 
 /** Unknown names under Gatehouse's prefixes, each a problem naming it and the closest known name. */
@@ -214,13 +211,6 @@ export function unknownVars(env: Env, problems: ConfigProblem[]): void {
     }
   }
 }
-
-/** Each platform's environment parser. A new platform adds one entry (and its key to PlatformEnv). */
-const PLATFORM_ENV: { [P in keyof Required<PlatformEnv>]: (env: Env, problems: ConfigProblem[]) => PlatformEnv[P] } = {
-  telegram: (env, problems) => telegramDescriptor.parseEnv?.(env, problems),
-  slack: (env, problems) => slackDescriptor.parseEnv?.(env, problems),
-  discord: (env, problems) => discordDescriptor.parseEnv?.(env, problems),
-};
 
 /** Parses the environment (after loadDotEnv). Never throws; problems are returned, one per variable. */
 export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problems: ConfigProblem[] } {
@@ -280,9 +270,10 @@ export function readEnv(env: Env, cwd: string): { settings: EnvSettings; problem
   }
 
   const platforms: PlatformEnv = {};
-  for (const name of Object.keys(PLATFORM_ENV) as Array<keyof PlatformEnv>) {
-    const parsed = PLATFORM_ENV[name](env, problems);
-    if (parsed !== undefined) (platforms as Record<string, unknown>)[name] = parsed;
+  for (const p of PLATFORMS) {
+    const parsed = descriptorOf(p).parseEnv?.(env, problems);
+    // Typed by the descriptor's own parseEnv (PlatformEnv is built from the same table).
+    if (parsed !== undefined) (platforms as Record<string, unknown>)[p] = parsed;
   }
 
   return {

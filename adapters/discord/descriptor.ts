@@ -68,11 +68,14 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   return { token: bare, apiUrl: url, requestsPerSecond };
 }
 
-export const discordDescriptor: PlatformDescriptor<DiscordEnv> = {
+/** `satisfies`: the type keeps the literal access lists (bot/config-schema.ts types access from them). */
+export const discordDescriptor = {
   platform: 'discord',
   ids: { re: /^\d+$/, hint: 'Discord ids are numbers like 123456789012345678 (turn on Developer Mode, then Copy ID)' },
-  approverForms: [{ re: /^role:\d+$/, hint: 'role:<role id digits>' }],
+  approverForms: [{ prefix: 'role:', re: /^role:\d+$/, hint: 'role:<role id digits>' }],
+  accessLists: ['users', 'channels', 'guilds'] as const,
+  envPrefix: 'DISCORD_',
   env: ['DISCORD_TOKEN', 'DISCORD_API_URL', 'DISCORD_REQUESTS_PER_SECOND'],
   secrets: ['DISCORD_TOKEN'],
   parseEnv,
-};
+} satisfies PlatformDescriptor<DiscordEnv>;

@@ -65,11 +65,14 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   return { botToken, appToken, signingSecret, apiUrl: url };
 }
 
-export const slackDescriptor: PlatformDescriptor<SlackEnv> = {
+/** `satisfies`: the type keeps the literal access lists (bot/config-schema.ts types access from them). */
+export const slackDescriptor = {
   platform: 'slack',
   ids: { re: /^[A-Z0-9]+$/, hint: 'Slack ids look like U0123ABCD or C0123ABCD (a display name does not work)' },
-  approverForms: [{ re: /^group:S[A-Z0-9]+$/, hint: 'group:<user group id>, like group:S0123ABCD' }],
+  approverForms: [{ prefix: 'group:', re: /^group:S[A-Z0-9]+$/, hint: 'group:<user group id>, like group:S0123ABCD' }],
+  accessLists: ['users', 'channels'] as const,
+  envPrefix: 'SLACK_',
   env: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_API_URL'],
   secrets: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET'],
   parseEnv,
-};
+} satisfies PlatformDescriptor<SlackEnv>;

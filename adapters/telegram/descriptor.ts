@@ -81,10 +81,13 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   return { token, apiRoot: root, webhookUrl: hook, webhookSecret };
 }
 
-export const telegramDescriptor: PlatformDescriptor<TelegramEnv> = {
+/** `satisfies`: the type keeps the literal access lists (bot/config-schema.ts types access from them). */
+export const telegramDescriptor = {
   platform: 'telegram',
   ids: { re: /^-?\d+$/, hint: 'Telegram ids are numbers like 123456789 (a @username does not work; the bot tells a stranger their id)' },
+  accessLists: ['users', 'chats'] as const,
+  envPrefix: 'TELEGRAM_',
   env: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_API_ROOT', 'TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_SECRET'],
   secrets: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'],
   parseEnv,
-};
+} satisfies PlatformDescriptor<TelegramEnv>;

@@ -1,6 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { descriptorOf } from '../../adapters/descriptors.js';
+import { PLATFORMS } from '../../adapters/types.js';
+import { isOwnName } from '../../policies/env.js';
 import { agentForConversation, ConfigError, formatConfigError, loadConfig, type Config, type ConfigProblem } from '../../bot/config.js';
 
 const KNOWN = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'execute_command', 'get_time', 'manage_todos', 'list_todos', 'ask_user_question'];
@@ -490,6 +493,38 @@ describe('every problem names its key path', () => {
     expect(problemAt(p, 'agents.ops.approvers.slack[0]')).toMatch(/role:<id> entries only work for discord/);
     expect(problemAt(p, 'agents.ops.approvers.discord[0]')).toMatch(/expected role:<role id digits>/);
     expect(problemAt(p, 'access.slack.users[0]')).toMatch(/Slack ids look like U0123ABCD/);
+  });
+
+  test('approver forms (group:, role:) are accepted only where their platform allows them, each refusal worded exactly', () => {
+    const p = problemsOf(() =>
+      load(
+        setup(
+          'agents:\n  ops:\n    model: m\n    approvers:\n' +
+            '      slack: ["group:S0123ABCD", "group:x"]\n      discord: ["role:123", "group:S1"]\n      telegram: ["role:5", "group:S1"]\n' +
+            'access:\n  slack: { users: ["group:S0123ABCD"] }\n  discord: { users: ["role:123"] }\n',
+        ),
+      ),
+    );
+    expect(p.filter((x) => x.path.startsWith('agents.ops.approvers') || x.path.startsWith('access.'))).toEqual([
+      { path: 'agents.ops.approvers.telegram[0]', message: 'role:<id> entries only work for discord approvers, got "role:5"' },
+      { path: 'agents.ops.approvers.telegram[1]', message: 'group:<id> entries only work for slack approvers, got "group:S1"' },
+      { path: 'agents.ops.approvers.slack[1]', message: 'expected group:<user group id>, like group:S0123ABCD, got "group:x"' },
+      { path: 'agents.ops.approvers.discord[1]', message: 'group:<id> entries only work for slack approvers, got "group:S1"' },
+      { path: 'access.slack.users[0]', message: 'group:<id> entries only work for slack approvers, got "group:S0123ABCD"' },
+      { path: 'access.discord.users[0]', message: 'role:<id> entries only work for discord approvers, got "role:123"' },
+    ]);
+  });
+
+  test("every platform's variable prefix is one of Gatehouse's own names: refused in envAllowlist and never passed on", () => {
+    for (const p of PLATFORMS) {
+      const prefix = descriptorOf(p).envPrefix;
+      if (prefix === undefined) continue;
+      expect(isOwnName(`${prefix}ANYTHING`)).toBe(true);
+      const problems = problemsOf(() => load(setup(`agents:\n  ops: { model: m, envAllowlist: [${prefix}ANYTHING] }\n`)));
+      expect(problemAt(problems, 'agents.ops.envAllowlist[0]')).toMatch(
+        new RegExp(`^${prefix}ANYTHING is Gatehouse's own credential \\(GATEHOUSE_\\*, ANTHROPIC_\\*, .*${prefix}\\*`),
+      );
+    }
   });
 
   test('a model is required for a defined agent', () => {
