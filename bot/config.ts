@@ -51,6 +51,7 @@ import { issueProblems } from './config-problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type EnvSettings } from './env.js';
 import { resolveAgents, type AgentConfig } from './config-agents.js';
 import { resolveRoutes, type Route } from './config-routes.js';
+import { messageOf } from '../agent/log.js';
 
 export { DEFAULT_CLASSIFIER_MODEL, DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS, type AgentConfig } from './config-agents.js';
 export { agentForConversation, type Route } from './config-routes.js';
@@ -102,7 +103,7 @@ export function formatConfigError(err: unknown): string {
     const where = err.configFile ? `${err.configFile} or the environment (.env)` : 'the environment (.env) or gatehouse.yaml';
     return `${err.message}\n\nFix ${where}, then start again. gatehouse.example.yaml documents every key.`;
   }
-  return `Could not load the configuration: ${err instanceof Error ? err.message : String(err)}`;
+  return `Could not load the configuration: ${messageOf(err)}`;
 }
 
 export { PLATFORMS };
@@ -136,7 +137,7 @@ function readYaml(file: string, problems: ConfigProblem[], read: { sha256?: stri
     read.sha256 = createHash('sha256').update(bytes).digest('hex');
     source = bytes.toString('utf8');
   } catch (err) {
-    problems.push({ path: file, message: `cannot read it (${(err as Error).message})` });
+    problems.push({ path: file, message: `cannot read it (${messageOf(err)})` });
     return undefined;
   }
   const doc = parseDocument(source, { intAsBigInt: true });

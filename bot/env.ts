@@ -37,6 +37,7 @@ import { readMetricsEnv, readTraceEnv, type MetricsSettings, type TraceSettings 
 
 export type { ConfigProblem, Env } from './config-problems.js';
 import type { ConfigProblem, Env } from './config-problems.js';
+import { messageOf } from '../agent/log.js';
 
 /**
  * GATEHOUSE_STORE: SQLite (embedded, the default) or PostgreSQL; any other URL is a config error.
@@ -115,7 +116,7 @@ export function loadDotEnv(env: Env, cwd: string): { file: string | undefined; p
     if (!statSync(file).isFile()) return { file: undefined, problems: [] };
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    return { file, problems: [{ path: file, message: `cannot read it (${(err as Error).message}); fix its permissions or remove it` }] };
+    return { file, problems: [{ path: file, message: `cannot read it (${messageOf(err)}); fix its permissions or remove it` }] };
   }
   const parsed = parseEnv(text);
   for (const [name, value] of Object.entries(parsed)) {
