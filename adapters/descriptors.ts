@@ -1,7 +1,7 @@
 /**
  * Every platform's descriptor, by platform (ids, environment variables, secrets). A new platform
- * adds its descriptor here: bot/env.ts and bot/config-schema.ts take every platform from this table.
- * No platform library is imported here: bot/config.ts and bot/env.ts read this without loading
+ * adds its descriptor here: bot/config/env.ts and bot/config/schema.ts take every platform from this table.
+ * No platform library is imported here: bot/config/index.ts and bot/config/env.ts read this without loading
  * grammy or Bolt.
  */
 import { consoleDescriptor } from './console/descriptor.js';
@@ -10,7 +10,7 @@ import { slackDescriptor } from './slack/descriptor.js';
 import { telegramDescriptor } from './telegram/descriptor.js';
 import type { Platform, PlatformDescriptor } from './types.js';
 
-/** `satisfies`, not a type annotation: each entry keeps its environment type (bot/env.ts PlatformEnv). */
+/** `satisfies`, not a type annotation: each entry keeps its environment type (bot/config/env.ts PlatformEnv). */
 export const DESCRIPTORS = {
   console: consoleDescriptor,
   telegram: telegramDescriptor,

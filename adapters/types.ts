@@ -18,10 +18,10 @@
  * - Held connections: what only one process may keep open per bot (Telegram long polling, Slack
  *   Socket Mode, the Discord gateway) is the adapter's `held`. `start(sink, { holdConnection: false })`
  *   readies everything else (outbound calls, webhook ingress) and leaves it closed; `held.open()` /
- *   `held.close()` then follow the replica's leadership (bot/leadership.ts). Outbound calls work
+ *   `held.close()` then follow the replica's leadership (bot/service/leadership.ts). Outbound calls work
  *   whether it is open or not: a turn of any conversation may run on any replica.
  * - HTTP: an adapter that receives platform requests (Telegram webhook, Slack Events API) returns
- *   its routes from `httpRoutes()`; bot/http.ts mounts them on the bot's one HTTP server. The
+ *   its routes from `httpRoutes()`; bot/service/http.ts mounts them on the bot's one HTTP server. The
  *   handler owns the response (status, body) and checks the platform's signature or secret itself.
  * - Optional capabilities (`openDirect`, `userLabel`, `postEphemeralCard`): absent means the platform (or this
  *   adapter) has no such thing; the core then posts in the conversation instead.
@@ -44,7 +44,7 @@ export interface EnvProblem {
 
 /**
  * What a platform's ids, environment variables and secrets look like. Lives with the adapter
- * (adapters/<platform>/descriptor.ts, no platform library); bot/config.ts and bot/env.ts read it.
+ * (adapters/<platform>/descriptor.ts, no platform library); bot/config/index.ts and bot/config/env.ts read it.
  */
 export interface PlatformDescriptor<E = unknown> {
   platform: Platform;
@@ -62,7 +62,7 @@ export interface PlatformDescriptor<E = unknown> {
   accessLists?: readonly string[];
   /**
    * The prefix the platform's variables share (`TELEGRAM_`): any other set variable under it is a
-   * typo (bot/env.ts unknownVars). Absent: the platform reads no environment.
+   * typo (bot/config/env.ts unknownVars). Absent: the platform reads no environment.
    */
   envPrefix?: string;
   /** Every environment variable the platform reads. */
@@ -140,7 +140,7 @@ export interface MessageResult {
   reply?: string;
 }
 
-/** What the core offers adapters. Implemented by bot/router.ts. */
+/** What the core offers adapters. Implemented by bot/service/router.ts. */
 export interface AdapterSink {
   message(msg: InboundMessage): Promise<MessageResult>;
   action(action: InboundAction): Promise<ActionResult>;

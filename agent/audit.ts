@@ -5,7 +5,7 @@
  *
  * Contract: an audit event carries ids, names, counts and outcomes only. Never a secret, never the
  * text of a message or a command's arguments (the approval key is the command's shape, e.g.
- * `git push`, as the approver saw it on the "Always" button). bot/log.ts writes them as one JSON line
+ * `git push`, as the approver saw it on the "Always" button). bot/service/log.ts writes them as one JSON line
  * each (field `event`); bot/audit/ appends them to the hash-chained audit file as well. Modules here
  * only call the `Audit` function they are given.
  *
@@ -179,7 +179,7 @@ export type AuditEvent =
       retryAfterSec?: number;
     }
   | { event: 'stranger_refused'; platform: string; userId: string; channel: string }
-  /** A flood of strangers, once a minute at most (bot/router.ts): counts instead of a line each. */
+  /** A flood of strangers, once a minute at most (bot/service/router.ts): counts instead of a line each. */
   | { event: 'stranger_flood'; platform: string; refused: number; told: number; senders: number; windowMs: number };
 
 export type Audit = (e: AuditEvent) => void;

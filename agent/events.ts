@@ -4,7 +4,7 @@
  *
  * Contract:
  * - Events of one conversation are delivered in order, one at a time: `render` for a conversation is
- *   not called again until the previous call settled (bot/app.ts serializes delivery).
+ *   not called again until the previous call settled (bot/service/app.ts serializes delivery).
  * - `text` events (only for adapters with `streamsText`) are the model's text as it streams, in
  *   segments: one segment per model reply, numbered from 1 within the run. A segment that is
  *   followed by tool calls (the model's "let me check…") is complete when the first `tool_started`

@@ -1,5 +1,5 @@
 /**
- * The one logger interface of the code base. bot/log.ts implements it with pino (the only place
+ * The one logger interface of the code base. bot/service/log.ts implements it with pino (the only place
  * pino is imported); agent/, adapters/ (through adapters/types.ts) and bot/ are given a `Log`.
  *
  * Contract:

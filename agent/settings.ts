@@ -1,15 +1,15 @@
 /**
  * What the runner needs to know about an agent, read live (config can change, "Always approve" adds
  * to allowlists): the runner calls `AgentDirectory.get(name)` at every decision, never caches it.
- * bot/config-agents.ts's resolved AgentConfig satisfies this shape (checked there, at compile time).
+ * bot/config/agents.ts's resolved AgentConfig satisfies this shape (checked there, at compile time).
  */
 import type { BudgetLimits } from './budget/limits.js';
 import type { Tier } from '../policies/tiers.js';
 import type { CommandRule, ToolPolicy } from '../policies/tool-policy.js';
-import type { MemorySettings } from './memory.js';
-import type { ReminderSettings } from './reminders.js';
+import type { MemorySettings } from './memory/memory.js';
+import type { ReminderSettings } from './memory/reminders.js';
 import type { SandboxMode } from './tools/sandbox/index.js';
-import type { Companions } from './companions.js';
+import type { Companions } from './model/companions.js';
 import type { SubagentsConfig } from './tools/builtin/subagent/config.js';
 
 export interface AgentSettings {
@@ -34,7 +34,7 @@ export interface AgentSettings {
   maxIterations: number;
   runTimeoutMs: number;
   /**
-   * Conversations kept (agent/conversation-store.ts): the newest `maxConversations`, none idle more
+   * Conversations kept (agent/context/conversation-store.ts): the newest `maxConversations`, none idle more
    * than `maxIdleDays` (0: no age limit).
    */
   retention: { maxConversations: number; maxIdleDays: number };
@@ -49,17 +49,17 @@ export interface AgentSettings {
   sandbox?: SandboxMode;
   /** Network inside the sandbox; default false. */
   sandboxNetwork?: boolean;
-  /** Models analyze_media may hand media to, per kind (agent/companions.ts). */
+  /** Models analyze_media may hand media to, per kind (agent/model/companions.ts). */
   companions?: Companions;
-  /** The model's context window in tokens, when the built-in table (agent/context.ts) does not know it. */
+  /** The model's context window in tokens, when the built-in table (agent/context/fit.ts) does not know it. */
   contextWindowTokens?: number;
   /** Per tool or glob: allow | ask | deny (policies/tool-policy.ts). */
   toolPolicy?: ToolPolicy;
   /** Per simple command: deny | ask | allow, with a reason. */
   commandRules?: readonly CommandRule[];
-  /** Memory scopes and caps (agent/memory.ts); defaults when absent. */
+  /** Memory scopes and caps (agent/memory/memory.ts); defaults when absent. */
   memory?: MemorySettings;
-  /** Reminder delivery and caps (agent/reminders.ts); defaults when absent. */
+  /** Reminder delivery and caps (agent/memory/reminders.ts); defaults when absent. */
   reminders?: ReminderSettings;
   /** spawn_subagent's limits (agent/tools/builtin/subagent/config.ts); defaults when absent. */
   subagents?: SubagentsConfig;

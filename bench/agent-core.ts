@@ -19,12 +19,12 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Adapter, AdapterSink, ConversationRef } from '../adapters/types.js';
 import type { AgentEvent, Card } from '../agent/events.js';
-import { createAnthropicModel } from '../agent/model.js';
-import type { ModelClient } from '../agent/model-types.js';
+import { createAnthropicModel } from '../agent/model/anthropic.js';
+import type { ModelClient } from '../agent/model/types.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import { createGatehouse } from '../bot/app.js';
-import { loadConfig } from '../bot/config.js';
-import { openStore } from '../bot/storage.js';
+import { createGatehouse } from '../bot/service/app.js';
+import { loadConfig } from '../bot/config/index.js';
+import { openStore } from '../bot/service/storage.js';
 
 class BenchAdapter implements Adapter {
   readonly platform = 'console' as const;

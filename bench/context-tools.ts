@@ -6,13 +6,13 @@
  * Run: npm run build && node dist/bench/context-tools.js
  */
 import { performance } from 'node:perf_hooks';
-import { ContextKeeper, type SummaryRecord } from '../agent/context-keeper.js';
-import type { Message } from '../agent/messages.js';
-import { createAnthropicModel } from '../agent/model.js';
-import { emptyUsage } from '../agent/pricing.js';
+import { ContextKeeper, type SummaryRecord } from '../agent/context/keeper.js';
+import type { Message } from '../agent/context/messages.js';
+import { createAnthropicModel } from '../agent/model/anthropic.js';
+import { emptyUsage } from '../agent/model/pricing.js';
 import { contextInfoTool, summarizeContextTool } from '../agent/tools/builtin/context-tools.js';
 import type { AnyTool, ToolContext } from '../agent/tools/types.js';
-import { freezeMessage } from '../agent/transcript-diff.js';
+import { freezeMessage } from '../agent/context/transcript-diff.js';
 import { startFakeAnthropic } from '../test/fakes/anthropic.js';
 
 const N = Number(process.env['N'] ?? 200);

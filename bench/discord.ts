@@ -3,7 +3,7 @@
  * dispatched by the fake gateway to the bot's answer reaching the fake REST API, with the fake model
  * answering at once.
  *
- * What runs: the real start path (bot/cli.ts startBot) with the real discord.js adapter; this
+ * What runs: the real start path (bot/cli/index.ts startBot) with the real discord.js adapter; this
  * process is only the bot. The fake model (bench/fake-model-process.ts) and the fake Discord with its
  * load generator (bench/discord-fake-process.ts) run in child processes; both timestamps are taken
  * in the fake Discord's process. Rows: closed (one message in flight per channel) and open (a fixed
@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot } from '../bot/cli.js';
+import { startBot } from '../bot/cli/index.js';
 import { forkReady, machineBusyMs, mainThreadCpuMs, pct, processCpuMs, runLoad } from './harness.js';
 import { BENCH_DISCORD_TOKEN, benchUser } from './discord-fake-process.js';
 

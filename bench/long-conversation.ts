@@ -19,15 +19,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Adapter, AdapterSink, ConversationRef } from '../adapters/types.js';
 import type { AgentEvent } from '../agent/events.js';
-import type { ModelClient } from '../agent/model-types.js';
+import type { ModelClient } from '../agent/model/types.js';
 import { startBenchPostgres } from './postgres-server.js';
 import { createDatabase, currentWalLsn, databaseWalBytesSince } from '../agent/store/postgres/admin.js';
 import { openPostgresStore } from '../agent/store/postgres/index.js';
 import { openSqliteStore } from '../agent/store/sqlite/index.js';
 import type { Store } from '../agent/store/types.js';
 import { builtinToolNames } from '../agent/tools/catalog.js';
-import { createGatehouse } from '../bot/app.js';
-import { loadConfig } from '../bot/config.js';
+import { createGatehouse } from '../bot/service/app.js';
+import { loadConfig } from '../bot/config/index.js';
 
 class OneChatAdapter implements Adapter {
   readonly platform = 'console' as const;

@@ -3,7 +3,7 @@
  * Slack to the bot's answer reaching it, with the fake model answering at once, in HTTP mode
  * (signed POSTs to /slack/events) and Socket Mode (envelopes over WebSocket).
  *
- * What runs: the real start path (bot/cli.ts startBot) with the real Bolt adapter; this process is
+ * What runs: the real start path (bot/cli/index.ts startBot) with the real Bolt adapter; this process is
  * only the bot. The fake model (bench/fake-model-process.ts) and the fake Slack with its load
  * generator (bench/slack-fake-process.ts) run in child processes; both timestamps are taken in the
  * fake Slack's process. Rows: closed (one message in flight per channel) and open (a fixed rate,
@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot } from '../bot/cli.js';
+import { startBot } from '../bot/cli/index.js';
 import { forkReady, mainThreadCpuMs, pct, runLoad } from './harness.js';
 import { BENCH_APP_TOKEN, BENCH_BOT_TOKEN, BENCH_SECRET } from './slack-fake-process.js';
 

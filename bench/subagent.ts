@@ -8,10 +8,10 @@
  * Run: npm run build && node dist/bench/subagent.js
  */
 import { performance } from 'node:perf_hooks';
-import type { ApprovalBroker } from '../agent/approvals.js';
-import { runLoop } from '../agent/loop.js';
-import type { Message, ToolUseBlock } from '../agent/messages.js';
-import { createAnthropicModel } from '../agent/model.js';
+import type { ApprovalBroker } from '../agent/approvals/index.js';
+import { runLoop } from '../agent/run/loop.js';
+import type { Message, ToolUseBlock } from '../agent/context/messages.js';
+import { createAnthropicModel } from '../agent/model/anthropic.js';
 import type { AgentSettings } from '../agent/settings.js';
 import { SubagentSession } from '../agent/tools/builtin/subagent/host.js';
 import { builtinRegistry } from '../agent/tools/catalog.js';

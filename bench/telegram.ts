@@ -2,7 +2,7 @@
  * Benchmark (not a test): Telegram messages per second, and the time from an update entering the
  * fake Bot API to the bot's answer reaching it (sendMessage), with the fake model answering at once.
  *
- * What runs: the real start path (bot/cli.ts startBot: env + YAML config, SQLite store, router,
+ * What runs: the real start path (bot/cli/index.ts startBot: env + YAML config, SQLite store, router,
  * runner, the real Anthropic SDK) with the real grammy adapter long polling the fake Bot API.
  * This process is only the bot. The fake model (bench/fake-model-process.ts) and the fake Bot API
  * with its load generator (bench/telegram-fake-process.ts) run in child processes; both timestamps
@@ -33,7 +33,7 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { startBenchPostgres } from './postgres-server.js';
 import { createDatabase } from '../agent/store/postgres/admin.js';
-import { startBot } from '../bot/cli.js';
+import { startBot } from '../bot/cli/index.js';
 import type { Log } from '../agent/log.js';
 import { storeRoundTrips } from '../agent/store/round-trips.js';
 import type { RunRequest, RunResult } from './telegram-fake-process.js';

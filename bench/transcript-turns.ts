@@ -8,8 +8,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConversationStore } from '../agent/conversation-store.js';
-import type { Message } from '../agent/messages.js';
+import { ConversationStore } from '../agent/context/conversation-store.js';
+import type { Message } from '../agent/context/messages.js';
 import { openSqliteStore } from '../agent/store/sqlite/index.js';
 import type { TranscriptRepo } from '../agent/store/types.js';
 

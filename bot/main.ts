@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `gatehouse` executable: everything happens in cli.ts, which tests drive directly. */
-import { runCli } from './cli.js';
+import { runCli } from './cli/index.js';
 
 // A stop asked for while a command's modules load (a second or so for the bot) would otherwise take
 // the default action and kill the process by signal half-way through start-up.

@@ -1,6 +1,6 @@
 /**
  * The command classifier: a cheap model rates one shell command read-only, low-risk or high-risk.
- * Pure policy code: the model is reached through an injected `ClassifierCompletion` (agent/model.ts
+ * Pure policy code: the model is reached through an injected `ClassifierCompletion` (agent/model/anthropic.ts
  * builds one with `classifierCompletionFrom`); nothing here imports from the rest of Gatehouse.
  *
  * Contract:

@@ -68,7 +68,7 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   return { token: bare, apiUrl: url, requestsPerSecond };
 }
 
-/** `satisfies`: the type keeps the literal access lists (bot/config-schema.ts types access from them). */
+/** `satisfies`: the type keeps the literal access lists (bot/config/schema.ts types access from them). */
 export const discordDescriptor = {
   platform: 'discord',
   ids: { re: /^\d+$/, hint: 'Discord ids are numbers like 123456789012345678 (turn on Developer Mode, then Copy ID)' },

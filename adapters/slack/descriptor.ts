@@ -65,7 +65,7 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   return { botToken, appToken, signingSecret, apiUrl: url };
 }
 
-/** `satisfies`: the type keeps the literal access lists (bot/config-schema.ts types access from them). */
+/** `satisfies`: the type keeps the literal access lists (bot/config/schema.ts types access from them). */
 export const slackDescriptor = {
   platform: 'slack',
   ids: { re: /^[A-Z0-9]+$/, hint: 'Slack ids look like U0123ABCD or C0123ABCD (a display name does not work)' },

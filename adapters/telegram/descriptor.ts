@@ -81,7 +81,7 @@ function parseEnv(env: Readonly<Record<string, string | undefined>>, problems: E
   return { token, apiRoot: root, webhookUrl: hook, webhookSecret };
 }
 
-/** `satisfies`: the type keeps the literal access lists (bot/config-schema.ts types access from them). */
+/** `satisfies`: the type keeps the literal access lists (bot/config/schema.ts types access from them). */
 export const telegramDescriptor = {
   platform: 'telegram',
   ids: { re: /^-?\d+$/, hint: 'Telegram ids are numbers like 123456789 (a @username does not work; the bot tells a stranger their id)' },

@@ -52,7 +52,7 @@ function telegramStartError(err: unknown, t: StartErrorTools): AdapterError {
   return new AdapterError('start_failed', `Telegram start failed: ${t.describeError(err)}`, { cause: scrubbedCause(err, t.describeError) });
 }
 
-/** The chat commands the router understands (bot/router.ts), for Telegram's / menu. */
+/** The chat commands the router understands (bot/service/router.ts), for Telegram's / menu. */
 export const CHAT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
   { command: 'stop', description: 'Cancel the current run' },
   { command: 'reset', description: 'Start a new conversation' },

@@ -1,7 +1,7 @@
 /**
  * The approval broker: turns "a human must decide" into a card with buttons, and a click back into a
  * decision, exactly once. It wires the parts of this folder together and is what the rest of the
- * bot holds (re-exported by agent/approvals.ts).
+ * bot holds (re-exported by agent/approvals/index.ts).
  *
  * Contract:
  * - Asking (`askApproval`, `askApproveAll`, `askQuestion`): the request, with one opaque token per
@@ -19,7 +19,7 @@
  *   answer), and the card says so; with `sharedExpiry` every process watches every undecided
  *   request's expiry (./expiry-watch.ts).
  * - Wake-ups go through the DecisionBus (./decision-bus.ts): a recorded decision is published, and
- *   every `wait` (./waits.ts) is a subscription. With the SignalDecisionBus (bot/app.ts) a decision
+ *   every `wait` (./waits.ts) is a subscription. With the SignalDecisionBus (bot/service/app.ts) a decision
  *   recorded by any process sharing the store wakes the waits on it at once, wherever they are;
  *   with the InProcessDecisionBus only this process's (another's is then seen by a click here that
  *   loses to it, or at expiry). No poll of the store.
@@ -45,7 +45,7 @@ import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.j
 import { answerTyped, describeWaiting, openIds } from './typed-answers.js';
 import { Waits } from './waits.js';
 import type { ClickResult, Decision } from './wording.js';
-import type { OutputResolver } from '../output.js';
+import type { OutputResolver } from '../run/output.js';
 import type { ApprovalRepo, Signals } from '../store/types.js';
 import type { ProposalOption, QuestionSuggestion } from '../tools/types.js';
 import type { ApprovalDelivery, DirectCards } from './delivery.js';

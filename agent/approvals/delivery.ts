@@ -22,7 +22,7 @@
  *   adapters, `deliveryOf` reads the agent's setting live.
  */
 import type { Card } from '../events.js';
-import type { OutputResolver } from '../output.js';
+import type { OutputResolver } from '../run/output.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
 

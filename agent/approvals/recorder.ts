@@ -19,7 +19,7 @@
  *   the clock and the audit trail.
  */
 import type { Audit } from '../audit.js';
-import type { OutputResolver } from '../output.js';
+import type { OutputResolver } from '../run/output.js';
 import type { Telemetry } from '../telemetry/types.js';
 import type { Log } from '../log.js';
 import { auditDecided } from './audit-events.js';

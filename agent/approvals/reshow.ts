@@ -11,7 +11,7 @@
  * - Each card shown again is audited as approval_asked with `reshown`.
  */
 import type { Audit } from '../audit.js';
-import type { OutputResolver } from '../output.js';
+import type { OutputResolver } from '../run/output.js';
 import { auditAsked } from './audit-events.js';
 import type { DecisionRecorder } from './recorder.js';
 import type { ApprovalStore } from './store.js';

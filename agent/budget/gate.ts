@@ -20,8 +20,8 @@
  *   waiting on the same total at the same raise, with the same approvers, share ONE question: the first asks, the others wait
  *   for its outcome.
  */
-import type { Message } from '../messages.js';
-import type { ModelClient, ModelRequest } from '../model-types.js';
+import type { Message } from '../context/messages.js';
+import type { ModelClient, ModelRequest } from '../model/types.js';
 import type { RunLimit, Usage } from '../events.js';
 import type { SpendRepo } from '../store/types.js';
 import {

@@ -4,7 +4,7 @@
  * Contract:
  * - Scopes: a conversation (never resets), a user per UTC day, the agent per UTC day and per UTC
  *   month. Each scope may have a USD limit and a token limit; a call to a model with no price
- *   (agent/pricing.ts) counts only against token limits, a priced one against both.
+ *   (agent/model/pricing.ts) counts only against token limits, a priced one against both.
  * - For an agent with a budget, the conversation and the agent's day and month are counted even
  *   where that scope has no limit (limit UNLIMITED), so `gatehouse conversations` shows its spend;
  *   a user's day only with its limit. An agent without a budget is not counted at all.
@@ -15,7 +15,7 @@
  * - The worst case of a call is its input estimate at the input rate plus max_tokens at the output
  *   rate (the long-prompt rates once the estimate passes their threshold): what it may cost at most.
  */
-import { priceFor } from '../pricing.js';
+import { priceFor } from '../model/pricing.js';
 import type { Usage } from '../events.js';
 import type { SpendLine } from '../store/types.js';
 

@@ -12,7 +12,7 @@
  * - Approve: `approved` (the gate raises the limit); Deny: `denied` by whom; no decision by
  *   `approvalTimeoutMs`: `expired`.
  */
-import { newToken, type ApprovalBroker } from '../approvals.js';
+import { newToken, type ApprovalBroker } from '../approvals/index.js';
 import type { RunRecord } from '../run/turn.js';
 import type { SoftDecision, SoftLimitAsk } from './gate.js';
 

@@ -20,10 +20,10 @@
  *   command waiting on a card stopped or ended, the card is settled as denied with that note.
  * - `close()` returns the tool result's notes: each declined target once, with what would allow it.
  */
-import type { ApprovalBroker, Decision } from '../approvals.js';
-import { newToken } from '../approvals.js';
+import type { ApprovalBroker, Decision } from '../approvals/index.js';
+import { newToken } from '../approvals/index.js';
 import type { Log } from '../log.js';
-import { whenAborted } from '../abort.js';
+import { whenAborted } from '../run/abort.js';
 import { entryFor, type EgressTarget, type EgressVerdict } from './proxy.js';
 import type { SessionGate } from './hub.js';
 import { messageOf } from '../log.js';

@@ -1,5 +1,5 @@
 /**
- * The per-agent `sandboxNetwork` key of gatehouse.yaml (bot/config-schema.ts uses this schema):
+ * The per-agent `sandboxNetwork` key of gatehouse.yaml (bot/config/schema.ts uses this schema):
  *
  *   sandboxNetwork: off                 # default: the box has no network (same as false)
  *   sandboxNetwork: on                  # the host's network (same as true)
@@ -37,7 +37,7 @@ export function resolveSandboxNetwork(value: SandboxNetworkConfig | undefined): 
   return { network: false, egressAllow: [...value.allow] };
 }
 
-/** The loaded config's two fields (bot/config.ts AgentConfig.sandboxNetwork / sandboxEgress). */
+/** The loaded config's two fields (bot/config/index.ts AgentConfig.sandboxNetwork / sandboxEgress). */
 export function sandboxNetworkFields(value: SandboxNetworkConfig | undefined): { sandboxNetwork: boolean; sandboxEgress?: string[] } {
   const r = resolveSandboxNetwork(value);
   return { sandboxNetwork: r.network, ...(r.egressAllow ? { sandboxEgress: r.egressAllow } : {}) };

@@ -1,5 +1,5 @@
 /**
- * `mcpServers` in an agent's config: the zod schema (bot/config.ts adds it with one line) and the
+ * `mcpServers` in an agent's config: the zod schema (bot/config/index.ts adds it with one line) and the
  * resolution into `McpServerConfig` (environment references filled in, cwd absolute).
  *
  * Contract:
@@ -10,7 +10,7 @@
  *   no network unless `network: true`. `sandbox: none` runs it on the host with the bot's rights: the
  *   explicit opt-out, logged as a warning at every start. `readPaths` (absolute, or relative to the
  *   config file's folder) are host paths the box shows read-only (visibility.ts says what it shows on
- *   its own); bot/config.ts refuses one (and a boxed server's `cwd`) that holds the bot's config, .env
+ *   its own); bot/config/index.ts refuses one (and a boxed server's `cwd`) that holds the bot's config, .env
  *   or store. All three keys are errors on an url server.
  * - A declared tool's name follows the listing's rules (listing.ts): 1-64 of [A-Za-z0-9_-], and
  *   `mcp_<server>_<tool>` at most 64 characters; else a config error at its path.

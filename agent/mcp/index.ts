@@ -1,5 +1,5 @@
 /**
- * MCP in one piece for the composition root (bot/app.ts): the manager, the registry wrapper that
+ * MCP in one piece for the composition root (bot/service/app.ts): the manager, the registry wrapper that
  * offers each agent its MCP tools, the first-run listing hook, and shutdown.
  *
  * Contract: building this connects nothing and reads only the store (boxed stdio servers get their

@@ -7,7 +7,7 @@
  *   files, the server's own folder. A server's script or packages elsewhere are invisible unless made
  *   visible here:
  *   - `readPaths` (config): bound read-only as named (files or folders). Config validation refuses one
- *     holding the bot's config, .env or store (bot/config.ts); the masks of credential files and the
+ *     holding the bot's config, .env or store (bot/config/index.ts); the masks of credential files and the
  *     bot's files still apply inside (index.ts boxCommand).
  *   - `cwd` (config), when set: bound read-only (the box starts there); the same validation applies.
  *   - automatic, `autoReadPaths`: the resolved command binary and every argv element that names an

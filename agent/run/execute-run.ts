@@ -22,17 +22,17 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentPolicy } from '../../policies/gate.js';
 import { serverToolOffered } from '../../policies/tool-policy.js';
-import type { ApprovalBroker } from '../approvals.js';
-import type { PersistedAllowlists } from '../allowlists.js';
+import type { ApprovalBroker } from '../approvals/index.js';
+import type { PersistedAllowlists } from '../approvals/allowlists.js';
 import type { Audit } from '../audit.js';
-import { contextKeeperFor } from '../context-keeper.js';
-import { appendUserTurn, type ConversationStore, type StoredConversation } from '../conversation-store.js';
+import { contextKeeperFor } from '../context/keeper.js';
+import { appendUserTurn, type ConversationStore, type StoredConversation } from '../context/conversation-store.js';
 import type { AgentEvent, RunLimit, Usage } from '../events.js';
-import { runLoop, unansweredToolUses } from '../loop.js';
-import { ModelError, type ModelClient } from '../model-types.js';
-import type { OutputResolver } from '../output.js';
-import { addUsage, emptyUsage } from '../pricing.js';
-import { Deadline, placeOf, type RunClock, type SlotClaim, type Slots } from '../run-limits.js';
+import { runLoop, unansweredToolUses } from './loop.js';
+import { ModelError, type ModelClient } from '../model/types.js';
+import type { OutputResolver } from './output.js';
+import { addUsage, emptyUsage } from '../model/pricing.js';
+import { Deadline, placeOf, type RunClock, type SlotClaim, type Slots } from './limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import { FencedError, type Fence, type LeaseRepo, type RunRepo, type SpendRepo } from '../store/types.js';
 import { runToolBatch, type BatchContext, type CallStates } from '../tools/executor.js';
@@ -82,7 +82,7 @@ export interface RunDeps {
   egress?: EgressOpener;
 }
 
-/** Opens one command's egress proxy for its run (bot/app.ts: the EgressHub session with its approvals gate). */
+/** Opens one command's egress proxy for its run (bot/service/app.ts: the EgressHub session with its approvals gate). */
 export interface EgressOpener {
   open(who: EgressRequester): Promise<CommandEgress | undefined>;
 }

@@ -10,9 +10,9 @@
  * - A question is recorded in the call's state before its card exists, so a restart re-asks it under
  *   the same id (as approvals are).
  */
-import { newToken, type ApprovalBroker } from '../approvals.js';
+import { newToken, type ApprovalBroker } from '../approvals/index.js';
 import type { AgentEvent } from '../events.js';
-import type { Deadline, SlotClaim, Slots } from '../run-limits.js';
+import type { Deadline, SlotClaim, Slots } from './limits.js';
 import type { AgentSettings } from '../settings.js';
 import type { CallStates } from '../tools/executor.js';
 import type { QuestionAnswer, QuestionRequest } from '../tools/types.js';

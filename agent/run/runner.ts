@@ -7,7 +7,7 @@
  *   while its conversation runs waits in that conversation's lane (./turn-queue.ts). Different
  *   conversations run in parallel up to `maxConcurrentRuns`, at most `maxRunsPerUser` for one user
  *   (the turn's sender) and `maxRunsPerPlace` in one place (a chat or channel with its topics and
- *   threads), and the last `reservedRuns` slots only for users running nothing (agent/run-limits.ts).
+ *   threads), and the last `reservedRuns` slots only for users running nothing (agent/run/limits.ts).
  *   A turn over a cap waits for a slot, it is not refused. A run waiting on a human gives its slot
  *   back while it waits.
  * - Events of a run go to the conversation's output in order. Exactly one of `answer`/`error`
@@ -33,14 +33,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Tier } from '../../policies/tiers.js';
-import type { PersistedAllowlists } from '../allowlists.js';
-import type { ApprovalBroker } from '../approvals.js';
+import type { PersistedAllowlists } from '../approvals/allowlists.js';
+import type { ApprovalBroker } from '../approvals/index.js';
 import type { Audit } from '../audit.js';
-import type { ConversationStore } from '../conversation-store.js';
+import type { ConversationStore } from '../context/conversation-store.js';
 import type { Usage } from '../events.js';
-import type { ModelClient } from '../model-types.js';
-import type { OutputResolver } from '../output.js';
-import { Slots, type RunClock } from '../run-limits.js';
+import type { ModelClient } from '../model/types.js';
+import type { OutputResolver } from './output.js';
+import { Slots, type RunClock } from './limits.js';
 import type { AgentDirectory, AgentSettings } from '../settings.js';
 import type { EventClaim, Fence, LeaseRepo, RunRepo, SpendRepo } from '../store/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -54,7 +54,7 @@ export type { Turn, TurnOverrides } from './turn.js';
 
 export interface RunnerOptions {
   model: ModelClient;
-  /** Transcripts (agent/conversation-store.ts over the store's TranscriptRepo; checkpoints go through it). */
+  /** Transcripts (agent/context/conversation-store.ts over the store's TranscriptRepo; checkpoints go through it). */
   conversations: ConversationStore;
   /** Run records and queued turns. */
   runs: RunRepo;

@@ -5,7 +5,7 @@
 import type { EventClaim } from '../store/types.js';
 import { z } from 'zod';
 import type { Tier } from '../../policies/tiers.js';
-import type { ContentBlock } from '../messages.js';
+import type { ContentBlock } from '../context/messages.js';
 import { CallState } from '../tools/executor.js';
 
 export interface Turn {

@@ -15,7 +15,7 @@
  */
 import type { Tier } from '../../policies/tiers.js';
 import type { RunLimit, Usage } from '../events.js';
-import type { ContentBlock, Message } from '../messages.js';
+import type { ContentBlock, Message } from '../context/messages.js';
 
 export type RunOutcome = 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations';
 

@@ -17,8 +17,8 @@
  */
 import type { GateDecision } from '../../policies/gate.js';
 import { decide, describeAlways } from '../../policies/gate.js';
-import { newToken, type Decision } from '../approvals.js';
-import type { ToolUseBlock } from '../messages.js';
+import { newToken, type Decision } from '../approvals/index.js';
+import type { ToolUseBlock } from '../context/messages.js';
 import type { ToolTelemetry } from '../telemetry/types.js';
 import type { BatchContext, CallState } from './batch-context.js';
 import type { Prepared } from './gate-step.js';

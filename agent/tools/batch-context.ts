@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import type { AgentPolicy } from '../../policies/gate.js';
 import type { Tier } from '../../policies/tiers.js';
-import type { ApprovalBroker } from '../approvals.js';
+import type { ApprovalBroker } from '../approvals/index.js';
 import type { Audit } from '../audit.js';
 import type { AgentEvent } from '../events.js';
 import type { RunTelemetry } from '../telemetry/types.js';

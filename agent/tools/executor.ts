@@ -17,7 +17,7 @@
  * - One telemetry observation per call not already done before a restart, ended with its result.
  */
 import PQueue from 'p-queue';
-import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
+import type { ToolResultBlock, ToolUseBlock } from '../context/messages.js';
 import { noToolTelemetry } from '../telemetry/types.js';
 import { askForApprovals, coveredNow, refusedResult, reportDecision } from './approval-step.js';
 import type { BatchContext } from './batch-context.js';

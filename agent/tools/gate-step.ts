@@ -19,9 +19,9 @@
 import type { z } from 'zod';
 import type { GateDecision } from '../../policies/gate.js';
 import { decide } from '../../policies/gate.js';
-import type { ToolUseBlock } from '../messages.js';
+import type { ToolUseBlock } from '../context/messages.js';
 import type { ToolTelemetry } from '../telemetry/types.js';
-import { linkedController } from '../abort.js';
+import { linkedController } from '../run/abort.js';
 import type { BatchContext, CallState } from './batch-context.js';
 import { errorResult, quotaRefusal, withTimeout } from './run-call.js';
 import { summarizeCall } from './summary.js';

@@ -5,7 +5,7 @@
  * tool's own `jsonSchema` when it has one (MCP tools: the server's schema, as given).
  */
 import { z } from 'zod';
-import type { ModelToolSpec } from '../model-types.js';
+import type { ModelToolSpec } from '../model/types.js';
 import type { AnyTool } from './types.js';
 
 export class ToolRegistry {

@@ -14,9 +14,9 @@
  * - A throw becomes an error result: a timeout's message, `<tool> failed: ...` for a ToolError,
  *   `<tool> failed unexpectedly: ...` for anything else, `<tool> was interrupted` after a stop.
  */
-import type { ToolResultBlock, ToolUseBlock } from '../messages.js';
+import type { ToolResultBlock, ToolUseBlock } from '../context/messages.js';
 import type { ToolTelemetry } from '../telemetry/types.js';
-import { linkedController } from '../abort.js';
+import { linkedController } from '../run/abort.js';
 import type { BatchContext } from './batch-context.js';
 import { describeInput, summarizeCall } from './summary.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, ToolError, type AnyTool, type Proposal, type ToolResult } from './types.js';

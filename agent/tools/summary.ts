@@ -7,7 +7,7 @@
  * No backticks or JSON punctuation, which chat surfaces would show literally. A duration argument
  * (a key ending in Seconds or Ms, a minute or more) also shows as people say it: `(1 h 30 min)`.
  */
-import { formatDuration } from '../reminders.js';
+import { formatDuration } from '../memory/reminders.js';
 
 export function summarizeCall(tool: string, input: unknown, max = 120): string {
   const args = describeInput(input);

@@ -10,9 +10,9 @@
 import type { ToolTelemetry } from '../telemetry/types.js';
 import type { z } from 'zod';
 import type { ToolTier, Tier } from '../../policies/tiers.js';
-import type { ImageBlock, Message, TextBlock } from '../messages.js';
+import type { ImageBlock, Message, TextBlock } from '../context/messages.js';
 import type { Usage } from '../events.js';
-import type { CompactResult, ContextInfo } from '../context-keeper.js';
+import type { CompactResult, ContextInfo } from '../context/keeper.js';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 3 * 60_000;
 

@@ -50,8 +50,8 @@ export async function acpCommand(argv: string[], io: CliIO): Promise<number> {
     err(`gatehouse acp: ${messageOf(e)}\nUsage: ${ACP_USAGE}`);
     return 2;
   }
-  const { readConfig } = await import('../start.js');
-  const { ConfigError, formatConfigError } = await import('../config.js');
+  const { readConfig } = await import('../service/start.js');
+  const { ConfigError, formatConfigError } = await import('../config/index.js');
   let config;
   try {
     config = readConfig(io);

@@ -1,6 +1,6 @@
 /**
  * The ACP agent app of `gatehouse acp` (./command.ts parses the flags): the SDK's stable v1 agent
- * side on a byte stream, with the Gatehouse core (bot/app.ts) in this process.
+ * side on a byte stream, with the Gatehouse core (bot/service/app.ts) in this process.
  *
  * Contract:
  * - `initialize` answers the protocol version, session/load, MCP servers over stdio and http (no SSE,
@@ -12,13 +12,13 @@
  * - Resolves with 0 when the connection closes (the client ended stdin), after the core stopped.
  */
 import { agent, PROTOCOL_VERSION, RequestError, ndJsonStream, type AgentContext, type ContentBlock } from '@agentclientprotocol/sdk';
-import { createAnthropicModel } from '../../agent/model.js';
+import { createAnthropicModel } from '../../agent/model/anthropic.js';
 import type { Tier } from '../../policies/tiers.js';
-import { createGatehouse } from '../app.js';
+import { createGatehouse } from '../service/app.js';
 import type { CliIO } from '../cli/io.js';
-import type { Config } from '../config.js';
-import { auditTo, createLogger, secretValues } from '../log.js';
-import { openStore } from '../storage.js';
+import type { Config } from '../config/index.js';
+import { auditTo, createLogger, secretValues } from '../service/log.js';
+import { openStore } from '../service/storage.js';
 import { AcpSessions, PromptRunning, SessionNotLoadable } from './sessions.js';
 import { clientMcpServers } from './client-mcp.js';
 import type { McpServerConfig } from '../../agent/mcp/config.js';

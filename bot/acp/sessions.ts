@@ -27,12 +27,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentContext, SessionUpdate, StopReason, ToolKind, PermissionOption } from '@agentclientprotocol/sdk';
-import type { ApprovalBroker } from '../../agent/approvals.js';
+import type { ApprovalBroker } from '../../agent/approvals/index.js';
 import type { AgentEvent, Card } from '../../agent/events.js';
-import type { ConversationOutput } from '../../agent/output.js';
-import type { Runner } from '../../agent/runner.js';
+import type { ConversationOutput } from '../../agent/run/output.js';
+import type { Runner } from '../../agent/run/runner.js';
 import type { Tier } from '../../policies/tiers.js';
-import type { Log } from '../log.js';
+import type { Log } from '../service/log.js';
 import type { TranscriptRepo } from '../../agent/store/types.js';
 import { replayUpdates } from './replay.js';
 import { pickFromForm, questionForm } from './elicit.js';
@@ -184,7 +184,7 @@ export class AcpSessions {
     });
   }
 
-  /** The output of every `acp:` conversation of this process (bot/app.ts extraOutputs). */
+  /** The output of every `acp:` conversation of this process (bot/service/app.ts extraOutputs). */
   output(key: string): ConversationOutput | undefined {
     const s = this.byKey(key);
     if (!key.startsWith(ACP_PREFIX)) return undefined;

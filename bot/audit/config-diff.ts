@@ -4,7 +4,7 @@
  * (`platform.list:id`). Ids only; prompts, models and limits count as "agent changed".
  */
 import type { ConfigChanges } from '../../agent/audit.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 
 type Shape = Pick<Config, 'agents' | 'routes' | 'access'>;
 

@@ -14,14 +14,14 @@
  *   not updated (no platform connection here); the command says so.
  * - Exit 0 decided; 1 refused or failed (reason on stderr); 2 bad usage.
  */
-import { auditTo } from '../log.js';
-import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals.js';
+import { auditTo } from '../service/log.js';
+import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals/index.js';
 import type { CliIO } from '../cli/io.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { AttachUnavailable, attachCall, findService } from '../headless/attach.js';
-import { loadForCommand } from '../operator-commands.js';
-import { dataDirOf } from '../reload.js';
-import { openStore } from '../storage.js';
+import { loadForCommand } from '../cli/operator.js';
+import { dataDirOf } from '../service/reload.js';
+import { openStore } from '../service/storage.js';
 import { openAuditTrail } from './trail.js';
 import { messageOf } from '../../agent/log.js';
 

@@ -1,6 +1,6 @@
 /**
  * The running service's side of the audit trail and of `gatehouse approvals decide`: the events
- * bot/cli.ts emits at start and reload, and the attach socket's `/decide` route.
+ * bot/cli/index.ts emits at start and reload, and the attach socket's `/decide` route.
  *
  * Contract (`/decide`): body `{ requestId, verdict: "approve" | "deny" }` (zod-checked); answer
  * `{ accepted, notice, reason? }` from the broker's `decideAsHost`, which checks the agent's
@@ -9,9 +9,9 @@
  */
 import { z } from 'zod';
 import type { AuditEvent } from '../../agent/audit.js';
-import type { ApprovalBroker } from '../../agent/approvals.js';
-import type { Config } from '../config.js';
-import type { ReloadResult } from '../reload.js';
+import type { ApprovalBroker } from '../../agent/approvals/index.js';
+import type { Config } from '../config/index.js';
+import type { ReloadResult } from '../service/reload.js';
 import type { AttachRoute } from '../headless/attach.js';
 import { accessEntries, approverEntries } from './config-diff.js';
 

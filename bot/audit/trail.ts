@@ -1,6 +1,6 @@
 /**
  * Where the audit file lives, its key, and the sink that writes every audit event there as well as
- * to the log (bot/log.ts `auditTo`).
+ * to the log (bot/service/log.ts `auditTo`).
  *
  * Contract:
  * - GATEHOUSE_AUDIT_DIR: the folder of the chain files (bot/audit/chain.ts), relative to the working
@@ -12,7 +12,7 @@
  * - The key: GATEHOUSE_AUDIT_KEY (at least 32 characters; one of the bot's own variables, so it is
  *   never passed to a command), else the file `audit.key` in the data folder (next to the audit
  *   folder when there is none), made on first use with 32 random bytes, 0600. The sandbox never sees
- *   the data folder (its view is default-deny, and bot/app.ts masks these paths too); the key is also
+ *   the data folder (its view is default-deny, and bot/service/app.ts masks these paths too); the key is also
  *   registered as one of the bot's own secrets (scrubbed from command environments and web requests).
  * - Chain name: `audit`; on PostgreSQL, where several replicas write, `audit-<replica id>` (one
  *   chain per process, so appends never interleave).
@@ -23,10 +23,10 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { dirname, join, resolve } from 'node:path';
 import type { Audit } from '../../agent/audit.js';
 import { registerOwnSecret } from '../../policies/secrets.js';
-import { ConfigError, type Config } from '../config.js';
-import type { Log } from '../log.js';
-import { dataDirOf } from '../reload.js';
-import { replicaId } from '../replica-id.js';
+import { ConfigError, type Config } from '../config/index.js';
+import type { Log } from '../service/log.js';
+import { dataDirOf } from '../service/reload.js';
+import { replicaId } from '../service/replica-id.js';
 import { ChainWriter } from './chain.js';
 import { claimCliChain } from './chain-lock.js';
 import { messageOf } from '../../agent/log.js';

@@ -1,9 +1,9 @@
 /**
  * What every command shares, apart from the command table: its streams and environment (`CliIO`),
- * its shape (`Command`) and the version. Commands import this, never bot/cli.ts, so the table that
+ * its shape (`Command`) and the version. Commands import this, never bot/cli/index.ts, so the table that
  * loads them and the modules it loads do not import each other.
  *
- * Contract: nothing here imports beyond node: modules (`--version` loads bot/main.ts, bot/cli.ts and
+ * Contract: nothing here imports beyond node: modules (`--version` loads bot/main.ts, bot/cli/index.ts and
  * this file only; test/bot/lazy-loading.e2e checks it).
  */
 import { readFileSync } from 'node:fs';

@@ -41,8 +41,8 @@ import type { Readable } from 'node:stream';
 import { TIERS } from '../../policies/tiers.js';
 import { dirname, resolve } from 'node:path';
 import type { CliIO } from '../cli/io.js';
-import type { Config } from '../config.js';
-import type { CompanionKind } from '../../agent/companions.js';
+import type { Config } from '../config/index.js';
+import type { CompanionKind } from '../../agent/model/companions.js';
 import { attachRespond, attachRun, AttachUnavailable, findService } from './attach.js';
 import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
 import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';
@@ -144,7 +144,7 @@ function parseArgs(argv: string[]): {
         break;
       case '--with-audio':
       case '--with-video':
-        // No audio or video companion kind exists yet (agent/companions.ts); say so rather than ignore it.
+        // No audio or video companion kind exists yet (agent/model/companions.ts); say so rather than ignore it.
         throw new UsageError(`${flag} is not supported yet: Gatehouse has no ${flag.slice(7)} companion kind (only --with-image)`);
       case '--events': {
         for (const c of take()
@@ -340,7 +340,7 @@ export async function runCommand(argv: string[], io: CliIO): Promise<number> {
       err(`gatehouse run: ${e.message}`);
       return 2;
     }
-    const { ConfigError, formatConfigError } = await import('../config.js');
+    const { ConfigError, formatConfigError } = await import('../config/index.js');
     if (e instanceof ConfigError) {
       err(formatConfigError(e));
       return 2;
@@ -398,7 +398,7 @@ async function execute(
       // Stale files from a service that is gone: run here.
     }
   }
-  const { readConfig } = await import('../start.js');
+  const { readConfig } = await import('../service/start.js');
   const config = withImage === undefined ? readConfig(io) : withCompanion(readConfig(io), 'analyze:image', withImage);
   const { runInProcess } = await import('./in-process.js');
   return runInProcess(io, config, request, onMessage, setRespond, eventsOn);
@@ -406,10 +406,10 @@ async function execute(
 
 /**
  * The caller's environment with .env loaded (a copy), and the data folder (the SQLite store's) as
- * bot/reload.ts dataDirOf finds it from them.
+ * bot/service/reload.ts dataDirOf finds it from them.
  */
 async function callerEnv(io: CliIO): Promise<{ env: Record<string, string | undefined>; dataDir: string }> {
-  const { loadDotEnv, storeFromEnv } = await import('../env.js');
+  const { loadDotEnv, storeFromEnv } = await import('../config/env.js');
   const env = { ...io.env };
   loadDotEnv(env, io.cwd);
   const { store } = storeFromEnv(env, io.cwd);

@@ -5,12 +5,12 @@
  * when --events is on so the stream stays NDJSON.
  */
 import type { Writable } from 'node:stream';
-import { createAnthropicModel } from '../../agent/model.js';
-import { createGatehouse } from '../app.js';
+import { createAnthropicModel } from '../../agent/model/anthropic.js';
+import { createGatehouse } from '../service/app.js';
 import type { CliIO } from '../cli/io.js';
-import type { Config } from '../config.js';
-import { auditTo, createLogger, levelRank, secretValues, type Log } from '../log.js';
-import { openStore } from '../storage.js';
+import type { Config } from '../config/index.js';
+import { auditTo, createLogger, levelRank, secretValues, type Log } from '../service/log.js';
+import { openStore } from '../service/storage.js';
 import { openAuditTrail, type AuditTrail } from '../audit/trail.js';
 import type { HeadlessMessage, HeadlessRequest, HeadlessResponse, HeadlessResult } from './runs.js';
 

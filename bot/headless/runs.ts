@@ -20,12 +20,12 @@
  *   problem (unknown agent, bad key) throws HeadlessUsageError before anything runs.
  */
 import { randomUUID } from 'node:crypto';
-import type { ApprovalBroker } from '../../agent/approvals.js';
+import type { ApprovalBroker } from '../../agent/approvals/index.js';
 import type { Card, RunLimit, Usage } from '../../agent/events.js';
-import type { ConversationOutput } from '../../agent/output.js';
-import type { Runner } from '../../agent/runner.js';
+import type { ConversationOutput } from '../../agent/run/output.js';
+import type { Runner } from '../../agent/run/runner.js';
 import type { Tier } from '../../policies/tiers.js';
-import { agentForConversation, type Config } from '../config.js';
+import { agentForConversation, type Config } from '../config/index.js';
 import {
   CLI_PREFIX,
   CONVERSATION_KEY,
@@ -71,7 +71,7 @@ export class HeadlessRuns {
 
   constructor(private readonly deps: { config: Config; runner: Runner; broker: ApprovalBroker }) {}
 
-  /** The output of every `cli:` conversation (bot/app.ts routes those keys here). */
+  /** The output of every `cli:` conversation (bot/service/app.ts routes those keys here). */
   output(key: string): ConversationOutput {
     return {
       streamsText: !this.batch.has(key),

@@ -7,7 +7,7 @@
  * Contract: one instance per app (its own prom-client Registry); `shutdown()` flushes the spans
  * still batched and is safe to call twice. A reporter that throws is ignored (logged once at warn).
  */
-import type { ModelClient } from '../../agent/model-types.js';
+import type { ModelClient } from '../../agent/model/types.js';
 import type { Store } from '../../agent/store/types.js';
 import {
   noChatTelemetry as noChat,

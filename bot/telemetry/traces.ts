@@ -48,7 +48,7 @@ import {
   ATTR_GEN_AI_USAGE_INPUT_TOKENS,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
 } from '@opentelemetry/semantic-conventions/incubating';
-import { ModelError } from '../../agent/model-types.js';
+import { ModelError } from '../../agent/model/types.js';
 import type { ChatTelemetry, RunTelemetry, Telemetry, ToolTelemetry } from '../../agent/telemetry/types.js';
 import type { TraceSettings } from './env.js';
 import { SEMCONV_SCHEMA_URL } from './semconv.js';

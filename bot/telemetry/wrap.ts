@@ -6,7 +6,7 @@
  * The store keeps its identity for everything that is not a repository method (engine, description,
  * signals, leadership); `operation` labels are `repository.method`, fixed by the Store interface.
  */
-import { ModelError, type ModelClient } from '../../agent/model-types.js';
+import { ModelError, type ModelClient } from '../../agent/model/types.js';
 import type { Store } from '../../agent/store/types.js';
 import type { GatehouseMetrics } from './metrics.js';
 

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { runCli } from '../../bot/cli.js';
+import { runCli } from '../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { waitFor } from '../helpers/harness.js';
 

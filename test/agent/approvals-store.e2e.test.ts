@@ -5,7 +5,7 @@
  * in the repository's own field, recorded once; a click before the card's handle is stored still
  * gets its card replaced. On both engines.
  */
-import { ApprovalBroker, InProcessDecisionBus, type Decision } from '../../agent/approvals.js';
+import { ApprovalBroker, InProcessDecisionBus, type Decision } from '../../agent/approvals/index.js';
 import type { Card } from '../../agent/events.js';
 import { openPostgresStore } from '../../agent/store/postgres/index.js';
 import { openSqliteStore } from '../../agent/store/sqlite/index.js';

@@ -3,10 +3,10 @@
  * client: a failed summary call changes nothing and records nothing; a good one keeps the current turn,
  * records the summary, and `info` then counts by estimate (the model's count no longer matches).
  */
-import { ContextKeeper, SUMMARY_MARKER, type SummaryRecord } from '../../agent/context-keeper.js';
-import type { Message } from '../../agent/messages.js';
-import { createAnthropicModel } from '../../agent/model.js';
-import { emptyUsage } from '../../agent/pricing.js';
+import { ContextKeeper, SUMMARY_MARKER, type SummaryRecord } from '../../agent/context/keeper.js';
+import type { Message } from '../../agent/context/messages.js';
+import { createAnthropicModel } from '../../agent/model/anthropic.js';
+import { emptyUsage } from '../../agent/model/pricing.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
 
 let fake: FakeAnthropic;

@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../agent/context-keeper.js';
+import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../agent/context/keeper.js';
 import type { FakeReply, RecordedRequest } from '../fakes/anthropic.js';
 import { Harness, waitFor } from '../helpers/harness.js';
 

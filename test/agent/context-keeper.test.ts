@@ -1,7 +1,7 @@
 /** Where a summary may cut a transcript: never between a tool_use and its tool_result. */
-import { chooseCut } from '../../agent/context-keeper.js';
-import { estimateTokens } from '../../agent/context.js';
-import type { Message } from '../../agent/messages.js';
+import { chooseCut } from '../../agent/context/keeper.js';
+import { estimateTokens } from '../../agent/context/fit.js';
+import type { Message } from '../../agent/context/messages.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const said = (text: string): Message => ({ role: 'assistant', content: [{ type: 'text', text }] });

@@ -1,8 +1,8 @@
 /** Transcript invariants: trimming never separates a tool_use from its tool_result; repair answers orphans. */
-import { fitToContext, estimateTokens } from '../../agent/context.js';
-import { appendUserTurn, repairTranscript } from '../../agent/conversation-store.js';
-import type { Message } from '../../agent/messages.js';
-import { freezeMessage } from '../../agent/transcript-diff.js';
+import { fitToContext, estimateTokens } from '../../agent/context/fit.js';
+import { appendUserTurn, repairTranscript } from '../../agent/context/conversation-store.js';
+import type { Message } from '../../agent/context/messages.js';
+import { freezeMessage } from '../../agent/context/transcript-diff.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const assistant = (text: string): Message => ({ role: 'assistant', content: [{ type: 'text', text }] });

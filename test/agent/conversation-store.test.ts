@@ -3,10 +3,10 @@
  * what changed), that a load after a save gives back what was saved in every shape, the cache of
  * recent conversations, conflicts between two writers, retention and tool results.
  */
-import { ConversationStore, repairTranscript, appendUserTurn, type StoredConversation } from '../../agent/conversation-store.js';
-import { ContextKeeper } from '../../agent/context-keeper.js';
-import type { Message } from '../../agent/messages.js';
-import type { ModelClient } from '../../agent/model-types.js';
+import { ConversationStore, repairTranscript, appendUserTurn, type StoredConversation } from '../../agent/context/conversation-store.js';
+import { ContextKeeper } from '../../agent/context/keeper.js';
+import type { Message } from '../../agent/context/messages.js';
+import type { ModelClient } from '../../agent/model/types.js';
 import { openSqliteStore } from '../../agent/store/sqlite/index.js';
 import { StoreConflictError, type Store, type TranscriptRepo, type TranscriptWrite } from '../../agent/store/types.js';
 import { waitFor } from '../helpers/wait.js';

@@ -5,7 +5,7 @@
  * listening connection was terminated; and with a safety re-read, without one. A settled wait leaves
  * no subscription behind.
  */
-import { ApprovalBroker, ApprovalStore, InProcessDecisionBus, SignalDecisionBus } from '../../agent/approvals.js';
+import { ApprovalBroker, ApprovalStore, InProcessDecisionBus, SignalDecisionBus } from '../../agent/approvals/index.js';
 import type { Card } from '../../agent/events.js';
 import { openPostgresStore, terminateConnections } from '../../agent/store/postgres/index.js';
 import type { Store } from '../../agent/store/types.js';

@@ -1,13 +1,13 @@
 /**
- * agent/http-fetch.ts against real node:http servers on 127.0.0.1, and through the real Anthropic SDK
+ * agent/model/http-fetch.ts against real node:http servers on 127.0.0.1, and through the real Anthropic SDK
  * (via createAnthropicModel) where the SDK's reading of failures matters.
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createNodeFetch, type NodeFetch } from '../../agent/http-fetch.js';
-import { createAnthropicModel } from '../../agent/model.js';
-import { ModelError } from '../../agent/model-types.js';
+import { createNodeFetch, type NodeFetch } from '../../agent/model/http-fetch.js';
+import { createAnthropicModel } from '../../agent/model/anthropic.js';
+import { ModelError } from '../../agent/model/types.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void;
 

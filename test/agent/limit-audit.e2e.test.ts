@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_YAML, Harness, agentYaml, waitFor } from '../helpers/harness.js';
 import { fakeClock } from '../helpers/fake-clock.js';
-import type { Log } from '../../bot/app.js';
+import type { Log } from '../../bot/service/app.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,12 +1,12 @@
 /**
- * The agent's memory (agent/memory.ts) and its tools, on the real SQLite store: notes persist when the
+ * The agent's memory (agent/memory/memory.ts) and its tools, on the real SQLite store: notes persist when the
  * store is closed and opened again, the caps refuse with the config key and lose nothing, scopes keep
  * one conversation's notes out of another, and the prompt section carries what the model must see.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_MEMORY_SETTINGS, MemoryError, MemoryStore, type MemorySettings } from '../../agent/memory.js';
+import { DEFAULT_MEMORY_SETTINGS, MemoryError, MemoryStore, type MemorySettings } from '../../agent/memory/memory.js';
 import { SAVE_AGENT_NOTE_OPTION, manageMemoryTool, viewMemoryTool } from '../../agent/tools/builtin/memory.js';
 import type { ToolContext } from '../../agent/tools/types.js';
 import { ToolError } from '../../agent/tools/types.js';

@@ -1,12 +1,12 @@
 /**
- * The model client's extended thinking (agent/model.ts, agent/model-thinking.ts), the real SDK against
+ * The model client's extended thinking (agent/model/anthropic.ts, agent/model/thinking.ts), the real SDK against
  * the fake Messages API: thinking streams to onThinking and comes back as signed blocks, streamed or
  * whole; a tool-use turn that began without thinking is continued without it (the API would refuse);
  * a changed thinking text is refused as the API refuses it.
  */
-import { createAnthropicModel } from '../../agent/model.js';
-import { ModelError, type ModelRequest } from '../../agent/model-types.js';
-import type { Message } from '../../agent/messages.js';
+import { createAnthropicModel } from '../../agent/model/anthropic.js';
+import { ModelError, type ModelRequest } from '../../agent/model/types.js';
+import type { Message } from '../../agent/context/messages.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
 
 const KEY = 'sk-ant-api03-TESTKEY-thinking';

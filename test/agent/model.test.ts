@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAnthropicModel, USER_MESSAGES, WHOLE_REPLY_MAX_TOKENS } from '../../agent/model.js';
-import type { RetryInfo } from '../../agent/model.js';
-import { ModelError } from '../../agent/model-types.js';
-import type { ModelRequest } from '../../agent/model-types.js';
-import type { Message } from '../../agent/messages.js';
-import { addUsage, emptyUsage, priceFor, priceUsage } from '../../agent/pricing.js';
+import { createAnthropicModel, USER_MESSAGES, WHOLE_REPLY_MAX_TOKENS } from '../../agent/model/anthropic.js';
+import type { RetryInfo } from '../../agent/model/anthropic.js';
+import { ModelError } from '../../agent/model/types.js';
+import type { ModelRequest } from '../../agent/model/types.js';
+import type { Message } from '../../agent/context/messages.js';
+import { addUsage, emptyUsage, priceFor, priceUsage } from '../../agent/model/pricing.js';
 import { startFakeAnthropic, NO_SCRIPT_TEXT } from '../fakes/anthropic.js';
 import type { FakeAnthropic } from '../fakes/anthropic.js';
 

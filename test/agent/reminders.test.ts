@@ -1,12 +1,12 @@
 /**
- * Reminders (agent/reminders.ts) and their tools on the real SQLite store: what is refused and why,
+ * Reminders (agent/memory/reminders.ts) and their tools on the real SQLite store: what is refused and why,
  * and the claim that makes a fire happen once, raced by two connections to the same file (as two
  * processes sharing the store would).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ReminderSettings } from '../../agent/reminders.js';
+import { DEFAULT_REMINDER_SETTINGS, Reminders, formatDuration, type ReminderSettings } from '../../agent/memory/reminders.js';
 import { addReminderTool, cancelReminderTool, listRemindersTool } from '../../agent/tools/builtin/reminders.js';
 import { summarizeCall } from '../../agent/tools/summary.js';
 import type { ToolContext } from '../../agent/tools/types.js';

@@ -1,6 +1,6 @@
 /**
  * Cross-replica truths over real processes (test/helpers/replica-child.ts: the real store, bus,
- * broker, allowlists and reminder scheduler, wired as bot/app.ts wires them):
+ * broker, allowlists and reminder scheduler, wired as bot/service/app.ts wires them):
  * - PostgreSQL: a decision made in process B wakes the wait in process A at once: A's bus has no
  *   safety re-read and nothing polls, so only the signal (LISTEN/NOTIFY) can wake it.
  * - PostgreSQL: an "Always" grant made in B is in A's allowlist copy, and A's watchers re-check,
@@ -15,11 +15,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApprovalStore, type Decision } from '../../agent/approvals.js';
-import { Reminders } from '../../agent/reminders.js';
+import { ApprovalStore, type Decision } from '../../agent/approvals/index.js';
+import { Reminders } from '../../agent/memory/reminders.js';
 import type { Store } from '../../agent/store/types.js';
-import { storeFromEnv } from '../../bot/env.js';
-import { openStore } from '../../bot/storage.js';
+import { storeFromEnv } from '../../bot/config/env.js';
+import { openStore } from '../../bot/service/storage.js';
 import { ENGINES, testStoreUrl } from '../helpers/harness.js';
 import { startReplica, type Replica } from '../helpers/replica-process.js';
 import { waitFor } from '../helpers/wait.js';

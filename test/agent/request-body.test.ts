@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { requestBody } from '../../agent/request-body.js';
-import { freezeMessage } from '../../agent/transcript-diff.js';
-import type { Message } from '../../agent/messages.js';
+import { requestBody } from '../../agent/model/request-body.js';
+import { freezeMessage } from '../../agent/context/transcript-diff.js';
+import type { Message } from '../../agent/context/messages.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 

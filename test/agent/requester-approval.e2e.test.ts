@@ -1,5 +1,5 @@
 /**
- * Issue 24 end to end, "nobody approves their own request": through the real start path (bot/cli.ts
+ * Issue 24 end to end, "nobody approves their own request": through the real start path (bot/cli/index.ts
  * startBot), the real grammy against the fake Bot API and real Bolt against the fake Slack, the real
  * Anthropic SDK against the fake model. The attack: the person who asked taps Approve on their own
  * card. What they see (a private notice), what the other approver sees, that nothing ran before the
@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../bot/cli.js';
+import { startBot, type RunningBot } from '../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../fakes/telegram.js';

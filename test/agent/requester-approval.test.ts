@@ -6,13 +6,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApprovalBroker } from '../../agent/approvals.js';
+import { ApprovalBroker } from '../../agent/approvals/index.js';
 import type { AuditEvent } from '../../agent/audit.js';
 import { defaultRequesterMayApprove } from '../../agent/approvals/requester.js';
 import { openSqliteStore } from '../../agent/store/sqlite/index.js';
 import type { Store } from '../../agent/store/types.js';
-import { ConfigError, loadConfig } from '../../bot/config.js';
-import { requesterApprovalLine } from '../../bot/requester-approval-config.js';
+import { ConfigError, loadConfig } from '../../bot/config/index.js';
+import { requesterApprovalLine } from '../../bot/config/requester-approval.js';
 
 let store: Store;
 beforeEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Run slots (agent/run-limits.ts) through the real start path (router, runner, SQLite store, the real
+ * Run slots (agent/run/limits.ts) through the real start path (router, runner, SQLite store, the real
  * Anthropic SDK against the fake model): one admitted user who fills eight places with runs that
  * block (a tool that waits until the test releases it) cannot take every global slot, so another
  * user's DM still starts a run. Nothing waits on the clock: runs are observed by their events, queued
@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { Tool } from '../../agent/tools/types.js';
-import { Slots, placeOf } from '../../agent/run-limits.js';
+import { Slots, placeOf } from '../../agent/run/limits.js';
 import type { RecordedRequest } from '../fakes/anthropic.js';
 import { Harness, agentYaml, waitFor } from '../helpers/harness.js';
 

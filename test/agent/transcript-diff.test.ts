@@ -4,10 +4,10 @@
  * saved" holds here before any engine is involved (test/agent/conversation-store.test.ts checks it
  * on a real store).
  */
-import { appendUserTurn } from '../../agent/conversation-store.js';
-import type { Message } from '../../agent/messages.js';
+import { appendUserTurn } from '../../agent/context/conversation-store.js';
+import type { Message } from '../../agent/context/messages.js';
 import type { TranscriptChange } from '../../agent/store/types.js';
-import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from '../../agent/transcript-diff.js';
+import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from '../../agent/context/transcript-diff.js';
 
 /** What an engine keeps: the base through baseSeq, rows by seq. */
 class ModelStore {

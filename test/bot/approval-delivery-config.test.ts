@@ -1,12 +1,12 @@
 /**
- * `approvalDelivery` in gatehouse.yaml (bot/approval-delivery-config.ts): the accepted shapes and what
+ * `approvalDelivery` in gatehouse.yaml (bot/config/approval-delivery.ts): the accepted shapes and what
  * they resolve to, the errors (naming the key path), and the start-log lines.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, type ConfigProblem } from '../../bot/config.js';
-import { approvalDeliveryLines } from '../../bot/approval-delivery-config.js';
+import { ConfigError, loadConfig, type ConfigProblem } from '../../bot/config/index.js';
+import { approvalDeliveryLines } from '../../bot/config/approval-delivery.js';
 
 const dirs: string[] = [];
 afterAll(() => {

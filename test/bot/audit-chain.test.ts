@@ -1,16 +1,16 @@
 /**
  * The audit file's chain against the edits someone covering their tracks would make: a chain written
  * by the real writer (bot/audit/chain.ts, rotating small files), then changed on disk, then checked by
- * `gatehouse audit verify` (bot/cli.ts runCli, as from a shell): exit 1 naming the first bad record.
+ * `gatehouse audit verify` (bot/cli/index.ts runCli, as from a shell): exit 1 naming the first bad record.
  */
 import { createHash, createHmac } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { runCli } from '../../bot/cli.js';
+import { runCli } from '../../bot/cli/index.js';
 import { ChainWriter, fileName } from '../../bot/audit/chain.js';
-import { sinceOf } from '../../bot/audit-command.js';
+import { sinceOf } from '../../bot/audit/command.js';
 
 let dir: string;
 let audit: string;

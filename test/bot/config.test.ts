@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { descriptorOf } from '../../adapters/descriptors.js';
 import { PLATFORMS } from '../../adapters/types.js';
 import { isOwnName } from '../../policies/env.js';
-import { agentForConversation, ConfigError, formatConfigError, loadConfig, type Config, type ConfigProblem } from '../../bot/config.js';
+import { agentForConversation, ConfigError, formatConfigError, loadConfig, type Config, type ConfigProblem } from '../../bot/config/index.js';
 
 const KNOWN = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'execute_command', 'get_time', 'manage_todos', 'list_todos', 'ask_user_question'];
 const KEY = { ANTHROPIC_API_KEY: 'sk-test-not-real' };
@@ -236,7 +236,7 @@ describe('gatehouse.example.yaml', () => {
   test('.env.example names every variable the loader reads', async () => {
     const { readFileSync } = await import('node:fs');
     const example = readFileSync(resolve('.env.example'), 'utf8');
-    const source = readFileSync(resolve('bot/env.ts'), 'utf8');
+    const source = readFileSync(resolve('bot/config/env.ts'), 'utf8');
     const read = new Set([...source.matchAll(/'((?:ANTHROPIC|GATEHOUSE)_[A-Z_]+)'/g)].map((m) => m[1]!));
     // each platform's variables are read by its adapter's descriptor
     const { DESCRIPTORS } = await import('../../adapters/descriptors.js');
@@ -331,7 +331,7 @@ access:
   });
 
   test('a reload names every changed runner key as restart-required and leaves the live values alone', async () => {
-    const { reloadConfig } = await import('../../bot/reload.js');
+    const { reloadConfig } = await import('../../bot/service/reload.js');
     const live = load(setup('runner: { maxConcurrentRuns: 8 }\n'));
     const next = load(setup('runner: { maxConcurrentRuns: 8, maxRunsPerUser: 4, maxRunsPerPlace: unlimited, reservedRuns: 2 }\n'));
     const r = reloadConfig(live, () => next);
@@ -768,7 +768,7 @@ describe('platform descriptors', () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { loadConfig } = await import('../../bot/config.js');
+    const { loadConfig } = await import('../../bot/config/index.js');
     const dir = mkdtempSync(join(tmpdir(), 'gh-cfg-'));
     const yaml = (approvers: string) => `agents:\n  a:\n    model: claude-sonnet-5-5\n    workspace: ${join(dir, 'ws')}\n    approvers: ${approvers}\n`;
     writeFileSync(join(dir, 'gatehouse.yaml'), yaml('{ slack: [U0ADA, "group:S0OPS"] }'));
@@ -781,7 +781,7 @@ describe('platform descriptors', () => {
   });
 
   test('Slack env: socket mode needs an xapp- token, HTTP mode a signing secret; secrets never echoed', async () => {
-    const { readEnv } = await import('../../bot/env.js');
+    const { readEnv } = await import('../../bot/config/env.js');
     const ok = readEnv({ ANTHROPIC_API_KEY: 'k', SLACK_BOT_TOKEN: 'xoxb-1-2-abc', SLACK_APP_TOKEN: 'xapp-1-A-3-def' }, '/tmp');
     expect(ok.problems).toEqual([]);
     expect(ok.settings.platforms.slack).toEqual({ botToken: 'xoxb-1-2-abc', appToken: 'xapp-1-A-3-def', signingSecret: undefined, apiUrl: undefined });

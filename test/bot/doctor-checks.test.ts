@@ -1,5 +1,5 @@
-/** bot/doctor-checks.ts's DNS check: a look-up that never answers is cut off and said so (no hang). */
-import { resolves } from '../../bot/doctor-checks.js';
+/** bot/cli/doctor-checks.ts's DNS check: a look-up that never answers is cut off and said so (no hang). */
+import { resolves } from '../../bot/cli/doctor-checks.js';
 
 test('a DNS look-up that never answers ends at the timeout with a plain reason', async () => {
   const never = () => new Promise<never>(() => undefined);

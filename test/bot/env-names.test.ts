@@ -1,13 +1,13 @@
 /**
- * bot/env.ts: unknown GATEHOUSE_* names are refused with the closest known name; every GATEHOUSE_*
- * name the code reads is on the known list; secrets also come from NAME_FILE (bot/secret-files.ts).
+ * bot/config/env.ts: unknown GATEHOUSE_* names are refused with the closest known name; every GATEHOUSE_*
+ * name the code reads is on the known list; secrets also come from NAME_FILE (bot/config/secret-files.ts).
  */
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GATEHOUSE_VARS, readEnv, SECRET_VARS, storeFromEnv } from '../../bot/env.js';
-import { secretValues } from '../../bot/log.js';
+import { GATEHOUSE_VARS, readEnv, SECRET_VARS, storeFromEnv } from '../../bot/config/env.js';
+import { secretValues } from '../../bot/service/log.js';
 import { collectSecrets } from '../../policies/secrets.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

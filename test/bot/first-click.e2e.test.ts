@@ -17,11 +17,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { ApprovalBroker, ApprovalStore, SignalDecisionBus, type ClickResult, type Decision } from '../../agent/approvals.js';
+import { ApprovalBroker, ApprovalStore, SignalDecisionBus, type ClickResult, type Decision } from '../../agent/approvals/index.js';
 import type { Card } from '../../agent/events.js';
 import type { Store } from '../../agent/store/types.js';
-import { storeFromEnv } from '../../bot/env.js';
-import { openStore } from '../../bot/storage.js';
+import { storeFromEnv } from '../../bot/config/env.js';
+import { openStore } from '../../bot/service/storage.js';
 import { ENGINES, testStoreUrl } from '../helpers/harness.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -7,7 +7,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../agent/context-keeper.js';
+import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../agent/context/keeper.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { runGatehouse } from '../helpers/process.js';
 

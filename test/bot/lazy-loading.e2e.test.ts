@@ -65,7 +65,7 @@ test('--version and --help load the command table alone: no agent, no adapter, n
     expect(run.output()).toMatch(flag === '--version' ? /^gatehouse \d+\.\d+\.\d+/ : /^Usage:/);
     const { packages, own } = loaded();
     // The recorder saw the process load (so an empty package list means something).
-    expect(own).toEqual(['bot/main.ts', 'bot/cli.ts', 'bot/cli/io.ts']);
+    expect(own).toEqual(['bot/main.ts', 'bot/cli/index.ts', 'bot/cli/io.ts']);
     expect([...packages].filter((p) => p !== '@swc/core')).toEqual([]);
   }
 }, 60_000);

@@ -1,10 +1,10 @@
 /**
- * bot/log.ts through real pino and pino-pretty: JSON lines off a terminal, readable lines on one,
+ * bot/service/log.ts through real pino and pino-pretty: JSON lines off a terminal, readable lines on one,
  * levels, and secret values scrubbed from whatever text carries them (an error with a URL, a field);
  * child loggers, and a run's lines carrying its conversation, agent and run id.
  */
 import { PassThrough } from 'node:stream';
-import { createLogger, secretValues, type Log } from '../../bot/log.js';
+import { createLogger, secretValues, type Log } from '../../bot/service/log.js';
 import { childLog, prefixedLog } from '../../agent/log.js';
 import { Harness, waitFor } from '../helpers/harness.js';
 

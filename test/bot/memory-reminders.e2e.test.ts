@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
-import { ConfigError, loadConfig } from '../../bot/config.js';
+import { ConfigError, loadConfig } from '../../bot/config/index.js';
 import type { RecordedRequest } from '../fakes/anthropic.js';
 import { Harness, agentYaml, waitFor } from '../helpers/harness.js';
 

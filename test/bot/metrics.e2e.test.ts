@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '../../bot/cli.js';
+import { runCli } from '../../bot/cli/index.js';
 import { owner, scriptedConversation, startTelemetryBot, stranger, type TelemetryBot } from './telemetry-bot.js';
 
 let t: TelemetryBot | undefined;

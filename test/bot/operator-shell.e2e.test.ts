@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../bot/cli.js';
+import { startBot, type RunningBot } from '../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { waitFor } from '../helpers/harness.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
-import { loadConfig } from '../../bot/config.js';
+import { loadConfig } from '../../bot/config/index.js';
 import { finishGatehouse, startGatehouse, waitForProcess } from '../helpers/process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

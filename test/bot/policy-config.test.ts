@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, type ConfigProblem } from '../../bot/config.js';
-import { runCli } from '../../bot/cli.js';
+import { ConfigError, loadConfig, type ConfigProblem } from '../../bot/config/index.js';
+import { runCli } from '../../bot/cli/index.js';
 import { PassThrough } from 'node:stream';
 
 const KNOWN = ['read_file', 'ls', 'write_file', 'execute_command', 'ask_user_question'];

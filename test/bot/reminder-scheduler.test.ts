@@ -1,5 +1,5 @@
 /**
- * The reminder scheduler (bot/reminder-scheduler.ts) on the real SQLite store: two schedulers on two
+ * The reminder scheduler (bot/service/reminder-scheduler.ts) on the real SQLite store: two schedulers on two
  * connections (as two processes) post each reminder once; one timer aimed at the next reminder, none
  * when nothing is stored; a clock set forward fires what became due; stop() leaves nothing running;
  * a reminder for a platform not enabled is kept, not lost.
@@ -7,8 +7,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_REMINDER_SETTINGS, Reminders, type Reminder } from '../../agent/reminders.js';
-import { ReminderScheduler, type ReminderSchedulerOptions } from '../../bot/reminder-scheduler.js';
+import { DEFAULT_REMINDER_SETTINGS, Reminders, type Reminder } from '../../agent/memory/reminders.js';
+import { ReminderScheduler, type ReminderSchedulerOptions } from '../../bot/service/reminder-scheduler.js';
 import { openSqliteStore } from '../../agent/store/sqlite/index.js';
 import type { Store } from '../../agent/store/types.js';
 import { waitFor } from '../helpers/harness.js';

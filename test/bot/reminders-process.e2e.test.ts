@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openStore } from '../../bot/storage.js';
+import { openStore } from '../../bot/service/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeUser } from '../fakes/telegram.js';
 import { startGatehouse, waitForProcess, type TestProcess } from '../helpers/process.js';

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SANDBOX_LIMITS } from '../../agent/tools/sandbox/index.js';
-import { ConfigError, loadConfig, type Config, type ConfigProblem } from '../../bot/config.js';
+import { ConfigError, loadConfig, type Config, type ConfigProblem } from '../../bot/config/index.js';
 
 const KNOWN = ['read_file', 'execute_command'];
 let dir: string;

@@ -10,12 +10,12 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAnthropicModel } from '../../agent/model.js';
+import { createAnthropicModel } from '../../agent/model/anthropic.js';
 import { builtinToolNames } from '../../agent/tools/catalog.js';
 import { findExecutable } from '../../agent/tools/sandbox/index.js';
-import { createGatehouse } from '../../bot/app.js';
-import { loadConfig } from '../../bot/config.js';
-import { openStore } from '../../bot/storage.js';
+import { createGatehouse } from '../../bot/service/app.js';
+import { loadConfig } from '../../bot/config/index.js';
+import { openStore } from '../../bot/service/storage.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');

@@ -1,6 +1,6 @@
 /**
  * Issue 18, stranger flood: 3,000 distinct unknown Telegram ids each DM the bot. Before, every one of
- * them got a refusal reply (2,982 of 3,000). Run for real: the router (bot/router.ts) behind the real
+ * them got a refusal reply (2,982 of 3,000). Run for real: the router (bot/service/router.ts) behind the real
  * Telegram adapter (grammy) against the fake Bot API, on an injected clock. Asserted: the replies are
  * bounded by the per-platform budget (10 a minute, here over 5 minutes of clock), the log has ONE
  * flood line per minute of clock with counts, and a stranger is told at most once a day. Control:
@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTelegramAdapter, type TelegramAdapter } from '../../adapters/telegram/adapter.js';
 import type { AdapterSink, InboundMessage } from '../../adapters/types.js';
-import type { ApprovalBroker } from '../../agent/approvals.js';
+import type { ApprovalBroker } from '../../agent/approvals/index.js';
 import type { AuditEvent } from '../../agent/audit.js';
-import type { Runner } from '../../agent/runner.js';
-import { loadConfig } from '../../bot/config.js';
-import { Router } from '../../bot/router.js';
+import type { Runner } from '../../agent/run/runner.js';
+import { loadConfig } from '../../bot/config/index.js';
+import { Router } from '../../bot/service/router.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { TOKEN, until } from '../adapters/telegram/helpers.js';
 

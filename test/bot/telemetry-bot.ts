@@ -1,5 +1,5 @@
 /**
- * A real bot for the telemetry tests (not a test file): bot/cli.ts startBot with the fake Telegram
+ * A real bot for the telemetry tests (not a test file): bot/cli/index.ts startBot with the fake Telegram
  * and the fake Anthropic behind the real grammy and SDK clients, its real HTTP server on 127.0.0.1,
  * and one scripted conversation: a plain message, a stranger refused, and a write_file call that
  * needs approval and is approved by the owner. Ids and words are distinctive so a test can look for them.
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../bot/cli.js';
+import { startBot, type RunningBot } from '../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../fakes/telegram.js';
 

@@ -5,9 +5,9 @@
 import { GatehouseMetrics, BoundedLabel, MAX_LABEL_VALUES } from '../../bot/telemetry/metrics.js';
 import { measuredModel, measuredStore } from '../../bot/telemetry/wrap.js';
 import { readMetricsEnv, readTraceEnv, type ConfigProblemLike } from '../../bot/telemetry/env.js';
-import { ModelError, type ModelClient } from '../../agent/model-types.js';
+import { ModelError, type ModelClient } from '../../agent/model/types.js';
 import type { Store } from '../../agent/store/types.js';
-import { emptyUsage } from '../../agent/pricing.js';
+import { emptyUsage } from '../../agent/model/pricing.js';
 
 const metrics = () => new GatehouseMetrics({ processMetrics: false });
 const text = async (m: GatehouseMetrics) => (await m.render()).body;
@@ -204,8 +204,8 @@ describe('settings', () => {
 });
 
 test('a reload that changes the metrics token or the trace endpoint says a restart applies it', async () => {
-  const { reloadConfig } = await import('../../bot/reload.js');
-  const { loadConfig } = await import('../../bot/config.js');
+  const { reloadConfig } = await import('../../bot/service/reload.js');
+  const { loadConfig } = await import('../../bot/config/index.js');
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');

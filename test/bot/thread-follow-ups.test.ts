@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentForConversation, ConfigError, loadConfig } from '../../bot/config.js';
-import { threadFollowUpsFor } from '../../bot/thread-follow-ups.js';
+import { agentForConversation, ConfigError, loadConfig } from '../../bot/config/index.js';
+import { threadFollowUpsFor } from '../../bot/config/thread-follow-ups.js';
 
 const dirs: string[] = [];
 afterAll(() => {

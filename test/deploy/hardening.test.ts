@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { SECRET_VARS } from '../../bot/env.js';
+import { SECRET_VARS } from '../../bot/config/env.js';
 import { assertParentsOpen } from '../helpers/open-parents.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configJsonSchema } from '../../bot/config-command.js';
+import { configJsonSchema } from '../../bot/cli/config.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 type Node = { properties?: Record<string, Node>; additionalProperties?: Node | boolean; items?: Node; anyOf?: Node[] };

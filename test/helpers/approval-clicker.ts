@@ -1,7 +1,7 @@
 /**
  * A second process deciding approvals (test/bot/first-click.e2e.test.ts): the real store (argv[2] is
  * a GATEHOUSE_STORE: a shared SQLite file or a PostgreSQL database, opened beside the test's own
- * connection, as bot/cli.ts opens it) and the real broker, wired as bot/app.ts wires them: its waits
+ * connection, as bot/cli/index.ts opens it) and the real broker, wired as bot/service/app.ts wires them: its waits
  * are woken through the store's signals (SignalDecisionBus), never by polling.
  * stdin, one per line:
  *   `click <epoch ms> <user id> <token> <conversation key>`: at that moment, click; prints
@@ -10,9 +10,9 @@
  * stdout: `ready` once the store is open.
  */
 import { createInterface } from 'node:readline';
-import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals.js';
-import { storeFromEnv } from '../../bot/env.js';
-import { openStore } from '../../bot/storage.js';
+import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals/index.js';
+import { storeFromEnv } from '../../bot/config/env.js';
+import { openStore } from '../../bot/service/storage.js';
 
 const { store: settings } = storeFromEnv({ GATEHOUSE_STORE: process.argv[2]! }, process.cwd());
 const store = await openStore(settings);

@@ -1,7 +1,7 @@
 /**
  * What a platform's end-to-end file sets up for each test, once: a temp folder with gatehouse.yaml, a
  * new store on the engine, the fake model answering from `queue`, and the bot started on the real
- * start path (bot/cli.ts startBot) with the platform's env, its output collected in `logged`.
+ * start path (bot/cli/index.ts startBot) with the platform's env, its output collected in `logged`.
  *
  * Use: `h = await BotE2e.start({ engine, prefix, yaml })` in beforeEach (after starting the fake
  * platform, or before: `boot` takes the platform's env), `h.boot({ DISCORD_TOKEN, ... })` in a
@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../bot/cli.js';
+import { startBot, type RunningBot } from '../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { type TestEngine, testStoreUrl } from './harness.js';
 

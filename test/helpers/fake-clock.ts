@@ -1,7 +1,7 @@
-// A clock that moves only when the test says so (agent/run-limits.ts RunClock): "a person takes
+// A clock that moves only when the test says so (agent/run/limits.ts RunClock): "a person takes
 // longer than the run's budget" is `advance(ms)`, not a real wait, so the test means the same on a
 // busy machine as on an idle one.
-import type { RunClock } from '../../agent/run-limits.js';
+import type { RunClock } from '../../agent/run/limits.js';
 
 export interface FakeClock extends RunClock {
   /** Moves time on by `ms`, firing (in order) every timer that falls due. */

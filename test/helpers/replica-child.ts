@@ -1,7 +1,7 @@
 /**
  * One "replica" for the cross-process tests of signals, decisions, grants, reminders and expiry
  * (test/agent/replica-signals.e2e.test.ts): the real store (argv[2] is a GATEHOUSE_STORE) and the
- * real pieces, wired as bot/app.ts wires them: the SignalDecisionBus (no safety re-read: only the
+ * real pieces, wired as bot/service/app.ts wires them: the SignalDecisionBus (no safety re-read: only the
  * signal can wake a wait), the broker with sharedExpiry, PersistedAllowlists with signals, the
  * reminder scheduler with the store's signals (maxWaitMs: env REPLICA_MAX_WAIT_MS, default 200, so
  * a reminder stored by a process without a scheduler is read soon).
@@ -22,12 +22,12 @@
  * stdout: `ready` once the store is open and its signals listen.
  */
 import { createInterface } from 'node:readline';
-import { PersistedAllowlists } from '../../agent/allowlists.js';
-import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals.js';
-import { Reminders } from '../../agent/reminders.js';
-import { ReminderScheduler } from '../../bot/reminder-scheduler.js';
-import { storeFromEnv } from '../../bot/env.js';
-import { openStore } from '../../bot/storage.js';
+import { PersistedAllowlists } from '../../agent/approvals/allowlists.js';
+import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals/index.js';
+import { Reminders } from '../../agent/memory/reminders.js';
+import { ReminderScheduler } from '../../bot/service/reminder-scheduler.js';
+import { storeFromEnv } from '../../bot/config/env.js';
+import { openStore } from '../../bot/service/storage.js';
 
 const out = (line: string) => void process.stdout.write(`${line}\n`);
 const { store: settings } = storeFromEnv({ GATEHOUSE_STORE: process.argv[2]! }, process.cwd());

@@ -1,4 +1,4 @@
-import { classifierCompletionFrom, createAnthropicModel } from '../../agent/model.js';
+import { classifierCompletionFrom, createAnthropicModel } from '../../agent/model/anthropic.js';
 import type { Usage } from '../../agent/events.js';
 import { CLASSIFIER_SYSTEM_PROMPT, classifierUserMessage, createCommandClassifier, parseVerdict } from '../../policies/classifier.js';
 import type { ClassifierCompletion } from '../../policies/classifier.js';

@@ -101,7 +101,7 @@ export function narrowStoreFiles(path: string, log: Log): void {
   }
 }
 
-/** What Gatehouse itself keeps in its data folder besides the store (bot/reload.ts, bot/headless/attach.ts, bot/audit/trail.ts). */
+/** What Gatehouse itself keeps in its data folder besides the store (bot/service/reload.ts, bot/headless/attach.ts, bot/audit/trail.ts). */
 const DATA_FOLDER_FILES = new Set(['gatehouse.pid', 'gatehouse.reload.json', 'gatehouse.sock', 'gatehouse.token', 'audit', 'audit.key']);
 
 /** The store's files 0600, and its folder 0700 when it is the store's own (see the contract). */

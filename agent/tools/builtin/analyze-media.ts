@@ -18,9 +18,9 @@
  *   naming the model.
  */
 import { z } from 'zod';
-import { companionsKey, type Companion, type CompanionKind, type Companions } from '../../companions.js';
-import type { ContentBlock, ImageBlock, Message, TextBlock } from '../../messages.js';
-import { ModelError, type ModelClient } from '../../model-types.js';
+import { companionsKey, type Companion, type CompanionKind, type Companions } from '../../model/companions.js';
+import type { ContentBlock, ImageBlock, Message, TextBlock } from '../../context/messages.js';
+import { ModelError, type ModelClient } from '../../model/types.js';
 import { ToolError, type Tool, type ToolContext } from '../types.js';
 import { displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 

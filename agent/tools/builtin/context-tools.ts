@@ -3,7 +3,7 @@
  * compacts its own transcript on purpose.
  *
  * Contract:
- * - Both work through ToolContext.context, the run's context keeper (agent/context-keeper.ts); without
+ * - Both work through ToolContext.context, the run's context keeper (agent/context/keeper.ts); without
  *   it (outside a run) they refuse with a ToolError.
  * - context_info changes nothing. It reports the window, the tokens the transcript uses (the model's
  *   last count plus an estimate of what came after, or the estimate alone, and says which), the number
@@ -13,7 +13,7 @@
  *   turn stays verbatim. Its propose half changes nothing; the gate decides before the model call.
  */
 import { z } from 'zod';
-import type { SummaryRecord } from '../../context-keeper.js';
+import type { SummaryRecord } from '../../context/keeper.js';
 import type { AnyTool, Tool, ToolContext } from '../types.js';
 import { ToolError } from '../types.js';
 

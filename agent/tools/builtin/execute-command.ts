@@ -44,7 +44,7 @@ import { sanitizeEnv } from '../../../policies/env.js';
 import { ToolError, type Proposal, type Tool, type ToolContext } from '../types.js';
 import { errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import type { SandboxKill, SandboxReport } from '../../telemetry/types.js';
-import { whenAborted } from '../../abort.js';
+import { whenAborted } from '../../run/abort.js';
 import {
   boxCommand,
   boxLimitNote,

@@ -1,6 +1,6 @@
 /** The memory and reminder tools as the registry takes them, built on the stores they use. */
-import type { MemoryStore } from '../../memory.js';
-import type { Reminders } from '../../reminders.js';
+import type { MemoryStore } from '../../memory/memory.js';
+import type { Reminders } from '../../memory/reminders.js';
 import type { AnyTool, Tool } from '../types.js';
 import { manageMemoryTool, viewMemoryTool } from './memory.js';
 import { addReminderTool, cancelReminderTool, listRemindersTool } from './reminders.js';

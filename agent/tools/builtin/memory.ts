@@ -1,6 +1,6 @@
 /**
  * view_memory (read-only) and manage_memory: the agent's notes that outlive a conversation
- * (agent/memory.ts). Both are built with the store injected; without one (a registry built only to
+ * (agent/memory/memory.ts). Both are built with the store injected; without one (a registry built only to
  * list names) they refuse with a clear error.
  *
  * manage_memory on this conversation's memory is low-risk: it reaches only this conversation, whose
@@ -26,7 +26,7 @@ import {
   type MemoryChange,
   type MemoryScope,
   type MemoryStore,
-} from '../../memory.js';
+} from '../../memory/memory.js';
 import type { Tool, ToolContext } from '../types.js';
 import { ToolError } from '../types.js';
 

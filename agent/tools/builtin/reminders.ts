@@ -1,14 +1,14 @@
 /**
  * add_reminder and cancel_reminder (low-risk: they change only this conversation's reminders) and
- * list_reminders (read-only). The reminders live in the store (agent/reminders.ts) and are fired by
- * bot/reminder-scheduler.ts into the conversation that set them. Built with the store injected;
+ * list_reminders (read-only). The reminders live in the store (agent/memory/reminders.ts) and are fired by
+ * bot/service/reminder-scheduler.ts into the conversation that set them. Built with the store injected;
  * without one (a registry built only to list names) they refuse with a clear error.
  *
  * Times: `at` is ISO 8601 WITH a zone (`2026-12-01T09:00:00+01:00` or `...Z`): a bare local time is
  * refused, since the server's zone is rarely the user's. Or `delaySeconds` from now.
  */
 import { z } from 'zod';
-import { ReminderError, formatDuration, type Reminder, type Reminders } from '../../reminders.js';
+import { ReminderError, formatDuration, type Reminder, type Reminders } from '../../memory/reminders.js';
 import type { Tool } from '../types.js';
 import { ToolError } from '../types.js';
 

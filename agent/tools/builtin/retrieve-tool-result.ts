@@ -1,6 +1,6 @@
 /**
  * retrieve_tool_result: reads back a big tool result that was moved out of the transcript to keep the
- * context small (agent/context-keeper.ts), a page at a time.
+ * context small (agent/context/keeper.ts), a page at a time.
  *
  * Contract:
  * - Read-only. Looks the id up under the CALLING conversation's key only: an id from another

@@ -6,7 +6,7 @@
 import { createSlackAdapter } from '../../../adapters/slack/adapter.js';
 import { refFor } from '../../../adapters/slack/keys.js';
 import { mrkdwnToPlain } from '../../../adapters/slack/mrkdwn.js';
-import { startHttpServer } from '../../../bot/http.js';
+import { startHttpServer } from '../../../bot/service/http.js';
 import { startFakeSlack } from '../../fakes/slack.js';
 import type { FakeSlackMessage } from '../../fakes/slack.js';
 import { adapterContract, ContractSink } from './suite.js';

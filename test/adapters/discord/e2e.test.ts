@@ -1,5 +1,5 @@
 /**
- * Discord end to end through the real start path (bot/cli.ts startBot): env and YAML config, the
+ * Discord end to end through the real start path (bot/cli/index.ts startBot): env and YAML config, the
  * store (SQLite and PostgreSQL: the whole file runs on each), the router, the runner, the real Anthropic SDK against the fake model, and the real
  * discord.js client against the fake Discord (gateway WebSocket + REST on 127.0.0.1).
  */
@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { discordToPlain } from '../../../adapters/discord/markdown.js';
-import { startBot, type RunningBot } from '../../../bot/cli.js';
+import { startBot, type RunningBot } from '../../../bot/cli/index.js';
 import type { FakeAnthropic, FakeReply } from '../../fakes/anthropic.js';
 import { startFakeDiscord, type FakeDiscord, type FakeDiscordMessage } from '../../fakes/discord.js';
 import { BotE2e } from '../../helpers/bot-e2e.js';

@@ -1,5 +1,5 @@
 /**
- * Slack end to end through the real start path (bot/cli.ts startBot), in HTTP mode and in Socket
+ * Slack end to end through the real start path (bot/cli/index.ts startBot), in HTTP mode and in Socket
  * Mode: env and YAML config, the store (SQLite and PostgreSQL: the whole file runs on each), the router, the runner, the real Anthropic SDK against
  * the fake model, and real Bolt + @slack/web-api + socket-mode against the fake Slack (events signed
  * and posted to /slack/events on the bot's own HTTP server, or envelopes over the fake's WebSocket).
@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot } from '../../../bot/cli.js';
+import { startBot } from '../../../bot/cli/index.js';
 import type { FakeAnthropic, FakeReply } from '../../fakes/anthropic.js';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
 import { BotE2e } from '../../helpers/bot-e2e.js';

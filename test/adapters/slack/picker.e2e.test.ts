@@ -3,12 +3,12 @@
  * Block Kit select menu, end to end in both modes. The real core (createGatehouse: config, SQLite
  * store, router, runner, broker, the real Anthropic SDK against the fake model) with the real Slack
  * adapter (Bolt, @slack/web-api, socket-mode) against the fake Slack. Through the test harness rather
- * than bot/cli.ts, because only the harness can add the picker tool (no built-in tool proposes options).
+ * than bot/cli/index.ts, because only the harness can add the picker tool (no built-in tool proposes options).
  */
 import { z } from 'zod';
 import { createSlackAdapter } from '../../../adapters/slack/adapter.js';
 import type { Tool } from '../../../agent/tools/types.js';
-import { startHttpServer, type HttpServer } from '../../../bot/http.js';
+import { startHttpServer, type HttpServer } from '../../../bot/service/http.js';
 import { startFakeSlack, type FakeSlack, type FakeSlackMessage } from '../../fakes/slack.js';
 import { Harness, waitFor } from '../../helpers/harness.js';
 

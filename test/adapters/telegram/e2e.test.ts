@@ -1,5 +1,5 @@
 /**
- * Telegram end to end through the real start path (bot/cli.ts startBot): env and YAML config, the
+ * Telegram end to end through the real start path (bot/cli/index.ts startBot): env and YAML config, the
  * store (SQLite and PostgreSQL: the whole file runs on each), the router, the runner, the real Anthropic SDK against the fake model, and the real
  * grammy against the fake Bot API (long polling, and webhook mode through the bot's HTTP server).
  */
@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../../bot/cli.js';
+import { startBot, type RunningBot } from '../../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';
 import { ENGINES, testStoreUrl, waitFor } from '../../helpers/harness.js';

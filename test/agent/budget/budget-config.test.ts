@@ -1,5 +1,5 @@
-/** The `budget` config key (bot/budget-config.ts): a number is a hard limit, `{ soft, hard }` a soft one. */
-import { budgetConfigSchema, budgetLimitsOf } from '../../../bot/budget-config.js';
+/** The `budget` config key (bot/config/budget.ts): a number is a hard limit, `{ soft, hard }` a soft one. */
+import { budgetConfigSchema, budgetLimitsOf } from '../../../bot/config/budget.js';
 import { linesFor, UNLIMITED } from '../../../agent/budget/limits.js';
 
 const issues = (v: unknown) => {

@@ -3,10 +3,10 @@
  * stores on one database stand for two replicas sharing one budget. The model is the REAL SDK
  * against the fake Anthropic API, whose usage numbers are what gets settled.
  */
-import { createAnthropicModel } from '../../../agent/model.js';
+import { createAnthropicModel } from '../../../agent/model/anthropic.js';
 import { BudgetExceededError, BudgetGate, budgetedModel, type SoftDecision, type SoftLimitAsk } from '../../../agent/budget/gate.js';
 import type { BudgetLimits } from '../../../agent/budget/limits.js';
-import type { ModelRequest } from '../../../agent/model-types.js';
+import type { ModelRequest } from '../../../agent/model/types.js';
 import type { Store } from '../../../agent/store/types.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../../fakes/anthropic.js';
 import { until } from '../../helpers/wait.js';

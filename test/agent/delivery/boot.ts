@@ -1,12 +1,12 @@
 /**
  * What the approvalDelivery end-to-end tests share: a bot started through the real start path
- * (bot/cli.ts startBot) against the fake model, with its log and its audit file readable.
+ * (bot/cli/index.ts startBot) against the fake model, with its log and its audit file readable.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../../bot/cli.js';
+import { startBot, type RunningBot } from '../../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
 import { testStoreUrl } from '../../helpers/harness.js';

@@ -3,8 +3,8 @@
  * parallel asks onto one card, Always settling another run's card and persisting the grant, a card
  * closed when its command ends, expiry as a refusal.
  */
-import { ApprovalBroker } from '../../../agent/approvals.js';
-import { PersistedAllowlists } from '../../../agent/allowlists.js';
+import { ApprovalBroker } from '../../../agent/approvals/index.js';
+import { PersistedAllowlists } from '../../../agent/approvals/allowlists.js';
 import type { Card } from '../../../agent/events.js';
 import { EgressApprovals, type EgressRequester } from '../../../agent/egress/approvals.js';
 import { openSqliteStore } from '../../../agent/store/sqlite/index.js';

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, type Config, type ConfigProblem } from '../../../bot/config.js';
+import { ConfigError, loadConfig, type Config, type ConfigProblem } from '../../../bot/config/index.js';
 import { egressRefusal, parseEgressEntry, parseTarget } from '../../../policies/egress.js';
 
 const dirs: string[] = [];

@@ -9,8 +9,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { builtinToolNames } from '../../../agent/tools/catalog.js';
-import { loadConfig } from '../../../bot/config.js';
-import { reloadConfig } from '../../../bot/reload.js';
+import { loadConfig } from '../../../bot/config/index.js';
+import { reloadConfig } from '../../../bot/service/reload.js';
 import { agentYaml, Harness, waitFor } from '../../helpers/harness.js';
 import type { PostedCard } from '../../helpers/recording-adapter.js';
 import { type CountingServer, lastToolResult, startCountingServer } from './helpers.js';

@@ -1,5 +1,5 @@
 /**
- * Issue 24, the card path on a chat surface: through the real start path (bot/cli.ts startBot), real
+ * Issue 24, the card path on a chat surface: through the real start path (bot/cli/index.ts startBot), real
  * grammy against the fake Bot API, the real Anthropic SDK against the fake model, execute_command in
  * bwrap. A command's connection to a host not on sandboxNetwork.allow is held on a Telegram card; the
  * approver's tap on "Approve once" lets it through, and the audit file has the connection.
@@ -8,7 +8,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { startBot, type RunningBot } from '../../../bot/cli.js';
+import { startBot, type RunningBot } from '../../../bot/cli/index.js';
 import { TOKEN as TG_TOKEN } from '../../adapters/telegram/helpers.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../../fakes/telegram.js';

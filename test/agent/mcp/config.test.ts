@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, type ConfigProblem } from '../../../bot/config.js';
+import { ConfigError, loadConfig, type ConfigProblem } from '../../../bot/config/index.js';
 import { acceptTools, cleanDescription, quoted, toolNameProblem } from '../../../agent/mcp/listing.js';
 
 const dirs: string[] = [];

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteStore } from '../../../agent/store/sqlite/index.js';
 import type { Store } from '../../../agent/store/types.js';
-import { openStore } from '../../../bot/storage.js';
+import { openStore } from '../../../bot/service/storage.js';
 
 let dir: string;
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'gatehouse-engine-'))));

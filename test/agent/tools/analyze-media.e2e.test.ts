@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { runCli } from '../../../bot/cli.js';
-import { loadConfig, ConfigError } from '../../../bot/config.js';
+import { runCli } from '../../../bot/cli/index.js';
+import { loadConfig, ConfigError } from '../../../bot/config/index.js';
 import { builtinToolNames } from '../../../agent/tools/catalog.js';
 import { COMPANION_SYSTEM } from '../../../agent/tools/builtin/analyze-media.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../../fakes/anthropic.js';

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { builtinToolNames } from '../../../agent/tools/catalog.js';
-import { ConfigError, loadConfig } from '../../../bot/config.js';
+import { ConfigError, loadConfig } from '../../../bot/config/index.js';
 import { Harness, waitFor } from '../../helpers/harness.js';
 import type { RecordedRequest } from '../../fakes/anthropic.js';
 

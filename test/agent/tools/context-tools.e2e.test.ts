@@ -5,9 +5,9 @@
  * gate: at tier read-only with no approver bound it is declined with the reason, with one the card shows
  * the proposal and the summary call waits for the click, and a toolPolicy deny blocks it outright.
  */
-import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../../agent/context-keeper.js';
-import { estimateTokens } from '../../../agent/context.js';
-import type { Message } from '../../../agent/messages.js';
+import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../../agent/context/keeper.js';
+import { estimateTokens } from '../../../agent/context/fit.js';
+import type { Message } from '../../../agent/context/messages.js';
 import type { RecordedRequest } from '../../fakes/anthropic.js';
 import { agentYaml, Harness, waitFor } from '../../helpers/harness.js';
 

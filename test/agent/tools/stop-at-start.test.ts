@@ -1,13 +1,13 @@
 /**
  * A /stop that lands while the executor is announcing a call (the awaited tool_started event) still
- * reaches the tool: the call is interrupted instead of running to its end. Before agent/abort.ts, the
+ * reaches the tool: the call is interrupted instead of running to its end. Before agent/run/abort.ts, the
  * tool's signal was linked to the run's after that await, an 'abort' listener on an already-aborted
  * signal never fires, and a `sleep 30` ran its 30 s out (seen in CI as a /stop that did nothing).
  * Also the helpers themselves.
  */
 import { z } from 'zod';
-import { linkedController, whenAborted } from '../../../agent/abort.js';
-import { ApprovalBroker, InProcessDecisionBus } from '../../../agent/approvals.js';
+import { linkedController, whenAborted } from '../../../agent/run/abort.js';
+import { ApprovalBroker, InProcessDecisionBus } from '../../../agent/approvals/index.js';
 import type { AgentEvent } from '../../../agent/events.js';
 import { openSqliteStore } from '../../../agent/store/sqlite/index.js';
 import type { Store } from '../../../agent/store/types.js';
@@ -85,7 +85,7 @@ test('a /stop during the tool_started announcement interrupts the call', async (
   expect(JSON.stringify(results[0]!.content)).toContain('was interrupted: the run was stopped');
 });
 
-describe('agent/abort.ts', () => {
+describe('agent/run/abort.ts', () => {
   test('whenAborted calls at once on a signal that already aborted, once on a later abort, never after unsubscribing', () => {
     const done = new AbortController();
     done.abort();

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, type ConfigProblem } from '../../../bot/config.js';
+import { ConfigError, loadConfig, type ConfigProblem } from '../../../bot/config/index.js';
 import { builtinRegistry, builtinToolNames } from '../../../agent/tools/catalog.js';
 import { subagentLimits } from '../../../agent/tools/builtin/subagent/config.js';
 import { subagentToolset } from '../../../agent/tools/builtin/subagent/toolset.js';

@@ -7,12 +7,12 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../../agent/context-keeper.js';
+import { SUMMARY_MARKER, SUMMARY_SYSTEM } from '../../../agent/context/keeper.js';
 import { SUBAGENT_NOTE } from '../../../agent/tools/builtin/subagent/host.js';
 import type { AgentEvent } from '../../../agent/events.js';
 import { Harness, agentYaml, waitFor } from '../../helpers/harness.js';
 import type { RecordedRequest } from '../../fakes/anthropic.js';
-import type { Log } from '../../../bot/app.js';
+import type { Log } from '../../../bot/service/app.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

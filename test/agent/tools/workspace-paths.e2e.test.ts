@@ -16,7 +16,7 @@ import { analyzeMediaTool } from '../../../agent/tools/builtin/analyze-media.js'
 import { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from '../../../agent/tools/builtin/files.js';
 import { cpTool, mkdirTool, mvTool, rmTool } from '../../../agent/tools/builtin/files/manage.js';
 import { readPdfTool } from '../../../agent/tools/builtin/pdf.js';
-import type { ModelClient } from '../../../agent/model-types.js';
+import type { ModelClient } from '../../../agent/model/types.js';
 import type { AnyTool } from '../../../agent/tools/types.js';
 import { makeCtx, tempDir } from './builtin-helpers.js';
 

@@ -28,7 +28,7 @@ import { readPdfTool } from '../../../agent/tools/builtin/pdf.js';
 import { prepareWorkspace } from '../../../agent/tools/sandbox/index.js';
 import type { AnyTool } from '../../../agent/tools/types.js';
 import { ToolError } from '../../../agent/tools/types.js';
-import type { ModelClient, ModelRequest } from '../../../agent/model-types.js';
+import type { ModelClient, ModelRequest } from '../../../agent/model/types.js';
 import { makeCtx } from './builtin-helpers.js';
 
 const CANARY = `CANARY${process.pid}x${Date.now().toString(36)}`;

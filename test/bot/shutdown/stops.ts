@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backupSqliteStore } from '../../../agent/store/sqlite/backup.js';
-import { openStore } from '../../../bot/storage.js';
+import { openStore } from '../../../bot/service/storage.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fakes/anthropic.js';
 import { startGatehouse } from '../../helpers/process.js';
 import { seededRandom, withSeed } from '../../helpers/random.js';

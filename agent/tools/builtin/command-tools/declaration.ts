@@ -1,6 +1,6 @@
 /**
  * A custom `command` tool's declaration, as config gives it, and the checks that make a bad one a
- * config error at its key path (bot/tools-config.ts runs them inside the schema).
+ * config error at its key path (bot/config/tools.ts runs them inside the schema).
  *
  * Contract:
  * - `argv` is a template: each element is either literal text or exactly one `{param}` slot. A slot

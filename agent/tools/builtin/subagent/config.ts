@@ -2,7 +2,7 @@
  * `agents.<name>.subagents`: what spawn_subagent may give a sub-agent and how many it may start.
  *
  * Contract:
- * - The schema is the config boundary (bot/config-schema.ts takes it as one key); `subagentLimits`
+ * - The schema is the config boundary (bot/config/schema.ts takes it as one key); `subagentLimits`
  *   fills the defaults, so the tool never sees an unset limit.
  * - `tools` caps the sub-agent's toolset further; it never widens it: a name the parent lacks is not
  *   offered whatever this list says (./toolset.ts).

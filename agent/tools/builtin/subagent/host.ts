@@ -1,5 +1,5 @@
 /**
- * Sub-agents of one run: each gets its own transcript and model loop (agent/loop.ts), and its tool
+ * Sub-agents of one run: each gets its own transcript and model loop (agent/run/loop.ts), and its tool
  * calls go through the parent's executor context, so the same gate decides them.
  *
  * Contract:
@@ -13,7 +13,7 @@
  *   "Always" there adds what the same card in the parent would have added.
  * - No human in a sub-agent: its tool context has no askUser; where its call needs an approval and
  *   none can be asked, the gate declines it with the reason, as for the parent.
- * - Its own context keeper (agent/context-keeper.ts) on its own transcript: near the agent's window
+ * - Its own context keeper (agent/context/keeper.ts) on its own transcript: near the agent's window
  *   the older part is summarized (the summary call's usage is the sub-agent's), so a long task ends
  *   with an answer instead of a context error. Its big results stay in its transcript (nothing could
  *   read them back), and the context tools work on the parent's transcript, so it has none.
@@ -23,14 +23,14 @@
  * - Events: the sub-agent's tool, approval and decline events reach the run's output with their
  *   summary prefixed "sub-agent: "; its streamed text does not (its answer is the tool's result).
  */
-import type { ApprovalBroker } from '../../../approvals.js';
+import type { ApprovalBroker } from '../../../approvals/index.js';
 import type { AgentEvent, Usage } from '../../../events.js';
-import { ContextKeeper } from '../../../context-keeper.js';
+import { ContextKeeper } from '../../../context/keeper.js';
 import type { Log } from '../../../log.js';
-import { runLoop } from '../../../loop.js';
-import type { Message } from '../../../messages.js';
-import type { ModelClient } from '../../../model-types.js';
-import { addUsage, emptyUsage } from '../../../pricing.js';
+import { runLoop } from '../../../run/loop.js';
+import type { Message } from '../../../context/messages.js';
+import type { ModelClient } from '../../../model/types.js';
+import { addUsage, emptyUsage } from '../../../model/pricing.js';
 import type { AgentSettings } from '../../../settings.js';
 import type { RunTelemetry } from '../../../telemetry/types.js';
 import { runToolBatch, type BatchContext, type CallState, type CallStates } from '../../executor.js';

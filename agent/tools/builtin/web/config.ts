@@ -1,5 +1,5 @@
 /**
- * The per-agent `network` key of gatehouse.yaml (bot/config.ts adds it to the agent schema):
+ * The per-agent `network` key of gatehouse.yaml (bot/config/index.ts adds it to the agent schema):
  *
  *   network:
  *     allow: [wiki.internal, "*.corp.example", 10.1.2.3, 192.168.0.0/16]

@@ -26,7 +26,7 @@ import type { IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
 import { parseIp, refusalFor } from '../../../../policies/network.js';
 import { ToolError } from '../../types.js';
-import { linkedController } from '../../../abort.js';
+import { linkedController } from '../../../run/abort.js';
 
 export const MAX_REDIRECTS = 5;
 

@@ -2,7 +2,7 @@
  * web_search: a search provider behind a small interface, configured per agent (config `webSearch`).
  *
  * Contract:
- * - Read-only. Offered only to an agent with a provider configured (bot/config.ts adds it to the
+ * - Read-only. Offered only to an agent with a provider configured (bot/config/index.ts adds it to the
  *   toolset); the catalog builds it only then.
  * - Providers: SearXNG (`GET <url>/search?q=..&format=json`) and Brave (`GET <url>/res/v1/web/search`,
  *   key in `X-Subscription-Token`). The URL and key come from config (trusted), never from the model.
@@ -12,7 +12,7 @@
  *   provider and the status, never the key.
  * - `anthropic`: the Messages API's server-side search (`web_search_20250305`, `max_uses` from config):
  *   the same tool name, tier and policy, but sent as a server tool; the API searches inside its reply
- *   and cites its sources there (agent/loop.ts reports each search as progress and to the audit).
+ *   and cites its sources there (agent/run/loop.ts reports each search as progress and to the audit).
  */
 import { z } from 'zod';
 import { ToolError, type AnyTool, type Tool } from '../../types.js';

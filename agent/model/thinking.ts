@@ -1,0 +1,33 @@
+/**
+ * Contract: extended thinking on the Messages API, for the request agent/model/request.ts builds (agent/model/anthropic.ts).
+ * - `thinkingParam(req)` is the request's `thinking` field, or nothing. It is left out when the
+ *   request continues a tool-use turn whose assistant message does not start with a thinking block
+ *   (the turn began before thinking was switched on): the API refuses thinking for such a turn.
+ * - `messagesFor(req)`: without thinking, the transcript's thinking blocks are not sent (they are
+ *   the model's own reasoning of earlier replies and carry no meaning for a request without it).
+ */
+import type Anthropic from '@anthropic-ai/sdk';
+import type { Message } from '../context/messages.js';
+import type { ModelRequest } from './types.js';
+
+/** Whether `thinking` is sent for this request. */
+export function thinkingOn(req: ModelRequest): boolean {
+  if (!req.thinking) return false;
+  const last = req.messages.at(-1);
+  const continuesToolUse = last?.role === 'user' && last.content.some((b) => b.type === 'tool_result');
+  if (!continuesToolUse) return true;
+  const assistant = req.messages.at(-2);
+  const first = assistant?.content[0]?.type;
+  return first === 'thinking' || first === 'redacted_thinking';
+}
+
+export function thinkingParam(req: ModelRequest): Pick<Anthropic.MessageCreateParams, 'thinking'> {
+  return thinkingOn(req) ? { thinking: { type: 'enabled', budget_tokens: req.thinking!.budgetTokens } } : {};
+}
+
+export function messagesFor(req: ModelRequest): Message[] {
+  if (thinkingOn(req)) return req.messages;
+  const thinking = (m: Message) => m.content.some((b) => b.type === 'thinking' || b.type === 'redacted_thinking');
+  if (!req.messages.some(thinking)) return req.messages;
+  return req.messages.map((m) => (thinking(m) ? { ...m, content: m.content.filter((b) => b.type !== 'thinking' && b.type !== 'redacted_thinking') } : m));
+}
