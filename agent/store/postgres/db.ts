@@ -23,6 +23,8 @@ export type Client = pg.PoolClient;
 type Verify<T> = (c: Client) => Promise<T | undefined>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** The most statement texts prepared on a connection (see `statementName`). */
+const MAX_NAMED = 200;
 const guarded = new WeakSet<Client>();
 
 export class Db {
@@ -44,8 +46,26 @@ export class Db {
   async q(c: Client, sql: string, params?: unknown[]): Promise<pg.QueryResult> {
     this.roundTrips++;
     storeRoundTrips.count++;
-    return c.query(sql, params);
+    const name = params && params.length > 0 ? this.statementName(sql) : undefined;
+    return name ? c.query({ name, text: sql, values: params ?? [] }) : c.query(sql, params);
   }
+
+  /**
+   * A name per statement text, so each connection parses and plans a statement once, not at every
+   * call (the server's CPU per message was mostly that). Texts are a fixed set (SQL with `$n`
+   * parameters, shaped by which parts a write has); past MAX_NAMED a new text runs unnamed, so a
+   * connection never holds more than that many prepared statements.
+   */
+  private statementName(sql: string): string | undefined {
+    let name = this.names.get(sql);
+    if (name === undefined && this.names.size < MAX_NAMED) {
+      name = `gh_${this.names.size}`;
+      this.names.set(sql, name);
+    }
+    return name;
+  }
+
+  private readonly names = new Map<string, string>();
 
   /** A single statement. */
   async query(what: string, safety: Safety, sql: string, params: unknown[], verify?: Verify<pg.QueryResult>): Promise<pg.QueryResult> {
