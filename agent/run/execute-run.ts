@@ -42,6 +42,7 @@ import type { EgressRequester } from '../egress/approvals.js';
 import { workspaceQuota } from '../tools/workspace-quota.js';
 import type { Tier } from '../../policies/tiers.js';
 import { askUser, humanWaits } from './human-wait.js';
+import { finishWithout, reportRunEnd, stoppedEvent, systemPrompt, trimToConsistent, type RunOutcome } from './run-end.js';
 import type { Delivery } from './turn-queue.js';
 import type { Outbox, RunRecord, Turn } from './turn.js';
 import { noTelemetry, type Telemetry } from '../telemetry/types.js';
@@ -302,7 +303,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   await emit({ type: 'run_started', runId });
   d.audit?.({ event: 'run_started', conversation: key, agent: agentName, runId, resumed: resumed !== undefined });
   const observed = (d.telemetry ?? noTelemetry).run({ runId, agent: agentName, conversation: key, model: agent.model, resumed: resumed !== undefined });
-  let reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' = 'completed';
+  let reason: RunOutcome = 'completed';
   let budgetLimit: RunLimit['scope'] | undefined;
   try {
     // Every model call of the run (reminders and scheduled turns included) reserves against the budget.
@@ -332,7 +333,7 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
       runId,
       model,
       modelName: agent.model,
-      system: await systemPrompt(d, agent, key, log),
+      system: await systemPrompt(d.systemExtra, agent, key, log),
       tools: [...tools.values()].filter((t) => !t.serverTool || serverToolOffered(policy().toolPolicy, t.name)).map(toolSpec),
       maxTokens: agent.maxTokens,
       maxIterations: agent.maxIterations,
@@ -467,74 +468,21 @@ export async function executeRun(d: RunDeps, job: RunJob): Promise<void> {
   } finally {
     release();
     // The transcript could not be saved: the record and the queued turn still go (as before a checkpoint).
-    if (!lost && !finished && (recordWritten || !turnDropped)) await finishWithout(d, key, recordWritten, turnDropped ? undefined : queuedId, fence);
+    if (!lost && !finished && (recordWritten || !turnDropped)) await finishWithout(d.runs, key, recordWritten, turnDropped ? undefined : queuedId, fence);
   }
   observed.end({ outcome: lost ? 'failed' : reason, usage, ...(budgetLimit ? { budgetLimit } : {}) });
-  if (lost) {
-    d.audit?.({
-      event: 'run_finished',
-      conversation: key,
-      agent: agentName,
-      runId,
-      outcome: 'failed',
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
-      costUSD: usage.costUSD,
-      costKnown: usage.costKnown,
-    });
-    return;
-  }
-  if (reason === 'timeout' || reason === 'max_iterations') {
-    d.audit?.({
-      event: 'limit_refused',
-      limit: reason === 'timeout' ? 'run_timeout' : 'max_iterations',
-      conversation: key,
-      platform: record.platform,
-      agent: agentName,
-      runId,
-    });
-  }
-  const u: AgentEvent = { type: 'usage', runId, usage };
-  if (classifierUsage.used) u.classifierUsage = classifierUsage.total;
   const spawned = subagents?.usage();
-  if (spawned) u.subagents = spawned;
-  d.audit?.({
-    event: 'run_finished',
-    conversation: key,
-    agent: agentName,
-    runId,
-    outcome: reason,
-    inputTokens: usage.inputTokens,
-    outputTokens: usage.outputTokens,
-    costUSD: usage.costUSD,
-    costKnown: usage.costKnown,
-    ...(classifierUsage.used ? { classifierTokens: classifierUsage.total.inputTokens + classifierUsage.total.outputTokens } : {}),
-  });
-  await emit(u);
-  await emit({ type: 'run_finished', runId, reason });
-}
-
-async function finishWithout(d: RunDeps, key: string, dropRecord: boolean, queuedId: string | undefined, fence: Fence | undefined): Promise<void> {
-  if (dropRecord) await d.runs.dropRecord(key, fence);
-  if (queuedId) await d.runs.dropTurn(key, queuedId);
-}
-
-/** The configured prompt plus `systemExtra`; a failure to read the extra is logged, the run goes on. */
-async function systemPrompt(d: RunDeps, agent: AgentSettings, key: string, log: Log): Promise<string> {
-  const extra = await (d.systemExtra?.(agent, key) ?? Promise.resolve('')).catch((err: unknown) => {
-    log('warn', `[${key}] could not read the agent's memory for the system prompt: ${messageOf(err)}`);
-    return '';
-  });
-  return extra ? `${agent.system}\n\n${extra}` : agent.system;
-}
-
-function stoppedEvent(runId: string, timedOut: boolean, timeoutMs: number): AgentEvent {
-  return timedOut
-    ? { type: 'error', runId, message: `Stopped: the run took longer than ${Math.round(timeoutMs / 1000)} s (runTimeoutMs).` }
-    : { type: 'answer', runId, text: 'Stopped.' };
-}
-
-/** Drops a trailing assistant turn whose tool calls have no results (a failure mid-batch). */
-function trimToConsistent(messages: StoredConversation['messages']): void {
-  while (unansweredToolUses(messages).length > 0) messages.pop();
+  await reportRunEnd(
+    { audit: d.audit, emit },
+    {
+      conversation: key,
+      agent: agentName,
+      runId,
+      platform: record.platform,
+      outcome: lost ? 'lost' : reason,
+      usage,
+      ...(classifierUsage.used ? { classifierUsage: classifierUsage.total } : {}),
+      ...(spawned ? { subagents: spawned } : {}),
+    },
+  );
 }

@@ -16,7 +16,7 @@ import { spendRepo } from './spend.js';
 import pg from 'pg';
 import type { Checkpoint, Store } from '../types.js';
 import { randomUUID } from 'node:crypto';
-import { Db, enc, type Client } from './db.js';
+import { Db, type Client } from './db.js';
 import { checkServerVersion, describeTarget, parseTarget, redact, runtimeError, startupError } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresSignals } from './signals.js';
@@ -131,7 +131,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     cache: cacheRepo(db),
     spend,
     signals,
-    async checkpoint(cp: Checkpoint): Promise<void | { revision: number }> {
+    async checkpoint(cp: Checkpoint): Promise<undefined | { revision: number }> {
       const what = `checkpoint ${cp.transcript?.conversation ?? cp.record?.conversation ?? cp.dropTurn?.conversation ?? ''}`.trim();
       const w = cp.transcript;
       const parts = { ...(cp.dropTurn ? { dropTurn: cp.dropTurn } : {}), ...(cp.record ? { record: cp.record } : {}) };

@@ -48,8 +48,9 @@ import type { QueuedTurn } from '../../run/turn.js';
 import { Changes } from '../../run/changes.js';
 import type { Fence, LeaseRepo, RunRepo } from '../types.js';
 import { dec, num, type Db } from './db.js';
-import { CHANNEL, EXPIRE_SECONDS, jobIdOf, QUEUE_SCHEMA, RETRY_LIMIT, sendTurnJob, TURN_QUEUE, type JobData } from './turn-jobs.js';
+import { CHANNEL, jobIdOf, sendTurnJob, TURN_QUEUE, type JobData } from './turn-jobs.js';
 import { aliveSql, newHolderTag, OwnerLanes, takeSql } from './owner-lanes.js';
+import { startPgBoss } from './pgboss-start.js';
 import { fallbackLog, type LogLevel, messageOf } from '../../log.js';
 
 export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
@@ -77,35 +78,7 @@ interface Held {
 }
 
 export async function openPgBossTurnQueue(opts: PgBossTurnQueueOptions): Promise<PgBossTurnQueue> {
-  const { PgBoss } = await import('pg-boss');
-  const superviseSeconds = opts.tuning?.superviseSeconds ?? 5;
-  const boss = new PgBoss({
-    connectionString: opts.url,
-    schema: QUEUE_SCHEMA,
-    max: 4,
-    application_name: 'gatehouse-queue',
-    schedule: false,
-    superviseIntervalSeconds: superviseSeconds,
-    monitorIntervalSeconds: superviseSeconds,
-    instanceName: opts.owner,
-  });
-  boss.on('error', (err) => opts.log?.('warn', `turn queue (pg-boss): ${err.message}`));
-  await boss.start();
-  const heartbeatSeconds = Math.max(10, opts.tuning?.heartbeatSeconds ?? 10);
-  if (!(await boss.getQueue(TURN_QUEUE))) {
-    await boss
-      .createQueue(TURN_QUEUE, {
-        policy: 'key_strict_fifo',
-        heartbeatSeconds,
-        expireInSeconds: EXPIRE_SECONDS,
-        retryLimit: RETRY_LIMIT,
-        retryDelay: 0,
-        deleteAfterSeconds: 3600,
-      })
-      .catch(async (err: unknown) => {
-        if (!(await boss.getQueue(TURN_QUEUE))) throw err; // another replica created it meanwhile: fine
-      });
-  }
+  const { boss, heartbeatSeconds } = await startPgBoss(opts);
   const q = new PgBossTurnQueue(opts, boss, heartbeatSeconds);
   await q.listen();
   return q;
