@@ -53,7 +53,7 @@ test('the launcher builds a fresh clone once, not on every start, and again when
     // A source newer than the build (a git pull): built again before it runs.
     const calls = recordingTypeScript(copy);
     const later = new Date(Date.now() + 60_000);
-    utimesSync(join(copy, 'bot', 'cli.ts'), later, later);
+    utimesSync(join(copy, 'bot', 'cli', 'index.ts'), later, later);
     const changed = run();
     expect(changed.stderr).toContain('Building Gatehouse');
     expect(changed.status).toBe(0);
