@@ -34,7 +34,7 @@
  */
 import type { Tier } from '../policies/tiers.js';
 
-export type ApprovalKind = 'approval' | 'picker' | 'question' | 'approve_all';
+type ApprovalKind = 'approval' | 'picker' | 'question' | 'approve_all';
 
 /** Why a click (or a host decision) changed nothing. */
 export type RefusalReason =
@@ -62,7 +62,7 @@ export interface ConfigChanges {
   access: { added: string[]; removed: string[] };
 }
 
-export type LimitName = 'rate_limit' | 'workspace_limit' | 'run_timeout' | 'max_iterations' | 'budget';
+type LimitName = 'rate_limit' | 'workspace_limit' | 'run_timeout' | 'max_iterations' | 'budget';
 
 export type AuditEvent =
   | { event: 'service_started'; mode: 'start' | 'serve'; platforms: string[]; agents: string[]; pid: number; version: string }

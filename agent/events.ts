@@ -56,8 +56,6 @@ export type AgentEvent =
   | { type: 'usage'; runId: string; usage: Usage; classifierUsage?: Usage; subagents?: { count: number; usage: Usage } }
   | { type: 'run_finished'; runId: string; reason: 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations' };
 
-export type AgentEventType = AgentEvent['type'];
-
 /** Which spending limit ended a run (agent/budget/gate.ts limitOf), for callers that read it as data. */
 export interface RunLimit {
   kind: 'budget';

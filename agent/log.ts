@@ -26,8 +26,6 @@ export function childLog(log: Log, bindings: LogFields): Log {
   return child;
 }
 
-export const silentLog: Log = () => undefined;
-
 const LOUD = new Set<LogLevel>(['warn', 'error', 'fatal']);
 
 export const fallbackLog: Log = (level, msg, fields) => {

@@ -18,7 +18,7 @@ import type { AllowlistRepo, Signals } from '../store/types.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
 
-export const ALLOWLIST_TOPIC = 'allowlist';
+const ALLOWLIST_TOPIC = 'allowlist';
 
 interface Granted {
   commands: string[];

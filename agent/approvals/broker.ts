@@ -53,9 +53,6 @@ import type { Audit } from '../audit.js';
 import type { Telemetry } from '../telemetry/types.js';
 import type { Log } from '../log.js';
 
-export { TOKEN_PATTERN } from './clicks.js';
-export { HOST_OPERATOR } from './host-decisions.js';
-
 export function newToken(): string {
   return randomBytes(18).toString('base64url');
 }

@@ -9,7 +9,7 @@ import type { Card, CardButton } from '../events.js';
 import type { ProposalOption, QuestionSuggestion } from '../tools/types.js';
 import { outcomeLine, type Decision } from './wording.js';
 
-export interface LaidOutButton {
+interface LaidOutButton {
   label: string;
   style: CardButton['style'];
   choice: string;

@@ -28,7 +28,7 @@ import type { DecideContext } from './recorder.js';
 import type { StoredRequest } from './store.js';
 import { alreadyDecided, NOTICES, noticeFor, type ClickResult } from './wording.js';
 
-export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{16,40}$/;
 
 /** The platform of a conversation key (`slack:T1:C1` -> `slack`). */
 export const platformOf = (key: string): string => key.slice(0, Math.max(0, key.indexOf(':')));

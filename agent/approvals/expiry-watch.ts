@@ -19,7 +19,7 @@ import type { ApprovalStore } from './store.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
 
-export const APPROVAL_TOPIC = 'approval';
+const APPROVAL_TOPIC = 'approval';
 const MAX_WAIT_MS = 3_600_000;
 
 export interface ExpiryWatchOptions {

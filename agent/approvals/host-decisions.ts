@@ -26,7 +26,7 @@ import type { ApprovalStore } from './store.js';
 import { alreadyDecided, NOTICES, noticeFor, type ClickResult, type Decision } from './wording.js';
 
 /** Who `gatehouse approvals decide` decides as: the operator at the host (`approvers.cli: [local]`). */
-export const HOST_OPERATOR = { id: 'local', name: 'host operator' } as const;
+const HOST_OPERATOR = { id: 'local', name: 'host operator' } as const;
 
 export async function decideAsHost(ctx: DecideContext, requestId: string, verdict: 'approve' | 'deny'): Promise<ClickResult & { reason?: RefusalReason }> {
   const { store, recorder } = ctx;

@@ -8,14 +8,8 @@
  */
 export {
   ApprovalBroker,
-  HOST_OPERATOR,
   newToken,
-  TOKEN_PATTERN,
-  type ApprovalBrokerOptions,
-  type ApprovalCardInput,
-  type QuestionCardInput,
 } from './broker.js';
-export { DECISION_TOPIC, InProcessDecisionBus, SignalDecisionBus, type DecisionBus } from './decision-bus.js';
-export { APPROVAL_TOPIC } from './expiry-watch.js';
-export { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
-export { outcomeLine, Decision, noticeFor, type ApprovalOutcome, type ClickResult } from './wording.js';
+export { InProcessDecisionBus, SignalDecisionBus } from './decision-bus.js';
+export { ApprovalStore } from './store.js';
+export { Decision, type ClickResult } from './wording.js';

@@ -57,7 +57,7 @@ export type LoadedRequest = StoredRequest & { decision?: Decision; suggestions?:
 /** Decided requests stay a day, so late clicks get a clear notice. */
 const KEEP_AFTER_EXPIRY_MS = 24 * 3600_000;
 
-export function keepUntilOf(req: Pick<StoredRequest, 'expiresAt'>, now: number): number {
+function keepUntilOf(req: Pick<StoredRequest, 'expiresAt'>, now: number): number {
   return Math.max(now + 60_000, req.expiresAt + KEEP_AFTER_EXPIRY_MS);
 }
 

@@ -5,8 +5,6 @@
  */
 import { z } from 'zod';
 
-export type ApprovalOutcome = 'approved' | 'always' | 'denied' | 'expired' | 'answered' | 'unanswered';
-
 export const Decision = z.object({
   outcome: z.enum(['approved', 'always', 'denied', 'expired', 'answered', 'unanswered']),
   by: z.string().optional(),
@@ -40,7 +38,7 @@ export function alreadyDecided(d: Decision | undefined): string {
   return d ? `Already decided: ${outcomeLine(d)}.` : 'Already decided.';
 }
 
-export function firstLineOf(s: string): string {
+function firstLineOf(s: string): string {
   const line = s.split('\n', 1)[0] ?? '';
   return line.length > 80 ? `${line.slice(0, 77)}...` : line;
 }

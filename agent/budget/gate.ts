@@ -129,7 +129,7 @@ let sequence = 0;
 const KEEP_DECIDED_MS = 60_000;
 
 /** About 4 characters a token: an estimate, erring high for English text. */
-export function estimateInputTokens(req: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
+function estimateInputTokens(req: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
   const chars = req.system.length + JSON.stringify(req.messages satisfies Message[]).length + JSON.stringify(req.tools).length;
   return Math.ceil(chars / 3.5);
 }

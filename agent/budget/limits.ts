@@ -23,9 +23,9 @@ export type BudgetScope = 'conversation' | 'userPerDay' | 'agentPerDay' | 'agent
 export type BudgetUnit = 'usd' | 'tokens';
 
 /** A hard limit, or a soft one approvers may raise (one `soft` more per approval) up to `hard`. */
-export type LimitAmount = number | { soft: number; hard?: number };
+type LimitAmount = number | { soft: number; hard?: number };
 
-export interface ScopeLimit {
+interface ScopeLimit {
   usd?: LimitAmount;
   tokens?: LimitAmount;
 }

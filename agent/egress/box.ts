@@ -13,10 +13,10 @@
  *   other route).
  */
 export const BOX_SOCKET = '/run/gatehouse-egress.sock';
-export const BOX_PORT = 3128;
+const BOX_PORT = 3128;
 
 /** CommonJS for `node -e`; argv: socket, port, program, args... */
-export const FORWARDER = [
+const FORWARDER = [
   "const net=require('net'),cp=require('child_process');",
   'const [sock,port,...cmd]=process.argv.slice(1);',
   'const s=net.createServer(c=>{const u=net.connect(sock);c.pipe(u);u.pipe(c);',

@@ -19,7 +19,7 @@ const entry = z.string().superRefine((s, ctx) => {
   if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
 });
 
-export const egressAllowSchema = z.strictObject({
+const egressAllowSchema = z.strictObject({
   allow: z.array(entry).min(1, 'list at least one host; for no network at all write sandboxNetwork: off'),
 });
 
@@ -31,7 +31,7 @@ export const sandboxNetworkSchema = z.union([z.boolean(), z.enum(['off', 'on']),
 });
 export type SandboxNetworkConfig = z.infer<typeof sandboxNetworkSchema>;
 
-export function resolveSandboxNetwork(value: SandboxNetworkConfig | undefined): { network: boolean; egressAllow?: string[] } {
+function resolveSandboxNetwork(value: SandboxNetworkConfig | undefined): { network: boolean; egressAllow?: string[] } {
   if (value === true || value === 'on') return { network: true };
   if (value === undefined || value === false || value === 'off') return { network: false };
   return { network: false, egressAllow: [...value.allow] };

@@ -30,7 +30,7 @@ import { messageOf } from '../log.js';
 /** One connection's outcome: the `egress_connection` audit event without its agent (agent/audit.ts). */
 export type EgressRecord = Omit<Extract<AuditEvent, { event: 'egress_connection' }>, 'event' | 'agent'>;
 
-export type Lookup = (host: string) => Promise<string[]>;
+type Lookup = (host: string) => Promise<string[]>;
 
 export interface EgressTarget {
   host: string;

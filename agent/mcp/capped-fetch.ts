@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { scanResultEnvelope } from './envelope.js';
 
-export const RAW_TOKEN_KEY = '_gatehouseRawResult';
+const RAW_TOKEN_KEY = '_gatehouseRawResult';
 /** Bodies waiting for their conversion; the oldest go first past this many (a cancelled call never reads its own). */
 const MAX_WAITING = 32;
 const waiting = new Map<string, string>();

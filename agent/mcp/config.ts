@@ -26,12 +26,12 @@ import { z } from 'zod';
 
 import { cleanDescription, schemaProblem, toolNameProblem, type McpToolInfo } from './listing.js';
 
-export { mcpToolName, type McpToolInfo } from './listing.js';
+export { mcpToolName } from './listing.js';
 
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
 export const MCP_SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,31}$/;
-export const MCP_SANDBOX_MODES = ['bubblewrap', 'none'] as const;
-export type McpSandboxMode = (typeof MCP_SANDBOX_MODES)[number];
+const MCP_SANDBOX_MODES = ['bubblewrap', 'none'] as const;
+type McpSandboxMode = (typeof MCP_SANDBOX_MODES)[number];
 
 interface McpServerBase {
   timeoutMs: number;
@@ -124,7 +124,7 @@ export interface Problem {
 const REF = /\$\$\{|\$\{([^}]*)\}/g;
 
 /** Fills `${NAME}` from env; missing or malformed references become problems at `path`. */
-export function interpolateEnv(value: string, env: Readonly<Record<string, string | undefined>>, path: string, problems: Problem[]): string {
+function interpolateEnv(value: string, env: Readonly<Record<string, string | undefined>>, path: string, problems: Problem[]): string {
   return value.replace(REF, (whole, name: string | undefined) => {
     if (whole === '$${') return '${';
     if (name === undefined || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {

@@ -18,9 +18,6 @@ import { mcpToolsFor, RegistryWithMcp } from './tools.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
 
-export { McpManager } from './manager.js';
-export { mcpServersSchema, resolveMcpServers, type McpServerConfig } from './config.js';
-
 export interface McpAgentView {
   mcpServers?: Readonly<Record<string, McpServerConfig>>;
   toolPolicy?: Readonly<Record<string, string>>;

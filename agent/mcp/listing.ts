@@ -18,11 +18,11 @@
  *   markup character run or lookalike status line can become structure on a card or in a log.
  *   `oneLine(s)` does the same for longer text in a log line (a server's stderr in a start failure).
  */
-export const MCP_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MCP_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** The Messages API's limit on a tool's name (the whole `mcp_<server>_<tool>`). */
-export const API_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-export const MAX_DESCRIPTION_CHARS = 2048;
-export const MAX_SCHEMA_BYTES = 16 * 1024;
+const API_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_DESCRIPTION_CHARS = 2048;
+const MAX_SCHEMA_BYTES = 16 * 1024;
 export const MAX_LIST_PAGES = 20;
 export const MAX_LISTED_TOOLS = 500;
 export const MAX_LISTING_BYTES = 4 * 1024 * 1024;

@@ -53,12 +53,10 @@ import { invisibleHint } from './visibility.js';
 import { CallResultPassThrough, convertResult } from './result.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
-
-export { MAX_OUTPUT_BYTES } from './result.js';
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
-export const START_TIMEOUT_MS = 30_000;
+const START_TIMEOUT_MS = 30_000;
 /** How long a first run waits for a server that was never listed. */
-export const LIST_WAIT_MS = 10_000;
+const LIST_WAIT_MS = 10_000;
 
 const CachedListing = z.object({
   tools: z.array(z.object({ name: z.unknown(), description: z.unknown().optional(), inputSchema: z.unknown() })),
@@ -93,7 +91,7 @@ interface Connection {
 }
 
 /** A failure meant for the model: `message` says what happened and what to do. */
-export class McpFailure extends Error {
+class McpFailure extends Error {
   override name = 'McpFailure';
 }
 

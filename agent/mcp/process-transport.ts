@@ -28,8 +28,6 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { MAX_MESSAGE_BYTES, rememberRawResult, scanResultEnvelope } from './envelope.js';
 
-export { MAX_MESSAGE_BYTES, rawResultText } from './envelope.js';
-
 const STDERR_TAIL_BYTES = 4096;
 const GRACE_MS = 2000;
 

@@ -20,7 +20,7 @@
 import { z } from 'zod';
 import type { ToolResult } from '../tools/types.js';
 import { ToolError } from '../tools/types.js';
-import { DOC_BUDGETS, DocJobError, runDocJob, type DocBudget } from '../tools/untrusted/doc-worker.js';
+import { DocJobError, runDocJob, type DocBudget } from '../tools/untrusted/doc-worker.js';
 import { rawHttpResult } from './capped-fetch.js';
 import { rawResultText } from './envelope.js';
 
@@ -30,7 +30,6 @@ const MAX_IMAGE_BASE64 = Math.floor((5 * 1024 * 1024 * 4) / 3);
 /** Images shown from one result; the rest are counted in a note (the API caps images per request). */
 export const MAX_IMAGES = 20;
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
-export const MCP_RESULT_BUDGET: Readonly<DocBudget> = DOC_BUDGETS.mcp;
 
 export const CallResultPassThrough = z.custom<Record<string, unknown>>(
   (v) => v !== null && typeof v === 'object' && !Array.isArray(v),

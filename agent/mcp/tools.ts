@@ -14,7 +14,7 @@ import type { AnyTool, Proposal } from '../tools/types.js';
 import { mcpToolName, quoted, type McpToolInfo } from './listing.js';
 import type { McpManager } from './manager.js';
 
-export const MAX_CARD_ARGS = 2500;
+const MAX_CARD_ARGS = 2500;
 /** Beyond the server's own timeout: our message ("did not answer within ...") wins over the executor's. */
 const TIMEOUT_SLACK_MS = 5_000;
 
@@ -23,13 +23,13 @@ const argsObject = z.custom<Record<string, unknown>>(
   "expected an object with the tool's arguments",
 );
 
-export function prettyArgs(args: unknown, max = MAX_CARD_ARGS): string {
+function prettyArgs(args: unknown, max = MAX_CARD_ARGS): string {
   const json = JSON.stringify(args, null, 2) ?? 'null';
   if (json.length <= max) return json;
   return `${json.slice(0, max)}\n… (arguments cut for this card: ${json.length - max} more characters not shown; the tool receives them all)`;
 }
 
-export function mcpTool(manager: McpManager, agent: string, server: string, info: McpToolInfo, timeoutMs: number): AnyTool {
+function mcpTool(manager: McpManager, agent: string, server: string, info: McpToolInfo, timeoutMs: number): AnyTool {
   const name = mcpToolName(server, info.name);
   return {
     name,

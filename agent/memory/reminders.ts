@@ -39,8 +39,8 @@ export interface ReminderSettings {
 export const DEFAULT_REMINDER_SETTINGS: ReminderSettings = { runAsTurn: false, maxPerConversation: 20, minRepeatIntervalMs: 5 * 60_000 };
 
 /** A due time more than this far ahead is refused (about a year: the model likely got the year wrong). */
-export const MAX_AHEAD_MS = 366 * 24 * 3_600_000;
-export const MAX_REMINDER_CHARS = 2_000;
+const MAX_AHEAD_MS = 366 * 24 * 3_600_000;
+const MAX_REMINDER_CHARS = 2_000;
 
 export const Reminder = z.object({
   id: z.string(),

@@ -34,7 +34,7 @@ import { ModelError } from './types.js';
 import type { ModelClient, ModelRequest, ModelResponse } from './types.js';
 import { messageOf } from '../log.js';
 
-export { networkUserMessage, USER_MESSAGES } from './errors.js';
+export { USER_MESSAGES } from './errors.js';
 export type { RetryInfo };
 
 export interface AnthropicModelOptions {

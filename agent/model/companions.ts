@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 
-export const COMPANION_KINDS = ['analyze:image', 'analyze:file'] as const;
+const COMPANION_KINDS = ['analyze:image', 'analyze:file'] as const;
 export type CompanionKind = (typeof COMPANION_KINDS)[number];
 
 export interface Companion {

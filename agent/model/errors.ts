@@ -102,7 +102,7 @@ function networkCause(err: unknown): string {
 }
 
 /** "Could not reach the model service at <url> (<cause>)": names where it went and why it failed. */
-export function networkUserMessage(url: string, cause: string): string {
+function networkUserMessage(url: string, cause: string): string {
   return `Could not reach the model service at ${url} (${cause}); try again in a moment.`;
 }
 

@@ -25,7 +25,7 @@ export interface TokenCounts {
   cacheWriteTokens?: number;
 }
 
-export interface Rates {
+interface Rates {
   input: number;
   output: number;
   /** 5-minute cache write. */
@@ -54,7 +54,7 @@ const FABLE_51 = r(10, 50, 12.5, 0.25);
 // Sonnet 4 and 4.5 with the 1M context: a prompt over 200k tokens bills the whole request higher.
 const SONNET_4_LONG = { overTokens: 200_000, rates: r(6, 22.5, 7.5, 0.6) };
 
-export const PRICES: Readonly<Record<string, ModelPrice>> = {
+const PRICES: Readonly<Record<string, ModelPrice>> = {
   'claude-fable-5-1': FABLE_51,
   'claude-mythos-5-1': FABLE_51,
   'claude-fable-5': FABLE_5,

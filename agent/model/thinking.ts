@@ -11,7 +11,7 @@ import type { Message } from '../context/messages.js';
 import type { ModelRequest } from './types.js';
 
 /** Whether `thinking` is sent for this request. */
-export function thinkingOn(req: ModelRequest): boolean {
+function thinkingOn(req: ModelRequest): boolean {
   if (!req.thinking) return false;
   const last = req.messages.at(-1);
   const continuesToolUse = last?.role === 'user' && last.content.some((b) => b.type === 'tool_result');

@@ -28,7 +28,7 @@ export interface SlotClaim {
   place: string;
 }
 
-export const DEFAULT_SLOT_LIMITS: SlotLimits = { total: 8, perUser: 2, perPlace: 3, reserved: 1 };
+const DEFAULT_SLOT_LIMITS: SlotLimits = { total: 8, perUser: 2, perPlace: 3, reserved: 1 };
 
 /**
  * The place of a conversation key (see adapters/types.ts): the chat or channel, without the forum
@@ -129,7 +129,7 @@ export interface RunClock {
   setTimer(fn: () => void, ms: number): () => void;
 }
 
-export const realClock: RunClock = {
+const realClock: RunClock = {
   now: () => Date.now(),
   setTimer(fn, ms) {
     const t = setTimeout(fn, ms);

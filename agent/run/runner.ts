@@ -50,7 +50,7 @@ import { parseTurn, RunRecord, type Turn } from './turn.js';
 import type { Telemetry } from '../telemetry/types.js';
 import { fallbackLog, type Log, type LogLevel, messageOf } from '../log.js';
 
-export type { Turn, TurnOverrides } from './turn.js';
+export type { Turn } from './turn.js';
 
 export interface RunnerOptions {
   model: ModelClient;

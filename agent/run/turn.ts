@@ -24,7 +24,7 @@ export interface Turn {
   overrides?: TurnOverrides;
 }
 
-export interface TurnOverrides {
+interface TurnOverrides {
   tier?: Tier;
   approvers?: Record<string, string[]>;
   runTimeoutMs?: number;
@@ -49,7 +49,7 @@ const TurnOverridesSchema = z
   })
   .optional();
 
-export const TurnSchema = z.object({
+const TurnSchema = z.object({
   agentName: z.string(),
   conversationKey: z.string(),
   platform: z.string(),

@@ -17,7 +17,7 @@ import type { Tier } from '../../policies/tiers.js';
 import type { RunLimit, Usage } from '../events.js';
 import type { ContentBlock, Message } from '../context/messages.js';
 
-export type RunOutcome = 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations';
+type RunOutcome = 'completed' | 'stopped' | 'failed' | 'timeout' | 'max_iterations';
 
 /** Why an inbound message did not become a turn (bounded: these values only). */
 export type RefusalReason = 'stranger' | 'not_addressed' | 'rate_limited' | 'duplicate' | 'empty' | 'store_error';
@@ -34,14 +34,14 @@ export interface SandboxReport {
   limits: SandboxKill[];
 }
 
-export interface GateReport {
+interface GateReport {
   decision: 'allow' | 'ask' | 'deny';
   tier?: Tier;
   /** The rule that decided (a denylist rule id, or the gate's reason in a few words). */
   rule: string;
 }
 
-export interface ApprovalReport {
+interface ApprovalReport {
   outcome: string;
   /** The deciding user's id, or "policy"; absent for expiry and /stop. */
   approver?: string;

@@ -26,9 +26,8 @@ import { execute, toBlock } from './run-call.js';
 import type { Proposal, ToolResult } from './types.js';
 
 export { CallState, type BatchContext, type CallStates } from './batch-context.js';
-export { formatZodError } from './gate-step.js';
 
-export const MAX_PARALLEL_CALLS = 10;
+const MAX_PARALLEL_CALLS = 10;
 
 export async function runToolBatch(calls: readonly ToolUseBlock[], ctx: BatchContext): Promise<ToolResultBlock[]> {
   const queue = new PQueue({ concurrency: MAX_PARALLEL_CALLS });

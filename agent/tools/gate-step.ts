@@ -138,6 +138,6 @@ function stripReserved(input: unknown): unknown {
   return input;
 }
 
-export function formatZodError(err: z.ZodError): string {
+function formatZodError(err: z.ZodError): string {
   return err.issues.map((i) => `${i.path.length ? i.path.join('.') : '(input)'}: ${i.message}`).join('; ');
 }

@@ -120,7 +120,7 @@ export interface Proposal {
   data?: unknown;
 }
 
-export type ToolResultContent = string | Array<TextBlock | ImageBlock>;
+type ToolResultContent = string | Array<TextBlock | ImageBlock>;
 
 export interface ToolResult {
   content: ToolResultContent;
@@ -173,6 +173,3 @@ export class ToolError extends Error {
 }
 
 export type AnyTool = Tool<unknown>;
-
-/** The tier a proposal was rated at, when the gate resolved an `unknown` tool. */
-export type RatedTier = Tier;

@@ -25,13 +25,13 @@ import type { ToolResult } from './types.js';
 
 export const DEFAULT_WORKSPACE_MAX_BYTES = 1024 ** 3;
 /** Entries the walk visits at most (a workspace of more files is measured as at least what was seen). */
-export const DEFAULT_MAX_ENTRIES = 200_000;
+const DEFAULT_MAX_ENTRIES = 200_000;
 const YIELD_EVERY = 2_000;
 
 /** Built-in tools that add to the workspace. */
-export const WORKSPACE_WRITERS: ReadonlySet<string> = new Set(['execute_command', 'write_file', 'edit_file', 'mkdir', 'mv', 'cp']);
+const WORKSPACE_WRITERS: ReadonlySet<string> = new Set(['execute_command', 'write_file', 'edit_file', 'mkdir', 'mv', 'cp']);
 /** Built-in tools that only take away from it: they run while over the limit, and measure after. */
-export const WORKSPACE_FREERS: ReadonlySet<string> = new Set(['rm']);
+const WORKSPACE_FREERS: ReadonlySet<string> = new Set(['rm']);
 
 /** Commands that only remove or look: they run while over the limit (the way to free space). */
 const FREEING_OR_LOOKING = new Set(['rm', 'rmdir', 'unlink', 'chmod', 'ls', 'du', 'df', 'pwd', 'stat', 'wc', 'cat', 'head', 'tail', 'find', 'true']);
@@ -99,7 +99,7 @@ export async function measureWorkspace(root: string, opts: { maxEntries?: number
 }
 
 /** "1.5 GiB": sizes in messages. */
-export function formatBytes(n: number): string {
+function formatBytes(n: number): string {
   const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
   let v = n;
   let i = 0;
@@ -152,7 +152,7 @@ interface Measured {
 /** The last measurement per workspace folder. */
 const lastByRoot = new Map<string, Measured>();
 
-export interface QuotaTool {
+interface QuotaTool {
   name: string;
   /** A tool not in the built-in lists that writes (true) or only frees (`'frees'`) the workspace. */
   changesWorkspace?: boolean | 'frees';

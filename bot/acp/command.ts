@@ -15,11 +15,11 @@ import { TIERS, type Tier } from '../../policies/tiers.js';
 import type { CliIO } from '../cli/io.js';
 import { messageOf } from '../../agent/log.js';
 
-export const ACP_USAGE = 'gatehouse acp [--agent NAME] [--approval-policy read-only|low-risk|high-risk]';
+const ACP_USAGE = 'gatehouse acp [--agent NAME] [--approval-policy read-only|low-risk|high-risk]';
 
 class UsageError extends Error {}
 
-export function parseAcpArgs(argv: string[]): { agent?: string; approvalPolicy?: Tier } {
+function parseAcpArgs(argv: string[]): { agent?: string; approvalPolicy?: Tier } {
   const out: { agent?: string; approvalPolicy?: Tier } = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;

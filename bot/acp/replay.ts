@@ -13,7 +13,7 @@
 import type { SessionUpdate, ToolKind } from '@agentclientprotocol/sdk';
 import { z } from 'zod';
 
-export const REPLAY_RESULT_CHARS = 2_000;
+const REPLAY_RESULT_CHARS = 2_000;
 
 const Block = z
   .object({

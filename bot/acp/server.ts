@@ -24,7 +24,7 @@ import { clientMcpServers } from './client-mcp.js';
 import type { McpServerConfig } from '../../agent/mcp/config.js';
 
 /** What the model is sent for one prompt's content blocks (text as is, resources by their text or URI). */
-export function promptText(blocks: ContentBlock[]): string {
+function promptText(blocks: ContentBlock[]): string {
   const parts: string[] = [];
   for (const b of blocks) {
     if (b.type === 'text') parts.push(b.text);

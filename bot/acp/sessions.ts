@@ -38,9 +38,9 @@ import { replayUpdates } from './replay.js';
 import { pickFromForm, questionForm } from './elicit.js';
 import { messageOf } from '../../agent/log.js';
 
-export const ACP_PREFIX = 'acp:';
+const ACP_PREFIX = 'acp:';
 /** The editor's user: the approver of its own sessions. */
-export const ACP_USER = { id: 'acp', name: 'ACP client' } as const;
+const ACP_USER = { id: 'acp', name: 'ACP client' } as const;
 
 interface Live {
   runId: string;

@@ -23,7 +23,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const GENESIS = '0'.repeat(64);
+const GENESIS = '0'.repeat(64);
 const FILE_PATTERN = /^(.+)-(\d{6,})\.jsonl$/;
 
 export interface AuditRecord {
@@ -36,7 +36,7 @@ export interface AuditRecord {
 
 const sha256 = (line: string): string => createHash('sha256').update(line).digest('hex');
 
-export function macOf(key: Buffer, r: Pick<AuditRecord, 'seq' | 'time' | 'prev' | 'event'>): string {
+function macOf(key: Buffer, r: Pick<AuditRecord, 'seq' | 'time' | 'prev' | 'event'>): string {
   return createHmac('sha256', key)
     .update(JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event }))
     .digest('hex');

@@ -33,7 +33,7 @@ export function reloadEvent(result: ReloadResult, config: Config): AuditEvent {
     : { event: 'config_reloaded', ok: false, file: config.configFile ?? null, error: (result.message.split('\n')[1] ?? 'rejected').slice(0, 200) };
 }
 
-export const DecideBody = z.strictObject({ requestId: z.string().min(1).max(100), verdict: z.enum(['approve', 'deny']) });
+const DecideBody = z.strictObject({ requestId: z.string().min(1).max(100), verdict: z.enum(['approve', 'deny']) });
 
 export function hostDecideRoute(broker: ApprovalBroker): AttachRoute {
   return async (body) => {

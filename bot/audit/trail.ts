@@ -31,7 +31,6 @@ import { ChainWriter } from './chain.js';
 import { claimCliChain } from './chain-lock.js';
 import { messageOf } from '../../agent/log.js';
 
-export const AUDIT_ENV = ['GATEHOUSE_AUDIT_DIR', 'GATEHOUSE_AUDIT_MAX_BYTES', 'GATEHOUSE_AUDIT_KEY'] as const;
 export const KEY_FILE = 'audit.key';
 const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 const MIN_KEY_CHARS = 32;

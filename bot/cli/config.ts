@@ -30,7 +30,7 @@ export function configJsonSchema(): Record<string, unknown> {
   };
 }
 
-export function configSchemaText(): string {
+function configSchemaText(): string {
   return JSON.stringify(configJsonSchema(), null, 2) + '\n';
 }
 

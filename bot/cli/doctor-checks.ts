@@ -25,7 +25,7 @@ import { DEFAULT_DISCORD_API_URL } from '../../adapters/discord/descriptor.js';
 import { PID_FILE } from '../service/reload.js';
 import { messageOf } from '../../agent/log.js';
 
-export type CheckStatus = 'ok' | 'fail' | 'note';
+type CheckStatus = 'ok' | 'fail' | 'note';
 
 export interface CheckResult {
   name: string;

@@ -52,7 +52,7 @@ function configCheck(io: CliIO): { result: CheckResult; config?: Config } {
   }
 }
 
-export async function runDoctor(io: CliIO, timeoutMs = NET_TIMEOUT_MS): Promise<CheckResult[]> {
+async function runDoctor(io: CliIO, timeoutMs = NET_TIMEOUT_MS): Promise<CheckResult[]> {
   const { result, config } = configCheck(io);
   // The environment's settings even when the YAML is broken: the other checks need only them.
   const env = { ...io.env };

@@ -17,13 +17,12 @@
  */
 import type { CliIO, Command } from './io.js';
 import { gatehouseVersion } from './io.js';
-import type { RunningBot, StartMode } from '../service/start.js';
+import type { RunningBot } from '../service/start.js';
 
-export type { CliIO, Command, RunningBot, StartMode };
-export { gatehouseVersion };
+export type { CliIO, RunningBot };
 
 /** Every command, by name, with the import of the module that has it. */
-export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   start: () => import('../service/start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('start', io)),
   serve: () => import('../service/start.js').then((m) => (_args: string[], io: CliIO) => m.runBot('serve', io)),
   run: () => import('../headless/command.js').then((m) => m.runCommand),

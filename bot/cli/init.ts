@@ -27,7 +27,7 @@ const USAGE =
   'Usage: gatehouse init [--telegram] [--slack] [--discord] [--telegram-user-id ID ...] [--slack-user-id ID ...] [--discord-user-id ID ...]\n' +
   '  writes gatehouse.yaml and .env in the current folder (never over an existing file)';
 
-export interface InitRequest {
+interface InitRequest {
   platforms: Set<ChatPlatform>;
   ids: Record<ChatPlatform, string[]>;
 }
@@ -67,7 +67,7 @@ const ID_HELP: Record<ChatPlatform, string> = {
 };
 
 /** The gatehouse.yaml text. Exported for the test that loads it with the real loader. */
-export function initYaml(req: InitRequest, schemaRef?: string): string {
+function initYaml(req: InitRequest, schemaRef?: string): string {
   const approvers = ['      # you, in the terminal chat (npm start with no platform token)', '      console: [local]'];
   const access: string[] = [];
   const MORE: Record<ChatPlatform, string> = {
@@ -113,7 +113,7 @@ export function initYaml(req: InitRequest, schemaRef?: string): string {
 }
 
 /** docs/gatehouse.schema.json of this installation, relative to `cwd` (editors resolve it from the file). */
-export function schemaRefFrom(cwd: string): string | undefined {
+function schemaRefFrom(cwd: string): string | undefined {
   for (const rel of ['../../docs/gatehouse.schema.json', '../../docs/gatehouse.schema.json']) {
     const file = fileURLToPath(new URL(rel, import.meta.url));
     if (existsSync(file)) {
@@ -142,7 +142,7 @@ const ENV_PLATFORM: Record<ChatPlatform, string[]> = {
   discord: ['# --- Discord: Developer Portal -> your application -> Bot -> Reset Token; turn on Message Content Intent ---', 'DISCORD_TOKEN='],
 };
 
-export function initEnv(req: InitRequest): string {
+function initEnv(req: InitRequest): string {
   const lines = [
     '# Gatehouse environment, written by `gatehouse init` (every variable: .env.example). Keep it secret.',
     '# An empty value counts as unset. Any secret below may instead come from a file: NAME_FILE=/path',

@@ -18,12 +18,12 @@ import type { AnyTool, ToolContext } from '../../agent/tools/types.js';
 import { analyzeCommand } from '../../policies/shell/index.js';
 import { messageOf } from '../../agent/log.js';
 
-export const OPERATOR_OUTPUT_MAX = 4000;
+const OPERATOR_OUTPUT_MAX = 4000;
 
 export type OperatorShell = (conversationKey: string, agentName: string, command: string) => Promise<{ reply: string; context?: string }>;
 
 /** Keeps the start and the end of a long text. */
-export function bound(text: string, max = OPERATOR_OUTPUT_MAX): string {
+function bound(text: string, max = OPERATOR_OUTPUT_MAX): string {
   if (text.length <= max) return text;
   const half = Math.floor((max - 60) / 2);
   return `${text.slice(0, half)}\n[... ${text.length - 2 * half} characters cut ...]\n${text.slice(-half)}`;

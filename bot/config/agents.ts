@@ -29,8 +29,6 @@ import { resolveMcpServers } from '../../agent/mcp/config.js';
 import { toolPolicyProblems } from './policy.js';
 import { resolveMemoryConfig, resolveRemindersConfig } from './memory-reminders.js';
 import { uniq, type AgentDefaults, type FileConfig, type RawAgent } from './schema.js';
-
-export { DEFAULT_CLASSIFIER_MODEL } from './schema.js';
 import type { ConfigProblem, Env } from './problems.js';
 import { sandboxNetworkFields } from '../../agent/egress/config.js';
 import { approvalDeliveryProblems } from './approval-delivery.js';
@@ -46,7 +44,7 @@ type ReadAsSettings<T extends AgentSettings> = T;
 export type AgentConfig = ReadAsSettings<ReturnType<typeof resolveAgent>>;
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
-export const DEFAULT_SYSTEM_PROMPT =
+const DEFAULT_SYSTEM_PROMPT =
   'You are Gatehouse, an assistant with tools, talking with people in a chat. ' +
   'Be concise. Use your tools to check facts before answering; if a tool call is declined, ' +
   'explain what you could not do instead of retrying it.';
@@ -56,7 +54,7 @@ export const DEFAULT_SYSTEM_PROMPT =
  * the terminal user with a card: a first run reaches an approval. No execute_command (a shell reaches
  * more than the workspace's files and needs bubblewrap installed), no delete/move (high-risk).
  */
-export const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'get_time', 'list_todos', 'ask_user_question'] as const;
+const DEFAULT_TOOLS = ['read_file', 'ls', 'find', 'grep', 'write_file', 'edit_file', 'get_time', 'list_todos', 'ask_user_question'] as const;
 
 /** The built-ins the schema cannot hold (bot/config/schema.ts's `defaults:` holds the rest): see resolveAgent. */
 const HARD_DEFAULTS = {

@@ -26,10 +26,6 @@ import { parseEnv } from 'node:util';
 import { httpUrl } from '../../adapters/kit/env.js';
 import { DESCRIPTORS, descriptorOf, type EnvOf } from '../../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../../adapters/types.js';
-
-export type { DiscordEnv } from '../../adapters/discord/descriptor.js';
-export type { SlackEnv } from '../../adapters/slack/descriptor.js';
-export type { TelegramEnv } from '../../adapters/telegram/descriptor.js';
 import { LOG_LEVELS, type LogLevelSetting } from '../service/log-levels.js';
 import { didYouMean } from './did-you-mean.js';
 import { FILE_SUFFIX, readSecretFiles } from './secret-files.js';
@@ -48,7 +44,7 @@ export type StoreSettings =
   | { kind: 'postgres'; url: string; description: string };
 
 /** A platform is enabled when its entry is present; a platform without environment has no key. */
-export type PlatformEnv = { [P in Platform as [EnvOf<P>] extends [never] ? never : P]?: EnvOf<P> };
+type PlatformEnv = { [P in Platform as [EnvOf<P>] extends [never] ? never : P]?: EnvOf<P> };
 
 export interface EnvSettings {
   anthropic: { apiKey: string | undefined; baseURL: string | undefined };
@@ -104,8 +100,8 @@ export const SECRET_VARS: readonly string[] = [
 /** A known name, plus NAME_FILE for the secret ones. */
 const withFiles = (names: readonly string[]): string[] => names.flatMap((n) => (SECRET_VARS.includes(n) ? [n, n + FILE_SUFFIX] : [n]));
 
-export const DEFAULT_HTTP_PORT = 8080;
-export const DEFAULT_HTTP_HOST = '127.0.0.1';
+const DEFAULT_HTTP_PORT = 8080;
+const DEFAULT_HTTP_HOST = '127.0.0.1';
 
 /** Reads `<cwd>/.env` into `env` without overriding what is set. Returns the file's path when loaded. */
 export function loadDotEnv(env: Env, cwd: string): { file: string | undefined; problems: ConfigProblem[] } {
@@ -197,7 +193,7 @@ const KNOWN_PREFIXED_VARS: ReadonlyArray<{ prefix: string; names: readonly strin
 ];
 
 /** Unknown names under Gatehouse's prefixes, each a problem naming it and the closest known name. */
-export function unknownVars(env: Env, problems: ConfigProblem[]): void {
+function unknownVars(env: Env, problems: ConfigProblem[]): void {
   for (const known of KNOWN_PREFIXED_VARS) {
     for (const name of Object.keys(env)
       .filter((n) => n.startsWith(known.prefix) && get(env, n) !== undefined)

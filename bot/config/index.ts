@@ -45,7 +45,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { PLATFORMS } from '../../adapters/types.js';
 import { buildSchema, type AccessConfig, type FileConfig, type RunnerConfig } from './schema.js';
 import { issueProblems } from './problems.js';
 import { loadDotEnv, readEnv, type ConfigProblem, type Env, type EnvSettings } from './env.js';
@@ -53,11 +52,9 @@ import { resolveAgents, type AgentConfig } from './agents.js';
 import { resolveRoutes, type Route } from './routes.js';
 import { messageOf } from '../../agent/log.js';
 
-export { DEFAULT_CLASSIFIER_MODEL, DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS, type AgentConfig } from './agents.js';
-export { agentForConversation, type Route } from './routes.js';
-export type { AccessConfig, RunnerConfig } from './schema.js';
+export { DEFAULT_MODEL, type AgentConfig } from './agents.js';
+export { agentForConversation } from './routes.js';
 export type { ConfigProblem } from './env.js';
-export { formatPath } from './problems.js';
 
 /** The resolved configuration: the environment's settings plus the file's, every default filled. */
 export interface Config extends Omit<EnvSettings, 'configPath'> {
@@ -105,8 +102,6 @@ export function formatConfigError(err: unknown): string {
   }
   return `Could not load the configuration: ${messageOf(err)}`;
 }
-
-export { PLATFORMS };
 // ---------------------------------------------------------------------------------------------
 // Loading
 

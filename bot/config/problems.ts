@@ -24,7 +24,7 @@ export function quoteValue(v: unknown): string {
   return String(v);
 }
 
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+function formatPath(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
   for (const seg of path) {
     if (typeof seg === 'number') out += `[${seg}]`;

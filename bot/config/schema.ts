@@ -38,7 +38,7 @@ import { subagentsSchema } from '../../agent/tools/builtin/subagent/config.js';
 import { approvalDeliverySchema } from './approval-delivery.js';
 
 /** The model that classifies commands and checks what runs unless an agent names another. */
-export const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
+const DEFAULT_CLASSIFIER_MODEL = 'claude-haiku-5-5';
 
 /** The longest a Node timer can wait (about 24.8 days); longer values would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -75,7 +75,7 @@ function runCap() {
  * is the resolved RunnerConfig: every key filled. reservedRuns must leave at least one slot anyone
  * can take; its default (1) shrinks to maxConcurrentRuns - 1 when that is smaller.
  */
-export const runnerSchema = z
+const runnerSchema = z
   .strictObject({
     maxConcurrentRuns: int(1, 1000).default(8),
     /** Infinity: no cap. */
@@ -140,7 +140,7 @@ const text = () =>
   });
 
 /** Gatehouse's own variable prefixes (policies/secret-names.ts isOwnName refuses them; a test keeps both equal). */
-export const OWN_PREFIXES = ['GATEHOUSE_', 'ANTHROPIC_', ...PLATFORMS.flatMap((p) => descriptorOf(p).envPrefix ?? [])];
+const OWN_PREFIXES = ['GATEHOUSE_', 'ANTHROPIC_', ...PLATFORMS.flatMap((p) => descriptorOf(p).envPrefix ?? [])];
 
 /** What an id looks like on each platform: the adapters' descriptors say. */
 const ID_RULES: Record<Platform, { re: RegExp; hint: string }> = Object.fromEntries(PLATFORMS.map((p) => [p, DESCRIPTORS[p].ids])) as Record<
@@ -212,7 +212,7 @@ const accessPlatforms = Object.fromEntries(
   PLATFORMS.filter((p): p is AccessPlatform => descriptorOf(p).accessLists !== undefined).map((p) => [p, accessListsSchema(p)]),
 ) as unknown as { [P in AccessPlatform]: AccessListsSchema<P> };
 
-export const accessSchema = z.strictObject({
+const accessSchema = z.strictObject({
   ...accessPlatforms,
   rateLimit: z.strictObject({ messages: int(1, 10_000), perSeconds: int(1, 86_400, ' (seconds)') }).default(() => ({ messages: 20, perSeconds: 60 })),
   /** How refusals to strangers are throttled (policies/access.ts createRefusalThrottle). */

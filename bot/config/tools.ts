@@ -56,8 +56,6 @@ export function commandToolsSchema(builtinNames: readonly string[]) {
   });
 }
 
-export type CommandToolsConfig = z.output<ReturnType<typeof commandToolsSchema>>;
-
 /** `webSearch`: the agent's search provider; the key is read from the environment variable named in `apiKeyEnv`. */
 export const webSearchSchema = z.strictObject({
   provider: z.enum(['searxng', 'brave', 'anthropic']),
@@ -74,7 +72,7 @@ export const webSearchSchema = z.strictObject({
 });
 export type WebSearchFileConfig = z.output<typeof webSearchSchema>;
 
-export const BRAVE_SEARCH_URL = 'https://api.search.brave.com';
+const BRAVE_SEARCH_URL = 'https://api.search.brave.com';
 
 /** The runtime settings, the key filled from env[apiKeyEnv] (or its _FILE); problems name the key path. */
 export function resolveWebSearch(raw: WebSearchFileConfig | undefined, o: { env: Env; path: string; problems: ConfigProblem[] }): WebSearchConfig | undefined {

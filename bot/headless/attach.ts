@@ -36,8 +36,8 @@ import { registerOwnSecret } from '../../policies/secrets.js';
 import type { Log } from '../../agent/log.js';
 import { messageOf } from '../../agent/log.js';
 
-export const SOCKET_FILE = 'gatehouse.sock';
-export const TOKEN_FILE = 'gatehouse.token';
+const SOCKET_FILE = 'gatehouse.sock';
+const TOKEN_FILE = 'gatehouse.token';
 const MAX_BODY = 1024 * 1024;
 const MAX_SOCKET_PATH = 107;
 

@@ -48,12 +48,12 @@ import type { HeadlessResponse, HeadlessRequest } from './protocol.js';
 import { HeadlessUsageError, type HeadlessMessage, type HeadlessResult } from './wire.js';
 import { messageOf } from '../../agent/log.js';
 
-export const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
+const RUN_USAGE = `gatehouse run [--agent NAME] [--conversation KEY] [--json] [--events CATS] [--interactive-stdin]
               [--approval-policy read-only|low-risk|high-risk] [--timeout SECONDS]
               [--with-image MODEL] [--no-stream] [--] "message"`;
 
-export const EVENT_CATEGORIES = ['tools', 'text', 'reasoning', 'usage', 'approval', 'question', 'all'] as const;
-export const EVENT_STRING_MAX = 2000;
+const EVENT_CATEGORIES = ['tools', 'text', 'reasoning', 'usage', 'approval', 'question', 'all'] as const;
+const EVENT_STRING_MAX = 2000;
 
 const CATEGORY_OF: Record<string, string> = {
   tool_started: 'tools',
@@ -172,7 +172,7 @@ async function readAll(stream: Readable): Promise<string> {
 }
 
 /** Cuts long strings of an event for the stream (question events are never cut). */
-export function cutEvent(m: Record<string, unknown>): Record<string, unknown> {
+function cutEvent(m: Record<string, unknown>): Record<string, unknown> {
   if (NEVER_CUT.has(String(m.type))) return m;
   const cut = (v: unknown): unknown => {
     if (typeof v === 'string') return v.length > EVENT_STRING_MAX ? `${v.slice(0, EVENT_STRING_MAX)}…[cut ${v.length - EVENT_STRING_MAX} chars]` : v;

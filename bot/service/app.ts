@@ -116,7 +116,7 @@ export interface Gatehouse {
 }
 
 /** JSON lines on stdout at info (pretty on a terminal); the CLI builds its own from the config. */
-export const defaultLog: Log = (level, msg, fields) => {
+const defaultLog: Log = (level, msg, fields) => {
   defaultLogger ??= createLogger({ level: 'info', destination: process.stdout, secrets: [] });
   defaultLogger.log(level, msg, fields);
 };
@@ -126,7 +126,7 @@ let defaultLogger: ReturnType<typeof createLogger> | undefined;
  * What an operator should fix before anyone writes: an enabled platform whose access list admits
  * nobody, and an agent serving a platform where nobody can approve its calls.
  */
-export function configWarnings(config: Config, platforms: readonly string[]): string[] {
+function configWarnings(config: Config, platforms: readonly string[]): string[] {
   const out: string[] = [];
   for (const p of platforms) {
     if (p === 'console') continue;

@@ -21,7 +21,7 @@ import { messageOf } from '../../agent/log.js';
 /** The role name in the store: one lock for all of this bot's single-holder connections. */
 export const CONNECTIONS_ROLE = 'platform-connections';
 
-export type ConnectionRole = 'sole' | 'leader' | 'standby';
+type ConnectionRole = 'sole' | 'leader' | 'standby';
 
 export interface HeldStatus {
   role: ConnectionRole;

@@ -18,12 +18,12 @@ import { pino, type Logger as Pino } from 'pino';
 import { createRequire } from 'node:module';
 import type { prettyFactory as PrettyFactory } from 'pino-pretty';
 import { auditMessage, type Audit } from '../../agent/audit.js';
-import type { Log, LogLevel } from '../../agent/log.js';
+import type { Log } from '../../agent/log.js';
 
 import { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
 
-export { LOG_LEVELS, type LogLevelSetting } from './log-levels.js';
-export type { Log, LogLevel };
+export type { LogLevelSetting } from './log-levels.js';
+export type { Log };
 
 /** trace 0 ... silent 6: a lower rank logs more. */
 export function levelRank(level: LogLevelSetting): number {

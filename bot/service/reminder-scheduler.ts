@@ -34,7 +34,7 @@ import type { AgentSettings } from '../../agent/settings.js';
 import { messageOf } from '../../agent/log.js';
 
 /** Lateness below this is timer jitter, not worth saying. */
-export const LATE_AFTER_MS = 2_000;
+const LATE_AFTER_MS = 2_000;
 /** A one-shot claimed this long ago whose entry is still there: its process died; the entry goes. */
 const CLAIMED_SWEEP_MS = 10 * 60_000;
 /** Reminders read per tick (more due at once: the next batch is read right after). */

@@ -52,7 +52,7 @@ const DEDUPE_TTL_MS = 24 * 3600_000;
 const MAX_PLACES_SEEN = 10_000;
 
 /** The chat commands and what each does (Telegram's / menu lists the same, adapters/telegram CHAT_COMMANDS). */
-export const COMMANDS: ReadonlyArray<readonly [string, string]> = [
+const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ['/stop', 'cancels the current run'],
   ['/reset', 'starts a new conversation'],
   ['/id', "shows this chat's id and yours"],
@@ -307,7 +307,7 @@ export class Router implements AdapterSink {
 const COMMAND_RE = /^\/([a-z]+)(?:@\S+)?(?:\s|$)/i;
 
 /** "/stop", "/stop@MyBot now" -> "/stop"; anything else -> undefined. */
-export function parseCommand(text: string): string | undefined {
+function parseCommand(text: string): string | undefined {
   const m = COMMAND_RE.exec(text.trim());
   if (!m) return undefined;
   const cmd = `/${m[1]!.toLowerCase()}`;
@@ -315,7 +315,7 @@ export function parseCommand(text: string): string | undefined {
 }
 
 /** "/stpo" -> "/stpo" when it reads as a command but is none of ours; else undefined. */
-export function unknownCommand(text: string): string | undefined {
+function unknownCommand(text: string): string | undefined {
   const m = COMMAND_RE.exec(text.trim());
   if (!m) return undefined;
   const cmd = `/${m[1]!.toLowerCase()}`;

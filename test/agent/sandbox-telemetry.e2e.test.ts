@@ -4,7 +4,6 @@
  * is killed by Gatehouse. These reports become gatehouse_sandbox_* metrics and execute_tool span attributes.
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import path from 'node:path';
 import { executeCommandTool, type ExecuteCommandOptions } from '../../agent/tools/builtin/execute-command.js';
 import { prepareWorkspace } from '../../agent/tools/sandbox/index.js';
 import type { SandboxReport } from '../../agent/telemetry/types.js';

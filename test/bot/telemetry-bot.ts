@@ -12,11 +12,11 @@ import { startBot, type RunningBot } from '../../bot/cli/index.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../fakes/anthropic.js';
 import { startFakeTelegram, type FakeChat, type FakeTelegram, type FakeUser } from '../fakes/telegram.js';
 
-export const TOKEN = '123456:TELEMETRY-token_abcdefghijklmnopq';
+const TOKEN = '123456:TELEMETRY-token_abcdefghijklmnopq';
 export const owner: FakeUser = { id: 73519, first_name: 'Ada' };
 export const stranger: FakeUser = { id: 86624, first_name: 'Mallory' };
 export const ownerDm: FakeChat = { id: 73519, type: 'private', first_name: 'Ada' };
-export const strangerDm: FakeChat = { id: 86624, type: 'private', first_name: 'Mallory' };
+const strangerDm: FakeChat = { id: 86624, type: 'private', first_name: 'Mallory' };
 /** In the user's message. */
 export const MESSAGE_WORD = 'tangerinezeppelin';
 /** In the tool's arguments only. */

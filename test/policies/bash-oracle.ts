@@ -23,7 +23,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const BOX_HOME = '/gh-oracle-home';
+const BOX_HOME = '/gh-oracle-home';
 const CASE_SECONDS = 5;
 const BOX_UID = 60000 + (process.pid % 5000);
 

@@ -28,7 +28,7 @@ async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>):
 }
 
 /** The URL of `name` on the same server and login as `adminUrl`. */
-export function databaseUrl(adminUrl: string, name: string): string {
+function databaseUrl(adminUrl: string, name: string): string {
   const u = new URL(adminUrl);
   u.pathname = '/' + encodeURIComponent(name);
   return u.toString();
@@ -38,10 +38,6 @@ export function databaseUrl(adminUrl: string, name: string): string {
 export async function createDatabase(adminUrl: string, name: string): Promise<string> {
   await withAdmin(adminUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`));
   return databaseUrl(adminUrl, name);
-}
-
-export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
-  await withAdmin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`));
 }
 
 /** Ends every other connection to `database` (pg_terminate_backend); returns how many. */

@@ -17,7 +17,7 @@ export interface Target {
 }
 
 /** Oldest server this engine supports (server_version_num). */
-export const MIN_SERVER_VERSION = 130000;
+const MIN_SERVER_VERSION = 130000;
 
 export function parseTarget(url: string): Target {
   let u: URL;

@@ -33,9 +33,7 @@ export {
   allowConnections,
   createDatabase,
   currentWalLsn,
-  databaseUrl,
   databaseWalBytesSince,
-  dropDatabase,
   terminateConnections,
   waitForServer,
 } from './admin.js';

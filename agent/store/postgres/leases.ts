@@ -14,7 +14,7 @@ import { FencedError, type Fence, type LeaseRepo } from '../types.js';
 import { num, type Client, type Db } from './db.js';
 
 /** How long a fenced write may sit idle inside its transaction before the server ends it. */
-export const IDLE_IN_FENCED_TX_MS = 5000;
+const IDLE_IN_FENCED_TX_MS = 5000;
 
 export async function checkFence(db: Db, c: Client, fence: Fence): Promise<void> {
   // A writer paused mid-transaction (SIGSTOP) must not block the next claim for as long as it

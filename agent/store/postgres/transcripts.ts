@@ -36,7 +36,7 @@ export function appendOnly(w: TranscriptWrite): boolean {
  * not the stored one, or (given a fence) the fence moved. An append onto a stored seq fails the
  * whole statement (unique key).
  */
-export function appendStatement(w: TranscriptWrite, nonce: string, parts: RunParts = {}, fence?: Fence): { sql: string; params: unknown[] } {
+function appendStatement(w: TranscriptWrite, nonce: string, parts: RunParts = {}, fence?: Fence): { sql: string; params: unknown[] } {
   const seqs: number[] = [];
   const msgs: string[] = [];
   for (const ch of w.changes) if (ch.op === 'append') for (const r of ch.rows) seqs.push(r.seq), msgs.push(enc(r.message));

@@ -53,7 +53,7 @@ import { aliveSql, newHolderTag, OwnerLanes, takeSql } from './owner-lanes.js';
 import { startPgBoss } from './pgboss-start.js';
 import { fallbackLog, type LogLevel, messageOf } from '../../log.js';
 
-export { jobIdOf, QUEUE_SCHEMA, TURN_QUEUE } from './turn-jobs.js';
+export { QUEUE_SCHEMA } from './turn-jobs.js';
 
 export interface PgBossTurnQueueOptions extends SharedTurnQueueOptions {
   url: string;

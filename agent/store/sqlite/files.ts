@@ -73,7 +73,7 @@ export function createPrivate(file: string): void {
 }
 
 /** The files SQLite keeps beside the store, and the engine's own. */
-export const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock-journal', '.holder'] as const;
+const STORE_SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock-journal', '.holder'] as const;
 
 /** Every store file that exists (backups `<store>.pre-*` included), 0600. */
 export function narrowStoreFiles(path: string, log: Log): void {

@@ -30,7 +30,7 @@ const Reminder = z.object({ id: z.string(), conversationKey: z.string(), dueAt: 
 const Queued = z.array(z.object({ id: z.string(), turn: z.unknown() }));
 
 /** Far enough to mean "no expiry" and still an exact integer. */
-export const NEVER = Number.MAX_SAFE_INTEGER;
+const NEVER = Number.MAX_SAFE_INTEGER;
 
 export interface LegacyImport {
   stmts: Statement[];

@@ -181,7 +181,7 @@ try {
 }
 `;
 
-export type StatementMode = 'run' | 'get' | 'all';
+type StatementMode = 'run' | 'get' | 'all';
 
 export interface Statement {
   sql: string;

@@ -24,7 +24,7 @@ import { ModelError, type ModelClient } from '../../model/types.js';
 import { ToolError, type Tool, type ToolContext } from '../types.js';
 import { displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 
-export const MEDIA_LIMITS = { imageBytes: 5 * 1024 * 1024, pdfBytes: 10 * 1024 * 1024, textBytes: 256 * 1024, answerChars: 20_000 };
+const MEDIA_LIMITS = { imageBytes: 5 * 1024 * 1024, pdfBytes: 10 * 1024 * 1024, textBytes: 256 * 1024, answerChars: 20_000 };
 const COMPANION_MAX_TOKENS = 4096;
 
 export const COMPANION_SYSTEM =
@@ -155,7 +155,7 @@ async function loadMedia(input: AnalyzeMediaInput, ctx: ToolContext): Promise<Me
 }
 
 /** Sniffs the content (never trusts the extension) and builds the block the companion receives. */
-export function mediaFromBytes(bytes: Buffer, shown: string): Media {
+function mediaFromBytes(bytes: Buffer, shown: string): Media {
   const image = imageType(bytes);
   if (image) {
     if (bytes.length > MEDIA_LIMITS.imageBytes)

@@ -79,8 +79,8 @@ export interface ExecuteCommandInput {
   timeoutMs?: number;
 }
 
-export const DEFAULT_COMMAND_TIMEOUT_MS = 5 * 60_000;
-export const DEFAULT_MAX_OUTPUT_BYTES = 256 * 1024;
+const DEFAULT_COMMAND_TIMEOUT_MS = 5 * 60_000;
+const DEFAULT_MAX_OUTPUT_BYTES = 256 * 1024;
 const DEFAULT_KILL_GRACE_MS = 2_000;
 const SUMMARY_MAX_CHARS = 100;
 

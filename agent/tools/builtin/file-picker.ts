@@ -20,9 +20,9 @@ import { globMatcher } from './files/shared.js';
 import { walkTree } from './files/walk.js';
 
 /** Buttons shown at most (the rest can be typed). */
-export const MAX_BUTTONS = 8;
+const MAX_BUTTONS = 8;
 /** Files listed at most (as buttons and in the question's text). */
-export const MAX_LISTED = 50;
+const MAX_LISTED = 50;
 
 const Input = z.strictObject({
   prompt: z.string().min(1).max(2000).describe('What the files are for, shown above the choices.'),

@@ -28,7 +28,7 @@
  * One file per tool or small family under ./files/ (shared.ts: limits and globs, walk.ts: the fd-by-fd walk); this module
  * is the stable import path for the lot.
  */
-export { closeGrepWorkers, GREP_MATCH_BUDGET_MS, grepWorkerStats } from './grep-worker.js';
+export { closeGrepWorkers, grepWorkerStats } from './grep-worker.js';
 export * from './files/shared.js';
 export * from './files/read.js';
 export * from './files/list.js';

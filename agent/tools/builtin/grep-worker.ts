@@ -34,7 +34,7 @@ import { Worker } from 'node:worker_threads';
 import { ToolError } from '../types.js';
 
 /** Worker time one grep call may spend matching before it is stopped as a runaway pattern. */
-export const GREP_MATCH_BUDGET_MS = 20_000;
+const GREP_MATCH_BUDGET_MS = 20_000;
 
 export interface GrepMatchOptions {
   /** RegExp source (already escaped for fixedString) and flags; validated by the caller. */

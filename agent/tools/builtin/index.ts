@@ -39,7 +39,3 @@ export function builtinPdfTools(): AnyTool[] {
 export function builtinMiscTools(opts: { time?: GetTimeOptions } = {}): AnyTool[] {
   return [erase(getTimeTool(opts.time)), erase(manageTodosTool()), erase(listTodosTool())];
 }
-
-export { editFileTool, findTool, grepTool, lsTool, readFileTool, writeFileTool } from './files.js';
-export { getTimeTool } from './time.js';
-export { listTodosTool, manageTodosTool } from './todos.js';

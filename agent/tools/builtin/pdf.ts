@@ -22,12 +22,11 @@ import { DocJobError, DOC_BUDGETS, runDocJob, type DocBudget } from '../untruste
 import { displayPath, errCode, openInWorkspace, resolveInWorkspace, workspaceRoot } from '../workspace.js';
 import { humanSize, truncatedLine } from './files/shared.js';
 
-export const PDF_MAX_FILE_BYTES = 50 * 1024 * 1024;
+const PDF_MAX_FILE_BYTES = 50 * 1024 * 1024;
 export const READ_PDF_MAX_PAGES = 50;
-export const READ_PDF_DEFAULT_PAGES = 20;
-export const READ_PDF_MAX_CHARS = 100_000;
-export const PDF_TIME_BUDGET_MS = DOC_BUDGETS.pdf.timeMs;
-export const PDF_WORKER_HEAP_MB = DOC_BUDGETS.pdf.heapMb;
+const READ_PDF_DEFAULT_PAGES = 20;
+const READ_PDF_MAX_CHARS = 100_000;
+const PDF_TIME_BUDGET_MS = DOC_BUDGETS.pdf.timeMs;
 
 /** Parses `pages` ("1-3,7,10-") into sorted unique page numbers, bounded by the page count. */
 export function parsePages(spec: string, count: number): number[] {

@@ -25,7 +25,7 @@ export const AddReminderInput = z.strictObject({
 });
 export type AddReminderInput = z.infer<typeof AddReminderInput>;
 
-export const ListRemindersInput = z.strictObject({});
+const ListRemindersInput = z.strictObject({});
 export const CancelReminderInput = z.strictObject({ id: z.string().min(1).max(40).describe('The reminder id (list_reminders shows them).') });
 export type CancelReminderInput = z.infer<typeof CancelReminderInput>;
 
@@ -35,7 +35,7 @@ function need(reminders: Reminders | undefined): Reminders {
 }
 
 /** The due time an input asks for, in ms since the epoch. Throws ToolError on a bad or missing time. */
-export function dueTime(input: AddReminderInput, now: number): number {
+function dueTime(input: AddReminderInput, now: number): number {
   if ((input.at === undefined) === (input.delaySeconds === undefined)) throw new ToolError('Give exactly one of at (an ISO time with a zone) or delaySeconds.');
   if (input.delaySeconds !== undefined) return now + input.delaySeconds * 1_000;
   const at = input.at!.trim();
@@ -47,7 +47,7 @@ export function dueTime(input: AddReminderInput, now: number): number {
   return t;
 }
 
-export function describeReminder(r: Pick<Reminder, 'id' | 'dueAt' | 'repeatMs' | 'text'>, now: number): string {
+function describeReminder(r: Pick<Reminder, 'id' | 'dueAt' | 'repeatMs' | 'text'>, now: number): string {
   const when = r.dueAt > now ? `in ${formatDuration(r.dueAt - now)}` : 'due now';
   const repeat = r.repeatMs !== undefined ? `, then every ${formatDuration(r.repeatMs)}` : '';
   return `${r.id}: ${new Date(r.dueAt).toISOString()} (${when}${repeat}): ${r.text.replace(/\s*\n\s*/g, ' ')}`;

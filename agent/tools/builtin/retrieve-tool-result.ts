@@ -12,8 +12,8 @@
 import { z } from 'zod';
 import { ToolError, type Tool } from '../types.js';
 
-export const RETRIEVE_DEFAULT_LENGTH = 8_000;
-export const RETRIEVE_MAX_LENGTH = 16_000;
+const RETRIEVE_DEFAULT_LENGTH = 8_000;
+const RETRIEVE_MAX_LENGTH = 16_000;
 
 export interface ToolResultReader {
   getToolResult(conversationKey: string, id: string): Promise<string | undefined>;

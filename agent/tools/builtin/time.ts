@@ -18,7 +18,7 @@ export interface GetTimeOptions {
 }
 
 /** `2025-06-01T14:03:12+02:00` for `date` in `timeZone`, plus the weekday and the offset. */
-export function zonedIso(date: Date, timeZone: string): { iso: string; weekday: string; offset: string } {
+function zonedIso(date: Date, timeZone: string): { iso: string; weekday: string; offset: string } {
   let fmt: Intl.DateTimeFormat;
   try {
     fmt = new Intl.DateTimeFormat('en-US', {

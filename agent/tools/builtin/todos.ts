@@ -12,11 +12,11 @@ import type { ConversationState, Tool } from '../types.js';
 import { ToolError } from '../types.js';
 
 export const TODOS_STATE_KEY = 'todos';
-export const MAX_TODOS = 100;
+const MAX_TODOS = 100;
 
-export const TodoStatus = z.enum(['pending', 'in_progress', 'done']);
-export const Todo = z.object({ id: z.string(), text: z.string(), status: TodoStatus });
-export type Todo = z.infer<typeof Todo>;
+const TodoStatus = z.enum(['pending', 'in_progress', 'done']);
+const Todo = z.object({ id: z.string(), text: z.string(), status: TodoStatus });
+type Todo = z.infer<typeof Todo>;
 const TodoList = z.array(Todo);
 
 export const ManageTodosInput = z.strictObject({
@@ -37,14 +37,14 @@ export const ListTodosInput = z.strictObject({});
 export type ListTodosInput = z.infer<typeof ListTodosInput>;
 
 /** The stored list; a corrupt stored value reads as empty rather than failing every call. */
-export function readTodos(state: ConversationState): Todo[] {
+function readTodos(state: ConversationState): Todo[] {
   const parsed = TodoList.safeParse(state.get<unknown>(TODOS_STATE_KEY));
   return parsed.success ? parsed.data : [];
 }
 
 const MARK: Record<Todo['status'], string> = { pending: '[ ]', in_progress: '[~]', done: '[x]' };
 
-export function renderTodos(todos: readonly Todo[]): string {
+function renderTodos(todos: readonly Todo[]): string {
   if (todos.length === 0) return 'No todos.';
   return todos.map((t) => `${MARK[t.status]} ${t.id}. ${t.text}${t.status === 'in_progress' ? ' (in progress)' : ''}`).join('\n');
 }

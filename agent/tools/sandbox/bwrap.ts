@@ -31,8 +31,6 @@ import path from 'node:path';
 import { shmBytes, type SandboxLimits } from './limits.js';
 import type { HiddenPath } from './masks.js';
 
-export type { SandboxLimits } from './limits.js';
-
 /** One piece of the host's system put into the box: a read-only bind or a symlink. */
 export type SystemEntry = { kind: 'ro-bind'; path: string; optional?: boolean } | { kind: 'symlink'; path: string; target: string };
 

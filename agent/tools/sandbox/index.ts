@@ -47,23 +47,22 @@ import path from 'node:path';
 import type { Options } from 'execa';
 import { bwrapArgs, type SystemEntry } from './bwrap.js';
 import { launcherArgv, strayDescriptors } from './launcher.js';
-import { DEFAULT_SANDBOX_LIMITS, describeLimits, limitNote, limitsHit, type SandboxLimits } from './limits.js';
+import { DEFAULT_SANDBOX_LIMITS, limitNote, limitsHit, type SandboxLimits } from './limits.js';
 import { hiddenPaths, type HiddenPath } from './masks.js';
 import { seccompFilter } from './seccomp.js';
 import { stripSpecialFiles } from './strip.js';
 import { BOX_SOCKET, forwardedArgv, proxyEnv } from '../../egress/box.js';
 import { messageOf } from '../../log.js';
 
-export { DEFAULT_SANDBOX_LIMITS, describeLimits, formatBytes, limitNote, memoryMechanism, parseSize, type SandboxLimits } from './limits.js';
-export { hiddenPaths, HOME_CREDENTIALS, SYSTEM_SECRETS } from './masks.js';
-export { stripSpecialFiles, type StripResult } from './strip.js';
+export { DEFAULT_SANDBOX_LIMITS, describeLimits, parseSize, type SandboxLimits } from './limits.js';
+export { hiddenPaths } from './masks.js';
 
 export const SANDBOX_MODES = ['bubblewrap', 'none'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 /** The user a root bot's boxes run as: nobody/nogroup. */
 export const SANDBOX_UID = 65534;
-export const SANDBOX_GID = 65534;
+const SANDBOX_GID = 65534;
 
 export interface SandboxPolicy {
   mode: SandboxMode;
@@ -170,7 +169,7 @@ const systemCache = new Map<boolean, SystemEntry[]>();
  * The host's system as the box sees it: /usr, the /bin, /sbin, /lib* links or directories, /etc's files
  * (with `network`, also those of name resolution and TLS).
  */
-export function systemView(network = false): SystemEntry[] {
+function systemView(network = false): SystemEntry[] {
   const cached = systemCache.get(network);
   if (cached) return cached;
   const out: SystemEntry[] = [];

@@ -43,7 +43,7 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
 };
 
 /** /dev/shm is a tmpfs of its own (bwrap's /dev would otherwise give it half the host's memory). */
-export const SHM_MAX_BYTES = 64 * MiB;
+const SHM_MAX_BYTES = 64 * MiB;
 
 export function shmBytes(limits: SandboxLimits): number {
   return Math.min(limits.tmpBytes, SHM_MAX_BYTES);
@@ -62,13 +62,13 @@ export function parseSize(v: string | number): number | undefined {
   return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
-export function formatBytes(n: number): string {
+function formatBytes(n: number): string {
   if (n % (1024 * MiB) === 0) return `${n / (1024 * MiB)} GiB`;
   if (n >= MiB) return `${Math.round((n / MiB) * 10) / 10} MiB`;
   return `${n} bytes`;
 }
 
-export interface MemoryMechanism {
+interface MemoryMechanism {
   kind: 'cgroup2' | 'rlimit';
   /** One line for the start log. */
   detail: string;
@@ -81,7 +81,7 @@ let mechanism: MemoryMechanism | undefined;
  * the memory controller enabled for the bot's own cgroup, writable by the bot. Detected, then reported;
  * boxes use the rlimit either way in this version (see the README's sandbox section).
  */
-export function memoryMechanism(): MemoryMechanism {
+function memoryMechanism(): MemoryMechanism {
   if (mechanism) return mechanism;
   const perProcess =
     'memory is limited per process (RLIMIT_DATA): a box with many processes can use the limit once per process, ' +

@@ -19,7 +19,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 
 /** Relative to a home directory: where credentials live. */
-export const HOME_CREDENTIALS: readonly string[] = [
+const HOME_CREDENTIALS: readonly string[] = [
   // ssh and gpg keys, agents' sockets
   '.ssh',
   '.gnupg',
@@ -99,7 +99,7 @@ export const HOME_CREDENTIALS: readonly string[] = [
 ];
 
 /** Absolute: sockets and secret mounts a sandbox user must not reach. */
-export const SYSTEM_SECRETS: readonly string[] = [
+const SYSTEM_SECRETS: readonly string[] = [
   '/var/run/docker.sock',
   '/run/docker.sock',
   '/run/containerd',
@@ -126,7 +126,7 @@ export interface HiddenPathsOptions {
   runtimeDir?: string;
 }
 
-export function defaultHomes(): string[] {
+function defaultHomes(): string[] {
   return [...new Set([homedir(), process.env.HOME ?? '', '/root'].filter((h) => h !== '' && path.isAbsolute(h)))];
 }
 

@@ -44,9 +44,9 @@ export interface DocBudget {
 
 const MB = 1024 * 1024;
 /** Heap of every document worker (one pool, so one size): a 5 MB page's DOM fits well within it. */
-export const DOC_WORKER_HEAP_MB = 512;
+const DOC_WORKER_HEAP_MB = 512;
 /** Heap of the workers that convert MCP results. */
-export const MCP_WORKER_HEAP_MB = 256;
+const MCP_WORKER_HEAP_MB = 256;
 export const DOC_BUDGETS: Readonly<Record<DocJobKind, DocBudget>> = {
   html: { timeMs: 20_000, heapMb: DOC_WORKER_HEAP_MB, maxAllocationBytes: 64 * MB, maxBufferBytes: 256 * MB, maxRssGrowthBytes: 1024 * MB },
   // One decoded PDF stream may be 64 MB (a content stream or font; images are not decoded for text).

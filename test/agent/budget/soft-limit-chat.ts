@@ -12,7 +12,7 @@ import { BotE2e } from '../../helpers/bot-e2e.js';
 import type { TestEngine } from '../../helpers/harness.js';
 import { waitFor } from '../../helpers/wait.js';
 
-export interface ChatCard {
+interface ChatCard {
   /** Everything the card says (title, body, outcome once decided). */
   text(): string;
   /** Whether it still has buttons. */

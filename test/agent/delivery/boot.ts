@@ -11,8 +11,8 @@ import { startFakeAnthropic, type FakeAnthropic, type FakeReply } from '../../fa
 import { startFakeSlack, type FakeSlack } from '../../fakes/slack.js';
 import { testStoreUrl } from '../../helpers/harness.js';
 
-export const SLACK_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
-export const SLACK_SECRET = 'fake-signing-secret-0123456789';
+const SLACK_TOKEN = 'xoxb-1111-2222-fakeBotTokenValue';
+const SLACK_SECRET = 'fake-signing-secret-0123456789';
 
 /** The model asks to write plan.md, then answers `answer` once the tool result is back. */
 export const writePlan = { toolUses: [{ name: 'write_file', input: { path: 'plan.md', content: '# plan\n' } }] };

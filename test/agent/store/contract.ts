@@ -12,8 +12,6 @@ import { randomBytes } from 'node:crypto';
 import { FencedError, StoreConflictError, StoreError, type Store, type TranscriptRow } from '../../../agent/store/types.js';
 import { describeStoreRaces, type OpenShared } from './races.js';
 
-export type { StoreFactory } from './races.js';
-
 export interface ContractExtra {
   openInOtherProcess?: OpenShared;
   /** Bytes the engine has written so far for `store` (no background checkpoint resetting it). */

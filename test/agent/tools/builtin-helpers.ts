@@ -2,7 +2,7 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { AnyTool, ConversationState, Prepared, Proposal, Tool, ToolContext, ToolResult } from '../../../agent/tools/types.js';
+import type { ConversationState, Prepared, Proposal, Tool, ToolContext, ToolResult } from '../../../agent/tools/types.js';
 
 export async function tempDir(prefix = 'gh-tools-'): Promise<string> {
   return realpath(await mkdtemp(path.join(os.tmpdir(), prefix)));
@@ -59,10 +59,4 @@ export async function proposeAndRun<I>(tool: Tool<I>, raw: unknown, ctx: ToolCon
 export function textOf(result: ToolResult): string {
   if (typeof result.content === 'string') return result.content;
   return result.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('');
-}
-
-export function byName(tools: AnyTool[], name: string): AnyTool {
-  const t = tools.find((x) => x.name === name);
-  if (!t) throw new Error(`no tool ${name}`);
-  return t;
 }

@@ -12,7 +12,7 @@
  */
 import type { Tier } from '../../../../policies/tiers.js';
 
-export type ParamType = 'string' | 'integer' | 'number' | 'boolean';
+type ParamType = 'string' | 'integer' | 'number' | 'boolean';
 
 export interface ParamSchema {
   type: ParamType;
@@ -20,7 +20,7 @@ export interface ParamSchema {
   enum?: Array<string | number>;
 }
 
-export interface CommandInputSchema {
+interface CommandInputSchema {
   type: 'object';
   properties: Record<string, ParamSchema>;
   required?: string[];
@@ -35,7 +35,7 @@ export interface CommandToolDecl {
   timeoutMs?: number;
 }
 
-export const COMMAND_TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+const COMMAND_TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const SLOT = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 const ANY_BRACE_SLOT = /\{[A-Za-z_][A-Za-z0-9_]*\}/;
 

@@ -20,7 +20,7 @@ import { boxCommand, DEFAULT_SANDBOX_POLICY, SandboxUnavailableError, type Sandb
 import { runCommand } from '../execute-command.js';
 import { slotOf, type CommandToolDecl, type ParamSchema } from './declaration.js';
 
-export const COMMAND_TOOL_OUTPUT_BYTES = 16 * 1024;
+const COMMAND_TOOL_OUTPUT_BYTES = 16 * 1024;
 const DEFAULT_TIMEOUT_MS = 60_000;
 const KILL_GRACE_MS = 2_000;
 
@@ -51,7 +51,7 @@ function paramSchema(p: ParamSchema): z.ZodType<string | number | boolean> {
 }
 
 /** The argv for one call: literals as written, each slot replaced by its value as one element. */
-export function buildArgv(decl: CommandToolDecl, input: Input): string[] {
+function buildArgv(decl: CommandToolDecl, input: Input): string[] {
   const argv: string[] = [];
   for (const el of decl.argv) {
     const slot = slotOf(el);

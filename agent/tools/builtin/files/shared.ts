@@ -58,7 +58,7 @@ export function humanSize(n: number): string {
  * Glob to an anchored RegExp over '/'-separated paths: `*` any run within a segment, `?` one
  * character, `**` any number of segments, `[abc]`/`[!abc]` a class, `{a,b}` alternatives.
  */
-export function globToRegExp(glob: string): RegExp {
+function globToRegExp(glob: string): RegExp {
   let re = '';
   let braces = 0;
   for (let i = 0; i < glob.length; i++) {

@@ -30,11 +30,11 @@ import { atDir, DIR_OPEN_FLAGS, displayPath, errCode, isInside, openInWorkspace,
 import { humanSize } from './shared.js';
 
 /** A tree larger than this is not listed on a card nor managed by these tools. */
-export const MANAGE_MAX_ENTRIES = 10_000;
+const MANAGE_MAX_ENTRIES = 10_000;
 /** Lines of a manifest shown on a card. */
-export const CARD_MAX_LINES = 60;
+const CARD_MAX_LINES = 60;
 
-export type EntryKind = 'file' | 'dir' | 'link' | 'other';
+type EntryKind = 'file' | 'dir' | 'link' | 'other';
 
 export interface Entry {
   root: string;
@@ -46,7 +46,7 @@ export interface Entry {
   abs: string;
 }
 
-export interface ManifestLine {
+interface ManifestLine {
   rel: string;
   kind: EntryKind;
   size: number;

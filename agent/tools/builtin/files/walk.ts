@@ -29,7 +29,7 @@ import { IGNORED_DIRS } from './shared.js';
 /** Directories below the start deeper than this are not entered (each level holds one fd). */
 export const WALK_MAX_DEPTH = 64;
 
-export type EntryKind = 'file' | 'dir' | 'link' | 'other';
+type EntryKind = 'file' | 'dir' | 'link' | 'other';
 
 /** An open directory shared by the walk and the consumers still reading entries in it. */
 export class DirRef {

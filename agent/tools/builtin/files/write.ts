@@ -14,14 +14,14 @@ import { EDIT_MAX_FILE_BYTES, humanSize, looksBinary, PREVIEW_MAX_CHARS, sha256,
 // write_file / edit_file (two-phase)
 
 /** What propose hands to execute (persisted while an approval waits, so validated on the way back). */
-export const ChangeData = z.object({
+const ChangeData = z.object({
   /** Workspace-relative path, re-resolved (and re-confined) at execute time. */
   path: z.string(),
   newContent: z.string(),
   /** sha256 hex of the file's bytes when proposed; null when the file did not exist. */
   baseHash: z.string().nullable(),
 });
-export type ChangeData = z.infer<typeof ChangeData>;
+type ChangeData = z.infer<typeof ChangeData>;
 
 export interface Current {
   abs: string;

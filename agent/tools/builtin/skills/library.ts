@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { ToolError } from '../../types.js';
 import { messageOf } from '../../../log.js';
 
-export const MAX_SKILL_FILE_BYTES = 64 * 1024;
+const MAX_SKILL_FILE_BYTES = 64 * 1024;
 
 const frontMatter = z.object({ name: z.string().min(1).max(64), description: z.string().min(1).max(1024) });
 
@@ -36,7 +36,7 @@ export interface SkillScan {
 }
 
 /** Splits `---\n<yaml>\n---\n<body>`; undefined when there is no front matter. */
-export function splitFrontMatter(text: string): { meta: unknown; body: string } | undefined {
+function splitFrontMatter(text: string): { meta: unknown; body: string } | undefined {
   const m = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
   if (!m) return undefined;
   return { meta: parseYaml(m[1] ?? ''), body: text.slice(m[0].length) };

@@ -28,7 +28,7 @@ import { parseIp, refusalFor } from '../../../../policies/network.js';
 import { ToolError } from '../../types.js';
 import { linkedController } from '../../../run/abort.js';
 
-export const MAX_REDIRECTS = 5;
+const MAX_REDIRECTS = 5;
 
 export type Resolver = (host: string) => Promise<Array<{ address: string; family: number }>>;
 

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { ToolError, type AnyTool, type Tool } from '../../types.js';
 import { messageOf } from '../../../log.js';
 
-export interface SearchResult {
+interface SearchResult {
   title: string;
   url: string;
   snippet: string;
@@ -62,7 +62,7 @@ async function getJson(provider: string, url: URL, headers: Record<string, strin
   }
 }
 
-export function searchProvider(c: WebSearchConfig): SearchProvider {
+function searchProvider(c: WebSearchConfig): SearchProvider {
   const base = c.url.replace(/\/+$/, '');
   if (c.provider === 'searxng') {
     return {
@@ -91,7 +91,7 @@ export function searchProvider(c: WebSearchConfig): SearchProvider {
 }
 
 /** Numbered, cited results, cut to `maxBytes` (whole results dropped from the end, then a note). */
-export function formatResults(query: string, results: readonly SearchResult[], maxBytes: number): string {
+function formatResults(query: string, results: readonly SearchResult[], maxBytes: number): string {
   if (results.length === 0) return `No results for ${JSON.stringify(query)}.`;
   const head = `Results for ${JSON.stringify(query)} (cite the URL of what you use):`;
   const parts: string[] = [head];
@@ -119,7 +119,7 @@ const Input = z.strictObject({
 });
 
 /** The API's own web search: offered, tiered and policed like any tool, run by the API inside its reply. */
-export const SERVER_WEB_SEARCH = 'web_search_20250305';
+const SERVER_WEB_SEARCH = 'web_search_20250305';
 
 function serverWebSearchTool(c: WebSearchConfig): AnyTool {
   const tool: Tool<z.infer<typeof Input>> = {

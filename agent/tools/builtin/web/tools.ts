@@ -29,12 +29,12 @@ import type { NetworkConfig } from './config.js';
 import { guardedRequest, parseUrl, type GuardedResponse, type Resolver } from './request.js';
 
 export const WEB_FETCH_MAX_BYTES = 5 * 1024 * 1024;
-export const WEB_FETCH_DEFAULT_CHARS = 50_000;
-export const WEB_FETCH_MAX_CHARS = 200_000;
-export const HTTP_REQUEST_MAX_BYTES = 1024 * 1024;
-export const HTTP_REQUEST_SHOWN_CHARS = 50_000;
-export const WEB_DEFAULT_TIMEOUT_S = 30;
-export const WEB_MAX_TIMEOUT_S = 120;
+const WEB_FETCH_DEFAULT_CHARS = 50_000;
+const WEB_FETCH_MAX_CHARS = 200_000;
+const HTTP_REQUEST_MAX_BYTES = 1024 * 1024;
+const HTTP_REQUEST_SHOWN_CHARS = 50_000;
+const WEB_DEFAULT_TIMEOUT_S = 30;
+const WEB_MAX_TIMEOUT_S = 120;
 /** How much of a request body the approval card shows. */
 const CARD_BODY_CHARS = 3000;
 
@@ -47,11 +47,6 @@ export interface WebToolOptions {
   resolve?: Resolver;
   /** For tests: a budget for converting a page other than DOC_BUDGETS.html. */
   htmlBudget?: Partial<DocBudget>;
-}
-
-/** Values of Gatehouse's own secret variables (ANTHROPIC_API_KEY, TELEGRAM_BOT_TOKEN, a store URL's password...). */
-export function ownSecretValues(env: NodeJS.ProcessEnv = process.env): string[] {
-  return collectSecrets(env, []).own;
 }
 
 /**
@@ -114,7 +109,7 @@ function isText(type: string, body: Buffer): boolean {
  * (domino, turndown's own) in the document worker (../../untrusted/doc-worker.ts), never on the
  * bot's event loop, within a time and memory budget; its end is a ToolError naming the budget.
  */
-export async function htmlToMarkdown(
+async function htmlToMarkdown(
   html: string,
   opts: { signal?: AbortSignal; budget?: Partial<DocBudget> } = {},
 ): Promise<{ title: string | undefined; markdown: string }> {
@@ -219,7 +214,7 @@ export function webFetchTool(opts: WebToolOptions = {}): Tool<WebFetchInput> {
 // ---------------------------------------------------------------------------------------------
 // http_request
 
-export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
 export const HttpRequestInput = z.strictObject({
