@@ -74,6 +74,16 @@ export interface PlatformDescriptor<E = unknown> {
    * throws; every problem names its variable and never echoes a secret.
    */
   parseEnv?(env: Readonly<Record<string, string | undefined>>, problems: EnvProblem[]): E | undefined;
+  /**
+   * What `gatehouse init` writes for the platform (bot/cli/init.ts): where users find their id, one more
+   * access example (a group, a channel), and the .env lines. Absent: init has no flag for it.
+   */
+  setup?: { idHelp: string; moreAccess: string; envLines: readonly string[] };
+  /**
+   * What `gatehouse doctor` reports for the enabled platform (bot/cli/doctor-checks.ts): how it is
+   * configured, and the API's URL, whose host must resolve.
+   */
+  reachability?(env: E): { vars: string; apiUrl: string };
 }
 
 export interface ConversationRef {

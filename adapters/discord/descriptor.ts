@@ -78,4 +78,10 @@ export const discordDescriptor = {
   env: ['DISCORD_TOKEN', 'DISCORD_API_URL', 'DISCORD_REQUESTS_PER_SECOND'],
   secrets: ['DISCORD_TOKEN'],
   parseEnv,
+  setup: {
+    idHelp: 'Discord settings -> Advanced -> Developer Mode, then right-click yourself -> Copy User ID',
+    moreAccess: 'guilds: ["123..."]  # everyone in these servers (channels: [...] for single channels)',
+    envLines: ['# --- Discord: Developer Portal -> your application -> Bot -> Reset Token; turn on Message Content Intent ---', 'DISCORD_TOKEN='],
+  },
+  reachability: (e: DiscordEnv) => ({ vars: 'DISCORD_TOKEN set', apiUrl: e.apiUrl ?? DEFAULT_DISCORD_API_URL }),
 } satisfies PlatformDescriptor<DiscordEnv>;

@@ -75,4 +75,20 @@ export const slackDescriptor = {
   env: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_API_URL'],
   secrets: ['SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET'],
   parseEnv,
+  setup: {
+    idHelp: 'your Slack profile -> ... -> Copy member ID (U0123ABCD)',
+    moreAccess: 'channels: ["C0123ABCD"]  # everyone in these channels',
+    envLines: [
+      '# --- Slack: create the app from deploy/slack-manifest.yaml; Bot User OAuth Token (xoxb-...) ---',
+      'SLACK_BOT_TOKEN=',
+      '# Socket Mode (no public URL): an app-level token with connections:write (xapp-...)',
+      'SLACK_APP_TOKEN=',
+      '# Or HTTP mode: leave SLACK_APP_TOKEN empty and set the signing secret',
+      '# SLACK_SIGNING_SECRET=',
+    ],
+  },
+  reachability: (e: SlackEnv) => ({
+    vars: `SLACK_BOT_TOKEN set (${e.appToken ? 'Socket Mode: SLACK_APP_TOKEN' : 'HTTP mode: SLACK_SIGNING_SECRET'})`,
+    apiUrl: e.apiUrl ?? 'https://slack.com/api/',
+  }),
 } satisfies PlatformDescriptor<SlackEnv>;

@@ -90,4 +90,18 @@ export const telegramDescriptor = {
   env: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_API_ROOT', 'TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_SECRET'],
   secrets: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'],
   parseEnv,
+  setup: {
+    idHelp: 'DM the bot once: it answers with your Telegram user id',
+    moreAccess: 'chats: ["-100..."]  # a group: mention the bot there and it answers with the group\'s id',
+    envLines: [
+      '# --- Telegram: @BotFather -> /newbot gives the token (<digits>:<letters>) ---',
+      'TELEGRAM_BOT_TOKEN=',
+      '# Webhook mode instead of long polling (an https URL routed to GATEHOUSE_HTTP_PORT):',
+      '# TELEGRAM_WEBHOOK_URL=https://bot.example.com/telegram',
+    ],
+  },
+  reachability: (e: TelegramEnv) => ({
+    vars: `TELEGRAM_BOT_TOKEN set (${e.webhookUrl ? 'webhook' : 'long polling'})`,
+    apiUrl: e.apiRoot ?? 'https://api.telegram.org',
+  }),
 } satisfies PlatformDescriptor<TelegramEnv>;

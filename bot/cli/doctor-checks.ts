@@ -21,7 +21,8 @@ import { boxCommand, execaOptions, probeSandbox, sandboxLimits, type SandboxLimi
 import { ownFiles } from '../service/app.js';
 import type { Config } from '../config/index.js';
 import type { EnvSettings, StoreSettings } from '../config/env.js';
-import { DEFAULT_DISCORD_API_URL } from '../../adapters/discord/descriptor.js';
+import { descriptorOf } from '../../adapters/descriptors.js';
+import { PLATFORMS, type Platform } from '../../adapters/types.js';
 import { PID_FILE } from '../service/reload.js';
 import { messageOf } from '../../agent/log.js';
 
@@ -328,22 +329,15 @@ export async function platformChecks(env: EnvSettings, timeoutMs: number, lookup
     vars: env.anthropic.apiKey ? 'ANTHROPIC_API_KEY set' : env.anthropic.baseURL ? 'ANTHROPIC_BASE_URL set' : 'ANTHROPIC_API_KEY not set',
     host: anthropicHost,
   });
-  const t = env.platforms.telegram;
-  if (t)
-    targets.push({
-      name: 'telegram',
-      vars: `TELEGRAM_BOT_TOKEN set (${t.webhookUrl ? 'webhook' : 'long polling'})`,
-      host: hostOf(t.apiRoot ?? 'https://api.telegram.org'),
-    });
-  const s = env.platforms.slack;
-  if (s)
-    targets.push({
-      name: 'slack',
-      vars: `SLACK_BOT_TOKEN set (${s.appToken ? 'Socket Mode: SLACK_APP_TOKEN' : 'HTTP mode: SLACK_SIGNING_SECRET'})`,
-      host: hostOf(s.apiUrl ?? 'https://slack.com/api/'),
-    });
-  const d = env.platforms.discord;
-  if (d) targets.push({ name: 'discord', vars: 'DISCORD_TOKEN set', host: hostOf(d.apiUrl ?? DEFAULT_DISCORD_API_URL) });
+  // Every enabled platform whose descriptor says how to reach it, in the descriptors' order.
+  const chat = PLATFORMS.filter((p) => descriptorOf(p).reachability !== undefined);
+  let enabled = 0;
+  for (const p of chat) {
+    const settings = (env.platforms as Partial<Record<Platform, unknown>>)[p];
+    if (settings !== undefined) enabled++;
+    const reach = settings === undefined ? undefined : descriptorOf(p).reachability?.(settings);
+    if (reach) targets.push({ name: p, vars: reach.vars, host: hostOf(reach.apiUrl) });
+  }
   const results = await Promise.all(
     targets.map(async (x): Promise<CheckResult> => {
       const why = await resolves(x.host, timeoutMs, lookup);
@@ -355,13 +349,11 @@ export async function platformChecks(env: EnvSettings, timeoutMs: number, lookup
       );
     }),
   );
-  if (!t && !s && !d)
-    results.push(
-      note(
-        'platforms',
-        'no platform token set (TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, DISCORD_TOKEN): `gatehouse start` opens the terminal chat, `serve` answers /healthz only',
-      ),
-    );
+  if (enabled === 0) {
+    // Each platform's first variable is its token (TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, DISCORD_TOKEN).
+    const tokens = chat.map((p) => descriptorOf(p).env[0]).join(', ');
+    results.push(note('platforms', `no platform token set (${tokens}): \`gatehouse start\` opens the terminal chat, \`serve\` answers /healthz only`));
+  }
   return results;
 }
 

@@ -16,15 +16,18 @@ import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DESCRIPTORS } from '../../adapters/descriptors.js';
+import { PLATFORMS, type Platform } from '../../adapters/types.js';
 import type { CliIO } from './io.js';
 import { DEFAULT_MODEL } from '../config/index.js';
 import { messageOf } from '../../agent/log.js';
 
-type ChatPlatform = 'telegram' | 'slack' | 'discord';
-const CHAT_PLATFORMS: readonly ChatPlatform[] = ['telegram', 'slack', 'discord'];
+/** The chat platforms init offers: those whose descriptor says what to write (`setup`), in its order. */
+type ChatPlatform = { [P in Platform]: (typeof DESCRIPTORS)[P] extends { setup: object } ? P : never }[Platform];
+const CHAT_PLATFORMS = PLATFORMS.filter((p): p is ChatPlatform => 'setup' in DESCRIPTORS[p]);
+const setupOf = (p: ChatPlatform) => DESCRIPTORS[p].setup;
 
 const USAGE =
-  'Usage: gatehouse init [--telegram] [--slack] [--discord] [--telegram-user-id ID ...] [--slack-user-id ID ...] [--discord-user-id ID ...]\n' +
+  `Usage: gatehouse init ${CHAT_PLATFORMS.map((p) => `[--${p}]`).join(' ')} ${CHAT_PLATFORMS.map((p) => `[--${p}-user-id ID ...]`).join(' ')}\n` +
   '  writes gatehouse.yaml and .env in the current folder (never over an existing file)';
 
 interface InitRequest {
@@ -33,15 +36,16 @@ interface InitRequest {
 }
 
 function parseArgs(args: string[]): InitRequest | string {
-  const req: InitRequest = { platforms: new Set(), ids: { telegram: [], slack: [], discord: [] } };
+  const req: InitRequest = { platforms: new Set(), ids: Object.fromEntries(CHAT_PLATFORMS.map((p) => [p, []])) as unknown as Record<ChatPlatform, string[]> };
+  const names = CHAT_PLATFORMS.join('|');
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const flag = /^--(telegram|slack|discord)$/.exec(a);
+    const flag = new RegExp(`^--(${names})$`).exec(a);
     if (flag) {
       req.platforms.add(flag[1] as ChatPlatform);
       continue;
     }
-    const idFlag = /^--(telegram|slack|discord)-user-id(?:=(.*))?$/.exec(a);
+    const idFlag = new RegExp(`^--(${names})-user-id(?:=(.*))?$`).exec(a);
     if (!idFlag) return `Unknown argument ${JSON.stringify(a)}.`;
     const platform = idFlag[1] as ChatPlatform;
     const value = idFlag[2] ?? args[++i];
@@ -60,30 +64,19 @@ function parseArgs(args: string[]): InitRequest | string {
 
 const list = (ids: readonly string[]): string => `[${ids.map((id) => JSON.stringify(id)).join(', ')}]`;
 
-const ID_HELP: Record<ChatPlatform, string> = {
-  telegram: 'DM the bot once: it answers with your Telegram user id',
-  slack: 'your Slack profile -> ... -> Copy member ID (U0123ABCD)',
-  discord: 'Discord settings -> Advanced -> Developer Mode, then right-click yourself -> Copy User ID',
-};
-
 /** The gatehouse.yaml text. Exported for the test that loads it with the real loader. */
 function initYaml(req: InitRequest, schemaRef?: string): string {
   const approvers = ['      # you, in the terminal chat (npm start with no platform token)', '      console: [local]'];
   const access: string[] = [];
-  const MORE: Record<ChatPlatform, string> = {
-    telegram: 'chats: ["-100..."]  # a group: mention the bot there and it answers with the group\'s id',
-    slack: 'channels: ["C0123ABCD"]  # everyone in these channels',
-    discord: 'guilds: ["123..."]  # everyone in these servers (channels: [...] for single channels)',
-  };
   for (const p of CHAT_PLATFORMS) {
     if (!req.platforms.has(p)) continue;
     const ids = req.ids[p];
     if (ids.length > 0) {
       approvers.push(`      # only these ${p} users' taps decide approvals`, `      ${p}: ${list(ids)}`);
-      access.push(`  ${p}:`, '    # may talk to the bot (DMs, and the groups it is allowed in)', `    users: ${list(ids)}`, `    # ${MORE[p]}`);
+      access.push(`  ${p}:`, '    # may talk to the bot (DMs, and the groups it is allowed in)', `    users: ${list(ids)}`, `    # ${setupOf(p).moreAccess}`);
     } else {
-      approvers.push(`      # ${p}: ["<id>"]  (${ID_HELP[p]})`);
-      access.push(`  # ${p}:`, `  #   users: ["<id>"]  (nobody is admitted until listed; ${ID_HELP[p]})`, `  #   ${MORE[p]}`);
+      approvers.push(`      # ${p}: ["<id>"]  (${setupOf(p).idHelp})`);
+      access.push(`  # ${p}:`, `  #   users: ["<id>"]  (nobody is admitted until listed; ${setupOf(p).idHelp})`, `  #   ${setupOf(p).moreAccess}`);
     }
   }
   const lines = [
@@ -124,24 +117,6 @@ function schemaRefFrom(cwd: string): string | undefined {
   return undefined;
 }
 
-const ENV_PLATFORM: Record<ChatPlatform, string[]> = {
-  telegram: [
-    '# --- Telegram: @BotFather -> /newbot gives the token (<digits>:<letters>) ---',
-    'TELEGRAM_BOT_TOKEN=',
-    '# Webhook mode instead of long polling (an https URL routed to GATEHOUSE_HTTP_PORT):',
-    '# TELEGRAM_WEBHOOK_URL=https://bot.example.com/telegram',
-  ],
-  slack: [
-    '# --- Slack: create the app from deploy/slack-manifest.yaml; Bot User OAuth Token (xoxb-...) ---',
-    'SLACK_BOT_TOKEN=',
-    '# Socket Mode (no public URL): an app-level token with connections:write (xapp-...)',
-    'SLACK_APP_TOKEN=',
-    '# Or HTTP mode: leave SLACK_APP_TOKEN empty and set the signing secret',
-    '# SLACK_SIGNING_SECRET=',
-  ],
-  discord: ['# --- Discord: Developer Portal -> your application -> Bot -> Reset Token; turn on Message Content Intent ---', 'DISCORD_TOKEN='],
-};
-
 function initEnv(req: InitRequest): string {
   const lines = [
     '# Gatehouse environment, written by `gatehouse init` (every variable: .env.example). Keep it secret.',
@@ -156,7 +131,7 @@ function initEnv(req: InitRequest): string {
     '# HTTP server for webhooks, /healthz and /readyz. Defaults: 127.0.0.1 and 8080.',
     '# GATEHOUSE_HTTP_PORT=8080',
   ];
-  for (const p of CHAT_PLATFORMS) if (req.platforms.has(p)) lines.push('', ...ENV_PLATFORM[p]);
+  for (const p of CHAT_PLATFORMS) if (req.platforms.has(p)) lines.push('', ...setupOf(p).envLines);
   return lines.join('\n') + '\n';
 }
 
@@ -198,7 +173,8 @@ export async function initCommand(args: string[], io: CliIO): Promise<number> {
       platforms
         .filter((p) => req.ids[p].length === 0)
         .map(
-          (p) => `No ${p} user id given: ${ID_HELP[p]}, then add it under agents.main.approvers.${p} and access.${p}.users and run \`npx gatehouse reload\`.\n`,
+          (p) =>
+            `No ${p} user id given: ${setupOf(p).idHelp}, then add it under agents.main.approvers.${p} and access.${p}.users and run \`npx gatehouse reload\`.\n`,
         )
         .join(''),
   );
