@@ -1,6 +1,6 @@
 /**
- * The end of one run (./execute-run.ts): what is reported once it is over, and the small steps
- * of ending it.
+ * The steps of one run (./execute-run.ts) around its model loop: the system prompt it starts
+ * with, the message a stopped run ends with, and what is reported once it is over.
  *
  * Contract:
  * - `reportRunEnd`: a run that lost its conversation to another replica (`outcome: 'lost'`) gets
@@ -11,6 +11,9 @@
  * - `finishWithout`: a run whose transcript could not be saved still drops its record and its
  *   queued turn, as before a checkpoint.
  * - `trimToConsistent`: drops a trailing assistant turn whose tool calls have no results.
+ * - `systemPrompt`: the agent's prompt plus the extra (memory); an extra that cannot be read is
+ *   logged and left out, the run goes on.
+ * - `stoppedEvent`: "Stopped." for /stop, the runTimeoutMs message for a timeout.
  */
 import type { Audit } from '../audit.js';
 import { unansweredToolUses } from './loop.js';

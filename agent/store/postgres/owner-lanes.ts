@@ -37,7 +37,8 @@
 import { randomBytes } from 'node:crypto';
 import type { DeliveryHooks, TurnHandler } from '../../run/turn-queue.js';
 import type { QueuedTurn, Turn } from '../../run/turn.js';
-import type { Fence } from '../types.js';
+import { FencedError, type Fence } from '../types.js';
+import { writePartsFenced } from './run-parts.js';
 import { dec, enc, num, type Db } from './db.js';
 import { MAX_DELIVERIES } from './turn-jobs.js';
 import { fallbackLog, type Log, type LogLevel, messageOf } from '../../log.js';
@@ -410,13 +411,12 @@ export class OwnerLanes {
     };
   }
 
-  /** Drops the record of a run that posted its outbox, while this lane still holds the conversation. */
+  /** Drops the record of a run that posted its outbox, under the lane's fence (a moved fence: nothing to drop here). */
   private async dropRecordNow(l: Lane): Promise<void> {
-    await this.opts.db.query(
-      'drop a posted run record',
-      'idempotent',
-      'DELETE FROM run_records WHERE conversation = $1 AND EXISTS (SELECT 1 FROM leases WHERE conversation = $1 AND owner = $2 AND epoch = $3)',
-      [l.conversation, l.fence.owner, l.fence.epoch],
+    await writePartsFenced(this.opts.db, 'drop a posted run record', { record: { conversation: l.conversation, record: null } }, l.fence).catch(
+      (err: unknown) => {
+        if (!(err instanceof FencedError)) throw err;
+      },
     );
     l.dropRecord = false;
   }
