@@ -16,8 +16,11 @@
  *   to the store before anyone is told, then every copy of the card shows the outcome, who decided
  *   and when. Who may decide: ./authority.ts and the requester rule (./requester.ts).
  * - A request not decided by its expiry resolves as `expired` (approvals: a denial; questions: no
- *   answer), and the card says so; with `sharedExpiry` every process watches every undecided
+ *   answer), and the card says so; with `sharedSignals` every process watches every undecided
  *   request's expiry (./expiry-watch.ts).
+ * - Typed replies (`openIds`): a conversation's open requests are read from the store only when
+ *   ./open-requests.ts says it may have some: on an exclusive store from what this process
+ *   created, with `sharedSignals` from what every process announced before posting its card.
  * - Wake-ups go through the DecisionBus (./decision-bus.ts): a recorded decision is published, and
  *   every `wait` (./waits.ts) is a subscription. With the SignalDecisionBus (bot/service/app.ts) a decision
  *   recorded by any process sharing the store wakes the waits on it at once, wherever they are;
@@ -73,11 +76,11 @@ export interface ApprovalBrokerOptions {
   /** Approvals decided and their wait, for metrics (agent/telemetry). */
   telemetry?: Pick<Telemetry, 'approvalDecided'>;
   /**
-   * Processes share the store (PostgreSQL replicas): watch the expiry of every undecided request,
-   * not only this process's waits (./expiry-watch.ts), through these signals. Started by
-   * `watchExpiry`.
+   * Processes share the store (PostgreSQL replicas), and these are its signals: watch the expiry of
+   * every undecided request, not only this process's waits (./expiry-watch.ts, started by
+   * `watchExpiry`), and hear of the requests every process creates (./open-requests.ts).
    */
-  sharedExpiry?: Signals;
+  sharedSignals?: Signals;
   /** Only this process creates requests on the store (Store.exclusive): typed replies skip the read (./open-requests.ts). */
   exclusiveStore?: boolean;
   /** approvalDelivery (./delivery.ts): the agent's setting, read when a card is posted, and the direct-message port. */
@@ -134,7 +137,12 @@ export class ApprovalBroker {
     this.now = opts.now ?? Date.now;
     this.store = new ApprovalStore(opts.approvals, this.now);
     this.bus = opts.bus ?? new InProcessDecisionBus();
-    this.open = opts.exclusiveStore ? new OpenRequests(() => this.store.allPending()) : undefined;
+    const allPending = () => this.store.allPending();
+    this.open = opts.sharedSignals
+      ? new OpenRequests({ allPending, signals: opts.sharedSignals, ...(opts.log ? { log: opts.log } : {}) })
+      : opts.exclusiveStore
+        ? new OpenRequests({ allPending })
+        : undefined;
     this.recorder = new DecisionRecorder({
       store: this.store,
       bus: this.bus,
@@ -164,9 +172,9 @@ export class ApprovalBroker {
       now: this.now,
       ...(opts.log ? { log: opts.log } : {}),
     });
-    this.expiryWatch = opts.sharedExpiry
+    this.expiryWatch = opts.sharedSignals
       ? new ExpiryWatch({
-          signals: opts.sharedExpiry,
+          signals: opts.sharedSignals,
           store: this.store,
           expire: (id) => this.recorder.expire(id),
           now: this.now,
@@ -175,7 +183,7 @@ export class ApprovalBroker {
       : undefined;
   }
 
-  /** Starts watching the expiry of every undecided request (with `sharedExpiry`; else nothing). */
+  /** Starts watching the expiry of every undecided request (with `sharedSignals`; else nothing). */
   async watchExpiry(): Promise<void> {
     await this.expiryWatch?.start();
   }
@@ -224,11 +232,13 @@ export class ApprovalBroker {
       ...extra,
     };
     // Stored before posting: a click can only come after the card exists, and must find its token.
-    this.open?.created(input.conversationKey);
+    this.open?.creating(input.conversationKey);
     await this.store.create(
       request,
       tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })),
     );
+    // Before the card: a typed reply to it, taken by any process, finds the request announced.
+    await this.open?.announce(input.conversationKey);
     this.expiryWatch?.noted(id, request.expiresAt);
     const { handle, ...copies } = await this.delivery.deliver(request, card);
     await this.store.replace({ ...request, cardHandle: handle, ...copies });

@@ -359,6 +359,9 @@ export interface CacheRepo {
  *   committed, when the publisher published after its write resolved.
  * - `ready()` resolves once signals from any process reach this one's subscribers (PostgreSQL:
  *   listening); the first subscribe or onResync starts that, and an onResync follows it.
+ * - `live()` says whether they reach it now: false before that and from the moment a loss is seen
+ *   until signals flow again, when it turns true in the same tick as the onResync listeners are
+ *   called. (A connection lost silently is seen within the ping timeout: until then it says true.)
  * - SQLite: one process per store, so signals stay in the process (delivered synchronously by
  *   `publish`) and never need a resync. PostgreSQL: LISTEN/NOTIFY on one dedicated connection
  *   (not a pooled one), reconnected with backoff after a loss, then LISTEN again, then a resync.
@@ -368,6 +371,7 @@ export interface Signals {
   subscribe(topic: string, fn: (payload: string) => void): () => void;
   onResync(fn: () => void): () => void;
   ready(): Promise<void>;
+  live(): boolean;
 }
 
 export const TOPIC_PATTERN = /^[a-z][a-z0-9_.-]{0,40}$/;

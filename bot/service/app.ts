@@ -257,7 +257,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     approvals: repos.approvals,
     bus,
     // Several processes only on PostgreSQL: each watches every request's expiry (one wins it).
-    ...(repos.engine === 'postgres' ? { sharedExpiry: repos.signals } : {}),
+    ...(repos.engine === 'postgres' ? { sharedSignals: repos.signals } : {}),
     outputs,
     approversOf: (agent, platform) => (config.agents[agent]?.approvers as Record<string, string[] | undefined> | undefined)?.[platform] ?? [],
     requesterMayApprove: (agent) => config.agents[agent]?.requesterMayApprove,

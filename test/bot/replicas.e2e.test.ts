@@ -5,7 +5,8 @@
  *
  * 1. Many conversations at once: every message answered once, in order per chat, the work spread
  *    over the replicas; approval cards clicked through a replica other than the one running the
- *    turn, which wakes where it waits and runs the command once.
+ *    turn, which wakes where it waits and runs the command once; questions answered by a typed
+ *    reply taken by another replica (it learned of the question from the asker's announcement).
  * 2. Kill rounds: each round picks a victim replica, waits until it is in the middle of a run (a
  *    model call it never gets answered) and in the middle of an approval wait (its card posted),
  *    with other chats talking all along; SIGKILLs it; the card is approved through a survivor. The
@@ -52,7 +53,9 @@ beforeEach(async () => {
     modelUrl: (slot) => chats.models[slot]!.url,
   });
   cluster.front.steer((u) => {
-    const chat = (u['callback_query'] as { message?: { chat?: { id?: number } } } | undefined)?.message?.chat?.id;
+    const chat =
+      (u['callback_query'] as { message?: { chat?: { id?: number } } } | undefined)?.message?.chat?.id ??
+      (u['message'] as { chat?: { id?: number } } | undefined)?.chat?.id;
     const avoid = chat === undefined ? undefined : avoidFor.get(chat);
     return avoid === undefined ? undefined : { avoid: [avoid] };
   });
@@ -93,7 +96,7 @@ function expectNoProblems(): void {
   if (problems.length > 0) throw new Error(`${problems.length} problems:\n  ${problems.slice(0, 40).join('\n  ')}\n\nreplica output:\n${cluster!.outputs()}`);
 }
 
-/** Clicks on a chat's cards are routed away from this replica (the one running its turn). */
+/** Clicks on a chat's cards, and its messages, are routed away from this replica (the one running its turn). */
 const avoidFor = new Map<number, number>();
 
 /** Approves a card through a replica other than `avoid`; returns the replica that took the click. */
@@ -108,7 +111,7 @@ async function approve(chat: number, n: number, avoid: number | undefined): Prom
   }
 }
 
-test('many conversations at once over three replicas: each message answered once and in order, spread over the replicas; cards clicked on another replica', async () => {
+test('many conversations at once over three replicas: each message answered once and in order, spread over the replicas; cards clicked and questions answered by typing on another replica', async () => {
   const CHATS = 24;
   const PER_CHAT = 6;
   const talkers = Array.from({ length: CHATS }, () => chats.newChat());
@@ -129,9 +132,40 @@ test('many conversations at once over three replicas: each message answered once
       chats.send(c);
     }),
   );
+  // A question answered by typing, the reply taken by a replica other than the one whose run asked.
+  const askers = Array.from({ length: 4 }, () => chats.newChat());
+  const typed: Array<{ chat: number; n: number; runner: number | undefined; takenBy: number | undefined }> = [];
+  await Promise.all(
+    askers.map(async (c) => {
+      const { n } = chats.send(c, 'ask');
+      await chats.card(c, n);
+      const runner = chats.runnerOf(c, n);
+      if (runner !== undefined) avoidFor.set(c, runner);
+      let updateId: number;
+      try {
+        updateId = await chats.sendText(c, `indigo, says ${c}`);
+      } finally {
+        avoidFor.delete(c);
+      }
+      const takenBy = cluster!.front.deliveries.find((d) => d.updateId === updateId && d.status >= 200 && d.status < 300)?.slot;
+      typed.push({ chat: c, n, runner, takenBy });
+      await answered(c, n);
+      chats.send(c);
+    }),
+  );
   await chats.settle();
 
   expectNoProblems();
+  for (const t of typed) {
+    expect(t.runner).toBeDefined();
+    expect(t.takenBy).toBeDefined();
+    expect(t.takenBy).not.toBe(t.runner);
+    // The typed reply answered the question (it was not queued as a new turn), and the run went on
+    // where it waited.
+    const after = chats.calls.find((x) => x.chat === t.chat && x.n === t.n && x.afterTool);
+    expect(after?.toolResult).toContain(`indigo, says ${t.chat}`);
+    expect(after?.slot).toBe(t.runner);
+  }
   for (const click of clicks) {
     expect(click.runner).toBeDefined();
     expect(click.clickedOn).toBeDefined();

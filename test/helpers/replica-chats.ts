@@ -4,8 +4,11 @@
  * model call tells which replica made it.
  *
  * Contract:
- * - A message is `please c<chat>-m<n>[-hold|-approve]`; the model of replica S answers
+ * - A message is `please c<chat>-m<n>[-hold|-approve|-ask]`; the model of replica S answers
  *   `answer c<chat>-m<n> by r<S>`.
+ *   `-ask`: first the model asks `which colour for c<chat>-m<n>?` (ask_user_question, one
+ *   suggestion, typed replies allowed), then answers; the call after the answer records the tool
+ *   result it got (`toolResult`). `sendText` sends a reply that is not a numbered message.
  *   `-approve`: first the model asks for `echo c<chat>-m<n> >> lines.txt` (execute_command, which
  *   needs an approval), then answers. `-hold`: when `holdAt(slot)` is true for the replica that
  *   got the call, the model does not answer it (that replica is about to be killed mid-run); a
@@ -34,7 +37,7 @@ export const CLASSIFIER_MODEL = 'claude-haiku-5-5';
 export const FIRST_CHAT = 2001;
 export const CHAT_IDS = Array.from({ length: 400 }, (_, i) => FIRST_CHAT + i);
 
-export type Kind = 'plain' | 'hold' | 'approve';
+export type Kind = 'plain' | 'hold' | 'approve' | 'ask';
 
 export interface ModelCall {
   slot: number;
@@ -46,6 +49,8 @@ export interface ModelCall {
   /** The chat's message numbers in the call's user messages, in order. */
   seen: number[];
   held: boolean;
+  /** The tool result the call's last user message carried (the question's answer, the command's output). */
+  toolResult?: string;
 }
 
 /** The agent config for the tests: execute_command asks a bound approver (every chat's user). */
@@ -56,7 +61,7 @@ export function replicaConfig(workspace: string): string {
     '  default:',
     '    model: claude-sonnet-5-5',
     `    classifierModel: ${CLASSIFIER_MODEL}`,
-    '    tools: [execute_command]',
+    '    tools: [execute_command, ask_user_question]',
     '    tier: read-only',
     `    workspace: "${workspace}"`,
     `    approvers: { telegram: [${ids}] }`,
@@ -69,19 +74,23 @@ export function replicaConfig(workspace: string): string {
   ].join('\n');
 }
 
-const TOKEN = /\bc(\d+)-m(\d+)(?:-(hold|approve))?\b/g;
+const TOKEN = /\bc(\d+)-m(\d+)(?:-(hold|approve|ask))?\b/g;
 
-function userTexts(body: unknown): { texts: string[]; lastIsToolResult: boolean } {
+function userTexts(body: unknown): { texts: string[]; lastIsToolResult: boolean; toolResult?: string } {
   const messages = ((body as { messages?: unknown }).messages ?? []) as Array<{ role: string; content: unknown }>;
   const texts: string[] = [];
   let lastIsToolResult = false;
+  let toolResult: string | undefined;
   for (const m of messages) {
     if (m.role !== 'user') continue;
-    const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : ((m.content ?? []) as Array<{ type: string; text?: string }>);
-    lastIsToolResult = blocks.some((b) => b.type === 'tool_result');
+    const blocks =
+      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : ((m.content ?? []) as Array<{ type: string; text?: string; content?: unknown }>);
+    const result = blocks.find((b) => b.type === 'tool_result');
+    lastIsToolResult = result !== undefined;
+    toolResult = result === undefined ? undefined : typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
     for (const b of blocks) if (b.type === 'text' && typeof b.text === 'string') texts.push(b.text);
   }
-  return { texts, lastIsToolResult };
+  return { texts, lastIsToolResult, ...(toolResult !== undefined ? { toolResult } : {}) };
 }
 
 export class ReplicaChats {
@@ -124,16 +133,29 @@ export class ReplicaChats {
   private reply(slot: number, req: RecordedRequest): FakeReply {
     const body = req.body as { model?: string };
     if (body.model === CLASSIFIER_MODEL) return { text: 'high-risk' };
-    const { texts, lastIsToolResult } = userTexts(req.body);
+    const { texts, lastIsToolResult, toolResult } = userTexts(req.body);
     const tokens = [...texts.join('\n').matchAll(TOKEN)].map((m) => ({ chat: Number(m[1]), n: Number(m[2]), kind: (m[3] ?? 'plain') as Kind }));
     const last = tokens.at(-1);
     if (!last) return { text: 'no token in this call' };
     const seen = tokens.filter((t) => t.chat === last.chat).map((t) => t.n);
     const key = `c${last.chat}-m${last.n}`;
-    const call: ModelCall = { slot, chat: last.chat, n: last.n, kind: last.kind, afterTool: lastIsToolResult, seen, held: false };
+    const call: ModelCall = {
+      slot,
+      chat: last.chat,
+      n: last.n,
+      kind: last.kind,
+      afterTool: lastIsToolResult,
+      seen,
+      held: false,
+      ...(toolResult !== undefined ? { toolResult } : {}),
+    };
     this.calls.push(call);
     if (last.kind === 'approve' && !lastIsToolResult) {
       return { toolUses: [{ name: 'execute_command', input: { command: `echo ${key} >> lines.txt` } }] };
+    }
+    if (last.kind === 'ask' && !lastIsToolResult) {
+      const question = { question: `which colour for ${key}?`, suggestions: [{ value: 'green', label: 'Green' }], allowCustom: true };
+      return { toolUses: [{ name: 'ask_user_question', input: question }] };
     }
     if (last.kind === 'hold' && !this.heldOnce.has(key) && this.holdAt(slot)) {
       this.heldOnce.add(key);
@@ -162,6 +184,21 @@ export class ReplicaChats {
     return { n, delivered };
   }
 
+  /** Sends a text that is not a numbered message (a typed reply), after the chat's earlier sends; resolves with its update id once delivered. */
+  sendText(chat: number, text: string): Promise<number> {
+    const delivered = (this.chains.get(chat) ?? Promise.resolve()).then(async () => {
+      const r = await this.tg.sendText({ chat: { id: chat, type: 'private', first_name: `U${chat}` }, from: { id: chat, first_name: `U${chat}` }, text });
+      if (r.status === undefined || r.status < 200 || r.status >= 300)
+        this.failedDeliveries.push(`${JSON.stringify(text)} in chat ${chat}: last status ${r.status}`);
+      return r.updateId;
+    });
+    this.chains.set(
+      chat,
+      delivered.catch(() => undefined),
+    );
+    return delivered;
+  }
+
   /** The message numbers answered in a chat, in the order the answers reached Telegram. */
   answers(chat: number): number[] {
     return this.copies(chat).map((c) => c.n);
@@ -187,7 +224,7 @@ export class ReplicaChats {
     return this.tg.waitFor(() => this.answers(chat).includes(n), ms, `the answer to c${chat}-m${n}`);
   }
 
-  /** The approval card of an -approve message, once the replica running it posted it. */
+  /** The card (approval or question) of an -approve or -ask message, once the replica running it posted it. */
   async card(chat: number, n: number, ms = 120_000): Promise<SentMessage> {
     const find = () =>
       this.tg.sent.find(

@@ -2,7 +2,7 @@
  * One "replica" for the cross-process tests of signals, decisions, grants, reminders and expiry
  * (test/agent/replica-signals.e2e.test.ts): the real store (argv[2] is a GATEHOUSE_STORE) and the
  * real pieces, wired as bot/service/app.ts wires them: the SignalDecisionBus (no safety re-read: only the
- * signal can wake a wait), the broker with sharedExpiry, PersistedAllowlists with signals, the
+ * signal can wake a wait), the broker with sharedSignals, PersistedAllowlists with signals, the
  * reminder scheduler with the store's signals (maxWaitMs: env REPLICA_MAX_WAIT_MS, default 200, so
  * a reminder stored by a process without a scheduler is read soon).
  * stdin, one command a line; stdout, one line each (`<kind> <rest>`):
@@ -37,7 +37,7 @@ const bus = new SignalDecisionBus({ signals: store.signals, read: async (id) => 
 const broker = new ApprovalBroker({
   approvals: store.approvals,
   bus,
-  sharedExpiry: store.signals,
+  sharedSignals: store.signals,
   outputs: () => ({
     emit: async () => undefined,
     streamsText: false,

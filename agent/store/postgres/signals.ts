@@ -10,7 +10,7 @@
  *   answered within `pingTimeoutMs`) is reconnected with backoff (50 ms doubling to 5 s, for as long
  *   as it takes), LISTEN is sent again, and only then are the onResync listeners called: whatever
  *   was notified while it was down is found by their re-read. The first LISTEN is followed by a
- *   resync too (a subscriber may have subscribed before it).
+ *   resync too (a subscriber may have subscribed before it). `live()`: LISTEN is active now.
  * - Log lines name the server without the password (redact); one line on loss, one on recovery,
  *   and while it stays down one every ten failed attempts.
  */
@@ -38,8 +38,6 @@ export interface PostgresSignalsOptions {
 
 export interface PostgresSignals extends Signals {
   close(): Promise<void>;
-  /** Whether LISTEN is active now (tests). */
-  listening(): boolean;
 }
 
 interface Deferred {
@@ -164,7 +162,7 @@ export function postgresSignals(o: PostgresSignalsOptions): PostgresSignals {
       start();
       return up.promise;
     },
-    listening: () => client !== undefined,
+    live: () => client !== undefined,
     async close() {
       closed = true;
       if (ping) clearInterval(ping);

@@ -1,7 +1,7 @@
 /**
  * Contract: the SQLite engine's Signals (../types.ts). One process per SQLite store, so a signal
  * never leaves the process: `publish` delivers to this process's subscribers before it resolves,
- * nothing is ever missed, and `onResync` listeners are never called. Signals after close reject.
+ * nothing is ever missed (`live()` while open), and `onResync` listeners are never called. Signals after close reject.
  */
 import { checkSignal, SignalHub } from '../signal-hub.js';
 import { StoreError, type Signals } from '../types.js';
@@ -17,5 +17,6 @@ export function sqliteSignals(isClosed: () => boolean): Signals {
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
     onResync: (fn) => hub.onResync(fn),
     ready: async () => undefined,
+    live: () => !isClosed(),
   };
 }

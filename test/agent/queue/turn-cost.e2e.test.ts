@@ -1,9 +1,9 @@
 /**
  * What one turn costs the store on PostgreSQL, through the real runner and its owner lane
  * (agent/store/postgres/owner-lanes.ts): the turn stored and the conversation taken in one
- * statement that is also the lane's first read, the typed-answer check, ONE fenced checkpoint that
- * holds the answer's outbox, and one read that lets the conversation go and drops the posted
- * outbox. After the answer nothing is left that a replica taking the conversation over would post again.
+ * statement that is also the lane's first read, ONE fenced checkpoint that holds the answer's
+ * outbox, and one read that lets the conversation go and drops the posted outbox. The typed-answer
+ * check reads nothing: no request of the conversation was announced (agent/approvals/open-requests.ts). After the answer nothing is left that a replica taking the conversation over would post again.
  */
 import { agentYaml, Harness, waitFor } from '../../helpers/harness.js';
 import { storeRoundTrips } from '../../../agent/store/round-trips.js';
@@ -14,7 +14,7 @@ afterEach(async () => {
   h = undefined;
 });
 
-test('a turn on PostgreSQL: four statements, and no posted outbox left behind', async () => {
+test('a turn on PostgreSQL: three statements, and no posted outbox left behind', async () => {
   h = await Harness.start({ engine: 'postgres', yaml: agentYaml('tools: []') });
   const key = 'console:cost';
   const counts: number[] = [];
@@ -30,8 +30,8 @@ test('a turn on PostgreSQL: four statements, and no posted outbox left behind', 
     expect(await h.store.runs.records()).toEqual([]);
     expect(await h.store.runs.queuedTurns()).toEqual([]);
   }
-  // The first turn also reads the (new) transcript; every later one: store + take, the typed-answer
-  // check, the checkpoint, the read that lets go.
-  expect(counts.slice(1)).toEqual([4, 4]);
+  // The first turn also reads the (new) transcript and seeds the open-requests index; every later
+  // one: store + take, the checkpoint, the read that lets go.
+  expect(counts.slice(1)).toEqual([3, 3]);
   expect((await h.store.transcripts.load(key))?.rows).toHaveLength(6);
 }, 120_000);
