@@ -7,7 +7,7 @@
  * Layout: everything lives under /var/tmp (NOT /tmp: the box gets its own empty /tmp, which would hide
  * files for the wrong reason). Canary files are world-writable, so only the box protects them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -219,7 +219,7 @@ describe('processes', () => {
     // Every process the box can see: its environ and its whole readable memory.
     const scan = `
 const fs = require('fs');
-const needle = Buffer.from(process.argv[1]);
+const needle = Buffer.from(process.argv[2] + process.argv[3]);
 let seen = 0, hits = [];
 for (const p of fs.readdirSync('/proc').filter((n) => /^\\d+$/.test(n))) {
   if (p === String(process.pid)) continue;
@@ -239,14 +239,17 @@ for (const p of fs.readdirSync('/proc').filter((n) => /^\\d+$/.test(n))) {
 console.log('processes seen: ' + seen + '; hits: ' + JSON.stringify(hits));
 `;
     writeFileSync(path.join(ws, 'scan.cjs'), scan);
-    // The needle is split so the scanner's own argv does not contain it whole.
-    const half = CANARY.length >> 1;
-    const cmd = `node scan.cjs "$(printf %s '${CANARY.slice(0, half)}')$(printf %s '${CANARY.slice(half)}')"`;
+    // The needle goes in two halves, joined by the scanner (skipped itself): no process the command
+    // starts holds it whole, so a hit can only be a process that had the canary before.
+    const halves = [CANARY.slice(0, CANARY.length >> 1), CANARY.slice(CANARY.length >> 1)];
+    const cmd = `node scan.cjs '${halves[0]}' '${halves[1]}'`;
     const r = await run(ws, cmd);
     expect(r.stdout).toMatch(/processes seen: \d+; hits: \[\]/);
-    // Control: outside the sandbox the same scan finds the bot's canary.
-    const control = await run(ws, cmd, NONE);
-    expect(control.stdout).toMatch(/hits: \[.*(environ|mem) \d+/);
+    // Control: the same scan, run by this test's own user outside any box, finds the bot's canary
+    // in its environ. (An unboxed command would not do: a root bot runs commands as another user,
+    // which cannot read the bot's /proc entries, and it found the canary only by chance.)
+    const control = execFileSync(process.execPath, ['scan.cjs', ...halves], { cwd: ws, encoding: 'utf8' });
+    expect(control).toContain(`environ ${bot.pid}`);
   }, 60_000);
 
   test('inside, the command is not root, even when the bot is', async () => {
