@@ -7,6 +7,7 @@
 import { createAnthropicModel } from '../../agent/model/anthropic.js';
 import { ModelError, type ModelRequest } from '../../agent/model/types.js';
 import type { Message } from '../../agent/context/messages.js';
+import { freezeMessage } from '../../agent/context/transcript-diff.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.js';
 
 const KEY = 'sk-ant-api03-TESTKEY-thinking';
@@ -111,4 +112,34 @@ test('without thinking, earlier thinking blocks are left out of the request', as
   );
   expect(bodyOf(0).thinking).toBeUndefined();
   expect(JSON.stringify(bodyOf(0).messages)).not.toContain('thinking');
+});
+
+test('stored (frozen) messages: thinking is left out at every call of a long chat, and a message still being built is looked at afresh', async () => {
+  const stored: Message[] = [];
+  for (let i = 0; i < 200; i++) {
+    const reply: Message =
+      i === 100
+        ? {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'old', signature: 'sig' },
+              { type: 'text', text: `r${i}` },
+            ],
+          }
+        : { role: 'assistant', content: [{ type: 'text', text: `r${i}` }] };
+    stored.push(freezeMessage(user(`q${i}`)), freezeMessage(reply));
+  }
+  // Not frozen: a message the run is still putting together, which gains a thinking block later.
+  const building: Message = { role: 'assistant', content: [{ type: 'text', text: 'draft' }] };
+  for (let call = 0; call < 2; call++) {
+    fake.enqueue({ text: 'fine' });
+    await model().complete(ask([...stored, user('and?'), building, user(`next ${call}`)], { thinking: undefined }));
+    const sent = JSON.stringify(bodyOf(call).messages);
+    expect(sent).not.toContain('"thinking"');
+    expect(sent).toContain('"r100"');
+    expect(bodyOf(call).messages).toHaveLength(stored.length + 3);
+    building.content = [{ type: 'thinking', thinking: 'new', signature: 'sig2' }, ...building.content];
+  }
+  // The second call saw the block the unfrozen message gained (left out too), and kept its text.
+  expect(JSON.stringify(bodyOf(1).messages)).toContain('"draft"');
 });
