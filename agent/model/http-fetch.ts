@@ -42,7 +42,15 @@ export function createNodeFetch(): NodeFetch {
 
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    const payload = body === undefined || body === null ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body as Uint8Array);
+    // Bytes are sent as they are (a view, not a copy: a model call's body can be megabytes).
+    const payload =
+      body === undefined || body === null
+        ? undefined
+        : typeof body === 'string'
+          ? Buffer.from(body)
+          : body instanceof ArrayBuffer
+            ? Buffer.from(body)
+            : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((value, name) => {
       headers[name] = value;

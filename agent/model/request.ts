@@ -6,8 +6,8 @@
  *   thinking blocks as the API wants them), the thinking parameter, the system prompt when there is
  *   one, and the tools when there are any (a server tool's own spec as it is, else name,
  *   description and input schema). Streaming unless the caller sets `stream: false`.
- * - `encoded`: the body is encoded once here (agent/model/request-body.ts) and handed to the SDK as a
- *   string with its content-type, so the SDK neither encodes the transcript again nor walks its
+ * - `encoded`: the body is encoded once here (agent/model/request-body.ts) and handed to the SDK as
+ *   bytes with their content-type, so the SDK neither encodes the transcript again nor walks its
  *   blocks; the params it still sees carry no messages.
  */
 import type Anthropic from '@anthropic-ai/sdk';
@@ -17,7 +17,7 @@ import { requestBody } from './request-body.js';
 
 /**
  * The call's arguments with the body already encoded (agent/model/request-body.ts): the SDK sends a
- * string body with a content-type as it is, so it neither encodes the transcript again nor walks
+ * byte body as it is, so it neither encodes the transcript again nor walks
  * its blocks (the params it still sees carry no messages; it reads only model, max_tokens, stream).
  */
 export function encoded<P extends Anthropic.MessageCreateParams, O extends Anthropic.RequestOptions>(params: P, options: O): [P, O] {

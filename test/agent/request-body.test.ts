@@ -4,6 +4,8 @@ import { freezeMessage } from '../../agent/context/transcript-diff.js';
 import type { Message } from '../../agent/context/messages.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
+/** The body is the UTF-8 bytes of JSON.stringify, exactly. */
+const bytesOf = (v: unknown) => Buffer.from(JSON.stringify(v));
 
 describe('requestBody', () => {
   it('is exactly JSON.stringify of the params, whatever keys come before and after the messages', () => {
@@ -19,23 +21,23 @@ describe('requestBody', () => {
       { messages },
       { model: 'm', messages: [] },
     ];
-    for (const c of cases) expect(requestBody(c)).toBe(JSON.stringify(c));
+    for (const c of cases) expect(requestBody(c)).toEqual(bytesOf(c));
   });
 
   it('encodes a frozen message once and reuses it; an unfrozen one is encoded afresh each time', () => {
     const frozen = freezeMessage(user('a'));
     const loose = user('b');
-    expect(requestBody({ messages: [frozen, loose] })).toBe(JSON.stringify({ messages: [frozen, loose] }));
+    expect(requestBody({ messages: [frozen, loose] })).toEqual(bytesOf({ messages: [frozen, loose] }));
     (loose.content[0] as { text: string }).text = 'changed';
-    expect(requestBody({ messages: [frozen, loose] })).toBe(JSON.stringify({ messages: [frozen, loose] }));
+    expect(requestBody({ messages: [frozen, loose] })).toEqual(bytesOf({ messages: [frozen, loose] }));
   });
 
   it('does not remember a message frozen only at the top (its blocks could still change)', () => {
     const block = { type: 'text' as const, text: 'x' };
     const shallow = Object.freeze({ role: 'user' as const, content: [block] });
-    expect(requestBody({ messages: [shallow] })).toBe(JSON.stringify({ messages: [shallow] }));
+    expect(requestBody({ messages: [shallow] })).toEqual(bytesOf({ messages: [shallow] }));
     block.text = 'y';
-    expect(requestBody({ messages: [shallow] })).toBe(JSON.stringify({ messages: [shallow] }));
+    expect(requestBody({ messages: [shallow] })).toEqual(bytesOf({ messages: [shallow] }));
   });
 });
 
@@ -45,7 +47,7 @@ describe('requestBody over a long transcript sent again and again', () => {
     return frozen ? freezeMessage(m) : m;
   };
   const same = (messages: readonly unknown[]) =>
-    expect(requestBody({ model: 'm', messages, stream: false })).toBe(JSON.stringify({ model: 'm', messages, stream: false }));
+    expect(requestBody({ model: 'm', messages, stream: false })).toEqual(bytesOf({ model: 'm', messages, stream: false }));
   it('is JSON.stringify after appends, a replaced message, a truncation, an unfrozen message and a shorter slice', () => {
     const ms: Message[] = Array.from({ length: 100 }, (_, i) => msg(i));
     same(ms);
@@ -64,5 +66,15 @@ describe('requestBody over a long transcript sent again and again', () => {
     same(ms);
     ms.push(msg(3000));
     same(ms);
+  });
+
+  it('a body handed out stays as it was while the same chat is encoded again', () => {
+    const ms: Message[] = Array.from({ length: 100 }, (_, i) => msg(i));
+    const first = requestBody({ messages: ms });
+    const want = bytesOf({ messages: [...ms] });
+    ms.push(msg(100), msg(101));
+    for (let i = 0; i < 3000; i++) ms.push(msg(200 + i)); // the cached prefix grows (a bigger copy)
+    same(ms);
+    expect(first).toEqual(want);
   });
 });
