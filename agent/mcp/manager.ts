@@ -53,6 +53,7 @@ import { invisibleHint } from './visibility.js';
 import { CallResultPassThrough, convertResult } from './result.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
+import { linkedController } from '../run/abort.js';
 /** Starting and listing get at least this long (`npx` may download first); calls get timeoutMs. */
 const START_TIMEOUT_MS = 30_000;
 /** How long a first run waits for a server that was never listed. */
@@ -149,11 +150,15 @@ export class McpManager {
     if (!conn.tools.has(tool)) return this.toolGone(server, tool, conn);
     const timeoutMs = conn.config.timeoutMs;
     let result: unknown;
+    // The SDK adds an abort listener per request and never removes it: on the caller's signal those
+    // would pile up (one per call of a long run) and, at a /stop, cancel requests long answered.
+    // It gets a signal of this call's own, which stops following the caller's when the call ends.
+    const { controller, unlink } = linkedController(signal);
     try {
       // A plain request (what callTool sends): the result is converted off this thread (result.ts).
       result = await conn.client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallResultPassThrough, {
         timeout: timeoutMs,
-        signal,
+        signal: controller.signal,
       });
     } catch (err) {
       if (signal.aborted) throw err;
@@ -178,6 +183,8 @@ export class McpManager {
         return this.toolGone(server, tool, conn);
       }
       return { content: `MCP server "${server}" answered ${tool} with an error: ${messageOf(err)}`, isError: true };
+    } finally {
+      unlink();
     }
     return convertResult(server, tool, result, signal);
   }

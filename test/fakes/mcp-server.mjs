@@ -5,6 +5,9 @@
 //                                  it sends): see hostile() below.
 // Env: FIXTURE_HIDE_FILE: a file listing (comma-separated) tools NOT to offer, read at start.
 //      FIXTURE_STARTS_FILE: a file this server appends its pid to at each start.
+//      FIXTURE_TRACE_FILE: (stdio) a file this server appends a line to for each tool call it
+//                          receives (`call <request id> <tool>`) and each notifications/cancelled
+//                          (`cancelled <request id>`).
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -191,5 +194,15 @@ if (process.argv.includes('--hostile')) {
   });
   http.listen(0, '127.0.0.1', () => process.stdout.write(`listening ${http.address().port}\n`));
 } else {
-  await build().connect(new StdioServerTransport());
+  const transport = new StdioServerTransport();
+  await build().connect(transport);
+  const trace = process.env.FIXTURE_TRACE_FILE;
+  if (trace) {
+    const handle = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      if (message.method === 'tools/call') appendFileSync(trace, `call ${message.id} ${message.params?.name}\n`);
+      if (message.method === 'notifications/cancelled') appendFileSync(trace, `cancelled ${message.params?.requestId}\n`);
+      handle?.(message, extra);
+    };
+  }
 }

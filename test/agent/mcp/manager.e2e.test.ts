@@ -3,7 +3,7 @@
  * Streamable HTTP on 127.0.0.1): lazy connect, listing, calls with untouched arguments, failures as
  * tool errors that say what happened, output cap, and shutdown that leaves no process behind.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpManager } from '../../../agent/mcp/manager.js';
@@ -82,6 +82,32 @@ test('a slow server times out with a message that says so, and the connection st
   expect(text(r)).toContain('did not answer slow within 0.5 s (timed out');
   const ok = await m.call('ops', 'fx', 'echo', { text: 'still here' }, never);
   expect(JSON.parse(text(ok))).toEqual({ text: 'still here' });
+});
+
+test('one signal through many calls: nothing piles up on it, a stop later cancels none of the answered calls, and a stop mid-call cancels that one', async () => {
+  const traceFile = join(dir, 'trace');
+  writeFileSync(traceFile, '');
+  const trace = () => readFileSync(traceFile, 'utf8').split('\n').filter(Boolean);
+  const m = managerFor({ fx: stdioServer({ FIXTURE_TRACE_FILE: traceFile }) });
+  const run = new AbortController();
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => void warnings.push(w.name);
+  process.on('warning', onWarning);
+  try {
+    for (let i = 0; i < 15; i++) expect(JSON.parse(text(await m.call('ops', 'fx', 'echo', { text: `n${i}` }, run.signal)))).toEqual({ text: `n${i}` });
+    // A call in flight when the run stops: that request, and only it, is cancelled.
+    const slow = m.call('ops', 'fx', 'slow', { ms: 60_000 }, run.signal);
+    const slowCall = await waitFor('the slow call to reach the server', () => trace().find((l) => l.endsWith(' slow')), { timeoutMs: 20_000 });
+    run.abort();
+    await expect(slow).rejects.toBeDefined();
+    // Another call after the stop: the cancellation (sent before it) has been read by the server.
+    expect(text(await m.call('ops', 'fx', 'pid', {}, never))).toMatch(/^\d+$/);
+    expect(trace().filter((l) => l.startsWith('call '))).toHaveLength(17);
+    expect(trace().filter((l) => l.startsWith('cancelled '))).toEqual([`cancelled ${slowCall.split(' ')[1]}`]);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  } finally {
+    process.off('warning', onWarning);
+  }
 });
 
 test('a server that cannot start: the command and its stderr tail, as a tool error; the next call tries again', async () => {
