@@ -1,7 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { OpenRequests } from '../../agent/approvals/open-requests.js';
+import { SignalHub } from '../../agent/store/signal-hub.js';
+import type { Signals } from '../../agent/store/types.js';
 
-describe('OpenRequests (which conversations may have undecided requests, on an exclusive store)', () => {
+describe('OpenRequests (which conversations may have undecided requests), on an exclusive store', () => {
   it('knows what was pending at start (one read) and what was created since', async () => {
     let reads = 0;
     const open = new OpenRequests({ allPending: async () => (reads++, [{ conversation: 'a' }]) });
@@ -34,5 +36,54 @@ describe('OpenRequests (which conversations may have undecided requests, on an e
     });
     await expect(open.mayHave('a')).rejects.toThrow('disk I/O error');
     expect(await open.mayHave('a')).toBe(true);
+  });
+});
+
+describe('OpenRequests on a shared store (announcements through the signals)', () => {
+  /** The store's Signals as the contract has them, in one process, with the listening state set by the test. */
+  function signals() {
+    const hub = new SignalHub();
+    let live = true;
+    const s: Signals = {
+      publish: async (topic, payload) => hub.deliver(topic, payload),
+      subscribe: (topic, fn) => hub.subscribe(topic, fn),
+      onResync: (fn) => hub.onResync(fn),
+      ready: async () => undefined,
+      live: () => live,
+    };
+    return { s, down: () => void (live = false), up: () => ((live = true), hub.resync()) };
+  }
+
+  it('an announced conversation may have requests; while signals are down every conversation may; a resync seeds again', async () => {
+    let reads = 0;
+    const pending: Array<{ conversation: string }> = [];
+    const sig = signals();
+    const open = new OpenRequests({ allPending: async () => (reads++, [...pending]), signals: sig.s });
+    expect(await open.mayHave('a')).toBe(false);
+    await open.announce('a');
+    expect(await open.mayHave('a')).toBe(true);
+    expect(reads).toBe(1);
+
+    sig.down();
+    pending.push({ conversation: 'b' }); // created elsewhere while this process heard nothing
+    expect(await open.mayHave('b')).toBe(true);
+    expect(await open.mayHave('c')).toBe(true);
+    expect(reads).toBe(1); // no seed while down: the caller reads the store itself
+    sig.up();
+    expect(await open.mayHave('b')).toBe(true);
+    expect(await open.mayHave('c')).toBe(false);
+    expect(reads).toBe(2);
+  });
+
+  it('a key too long for a signal is announced as "read everything again"', async () => {
+    let reads = 0;
+    const long = `slack:${'x'.repeat(2000)}`;
+    const pending: Array<{ conversation: string }> = [];
+    const open = new OpenRequests({ allPending: async () => (reads++, [...pending]), signals: signals().s });
+    expect(await open.mayHave(long)).toBe(false);
+    pending.push({ conversation: long });
+    await open.announce(long);
+    expect(await open.mayHave(long)).toBe(true);
+    expect(reads).toBe(2);
   });
 });
