@@ -15,7 +15,8 @@
  *           behind other chats' work (with 100 chats in flight, latency ~ 100 / throughput).
  *   open    messages go out at a fixed rate (default 300/s) round-robin over the chats, whatever the
  *           bot does: the latency a user sees at that load. This is the row the issue's target
- *           (>= 300 messages/s with p99 < 50 ms at 100 chats) is checked against.
+ *           (>= 300 messages/s at 100 chats with p99 under 10 ms on SQLite, 25 ms on PostgreSQL)
+ *           is checked against.
  * Per message the bot makes: one getUpdates share, one model call (a whole reply: Telegram shows
  * no streamed text), sendMessage with the answer; in the store: the event-id claim, the queued
  * turn's write, and one checkpoint (the transcript's new messages with the queued turn dropped).
@@ -23,7 +24,9 @@
  * (counted by the engines) and the main thread's user and system CPU per message.
  *
  * Run: npm run build && node dist/bench/telegram.js [--messages 2000] [--rate 300] [--max-runs N]
- *      [--rows closed:1,closed:100,open:1,open:100] [--dump FILE] [--store sqlite|postgres] [--postgres ADMIN_URL]   (the "other CPU" column shows load from other jobs)
+ *      [--rows closed:1,closed:100,open:1,open:100] [--repeat N] [--dump FILE] [--store sqlite|postgres] [--postgres ADMIN_URL]
+ *      (the "other CPU" column shows load from other jobs; --repeat runs each row N times, each on a
+ *      fresh rig, and prints the median: on a shared 2-core machine one run's p99 is mostly noise)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -139,13 +142,16 @@ async function main(): Promise<void> {
 
   // --rows closed:1,open:100 picks rows (default: all four).
   const wanted = arg('rows', 'closed:1,closed:100,open:1,open:100').split(',');
+  const repeat = Math.max(1, Number(arg('repeat', '1')));
   const rows: Row[] = [
     { label: 'closed', chats: 1, messages },
     { label: 'closed', chats: 100, messages },
     // One chat cannot keep up with the rate (its messages are handled one after another): 3 s of it.
     { label: 'open', chats: 1, messages: Math.min(messages, rate * 3), ratePerSec: rate },
     { label: 'open', chats: 100, messages, ratePerSec: rate },
-  ].filter((r) => wanted.includes(`${r.label}:${r.chats}`));
+  ]
+    .filter((r) => wanted.includes(`${r.label}:${r.chats}`))
+    .flatMap((r) => Array.from({ length: repeat }, () => r));
   // Not printed: warms JIT, connection pools and SQLite pages at the measured rows' concurrency.
   const warmup: Row = { label: 'warm-up', chats: 100, messages: 1500, warmup: true };
 
@@ -180,7 +186,8 @@ async function main(): Promise<void> {
   const callsPerMsg: string[] = [];
   const storeTrips: string[] = [];
   const growth: string[] = [];
-  const summary = new Map<string, { perSec: number; p99: number; errors: number }>();
+  /** Every run of a row, by `label:chats` (several with --repeat). */
+  const summary = new Map<string, Array<{ perSec: number; p99: number; errors: number }>>();
   const logged: string[] = [];
   let warnings = 0;
 
@@ -238,7 +245,9 @@ async function main(): Promise<void> {
           String(errors),
         ]),
       );
-      summary.set(`${row.label}:${row.chats}`, { perSec: res.latencies.length / secs, p99: pct(lat, 99), errors });
+      const runs = summary.get(`${row.label}:${row.chats}`) ?? [];
+      runs.push({ perSec: res.latencies.length / secs, p99: pct(lat, 99), errors });
+      summary.set(`${row.label}:${row.chats}`, runs);
       // Transcripts grow with every turn (20 turns a chat at 100 chats, all of them at 1 chat).
       const tenth = Math.max(1, Math.floor(res.latencies.length / 10));
       const median = (xs: number[]) =>
@@ -278,13 +287,26 @@ async function main(): Promise<void> {
     `main ms/msg: CPU time of the bot's main thread (its bottleneck: JavaScript runs there) per message. ` +
       `CPU: share of one core used during the row (bot = this process; TG = the fake Bot API + load generator; model = the fake model; other = everything else on the machine, e.g. other jobs: high values make the row's numbers unreliable).`,
   );
-  const open = summary.get('open:100');
-  if (open) {
-    // The issue's target: at 100 chats, at least 300 messages/s with p99 under 50 ms.
-    const ok = rate >= 300 && open.perSec >= 0.97 * rate && open.p99 < 50 && open.errors === 0;
+  const middle = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2;
+  };
+  if (repeat > 1) {
+    console.log(`Each row ${repeat} times (median, then every run):`);
+    for (const [key, runs] of summary)
+      console.log(
+        `  ${key}: p99 ${middle(runs.map((r) => r.p99)).toFixed(1)} ms, ${middle(runs.map((r) => r.perSec)).toFixed(0)} msg/s; p99s ${runs.map((r) => r.p99.toFixed(1)).join(' ')}`,
+      );
+  }
+  const runs = summary.get('open:100');
+  if (runs) {
+    // The targets: at 100 chats, 300 messages/s with p99 under 10 ms on SQLite, 25 ms on PostgreSQL.
+    const target = engine === 'postgres' ? 25 : 10;
+    const open = { perSec: middle(runs.map((r) => r.perSec)), p99: middle(runs.map((r) => r.p99)), errors: runs.reduce((n, r) => n + r.errors, 0) };
+    const ok = rate >= 300 && open.perSec >= 0.97 * rate && open.p99 < target && open.errors === 0;
     console.log(
-      `Target (>= 300 messages/s with p99 < 50 ms at 100 chats): ${ok ? 'MET' : 'MISSED'} ` +
-        `(open loop at ${rate}/s: ${open.perSec.toFixed(0)} answered/s, p99 ${open.p99.toFixed(1)} ms)`,
+      `Target (>= 300 messages/s with p99 < ${target} ms at 100 chats on ${engine}): ${ok ? 'MET' : 'MISSED'} ` +
+        `(open loop at ${rate}/s${runs.length > 1 ? `, median of ${runs.length} runs` : ''}: ${open.perSec.toFixed(0)} answered/s, p99 ${open.p99.toFixed(1)} ms)`,
     );
   }
   await stopServer();
