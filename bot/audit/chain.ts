@@ -36,10 +36,13 @@ export interface AuditRecord {
 
 const sha256 = (line: string): string => createHash('sha256').update(line).digest('hex');
 
+/** The MAC's input: the record without its mac, as JSON (also the start of the record's line). */
+const macText = (r: Pick<AuditRecord, 'seq' | 'time' | 'prev' | 'event'>): string => JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event });
+
+const hmac = (key: Buffer, text: string): string => createHmac('sha256', key).update(text).digest('hex');
+
 function macOf(key: Buffer, r: Pick<AuditRecord, 'seq' | 'time' | 'prev' | 'event'>): string {
-  return createHmac('sha256', key)
-    .update(JSON.stringify({ seq: r.seq, time: r.time, prev: r.prev, event: r.event }))
-    .digest('hex');
+  return hmac(key, macText(r));
 }
 
 export function fileName(chain: string, n: number): string {
@@ -122,8 +125,10 @@ export class ChainWriter {
       prev: this.prev,
       event: { ...event } as Record<string, unknown>,
     };
-    const record: AuditRecord = { ...body, mac: macOf(this.opts.key, body) };
-    const line = JSON.stringify(record);
+    // The line is the MAC's text with the mac added last: JSON.stringify(record), encoded once.
+    const text = macText(body);
+    const record: AuditRecord = { ...body, mac: hmac(this.opts.key, text) };
+    const line = `${text.slice(0, -1)},"mac":${JSON.stringify(record.mac)}}`;
     const bytes = Buffer.byteLength(line) + 1;
     if (this.size > 0 && this.size + bytes > this.opts.maxBytes) {
       closeSync(this.fd);

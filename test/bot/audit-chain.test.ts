@@ -68,6 +68,13 @@ test('an untouched chain verifies across rotated files; files 0600 in a 0700 fol
   expect(r.stdout).toMatch(/^OK: 30 record\(s\) in \d+ file\(s\)\n {2}audit: 30 record\(s\), last seq 30, last hash [0-9a-f]{64}\n$/);
   expect(statSync(audit).mode & 0o777).toBe(0o700);
   for (const f of files()) expect(statSync(join(audit, f)).mode & 0o777).toBe(0o600);
+  // Each line is exactly the record's JSON, its mac last, over the JSON of the rest (the contract).
+  for (const f of files())
+    for (const line of linesOf(f)) {
+      const { mac, ...rest } = JSON.parse(line) as { mac: string };
+      expect(line).toBe(JSON.stringify({ ...rest, mac }));
+      expect(mac).toBe(createHmac('sha256', KEY).update(JSON.stringify(rest)).digest('hex'));
+    }
 });
 
 test('a writer opened again continues the chain where it stopped', async () => {
