@@ -20,7 +20,8 @@
  *   request's expiry (./expiry-watch.ts).
  * - Typed replies (`openIds`): a conversation's open requests are read from the store only when
  *   ./open-requests.ts says it may have some: on an exclusive store from what this process
- *   created, with `sharedSignals` from what every process announced before posting its card.
+ *   created, with `sharedSignals` from what every process announced (./announce.ts) before
+ *   posting its card.
  * - Wake-ups go through the DecisionBus (./decision-bus.ts): a recorded decision is published, and
  *   every `wait` (./waits.ts) is a subscription. With the SignalDecisionBus (bot/service/app.ts) a decision
  *   recorded by any process sharing the store wakes the waits on it at once, wherever they are;
@@ -41,6 +42,7 @@ import { CardDelivery } from './delivery.js';
 import { ExpiryWatch } from './expiry-watch.js';
 import { buttonChoices, decideAs, decideAsHost } from './host-decisions.js';
 import { OpenRequests } from './open-requests.js';
+import { announceRequest } from './announce.js';
 import { DecisionRecorder, type DecideContext } from './recorder.js';
 import { effectiveRequesterMayApprove } from './requester.js';
 import { reshowPending } from './reshow.js';
@@ -139,7 +141,7 @@ export class ApprovalBroker {
     this.bus = opts.bus ?? new InProcessDecisionBus();
     const allPending = () => this.store.allPending();
     this.open = opts.sharedSignals
-      ? new OpenRequests({ allPending, signals: opts.sharedSignals, ...(opts.log ? { log: opts.log } : {}) })
+      ? new OpenRequests({ allPending, signals: opts.sharedSignals })
       : opts.exclusiveStore
         ? new OpenRequests({ allPending })
         : undefined;
@@ -238,7 +240,7 @@ export class ApprovalBroker {
       tokens.map((token, i) => ({ token, choice: layout.buttons[i]!.choice })),
     );
     // Before the card: a typed reply to it, taken by any process, finds the request announced.
-    await this.open?.announce(input.conversationKey);
+    if (this.opts.sharedSignals) await announceRequest(this.opts.sharedSignals, id, input.conversationKey, this.opts.log);
     this.expiryWatch?.noted(id, request.expiresAt);
     const { handle, ...copies } = await this.delivery.deliver(request, card);
     await this.store.replace({ ...request, cardHandle: handle, ...copies });

@@ -5,8 +5,9 @@
  *
  * Contract:
  * - `start` reads the undecided requests once (their expiry), then keeps the set current through
- *   the store's Signals: topic `approval` (a request was created: `announce`), topic `decision`
- *   (decided: dropped), and a full re-read on every resync (signals may have been missed).
+ *   the store's Signals: a request's announcement (./announce.ts, sent by the broker that created
+ *   it), topic `decision` (decided: dropped), and a full re-read on every resync (signals may have
+ *   been missed).
  * - One timer, for the soonest expiry (a wait is at most an hour, then re-armed). At expiry the
  *   broker's `expire` settles the request; its decideOnce lets exactly one process, of all that
  *   fire, record the outcome and update the card: the others find it decided and only wake their
@@ -14,12 +15,12 @@
  * - `stop` ends the timer and the subscriptions.
  */
 import type { Signals } from '../store/types.js';
+import { announced, REQUEST_CREATED_TOPIC } from './announce.js';
 import { DECISION_TOPIC } from './decision-bus.js';
 import type { ApprovalStore } from './store.js';
 import type { Log } from '../log.js';
 import { messageOf } from '../log.js';
 
-const APPROVAL_TOPIC = 'approval';
 const MAX_WAIT_MS = 3_600_000;
 
 export interface ExpiryWatchOptions {
@@ -42,7 +43,7 @@ export class ExpiryWatch {
     if (!this.stopped) return;
     this.stopped = false;
     this.offs = [
-      this.opts.signals.subscribe(APPROVAL_TOPIC, (id) => void this.learn(id)),
+      this.opts.signals.subscribe(REQUEST_CREATED_TOPIC, (payload) => void this.learn(announced(payload).id)),
       this.opts.signals.subscribe(DECISION_TOPIC, (id) => {
         if (this.expiresAt.delete(id)) this.arm();
       }),
@@ -59,12 +60,11 @@ export class ExpiryWatch {
     this.timer = undefined;
   }
 
-  /** A request created here: watched at once, and announced to the other processes. */
+  /** A request created here: watched at once (the broker announces it to the other processes). */
   noted(requestId: string, expiresAt: number): void {
     if (this.stopped) return;
     this.expiresAt.set(requestId, expiresAt);
     this.arm();
-    this.opts.signals.publish(APPROVAL_TOPIC, requestId).catch((err: unknown) => this.fail(`announce request ${requestId}`, err));
   }
 
   /** Requests watched now (tests). */

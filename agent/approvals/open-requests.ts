@@ -11,29 +11,24 @@
  * - Exclusive store (only this process creates requests on it: Store.exclusive): `creating(key)`,
  *   called before the store write, is all it needs to hear of.
  * - Shared store (`signals`: processes share it, PostgreSQL replicas): a request created anywhere
- *   is announced after its write (`announce`, topic `request.open`, payload the conversation key,
- *   or '' for a key too long for a signal: everything is then read again), before its card is
- *   posted, so a typed reply to the card meets the announcement here first. While signals do not
+ *   is announced after its write and before its card is posted (./announce.ts), so a typed reply
+ *   to the card meets the announcement here first; one without its conversation (a key too long
+ *   for a signal) means everything is read again. While signals do not
  *   reach this process (`live()` false), and until the re-seed after a resync completes, `mayHave`
  *   is true: missed announcements can only cost reads, never hide an open question. (A listening
  *   connection lost without a word is seen within its ping timeout; until then an announcement
  *   may be missed, and a typed reply then queues as a new turn behind the question.)
  * - `nonePending(key, mark)`: a read begun at `mark()` found nothing pending; the key is forgotten
  *   unless a request was created or announced after the mark.
- * - A failed seed read rejects that call and is tried again at the next; a failed announcement is
- *   logged (the request itself is stored).
+ * - A failed seed read rejects that call and is tried again at the next.
  */
-import { MAX_SIGNAL_PAYLOAD, type Signals } from '../store/types.js';
-import type { Log } from '../log.js';
-import { messageOf } from '../log.js';
-
-const OPEN_REQUEST_TOPIC = 'request.open';
+import type { Signals } from '../store/types.js';
+import { announced, REQUEST_CREATED_TOPIC } from './announce.js';
 
 export interface OpenRequestsOptions {
   allPending(): Promise<Array<{ conversation: string }>>;
   /** Processes share the store: requests they create are announced through these signals. */
   signals?: Signals;
-  log?: Log;
 }
 
 export class OpenRequests {
@@ -47,23 +42,17 @@ export class OpenRequests {
   constructor(private readonly opts: OpenRequestsOptions) {
     const { signals } = opts;
     if (!signals) return;
-    signals.subscribe(OPEN_REQUEST_TOPIC, (key) => (key === '' ? this.forget() : this.creating(key)));
+    signals.subscribe(REQUEST_CREATED_TOPIC, (payload) => {
+      const { conversation } = announced(payload);
+      if (conversation === undefined) this.forget();
+      else this.creating(conversation);
+    });
     signals.onResync(() => this.forget());
   }
 
   /** A request of `key` is about to be stored by this process. */
   creating(key: string): void {
     this.keys.set(key, ++this.stamp);
-  }
-
-  /** Tells the other processes sharing the store (after the request's write resolved). */
-  async announce(key: string): Promise<void> {
-    const { signals } = this.opts;
-    if (!signals) return;
-    const payload = Buffer.byteLength(key, 'utf8') <= MAX_SIGNAL_PAYLOAD ? key : '';
-    await signals.publish(OPEN_REQUEST_TOPIC, payload).catch((err: unknown) => {
-      this.opts.log?.('warn', `approvals: could not announce an open request of ${key} to the other processes: ${messageOf(err)}`);
-    });
   }
 
   async mayHave(key: string): Promise<boolean> {

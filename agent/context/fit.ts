@@ -8,22 +8,17 @@
  * to stay clear of the limit, not to count exactly.
  */
 import type { ContentBlock, Message } from './messages.js';
+import { isStored, perStoredMessage } from './transcript-diff.js';
 
 const IMAGE_TOKENS = 1600;
 
-/** Sizes of stored messages: they are frozen (agent/context/transcript-diff.ts), so a size never goes stale. */
-const sizes = new WeakMap<Message, { chars: number; images: number }>();
-
-function sizeOf(m: Message): { chars: number; images: number } {
-  const known = sizes.get(m);
-  if (known) return known;
+/** Sizes of messages, remembered for stored ones (agent/context/transcript-diff.ts). */
+const sizeOf = perStoredMessage((m): { chars: number; images: number } => {
   let chars = 0;
   let images = 0;
   for (const b of m.content) ({ chars, images } = countBlock(b, chars, images));
-  const size = { chars, images };
-  if (Object.isFrozen(m) && Object.isFrozen(m.content)) sizes.set(m, size);
-  return size;
-}
+  return { chars, images };
+});
 
 /**
  * Running totals over the leading frozen messages of a long transcript, by its first message: the
@@ -45,7 +40,7 @@ export function estimateTokens(messages: readonly Message[]): number {
   let images = 0;
   let i = 0;
   let p: Prefix | undefined;
-  if (n >= PREFIX_MIN && sizes.has(sizeOfFirst(messages))) {
+  if (n >= PREFIX_MIN && isStored(messages[0]!)) {
     const first = messages[0]!;
     p = prefixes.get(first);
     if (!p) prefixes.set(first, (p = { items: [], chars: [], images: [] }));
@@ -63,18 +58,13 @@ export function estimateTokens(messages: readonly Message[]): number {
     const s = sizeOf(m);
     chars += s.chars;
     images += s.images;
-    if (p && p.items.length === i && sizes.has(m)) {
+    if (p && p.items.length === i && isStored(m)) {
       p.items.push(m);
       p.chars.push(chars);
       p.images.push(images);
     }
   }
   return Math.ceil(chars / 4) + images * IMAGE_TOKENS;
-}
-
-function sizeOfFirst(messages: readonly Message[]): Message {
-  sizeOf(messages[0]!);
-  return messages[0]!;
 }
 
 function countBlock(b: ContentBlock, chars: number, images: number): { chars: number; images: number } {

@@ -139,6 +139,25 @@ function rewrite(p: Persisted, current: readonly Message[]): TranscriptDiff {
   return { changes, next: { base: [], baseSeq: through, rows, lastSeq: through + rows.length }, rewrite: true };
 }
 
+/**
+ * `compute` of a message, remembered (weakly) for stored messages: they are frozen and never change,
+ * so what is derived from one never goes stale. A message still being built is computed each time.
+ */
+export function perStoredMessage<T>(compute: (m: Message) => T): (m: Message) => T {
+  const known = new WeakMap<Message, T>();
+  return (m) => {
+    if (known.has(m)) return known.get(m)!;
+    const v = compute(m);
+    if (isStored(m)) known.set(m, v);
+    return v;
+  };
+}
+
+/** A stored message: frozen (`freezeMessage`), so it never changes. */
+export function isStored(m: Message): boolean {
+  return Object.isFrozen(m) && Object.isFrozen(m.content);
+}
+
 /** Freezes a message and everything in it (a stored message is never changed in place). */
 export function freezeMessage(m: Message): Message {
   deepFreeze(m);

@@ -8,6 +8,7 @@
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Message } from '../context/messages.js';
+import { perStoredMessage } from '../context/transcript-diff.js';
 import type { ModelRequest } from './types.js';
 
 /** Whether `thinking` is sent for this request. */
@@ -28,33 +29,14 @@ export function thinkingParam(req: ModelRequest): Pick<Anthropic.MessageCreatePa
 const isThinking = (b: Message['content'][number]) => b.type === 'thinking' || b.type === 'redacted_thinking';
 
 /**
- * Whether a message holds thinking blocks, remembered for frozen (stored) messages, which never
- * change: every call of a chat asks it of the whole transcript, and walking every block of
- * thousands of messages at each call was a fifth of the bot's CPU in a long chat (bench --cpu-prof).
+ * Whether a message holds thinking blocks, remembered for stored messages: every call of a chat
+ * asks it of the whole transcript, and walking every block of thousands of messages at each call
+ * was a fifth of the bot's CPU in a long chat (bench --cpu-prof).
  */
-const holdsThinking = new WeakMap<Message, boolean>();
-
-function hasThinking(m: Message): boolean {
-  const known = holdsThinking.get(m);
-  if (known !== undefined) return known;
-  let found = false;
-  for (const b of m.content)
-    if (isThinking(b)) {
-      found = true;
-      break;
-    }
-  if (Object.isFrozen(m) && Object.isFrozen(m.content)) holdsThinking.set(m, found);
-  return found;
-}
+const hasThinking = perStoredMessage((m) => m.content.some(isThinking));
 
 export function messagesFor(req: ModelRequest): Message[] {
   if (thinkingOn(req)) return req.messages;
-  let any = false;
-  for (const m of req.messages)
-    if (hasThinking(m)) {
-      any = true;
-      break;
-    }
-  if (!any) return req.messages;
+  if (!req.messages.some(hasThinking)) return req.messages;
   return req.messages.map((m) => (hasThinking(m) ? { ...m, content: m.content.filter((b) => !isThinking(b)) } : m));
 }

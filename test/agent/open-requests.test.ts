@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { announceRequest } from '../../agent/approvals/announce.js';
 import { OpenRequests } from '../../agent/approvals/open-requests.js';
 import { SignalHub } from '../../agent/store/signal-hub.js';
 import type { Signals } from '../../agent/store/types.js';
@@ -60,7 +61,7 @@ describe('OpenRequests on a shared store (announcements through the signals)', (
     const sig = signals();
     const open = new OpenRequests({ allPending: async () => (reads++, [...pending]), signals: sig.s });
     expect(await open.mayHave('a')).toBe(false);
-    await open.announce('a');
+    await announceRequest(sig.s, 'req-1', 'a');
     expect(await open.mayHave('a')).toBe(true);
     expect(reads).toBe(1);
 
@@ -79,10 +80,11 @@ describe('OpenRequests on a shared store (announcements through the signals)', (
     let reads = 0;
     const long = `slack:${'x'.repeat(2000)}`;
     const pending: Array<{ conversation: string }> = [];
-    const open = new OpenRequests({ allPending: async () => (reads++, [...pending]), signals: signals().s });
+    const sig = signals();
+    const open = new OpenRequests({ allPending: async () => (reads++, [...pending]), signals: sig.s });
     expect(await open.mayHave(long)).toBe(false);
     pending.push({ conversation: long });
-    await open.announce(long);
+    await announceRequest(sig.s, 'req-2', long);
     expect(await open.mayHave(long)).toBe(true);
     expect(reads).toBe(2);
   });
