@@ -90,6 +90,9 @@ export class EgressApprovals {
       notes.set(entry, note);
       return v;
     };
+    // A command that ends because its run was stopped says so on the card, whichever of the stop
+    // and the command's end this session hears of first (a busy machine can reverse them).
+    const ended = () => (who.signal.aborted ? 'the command was stopped' : 'the command ended before a decision');
     const leave = (p: Pending, note: string) => {
       if (!p.waiters.delete(me)) return;
       joined.delete(p);
@@ -125,7 +128,7 @@ export class EgressApprovals {
       joined.add(p);
       // The command may have ended while the card was being posted: nobody would wait on it.
       if (closed) {
-        leave(p, 'the command ended before a decision');
+        leave(p, ended());
         return { refused: `${refusal}, and the command is ending`, requestId: p.requestId };
       }
       let unlink: () => void = () => undefined;
@@ -167,7 +170,7 @@ export class EgressApprovals {
       ask,
       close: async () => {
         closed = true;
-        for (const p of [...joined]) leave(p, 'the command ended before a decision');
+        for (const p of [...joined]) leave(p, ended());
         return [...notes.values()];
       },
     };

@@ -134,6 +134,23 @@ test('a command that ends, or is stopped, while its card is still being posted l
   }
 });
 
+test('a run stopped while its card is still being posted, whose command ends before the post returns: the card says stopped', async () => {
+  // The order a busy machine can produce: the stop kills the command, its session closes, and only
+  // then does the card's post come back.
+  let posted!: () => void;
+  posting = new Promise<void>((r) => (posted = r));
+  const stop = new AbortController();
+  const gate = approvals.forCommand(who('r-race', { signal: stop.signal }));
+  const held = gate.ask(target, refusal);
+  await waitFor('the card being posted', () => cards[0]);
+  stop.abort();
+  await gate.close();
+  posted();
+  expect(await held).toMatchObject({ refused: expect.stringMatching(/the command is ending$/) });
+  await waitFor('the card decided', async () => (await broker.get(cards[0]!.id))?.decision);
+  expect((await broker.get(cards[0]!.id))!.decision).toMatchObject({ outcome: 'denied', note: 'the command was stopped' });
+});
+
 test('expiry refuses, and the command’s note says so; no approver: refused without a card', async () => {
   const gate = approvals.forCommand(who('r1', { timeoutMs: 1 }));
   expect(await gate.ask(target, refusal)).toMatchObject({ refused: `${refusal}; nobody approved the connection before its approval expired` });
