@@ -17,6 +17,8 @@ afterEach(async () => {
 test('a turn on PostgreSQL: three statements, and no posted outbox left behind', async () => {
   h = await Harness.start({ engine: 'postgres', yaml: agentYaml('tools: []') });
   const key = 'console:cost';
+  // Until signals flow, the typed-answer check reads the store (it cannot hear announcements yet).
+  await h.store.signals.ready();
   const counts: number[] = [];
   for (let i = 0; i < 3; i++) {
     h.script({ text: `answer ${i}` });
