@@ -13,8 +13,11 @@
  * - The service writes `gatehouse.pid` in its data folder (the SQLite store's folder) at start and
  *   removes it at stop; after each reload it writes `gatehouse.reload.json`
  *   ({ pid, at, ok, message }). Both are created owner-only (0600).
+ * - Workspaces: `checkWorkspaces` creates nothing and fails with a ConfigError naming
+ *   agents.<name>.workspace when one could not be made; `prepareWorkspaces` makes them and resolves
+ *   their real paths. Start-up checks before it opens the store and makes them after.
  */
-import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { ConfigChanges } from '../../agent/audit.js';
 import { configChanges } from '../audit/config-diff.js';
@@ -31,6 +34,45 @@ export interface ReloadResult {
   changes?: ConfigChanges;
 }
 
+/** What an operator reads when an agent's workspace cannot be made or used. */
+function workspaceProblem(agent: Config['agents'][string], err: unknown): ConfigProblem {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why =
+    code === 'EROFS'
+      ? 'it is on a read-only file system'
+      : code === 'EACCES' || code === 'EPERM'
+        ? 'permission denied'
+        : code === 'ENOTDIR'
+          ? 'a file is in the way'
+          : messageOf(err);
+  return {
+    path: `agents.${agent.name}.workspace`,
+    message: `cannot create or open ${agent.workspace} (${why}); point it at a folder the service's user can write, e.g. /app/workspace in Docker or /var/lib/gatehouse/workspace with systemd`,
+  };
+}
+
+/**
+ * Checks, creating nothing, that each agent's workspace exists as a folder the service can write or
+ * could be created (its nearest existing parent is such a folder). Start-up checks this before it
+ * opens the store, and creates the folders after: a start that fails on its store leaves no folder.
+ * Throws a ConfigError naming agents.<name>.workspace.
+ */
+export function checkWorkspaces(config: Config): void {
+  const problems: ConfigProblem[] = [];
+  for (const agent of Object.values(config.agents)) {
+    let at = resolve(agent.workspace);
+    try {
+      // The nearest part of the path that exists must be a folder we may write into.
+      while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
+      if (!statSync(at).isDirectory()) throw Object.assign(new Error(`${at} is not a folder`), { code: 'ENOTDIR' });
+      accessSync(at, constants.W_OK | constants.X_OK);
+    } catch (err) {
+      problems.push(workspaceProblem(agent, err));
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems, config.configFile);
+}
+
 /**
  * Creates each agent's workspace and resolves it to its real path (confinement compares real paths).
  * Throws a ConfigError naming agents.<name>.workspace when one cannot be created (a read-only mount,
@@ -43,12 +85,7 @@ export function prepareWorkspaces(config: Config): void {
       mkdirSync(agent.workspace, { recursive: true });
       agent.workspace = realpathSync(agent.workspace);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      const why = code === 'EROFS' ? 'it is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : messageOf(err);
-      problems.push({
-        path: `agents.${agent.name}.workspace`,
-        message: `cannot create or open ${agent.workspace} (${why}); point it at a folder the service's user can write, e.g. /app/workspace in Docker or /var/lib/gatehouse/workspace with systemd`,
-      });
+      problems.push(workspaceProblem(agent, err));
     }
   }
   if (problems.length > 0) throw new ConfigError(problems, config.configFile);

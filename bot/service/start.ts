@@ -28,7 +28,7 @@ import { ConfigError, formatConfigError, loadConfig, type Config } from '../conf
 import { startHttpServer, type HttpServer, type Readiness } from './http.js';
 import { CONNECTIONS_ROLE } from './leadership.js';
 import { createPlatformAdapters } from './platforms.js';
-import { dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
+import { checkWorkspaces, dataDirOf, prepareWorkspaces, reloadConfig, removePidFile, writePidFile, writeReloadStatus, type ReloadResult } from './reload.js';
 import { openStore } from './storage.js';
 import { startAttachServer, type AttachServer } from '../headless/attach.js';
 import { openAuditTrail } from '../audit/trail.js';
@@ -106,7 +106,8 @@ export function readConfig(io: Pick<CliIO, 'env' | 'cwd'>): Config {
  */
 export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'): Promise<RunningBot> {
   const config = readConfig(io);
-  prepareWorkspaces(config);
+  // Checked now, created once the store is open: a start that fails on its store leaves no folder.
+  checkWorkspaces(config);
   // In the terminal chat the log shares the screen with the conversation: there it shows errors
   // only. Sent elsewhere (stderr redirected to a file or a pipe), it is the full log.
   const terminalChat = !Object.values(config.platforms).some(Boolean) && mode === 'start';
@@ -142,6 +143,12 @@ export async function startBot(io: CliIO, log?: Log, mode: StartMode = 'start'):
   );
   // Exclusive: a second start on this store fails here, before it writes a pid file, socket or token.
   const store = telemetry.measuredStore(await openStore(config.store, { exclusive: true, log: out }));
+  try {
+    prepareWorkspaces(config);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   // The audit file (bot/audit/): every audit event is appended there as well as logged. Opened
   // after the store, which creates and checks the data folder it lives in (0700, writable).
   let trail: ReturnType<typeof openAuditTrail>;

@@ -51,12 +51,21 @@ export function describeTarget(t: Target): string {
   return `postgres://${encodeURIComponent(t.user)}@${t.host}:${t.port}/${encodeURIComponent(t.database)}`;
 }
 
-/** The message with every form of the password (plain, URL-encoded) replaced. */
+/**
+ * The message with every form of the password (plain, URL-encoded) replaced. A form is replaced
+ * where it stands apart (in a URL, in quotes, after `=`), not inside a longer word: a short password
+ * such as `p` must not turn "port" into "***ort". An edge that is not a letter or digit needs no
+ * separation (`p@ss` is found wherever it appears).
+ */
 export function redact(text: string, password: string): string {
   if (!password) return text;
   let out = text;
   for (const form of new Set([password, encodeURIComponent(password), encodeURI(password)])) {
-    if (form) out = out.split(form).join('***');
+    if (!form) continue;
+    const escaped = form.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const before = /^[\p{L}\p{N}]/u.test(form) ? '(?<![\\p{L}\\p{N}])' : '';
+    const after = /[\p{L}\p{N}]$/u.test(form) ? '(?![\\p{L}\\p{N}])' : '';
+    out = out.replace(new RegExp(before + escaped + after, 'gu'), '***');
   }
   return out;
 }
@@ -103,7 +112,9 @@ export function startupError(err: unknown, t: Target): StoreError {
   const where = `PostgreSQL at ${t.host}:${t.port} (database "${t.database}", user "${t.user}")`;
   const code = codeOf(err);
   const raw = redact(messageOf(err), t.password);
-  if (err instanceof StoreError) return new StoreError(redact(err.message, t.password), err.code);
+  // Already said for an operator (its foreign parts redacted where it was made): redacting it again
+  // would only mangle our own words.
+  if (err instanceof StoreError) return err;
   switch (code) {
     case 'ECONNREFUSED':
       return new StoreError(`cannot reach ${where}: connection refused. Start the server, or fix the host and port in GATEHOUSE_STORE.`, 'unreachable');

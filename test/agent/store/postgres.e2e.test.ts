@@ -122,6 +122,15 @@ describe('start-up errors name the server, the database and the fix, never the p
     const pw = 'p@ss:w/rd%21';
     expect(redact(`x ${pw} y ${encodeURIComponent(pw)}`, pw)).toBe('x *** y ***');
   });
+
+  test('a short password is redacted where it stands, not inside the words of the message', async () => {
+    expect(redact('fix the port in postgres://u:p@h/db (password=p)', 'p')).toBe('fix the port in postgres://u:***@h/db (password=***)');
+    expect(redact('user "bot" with password "hunter2", not hunter2x', 'hunter2')).toBe('user "bot" with password "***", not hunter2x');
+    // The operator's message for an unreachable server keeps its own words whole.
+    const err = await failure(openPostgresStore({ url: `postgres://bot:p@127.0.0.1:${await unusedPort()}/gatehouse`, log }));
+    expect(err.message).toContain('fix the host and port in GATEHOUSE_STORE');
+    expect(err.message).not.toContain('***');
+  });
 });
 
 test('the description carries user, host, port and database but no password', async () => {
