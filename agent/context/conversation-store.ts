@@ -30,7 +30,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Transcript, type Message, type ContentBlock } from './messages.js';
 import { StoreConflictError, type Checkpoint, type Fence, type TranscriptRepo, type TranscriptWrite } from '../store/types.js';
-import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, type Persisted } from './transcript-diff.js';
+import { diffTranscript, EMPTY_PERSISTED, freezeMessage, messagesOf, persistedOf, type Persisted } from './transcript-diff.js';
 import { fallbackLog, type Log, type LogLevel, messageOf } from '../log.js';
 
 export type StoredConversation = { agent: string; messages: Message[]; state: Record<string, unknown>; updatedAt: number };
@@ -139,12 +139,11 @@ export class ConversationStore {
       return undefined;
     }
     const persistedRows = rows.data.map((r) => ({ seq: r.seq, message: freezeMessage(r.message as Message) }));
-    const persisted: Persisted = {
-      base: base.data.map((m) => freezeMessage(m as Message)),
-      baseSeq: t.baseSeq,
-      rows: persistedRows,
-      lastSeq: persistedRows.length > 0 ? persistedRows[persistedRows.length - 1]!.seq : t.baseSeq,
-    };
+    const persisted = persistedOf(
+      base.data.map((m) => freezeMessage(m as Message)),
+      t.baseSeq,
+      persistedRows,
+    );
     const all = messagesOf(persisted);
     const entry = {
       persisted,

@@ -13,6 +13,10 @@
  *   none of these (a message moved, one removed from the middle) everything is written again
  *   (rebase through the last seq, then every message appended).
  * - Applying the changes to the stored transcript and loading it gives back `current` (as JSON).
+ * - A Persisted never changes once made, and stays usable after a newer one was made from it (a save
+ *   that failed diffs from it again). A plain append shares its arrays with the newer state (pushed
+ *   in place, `rowCount` marks each state's part), so a save's cost does not grow with the
+ *   conversation; a second append onto the older state copies them instead.
  */
 import type { TranscriptChange, TranscriptRow } from '../store/types.js';
 import type { Message } from './messages.js';
@@ -21,14 +25,35 @@ import type { Message } from './messages.js';
 export interface Persisted {
   base: readonly Message[];
   baseSeq: number;
+  /**
+   * This state's rows are `rows[0, rowCount)`; the array may be longer, a newer state having appended
+   * to it in place (read them with `rowsOf`).
+   */
   rows: ReadonlyArray<{ seq: number; message: Message }>;
+  rowCount: number;
   /** The seq of the newest stored message (baseSeq when there are no rows). */
   lastSeq: number;
   /** What is stored could not be read: the next save writes past all of it. */
   unreadable?: boolean;
 }
 
-export const EMPTY_PERSISTED: Persisted = { base: [], baseSeq: 0, rows: [], lastSeq: 0 };
+export const EMPTY_PERSISTED: Persisted = { base: [], baseSeq: 0, rows: [], rowCount: 0, lastSeq: 0 };
+
+/** A Persisted of these rows (a load, a test): its own array. */
+export function persistedOf(base: readonly Message[], baseSeq: number, rows: ReadonlyArray<{ seq: number; message: Message }>): Persisted {
+  return { base, baseSeq, rows, rowCount: rows.length, lastSeq: rows.length > 0 ? rows[rows.length - 1]!.seq : baseSeq };
+}
+
+/** A state's own rows (a copy only when a newer state appended to its array). */
+function rowsOf(p: Persisted): ReadonlyArray<{ seq: number; message: Message }> {
+  return p.rows.length === p.rowCount ? p.rows : p.rows.slice(0, p.rowCount);
+}
+
+/**
+ * Arrays this module made and may push to in place: only the newest state over an array appends
+ * to it (its count is the array's length); never a caller's array or EMPTY_PERSISTED's.
+ */
+const growable = new WeakSet<readonly unknown[]>();
 
 export interface TranscriptDiff {
   changes: TranscriptChange[];
@@ -41,21 +66,26 @@ export interface TranscriptDiff {
 export function diffTranscript(p: Persisted, current: readonly Message[]): TranscriptDiff {
   if (p.unreadable) return rewrite(p, current);
   const nb = p.base.length;
-  const total = nb + p.rows.length;
+  const total = nb + p.rowCount;
   if (total === 0) return appendAll(p, current);
   // The common case, with no index built and nothing copied: everything stored is still there, in
   // place, and new messages follow (a frozen one among them was moved: the slow path sorts it out).
   if (current.length >= total && storedInPlace(p, current)) {
     let fresh = true;
     for (let i = total; i < current.length && fresh; i++) fresh = !Object.isFrozen(current[i]);
-    if (fresh) return appendAll(p, current.slice(total), p.rows);
+    if (fresh) return appendAll(p, current.slice(total), p);
   }
+  const ownRows = rowsOf(p);
   const tracked = storedMessages(p);
   const pos = new Map<Message, number>();
   tracked.forEach((m, i) => pos.set(m, i));
   // The first message of `current` that is stored; what comes before it is new (a summary).
   if (current.length === 0 && nb === 0) {
-    return { changes: [{ op: 'truncate', afterSeq: p.baseSeq }], next: { base: [], baseSeq: p.baseSeq, rows: [], lastSeq: p.baseSeq }, rewrite: false };
+    return {
+      changes: [{ op: 'truncate', afterSeq: p.baseSeq }],
+      next: { base: [], baseSeq: p.baseSeq, rows: [], rowCount: 0, lastSeq: p.baseSeq },
+      rewrite: false,
+    };
   }
   const first = current.findIndex((m) => pos.has(m));
   if (first === -1) return rewrite(p, current);
@@ -86,11 +116,11 @@ export function diffTranscript(p: Persisted, current: readonly Message[]): Trans
     if (first > 0 || baseTouched || k > 0) base = current.slice(0, first + (nb - k));
   } else if (first > 0 || k > 0) {
     base = current.slice(0, first);
-    throughSeq = k === nb ? p.baseSeq : p.rows[k - nb - 1]!.seq;
+    throughSeq = k === nb ? p.baseSeq : ownRows[k - nb - 1]!.seq;
   }
   const changes: TranscriptChange[] = [];
   if (base) changes.push({ op: 'rebase', throughSeq, base });
-  const rowsLeft = p.rows.slice(Math.max(0, k - nb)).map((r) => ({ ...r }));
+  const rowsLeft = ownRows.slice(Math.max(0, k - nb)).map((r) => ({ ...r }));
   // rowsLeft[i] is stored index nb + max(0, k - nb) + i.
   const rowStart = nb + Math.max(0, k - nb);
   const replaceRows: TranscriptRow[] = [];
@@ -117,18 +147,47 @@ export function diffTranscript(p: Persisted, current: readonly Message[]): Trans
   }
   return {
     changes,
-    next: { base: base ?? p.base, baseSeq, rows: [...kept, ...appendRows], lastSeq },
+    next: owned({ base: base ?? p.base, baseSeq, rows: [...kept, ...appendRows], lastSeq }),
     rewrite: false,
   };
 }
 
-function appendAll(p: Persisted, added: readonly Message[], kept: Persisted['rows'] = []): TranscriptDiff {
+/** `added` after all of `p` (`keep`) or after nothing (a transcript stored for the first time). */
+function appendAll(p: Persisted, added: readonly Message[], keep?: Persisted): TranscriptDiff {
   const rows = added.map((message, i) => ({ seq: p.lastSeq + 1 + i, message }));
-  const next: Persisted = { base: p.base, baseSeq: p.baseSeq, rows: rows.length > 0 ? kept.concat(rows) : kept, lastSeq: p.lastSeq + rows.length };
-  // The flat list follows by one native concat (no walk over the rows).
-  const prev = flat.get(p);
-  if (prev && kept === p.rows) flat.set(next, prev.concat(added));
-  return { changes: rows.length > 0 ? [{ op: 'append', rows }] : [], next, rewrite: false };
+  const changes: TranscriptChange[] = rows.length > 0 ? [{ op: 'append', rows }] : [];
+  if (!keep) return { changes, next: owned({ base: p.base, baseSeq: p.baseSeq, rows, lastSeq: p.lastSeq + rows.length }), rewrite: false };
+  if (rows.length === 0) return { changes, next: p, rewrite: false };
+  // The newest state over its arrays pushes onto them (p keeps its count); an older one copies.
+  const list = flat.get(p);
+  const total = p.base.length + p.rowCount;
+  const next: Persisted = {
+    base: p.base,
+    baseSeq: p.baseSeq,
+    rows: extended(p.rows, p.rowCount, rows),
+    rowCount: p.rowCount + rows.length,
+    lastSeq: p.lastSeq + rows.length,
+  };
+  if (list && list.length >= total) flat.set(next, extended(list, total, added));
+  return { changes, next, rewrite: false };
+}
+
+/** `items[0, count)` followed by `more`: in place when `items` is ours and holds nothing past count. */
+function extended<T>(items: readonly T[], count: number, more: readonly T[]): readonly T[] {
+  if (growable.has(items) && items.length === count) {
+    (items as T[]).push(...more);
+    return items;
+  }
+  const copy = items.slice(0, count).concat(more);
+  growable.add(copy);
+  return copy;
+}
+
+/** A Persisted over arrays made here (its rows may then grow in place). */
+function owned(p: Omit<Persisted, 'rowCount'>): Persisted {
+  const rows = p.rows.slice();
+  growable.add(rows);
+  return { ...p, rows, rowCount: rows.length };
 }
 
 function rewrite(p: Persisted, current: readonly Message[]): TranscriptDiff {
@@ -136,7 +195,7 @@ function rewrite(p: Persisted, current: readonly Message[]): TranscriptDiff {
   const rows = current.map((message, i) => ({ seq: through + 1 + i, message }));
   const changes: TranscriptChange[] = [{ op: 'rebase', throughSeq: through, base: [] }];
   if (rows.length > 0) changes.push({ op: 'append', rows });
-  return { changes, next: { base: [], baseSeq: through, rows, lastSeq: through + rows.length }, rewrite: true };
+  return { changes, next: owned({ base: [], baseSeq: through, rows, lastSeq: through + rows.length }), rewrite: true };
 }
 
 /**
@@ -171,29 +230,42 @@ function deepFreeze(v: unknown): void {
 }
 
 function storedInPlace(p: Persisted, current: readonly Message[]): boolean {
+  // The flat list, when this process made it (every append keeps it): two contiguous arrays of
+  // pointers. The rows are one object each, scattered in the heap: at thousands of messages reading
+  // each row's message was most of this walk (cache misses, turn after turn).
   const nb = p.base.length;
+  const total = nb + p.rowCount;
+  const list = flat.get(p);
+  if (list && list.length >= total) {
+    for (let i = 0; i < total; i++) if (current[i] !== list[i]) return false;
+    return true;
+  }
   for (let i = 0; i < nb; i++) if (current[i] !== p.base[i]) return false;
-  for (let i = 0; i < p.rows.length; i++) if (current[nb + i] !== p.rows[i]!.message) return false;
+  for (let i = 0; i < p.rowCount; i++) if (current[nb + i] !== p.rows[i]!.message) return false;
   return true;
 }
 
-/** Flat message lists of persisted states (never changed: a Persisted is replaced, not edited). */
+/**
+ * Flat message lists of persisted states: the first base + rowCount entries are the state's (like
+ * the rows, a newer state may have appended to the same list in place).
+ */
 const flat = new WeakMap<Persisted, readonly Message[]>();
 
 function storedMessages(p: Persisted): readonly Message[] {
-  let out = flat.get(p);
-  if (!out) {
-    const nb = p.base.length;
-    const list = new Array<Message>(nb + p.rows.length);
-    for (let i = 0; i < nb; i++) list[i] = p.base[i]!;
-    for (let i = 0; i < p.rows.length; i++) list[nb + i] = p.rows[i]!.message;
-    flat.set(p, list);
-    out = list;
-  }
-  return out;
+  const nb = p.base.length;
+  const total = nb + p.rowCount;
+  const known = flat.get(p);
+  if (known && known.length === total) return known;
+  if (known && known.length > total) return known.slice(0, total);
+  const list = new Array<Message>(total);
+  for (let i = 0; i < nb; i++) list[i] = p.base[i]!;
+  for (let i = 0; i < p.rowCount; i++) list[nb + i] = p.rows[i]!.message;
+  growable.add(list);
+  flat.set(p, list);
+  return list;
 }
 
 /** The stored transcript as the model sees it: the base, then the rows (a new array, one native copy). */
 export function messagesOf(p: Persisted): Message[] {
-  return storedMessages(p).slice();
+  return storedMessages(p).slice(0, p.base.length + p.rowCount);
 }

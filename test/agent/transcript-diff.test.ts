@@ -248,12 +248,16 @@ test('a stored message is frozen: changing it in place throws instead of being l
   }).toThrow(TypeError);
 });
 
-test('random sequences of edits always round-trip, and plain appends stay appends', () => {
-  let seed = 7;
-  const rnd = (k: number) => {
+/** A repeatable random integer below k. */
+function seeded(seed: number): (k: number) => number {
+  return (k) => {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
     return seed % k;
   };
+}
+
+test('random sequences of edits always round-trip, and plain appends stay appends', () => {
+  const rnd = seeded(7);
   for (let round = 0; round < 40; round++) {
     const store = new ModelStore();
     let p = EMPTY_PERSISTED;
@@ -271,5 +275,52 @@ test('random sequences of edits always round-trip, and plain appends stay append
       p = d.next;
       cur = next;
     }
+  }
+});
+
+test('a state stays as it was after a newer one was made from it: a failed save diffs from it again', () => {
+  const { store, p, msgs } = start(4);
+  const [m5, m6] = [user(), asst()];
+  // The save of m5 "fails": its result is dropped, the store is unchanged, p is still the truth.
+  const lost = diffTranscript(p, [...msgs, m5]);
+  expect(messagesOf(lost.next)).toEqual([...msgs, m5]);
+  expect(messagesOf(p)).toEqual(msgs);
+  const d = save(store, p, [...msgs, m6]);
+  expect(d.changes).toEqual([{ op: 'append', rows: [{ seq: 5, message: m6 }] }]);
+  expect(messagesOf(p)).toEqual(msgs);
+  expect(messagesOf(lost.next)).toEqual([...msgs, m5]);
+  // Both newer states go on appending without seeing each other's messages.
+  const m7 = user();
+  expect(messagesOf(save(store, d.next, [...msgs, m6, m7]).next)).toEqual([...msgs, m6, m7]);
+  expect(diffTranscript(lost.next, [...msgs, m5, m7]).changes).toEqual([{ op: 'append', rows: [{ seq: 6, message: m7 }] }]);
+});
+
+test('random edits with failed saves in between always round-trip from the state last stored', () => {
+  const rnd = seeded(11);
+  for (let round = 0; round < 40; round++) {
+    const store = new ModelStore();
+    let p = EMPTY_PERSISTED;
+    let cur: Message[] = [];
+    const kept: Array<{ p: Persisted; messages: Message[] }> = [];
+    for (let step = 0; step < 30; step++) {
+      const next = [...cur];
+      const kind = rnd(6);
+      if (kind <= 3 || next.length < 3) next.push(rnd(2) ? user() : asst(), user());
+      else if (kind === 4) next[rnd(next.length)] = asst('edited');
+      else next.splice(0, 1 + rnd(next.length - 1), user('[Summary]'));
+      if (rnd(3) === 0) {
+        // A save that failed: its state is made (and may be kept by nobody), the store not written.
+        const failed = diffTranscript(p, next);
+        for (const m of next) freezeMessage(m);
+        kept.push({ p: failed.next, messages: next });
+        continue;
+      }
+      const d = save(store, p, next);
+      kept.push({ p: d.next, messages: next });
+      p = d.next;
+      cur = next;
+    }
+    // Every state made along the way still holds exactly its own messages.
+    for (const k of kept) expect(messagesOf(k.p)).toEqual(k.messages);
   }
 });
