@@ -45,7 +45,7 @@ import { OpenRequests } from './open-requests.js';
 import { announceRequest } from './announce.js';
 import { DecisionRecorder, type DecideContext } from './recorder.js';
 import { effectiveRequesterMayApprove } from './requester.js';
-import { reshowPending } from './reshow.js';
+import { reshowPending, settleUnawaited } from './reshow.js';
 import { ApprovalStore, type LoadedRequest, type StoredRequest } from './store.js';
 import { answerTyped, describeWaiting, openIds } from './typed-answers.js';
 import { Waits } from './waits.js';
@@ -260,6 +260,14 @@ export class ApprovalBroker {
       { store: this.store, recorder: this.recorder, outputs: this.opts.outputs, now: this.now, ...(this.opts.audit ? { audit: this.opts.audit } : {}) },
       conversationKey,
     );
+  }
+
+  /**
+   * After a restart, before `reshowPending`: the resumed run's undecided requests it will not wait on
+   * again (not in `awaited`) are settled as denied with `note` (./reshow.ts). Returns how many.
+   */
+  settleUnawaited(conversationKey: string, runId: string, awaited: ReadonlySet<string>, note: string): Promise<number> {
+    return settleUnawaited({ store: this.store, recorder: this.recorder, now: this.now }, conversationKey, runId, awaited, note);
   }
 
   /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */

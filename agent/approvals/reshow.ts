@@ -9,6 +9,11 @@
  * - The new handle becomes the card's; the earlier one is kept, so a decision updates every copy.
  *   A decision that lands between the post and storing the handle still reaches the new copy.
  * - Each card shown again is audited as approval_asked with `reshown`.
+ * - Before that, `settleUnawaited` ends the undecided requests of the resumed run that it will not
+ *   wait on again: those whose waiter lived only in the stopped process (a command's network
+ *   request, a spending check). They are settled as denied with a note saying why, so their cards
+ *   show it and a click on them changes nothing (an "Always" there would otherwise be recorded and
+ *   never applied). What the run waits on again is `awaited`: its calls' approvals and questions.
  */
 import type { Audit } from '../audit.js';
 import type { OutputResolver } from '../run/output.js';
@@ -40,6 +45,28 @@ export async function reshowPending(deps: ReshowDeps, conversationKey: string): 
     await deps.recorder.showIfDecided(id, handle, card);
     auditAsked(deps.audit, req, true);
     n++;
+  }
+  return n;
+}
+
+/**
+ * Settles the resumed run's undecided requests that are not in `awaited` (nor an approve-all card over
+ * one that is), as denied with `note`. Returns how many.
+ */
+export async function settleUnawaited(
+  deps: Pick<ReshowDeps, 'store' | 'recorder' | 'now'>,
+  conversationKey: string,
+  runId: string,
+  awaited: ReadonlySet<string>,
+  note: string,
+): Promise<number> {
+  let n = 0;
+  for (const id of await deps.store.pending(conversationKey)) {
+    if (awaited.has(id)) continue;
+    const req = await deps.store.get(id);
+    if (!req || req.decision || req.runId !== runId) continue;
+    if (req.kind === 'approve_all' && (req.members ?? []).some((m) => awaited.has(m))) continue;
+    if (await deps.recorder.settle(id, { outcome: 'denied', at: deps.now(), note })) n++;
   }
   return n;
 }

@@ -16,9 +16,10 @@
  *   and the saved transcript stays valid.
  * - Durable waits: when a run enters a tool batch, its transcript and a run record (call states) are
  *   saved in one checkpoint; `resumeAll()` at start reads the store's run records and queued turns
- *   (the store is the truth, nothing is mirrored in memory), shows each waiting run's pending cards
- *   again (broker.reshowPending), continues every run that was waiting when the process stopped, then
- *   the turns queued behind them.
+ *   (the store is the truth, nothing is mirrored in memory), closes the cards a run will not wait on
+ *   again (a command's network request, a spending check: their waiter was the stopped process;
+ *   broker.settleUnawaited), shows its other pending cards again (broker.reshowPending), continues
+ *   every run that was waiting when the process stopped, then the turns queued behind them.
  * - Replicas (a `shared` queue, PostgreSQL): each run carries the fence its queue took for the
  *   conversation (./execute-run.ts fencing); `resumeAll()` only sends jobs for stored work, and a
  *   stored run continues on whichever replica gets its conversation's job (`takeover`), never on a
@@ -163,12 +164,27 @@ export class Runner {
 
   /** A stored run goes on: its cards are shown again, then it continues where it stopped. */
   private async continueRun(record: RunRecord, fence?: Fence): Promise<void> {
-    this.opts.broker.noteResumed(record.conversationKey);
-    // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
-    await this.opts.broker
-      .reshowPending(record.conversationKey)
-      .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${messageOf(err)}`));
+    await this.restoreCards(record);
     await executeRun(this.deps, { kind: 'resume', record, ...(fence ? { fence } : {}) });
+  }
+
+  /**
+   * Before a stored run continues: the cards it no longer waits on are closed (their waiter was the
+   * process that stopped), and whoever is to decide sees the others again (a terminal chat starts
+   * on an empty screen).
+   */
+  private async restoreCards(record: RunRecord): Promise<void> {
+    const key = record.conversationKey;
+    this.opts.broker.noteResumed(key);
+    const awaited = new Set<string>();
+    for (const c of Object.values(record.calls)) {
+      if (c.status === 'awaiting') awaited.add(c.requestId);
+      else if (c.status === 'started' && c.questionId !== undefined) awaited.add(c.questionId);
+    }
+    await this.opts.broker
+      .settleUnawaited(key, record.runId, awaited, 'the bot restarted while this waited: nothing was done')
+      .catch((err: unknown) => this.log('warn', `[${key}] could not close the cards its restart ended: ${messageOf(err)}`));
+    await this.opts.broker.reshowPending(key).catch((err: unknown) => this.log('warn', `[${key}] could not show its pending cards again: ${messageOf(err)}`));
   }
 
   /**
@@ -239,11 +255,7 @@ export class Runner {
       }
       const record = rec.data;
       n++;
-      this.opts.broker.noteResumed(record.conversationKey);
-      // Whoever was to decide sees the card again (a terminal chat starts on an empty screen).
-      await this.opts.broker
-        .reshowPending(record.conversationKey)
-        .catch((err: unknown) => this.log('warn', `[${record.conversationKey}] could not show its pending cards again: ${messageOf(err)}`));
+      await this.restoreCards(record);
       void this.queue.exclusive(record.conversationKey, () => executeRun(this.deps, { kind: 'resume', record }));
     }
     return n + (await this.queue.resume());

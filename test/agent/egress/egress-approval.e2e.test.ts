@@ -114,6 +114,24 @@ test('Always for this host: kept in the store; a later command and a restarted b
   expect(hits).toEqual(['/first', '/second', '/after-restart']);
 }, 120_000);
 
+test('a card held when the bot crashed is closed by the restart: its command is gone, and an Always clicked on it grants nothing', async () => {
+  const g = await boot(yaml('approvers: { console: [local] }'));
+  g.script(curl('before-crash'), { text: 'after the restart' });
+  await g.adapter.send('fetch');
+  const card = await heldCard(g);
+  await g.restart();
+  // The resumed run goes on without the command (its process died with the bot).
+  await waitFor('the resumed run to answer', () => g.adapter.answers()[0]);
+  await waitFor('the card closed', () => logs.find((l) => l['event'] === 'approval_decided' && l['outcome'] === 'denied'));
+  // Not shown again as if it still waited.
+  expect(g.adapter.cards.filter((c) => c.card.title.includes('wants'))).toEqual([]);
+  const click = await g.adapter.click(card, 'Always');
+  expect(click.accepted).toBe(false);
+  expect(click.notice).toContain('the bot restarted while this waited: nothing was done');
+  expect(await g.store.allowlists.list('default')).toEqual([]);
+  expect(hits).toEqual([]);
+}, 120_000);
+
 test('Deny: the command gets the proxy 403 with the reason, the server saw nothing, the audit records the refusal', async () => {
   const g = await boot(yaml('approvers: { console: [local] }'));
   g.script(curl('denied'), { text: 'ok' });
