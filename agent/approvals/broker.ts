@@ -263,11 +263,14 @@ export class ApprovalBroker {
   }
 
   /**
-   * After a restart, before `reshowPending`: the resumed run's undecided requests it will not wait on
-   * again (not in `awaited`) are settled as denied with `note` (./reshow.ts). Returns how many.
+   * After a restart, before `reshowPending` (./reshow.ts): undecided requests no resumed run waits
+   * on again are settled as denied with `note`. `awaited`: per resumed run id, the requests it waits
+   * on. With `run`, only that run's requests of that conversation (a replica taking one run over);
+   * without, every undecided request (a store this process alone uses, at its start).
    */
-  settleUnawaited(conversationKey: string, runId: string, awaited: ReadonlySet<string>, note: string): Promise<number> {
-    return settleUnawaited({ store: this.store, recorder: this.recorder, now: this.now }, conversationKey, runId, awaited, note);
+  async settleUnawaited(awaited: ReadonlyMap<string, ReadonlySet<string>>, note: string, run?: { conversationKey: string; runId: string }): Promise<number> {
+    const ids = run ? await this.store.pending(run.conversationKey) : (await this.store.allPending()).map((p) => p.id);
+    return settleUnawaited({ store: this.store, recorder: this.recorder, now: this.now }, ids, awaited, note, run?.runId);
   }
 
   /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */

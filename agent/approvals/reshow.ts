@@ -9,11 +9,11 @@
  * - The new handle becomes the card's; the earlier one is kept, so a decision updates every copy.
  *   A decision that lands between the post and storing the handle still reaches the new copy.
  * - Each card shown again is audited as approval_asked with `reshown`.
- * - Before that, `settleUnawaited` ends the undecided requests of the resumed run that it will not
- *   wait on again: those whose waiter lived only in the stopped process (a command's network
- *   request, a spending check). They are settled as denied with a note saying why, so their cards
- *   show it and a click on them changes nothing (an "Always" there would otherwise be recorded and
- *   never applied). What the run waits on again is `awaited`: its calls' approvals and questions.
+ * - Before that, `settleUnawaited` ends the undecided requests no resumed run will wait on again:
+ *   those whose waiter lived only in the stopped process (a command's network request, a spending
+ *   check, a run that had stored no record yet). They are settled as denied with a note saying why,
+ *   so their cards show it and a click on them changes nothing (an "Always" there would otherwise be
+ *   recorded and never applied). What a run waits on again is its calls' approvals and questions.
  */
 import type { Audit } from '../audit.js';
 import type { OutputResolver } from '../run/output.js';
@@ -50,22 +50,25 @@ export async function reshowPending(deps: ReshowDeps, conversationKey: string): 
 }
 
 /**
- * Settles the resumed run's undecided requests that are not in `awaited` (nor an approve-all card over
- * one that is), as denied with `note`. Returns how many.
+ * Settles, as denied with `note`, the undecided requests among `ids` that no resumed run waits on:
+ * kept are those in `awaited` under their run's id (or an approve-all card over one of them); with
+ * `onlyRun`, requests of other runs are left as they are. Returns how many were settled.
  */
 export async function settleUnawaited(
   deps: Pick<ReshowDeps, 'store' | 'recorder' | 'now'>,
-  conversationKey: string,
-  runId: string,
-  awaited: ReadonlySet<string>,
+  ids: readonly string[],
+  awaited: ReadonlyMap<string, ReadonlySet<string>>,
   note: string,
+  onlyRun?: string,
 ): Promise<number> {
   let n = 0;
-  for (const id of await deps.store.pending(conversationKey)) {
-    if (awaited.has(id)) continue;
+  for (const id of ids) {
     const req = await deps.store.get(id);
-    if (!req || req.decision || req.runId !== runId) continue;
-    if (req.kind === 'approve_all' && (req.members ?? []).some((m) => awaited.has(m))) continue;
+    if (!req || req.decision) continue;
+    if (onlyRun !== undefined && req.runId !== onlyRun) continue;
+    const waits = awaited.get(req.runId);
+    if (waits?.has(id)) continue;
+    if (waits && req.kind === 'approve_all' && (req.members ?? []).some((m) => waits.has(m))) continue;
     if (await deps.recorder.settle(id, { outcome: 'denied', at: deps.now(), note })) n++;
   }
   return n;

@@ -66,6 +66,11 @@ export interface RunnerOptions {
   /** Spend totals: agents with a `budget` reserve every model call against them (agent/budget/). */
   spend?: SpendRepo;
   broker: ApprovalBroker;
+  /**
+   * No other process runs turns on this store (a SQLite store opened exclusive): at start, a card no
+   * stored run waits on is an orphan of the stopped process, and is closed.
+   */
+  exclusiveStore?: boolean;
   /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
   registry(agent: AgentSettings): ToolRegistry;
   /** Called before a run takes its toolset (MCP: lists a server never listed before; bounded, never throws). */
@@ -164,26 +169,25 @@ export class Runner {
 
   /** A stored run goes on: its cards are shown again, then it continues where it stopped. */
   private async continueRun(record: RunRecord, fence?: Fence): Promise<void> {
+    await this.closeUnawaited(new Map([[record.runId, awaitedBy(record)]]), record);
     await this.restoreCards(record);
     await executeRun(this.deps, { kind: 'resume', record, ...(fence ? { fence } : {}) });
   }
 
   /**
-   * Before a stored run continues: the cards it no longer waits on are closed (their waiter was the
-   * process that stopped), and whoever is to decide sees the others again (a terminal chat starts
-   * on an empty screen).
+   * The cards no resumed run waits on again are closed: their waiter was the process that stopped
+   * (a command's network request, a spending check, a run that had stored no record yet).
    */
+  private async closeUnawaited(awaited: ReadonlyMap<string, ReadonlySet<string>>, run?: RunRecord): Promise<void> {
+    await this.opts.broker
+      .settleUnawaited(awaited, RESTART_NOTE, run ? { conversationKey: run.conversationKey, runId: run.runId } : undefined)
+      .catch((err: unknown) => this.log('warn', `could not close the cards a restart ended: ${messageOf(err)}`));
+  }
+
+  /** Whoever is to decide sees a resumed run's pending cards again (a terminal chat starts on an empty screen). */
   private async restoreCards(record: RunRecord): Promise<void> {
     const key = record.conversationKey;
     this.opts.broker.noteResumed(key);
-    const awaited = new Set<string>();
-    for (const c of Object.values(record.calls)) {
-      if (c.status === 'awaiting') awaited.add(c.requestId);
-      else if (c.status === 'started' && c.questionId !== undefined) awaited.add(c.questionId);
-    }
-    await this.opts.broker
-      .settleUnawaited(key, record.runId, awaited, 'the bot restarted while this waited: nothing was done')
-      .catch((err: unknown) => this.log('warn', `[${key}] could not close the cards its restart ended: ${messageOf(err)}`));
     await this.opts.broker.reshowPending(key).catch((err: unknown) => this.log('warn', `[${key}] could not show its pending cards again: ${messageOf(err)}`));
   }
 
@@ -245,7 +249,7 @@ export class Runner {
     // Shared (replicas): a stored run continues on the replica that gets its conversation's job,
     // never here while another live replica waits on it.
     if (this.queue.shared) return this.queue.resume();
-    let n = 0;
+    const records: RunRecord[] = [];
     for (const row of await this.opts.runs.records()) {
       const rec = RunRecord.safeParse(row.record);
       if (!rec.success) {
@@ -253,12 +257,18 @@ export class Runner {
         await this.opts.runs.dropRecord(row.conversation);
         continue;
       }
-      const record = rec.data;
-      n++;
+      records.push(rec.data);
+    }
+    const awaited = new Map(records.map((r) => [r.runId, awaitedBy(r)]));
+    // This process alone uses the store: no run is live anywhere, so a card no stored run waits on
+    // is an orphan of the stopped process. Otherwise only the resumed runs' own cards are looked at.
+    if (this.opts.exclusiveStore) await this.closeUnawaited(awaited);
+    for (const record of records) {
+      if (!this.opts.exclusiveStore) await this.closeUnawaited(awaited, record);
       await this.restoreCards(record);
       void this.queue.exclusive(record.conversationKey, () => executeRun(this.deps, { kind: 'resume', record }));
     }
-    return n + (await this.queue.resume());
+    return records.length + (await this.queue.resume());
   }
 
   /**
@@ -291,4 +301,16 @@ export class Runner {
   private log(level: LogLevel, msg: string): void {
     (this.opts.log ?? fallbackLog)(level, msg);
   }
+}
+
+const RESTART_NOTE = 'the bot restarted while this waited: nothing was done';
+
+/** What a stored run waits on again when it continues: its calls' approvals and questions. */
+function awaitedBy(record: RunRecord): Set<string> {
+  const ids = new Set<string>();
+  for (const c of Object.values(record.calls)) {
+    if (c.status === 'awaiting') ids.add(c.requestId);
+    else if (c.status === 'started' && c.questionId !== undefined) ids.add(c.questionId);
+  }
+  return ids;
 }

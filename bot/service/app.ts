@@ -352,6 +352,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     spend: opts.store.spend,
     ...(queue ? { queue, leases: opts.store.leases } : {}),
     broker,
+    exclusiveStore: opts.store.exclusive === true,
     registry: registryFor,
     prepareTools: async (agent) => {
       await startEgress(agent.name).catch((e: unknown) => log('warn', `agent ${agent.name}: could not start its egress proxy: ${messageOf(e)}`));
