@@ -112,7 +112,7 @@ test('a SIGSTOPped replica past its claim cannot write or post once resumed, and
   a.send(`release ${t}`);
   const fenced = await a.until('fenced', (e) => e.ev === 'fenced' && e.id === t);
   expect(fenced.message).toBe(`lost conversation ${c} to another replica (epoch 1, now 2)`);
-  expect(a.stderr).toContain(`lost conversation ${c} to another replica (epoch 1, now 2): not writing or posting`);
+  await a.untilStderr(`lost conversation ${c} to another replica (epoch 1, now 2): not writing or posting`);
   expect(a.events.some((e) => e.ev === 'posted' && e.id === t)).toBe(false);
   expect(await rowsOf(c)).toEqual([t]); // written once, by the replica that held the claim
 }, 180_000);

@@ -33,7 +33,10 @@ export class Replica {
         for (const w of this.waiters.splice(0)) w();
       }
     });
-    p.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    p.stderr.on('data', (d: Buffer) => {
+      this.stderr += d.toString();
+      for (const w of this.waiters.splice(0)) w();
+    });
     this.exited = new Promise((r) => p.on('exit', (code) => r(code)));
     // 'close', not 'exit': by then every line it printed has been read.
     p.on('close', (code, signal) => {
@@ -49,6 +52,17 @@ export class Replica {
       if (this.exit) throw new Error(`${this.name}: no ${what}, it exited (${JSON.stringify(this.exit)}; stderr: ${this.stderr.slice(-2000)})`);
       if (Date.now() > deadline)
         throw new Error(`${this.name}: no ${what} (events: ${JSON.stringify(this.events.slice(-20))}; stderr: ${this.stderr.slice(-2000)})`);
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 200);
+      });
+    }
+  }
+  /** Waits until the replica's stderr holds `text`: stderr is its own pipe, so a line written there before an event may be read after it. */
+  async untilStderr(text: string, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.stderr.includes(text)) {
+      if (this.exit || Date.now() > deadline) throw new Error(`${this.name}: stderr never said ${JSON.stringify(text)} (stderr: ${this.stderr.slice(-2000)})`);
       await new Promise<void>((r) => {
         this.waiters.push(r);
         setTimeout(r, 200);
