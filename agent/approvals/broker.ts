@@ -265,12 +265,19 @@ export class ApprovalBroker {
   /**
    * After a restart, before `reshowPending` (./reshow.ts): undecided requests no resumed run waits
    * on again are settled as denied with `note`. `awaited`: per resumed run id, the requests it waits
-   * on. With `run`, only that run's requests of that conversation (a replica taking one run over);
-   * without, every undecided request (a store this process alone uses, at its start).
+   * on. Looked at: with `run`, that run's requests of its conversation (a replica taking one run
+   * over); with `conversations`, every undecided request of the conversations it accepts (a store
+   * this process alone runs them on, at its start).
    */
-  async settleUnawaited(awaited: ReadonlyMap<string, ReadonlySet<string>>, note: string, run?: { conversationKey: string; runId: string }): Promise<number> {
-    const ids = run ? await this.store.pending(run.conversationKey) : (await this.store.allPending()).map((p) => p.id);
-    return settleUnawaited({ store: this.store, recorder: this.recorder, now: this.now }, ids, awaited, note, run?.runId);
+  async settleUnawaited(
+    awaited: ReadonlyMap<string, ReadonlySet<string>>,
+    note: string,
+    scope: { run: { conversationKey: string; runId: string } } | { conversations: (key: string) => boolean },
+  ): Promise<number> {
+    const deps = { store: this.store, recorder: this.recorder, now: this.now };
+    if ('run' in scope) return settleUnawaited(deps, await this.store.pending(scope.run.conversationKey), awaited, note, scope.run.runId);
+    const ids = (await this.store.allPending()).filter((p) => scope.conversations(p.conversation)).map((p) => p.id);
+    return settleUnawaited(deps, ids, awaited, note);
   }
 
   /** What a conversation waits for, for a "queued" notice: e.g. `an approval on write_file`. */

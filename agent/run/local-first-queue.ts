@@ -36,8 +36,8 @@ export class LocalFirstTurnQueue implements TurnQueue {
     this.local.start(handle);
   }
 
-  resume(): Promise<number> {
-    return this.sharedQueue.resume();
+  resume(which?: (conversation: string) => boolean): Promise<number> {
+    return this.sharedQueue.resume(which);
   }
 
   exclusive(conversation: string, task: () => Promise<void>): Promise<void> {

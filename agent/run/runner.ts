@@ -19,7 +19,9 @@
  *   (the store is the truth, nothing is mirrored in memory), closes the cards a run will not wait on
  *   again (a command's network request, a spending check: their waiter was the stopped process;
  *   broker.settleUnawaited), shows its other pending cards again (broker.reshowPending), continues
- *   every run that was waiting when the process stopped, then the turns queued behind them.
+ *   every run that was waiting when the process stopped, then the turns queued behind them. Only
+ *   the conversations `resumes` accepts: the others belong to another process on the store (a
+ *   `gatehouse run`, an editor's `gatehouse acp`) that may be running them right now.
  * - Replicas (a `shared` queue, PostgreSQL): each run carries the fence its queue took for the
  *   conversation (./execute-run.ts fencing); `resumeAll()` only sends jobs for stored work, and a
  *   stored run continues on whichever replica gets its conversation's job (`takeover`), never on a
@@ -67,10 +69,17 @@ export interface RunnerOptions {
   spend?: SpendRepo;
   broker: ApprovalBroker;
   /**
-   * No other process runs turns on this store (a SQLite store opened exclusive): at start, a card no
-   * stored run waits on is an orphan of the stopped process, and is closed.
+   * No other process runs this service's conversations on this store (a SQLite store opened
+   * exclusive): at start, a card of theirs (`resumes`) no stored run waits on is an orphan of the
+   * stopped process, and is closed.
    */
   exclusiveStore?: boolean;
+  /**
+   * The stored conversations a start picks up (default: all): their runs, queued turns and orphaned
+   * cards. Others belong to another kind of process on the same store (a `gatehouse run`, an
+   * editor's `gatehouse acp`), which may be running them right now.
+   */
+  resumes?(conversationKey: string): boolean;
   /** The tool registry for an agent (per agent: tools may take agent settings, e.g. command timeouts). */
   registry(agent: AgentSettings): ToolRegistry;
   /** Called before a run takes its toolset (MCP: lists a server never listed before; bounded, never throws). */
@@ -179,8 +188,9 @@ export class Runner {
    * (a command's network request, a spending check, a run that had stored no record yet).
    */
   private async closeUnawaited(awaited: ReadonlyMap<string, ReadonlySet<string>>, run?: RunRecord): Promise<void> {
+    const resumes = this.opts.resumes ?? (() => true);
     await this.opts.broker
-      .settleUnawaited(awaited, RESTART_NOTE, run ? { conversationKey: run.conversationKey, runId: run.runId } : undefined)
+      .settleUnawaited(awaited, RESTART_NOTE, run ? { run: { conversationKey: run.conversationKey, runId: run.runId } } : { conversations: resumes })
       .catch((err: unknown) => this.log('warn', `could not close the cards a restart ended: ${messageOf(err)}`));
   }
 
@@ -248,9 +258,11 @@ export class Runner {
   async resumeAll(): Promise<number> {
     // Shared (replicas): a stored run continues on the replica that gets its conversation's job,
     // never here while another live replica waits on it.
-    if (this.queue.shared) return this.queue.resume();
+    const resumes = this.opts.resumes;
+    if (this.queue.shared) return this.queue.resume(resumes);
     const records: RunRecord[] = [];
     for (const row of await this.opts.runs.records()) {
+      if (resumes && !resumes(row.conversation)) continue;
       const rec = RunRecord.safeParse(row.record);
       if (!rec.success) {
         this.log('warn', `dropping an unreadable run record of ${row.conversation}`);
@@ -268,7 +280,7 @@ export class Runner {
       await this.restoreCards(record);
       void this.queue.exclusive(record.conversationKey, () => executeRun(this.deps, { kind: 'resume', record }));
     }
-    return records.length + (await this.queue.resume());
+    return records.length + (await this.queue.resume(resumes));
   }
 
   /**

@@ -11,8 +11,9 @@
  * - `start(handle)` begins delivery; a turn enqueued before is delivered once started. The handler
  *   removes the stored turn itself (in its checkpoint, in one transaction with the transcript), so a
  *   crash mid-run never loses the turn and never runs it twice once it is part of the transcript.
- * - `resume()` delivers the turns an earlier process stored and did not finish, oldest first, after
- *   what is already waiting in their lanes; a turn is never delivered twice by one process.
+ * - `resume(which)` delivers the turns an earlier process stored and did not finish, oldest first,
+ *   after what is already waiting in their lanes; a turn is never delivered twice by one process.
+ *   With `which`, only conversations it accepts (the others belong to another process on the store).
  * - `exclusive(conversation, task)` runs local work in the conversation's order (a reset, a resumed
  *   run): after what is queued there, before what comes later.
  * - `close(graceMs)` stops delivering (what was not started stays stored for the next start) and
@@ -61,7 +62,7 @@ export interface TurnQueue {
   /** False: the turn's event (`queued.claim`) was claimed already, and nothing was stored. */
   enqueue(conversation: string, queued: QueuedTurn): Promise<boolean>;
   start(handle: TurnHandler, hooks?: DeliveryHooks): void;
-  resume(): Promise<number>;
+  resume(which?: (conversation: string) => boolean): Promise<number>;
   exclusive(conversation: string, task: () => Promise<void>): Promise<void>;
   /** Whether the conversation has work queued or running. */
   busy(conversation: string): boolean;
@@ -137,10 +138,10 @@ export class InProcessTurnQueue implements TurnQueue {
     return stored;
   }
 
-  async resume(): Promise<number> {
+  async resume(which?: (conversation: string) => boolean): Promise<number> {
     let n = 0;
     for (const row of await this.opts.runs.queuedTurns()) {
-      if (this.inLane.has(row.id)) continue;
+      if (this.inLane.has(row.id) || (which && !which(row.conversation))) continue;
       const turn = this.opts.parse(row.turn);
       if (!turn) {
         this.log('warn', `dropping an unreadable queued turn of ${row.conversation} (${row.id})`);

@@ -229,8 +229,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     );
   }
   const adapters = new Map(opts.adapters.map((a) => [a.platform, a]));
+  const platformOf = (key: string) => key.slice(0, key.indexOf(':'));
   const adapterFor = (key: string): { adapter: Adapter; ref: ConversationRef } => {
-    const platform = key.slice(0, key.indexOf(':'));
+    const platform = platformOf(key);
     const adapter = adapters.get(platform as Adapter['platform']);
     if (!adapter) throw new Error(`no adapter for conversation ${key} (is ${platform} enabled?)`);
     return { adapter, ref: adapter.decodeKey(key) };
@@ -353,6 +354,9 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     ...(queue ? { queue, leases: opts.store.leases } : {}),
     broker,
     exclusiveStore: opts.store.exclusive === true,
+    // A start picks up its chats only: a `gatehouse run` (cli:) or an editor's `gatehouse acp` (acp:)
+    // beside the service runs its own conversations, and may be running them right now.
+    resumes: (key) => adapters.has(platformOf(key) as Adapter['platform']),
     registry: registryFor,
     prepareTools: async (agent) => {
       await startEgress(agent.name).catch((e: unknown) => log('warn', `agent ${agent.name}: could not start its egress proxy: ${messageOf(e)}`));

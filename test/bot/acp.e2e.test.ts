@@ -508,3 +508,34 @@ test('usage errors exit 2 before any frame', async () => {
     expect(p.stderr()).toMatch(why);
   }
 }, 120_000);
+
+test('a chat service started while a permission request is open leaves the session alone: allowed afterwards, the call runs here', async () => {
+  script.push(write('beside.txt', 'kept'), echoToolResult);
+  const e = await editor();
+  const sid = await newSession(e);
+  let answer!: (r: RequestPermissionResponse) => void;
+  const asked = new Promise<void>((resolve) => {
+    e.decide.fn = () => {
+      resolve();
+      return new Promise<RequestPermissionResponse>((r) => (answer = r));
+    };
+  });
+  const turn = prompt(e, sid, 'write beside');
+  await asked;
+  // The service opens the same store at start; the session's run, its stored record and its card
+  // belong to this editor's process, which is waiting on them.
+  const service = startGatehouse(['serve'], { cwd: dir, onlyEnv: true, env: unattendedEnv(dir, fake.url) });
+  await waitForProcess(service, 'the attach socket', () => existsSync(join(dir, 'data', 'gatehouse.sock')));
+  answer({ outcome: { outcome: 'selected', optionId: 'allow_once' } });
+  expect((await turn).stopReason).toBe('end_turn');
+  expect(readFileSync(join(workspace, 'beside.txt'), 'utf8')).toBe('kept');
+  expect(chunks(e, sid)).toContain('RESULT');
+  expect(toolStatuses(e, sid)).toEqual(['tool_call:pending', 'tool_call_update:in_progress', 'tool_call_update:completed']);
+  service.child.kill('SIGTERM');
+  expect((await service.exited).code).toBe(0);
+  // Before, the service took the session's run as its own to continue, and crashed it for want of an
+  // adapter ("no adapter for conversation acp:…").
+  expect(service.output()).not.toContain(sid);
+  expect(service.output()).not.toMatch(/continuing \d+ run/);
+  await close(e);
+}, 240_000);

@@ -403,6 +403,24 @@ describe('attach to a running service', () => {
     expect((await service.done).code).toBe(0);
   }, 240_000);
 
+  test('a service started while an in-process run waits on an approval leaves that card alone: the run is still approved from stdin', async () => {
+    script.push({ toolUses: [{ name: 'write_file', input: { path: 'beside.txt', content: 'kept' } }] }, echoToolResult);
+    const p = start(['run', '--json', '--interactive-stdin', 'write beside.txt']);
+    const asked = await until('approval_required', () => lines(p.stderr()).find((e) => e.type === 'approval_required'));
+    // The service opens the same store at start and closes the cards no stored run of its own waits
+    // on; this one's waiter is the live `gatehouse run` beside it.
+    const service = start(['serve']);
+    await until('the attach socket', () => existsSync(join(dir, 'data', 'gatehouse.sock')));
+    p.child.stdin!.write(JSON.stringify({ type: 'approval_response', requestId: asked.requestId, value: 'approve' }) + '\n');
+    const r = await p.done;
+    expect(r.code).toBe(0);
+    // Before, the service continued the run itself and the live one failed on a changed transcript.
+    expect(lines(r.stderr).filter((e) => e.type === 'error' || e.level === 'error')).toEqual([]);
+    expect(readFileSync(join(workspace, 'beside.txt'), 'utf8')).toBe('kept');
+    service.child.kill('SIGTERM');
+    expect((await service.done).code).toBe(0);
+  }, 240_000);
+
   test('a stale socket left by a killed service does not stop runs: they run in-process', async () => {
     const dataDir = join(dir, 'data');
     mkdirSync(dataDir, { recursive: true });

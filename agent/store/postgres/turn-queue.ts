@@ -188,10 +188,13 @@ export class PgBossTurnQueue implements TurnQueue {
     return true;
   }
 
-  async resume(): Promise<number> {
+  async resume(which?: (conversation: string) => boolean): Promise<number> {
+    // Left alone: what the process a client is attached to runs (`local`), and what `which` says
+    // belongs to another kind of process on the store.
+    const skip = (conversation: string) => this.opts.local?.(conversation) === true || (which !== undefined && !which(conversation));
     let n = 0;
     for (const row of await this.opts.runs.records()) {
-      if (this.opts.local?.(row.conversation)) continue; // run by the process its client is attached to
+      if (skip(row.conversation)) continue;
       const rec = row.record as { runId?: unknown } | null;
       const runKey = typeof rec?.runId === 'string' ? rec.runId : createHash('sha1').update(JSON.stringify(row.record)).digest('hex');
       const sent = await this.boss.send(TURN_QUEUE, { conversation: row.conversation } satisfies JobData, {
@@ -201,7 +204,7 @@ export class PgBossTurnQueue implements TurnQueue {
       if (sent) n++;
     }
     for (const row of await this.opts.runs.queuedTurns()) {
-      if (this.opts.local?.(row.conversation)) continue;
+      if (skip(row.conversation)) continue;
       if (!this.opts.parse(row.turn)) {
         this.log('warn', `dropping an unreadable queued turn of ${row.conversation} (${row.id})`);
         await this.opts.runs.dropTurn(row.conversation, row.id);
