@@ -18,6 +18,7 @@ import type { AccessPlatform } from '../../adapters/descriptors.js';
 import { PersistedAllowlists } from '../../agent/approvals/allowlists.js';
 import { ApprovalBroker, ApprovalStore, SignalDecisionBus } from '../../agent/approvals/index.js';
 import { DELIVER_HERE } from '../../agent/approvals/delivery.js';
+import { platformOf } from '../../agent/approvals/clicks.js';
 import { directCards } from '../config/approval-delivery.js';
 import { ConversationStore, DEFAULT_RETENTION } from '../../agent/context/conversation-store.js';
 import type { Leadership, Store } from '../../agent/store/types.js';
@@ -229,7 +230,8 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     );
   }
   const adapters = new Map(opts.adapters.map((a) => [a.platform, a]));
-  const platformOf = (key: string) => key.slice(0, key.indexOf(':'));
+  // Whether a conversation's platform runs in this process (its adapter is here).
+  const reachable = (key: string) => adapters.has(platformOf(key) as Adapter['platform']);
   const adapterFor = (key: string): { adapter: Adapter; ref: ConversationRef } => {
     const platform = platformOf(key);
     const adapter = adapters.get(platform as Adapter['platform']);
@@ -356,7 +358,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
     exclusiveStore: opts.store.exclusive === true,
     // A start picks up its chats only: a `gatehouse run` (cli:) or an editor's `gatehouse acp` (acp:)
     // beside the service runs its own conversations, and may be running them right now.
-    resumes: (key) => adapters.has(platformOf(key) as Adapter['platform']),
+    resumes: reachable,
     registry: registryFor,
     prepareTools: async (agent) => {
       await startEgress(agent.name).catch((e: unknown) => log('warn', `agent ${agent.name}: could not start its egress proxy: ${messageOf(e)}`));
@@ -398,7 +400,7 @@ export async function createGatehouse(opts: GatehouseOptions): Promise<Gatehouse
       const { adapter, ref } = adapterFor(key);
       return delivery.run(key, () => adapter.postText(ref, text));
     },
-    reachable: (key) => adapters.has(key.slice(0, key.indexOf(':')) as Adapter['platform']),
+    reachable,
     log,
   });
   const headless: HeadlessRuns = new HeadlessRuns({ config, runner, broker });
