@@ -370,7 +370,8 @@ export class OwnerLanes {
         );
       }
     } catch (err) {
-      this.log('error', `[${conversation}] ${(err as Error).stack ?? String(err)}`);
+      // A turn its checkpoint did not drop runs again at the next read (up to MAX_DELIVERIES): name it.
+      this.log('error', `[${conversation}] turn ${s.id} failed on attempt ${n}: ${(err as Error).stack ?? String(err)}`);
     } finally {
       this.opts.handled(s.id);
     }

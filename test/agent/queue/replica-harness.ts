@@ -9,7 +9,17 @@ const root = join(import.meta.dirname, '..', '..', '..');
 const register = join(root, 'test', 'helpers', 'register-ts.mjs');
 const childPath = join(import.meta.dirname, 'replica-child.ts');
 
-export type Event = { replica: string; ev: string; id?: string; conversation?: string; epoch?: number; msg?: string; message?: string; runId?: string };
+export type Event = {
+  replica: string;
+  ev: string;
+  id?: string;
+  conversation?: string;
+  epoch?: number;
+  level?: string;
+  msg?: string;
+  message?: string;
+  runId?: string;
+};
 
 export class Replica {
   readonly events: Event[] = [];
