@@ -10,7 +10,7 @@ import { parseTurn, type Turn } from '../../../agent/run/turn.js';
 import type { TurnQueue } from '../../../agent/run/turn-queue.js';
 import { openPostgresStore, type PostgresStore } from '../../../agent/store/postgres/index.js';
 import { testPostgresUrl } from '../../helpers/postgres.js';
-import { startReplica, type Replica } from './replica-harness.js';
+import { runsOf, startReplica, warningsOf, type Replica } from './replica-harness.js';
 
 let url: string;
 let store: PostgresStore;
@@ -62,8 +62,8 @@ test('order per conversation across three replicas, conversations spread, every 
     expect(await rowsOf(c)).toEqual(sent.get(c));
   }
   const starts = all().filter((e) => e.ev === 'start');
-  expect(starts).toHaveLength(40);
-  expect(new Set(starts.map((e) => e.id)).size).toBe(40);
+  // Each turn run once (a second start only after a logged failed attempt of it).
+  expect({ runs: runsOf(all()).sort(), warnings: warningsOf(all()) }).toEqual({ runs: [...sent.values()].flat().sort(), warnings: expect.any(Array) });
   // Spread: more than one replica ran turns.
   expect(new Set(starts.map((e) => e.replica)).size).toBeGreaterThan(1);
   expect(await store.runs.queuedTurns()).toEqual([]);
@@ -82,8 +82,7 @@ test('a SIGKILLed replica mid-turn: a survivor takes the conversation over, the 
   await b.until('the first turn posted', (e) => e.ev === 'posted' && e.id === first, 90_000);
   await b.until('the second turn posted', (e) => e.ev === 'posted' && e.id === second);
   expect(await rowsOf(c)).toEqual([first, second]);
-  const startsB = b.events.filter((e) => e.ev === 'start').map((e) => e.id);
-  expect(startsB).toEqual([first, second]);
+  expect({ runs: runsOf(b.events), warnings: warningsOf(b.events) }).toEqual({ runs: [first, second], warnings: expect.any(Array) });
   expect(b.events.find((e) => e.id === first && e.ev === 'start')!.epoch).toBe(2); // a new claim
 }, 180_000);
 

@@ -94,3 +94,33 @@ export async function startReplica(url: string, name: string, capacity = 4, node
   await r.until('ready', (e) => e.ev === 'ready');
   return r;
 }
+
+/**
+ * The runs of `events` (in their order), as the ids of the turns started: a second start of a turn
+ * is left out when the lane logged a failed attempt of it (a failed run runs again, as it should, on
+ * a loaded machine a store call can fail). A turn started twice with no failure logged shows twice.
+ */
+export function runsOf(events: Event[]): string[] {
+  const failed = new Map<string, number>();
+  for (const e of events) {
+    const id = e.ev === 'log' && e.level === 'error' ? /turn (\S+) failed on attempt/.exec(e.msg ?? '')?.[1] : undefined;
+    if (id) failed.set(id, (failed.get(id) ?? 0) + 1);
+  }
+  const seen = new Set<string>();
+  const runs: string[] = [];
+  for (const e of events) {
+    if (e.ev !== 'start' || e.id === undefined) continue;
+    const left = failed.get(e.id) ?? 0;
+    if (seen.has(e.id) && left > 0) {
+      failed.set(e.id, left - 1);
+      continue;
+    }
+    seen.add(e.id);
+    runs.push(e.id);
+  }
+  return runs;
+}
+
+/** The warnings and errors the replicas logged, to print beside a mismatch. */
+export const warningsOf = (events: Event[]): string[] =>
+  events.filter((e) => e.ev === 'log' && (e.level === 'error' || e.level === 'warn')).map((e) => `${e.replica}: ${e.msg}`);
