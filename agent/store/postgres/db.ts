@@ -9,12 +9,14 @@
  *   committed, so the whole transaction runs again. Lost during COMMIT: `verify` decides, and with
  *   none the call rejects saying the outcome is unknown. A call never resolves before its commit.
  * - Serialization failures and deadlocks (40001, 40P01) rerun the transaction.
+ * - A login the server refuses for now (no connection slot free, the database closed to logins)
+ *   is tried again until `retryForMs`, for every call: nothing was sent.
  * Every error that leaves here is scrubbed of the password (StoreConflictError passes unchanged).
  */
 import type pg from 'pg';
 import { storeRoundTrips } from '../round-trips.js';
 import { StoreConflictError, StoreError } from '../types.js';
-import { isConnectionLoss, isRetryableConflict, notSent, redact, runtimeError, type Target } from './errors.js';
+import { isConnectionLoss, isRefusedForNow, isRetryableConflict, notSent, redact, runtimeError, type Target } from './errors.js';
 import type { Log } from '../../log.js';
 import { messageOf } from '../../log.js';
 
@@ -166,7 +168,8 @@ export class Db {
         }
         return c;
       } catch (err) {
-        if (!isConnectionLoss(err) || Date.now() > deadline) throw this.wrap(err, what);
+        // A refused login sent nothing: waiting for a slot (or the server) is safe for any call.
+        if (!(isConnectionLoss(err) || isRefusedForNow(err)) || Date.now() > deadline) throw this.wrap(err, what);
         if (n === attempt) this.log('warn', `postgres: ${what}: cannot connect (${this.scrub(err)}); retrying`);
         await sleep(backoff(n));
       }

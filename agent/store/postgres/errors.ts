@@ -96,6 +96,16 @@ export function isConnectionLoss(err: unknown): boolean {
   );
 }
 
+/**
+ * The server refused a new session for now: no connection slot free (max_connections, or the
+ * role's or the database's CONNECTION LIMIT: 53300), or the database closed to logins for
+ * maintenance (ALLOW_CONNECTIONS false: 55000). Nothing was sent, and a slot may free up.
+ */
+export function isRefusedForNow(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === '53300' || (code === '55000' && /not currently accepting connections/i.test(messageOf(err)));
+}
+
 /** pg refused before writing anything to the socket: any statement can be sent again. */
 export function notSent(err: unknown): boolean {
   return /is not queryable/i.test(messageOf(err));
@@ -137,6 +147,11 @@ export function startupError(err: unknown, t: Target): StoreError {
       return new StoreError(
         `${where}: permission denied (${raw}). Grant the user CREATE on the database (GRANT CREATE ON DATABASE ${t.database} TO ${t.user}) or use its owner.`,
         'permission',
+      );
+    case '53300':
+      return new StoreError(
+        `${where} has no connection slot free (${raw}). Raise max_connections on the server or the user's CONNECTION LIMIT, or run fewer processes against it.`,
+        'unreachable',
       );
     case '57P03':
       return new StoreError(`${where} is starting up or shutting down; try again in a moment.`, 'unreachable');

@@ -2,6 +2,7 @@
 // act on, the password kept out of every message, migrations once under concurrent start, and
 // calls that survive their connections being killed (pg_terminate_backend).
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -184,6 +185,75 @@ test('calls survive their connections being terminated', async () => {
   expect(await s.approvals.decideOnce('r1', { by: 'v' }, 2, 1_000)).toBe(false);
   expect(await s.events.claim('e1', 1_000, 3)).toBe(false);
   expect(await s.runs.records()).toEqual([{ conversation: 'c1', record: { step: 1 } }]);
+}, 60_000);
+
+test('with no connection slot free, calls wait for one instead of failing (a role at its CONNECTION LIMIT)', async () => {
+  const url = await testPostgresUrl();
+  const db = parseTarget(url).database;
+  const role = `gh_slots_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'slots-pw'`);
+    await admin.query(`ALTER DATABASE ${db} OWNER TO ${role}`);
+    const u = new URL(url);
+    u.username = role;
+    u.password = 'slots-pw';
+    const lines: string[] = [];
+    let refused: () => void = () => undefined;
+    const waiting = new Promise<void>((r) => (refused = r));
+    const s = await openPostgresStore({
+      url: u.toString(),
+      log: (_level, m) => {
+        lines.push(m);
+        if (/cannot connect \(.*too many connections.*\); retrying/.test(m)) refused();
+      },
+      sweepEveryMs: 3_600_000,
+    });
+    try {
+      await s.transcripts.write({ conversation: 'c1', agent: 'a', state: {}, changes: [{ op: 'append', rows: [{ seq: 1, message: 'hi' }] }], now: 1 });
+      await s.approvals.create({ id: 'r1', conversation: 'c1', request: {}, tokens: [{ token: 't1', choice: 'yes' }], createdAt: 1, keepUntil: 1_000 });
+      // No new login for the role, and the store's open connections ended: its next call needs a slot.
+      await admin.query(`ALTER ROLE ${role} CONNECTION LIMIT 0`);
+      await terminateConnections(adminUrl, db);
+      const read = s.transcripts.load('c1');
+      const decide = s.approvals.decideOnce('r1', { by: 'u' }, 2, 1_000);
+      await Promise.race([waiting, read, decide]); // a refusal that is not retried rejects here at once
+      await admin.query(`ALTER ROLE ${role} CONNECTION LIMIT -1`);
+      expect((await read)?.rows).toEqual([{ seq: 1, message: 'hi' }]);
+      expect(await decide).toBe(true);
+      expect(await s.approvals.decideOnce('r1', { by: 'v' }, 2, 1_000)).toBe(false);
+      for (const l of lines) expect(l).not.toContain('slots-pw');
+    } finally {
+      await s.close();
+    }
+  } finally {
+    await admin.query(`ALTER DATABASE ${db} OWNER TO CURRENT_USER`).catch(() => undefined);
+    await admin.query(`DROP OWNED BY ${role}`).catch(() => undefined);
+    await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+    await admin.end();
+  }
+}, 60_000);
+
+test('a start with no connection slot free says so and names the fix', async () => {
+  const url = await testPostgresUrl();
+  const role = `gh_noslot_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'noslot-pw' CONNECTION LIMIT 0`);
+    const u = new URL(url);
+    u.username = role;
+    u.password = 'noslot-pw';
+    const err = await failure(openPostgresStore({ url: u.toString(), log }));
+    expect(err.message).toContain('no connection slot free');
+    expect(err.message).toContain('CONNECTION LIMIT');
+    expect(err.message).toContain(`"${parseTarget(url).database}"`);
+    expect(err.message).not.toContain('noslot-pw');
+  } finally {
+    await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+    await admin.end();
+  }
 }, 60_000);
 
 test('a transaction the server ends while it sits idle in it is retried from BEGIN; the process does not crash', async () => {
