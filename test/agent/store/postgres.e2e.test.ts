@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createDatabase, openPostgresStore, terminateConnections, type PostgresStore } from '../../../agent/store/postgres/index.js';
+import { allowConnections, createDatabase, openPostgresStore, terminateConnections, type PostgresStore } from '../../../agent/store/postgres/index.js';
 import { checkServerVersion, parseTarget, redact } from '../../../agent/store/postgres/errors.js';
 import { MIGRATIONS } from '../../../agent/store/postgres/migrations.js';
 import { Db } from '../../../agent/store/postgres/db.js';
@@ -232,6 +232,33 @@ test('with no connection slot free, calls wait for one instead of failing (a rol
     await admin.query(`DROP OWNED BY ${role}`).catch(() => undefined);
     await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
     await admin.end();
+  }
+}, 60_000);
+
+test('a database closed to logins (ALLOW_CONNECTIONS false, maintenance): calls wait until it opens again', async () => {
+  const url = await testPostgresUrl();
+  const db = parseTarget(url).database;
+  let refused: () => void = () => undefined;
+  const waiting = new Promise<void>((r) => (refused = r));
+  const s = await openPostgresStore({
+    url,
+    log: (_level, m) => {
+      logs.push(m);
+      if (/cannot connect \(.*not currently accepting connections.*\); retrying/.test(m)) refused();
+    },
+    sweepEveryMs: 3_600_000,
+  });
+  opened.push(s);
+  await s.cache.set('k', { v: 1 });
+  await allowConnections(adminUrl, db, false);
+  try {
+    await terminateConnections(adminUrl, db);
+    const read = s.cache.get('k');
+    await Promise.race([waiting, read]);
+    await allowConnections(adminUrl, db, true);
+    expect(await read).toEqual({ v: 1 });
+  } finally {
+    await allowConnections(adminUrl, db, true);
   }
 }, 60_000);
 
