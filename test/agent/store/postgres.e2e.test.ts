@@ -31,6 +31,24 @@ async function open(url?: string): Promise<PostgresStore> {
   return s;
 }
 
+/** A store whose log lines are kept (here and in `logs`); `seen` resolves at the first one matching `re`. */
+async function openWatching(url: string, re: RegExp): Promise<{ s: PostgresStore; lines: string[]; seen: Promise<void> }> {
+  const lines: string[] = [];
+  let hit: () => void = () => undefined;
+  const seen = new Promise<void>((r) => (hit = r));
+  const s = await openPostgresStore({
+    url,
+    log: (level, m) => {
+      lines.push(m);
+      log(level, m);
+      if (re.test(m)) hit();
+    },
+    sweepEveryMs: 3_600_000,
+  });
+  opened.push(s);
+  return { s, lines, seen };
+}
+
 function withPassword(url: string, pw: string): string {
   const u = new URL(url);
   u.password = pw;
@@ -199,17 +217,7 @@ test('with no connection slot free, calls wait for one instead of failing (a rol
     const u = new URL(url);
     u.username = role;
     u.password = 'slots-pw';
-    const lines: string[] = [];
-    let refused: () => void = () => undefined;
-    const waiting = new Promise<void>((r) => (refused = r));
-    const s = await openPostgresStore({
-      url: u.toString(),
-      log: (_level, m) => {
-        lines.push(m);
-        if (/cannot connect \(.*too many connections.*\); retrying/.test(m)) refused();
-      },
-      sweepEveryMs: 3_600_000,
-    });
+    const { s, lines, seen: waiting } = await openWatching(u.toString(), /cannot connect \(.*too many connections.*\); retrying/);
     try {
       await s.transcripts.write({ conversation: 'c1', agent: 'a', state: {}, changes: [{ op: 'append', rows: [{ seq: 1, message: 'hi' }] }], now: 1 });
       await s.approvals.create({ id: 'r1', conversation: 'c1', request: {}, tokens: [{ token: 't1', choice: 'yes' }], createdAt: 1, keepUntil: 1_000 });
@@ -238,17 +246,7 @@ test('with no connection slot free, calls wait for one instead of failing (a rol
 test('a database closed to logins (ALLOW_CONNECTIONS false, maintenance): calls wait until it opens again', async () => {
   const url = await testPostgresUrl();
   const db = parseTarget(url).database;
-  let refused: () => void = () => undefined;
-  const waiting = new Promise<void>((r) => (refused = r));
-  const s = await openPostgresStore({
-    url,
-    log: (_level, m) => {
-      logs.push(m);
-      if (/cannot connect \(.*not currently accepting connections.*\); retrying/.test(m)) refused();
-    },
-    sweepEveryMs: 3_600_000,
-  });
-  opened.push(s);
+  const { s, seen: waiting } = await openWatching(url, /cannot connect \(.*not currently accepting connections.*\); retrying/);
   await s.cache.set('k', { v: 1 });
   await allowConnections(adminUrl, db, false);
   try {
