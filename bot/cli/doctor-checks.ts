@@ -25,6 +25,7 @@ import { descriptorOf } from '../../adapters/descriptors.js';
 import { PLATFORMS, type Platform } from '../../adapters/types.js';
 import { PID_FILE } from '../service/reload.js';
 import { messageOf } from '../../agent/log.js';
+import { readPostgresUrl } from '../../agent/store/postgres/url.js';
 
 type CheckStatus = 'ok' | 'fail' | 'note';
 
@@ -263,19 +264,25 @@ export async function storeCheck(store: StoreSettings, timeoutMs: number): Promi
 }
 
 async function postgresCheck(store: Extract<StoreSettings, { kind: 'postgres' }>, timeoutMs: number): Promise<CheckResult> {
-  const url = new URL(store.url);
-  const host = url.hostname.replace(/^\[|\]$/g, '') || url.searchParams.get('host') || 'localhost';
-  const port = Number(url.port || 5432);
-  if (host.startsWith('/')) return note('store', `${store.description}: a unix socket (${host}); not checked`);
-  const r = await tcpConnect(host, port, timeoutMs);
+  const t = readPostgresUrl(store.url);
+  if ('problem' in t) return fail('store', `GATEHOUSE_STORE ${t.problem}`, 'fix GATEHOUSE_STORE');
+  const at = t.socket ? `socket ${t.socket}` : `${t.host}:${t.port}`;
+  const r = await connects(t.socket ? { path: t.socket } : { host: t.host, port: t.port }, timeoutMs);
   return r === 'ok'
-    ? ok('store', `${store.description}: ${host}:${port} accepts connections (schema and login are checked at start)`)
-    : fail('store', `${store.description}: ${host}:${port} ${r}`, 'start PostgreSQL or fix the host and port in GATEHOUSE_STORE');
+    ? ok('store', `${store.description}: ${at} accepts connections (schema and login are checked at start)`)
+    : fail(
+        'store',
+        `${store.description}: ${at} ${r}`,
+        t.socket
+          ? 'start PostgreSQL or fix host= (the socket folder) and the port in GATEHOUSE_STORE'
+          : 'start PostgreSQL or fix the host and port in GATEHOUSE_STORE',
+      );
 }
 
-function tcpConnect(host: string, port: number, timeoutMs: number): Promise<string> {
+/** Opens and closes a TCP or Unix-socket connection: "ok", or why not. */
+function connects(to: { host: string; port: number } | { path: string }, timeoutMs: number): Promise<string> {
   return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
+    const socket = createConnection(to);
     const done = (what: string) => {
       clearTimeout(timer);
       socket.destroy();
@@ -283,7 +290,13 @@ function tcpConnect(host: string, port: number, timeoutMs: number): Promise<stri
     };
     const timer = setTimeout(() => done(`did not answer within ${timeoutMs / 1000} s`), timeoutMs);
     socket.once('connect', () => done('ok'));
-    socket.once('error', (err: NodeJS.ErrnoException) => done(`refused the connection (${err.code ?? err.message})`));
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      done(
+        err.code === 'ENOENT'
+          ? 'has no socket file (is the server running, with this folder in unix_socket_directories?)'
+          : `refused the connection (${err.code ?? err.message})`,
+      ),
+    );
   });
 }
 

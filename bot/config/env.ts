@@ -34,6 +34,7 @@ import { readMetricsEnv, readTraceEnv, type MetricsSettings, type TraceSettings 
 export type { ConfigProblem, Env } from './problems.js';
 import type { ConfigProblem, Env } from './problems.js';
 import { messageOf } from '../../agent/log.js';
+import { describeTarget, readPostgresUrl } from '../../agent/store/postgres/url.js';
 
 /**
  * GATEHOUSE_STORE: SQLite (embedded, the default) or PostgreSQL; any other URL is a config error.
@@ -153,22 +154,13 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
     return sqlite(rest === ':memory:' ? rest : isAbsolute(rest) ? rest : resolve(cwd, rest));
   }
   if (s === 'postgres:' || s === 'postgresql:') {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      // The value is not echoed: it may hold a password.
-      problems.push({ path: 'GATEHOUSE_STORE', message: 'is not a valid PostgreSQL URL; expected postgres://user:password@host:5432/database' });
+    // Read as pg reads it (a host name, or a Unix socket's folder); the value is never echoed.
+    const t = readPostgresUrl(value);
+    if ('problem' in t) {
+      problems.push({ path: 'GATEHOUSE_STORE', message: t.problem });
       return fallback;
     }
-    if (url.hostname === '' && !url.searchParams.has('host')) {
-      problems.push({ path: 'GATEHOUSE_STORE', message: 'names no server; expected postgres://user:password@host:5432/database' });
-      return fallback;
-    }
-    const shown = new URL(url.href);
-    shown.password = '';
-    shown.searchParams.delete('password');
-    return { kind: 'postgres', url: value, description: shown.href };
+    return { kind: 'postgres', url: value, description: withoutPassword(value) ?? describeTarget(t) };
   }
   // Redis was never shipped or tested: a clear error now, not "not installed" later.
   problems.push({
@@ -178,6 +170,18 @@ function parseStore(value: string | undefined, cwd: string, problems: ConfigProb
       'use sqlite://<path to a file> (or unset it for the default SQLite file under ./data), or postgres://user:password@host:5432/database',
   });
   return fallback;
+}
+
+/** The URL as given, its password taken out (URL or query), or undefined when WHATWG URL cannot read it. */
+function withoutPassword(value: string): string | undefined {
+  try {
+    const shown = new URL(value);
+    shown.password = '';
+    shown.searchParams.delete('password');
+    return shown.href;
+  } catch {
+    return undefined; // e.g. postgres://user:pw@/db?host=/run/postgresql, which pg reads
+  }
 }
 
 /**

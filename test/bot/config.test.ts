@@ -462,6 +462,22 @@ describe('every problem names its key path', () => {
       kind: 'postgres',
       description: 'postgresql://u@h/db',
     });
+    // A Unix socket's folder, in the forms pg reads (one of them is not a WHATWG URL).
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@/db?host=/var/run/postgresql' }).store).toEqual({
+      kind: 'postgres',
+      url: 'postgres://u:hunter2@/db?host=/var/run/postgresql',
+      description: 'postgres://u@/db?host=/var/run/postgresql&port=5432',
+    });
+    expect(load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgres:///db?host=/run/pg&password=hunter2' }).store).toMatchObject({
+      kind: 'postgres',
+      description: 'postgres:///db?host=%2Frun%2Fpg',
+    });
+    expect(
+      problemAt(
+        problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: 'postgres://u:hunter2@h:99999/db' })),
+        'GATEHOUSE_STORE',
+      ),
+    ).toMatch(/^is not a valid PostgreSQL URL/);
     for (const url of ['redis://127.0.0.1:6379', 'rediss://h:6380']) {
       const msg = problemAt(
         problemsOf(() => load(cwd, { ...KEY, GATEHOUSE_STORE: url })),

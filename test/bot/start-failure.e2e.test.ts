@@ -1,7 +1,7 @@
 /**
  * A start that fails leaves nothing behind, on a real process: with its PostgreSQL store out of
  * reach, `gatehouse serve` exits 1 with a message that names the server and the fix, never the
- * password, and creates no folder (not the agent's workspace, not a data folder). A workspace that
+ * password, and creates no folder (not the agent's workspace, not a data folder), over TCP or a Unix socket. A workspace that
  * cannot be created is still a config error naming the key, found before the store is opened.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,6 +45,22 @@ test('serve with an unreachable PostgreSQL store exits 1, names the server and t
   expect(p.output()).toContain('fix the host and port in GATEHOUSE_STORE');
   expect(p.output()).not.toContain('bot:p@');
   expect(leftIn(dir)).toEqual(['gatehouse.yaml']);
+}, 30_000);
+
+test('serve with a PostgreSQL Unix socket that is not there exits 1, names the socket file and the fix, and creates no folder', async () => {
+  writeFileSync(join(dir, 'gatehouse.yaml'), 'agents:\n  default:\n    model: claude-sonnet-5-5\n');
+  const sockets = join(dir, 'no-server-here');
+  mkdirSync(sockets);
+  const p = startGatehouse(['serve'], {
+    cwd: dir,
+    env: { GATEHOUSE_STORE: `postgres://bot:s3cret-pw@/gatehouse?host=${sockets}&port=5499`, GATEHOUSE_HTTP_PORT: '0' },
+  });
+  expect(await p.exited).toEqual({ code: 1, signal: null });
+  expect(p.output()).toContain(`cannot reach PostgreSQL at socket ${sockets}/.s.PGSQL.5499 (database "gatehouse", user "bot")`);
+  expect(p.output()).toContain('fix host= and the port in GATEHOUSE_STORE');
+  expect(p.output()).not.toContain('s3cret-pw');
+  expect(leftIn(dir)).toEqual(['gatehouse.yaml', 'no-server-here']);
+  expect(leftIn(sockets)).toEqual([]);
 }, 30_000);
 
 test('a workspace that cannot be created is a config error naming the key, and the store is not opened', async () => {

@@ -29,6 +29,11 @@ async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>):
 
 /** The URL of `name` on the same server and login as `adminUrl`. */
 function databaseUrl(adminUrl: string, name: string): string {
+  const t = parseTarget(adminUrl);
+  if (t.socket) {
+    const auth = encodeURIComponent(t.user) + (t.password ? `:${encodeURIComponent(t.password)}` : '');
+    return `postgres://${auth}@/${encodeURIComponent(name)}?host=${encodeURIComponent(t.host)}&port=${t.port}`;
+  }
   const u = new URL(adminUrl);
   u.pathname = '/' + encodeURIComponent(name);
   return u.toString();

@@ -6,49 +6,19 @@
  */
 import { StoreError } from '../types.js';
 import { messageOf } from '../../log.js';
+import { describeTarget, readPostgresUrl, serverOf, type Target } from './url.js';
 
-export interface Target {
-  host: string;
-  port: number;
-  database: string;
-  user: string;
-  /** Kept only to scrub it from messages; never printed. */
-  password: string;
-}
+export type { Target } from './url.js';
+export { describeTarget } from './url.js';
 
 /** Oldest server this engine supports (server_version_num). */
 const MIN_SERVER_VERSION = 130000;
 
+/** The target of a postgres:// URL (see ./url.ts), or a StoreError saying what is wrong with it. */
 export function parseTarget(url: string): Target {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new StoreError('GATEHOUSE_STORE is not a valid postgres:// URL (expected postgres://user:password@host:port/database)', 'bad-url');
-  }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
-    throw new StoreError(`GATEHOUSE_STORE must start with postgres:// for PostgreSQL (got ${u.protocol}//)`, 'bad-url');
-  }
-  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  const user = decodeURIComponent(u.username);
-  if (!database)
-    throw new StoreError(
-      `GATEHOUSE_STORE names no database: add it after the host (postgres://${user || 'user'}@${u.hostname || 'host'}:${u.port || 5432}/gatehouse)`,
-      'bad-url',
-    );
-  return {
-    host: u.hostname || 'localhost',
-    port: u.port ? Number(u.port) : 5432,
-    database,
-    // pg's own default when the URL names no user.
-    user: user || process.env.PGUSER || process.env.USER || 'postgres',
-    password: decodeURIComponent(u.password),
-  };
-}
-
-/** `postgres://user@host:port/db`: safe to print. */
-export function describeTarget(t: Target): string {
-  return `postgres://${encodeURIComponent(t.user)}@${t.host}:${t.port}/${encodeURIComponent(t.database)}`;
+  const t = readPostgresUrl(url);
+  if ('problem' in t) throw new StoreError(`GATEHOUSE_STORE ${t.problem}`, 'bad-url');
+  return t;
 }
 
 /**
@@ -81,7 +51,19 @@ function codeOf(err: unknown): string | undefined {
   return typeof c === 'string' ? c : undefined;
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+// ENOENT: a Unix socket's file is gone while its server restarts (the next one makes it again).
+const NETWORK_CODES = new Set([
+  'ENOENT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 // 57P01 admin_shutdown (pg_terminate_backend, fast shutdown), 57P02 crash_shutdown,
 // 57P03 cannot_connect_now (starting up / shutting down); class 08 is connection_exception.
 const SERVER_GONE = new Set(['57P01', '57P02', '57P03']);
@@ -119,7 +101,7 @@ export function isRetryableConflict(err: unknown): boolean {
 
 /** A start-up failure said so an operator can fix it. */
 export function startupError(err: unknown, t: Target): StoreError {
-  const where = `PostgreSQL at ${t.host}:${t.port} (database "${t.database}", user "${t.user}")`;
+  const where = `${serverOf(t)} (database "${t.database}", user "${t.user}")`;
   const code = codeOf(err);
   const raw = redact(messageOf(err), t.password);
   // Already said for an operator (its foreign parts redacted where it was made): redacting it again
@@ -127,7 +109,22 @@ export function startupError(err: unknown, t: Target): StoreError {
   if (err instanceof StoreError) return err;
   switch (code) {
     case 'ECONNREFUSED':
+      if (t.socket)
+        return new StoreError(
+          `cannot reach ${where}: connection refused (the socket file is there, but no server answers on it). Start the server, or fix host= and the port in GATEHOUSE_STORE.`,
+          'unreachable',
+        );
       return new StoreError(`cannot reach ${where}: connection refused. Start the server, or fix the host and port in GATEHOUSE_STORE.`, 'unreachable');
+    case 'ENOENT':
+      return new StoreError(
+        `cannot reach ${where}: there is no socket file ${t.socket ?? t.host}. The server is not running, or it makes its socket in another folder or for another port (unix_socket_directories and port in postgresql.conf). Start it, or fix host= and the port in GATEHOUSE_STORE.`,
+        'unreachable',
+      );
+    case 'EACCES':
+      return new StoreError(
+        `cannot reach ${where}: permission denied on ${t.socket ?? t.host}. Run Gatehouse as a user who may open the server's socket (unix_socket_group and unix_socket_permissions in postgresql.conf), or connect over TCP.`,
+        'unreachable',
+      );
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
       return new StoreError(`cannot reach ${where}: the host name "${t.host}" does not resolve. Fix the host in GATEHOUSE_STORE.`, 'unreachable');
@@ -169,7 +166,7 @@ export function startupError(err: unknown, t: Target): StoreError {
 export function checkServerVersion(versionNum: number, versionText: string, t: Target): StoreError | undefined {
   if (Number.isFinite(versionNum) && versionNum >= MIN_SERVER_VERSION) return undefined;
   return new StoreError(
-    `PostgreSQL at ${t.host}:${t.port} (database "${t.database}") is version ${versionText}; Gatehouse needs PostgreSQL ${MIN_SERVER_VERSION / 10000} or newer. Upgrade the server or point GATEHOUSE_STORE at a newer one.`,
+    `${serverOf(t)} (database "${t.database}") is version ${versionText}; Gatehouse needs PostgreSQL ${MIN_SERVER_VERSION / 10000} or newer. Upgrade the server or point GATEHOUSE_STORE at a newer one.`,
     'old-server',
   );
 }
