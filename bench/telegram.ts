@@ -24,11 +24,11 @@
  * (counted by the engines) and the main thread's user and system CPU per message.
  *
  * Run: npm run build && node dist/bench/telegram.js [--messages 2000] [--rate 300] [--max-runs N]
- *      [--rows closed:1,closed:100,open:1,open:100] [--repeat N] [--dump FILE] [--store sqlite|postgres] [--postgres ADMIN_URL] [--pg-tcp]
+ *      [--rows closed:1,closed:100,open:1,open:100] [--repeat N] [--dump FILE] [--store sqlite|postgres] [--postgres ADMIN_URL] [--pg-socket]
  *      (the "other CPU" column shows load from other jobs; --repeat runs each row N times, each on a
  *      fresh rig, and prints the median: on a shared 2-core machine one run's p99 is mostly noise;
- *      --store postgres starts a private server and connects over its Unix socket, --pg-tcp over
- *      127.0.0.1: TCP loopback costs the bot ~0.3 ms of CPU more per message, and the server too)
+ *      --store postgres starts a private server and connects over 127.0.0.1, --pg-socket over its
+ *      Unix socket: interleaved runs on the 2-core machine showed no difference beyond the noise)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -133,8 +133,8 @@ async function main(): Promise<void> {
   const engine = arg('store', 'sqlite');
   let adminUrl: string | undefined = args.includes('--postgres') ? arg('postgres', '') : undefined;
   let stopServer: () => Promise<void> = async () => undefined;
-  // The bot reaches its private server over a Unix socket, as on one machine it should (--pg-tcp: 127.0.0.1).
-  const transport = args.includes('--pg-tcp') ? 'tcp' : 'socket';
+  // The bot reaches its private server over 127.0.0.1, or over its Unix socket with --pg-socket.
+  const transport = args.includes('--pg-socket') ? 'socket' : 'tcp';
   if (engine === 'postgres' && !adminUrl) {
     const server = await startBenchPostgres();
     adminUrl = transport === 'tcp' ? server.url : server.socketUrl;
