@@ -257,7 +257,8 @@ type Reply =
   | { type: 'failed'; error: string; code?: string }
   | { type: 'result'; id: number; result?: unknown[]; error?: string; code?: string; index?: number };
 
-function workerData(path: string, opts: SqliteWorkerOptions, role: 'store' | 'checkpointer') {
+/** What a worker of either role starts with (the checkpointer takes no process lock). */
+function workerDataFor(path: string, opts: SqliteWorkerOptions, role: 'store' | 'checkpointer') {
   return {
     role,
     path,
@@ -293,7 +294,7 @@ async function readyOf(worker: Worker, gone: () => Error | undefined): Promise<v
  * the store worker takes the checkpoints over.
  */
 async function startCheckpointer(path: string, opts: SqliteWorkerOptions, stopped: (why: string) => void): Promise<{ close(): Promise<void> }> {
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: workerData(path, opts, 'checkpointer') });
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: workerDataFor(path, opts, 'checkpointer') });
   let closing = false;
   let ended = false;
   worker.on('message', (m: Reply) => {
@@ -324,7 +325,7 @@ async function startCheckpointer(path: string, opts: SqliteWorkerOptions, stoppe
 }
 
 export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions = {}): Promise<SqliteWorker> {
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: workerData(path, opts, 'store') });
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: workerDataFor(path, opts, 'store') });
   const pending = new Map<number, { resolve: (v: unknown[]) => void; reject: (e: Error) => void }>();
   let nextId = 1;
   let gone: Error | undefined;
