@@ -5,12 +5,10 @@
  * the server is back) the messages sent meanwhile are answered once, in order, after it returns.
  * The server is the real test server behind a socket file (test/helpers/socket-forwarder.ts).
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { testPostgresUrl } from '../helpers/postgres.js';
-import { ReplicaChats, replicaConfig } from '../helpers/replica-chats.js';
+import { ReplicaChats, replicaFolder } from '../helpers/replica-chats.js';
 import { startReplicas, type Replicas } from '../helpers/replicas.js';
 import { startSocketForwarder, type SocketForwarder } from '../helpers/socket-forwarder.js';
 
@@ -24,11 +22,9 @@ let bot: Replicas | undefined;
 let tcp: string;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'gh-pg-socket-'));
-  chmodSync(dir, 0o755); // a root bot's commands run as 65534, which must get through to the workspace
-  const workspace = join(dir, 'ws');
-  mkdirSync(workspace);
-  writeFileSync(join(dir, 'gatehouse.yaml'), replicaConfig(workspace));
+  const folder = replicaFolder('gh-pg-socket-');
+  dir = folder.dir;
+  const workspace = folder.workspace;
   tg = await startFakeTelegram({ token: TOKEN, webhookRetry: { attempts: 120, delayMs: 250 } });
   chats = new ReplicaChats(tg, workspace);
   await chats.startModels(1);
@@ -38,7 +34,7 @@ beforeEach(async () => {
     dir,
     count: 1,
     storeUrl: socket.url(tcp),
-    configFile: join(dir, 'gatehouse.yaml'),
+    configFile: folder.configFile,
     telegram: { token: tg.token, apiRoot: tg.apiRoot },
     modelUrl: () => chats.models[0]!.url,
   });

@@ -16,12 +16,10 @@
  *    victim is started again for the next round.
  * Everything waits on events (answers, cards, model calls reaching the fakes), never on durations.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { testPostgresUrl } from '../helpers/postgres.js';
-import { ReplicaChats, replicaConfig } from '../helpers/replica-chats.js';
+import { ReplicaChats, replicaFolder } from '../helpers/replica-chats.js';
 import { startReplicas, type Replicas } from '../helpers/replicas.js';
 
 const TOKEN = '123456:REPLICAS-test_token_abcdefghijklm';
@@ -35,11 +33,9 @@ let chats: ReplicaChats;
 let cluster: Replicas | undefined;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'gh-replicas-'));
-  chmodSync(dir, 0o755); // a root bot's commands run as 65534, which must get through to the workspace
-  const workspace = join(dir, 'ws');
-  mkdirSync(workspace);
-  writeFileSync(join(dir, 'gatehouse.yaml'), replicaConfig(workspace));
+  const folder = replicaFolder('gh-replicas-');
+  dir = folder.dir;
+  const workspace = folder.workspace;
   // Telegram sends an update again when the delivery fails (a replica killed mid-request).
   tg = await startFakeTelegram({ token: TOKEN, webhookRetry: { attempts: 60, delayMs: 250 } });
   chats = new ReplicaChats(tg, workspace);
@@ -48,7 +44,7 @@ beforeEach(async () => {
     dir,
     count: REPLICAS,
     storeUrl: await testPostgresUrl(),
-    configFile: join(dir, 'gatehouse.yaml'),
+    configFile: folder.configFile,
     telegram: { token: tg.token, apiRoot: tg.apiRoot },
     modelUrl: (slot) => chats.models[slot]!.url,
   });

@@ -23,7 +23,8 @@
  *   model call whose transcript is not the chat's messages 0..n in order; a delivery that never got
  *   a 2xx; an approved command that ran other than once. Empty when all held.
  */
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic, type FakeReply, type RecordedRequest } from '../fakes/anthropic.js';
 import type { FakeTelegram, SentMessage } from '../fakes/telegram.js';
@@ -51,6 +52,17 @@ export interface ModelCall {
   held: boolean;
   /** The tool result the call's last user message carried (the question's answer, the command's output). */
   toolResult?: string;
+}
+
+/** A temp folder for a replica test: its workspace `ws` and its `gatehouse.yaml` (replicaConfig). */
+export function replicaFolder(prefix: string): { dir: string; workspace: string; configFile: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o755); // a root bot's commands run as 65534, which must get through to the workspace
+  const workspace = join(dir, 'ws');
+  mkdirSync(workspace);
+  const configFile = join(dir, 'gatehouse.yaml');
+  writeFileSync(configFile, replicaConfig(workspace));
+  return { dir, workspace, configFile };
 }
 
 /** The agent config for the tests: execute_command asks a bound approver (every chat's user). */
