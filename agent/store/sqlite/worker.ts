@@ -313,15 +313,21 @@ async function startCheckpointer(path: string, opts: SqliteWorkerOptions, stoppe
     async close() {
       closing = true;
       if (ended) return;
-      const exited = new Promise<void>((r) => worker.once('exit', () => r()));
-      worker.ref(); // close() is awaited: its worker holds the process until it has ended
-      worker.postMessage({ type: 'close' });
-      const timer = setTimeout(() => void worker.terminate(), 30_000);
-      timer.unref();
-      await exited;
-      clearTimeout(timer);
+      await endWorker(worker);
     },
   };
+}
+
+/** Asks a worker to close and resolves once it has exited; the process waits for it meanwhile. */
+async function endWorker(worker: Worker): Promise<void> {
+  const exited = new Promise<void>((r) => worker.once('exit', () => r()));
+  worker.ref();
+  worker.postMessage({ type: 'close' });
+  // Only a stuck disk gets as far as this timer.
+  const timer = setTimeout(() => void worker.terminate(), 30_000);
+  timer.unref();
+  await exited;
+  clearTimeout(timer);
 }
 
 export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions = {}): Promise<SqliteWorker> {
@@ -365,13 +371,13 @@ export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions 
     opts.log?.('warn', `the store's checkpointer stopped (${why}): the store's worker checkpoints between its calls from now on`);
     if (!gone) worker.postMessage({ type: 'checkpoint-here' });
   };
-  let checkpoints: { close(): Promise<void> } | undefined;
+  // Started beside the first calls, not before them: the store answers at once.
+  let checkpoints: Promise<{ close(): Promise<void> } | undefined> = Promise.resolve(undefined);
   if (path !== ':memory:' && !opts.readonly) {
-    try {
-      checkpoints = await startCheckpointer(path, opts, checkpointHere);
-    } catch (err) {
+    checkpoints = startCheckpointer(path, opts, checkpointHere).catch((err: unknown) => {
       checkpointHere(err instanceof Error ? err.message : String(err));
-    }
+      return undefined;
+    });
   }
 
   return {
@@ -387,18 +393,12 @@ export async function startSqliteWorker(path: string, opts: SqliteWorkerOptions 
     },
     async close() {
       // First, so the store's final (TRUNCATE) checkpoint has the file to itself.
-      await checkpoints?.close();
-      checkpoints = undefined;
+      const checkpointer = await checkpoints;
+      checkpoints = Promise.resolve(undefined);
+      await checkpointer?.close();
       if (gone) return;
       closeRequested = true;
-      const exited = new Promise<void>((r) => worker.once('exit', () => r()));
-      worker.ref();
-      worker.postMessage({ type: 'close' });
-      // Only a stuck disk gets as far as this timer.
-      const timer = setTimeout(() => void worker.terminate(), 30_000);
-      timer.unref();
-      await exited;
-      clearTimeout(timer);
+      await endWorker(worker);
     },
   };
 }
